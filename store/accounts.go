@@ -1,0 +1,233 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// DefaultAccountName is the account serve creates on an empty data dir.
+const DefaultAccountName = "default"
+
+func validateAccount(name string, capCents int64) error {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 100 {
+		return fmt.Errorf("%w: name must be 1 to 100 characters", ErrInvalidArgument)
+	}
+	if capCents < 0 {
+		return fmt.Errorf("%w: spend_cap_cents must be 0 or more", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// CreateAccount adds an account with the given monthly spend cap.
+func (s *Store) CreateAccount(name string, spendCapCents int64) (Account, error) {
+	if err := validateAccount(name, spendCapCents); err != nil {
+		return Account{}, err
+	}
+	acct := Account{
+		ID:            "acct_" + randomBase62(16),
+		Name:          strings.TrimSpace(name),
+		SpendCapCents: spendCapCents,
+		MonthlySpend:  map[string]int64{},
+		CreatedAt:     s.opts.Now().UTC(),
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		return putJSON(tx.Bucket(bucketAccounts), []byte(acct.ID), acct)
+	})
+	if err != nil {
+		return Account{}, fmt.Errorf("create account: %w", err)
+	}
+	return acct, nil
+}
+
+// Account returns one account.
+func (s *Store) Account(id string) (Account, error) {
+	var acct Account
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		acct, err = findAccount(tx, id)
+		return err
+	})
+	return acct, err
+}
+
+// Accounts returns every account, oldest first.
+func (s *Store) Accounts() ([]Account, error) {
+	var out []Account
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketAccounts).ForEach(func(k, _ []byte) error {
+			acct, err := findAccount(tx, string(k))
+			if err != nil {
+				return err
+			}
+			out = append(out, acct)
+			return nil
+		})
+	})
+	slices.SortStableFunc(out, func(a, b Account) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, err
+}
+
+// UpdateAccount changes an account's name and/or spend cap; nil leaves a field as it is.
+func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (Account, error) {
+	var acct Account
+	err := s.update(func(tx *bolt.Tx) error {
+		var err error
+		if acct, err = findAccount(tx, id); err != nil {
+			return err
+		}
+		if name != nil {
+			acct.Name = *name
+		}
+		if spendCapCents != nil {
+			acct.SpendCapCents = *spendCapCents
+		}
+		if err := validateAccount(acct.Name, acct.SpendCapCents); err != nil {
+			return err
+		}
+		acct.Name = strings.TrimSpace(acct.Name)
+		return putAccount(tx, acct)
+	})
+	return acct, err
+}
+
+func findAccount(tx *bolt.Tx, id string) (Account, error) {
+	var acct Account
+	if err := getJSON(tx.Bucket(bucketAccounts), []byte(id), &acct); err != nil {
+		return Account{}, err
+	}
+	if acct.MonthlySpend == nil {
+		acct.MonthlySpend = map[string]int64{}
+	}
+	return acct, nil
+}
+
+func putAccount(tx *bolt.Tx, acct Account) error {
+	return putJSON(tx.Bucket(bucketAccounts), []byte(acct.ID), acct)
+}
+
+// CreateKey issues a new live key for the account and returns its record and the secret,
+// which is never stored and cannot be shown again.
+func (s *Store) CreateKey(accountID string) (APIKey, string, error) {
+	var key APIKey
+	var secret string
+	err := s.update(func(tx *bolt.Tx) error {
+		var err error
+		key, secret, err = createKey(tx, accountID, s.opts.Now())
+		return err
+	})
+	return key, secret, err
+}
+
+func createKey(tx *bolt.Tx, accountID string, now time.Time) (APIKey, string, error) {
+	if _, err := findAccount(tx, accountID); err != nil {
+		return APIKey{}, "", err
+	}
+	secret := NewKeySecret()
+	key := APIKey{
+		ID:        "key_" + randomBase62(16),
+		AccountID: accountID,
+		Prefix:    secret[:KeyDisplayPrefixLen],
+		Hash:      hashKey(secret),
+		CreatedAt: now.UTC(),
+	}
+	if err := putJSON(tx.Bucket(bucketKeys), []byte(key.ID), key); err != nil {
+		return APIKey{}, "", err
+	}
+	if err := tx.Bucket(bucketKeyHashes).Put(key.Hash, []byte(key.ID)); err != nil {
+		return APIKey{}, "", err
+	}
+	return key, secret, nil
+}
+
+// Keys lists an account's keys, oldest first.
+func (s *Store) Keys(accountID string) ([]APIKey, error) {
+	var out []APIKey
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if _, err := findAccount(tx, accountID); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketKeys).ForEach(func(k, v []byte) error {
+			var key APIKey
+			if err := getJSON(tx.Bucket(bucketKeys), k, &key); err != nil {
+				return err
+			}
+			if key.AccountID == accountID {
+				out = append(out, key)
+			}
+			return nil
+		})
+	})
+	slices.SortStableFunc(out, func(a, b APIKey) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, err
+}
+
+// RevokeKey revokes a key at once; revoking it again changes nothing.
+func (s *Store) RevokeKey(keyID string) (APIKey, error) {
+	var key APIKey
+	err := s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketKeys)
+		if err := getJSON(b, []byte(keyID), &key); err != nil {
+			return err
+		}
+		if key.RevokedAt != nil {
+			return nil
+		}
+		now := s.opts.Now().UTC()
+		key.RevokedAt = &now
+		return putJSON(b, []byte(key.ID), key)
+	})
+	return key, err
+}
+
+// Authenticate resolves a live key to its record. A malformed, unknown or revoked key is ErrUnauthorized.
+func (s *Store) Authenticate(secret string) (APIKey, error) {
+	if err := ParseKey(secret); err != nil {
+		return APIKey{}, fmt.Errorf("%w: %w", ErrUnauthorized, err)
+	}
+	var key APIKey
+	err := s.db.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bucketKeyHashes).Get(hashKey(secret))
+		if id == nil {
+			return ErrUnauthorized
+		}
+		if err := getJSON(tx.Bucket(bucketKeys), id, &key); err != nil {
+			return err
+		}
+		if key.RevokedAt != nil {
+			return fmt.Errorf("%w: key revoked", ErrUnauthorized)
+		}
+		return nil
+	})
+	return key, err
+}
+
+// EnsureDefaultAccount creates account "default" and one key when the database has no account.
+// It returns the new key's secret, or "" when accounts already existed.
+func (s *Store) EnsureDefaultAccount(spendCapCents int64) (Account, string, error) {
+	var acct Account
+	var secret string
+	err := s.update(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket(bucketAccounts).Cursor().First(); k != nil {
+			return nil
+		}
+		acct = Account{
+			ID:            "acct_" + randomBase62(16),
+			Name:          DefaultAccountName,
+			SpendCapCents: spendCapCents,
+			MonthlySpend:  map[string]int64{},
+			CreatedAt:     s.opts.Now().UTC(),
+		}
+		if err := putAccount(tx, acct); err != nil {
+			return err
+		}
+		var err error
+		_, secret, err = createKey(tx, acct.ID, s.opts.Now())
+		return err
+	})
+	return acct, secret, err
+}

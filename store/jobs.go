@@ -1,0 +1,518 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// MaxInputBytes is the largest reservation SPEC.md allows.
+const MaxInputBytes = 2_000_000_000
+
+// idempotencyRecord remembers the first response to a create with an Idempotency-Key.
+type idempotencyRecord struct {
+	RequestHash string    `json:"request_hash"`
+	JobID       string    `json:"job_id"`
+	Response    Response  `json:"response"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// CreateJob reserves one cent and creates a job in state created. render builds the HTTP
+// response for the new job inside the same transaction, so that an Idempotency-Key, the job and
+// its reservation commit together; render must be pure. A repeat with the same key and request
+// returns the first response and reserves nothing.
+func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error)) (Job, Response, error) {
+	if p.InputBytes < 1 || p.InputBytes > MaxInputBytes {
+		return Job{}, Response{}, fmt.Errorf("%w: input_bytes %d out of range", ErrInvalidArgument, p.InputBytes)
+	}
+	var job Job
+	var resp Response
+	now := s.opts.Now().UTC()
+	err := s.update(func(tx *bolt.Tx) error {
+		acct, err := findAccount(tx, p.AccountID)
+		if err != nil {
+			return err
+		}
+		var idemKey []byte
+		if p.IdempotencyKey != "" {
+			idemKey = append(append([]byte(p.AccountID), 0), p.IdempotencyKey...)
+			var rec idempotencyRecord
+			err := getJSON(tx.Bucket(bucketIdempotency), idemKey, &rec)
+			if err == nil && now.Sub(rec.CreatedAt) < s.opts.IdempotencyTTL {
+				if rec.RequestHash != p.RequestHash {
+					return ErrIdempotencyMismatch
+				}
+				resp = rec.Response
+				job, err = findJob(tx, rec.JobID)
+				if err == ErrNotFound {
+					err = nil // the job expired since; the replayed response still stands
+				}
+				return err
+			} else if err != nil && err != ErrNotFound {
+				return err
+			}
+		}
+		if acct.SpentCents(now)+acct.ReservedCents+1 > acct.SpendCapCents {
+			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month",
+				ErrLimitReached, acct.SpentCents(now), acct.ReservedCents, acct.SpendCapCents)
+		}
+		jobs := tx.Bucket(bucketJobs)
+		seq, err := jobs.NextSequence()
+		if err != nil {
+			return err
+		}
+		job = Job{
+			ID:           "job_" + randomBase62(24),
+			AccountID:    p.AccountID,
+			Seq:          seq,
+			Status:       StatusCreated,
+			InputFormat:  p.InputFormat,
+			TargetFormat: p.TargetFormat,
+			InputBytes:   p.InputBytes,
+			CreatedAt:    now,
+			ExpiresAt:    now.Add(s.opts.Retention),
+		}
+		acct.ReservedCents++
+		if err := putAccount(tx, acct); err != nil {
+			return err
+		}
+		if err := putJob(tx, job); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketAccountJobs).Put(accountJobKey(job.AccountID, job.Seq), []byte(job.ID)); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketExpiry).Put(timeKey(job.ExpiresAt, job.ID), nil); err != nil {
+			return err
+		}
+		if resp, err = render(job); err != nil {
+			return fmt.Errorf("render response: %w", err)
+		}
+		if idemKey != nil {
+			rec := idempotencyRecord{RequestHash: p.RequestHash, JobID: job.ID, Response: resp, CreatedAt: now}
+			return putJSON(tx.Bucket(bucketIdempotency), idemKey, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return Job{}, Response{}, err
+	}
+	return job, resp, nil
+}
+
+// Job returns one of the account's jobs. Another account's job, or an expired one, is ErrNotFound.
+func (s *Store) Job(accountID, jobID string) (Job, error) {
+	var job Job
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		job, err = findOwnJob(tx, accountID, jobID, s.opts.Now())
+		return err
+	})
+	return job, err
+}
+
+// ListJobs returns a page of the account's live jobs, newest first, and whether more follow.
+func (s *Store) ListJobs(accountID string, p ListParams) ([]Job, bool, error) {
+	if p.Limit <= 0 {
+		p.Limit = 20
+	}
+	now := s.opts.Now()
+	out := []Job{}
+	hasMore := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := append([]byte(accountID), 0)
+		c := tx.Bucket(bucketAccountJobs).Cursor()
+		var k, v []byte
+		if p.StartingAfter != "" {
+			after, err := findOwnJob(tx, accountID, p.StartingAfter, now)
+			if err != nil {
+				return err
+			}
+			c.Seek(accountJobKey(accountID, after.Seq))
+			k, v = c.Prev()
+		} else {
+			// Seek past the account's last key, then step back onto it.
+			if k, _ = c.Seek(append([]byte(accountID), 1)); k == nil {
+				k, v = c.Last()
+			} else {
+				k, v = c.Prev()
+			}
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+			job, err := findJob(tx, string(v))
+			if err != nil {
+				return err
+			}
+			if !now.Before(job.ExpiresAt) || (p.Status != "" && job.Status != p.Status) {
+				continue
+			}
+			if len(out) == p.Limit {
+				hasMore = true
+				return nil
+			}
+			out = append(out, job)
+		}
+		return nil
+	})
+	return out, hasMore, err
+}
+
+// StartJob moves a created job whose upload was sealed with uploadedSize bytes to queued.
+// A job already started is returned unchanged. A size other than input_bytes cancels the job,
+// releases its reservation and returns the cancelled job with ErrSizeMismatch.
+func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (Job, error) {
+	var job Job
+	var mismatch bool
+	now := s.opts.Now().UTC()
+	err := s.update(func(tx *bolt.Tx) error {
+		var err error
+		mismatch = false
+		if job, err = findOwnJob(tx, accountID, jobID, now); err != nil {
+			return err
+		}
+		if job.Status != StatusCreated {
+			return nil
+		}
+		if uploadedSize != job.InputBytes {
+			mismatch = true
+			job.ErrorMessage = fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes)
+			return s.finish(tx, &job, StatusCancelled, now)
+		}
+		acct, err := findAccount(tx, accountID)
+		if err != nil {
+			return err
+		}
+		if spent := acct.SpentCents(now); spent+acct.ReservedCents > acct.SpendCapCents {
+			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month",
+				ErrLimitReached, spent, acct.ReservedCents, acct.SpendCapCents)
+		}
+		job.Status = StatusQueued
+		job.StartedAt = &now
+		if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+			return err
+		}
+		return putJob(tx, job)
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	s.signal(job.ID)
+	if mismatch {
+		return job, ErrSizeMismatch
+	}
+	return job, nil
+}
+
+// ClaimJob moves the oldest queued job to running and counts the pickup in attempt.
+// ok is false when nothing is queued.
+func (s *Store) ClaimJob() (job Job, ok bool, err error) {
+	err = s.update(func(tx *bolt.Tx) error {
+		ok = false
+		q := tx.Bucket(bucketQueue)
+		c := q.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.First() {
+			id := string(k[16:])
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			j, err := findJob(tx, id)
+			if err == ErrNotFound || (err == nil && j.Status != StatusQueued) {
+				continue // a stale entry (the job was cancelled or expired): drop it
+			}
+			if err != nil {
+				return err
+			}
+			j.Status = StatusRunning
+			j.Attempt++
+			if err := tx.Bucket(bucketRunning).Put([]byte(j.ID), nil); err != nil {
+				return err
+			}
+			job, ok = j, true
+			return putJob(tx, j)
+		}
+		return nil
+	})
+	if err == nil && ok {
+		s.signal(job.ID)
+	}
+	return job, ok, err
+}
+
+// FinishJob records how a running job's attempt ended: success turns its reservation into spend,
+// failure releases it. A job that is no longer running that attempt is ErrInvalidState.
+func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
+	var job Job
+	now := s.opts.Now().UTC()
+	err := s.update(func(tx *bolt.Tx) error {
+		var err error
+		if job, err = findJob(tx, jobID); err != nil {
+			return err
+		}
+		if job.Status != StatusRunning || job.Attempt != attempt {
+			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if o.ErrorCode == "" {
+			if o.Output == nil {
+				return fmt.Errorf("%w: success without output", ErrInvalidArgument)
+			}
+			job.Output = o.Output
+			return s.finish(tx, &job, StatusSucceeded, now)
+		}
+		job.ErrorCode, job.ErrorMessage = o.ErrorCode, o.ErrorMessage
+		return s.finish(tx, &job, StatusFailed, now)
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	s.signal(job.ID)
+	return job, nil
+}
+
+// CancelJob cancels one of the account's unfinished jobs and releases its reservation.
+// Cancelling a cancelled job returns it unchanged; a succeeded or failed job is ErrInvalidState.
+func (s *Store) CancelJob(accountID, jobID string) (Job, error) {
+	var job Job
+	now := s.opts.Now().UTC()
+	err := s.update(func(tx *bolt.Tx) error {
+		var err error
+		if job, err = findOwnJob(tx, accountID, jobID, now); err != nil {
+			return err
+		}
+		switch {
+		case job.Status == StatusCancelled:
+			return nil
+		case job.Finished():
+			return fmt.Errorf("%w: job already %s", ErrInvalidState, job.Status)
+		}
+		return s.finish(tx, &job, StatusCancelled, now)
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	s.signal(job.ID)
+	return job, nil
+}
+
+// RecoverRunning is called at start-up, when no worker runs: jobs left running by a crash go back
+// to the queue in their original place, or fail expired_or_exhausted once attempt reached maxAttempts.
+func (s *Store) RecoverRunning(maxAttempts int) (requeued, failed []string, err error) {
+	now := s.opts.Now().UTC()
+	err = s.update(func(tx *bolt.Tx) error {
+		requeued, failed = nil, nil
+		c := tx.Bucket(bucketRunning).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.First() {
+			job, err := findJob(tx, string(k))
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			if err == ErrNotFound {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if job.Status != StatusRunning {
+				continue
+			}
+			if job.Attempt >= maxAttempts {
+				job.ErrorCode = CodeExpiredOrExhausted
+				job.ErrorMessage = fmt.Sprintf("the conversion was interrupted %d times (--max-attempts %d)", job.Attempt, maxAttempts)
+				if err := s.finish(tx, &job, StatusFailed, now); err != nil {
+					return err
+				}
+				failed = append(failed, job.ID)
+				continue
+			}
+			job.Status = StatusQueued
+			if job.StartedAt == nil {
+				job.StartedAt = &now
+			}
+			if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+				return err
+			}
+			if err := putJob(tx, job); err != nil {
+				return err
+			}
+			requeued = append(requeued, job.ID)
+		}
+		return nil
+	})
+	if err == nil {
+		s.signal(append(requeued, failed...)...)
+	}
+	return requeued, failed, err
+}
+
+// ExpireJobs deletes up to limit jobs whose expires_at has passed; an unfinished one first fails
+// expired_or_exhausted, releasing its reservation. It returns the deleted ids so their files go too.
+func (s *Store) ExpireJobs(limit int) ([]string, error) {
+	now := s.opts.Now().UTC()
+	var deleted []string
+	err := s.update(func(tx *bolt.Tx) error {
+		deleted = deleted[:0]
+		c := tx.Bucket(bucketExpiry).Cursor()
+		for k, _ := c.First(); k != nil && len(deleted) < limit; k, _ = c.First() {
+			if int64(bytesToU64(k[:8])) > now.UnixNano() {
+				break
+			}
+			id := string(k[8:])
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			job, err := findJob(tx, id)
+			if err == ErrNotFound {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if !job.Finished() {
+				job.ErrorCode = CodeExpiredOrExhausted
+				job.ErrorMessage = "the job expired before it finished"
+				if err := s.finish(tx, &job, StatusFailed, now); err != nil {
+					return err
+				}
+			}
+			if err := deleteJob(tx, job); err != nil {
+				return err
+			}
+			deleted = append(deleted, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.signal(deleted...)
+	return deleted, nil
+}
+
+// PurgeIdempotencyKeys forgets Idempotency-Keys older than their time to live.
+func (s *Store) PurgeIdempotencyKeys() (int, error) {
+	now := s.opts.Now()
+	n := 0
+	err := s.update(func(tx *bolt.Tx) error {
+		n = 0
+		b := tx.Bucket(bucketIdempotency)
+		var stale [][]byte
+		err := b.ForEach(func(k, _ []byte) error {
+			var rec idempotencyRecord
+			if err := getJSON(b, k, &rec); err != nil {
+				return err
+			}
+			if now.Sub(rec.CreatedAt) >= s.opts.IdempotencyTTL {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range stale {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(stale)
+		return nil
+	})
+	return n, err
+}
+
+// JobExists reports whether a job record exists (expired or not); the orphan sweep uses it.
+func (s *Store) JobExists(jobID string) (bool, error) {
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ok = tx.Bucket(bucketJobs).Get([]byte(jobID)) != nil
+		return nil
+	})
+	return ok, err
+}
+
+// finish moves an unfinished job to a final state with its spend movement, in the caller's transaction.
+func (s *Store) finish(tx *bolt.Tx, job *Job, status string, now time.Time) error {
+	if !job.holdsReservation() {
+		return fmt.Errorf("%w: job %s already %s", ErrInvalidState, job.ID, job.Status)
+	}
+	acct, err := findAccount(tx, job.AccountID)
+	if err != nil {
+		return fmt.Errorf("account of job %s: %w", job.ID, err)
+	}
+	if acct.ReservedCents < 1 {
+		return fmt.Errorf("ledger broken: account %s has no reservation for job %s", acct.ID, job.ID)
+	}
+	acct.ReservedCents--
+	if status == StatusSucceeded {
+		acct.MonthlySpend[monthOf(now)]++
+	}
+	if err := putAccount(tx, acct); err != nil {
+		return err
+	}
+	if job.Status == StatusRunning {
+		if err := tx.Bucket(bucketRunning).Delete([]byte(job.ID)); err != nil {
+			return err
+		}
+	}
+	if job.Status == StatusQueued {
+		if err := tx.Bucket(bucketQueue).Delete(queueKey(*job)); err != nil {
+			return err
+		}
+	}
+	job.Status = status
+	job.FinishedAt = &now
+	return putJob(tx, *job)
+}
+
+func deleteJob(tx *bolt.Tx, job Job) error {
+	if job.Status == StatusSucceeded && job.FinishedAt != nil {
+		acct, err := findAccount(tx, job.AccountID)
+		if err != nil {
+			return err
+		}
+		if acct.PurgedSuccesses == nil {
+			acct.PurgedSuccesses = map[string]int64{}
+		}
+		acct.PurgedSuccesses[monthOf(*job.FinishedAt)]++
+		if err := putAccount(tx, acct); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(bucketAccountJobs).Delete(accountJobKey(job.AccountID, job.Seq)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketExpiry).Delete(timeKey(job.ExpiresAt, job.ID)); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketJobs).Delete([]byte(job.ID))
+}
+
+// queueKey orders the queue by first start, then creation: the job's place survives a requeue.
+func queueKey(job Job) []byte {
+	b := make([]byte, 0, 16+len(job.ID))
+	b = binary.BigEndian.AppendUint64(b, uint64(job.StartedAt.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, job.Seq)
+	return append(b, job.ID...)
+}
+
+func findJob(tx *bolt.Tx, id string) (Job, error) {
+	var job Job
+	err := getJSON(tx.Bucket(bucketJobs), []byte(id), &job)
+	return job, err
+}
+
+// findOwnJob hides other accounts' jobs and expired jobs behind ErrNotFound.
+func findOwnJob(tx *bolt.Tx, accountID, id string, now time.Time) (Job, error) {
+	job, err := findJob(tx, id)
+	if err != nil {
+		return Job{}, err
+	}
+	if job.AccountID != accountID || !now.Before(job.ExpiresAt) {
+		return Job{}, ErrNotFound
+	}
+	return job, nil
+}
+
+func putJob(tx *bolt.Tx, job Job) error {
+	return putJSON(tx.Bucket(bucketJobs), []byte(job.ID), job)
+}

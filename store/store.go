@@ -1,0 +1,207 @@
+// Package store keeps accounts, API keys, jobs, the spend ledger and the job queue in bbolt.
+//
+// Every method is one transaction: a job's state change and its spend movement commit together,
+// so the ledger invariant (reserved = unfinished jobs, monthly spend = successes) holds across crashes.
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	bucketMeta        = []byte("meta")
+	bucketAccounts    = []byte("accounts")
+	bucketKeys        = []byte("keys")
+	bucketKeyHashes   = []byte("key_hashes")
+	bucketJobs        = []byte("jobs")
+	bucketAccountJobs = []byte("account_jobs") // accountID 0x00 seq(8) -> jobID
+	bucketQueue       = []byte("queue")        // queuedAt(8) jobID -> nil, oldest first
+	bucketRunning     = []byte("running")      // jobID -> nil
+	bucketExpiry      = []byte("expiry")       // expiresAt(8) jobID -> nil
+	bucketIdempotency = []byte("idempotency")  // accountID 0x00 key -> idempotencyRecord
+
+	allBuckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketKeyHashes, bucketJobs,
+		bucketAccountJobs, bucketQueue, bucketRunning, bucketExpiry, bucketIdempotency}
+)
+
+const schemaVersion = 1
+
+// Options configures a Store.
+type Options struct {
+	// Retention is how long a job and its files live after creation (default 24h).
+	Retention time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
+	IdempotencyTTL time.Duration
+	// LockTimeout bounds the wait for another process's lock on the file (default 2s).
+	LockTimeout time.Duration
+	// Now is the clock; tests inject one (default time.Now).
+	Now func() time.Time
+}
+
+// Store is the bbolt-backed state of the service. It is safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	opts Options
+
+	mu      sync.Mutex
+	waiters map[string]map[chan struct{}]struct{}
+}
+
+// ErrLocked means another process holds the database file.
+var ErrLocked = errors.New("database is locked by another process")
+
+// Open opens (creating if needed) the database at path.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.Retention <= 0 {
+		opts.Retention = 24 * time.Hour
+	}
+	if opts.IdempotencyTTL <= 0 {
+		opts.IdempotencyTTL = 24 * time.Hour
+	}
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 2 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.LockTimeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("open %s: %w (is another convsvc serving this data dir?)", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) != schemaVersion {
+			return fmt.Errorf("database schema %d, this binary knows %d", binary.BigEndian.Uint64(v), schemaVersion)
+		}
+		return meta.Put([]byte("schema"), u64(schemaVersion))
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("initialise %s: %w", path, err)
+	}
+	return &Store{db: db, opts: opts, waiters: map[string]map[chan struct{}]struct{}{}}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.db.Path() }
+
+// Retention is how long jobs live after creation.
+func (s *Store) Retention() time.Duration { return s.opts.Retention }
+
+// Check runs bbolt's consistency check and returns the first problem found.
+func (s *Store) Check() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	})
+}
+
+// Ping proves the database is writable by committing a small write.
+func (s *Store) Ping() error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put([]byte("ping"), u64(uint64(s.opts.Now().UnixNano())))
+	})
+}
+
+// WaitChange returns a channel closed at the next committed change of the job, and a function
+// that releases it when the caller stops waiting.
+func (s *Store) WaitChange(jobID string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	set := s.waiters[jobID]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		s.waiters[jobID] = set
+	}
+	set[ch] = struct{}{}
+	s.mu.Unlock()
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if set, ok := s.waiters[jobID]; ok {
+			delete(set, ch)
+			if len(set) == 0 {
+				delete(s.waiters, jobID)
+			}
+		}
+	}
+}
+
+// signal wakes everyone waiting on the given jobs; call it only after the transaction committed.
+func (s *Store) signal(jobIDs ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range jobIDs {
+		for ch := range s.waiters[id] {
+			close(ch)
+		}
+		delete(s.waiters, id)
+	}
+}
+
+// update runs fn in a read-write transaction. Nothing outside the transaction may change in fn.
+func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+	return s.db.Update(fn)
+}
+
+func u64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+// timeKey orders by time, then id: 8-byte big-endian unix nanoseconds followed by the id.
+func timeKey(t time.Time, id string) []byte {
+	b := make([]byte, 8, 8+len(id))
+	binary.BigEndian.PutUint64(b, uint64(t.UnixNano()))
+	return append(b, id...)
+}
+
+func accountJobKey(accountID string, seq uint64) []byte {
+	b := make([]byte, 0, len(accountID)+9)
+	b = append(b, accountID...)
+	b = append(b, 0)
+	return binary.BigEndian.AppendUint64(b, seq)
+}
+
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	data := b.Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	// json.Unmarshal copies, so v stays valid after the transaction.
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode record %q: %w", key, err)
+	}
+	return nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	return b.Put(key, data)
+}
+
+func bytesToU64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

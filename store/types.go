@@ -1,0 +1,131 @@
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// Job states, as SPEC.md names them.
+const (
+	StatusCreated   = "created"
+	StatusUploaded  = "uploaded" // reserved by the spec; never used
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+)
+
+// Job failure codes, as SPEC.md names them.
+const (
+	CodeConversionFailed   = "conversion_failed"
+	CodeExpiredOrExhausted = "expired_or_exhausted"
+	CodeWorkerShutdown     = "worker_shutdown"
+)
+
+// Sentinel errors returned by Store methods; httpapi maps each to a status in one place.
+var (
+	ErrNotFound            = errors.New("not found")
+	ErrUnauthorized        = errors.New("API key invalid or revoked")
+	ErrLimitReached        = errors.New("spend cap reached")
+	ErrSizeMismatch        = errors.New("uploaded size differs from input_bytes")
+	ErrInvalidState        = errors.New("job is in the wrong state for this operation")
+	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+	ErrInvalidArgument     = errors.New("invalid argument")
+)
+
+// Job is a conversion job as stored.
+type Job struct {
+	ID           string     `json:"id"`
+	AccountID    string     `json:"account_id"`
+	Seq          uint64     `json:"seq"` // creation order within the database, for listing
+	Status       string     `json:"status"`
+	InputFormat  string     `json:"input_format"`
+	TargetFormat string     `json:"target_format"`
+	InputBytes   int64      `json:"input_bytes"`
+	Attempt      int        `json:"attempt"`
+	ErrorCode    string     `json:"error_code,omitempty"`
+	ErrorMessage string     `json:"error_message,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
+	StartedAt    *time.Time `json:"started_at,omitempty"`
+	FinishedAt   *time.Time `json:"finished_at,omitempty"`
+	ExpiresAt    time.Time  `json:"expires_at"`
+	Output       *Output    `json:"output,omitempty"`
+}
+
+// Finished reports whether the job reached a final state.
+func (j *Job) Finished() bool {
+	return j.Status == StatusSucceeded || j.Status == StatusFailed || j.Status == StatusCancelled
+}
+
+// holdsReservation reports whether the job's cent is still reserved against its account.
+func (j *Job) holdsReservation() bool {
+	return j.Status == StatusCreated || j.Status == StatusQueued || j.Status == StatusRunning
+}
+
+// Output describes a succeeded job's result file.
+type Output struct {
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+}
+
+// Account is a customer with a monthly spend cap.
+type Account struct {
+	ID            string           `json:"id"`
+	Name          string           `json:"name"`
+	SpendCapCents int64            `json:"spend_cap_cents"`
+	ReservedCents int64            `json:"reserved_cents"`
+	MonthlySpend  map[string]int64 `json:"monthly_spend"` // "2006-01" (UTC) -> cents
+	// PurgedSuccesses counts, per month, succeeded jobs that retention deleted, so the ledger
+	// stays checkable against the jobs that remain.
+	PurgedSuccesses map[string]int64 `json:"purged_successes,omitempty"`
+	CreatedAt     time.Time        `json:"created_at"`
+}
+
+// SpentCents is the account's spend in the calendar month (UTC) that contains t.
+func (a *Account) SpentCents(t time.Time) int64 {
+	return a.MonthlySpend[monthOf(t)]
+}
+
+// APIKey is a live key's record; only the SHA-256 of the secret is kept.
+type APIKey struct {
+	ID        string     `json:"id"`
+	AccountID string     `json:"account_id"`
+	Prefix    string     `json:"prefix"`
+	Hash      []byte     `json:"hash"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+}
+
+// CreateJobParams is a validated job reservation request.
+type CreateJobParams struct {
+	AccountID    string
+	InputFormat  string
+	TargetFormat string
+	InputBytes   int64
+	// IdempotencyKey, when set, makes a repeat with the same RequestHash replay the first response.
+	IdempotencyKey string
+	RequestHash    string
+}
+
+// Response is a rendered HTTP response kept for idempotent replay.
+type Response struct {
+	Status int    `json:"status"`
+	Body   []byte `json:"body"`
+}
+
+// Outcome is how a running job ended, as reported by a worker.
+type Outcome struct {
+	Output       *Output // set on success
+	ErrorCode    string  // set on failure
+	ErrorMessage string
+}
+
+// ListParams selects a page of an account's jobs, newest first.
+type ListParams struct {
+	Limit         int
+	StartingAfter string
+	Status        string
+}
+
+func monthOf(t time.Time) string { return t.UTC().Format("2006-01") }
