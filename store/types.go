@@ -79,7 +79,7 @@ type Account struct {
 	// PurgedSuccesses counts, per month, succeeded jobs that retention deleted, so the ledger
 	// stays checkable against the jobs that remain.
 	PurgedSuccesses map[string]int64 `json:"purged_successes,omitempty"`
-	CreatedAt     time.Time        `json:"created_at"`
+	CreatedAt       time.Time        `json:"created_at"`
 }
 
 // SpentCents is the account's spend in the calendar month (UTC) that contains t.
