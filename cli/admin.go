@@ -1,0 +1,188 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convsvc/convsvc/client"
+)
+
+// adminOptions are the connection flags shared by every admin command.
+type adminOptions struct {
+	server     string
+	adminToken string
+	dataDir    string
+}
+
+// client builds an admin client; the token defaults to DATA/admin.token of a local server.
+func (o *adminOptions) client() (*client.Client, error) {
+	token := o.adminToken
+	if token == "" {
+		b, err := os.ReadFile(filepath.Join(o.dataDir, "admin.token"))
+		if err != nil {
+			return nil, fmt.Errorf("no admin token: pass --admin-token, set CONVSVC_ADMIN_TOKEN, or point --data at the server's data dir (%w)", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	return &client.Client{BaseURL: o.server, Key: token}, nil
+}
+
+func newAdminCommand() *cobra.Command {
+	o := &adminOptions{}
+	cmd := &cobra.Command{
+		Use:   "admin",
+		Short: "Manage accounts and API keys of a running convsvc",
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&o.server, "server", "http://127.0.0.1:8080", "API base URL")
+	pf.StringVar(&o.adminToken, "admin-token", "", "admin token (default: read DATA/admin.token)")
+	pf.StringVar(&o.dataDir, "data", "./convsvc-data", "data dir of a local server, to read its admin.token")
+	withEnvHelp(pf)
+	cmd.AddCommand(newAdminAccountsCommand(o), newAdminKeysCommand(o))
+	return cmd
+}
+
+func printJSON(cmd *cobra.Command, v any) error {
+	enc := json.NewEncoder(cmd.OutOrStdout())
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func newAdminAccountsCommand(o *adminOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "accounts", Short: "Create, list, show and update accounts"}
+	var name string
+	var capCents int64
+	create := &cobra.Command{
+		Use:   "create --name NAME --spend-cap-cents N",
+		Short: "Create an account",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			acct, err := c.CreateAccount(cmd.Context(), name, capCents)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, acct)
+		},
+	}
+	create.Flags().StringVar(&name, "name", "", "account name")
+	create.Flags().Int64Var(&capCents, "spend-cap-cents", 1000, "monthly spend cap in cents")
+	create.MarkFlagRequired("name")
+
+	list := &cobra.Command{
+		Use: "list", Short: "List accounts", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			accts, err := c.Accounts(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, accts)
+		},
+	}
+	get := &cobra.Command{
+		Use: "get ACCOUNT_ID", Short: "Show an account with its monthly spend", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			acct, err := c.Account(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, acct)
+		},
+	}
+	var newName string
+	var newCap int64
+	update := &cobra.Command{
+		Use: "update ACCOUNT_ID [--name NAME] [--spend-cap-cents N]", Short: "Change an account's name or spend cap", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var namePtr *string
+			var capPtr *int64
+			if cmd.Flags().Changed("name") {
+				namePtr = &newName
+			}
+			if cmd.Flags().Changed("spend-cap-cents") {
+				capPtr = &newCap
+			}
+			if namePtr == nil && capPtr == nil {
+				return errors.New("nothing to change: pass --name and/or --spend-cap-cents")
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			acct, err := c.UpdateAccount(cmd.Context(), args[0], namePtr, capPtr)
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, acct)
+		},
+	}
+	update.Flags().StringVar(&newName, "name", "", "new name")
+	update.Flags().Int64Var(&newCap, "spend-cap-cents", 0, "new monthly spend cap in cents")
+	cmd.AddCommand(create, list, get, update)
+	return cmd
+}
+
+func newAdminKeysCommand(o *adminOptions) *cobra.Command {
+	cmd := &cobra.Command{Use: "keys", Short: "Issue, list and revoke API keys"}
+	create := &cobra.Command{
+		Use: "create ACCOUNT_ID", Short: "Issue a key (shown once)", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			key, err := c.CreateKey(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, key)
+		},
+	}
+	list := &cobra.Command{
+		Use: "list ACCOUNT_ID", Short: "List an account's keys", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			keys, err := c.Keys(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, keys)
+		},
+	}
+	revoke := &cobra.Command{
+		Use: "revoke KEY_ID", Short: "Revoke a key at once", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			key, err := c.RevokeKey(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, key)
+		},
+	}
+	cmd.AddCommand(create, list, revoke)
+	return cmd
+}

@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convsvc/convsvc/service"
+)
+
+// serveOptions are the flags of serve.
+type serveOptions struct {
+	cfg       service.Config
+	logFormat string
+	logLevel  string
+}
+
+func newServeCommand() *cobra.Command {
+	var o serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API, object storage and workers",
+		Long: "Run the API, object storage and workers. On an empty data dir it creates account\n" +
+			"\"default\" and prints its API key once. SIGTERM or SIGINT drains: running conversions\n" +
+			"get --drain-timeout to finish, then fail with worker_shutdown.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.cfg.DataDir, "data", "./convsvc-data", "data directory (database, files, secrets)")
+	f.StringVar(&o.cfg.Listen, "listen", "127.0.0.1:8080", "API listen address")
+	f.StringVar(&o.cfg.BlobListen, "blob-listen", "127.0.0.1:8081", "object storage listen address")
+	f.StringVar(&o.cfg.PublicURL, "public-url", "", "API base URL clients see (default http://LISTEN)")
+	f.StringVar(&o.cfg.BlobPublicURL, "blob-public-url", "", "object storage base URL in signed URLs (default http://BLOB-LISTEN)")
+	f.IntVar(&o.cfg.Workers, "workers", 0, "conversion workers (default: number of CPUs)")
+	f.DurationVar(&o.cfg.Retention, "retention", service.DefaultRetention, "how long jobs and their files are kept")
+	f.IntVar(&o.cfg.MaxAttempts, "max-attempts", 3, "pickups before a job interrupted by crashes fails expired_or_exhausted")
+	f.DurationVar(&o.cfg.DrainTimeout, "drain-timeout", service.DefaultDrainTimeout, "time running conversions get on shutdown")
+	f.DurationVar(&o.cfg.ConversionTimeout, "conversion-timeout", service.DefaultConversionTimeout, "longest one conversion may run")
+	f.StringVar(&o.cfg.AdminToken, "admin-token", "", "admin API token (default: generated into DATA/admin.token)")
+	f.Int64Var(&o.cfg.DefaultSpendCapCents, "default-spend-cap-cents", service.DefaultSpendCapCents, "monthly spend cap of the default account")
+	f.Int64Var(&o.cfg.MaxPixels, "max-pixels", service.DefaultMaxPixels, "largest image accepted, in pixels (width x height)")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	withEnvHelp(f)
+	return cmd
+}
+
+func newLogger(format, level string, w *os.File) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+	}
+}
+
+func (o *serveOptions) run(cmd *cobra.Command) error {
+	log, err := newLogger(o.logFormat, o.logLevel, os.Stderr)
+	if err != nil {
+		return err
+	}
+	o.cfg.Logger = log
+	out := cmd.OutOrStdout()
+	o.cfg.OnDefaultKey = func(accountID, key string) {
+		fmt.Fprintf(out, "Created account \"default\" (%s) with API key:\n\n    %s\n\nIt is shown only this once; keep it.\n\n", accountID, key)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	m, err := service.Run(o.cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "convsvc serving the API on %s and object storage on %s\n", m.URL(), m.BlobURL())
+	<-ctx.Done()
+	stop()
+	log.Info("shutting down", "drain_timeout", o.cfg.DrainTimeout.String())
+	drain, cancel := context.WithTimeout(context.Background(), o.cfg.DrainTimeout)
+	defer cancel()
+	return m.Shutdown(drain)
+}

@@ -1,0 +1,178 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// accountView is an account as the admin API shows it.
+type accountView struct {
+	ID            string         `json:"id"`
+	Name          string         `json:"name"`
+	SpendCapCents int64          `json:"spend_cap_cents"`
+	ReservedCents int64          `json:"reserved_cents"`
+	SpentCents    int64          `json:"spent_cents"`
+	MonthlySpend  []monthlySpend `json:"monthly_spend"`
+	CreatedAt     time.Time      `json:"created_at"`
+}
+
+type monthlySpend struct {
+	Month      string `json:"month"`
+	SpentCents int64  `json:"spent_cents"`
+}
+
+type keyView struct {
+	ID        string     `json:"id"`
+	AccountID string     `json:"account_id"`
+	Prefix    string     `json:"prefix"`
+	CreatedAt time.Time  `json:"created_at"`
+	RevokedAt *time.Time `json:"revoked_at"`
+}
+
+type newKeyView struct {
+	keyView
+	Key string `json:"key"`
+}
+
+type listView[T any] struct {
+	Data []T `json:"data"`
+}
+
+func (s *Server) viewAccount(a store.Account) accountView {
+	v := accountView{
+		ID:            a.ID,
+		Name:          a.Name,
+		SpendCapCents: a.SpendCapCents,
+		ReservedCents: a.ReservedCents,
+		SpentCents:    a.SpentCents(s.now()),
+		MonthlySpend:  []monthlySpend{},
+		CreatedAt:     a.CreatedAt,
+	}
+	for m, c := range a.MonthlySpend {
+		v.MonthlySpend = append(v.MonthlySpend, monthlySpend{Month: m, SpentCents: c})
+	}
+	slices.SortFunc(v.MonthlySpend, func(a, b monthlySpend) int {
+		if a.Month < b.Month {
+			return -1
+		}
+		if a.Month > b.Month {
+			return 1
+		}
+		return 0
+	})
+	return v
+}
+
+func viewKey(k store.APIKey) keyView {
+	return keyView{ID: k.ID, AccountID: k.AccountID, Prefix: k.Prefix, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+}
+
+type accountRequest struct {
+	Name          *string `json:"name"`
+	SpendCapCents *int64  `json:"spend_cap_cents"`
+}
+
+func (s *Server) handleCreateAccount(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var req accountRequest
+	body, err := readJSONBody(w, r)
+	if err == nil {
+		err = decodeStrict(body, &req)
+	}
+	if err == nil && (req.Name == nil || req.SpendCapCents == nil) {
+		err = errorf(CodeInvalidRequest, "name and spend_cap_cents are required")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	acct, err := s.cfg.Store.CreateAccount(*req.Name, *req.SpendCapCents)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.viewAccount(acct))
+}
+
+func (s *Server) handleListAccounts(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	accts, err := s.cfg.Store.Accounts()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listView[accountView]{Data: []accountView{}}
+	for _, a := range accts {
+		out.Data = append(out.Data, s.viewAccount(a))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleGetAccount(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	acct, err := s.cfg.Store.Account(ps.ByName("id"))
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.viewAccount(acct))
+}
+
+func (s *Server) handleUpdateAccount(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	var req accountRequest
+	body, err := readJSONBody(w, r)
+	if err == nil {
+		err = decodeStrict(body, &req)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	acct, err := s.cfg.Store.UpdateAccount(ps.ByName("id"), req.Name, req.SpendCapCents)
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	writeJSON(w, http.StatusOK, s.viewAccount(acct))
+}
+
+func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	key, secret, err := s.cfg.Store.CreateKey(ps.ByName("id"))
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	writeJSON(w, http.StatusOK, newKeyView{keyView: viewKey(key), Key: secret})
+}
+
+func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	keys, err := s.cfg.Store.Keys(ps.ByName("id"))
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	out := listView[keyView]{Data: []keyView{}}
+	for _, k := range keys {
+		out.Data = append(out.Data, viewKey(k))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleRevokeKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	key, err := s.cfg.Store.RevokeKey(ps.ByName("id"))
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such key"))
+		return
+	}
+	writeJSON(w, http.StatusOK, viewKey(key))
+}
+
+// notFound gives store.ErrNotFound a message that names what was missing.
+func notFound(err error, message string) error {
+	if apiErr := asAPIError(err); apiErr.Code == CodeNotFound {
+		return &Error{Code: CodeNotFound, Message: message, Err: err}
+	}
+	return err
+}

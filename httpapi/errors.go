@@ -1,0 +1,155 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/convsvc/convsvc/blobstore"
+	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/store"
+)
+
+// Stable error codes of the API. SPEC.md fixes the first group; DESIGN.md adds the rest.
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodeUnsupportedFormat    = "unsupported_format"
+	CodeFileTooLarge         = "file_too_large"
+	CodeSizeMismatch         = "size_mismatch"
+	CodeUnauthorized         = "unauthorized"
+	CodeLimitReached         = "limit_reached"
+	CodeNotFound             = "not_found"
+	CodeRateLimited          = "rate_limited"
+	CodeStorageUnavailable   = "storage_unavailable"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeInvalidState         = "invalid_state"
+	CodeIdempotencyMismatch  = "idempotency_mismatch"
+	CodeRequestTooLarge      = "request_too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeInternal             = "internal_error"
+)
+
+// Error is an API error: a stable code, a message for the client, and an internal cause for the logs.
+type Error struct {
+	Code    string
+	Message string
+	// Status overrides the code's usual status (unauthorized is 401 or 403).
+	Status int
+	Err    error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return e.Code + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorf builds an Error with the code's usual status.
+func errorf(code, message string) *Error { return &Error{Code: code, Message: message} }
+
+// statusOf is the one place where error codes become HTTP statuses.
+func statusOf(e *Error) int {
+	if e.Status != 0 {
+		return e.Status
+	}
+	switch e.Code {
+	case CodeInvalidRequest, CodeUnsupportedFormat, CodeFileTooLarge, CodeSizeMismatch:
+		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusForbidden
+	case CodeLimitReached:
+		return http.StatusForbidden
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeInvalidState, CodeIdempotencyMismatch:
+		return http.StatusConflict
+	case CodeRequestTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeUnsupportedMediaType:
+		return http.StatusUnsupportedMediaType
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeStorageUnavailable:
+		return http.StatusBadGateway
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// asAPIError maps any error from the store, the blob store or the converters to an API error.
+func asAPIError(err error) *Error {
+	var apiErr *Error
+	var maxBytes *http.MaxBytesError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.As(err, &maxBytes):
+		return &Error{Code: CodeRequestTooLarge, Message: "the request body is over the 64 KiB limit", Err: err}
+	case errors.Is(err, store.ErrNotFound):
+		return &Error{Code: CodeNotFound, Message: "no such job, or it expired", Err: err}
+	case errors.Is(err, store.ErrUnauthorized):
+		return &Error{Code: CodeUnauthorized, Message: "the API key is invalid or revoked", Err: err}
+	case errors.Is(err, store.ErrLimitReached):
+		return &Error{Code: CodeLimitReached, Message: "the account's monthly spend cap is reached; raise it or wait for next month", Err: err}
+	case errors.Is(err, store.ErrSizeMismatch):
+		return &Error{Code: CodeSizeMismatch, Message: "the uploaded size differs from input_bytes; the job is cancelled, reserve a new one", Err: err}
+	case errors.Is(err, store.ErrInvalidState):
+		return &Error{Code: CodeInvalidState, Message: "the job has already finished", Err: err}
+	case errors.Is(err, store.ErrIdempotencyMismatch):
+		return &Error{Code: CodeIdempotencyMismatch, Message: "this Idempotency-Key was used with a different request body", Err: err}
+	case errors.Is(err, store.ErrInvalidArgument):
+		return &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	case errors.Is(err, convert.ErrUnsupported):
+		return &Error{Code: CodeUnsupportedFormat, Message: err.Error(), Err: err}
+	case errors.Is(err, blobstore.ErrNotFound):
+		return &Error{Code: CodeStorageUnavailable, Message: "nothing was uploaded for this job; PUT the file to upload_url, then start again", Err: err}
+	default:
+		return &Error{Code: CodeInternal, Message: "internal error; the request id identifies it in the server log", Err: err}
+	}
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeError writes err in the API's error shape. Only internal errors are logged as errors.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := asAPIError(err)
+	status := statusOf(e)
+	if status >= 500 && e.Code != CodeStorageUnavailable {
+		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "error", err)
+	} else if e.Err != nil {
+		s.log.DebugContext(r.Context(), "request refused", "request_id", requestID(r), "code", e.Code, "error", e.Err)
+	}
+	writeJSON(w, status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
+}
+
+// writeJSON writes v as the response body with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		slog.Error("encode response", "error", err)
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"code":"internal_error","message":"could not encode the response"}}`)
+	}
+	writeRaw(w, status, body)
+}
+
+func writeRaw(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(body)
+	w.Write([]byte("\n"))
+}

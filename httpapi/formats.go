@@ -1,0 +1,71 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/convsvc/convsvc/convert"
+)
+
+// formatDetailView is a Format with what it converts to and from.
+type formatDetailView struct {
+	convert.Format
+	Targets []string `json:"targets"`
+	Sources []string `json:"sources"`
+}
+
+func (s *Server) handleFormats(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	formats := s.cfg.Catalog.Formats()
+	if formats == nil {
+		formats = []convert.Format{}
+	}
+	writeJSON(w, http.StatusOK, formats)
+}
+
+func (s *Server) handleFormat(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	f, ok := s.cfg.Catalog.Format(ps.ByName("id"))
+	if !ok {
+		s.writeError(w, r, errorf(CodeNotFound, "no such format; GET /v1/formats lists them"))
+		return
+	}
+	v := formatDetailView{Format: f, Targets: s.cfg.Catalog.Targets(f.ID), Sources: s.cfg.Catalog.Sources(f.ID)}
+	if v.Targets == nil {
+		v.Targets = []string{}
+	}
+	if v.Sources == nil {
+		v.Sources = []string{}
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+type healthView struct {
+	Status string `json:"status"`
+}
+
+type readyView struct {
+	Status  string   `json:"status"`
+	Reasons []string `json:"reasons"`
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	writeJSON(w, http.StatusOK, healthView{Status: "ok"})
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	var reasons []string
+	if s.cfg.Ready != nil {
+		reasons = s.cfg.Ready()
+	}
+	if len(reasons) > 0 {
+		writeJSON(w, http.StatusServiceUnavailable, readyView{Status: "not_ready", Reasons: reasons})
+		return
+	}
+	writeJSON(w, http.StatusOK, readyView{Status: "ready", Reasons: []string{}})
+}
+
+func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write(OpenAPIDocument)
+}

@@ -1,0 +1,287 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// jobView is the Job object of SPEC.md plus DESIGN.md's fields.
+type jobView struct {
+	ID           string      `json:"id"`
+	Status       string      `json:"status"`
+	InputFormat  string      `json:"input_format"`
+	TargetFormat string      `json:"target_format"`
+	InputBytes   *int64      `json:"input_bytes"`
+	Attempt      int         `json:"attempt"`
+	ErrorCode    *string     `json:"error_code"`
+	ErrorMessage *string     `json:"error_message"`
+	ExpiresAt    time.Time   `json:"expires_at"`
+	CreatedAt    time.Time   `json:"created_at"`
+	StartedAt    *time.Time  `json:"started_at"`
+	FinishedAt   *time.Time  `json:"finished_at"`
+	Output       *outputView `json:"output"`
+}
+
+// outputView carries a succeeded job's result with a freshly signed download URL.
+type outputView struct {
+	Bytes        int64  `json:"bytes"`
+	SHA256       string `json:"sha256"`
+	URL          string `json:"url"`
+	URLExpiresIn int    `json:"url_expires_in"`
+}
+
+// reservationView is the response of create.
+type reservationView struct {
+	Job             jobView `json:"job"`
+	UploadURL       string  `json:"upload_url"`
+	UploadExpiresIn int     `json:"upload_expires_in"`
+}
+
+type jobListView struct {
+	Data    []jobView `json:"data"`
+	HasMore bool      `json:"has_more"`
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (s *Server) viewJob(j store.Job) jobView {
+	v := jobView{
+		ID:           j.ID,
+		Status:       j.Status,
+		InputFormat:  j.InputFormat,
+		TargetFormat: j.TargetFormat,
+		InputBytes:   &j.InputBytes,
+		Attempt:      j.Attempt,
+		ErrorCode:    optString(j.ErrorCode),
+		ErrorMessage: optString(j.ErrorMessage),
+		ExpiresAt:    j.ExpiresAt,
+		CreatedAt:    j.CreatedAt,
+		StartedAt:    j.StartedAt,
+		FinishedAt:   j.FinishedAt,
+	}
+	if j.Status == store.StatusSucceeded && j.Output != nil {
+		// The URL is signed anew on every read, and never outlives the job.
+		expires := s.now().Add(DownloadURLTTL).Truncate(time.Second)
+		if j.ExpiresAt.Before(expires) {
+			expires = j.ExpiresAt.Truncate(time.Second)
+		}
+		v.Output = &outputView{
+			Bytes:        j.Output.Bytes,
+			SHA256:       j.Output.SHA256,
+			URL:          s.cfg.Blobs.DownloadURL(j.ID, j.Output.Bytes, expires),
+			URLExpiresIn: int(DownloadURLTTL / time.Second),
+		}
+	}
+	return v
+}
+
+// createJobRequest is the body of POST /v1/jobs; pointers and raw values let each problem get
+// its own code (missing or mistyped: invalid_request; too big: file_too_large).
+type createJobRequest struct {
+	InputFormat  *string         `json:"input_format"`
+	TargetFormat *string         `json:"target_format"`
+	InputBytes   json.RawMessage `json:"input_bytes"`
+}
+
+// parseCreateJob validates a create body in the order the contract ranks problems.
+func parseCreateJob(body []byte) (input, target string, size int64, err error) {
+	var req createJobRequest
+	if err := decodeStrict(body, &req); err != nil {
+		return "", "", 0, err
+	}
+	switch {
+	case req.InputFormat == nil || *req.InputFormat == "":
+		return "", "", 0, errorf(CodeInvalidRequest, "input_format is required: a format id from GET /v1/formats")
+	case req.TargetFormat == nil || *req.TargetFormat == "":
+		return "", "", 0, errorf(CodeInvalidRequest, "target_format is required: a format id from GET /v1/formats")
+	case len(req.InputBytes) == 0 || string(req.InputBytes) == "null":
+		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes is required: the exact size of the file in bytes")
+	}
+	n, ok := parseInteger(req.InputBytes)
+	switch {
+	case !ok:
+		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes must be a whole number of bytes")
+	case n.Cmp(big.NewInt(1)) < 0:
+		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes must be at least 1")
+	case n.Cmp(big.NewInt(store.MaxInputBytes)) > 0:
+		return "", "", 0, errorf(CodeFileTooLarge, fmt.Sprintf("input_bytes is over the %d byte maximum", store.MaxInputBytes))
+	}
+	return *req.InputFormat, *req.TargetFormat, n.Int64(), nil
+}
+
+func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
+	idemKey := r.Header.Get("Idempotency-Key")
+	if len(idemKey) > 255 {
+		s.writeError(w, r, errorf(CodeInvalidRequest, "Idempotency-Key is longer than 255 characters"))
+		return
+	}
+	body, err := readJSONBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	input, target, size, err := parseCreateJob(body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.cfg.Catalog.Path(input, target); err != nil {
+		s.writeError(w, r, &Error{Code: CodeUnsupportedFormat, Err: err,
+			Message: fmt.Sprintf("%s cannot be converted to %s; GET /v1/formats/%s lists its targets", strconv.Quote(input), strconv.Quote(target), input)})
+		return
+	}
+	if err := s.storage.err(s.now()); err != nil {
+		s.writeError(w, r, &Error{Code: CodeStorageUnavailable, Message: "object storage is not answering; retry with backoff", Err: err})
+		return
+	}
+	hash := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", input, target, size))
+	params := store.CreateJobParams{
+		AccountID:      key.AccountID,
+		InputFormat:    input,
+		TargetFormat:   target,
+		InputBytes:     size,
+		IdempotencyKey: idemKey,
+		RequestHash:    hex.EncodeToString(hash[:]),
+	}
+	_, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
+		body, err := json.Marshal(reservationView{
+			Job:             s.viewJob(j),
+			UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL)),
+			UploadExpiresIn: int(UploadURLTTL / time.Second),
+		})
+		return store.Response{Status: http.StatusOK, Body: body}, err
+	})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeRaw(w, resp.Status, resp.Body)
+}
+
+func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > int(maxWait/time.Second) {
+			s.writeError(w, r, errorf(CodeInvalidRequest, "wait must be a whole number of seconds from 0 to 60"))
+			return
+		}
+		wait = time.Duration(n) * time.Second
+	}
+	id := ps.ByName("id")
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		changed, release := s.cfg.Store.WaitChange(id)
+		job, err := s.cfg.Store.Job(key.AccountID, id)
+		if err != nil || job.Finished() || wait == 0 {
+			release()
+			if err != nil {
+				s.writeError(w, r, err)
+			} else {
+				writeJSON(w, http.StatusOK, s.viewJob(job))
+			}
+			return
+		}
+		select {
+		case <-changed:
+			release()
+		case <-deadline.C:
+			release()
+			wait = 0
+		case <-r.Context().Done():
+			release()
+			return
+		}
+	}
+}
+
+func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
+	q := r.URL.Query()
+	p := store.ListParams{Limit: 20, StartingAfter: q.Get("starting_after"), Status: q.Get("status")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			s.writeError(w, r, errorf(CodeInvalidRequest, "limit must be a whole number from 1 to 100"))
+			return
+		}
+		p.Limit = n
+	}
+	switch p.Status {
+	case "", store.StatusCreated, store.StatusUploaded, store.StatusQueued, store.StatusRunning,
+		store.StatusSucceeded, store.StatusFailed, store.StatusCancelled:
+	default:
+		s.writeError(w, r, errorf(CodeInvalidRequest, "status must be one of created, queued, running, succeeded, failed, cancelled"))
+		return
+	}
+	jobs, more, err := s.cfg.Store.ListJobs(key.AccountID, p)
+	if errors.Is(err, store.ErrNotFound) {
+		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: "starting_after names no job of this account", Err: err})
+		return
+	} else if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := jobListView{Data: make([]jobView, 0, len(jobs)), HasMore: more}
+	for _, j := range jobs {
+		out.Data = append(out.Data, s.viewJob(j))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
+	id := ps.ByName("id")
+	job, err := s.cfg.Store.Job(key.AccountID, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if job.Status != store.StatusCreated {
+		writeJSON(w, http.StatusOK, s.viewJob(job)) // already started: safe to repeat
+		return
+	}
+	size, err := s.cfg.Blobs.Seal(id)
+	if err != nil {
+		apiErr := asAPIError(err)
+		if apiErr.Code == CodeInternal {
+			apiErr = &Error{Code: CodeStorageUnavailable, Message: "object storage did not answer; retry with backoff", Err: err}
+		}
+		s.writeError(w, r, apiErr)
+		return
+	}
+	job, err = s.cfg.Store.StartJob(key.AccountID, id, size)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if job.Status == store.StatusQueued {
+		s.cfg.Workers.Notify()
+	}
+	writeJSON(w, http.StatusOK, s.viewJob(job))
+}
+
+func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
+	job, err := s.cfg.Store.CancelJob(key.AccountID, ps.ByName("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.cfg.Workers.Cancel(job.ID)
+	writeJSON(w, http.StatusOK, s.viewJob(job))
+}

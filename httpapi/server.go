@@ -1,0 +1,310 @@
+// Package httpapi serves the convsvc JSON API: routes, auth, per-key rate limiting, and the one
+// place where errors become HTTP statuses.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/store"
+)
+
+// Store is what the API needs from the job database (implemented by *store.Store).
+type Store interface {
+	Authenticate(secret string) (store.APIKey, error)
+	CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error)
+	Job(accountID, jobID string) (store.Job, error)
+	ListJobs(accountID string, p store.ListParams) ([]store.Job, bool, error)
+	StartJob(accountID, jobID string, uploadedSize int64) (store.Job, error)
+	CancelJob(accountID, jobID string) (store.Job, error)
+	WaitChange(jobID string) (<-chan struct{}, func())
+
+	CreateAccount(name string, spendCapCents int64) (store.Account, error)
+	Account(id string) (store.Account, error)
+	Accounts() ([]store.Account, error)
+	UpdateAccount(id string, name *string, spendCapCents *int64) (store.Account, error)
+	CreateKey(accountID string) (store.APIKey, string, error)
+	Keys(accountID string) ([]store.APIKey, error)
+	RevokeKey(keyID string) (store.APIKey, error)
+}
+
+// Blobs is what the API needs from object storage (implemented by *blobstore.Store).
+type Blobs interface {
+	UploadURL(jobID string, size int64, expires time.Time) string
+	DownloadURL(jobID string, size int64, expires time.Time) string
+	Seal(jobID string) (int64, error)
+	Check() error
+}
+
+// Catalog is what the API needs from the converter registry (implemented by *convert.Catalog).
+type Catalog interface {
+	Formats() []convert.Format
+	Format(id string) (convert.Format, bool)
+	Path(from, to string) ([]convert.Step, error)
+	Targets(id string) []string
+	Sources(id string) []string
+}
+
+// Workers is what the API needs from the worker pool (implemented by *convert.Pool).
+type Workers interface {
+	Notify()
+	Cancel(jobID string) bool
+}
+
+// Limits of the API, from SPEC.md and DESIGN.md.
+const (
+	UploadURLTTL       = 900 * time.Second
+	DownloadURLTTL     = 900 * time.Second
+	maxBodyBytes       = 64 << 10
+	maxWait            = 60 * time.Second
+	defaultWriteLimit  = 120
+	defaultReadLimit   = 1200
+	defaultAnonLimit   = 60
+	rateWindow         = time.Minute
+	maxLimiterKeys     = 100_000
+	storageCheckPeriod = 2 * time.Second
+)
+
+// Config wires a Server to its parts.
+type Config struct {
+	Store   Store
+	Blobs   Blobs
+	Catalog Catalog
+	Workers Workers
+	Logger  *slog.Logger
+	// AdminToken authorises /v1/admin/...; empty disables the admin API.
+	AdminToken string
+	// Ready returns the reasons the service is not ready; nil or empty means ready.
+	Ready func() []string
+	// WriteLimit, ReadLimit and AnonLimit are requests per minute: per key for job writes
+	// (create, start, cancel) and reads, and per client address for requests without a valid key.
+	WriteLimit, ReadLimit, AnonLimit int
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server is the API's http.Handler.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	router  *httprouter.Router
+	now     func() time.Time
+	writes  *slidingLimiter
+	reads   *slidingLimiter
+	anon    *slidingLimiter
+	storage storageProbe
+}
+
+// New builds a Server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.WriteLimit <= 0 {
+		cfg.WriteLimit = defaultWriteLimit
+	}
+	if cfg.ReadLimit <= 0 {
+		cfg.ReadLimit = defaultReadLimit
+	}
+	if cfg.AnonLimit <= 0 {
+		cfg.AnonLimit = defaultAnonLimit
+	}
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		now:    cfg.Now,
+		writes: newSlidingLimiter(cfg.WriteLimit, rateWindow, maxLimiterKeys),
+		reads:  newSlidingLimiter(cfg.ReadLimit, rateWindow, maxLimiterKeys),
+		anon:   newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
+	}
+	s.storage.check = cfg.Blobs.Check
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	r := httprouter.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.NotFound = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, errorf(CodeNotFound, "no such endpoint; see /v1/openapi.json"))
+	})
+	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		s.writeError(w, req, errorf(CodeMethodNotAllowed, "method "+req.Method+" is not allowed here"))
+	})
+	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		s.log.ErrorContext(req.Context(), "panic", "request_id", requestID(req), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+		s.writeError(w, req, errorf(CodeInternal, "internal error; the request id identifies it in the server log"))
+	}
+
+	r.GET("/healthz", s.handleHealth)
+	r.GET("/readyz", s.handleReady)
+	r.GET("/v1/openapi.json", s.handleOpenAPI)
+	r.GET("/v1/formats", s.handleFormats)
+	r.GET("/v1/formats/:id", s.handleFormat)
+
+	r.POST("/v1/jobs", s.withKey(true, s.handleCreateJob))
+	r.GET("/v1/jobs", s.withKey(false, s.handleListJobs))
+	r.GET("/v1/jobs/:id", s.withKey(false, s.handleGetJob))
+	r.POST("/v1/jobs/:id/start", s.withKey(true, s.handleStartJob))
+	r.POST("/v1/jobs/:id/cancel", s.withKey(true, s.handleCancelJob))
+
+	r.POST("/v1/admin/accounts", s.withAdmin(s.handleCreateAccount))
+	r.GET("/v1/admin/accounts", s.withAdmin(s.handleListAccounts))
+	r.GET("/v1/admin/accounts/:id", s.withAdmin(s.handleGetAccount))
+	r.PATCH("/v1/admin/accounts/:id", s.withAdmin(s.handleUpdateAccount))
+	r.POST("/v1/admin/accounts/:id/keys", s.withAdmin(s.handleCreateKey))
+	r.GET("/v1/admin/accounts/:id/keys", s.withAdmin(s.handleListKeys))
+	r.DELETE("/v1/admin/keys/:id", s.withAdmin(s.handleRevokeKey))
+	s.router = r
+}
+
+// ServeHTTP adds a request id, logs one line per request and serves the route.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	id := r.Header.Get("Request-Id")
+	if !validRequestID(id) {
+		id = newRequestID()
+	}
+	info := &requestInfo{id: id}
+	r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
+	w.Header().Set("Request-Id", id)
+	rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+	s.router.ServeHTTP(rec, r)
+	attrs := []any{
+		"request_id", id, "method", r.Method, "route", routeOf(r), "status", rec.status,
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "bytes", rec.bytes,
+	}
+	if acct := info.accountID.Load(); acct != nil {
+		attrs = append(attrs, "account_id", *acct)
+	}
+	s.log.InfoContext(r.Context(), "request", attrs...)
+}
+
+// Prune drops rate-limiter state of idle keys; call it periodically.
+func (s *Server) Prune() {
+	now := s.now()
+	s.writes.Prune(now)
+	s.reads.Prune(now)
+	s.anon.Prune(now)
+}
+
+type requestInfoKey struct{}
+
+// requestInfo carries per-request facts the access log wants (set by handlers).
+type requestInfo struct {
+	id        string
+	accountID atomic.Pointer[string]
+}
+
+func requestID(r *http.Request) string {
+	if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
+}
+
+func setAccount(r *http.Request, accountID string) {
+	if info, ok := r.Context().Value(requestInfoKey{}).(*requestInfo); ok {
+		info.accountID.Store(&accountID)
+	}
+}
+
+func newRequestID() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	return "req_" + hex.EncodeToString(b)
+}
+
+// validRequestID accepts a caller's id only if it is short and plain, so logs stay clean.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// routeOf names the route without ids, so logs and metrics group requests.
+func routeOf(r *http.Request) string {
+	parts := strings.Split(r.URL.Path, "/")
+	for i, p := range parts {
+		if strings.HasPrefix(p, "job_") || strings.HasPrefix(p, "acct_") || strings.HasPrefix(p, "key_") ||
+			(i == 3 && len(parts) > 2 && parts[2] == "formats") {
+			parts[i] = ":id"
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	if !r.wrote {
+		r.status, r.wrote = status, true
+	}
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// clientAddr is the caller's address for per-address limits (no proxy headers are trusted).
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// storageProbe caches the blob store's health so create does not fsync on every request.
+type storageProbe struct {
+	check   func() error
+	checked atomic.Int64 // unix nanos of the last check
+	failing atomic.Pointer[error]
+}
+
+func (p *storageProbe) err(now time.Time) error {
+	last := p.checked.Load()
+	if now.UnixNano()-last > int64(storageCheckPeriod) && p.checked.CompareAndSwap(last, now.UnixNano()) {
+		if err := p.check(); err != nil {
+			p.failing.Store(&err)
+		} else {
+			p.failing.Store(nil)
+		}
+	}
+	if e := p.failing.Load(); e != nil {
+		return *e
+	}
+	return nil
+}

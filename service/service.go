@@ -1,0 +1,385 @@
+// Package service wires the store, the blob store, the converters and the HTTP API into one
+// running convsvc: Run starts it without blocking, Shutdown drains it, Close stops it.
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/convsvc/convsvc/blobstore"
+	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/httpapi"
+	"github.com/convsvc/convsvc/store"
+)
+
+// Config is every setting of a running service; cli fills it from flags and environment.
+type Config struct {
+	DataDir              string
+	Listen               string // API address, e.g. 127.0.0.1:8080 (":0" picks a port)
+	BlobListen           string // object-storage address
+	PublicURL            string // API base URL clients see; default from the listener
+	BlobPublicURL        string // object-storage base URL clients see; default from the listener
+	Workers              int
+	Retention            time.Duration
+	MaxAttempts          int
+	DrainTimeout         time.Duration
+	ConversionTimeout    time.Duration
+	AdminToken           string
+	DefaultSpendCapCents int64
+	MaxPixels            int64
+	SweepInterval        time.Duration
+	Logger               *slog.Logger
+	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
+	// with the key that will never be shown again.
+	OnDefaultKey func(accountID, key string)
+}
+
+// Defaults of DESIGN.md.
+const (
+	DefaultRetention         = 24 * time.Hour
+	DefaultDrainTimeout      = 30 * time.Second
+	DefaultConversionTimeout = 10 * time.Minute
+	DefaultSpendCapCents     = 100_000
+	DefaultMaxPixels         = 100_000_000
+)
+
+// Defaults fills the zero fields of c with DESIGN.md's defaults.
+func (c *Config) Defaults() {
+	if c.DataDir == "" {
+		c.DataDir = "./convsvc-data"
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8080"
+	}
+	if c.BlobListen == "" {
+		c.BlobListen = "127.0.0.1:8081"
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Retention <= 0 {
+		c.Retention = DefaultRetention
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 3
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.ConversionTimeout <= 0 {
+		c.ConversionTimeout = DefaultConversionTimeout
+	}
+	if c.DefaultSpendCapCents <= 0 {
+		c.DefaultSpendCapCents = DefaultSpendCapCents
+	}
+	if c.MaxPixels <= 0 {
+		c.MaxPixels = DefaultMaxPixels
+	}
+	if c.SweepInterval <= 0 {
+		c.SweepInterval = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Main is a running convsvc.
+type Main struct {
+	cfg      Config
+	log      *slog.Logger
+	store    *store.Store
+	blobs    *blobstore.Store
+	catalog  *convert.Catalog
+	pool     *convert.Pool
+	api      *httpapi.Server
+	apiSrv   *http.Server
+	blobSrv  *http.Server
+	apiURL   string
+	blobURL  string
+	draining atomic.Bool
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	closed   sync.Once
+}
+
+// Run opens the data dir, recovers jobs a crash left running, and starts serving. It does not block.
+func Run(cfg Config) (*Main, error) {
+	cfg.Defaults()
+	m := &Main{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	if err := m.open(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Main) open() error {
+	cfg := m.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	var err error
+	m.store, err = store.Open(filepath.Join(cfg.DataDir, "convsvc.db"), store.Options{Retention: cfg.Retention})
+	if err != nil {
+		return err
+	}
+	if cfg.AdminToken == "" {
+		if cfg.AdminToken, err = loadOrCreateSecret(filepath.Join(cfg.DataDir, "admin.token")); err != nil {
+			return fmt.Errorf("admin token: %w", err)
+		}
+		m.cfg.AdminToken = cfg.AdminToken
+	}
+	acct, key, err := m.store.EnsureDefaultAccount(cfg.DefaultSpendCapCents)
+	if err != nil {
+		return fmt.Errorf("create default account: %w", err)
+	}
+	if key != "" && cfg.OnDefaultKey != nil {
+		cfg.OnDefaultKey(acct.ID, key)
+	}
+	requeued, failed, err := m.store.RecoverRunning(cfg.MaxAttempts)
+	if err != nil {
+		return fmt.Errorf("recover running jobs: %w", err)
+	}
+	if len(requeued)+len(failed) > 0 {
+		m.log.Warn("recovered jobs left running by a crash", "requeued", len(requeued), "failed", len(failed))
+	}
+
+	apiLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (change it with --listen)", cfg.Listen, err)
+	}
+	blobLn, err := net.Listen("tcp", cfg.BlobListen)
+	if err != nil {
+		apiLn.Close()
+		return fmt.Errorf("listen on %s: %w (change it with --blob-listen)", cfg.BlobListen, err)
+	}
+	m.apiURL = publicURL(cfg.PublicURL, apiLn)
+	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
+
+	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log})
+	if err != nil {
+		apiLn.Close()
+		blobLn.Close()
+		return fmt.Errorf("open blob store: %w", err)
+	}
+	m.catalog = convert.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels})
+	scratch := filepath.Join(cfg.DataDir, "scratch")
+	os.RemoveAll(scratch) // whatever a crash left behind
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return fmt.Errorf("create scratch dir: %w", err)
+	}
+	m.pool = convert.NewPool(convert.PoolConfig{
+		Workers:    cfg.Workers,
+		Timeout:    cfg.ConversionTimeout,
+		ScratchDir: scratch,
+		Logger:     m.log,
+	}, m.catalog, jobQueue{store: m.store, blobs: m.blobs, log: m.log}, jobFiles{blobs: m.blobs})
+
+	m.api = httpapi.New(httpapi.Config{
+		Store:      m.store,
+		Blobs:      m.blobs,
+		Catalog:    m.catalog,
+		Workers:    m.pool,
+		Logger:     m.log,
+		AdminToken: cfg.AdminToken,
+		Ready:      m.notReadyReasons,
+	})
+	m.apiSrv = newHTTPServer(m.api, m.log)
+	m.blobSrv = newHTTPServer(m.blobs.Handler(), m.log)
+	// Object storage uploads up to 2 GB: no whole-request read timeout there, only idle ones.
+	m.blobSrv.ReadTimeout = 0
+	m.blobSrv.WriteTimeout = 0
+
+	m.pool.Start()
+	m.serve(m.apiSrv, apiLn)
+	m.serve(m.blobSrv, blobLn)
+	m.wg.Add(1)
+	go m.sweepLoop()
+	m.log.Info("convsvc serving", "api", m.apiURL, "object_storage", m.blobURL, "data", cfg.DataDir, "workers", cfg.Workers)
+	return nil
+}
+
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute, // /v1/jobs/{id}?wait=60 needs less
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+func (m *Main) serve(srv *http.Server, ln net.Listener) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			m.log.Error("server stopped", "error", err)
+		}
+	}()
+}
+
+// URL is the API's base URL.
+func (m *Main) URL() string { return m.apiURL }
+
+// BlobURL is object storage's base URL.
+func (m *Main) BlobURL() string { return m.blobURL }
+
+// AdminToken is the token that authorises /v1/admin/....
+func (m *Main) AdminToken() string { return m.cfg.AdminToken }
+
+// Store gives tests and admin commands the database.
+func (m *Main) Store() *store.Store { return m.store }
+
+// Catalog is the format registry in use.
+func (m *Main) Catalog() *convert.Catalog { return m.catalog }
+
+// notReadyReasons says why the service should not get traffic, if it should not.
+func (m *Main) notReadyReasons() []string {
+	var reasons []string
+	if m.draining.Load() {
+		reasons = append(reasons, "draining: shutting down")
+	}
+	if err := m.store.Ping(); err != nil {
+		reasons = append(reasons, "database not writable: "+err.Error())
+	}
+	if err := m.blobs.Check(); err != nil {
+		reasons = append(reasons, "object storage not writable: "+err.Error())
+	}
+	return reasons
+}
+
+// Shutdown drains: readiness turns 503, workers stop claiming, running conversions get until
+// ctx is done (then fail worker_shutdown), in-flight HTTP requests complete; then it closes.
+func (m *Main) Shutdown(ctx context.Context) error {
+	m.draining.Store(true)
+	m.log.Info("draining", "running", m.pool.Running())
+	var wg sync.WaitGroup
+	var poolErr, apiErr, blobErr error
+	wg.Add(3)
+	go func() { defer wg.Done(); poolErr = m.pool.Shutdown(ctx) }()
+	go func() { defer wg.Done(); apiErr = m.apiSrv.Shutdown(ctx) }()
+	go func() { defer wg.Done(); blobErr = m.blobSrv.Shutdown(ctx) }()
+	wg.Wait()
+	return errors.Join(poolErr, apiErr, blobErr, m.Close())
+}
+
+// Close stops everything at once: the crash-like path, for tests and after Shutdown.
+func (m *Main) Close() error {
+	var err error
+	m.closed.Do(func() {
+		close(m.stop)
+		if m.apiSrv != nil {
+			m.apiSrv.Close()
+			m.blobSrv.Close()
+		}
+		if m.pool != nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			m.pool.Shutdown(ctx)
+		}
+		m.wg.Wait()
+		if m.store != nil {
+			err = m.store.Close()
+		}
+	})
+	return err
+}
+
+// sweepLoop deletes expired jobs and their files, forgets old idempotency keys, removes blob
+// files that no job owns, and lets the rate limiter forget idle keys.
+func (m *Main) sweepLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(m.cfg.SweepInterval)
+	defer t.Stop()
+	for {
+		m.Sweep()
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sweep runs one retention pass.
+func (m *Main) Sweep() {
+	for {
+		ids, err := m.store.ExpireJobs(500)
+		if err != nil {
+			m.log.Error("expire jobs", "error", err)
+			return
+		}
+		for _, id := range ids {
+			m.pool.Cancel(id)
+			if err := m.blobs.Delete(id); err != nil {
+				m.log.Warn("delete expired job files", "job_id", id, "error", err)
+			}
+		}
+		if len(ids) > 0 {
+			m.log.Info("expired jobs deleted", "count", len(ids))
+		}
+		if len(ids) < 500 {
+			break
+		}
+	}
+	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
+		m.log.Error("purge idempotency keys", "error", err)
+	}
+	ids, err := m.blobs.JobIDs()
+	if err != nil {
+		m.log.Warn("list blob files", "error", err)
+	}
+	for _, id := range ids {
+		if ok, err := m.store.JobExists(id); err == nil && !ok {
+			m.blobs.Delete(id)
+		}
+	}
+	m.api.Prune()
+}
+
+// publicURL is the configured URL, or http://ADDR of the listener.
+func publicURL(configured string, ln net.Listener) string {
+	if configured != "" {
+		return strings.TrimRight(configured, "/")
+	}
+	return "http://" + ln.Addr().String()
+}
+
+// loadOrCreateSecret reads a token file, or creates one (0600) with a random token.
+func loadOrCreateSecret(path string) (string, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		if tok := strings.TrimSpace(string(b)); tok != "" {
+			return tok, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	raw := make([]byte, 24)
+	rand.Read(raw)
+	tok := "cs_admin_" + hex.EncodeToString(raw)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tok, nil
+}
