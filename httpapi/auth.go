@@ -34,7 +34,9 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 		addr := clientAddr(r)
 		token := bearer(r)
 		if token == "" {
-			if !s.anon.Allow(addr, now).Allowed {
+			d := s.anon.Allow(addr, now)
+			setRateHeaders(w, d)
+			if !d.Allowed {
 				s.refuseAnon(w, r)
 				return
 			}
@@ -42,13 +44,15 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 				Message: "send the API key as Authorization: Bearer cs_live_..."})
 			return
 		}
-		if !s.anon.Peek(addr, now).Allowed {
+		if d := s.anon.Peek(addr, now); !d.Allowed {
+			setRateHeaders(w, d)
 			s.refuseAnon(w, r)
 			return
 		}
 		key, err := s.cfg.Store.Authenticate(token)
 		if err != nil {
-			s.anon.Allow(addr, now)
+			// Without a valid key the caller spends its address's budget and sees that budget.
+			setRateHeaders(w, s.anon.Allow(addr, now))
 			s.writeError(w, r, err)
 			return
 		}

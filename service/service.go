@@ -198,7 +198,7 @@ func (m *Main) open() error {
 		Ready:      m.notReadyReasons,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
-	m.blobSrv = newHTTPServer(m.blobs.Handler(), m.log)
+	m.blobSrv = newHTTPServer(httpapi.RequestLog(m.blobs.Handler(), m.log), m.log)
 	// Object storage uploads up to 2 GB: no whole-request read timeout there, only idle ones.
 	m.blobSrv.ReadTimeout = 0
 	m.blobSrv.WriteTimeout = 0

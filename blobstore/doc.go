@@ -1,0 +1,54 @@
+// Package blobstore is convsvc's object storage: job files kept under one
+// directory, HMAC-signed upload and download URLs, and the HTTP handler that
+// serves those URLs on the blob listener.
+//
+// # Layout
+//
+//	DIR/url.secret      URL-signing key (64 hex characters, mode 0600), generated on first Open
+//	DIR/uploads/{id}    the latest complete upload, replaced atomically by each PUT
+//	DIR/inputs/{id}     the sealed input (Seal renames the upload here)
+//	DIR/outputs/{id}    a conversion result, and {id}.meta its JSON sidecar (commit marker)
+//	DIR/tmp/            files being written; emptied by Open
+//
+// Every file reaches its final name by write, fsync, rename and directory
+// fsync, so a crash leaves either the old file or the new one, never a part.
+//
+// # Signed URLs
+//
+//	{PublicURL}/uploads/{id}?expires=UNIX&size=N&sig=HEX   PUT
+//	{PublicURL}/outputs/{id}?expires=UNIX&size=N&sig=HEX   GET, HEAD
+//
+// sig is the lowercase hex HMAC-SHA256 of "METHOD\nPATH\nEXPIRES\nSIZE", where
+// METHOD is PUT or GET (HEAD is checked as GET), PATH is /uploads/{id} or
+// /outputs/{id}, and EXPIRES and SIZE are the decimal strings of the query.
+// The signature covers the handler's path, not PublicURL: a proxy that serves
+// the store under a path prefix must strip it. Exactly one spelling of a URL is
+// accepted: no repeated, missing or extra parameters, no percent-encoding, no
+// signs or leading zeros, lowercase hex. A URL is valid up to and including
+// its expires second; an upload that started in time may finish later.
+//
+// # Errors
+//
+// Error bodies are {"error":{"code":"...","message":"..."}} (application/json).
+// A malformed query is the client's request being broken (400); anything about
+// the signature's value is a refusal (403):
+//
+//	404 not_found              unknown path, invalid id, no output, or signed size != output size
+//	405 method_not_allowed     wrong method for the path (Allow header set)
+//	400 invalid_request        query lacks, repeats or adds a parameter; expires or size not a canonical non-negative integer
+//	403 invalid_signature      sig not 64 lowercase hex digits, or not matching method, path, expires and size
+//	403 url_expired            the signature holds but the URL expired
+//	411 length_required        PUT without Content-Length (chunked)
+//	400 size_mismatch          Content-Length or the body's length differs from the signed size
+//	409 upload_sealed          PUT after the job was started (Seal)
+//	409 upload_in_progress     another PUT to the same id is still streaming
+//	412 precondition_failed    GET with a failing If-Match / If-Unmodified-Since
+//	416 range_not_satisfiable  GET with a Range outside the file
+//	503 storage_unavailable    the disk failed (Store methods wrap such errors with ErrStorage)
+//
+// # Big tests
+//
+// TestHandler_Put_2GBMemory uploads 2,000,000,000 bytes to prove memory stays
+// bounded at the service's maximum upload size. It needs about 2 GB of free
+// disk in the temp dir and runs only with CONVSVC_BIG_TESTS=1 and without -short.
+package blobstore

@@ -1,0 +1,255 @@
+package blobstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+)
+
+// Handler returns the object-storage HTTP handler: PUT /uploads/{id} with an
+// upload URL, GET and HEAD /outputs/{id} with a download URL.
+func (s *Store) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+
+func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.URL.RawPath != "" { // a re-escaped path is not the URL we signed
+		s.writeError(w, r, ErrNotFound)
+		return
+	}
+	req, err := s.verifyURL(r.Method, r.URL.Path, r.URL.RawQuery)
+	if err == nil {
+		if req.upload {
+			err = s.put(w, r, req)
+		} else {
+			err = s.get(w, r, req)
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+	}
+}
+
+// put streams the body to a temp file and renames it to uploads/{id}. Nothing
+// but the complete, synced body of the signed size is ever renamed into place.
+func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) error {
+	if r.ContentLength < 0 {
+		return errLengthRequired
+	}
+	if r.ContentLength != req.size {
+		return clientErrorf(errSizeMismatch,
+			"This URL takes exactly %d bytes, the size reserved for the job, but Content-Length is %d. Send the file that was reserved, or reserve a new job for this one.",
+			req.size, r.ContentLength)
+	}
+	if sealed, err := s.isSealed(req.id); err != nil {
+		return err
+	} else if sealed {
+		return errSealed
+	}
+	if !s.beginUpload(req.id) {
+		return errUploadInProgress
+	}
+	defer s.endUpload(req.id)
+
+	f, err := os.CreateTemp(s.tmp, "put-"+req.id+"-*")
+	if err != nil {
+		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(f, h)}
+	bufp := s.bufPool.Get().(*[]byte)
+	// size+1 so a body longer than announced is noticed, not silently cut.
+	_, err = io.CopyBuffer(cw, io.LimitReader(r.Body, req.size+1), *bufp)
+	s.bufPool.Put(bufp)
+	switch {
+	case cw.err != nil:
+		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, cw.err)
+	case err != nil || cw.n < req.size:
+		return clientErrorf(errSizeMismatch,
+			"The upload ended after %d of the %d bytes announced. Send the whole file again.", cw.n, req.size)
+	case cw.n > req.size:
+		return clientErrorf(errSizeMismatch,
+			"The upload is longer than the %d bytes reserved for the job. Send the file that was reserved.", req.size)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, err)
+	}
+
+	unlock := s.lockID(req.id)
+	err = s.commitUpload(req.id, f.Name())
+	unlock()
+	if err != nil {
+		return err
+	}
+	committed = true
+
+	sum := hex.EncodeToString(h.Sum(nil))
+	w.Header().Set("ETag", `"`+sum+`"`)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	return json.NewEncoder(w).Encode(struct {
+		Bytes  int64  `json:"bytes"`
+		SHA256 string `json:"sha256"`
+	}{cw.n, sum})
+}
+
+// commitUpload renames a complete temp file to uploads/{id}, replacing any
+// earlier upload, unless Seal got there first. The caller holds the id lock.
+func (s *Store) commitUpload(id, tmp string) error {
+	if sealed, err := s.isSealed(id); err != nil {
+		return err
+	} else if sealed {
+		return errSealed
+	}
+	if err := os.Rename(tmp, filepath.Join(s.uploads, id)); err != nil {
+		return fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
+	}
+	if err := syncDir(s.uploads); err != nil {
+		return fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
+	}
+	return nil
+}
+
+func (s *Store) isSealed(id string) (bool, error) {
+	_, err := os.Stat(filepath.Join(s.inputs, id))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	default:
+		return false, fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
+	}
+}
+
+// beginUpload claims the id for one streaming PUT; false if another holds it.
+func (s *Store) beginUpload(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, busy := s.inflight[id]; busy {
+		return false
+	}
+	s.inflight[id] = struct{}{}
+	return true
+}
+
+func (s *Store) endUpload(id string) {
+	s.mu.Lock()
+	delete(s.inflight, id)
+	s.mu.Unlock()
+}
+
+// get serves outputs/{id} with http.ServeContent, which handles Range,
+// conditional requests, HEAD and sendfile.
+func (s *Store) get(w http.ResponseWriter, r *http.Request, req signedRequest) error {
+	f, side, err := s.openOutput(req.id)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: download %s: %w", ErrStorage, req.id, err)
+	}
+	if fi.Size() != side.Bytes || req.size != side.Bytes {
+		return clientErrorf(ErrNotFound,
+			"No output of the signed size exists at this URL. Ask the API for a fresh download URL.")
+	}
+	h := w.Header()
+	h.Set("ETag", `"`+side.SHA256+`"`)
+	ct := side.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	h.Set("Content-Type", ct)
+	cd := "attachment"
+	if side.Filename != "" {
+		if v := mime.FormatMediaType("attachment", map[string]string{"filename": side.Filename}); v != "" {
+			cd = v
+		}
+	}
+	h.Set("Content-Disposition", cd)
+	// The URL is a capability: shared caches must not keep the file, and a
+	// re-run job may replace it, so browsers revalidate with the ETag.
+	h.Set("Cache-Control", "private, no-cache")
+	http.ServeContent(&jsonErrors{ResponseWriter: w, s: s, r: r}, r, "", fi.ModTime(), f)
+	return nil
+}
+
+// openOutput opens the output and reads its sidecar under the id lock, so the
+// pair is consistent even while WriteOutput replaces them.
+func (s *Store) openOutput(id string) (*os.File, outputSidecar, error) {
+	unlock := s.lockID(id)
+	defer unlock()
+	side, err := s.readSidecar(id)
+	if err != nil {
+		return nil, side, err
+	}
+	f, err := os.Open(filepath.Join(s.outputs, id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, side, fmt.Errorf("download %s: %w", id, ErrNotFound)
+	} else if err != nil {
+		return nil, side, fmt.Errorf("%w: download %s: %w", ErrStorage, id, err)
+	}
+	return f, side, nil
+}
+
+// jsonErrors turns the plain-text errors http.ServeContent writes into the
+// store's JSON errors, and passes everything else through (including
+// io.ReaderFrom, which gives sendfile).
+type jsonErrors struct {
+	http.ResponseWriter
+	s      *Store
+	r      *http.Request
+	failed bool
+}
+
+func (j *jsonErrors) WriteHeader(code int) {
+	if code < 400 {
+		j.ResponseWriter.WriteHeader(code)
+		return
+	}
+	j.failed = true
+	var err error
+	switch code {
+	case http.StatusRequestedRangeNotSatisfiable:
+		err = errRangeNotSatisfiable
+	case http.StatusPreconditionFailed:
+		err = errPreconditionFailed
+	default:
+		err = fmt.Errorf("%w: serving output failed with status %d", ErrStorage, code)
+	}
+	j.s.writeError(j.ResponseWriter, j.r, err)
+}
+
+func (j *jsonErrors) Write(p []byte) (int, error) {
+	if j.failed {
+		return len(p), nil
+	}
+	return j.ResponseWriter.Write(p)
+}
+
+func (j *jsonErrors) ReadFrom(src io.Reader) (int64, error) {
+	if rf, ok := j.ResponseWriter.(io.ReaderFrom); ok && !j.failed {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(struct{ io.Writer }{j}, src)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (j *jsonErrors) Unwrap() http.ResponseWriter { return j.ResponseWriter }

@@ -1,0 +1,459 @@
+package blobstore
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// minSecretLen is the shortest HMAC key accepted, from Config or url.secret.
+const minSecretLen = 16
+
+// secretFile holds the generated URL-signing key, as 64 hex characters, inside Dir.
+const secretFile = "url.secret"
+
+// metaSuffix names the JSON sidecar of an output: outputs/{id}.meta.
+const metaSuffix = ".meta"
+
+// Config configures a Store.
+type Config struct {
+	Dir       string           // root dir; created 0700 with subdirs uploads/, inputs/, outputs/, tmp/
+	PublicURL string           // base URL clients see, e.g. "http://127.0.0.1:8081" (trailing slash tolerated)
+	Secret    []byte           // HMAC-SHA256 key (at least 16 bytes); when nil, loaded from Dir/url.secret, or generated there (0600) on first open
+	Now       func() time.Time // default time.Now; tests inject
+	Logger    *slog.Logger     // default slog.Default(); signatures are never logged
+}
+
+// Store keeps uploads, sealed inputs and outputs as files under one directory.
+type Store struct {
+	uploads, inputs, outputs, tmp string
+
+	publicURL string
+	secret    []byte
+	now       func() time.Time
+	log       *slog.Logger
+
+	mu        sync.Mutex
+	locks     map[string]*idLock  // per-id commit locks, refcounted
+	inflight  map[string]struct{} // ids with a PUT streaming its body
+	bufPool   sync.Pool           // *[]byte of copyBufSize, for PUT bodies
+	writePool sync.Pool           // *bufio.Writer, for WriteOutput
+}
+
+type idLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// copyBufSize is the buffer each PUT streams its body through.
+const copyBufSize = 1 << 20
+
+// Open creates (or reopens) the store under cfg.Dir, loading or generating the
+// URL secret and removing temporary files a crash left behind.
+func Open(cfg Config) (*Store, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("blobstore: Config.Dir is empty; set the data directory")
+	}
+	pub, err := url.Parse(strings.TrimRight(cfg.PublicURL, "/"))
+	if err != nil || (pub.Scheme != "http" && pub.Scheme != "https") || pub.Host == "" || pub.RawQuery != "" || pub.Fragment != "" {
+		return nil, fmt.Errorf("blobstore: public URL %q must be an absolute http(s) URL without query, like http://127.0.0.1:8081", cfg.PublicURL)
+	}
+	s := &Store{
+		uploads:   filepath.Join(cfg.Dir, "uploads"),
+		inputs:    filepath.Join(cfg.Dir, "inputs"),
+		outputs:   filepath.Join(cfg.Dir, "outputs"),
+		tmp:       filepath.Join(cfg.Dir, "tmp"),
+		publicURL: pub.String(),
+		now:       cfg.Now,
+		log:       cfg.Logger,
+		locks:     make(map[string]*idLock),
+		inflight:  make(map[string]struct{}),
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
+	s.writePool.New = func() any { return bufio.NewWriterSize(nil, copyBufSize) }
+
+	for _, d := range []string{cfg.Dir, s.uploads, s.inputs, s.outputs, s.tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("%w: create %s: %w", ErrStorage, d, err)
+		}
+	}
+	if err := s.removeStaleTemp(); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.Secret != nil && len(cfg.Secret) < minSecretLen:
+		return nil, fmt.Errorf("blobstore: URL secret is %d bytes; use at least %d random bytes", len(cfg.Secret), minSecretLen)
+	case cfg.Secret != nil:
+		s.secret = slices.Clone(cfg.Secret)
+	default:
+		if s.secret, err = s.loadSecret(filepath.Join(cfg.Dir, secretFile)); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// removeStaleTemp empties tmp/: whatever is there was being written when the
+// process stopped, and no caller will ever commit it.
+func (s *Store) removeStaleTemp() error {
+	entries, err := os.ReadDir(s.tmp)
+	if err != nil {
+		return fmt.Errorf("%w: read %s: %w", ErrStorage, s.tmp, err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(s.tmp, e.Name())); err != nil {
+			return fmt.Errorf("%w: remove stale temporary file: %w", ErrStorage, err)
+		}
+	}
+	if len(entries) > 0 {
+		s.log.Info("blobstore: removed stale temporary files", "count", len(entries), "dir", s.tmp)
+	}
+	return nil
+}
+
+// loadSecret reads the URL secret from path, generating and atomically
+// writing a new one (0600) when the file does not exist.
+func (s *Store) loadSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		key := make([]byte, 32)
+		rand.Read(key) // never fails (crypto/rand panics instead)
+		b = []byte(hex.EncodeToString(key) + "\n")
+		if err := s.writeFileAtomic(filepath.Dir(path), filepath.Base(path), b); err != nil {
+			return nil, fmt.Errorf("blobstore: write URL secret: %w", err)
+		}
+		s.log.Info("blobstore: generated URL signing secret", "path", path)
+	} else if err != nil {
+		return nil, fmt.Errorf("%w: read URL secret: %w", ErrStorage, err)
+	} else if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("blobstore: URL secret is readable by others; chmod 600 it", "path", path, "mode", fi.Mode().Perm().String())
+	}
+	key := bytes.TrimSpace(b)
+	if len(key) < minSecretLen {
+		return nil, fmt.Errorf("blobstore: URL secret in %s is %d bytes; delete the file to generate a new one, or write at least %d random bytes", path, len(key), minSecretLen)
+	}
+	return key, nil
+}
+
+// lockID serialises commits (rename into place, seal, delete) for one id.
+func (s *Store) lockID(id string) (unlock func()) {
+	s.mu.Lock()
+	l := s.locks[id]
+	if l == nil {
+		l = &idLock{}
+		s.locks[id] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.locks, id)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Seal turns the job's upload into its sealed input and returns its size; once
+// sealed, no upload to the id can land. Sealing again returns the sealed size.
+// It returns ErrNotFound when nothing was uploaded.
+func (s *Store) Seal(jobID string) (int64, error) {
+	if !validID(jobID) {
+		return 0, ErrInvalidID
+	}
+	unlock := s.lockID(jobID)
+	defer unlock()
+	input := filepath.Join(s.inputs, jobID)
+	if fi, err := os.Stat(input); err == nil {
+		return fi.Size(), nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
+	}
+	if err := os.Rename(filepath.Join(s.uploads, jobID), input); errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("seal %s: no upload: %w", jobID, ErrNotFound)
+	} else if err != nil {
+		return 0, fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
+	}
+	if err := errors.Join(syncDir(s.inputs), syncDir(s.uploads)); err != nil {
+		return 0, fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
+	}
+	fi, err := os.Stat(input)
+	if err != nil {
+		return 0, fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
+	}
+	return fi.Size(), nil
+}
+
+// OpenInput opens the job's sealed input for reading; ErrNotFound if it was never sealed.
+func (s *Store) OpenInput(jobID string) (*os.File, error) {
+	if !validID(jobID) {
+		return nil, ErrInvalidID
+	}
+	f, err := os.Open(filepath.Join(s.inputs, jobID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open input %s: %w", jobID, ErrNotFound)
+	} else if err != nil {
+		return nil, fmt.Errorf("%w: open input %s: %w", ErrStorage, jobID, err)
+	}
+	return f, nil
+}
+
+// OutputMeta describes how an output is served.
+type OutputMeta struct {
+	ContentType string // MIME type; application/octet-stream when empty
+	Filename    string // suggested download name; none when empty
+}
+
+// Output identifies a stored output.
+type Output struct {
+	Bytes  int64  // size in bytes
+	SHA256 string // lowercase hex of the content's SHA-256, also its ETag
+}
+
+// outputSidecar is the JSON stored in outputs/{id}.meta; its presence marks a complete output.
+type outputSidecar struct {
+	Bytes       int64  `json:"bytes"`
+	SHA256      string `json:"sha256"`
+	ContentType string `json:"content_type,omitempty"`
+	Filename    string `json:"filename,omitempty"`
+}
+
+// WriteOutput stores what write produces as the job's output, replacing any
+// previous one; on any error (or panic) nothing of it is left behind.
+func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Writer) error) (out Output, err error) {
+	if !validID(jobID) {
+		return Output{}, ErrInvalidID
+	}
+	if meta.ContentType != "" {
+		if _, _, err := mime.ParseMediaType(meta.ContentType); err != nil {
+			return Output{}, fmt.Errorf("blobstore: output content type %q: %w", meta.ContentType, err)
+		}
+	}
+	f, err := os.CreateTemp(s.tmp, "out-"+jobID+"-*")
+	if err != nil {
+		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+
+	h := sha256.New()
+	cw := &countWriter{w: io.MultiWriter(f, h)}
+	bw := s.writePool.Get().(*bufio.Writer)
+	bw.Reset(cw)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	bw.Reset(nil)
+	s.writePool.Put(bw)
+	if err != nil {
+		if cw.err != nil { // the disk, not the producer, failed
+			return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
+		}
+		return Output{}, fmt.Errorf("blobstore: write output %s: %w", jobID, err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
+	}
+	out = Output{Bytes: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}
+	side, err := json.Marshal(outputSidecar{Bytes: out.Bytes, SHA256: out.SHA256, ContentType: meta.ContentType, Filename: meta.Filename})
+	if err != nil {
+		return Output{}, fmt.Errorf("blobstore: encode output meta: %w", err)
+	}
+
+	unlock := s.lockID(jobID)
+	defer unlock()
+	data := filepath.Join(s.outputs, jobID)
+	// The sidecar is the commit marker: drop the old one before the data it
+	// describes changes, write the new one last.
+	if err := removeIfExists(data + metaSuffix); err != nil {
+		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
+	}
+	if err := os.Rename(f.Name(), data); err != nil {
+		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
+	}
+	committed = true
+	if err := s.writeFileAtomic(s.outputs, jobID+metaSuffix, side); err != nil {
+		os.Remove(data)
+		return Output{}, fmt.Errorf("write output %s meta: %w", jobID, err)
+	}
+	return out, nil
+}
+
+// OutputInfo returns the job's output size, hash and metadata; ErrNotFound if
+// no complete output exists.
+func (s *Store) OutputInfo(jobID string) (Output, OutputMeta, error) {
+	if !validID(jobID) {
+		return Output{}, OutputMeta{}, ErrInvalidID
+	}
+	side, err := s.readSidecar(jobID)
+	if err != nil {
+		return Output{}, OutputMeta{}, err
+	}
+	if _, err := os.Stat(filepath.Join(s.outputs, jobID)); errors.Is(err, fs.ErrNotExist) {
+		return Output{}, OutputMeta{}, fmt.Errorf("output %s: %w", jobID, ErrNotFound)
+	} else if err != nil {
+		return Output{}, OutputMeta{}, fmt.Errorf("%w: output %s: %w", ErrStorage, jobID, err)
+	}
+	return Output{Bytes: side.Bytes, SHA256: side.SHA256}, OutputMeta{ContentType: side.ContentType, Filename: side.Filename}, nil
+}
+
+func (s *Store) readSidecar(jobID string) (outputSidecar, error) {
+	var side outputSidecar
+	b, err := os.ReadFile(filepath.Join(s.outputs, jobID+metaSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return side, fmt.Errorf("output %s: %w", jobID, ErrNotFound)
+	} else if err != nil {
+		return side, fmt.Errorf("%w: output %s: %w", ErrStorage, jobID, err)
+	}
+	if err := json.Unmarshal(b, &side); err != nil {
+		return side, fmt.Errorf("%w: output %s meta is corrupt: %w", ErrStorage, jobID, err)
+	}
+	return side, nil
+}
+
+// Delete removes the job's upload, input, output and its metadata; files that
+// do not exist are fine. An upload still streaming may land afterwards; JobIDs
+// lets a sweep find it.
+func (s *Store) Delete(jobID string) error {
+	if !validID(jobID) {
+		return ErrInvalidID
+	}
+	unlock := s.lockID(jobID)
+	defer unlock()
+	var errs []error
+	for _, p := range []string{
+		filepath.Join(s.uploads, jobID),
+		filepath.Join(s.inputs, jobID),
+		filepath.Join(s.outputs, jobID+metaSuffix), // marker first: a half-deleted output is absent
+		filepath.Join(s.outputs, jobID),
+	} {
+		errs = append(errs, removeIfExists(p))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: delete %s: %w", ErrStorage, jobID, err)
+	}
+	return nil
+}
+
+// JobIDs lists, sorted and without duplicates, every job id that has any file
+// in the store, so a sweep can delete files whose job is gone.
+func (s *Store) JobIDs() ([]string, error) {
+	seen := make(map[string]struct{})
+	for _, dir := range []string{s.uploads, s.inputs, s.outputs} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: list %s: %w", ErrStorage, dir, err)
+		}
+		for _, e := range entries {
+			if id := strings.TrimSuffix(e.Name(), metaSuffix); validID(id) {
+				seen[id] = struct{}{}
+			}
+		}
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Check proves the store can write durably: it creates, writes, fsyncs and
+// removes a small file under tmp/.
+func (s *Store) Check() error {
+	f, err := os.CreateTemp(s.tmp, "check-*")
+	if err != nil {
+		return fmt.Errorf("%w: check: %w", ErrStorage, err)
+	}
+	_, err = f.Write([]byte("ok\n"))
+	err = errors.Join(err, f.Sync(), f.Close(), os.Remove(f.Name()))
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("%w: check: %w", ErrStorage, err)
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to dir/name through a synced temporary file in
+// tmp/, a rename and a directory sync; on error nothing is left behind.
+func (s *Store) writeFileAtomic(dir, name string, data []byte) error {
+	f, err := os.CreateTemp(s.tmp, "atomic-*")
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	_, err = f.Write(data)
+	if err = errors.Join(err, f.Sync(), f.Close()); err == nil {
+		err = os.Rename(f.Name(), filepath.Join(dir, name))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	return nil
+}
+
+// syncDir makes renames and removals in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// countWriter counts bytes and remembers the first write error, so callers can
+// tell a failing disk from a failing producer.
+type countWriter struct {
+	w   io.Writer
+	n   int64
+	err error
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	return n, err
+}

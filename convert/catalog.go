@@ -1,0 +1,429 @@
+// Package convert holds the format registry, the conversion graph with its
+// converters, and the worker pool that runs conversions for queued jobs.
+//
+// It knows nothing about storage or HTTP: the pool reaches jobs and files
+// through the small Queue and Files interfaces declared here.
+package convert
+
+import (
+	"bufio"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sync"
+)
+
+// DefaultMaxPixels is the pixel limit used when Limits.MaxPixels is zero.
+const DefaultMaxPixels = 100_000_000
+
+// ErrUnsupported reports that no chain of converters leads from one format to another.
+var ErrUnsupported = errors.New("unsupported conversion")
+
+// Error is a conversion failure whose Message is safe to show to the API user.
+type Error struct {
+	// Message explains the failure to the user, e.g. "input is not a valid PNG file (it looks like JPEG)".
+	Message string
+	// Err is the underlying cause, for logs and errors.Is; it may be nil.
+	Err error
+}
+
+// Error returns the message followed by the underlying cause, for logs.
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return e.Message
+	}
+	return e.Message + ": " + e.Err.Error()
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorf returns an *Error with a formatted user message and the given cause.
+func errorf(cause error, format string, args ...any) *Error {
+	return &Error{Message: fmt.Sprintf(format, args...), Err: cause}
+}
+
+// Format describes a file format the service recognizes (JSON shape is the API's Format object).
+type Format struct {
+	ID         string   `json:"id"`
+	Name       string   `json:"name"`
+	Category   string   `json:"category"`   // image, document, data, audio, archive
+	Extensions []string `json:"extensions"` // without dots, e.g. ["jpg","jpeg"]
+	MIME       string   `json:"mime"`
+}
+
+// clone returns a copy of f that shares no memory with it.
+func (f Format) clone() Format {
+	f.Extensions = slices.Clone(f.Extensions)
+	return f
+}
+
+// Limits bounds the resources a single conversion may use.
+type Limits struct {
+	// MaxPixels is the largest width*height accepted for an image; zero means DefaultMaxPixels.
+	MaxPixels int64
+}
+
+// normalized returns l with defaults filled in.
+func (l Limits) normalized() Limits {
+	if l.MaxPixels <= 0 {
+		l.MaxPixels = DefaultMaxPixels
+	}
+	return l
+}
+
+// Converter is one edge of the conversion graph: it turns format From into format To.
+type Converter struct {
+	// From and To are format ids registered in the same Catalog.
+	From, To string
+	// Lossy marks conversions that can lose information; path search avoids them when it can.
+	Lossy bool
+	// Run reads the whole input from in and streams the result to out; it should return
+	// an *Error for problems the user can fix and honour ctx between stages.
+	Run func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error
+}
+
+// Step is one hop of a conversion path.
+type Step struct {
+	From, To string
+	Lossy    bool
+}
+
+// Catalog is a registry of formats and the converters between them.
+//
+// Registration (AddFormat, AddConverter) and lookups may be called concurrently.
+type Catalog struct {
+	lim Limits
+
+	mu      sync.RWMutex
+	formats map[string]Format
+	out     map[string][]Converter // by From, sorted by To
+}
+
+// NewEmptyCatalog returns a catalog with no formats and no converters.
+func NewEmptyCatalog(lim Limits) *Catalog {
+	return &Catalog{
+		lim:     lim.normalized(),
+		formats: make(map[string]Format),
+		out:     make(map[string][]Converter),
+	}
+}
+
+// NewCatalog returns the built-in registry with all built-in converters.
+func NewCatalog(lim Limits) *Catalog {
+	c := NewEmptyCatalog(lim)
+	for _, f := range builtinFormats {
+		c.AddFormat(f)
+	}
+	registerImageConverters(c)
+	return c
+}
+
+// Limits returns the limits the catalog's conversions run with.
+func (c *Catalog) Limits() Limits { return c.lim }
+
+// AddFormat registers a format; it panics on an empty or duplicate id, since that is a programming error.
+func (c *Catalog) AddFormat(f Format) {
+	if f.ID == "" {
+		panic("convert: AddFormat with empty id")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, dup := c.formats[f.ID]; dup {
+		panic("convert: duplicate format " + f.ID)
+	}
+	c.formats[f.ID] = f.clone()
+}
+
+// AddConverter registers a converter; it panics when a format is unknown, From equals To,
+// Run is nil or the pair already has a converter, since those are programming errors.
+func (c *Catalog) AddConverter(cv Converter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.formats[cv.From]; !ok {
+		panic("convert: AddConverter from unknown format " + cv.From)
+	}
+	if _, ok := c.formats[cv.To]; !ok {
+		panic("convert: AddConverter to unknown format " + cv.To)
+	}
+	if cv.From == cv.To {
+		panic("convert: AddConverter from a format to itself: " + cv.From)
+	}
+	if cv.Run == nil {
+		panic("convert: AddConverter with nil Run: " + cv.From + " to " + cv.To)
+	}
+	list := c.out[cv.From]
+	i, found := slices.BinarySearchFunc(list, cv.To, func(e Converter, to string) int { return cmp.Compare(e.To, to) })
+	if found {
+		panic("convert: duplicate converter " + cv.From + " to " + cv.To)
+	}
+	c.out[cv.From] = slices.Insert(list, i, cv)
+}
+
+// Formats returns every recognised format, sorted by ID; the slice is the caller's to keep.
+func (c *Catalog) Formats() []Format {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	fs := make([]Format, 0, len(c.formats))
+	for _, f := range c.formats {
+		fs = append(fs, f.clone())
+	}
+	slices.SortFunc(fs, func(a, b Format) int { return cmp.Compare(a.ID, b.ID) })
+	return fs
+}
+
+// Format returns the format with the given id.
+func (c *Catalog) Format(id string) (Format, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	f, ok := c.formats[id]
+	return f.clone(), ok
+}
+
+// pathCost orders paths: fewest lossy steps first, then fewest steps.
+type pathCost struct{ lossy, steps int }
+
+func (a pathCost) less(b pathCost) bool {
+	if a.lossy != b.lossy {
+		return a.lossy < b.lossy
+	}
+	return a.steps < b.steps
+}
+
+// Path returns the cheapest chain of converters from one format to another: fewest lossy
+// steps, then fewest steps, ties broken by format id so the answer is stable. It returns an
+// error wrapping ErrUnsupported when from equals to, either is unknown, or to is unreachable.
+func (c *Catalog) Path(from, to string) ([]Step, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, ok := c.formats[from]; !ok {
+		return nil, fmt.Errorf("unknown format %q: %w", from, ErrUnsupported)
+	}
+	if _, ok := c.formats[to]; !ok {
+		return nil, fmt.Errorf("unknown format %q: %w", to, ErrUnsupported)
+	}
+	if from == to {
+		return nil, fmt.Errorf("%s to itself: %w", from, ErrUnsupported)
+	}
+
+	// Dijkstra over a graph of a few dozen nodes: a linear scan for the minimum is plenty.
+	type node struct {
+		cost pathCost
+		prev Converter
+		done bool
+	}
+	nodes := map[string]*node{from: {}}
+	for {
+		var curID string
+		var cur *node
+		for id, n := range nodes {
+			if n.done {
+				continue
+			}
+			if cur == nil || n.cost.less(cur.cost) || (n.cost == cur.cost && id < curID) {
+				curID, cur = id, n
+			}
+		}
+		if cur == nil {
+			return nil, fmt.Errorf("no converter chain from %s to %s: %w", from, to, ErrUnsupported)
+		}
+		cur.done = true
+		if curID == to {
+			break
+		}
+		for _, cv := range c.out[curID] {
+			nc := pathCost{lossy: cur.cost.lossy, steps: cur.cost.steps + 1}
+			if cv.Lossy {
+				nc.lossy++
+			}
+			n, seen := nodes[cv.To]
+			if !seen {
+				nodes[cv.To] = &node{cost: nc, prev: cv}
+			} else if !n.done && nc.less(n.cost) {
+				n.cost, n.prev = nc, cv
+			}
+		}
+	}
+	var steps []Step
+	for id := to; id != from; {
+		cv := nodes[id].prev
+		steps = append(steps, Step{From: cv.From, To: cv.To, Lossy: cv.Lossy})
+		id = cv.From
+	}
+	slices.Reverse(steps)
+	return steps, nil
+}
+
+// Targets returns every format id reachable from id, directly or by chaining converters, sorted.
+func (c *Catalog) Targets(id string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.reach(id, func(n string) []string {
+		var next []string
+		for _, cv := range c.out[n] {
+			next = append(next, cv.To)
+		}
+		return next
+	})
+}
+
+// Sources returns every format id from which id can be reached, sorted.
+func (c *Catalog) Sources(id string) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	in := make(map[string][]string)
+	for from, list := range c.out {
+		for _, cv := range list {
+			in[cv.To] = append(in[cv.To], from)
+		}
+	}
+	return c.reach(id, func(n string) []string { return in[n] })
+}
+
+// reach walks the graph from start and returns every other node it finds, sorted; c.mu must be held.
+func (c *Catalog) reach(start string, next func(string) []string) []string {
+	if _, ok := c.formats[start]; !ok {
+		return []string{}
+	}
+	seen := map[string]bool{start: true}
+	queue := []string{start}
+	found := []string{}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, m := range next(n) {
+			if !seen[m] {
+				seen[m] = true
+				found = append(found, m)
+				queue = append(queue, m)
+			}
+		}
+	}
+	slices.Sort(found)
+	return found
+}
+
+// converter returns the registered converter for one step.
+func (c *Catalog) converter(s Step) (Converter, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	list := c.out[s.From]
+	i, found := slices.BinarySearchFunc(list, s.To, func(e Converter, to string) int { return cmp.Compare(e.To, to) })
+	if !found {
+		return Converter{}, false
+	}
+	return list[i], true
+}
+
+// Convert converts in (format from) to format to, streaming the result to out.
+// Intermediate results of a multi-step path go to temporary files in scratchDir, which are
+// removed whatever happens. Every failure is returned as an *Error; panics in converters are
+// recovered into one.
+func (c *Catalog) Convert(ctx context.Context, from, to string, in *os.File, out io.Writer, scratchDir string) error {
+	path, err := c.Path(from, to)
+	if err != nil {
+		return errorf(err, "cannot convert %s to %s", from, to)
+	}
+	fi, err := in.Stat()
+	if err != nil {
+		return errorf(err, "could not read the input")
+	}
+	var cur io.ReaderAt = in
+	size := fi.Size()
+	for i, s := range path {
+		if err := ctx.Err(); err != nil {
+			return ctxError(ctx)
+		}
+		cv, ok := c.converter(s)
+		if !ok {
+			return errorf(ErrUnsupported, "cannot convert %s to %s", s.From, s.To)
+		}
+		src := io.NewSectionReader(cur, 0, size)
+		if i == len(path)-1 {
+			return c.runStep(ctx, cv, src, out)
+		}
+		tmp, err := os.CreateTemp(scratchDir, "step-*")
+		if err != nil {
+			return errorf(err, "could not create a temporary file")
+		}
+		defer func() {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}()
+		cw := &countingWriter{w: tmp}
+		if err := c.runStep(ctx, cv, src, cw); err != nil {
+			return err
+		}
+		cur, size = tmp, cw.n
+	}
+	return nil // unreachable: Path never returns an empty path without error
+}
+
+// runStep runs one converter with a buffered output, turning panics and plain errors into *Error.
+func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer) (err error) {
+	rw := &recordingWriter{w: out}
+	bw := bufio.NewWriterSize(rw, 64<<10)
+	defer func() {
+		if r := recover(); r != nil {
+			err = errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
+		}
+	}()
+	err = cv.Run(ctx, in, bw, c.lim)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctxError(ctx)
+	}
+	if rw.err != nil {
+		return errorf(rw.err, "could not write the output")
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	return errorf(err, "converting %s to %s failed", cv.From, cv.To)
+}
+
+// ctxError describes why ctx ended as an *Error wrapping its cause.
+func ctxError(ctx context.Context) *Error {
+	cause := context.Cause(ctx)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &Error{Message: "conversion timed out", Err: cause}
+	}
+	return &Error{Message: "conversion cancelled", Err: cause}
+}
+
+// recordingWriter remembers the first write error so that it can be told apart from codec errors.
+type recordingWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (r *recordingWriter) Write(p []byte) (int, error) {
+	n, err := r.w.Write(p)
+	if err != nil && r.err == nil {
+		r.err = err
+	}
+	return n, err
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

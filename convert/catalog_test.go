@@ -1,0 +1,366 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// appendRun returns a converter body that copies its input and appends suffix, so a chained
+// conversion's output shows which steps ran in which order.
+func appendRun(suffix string) func(context.Context, *io.SectionReader, io.Writer, Limits) error {
+	return func(_ context.Context, in *io.SectionReader, out io.Writer, _ Limits) error {
+		if _, err := io.Copy(out, in); err != nil {
+			return err
+		}
+		_, err := io.WriteString(out, suffix)
+		return err
+	}
+}
+
+// testGraph builds a catalog of formats a..g:
+//
+//	a -> b -> c (lossless), a -> c (lossy), c -> d (lossy), b -> e -> d (lossless, 2 steps)
+//	f -> a; g is isolated.
+func testGraph(t *testing.T) *Catalog {
+	t.Helper()
+	c := NewEmptyCatalog(Limits{})
+	for _, id := range []string{"a", "b", "c", "d", "e", "f", "g"} {
+		c.AddFormat(Format{ID: id, Name: strings.ToUpper(id), Category: "data", Extensions: []string{id}, MIME: "x/" + id})
+	}
+	for _, e := range []struct {
+		from, to string
+		lossy    bool
+	}{
+		{"a", "b", false}, {"b", "c", false}, {"a", "c", true}, {"c", "d", true},
+		{"b", "e", false}, {"e", "d", false}, {"f", "a", false},
+	} {
+		c.AddConverter(Converter{From: e.from, To: e.to, Lossy: e.lossy, Run: appendRun(">" + e.to)})
+	}
+	return c
+}
+
+func pathString(steps []Step) string {
+	var parts []string
+	for i, s := range steps {
+		if i == 0 {
+			parts = append(parts, s.From)
+		}
+		p := s.To
+		if s.Lossy {
+			p += "*"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, ">")
+}
+
+func TestCatalog_Path(t *testing.T) {
+	c := testGraph(t)
+	tests := []struct {
+		from, to string
+		want     string // "" means ErrUnsupported
+	}{
+		{"a", "b", "a>b"},
+		{"a", "c", "a>b>c"},      // lossless two steps beat one lossy step
+		{"a", "d", "a>b>e>d"},    // three lossless steps beat a lossy one
+		{"f", "d", "f>a>b>e>d"},  // chains through several converters
+		{"b", "d", "b>e>d"},      // 2 lossless beat c's lossy
+		{"c", "d", "c>d*"},       // the only way is lossy
+		{"a", "a", ""},           // same format
+		{"d", "a", ""},           // unreachable
+		{"g", "a", ""},           // isolated
+		{"a", "nope", ""},        // unknown target
+		{"nope", "a", ""},        // unknown source
+	}
+	for _, tt := range tests {
+		t.Run(tt.from+"-"+tt.to, func(t *testing.T) {
+			steps, err := c.Path(tt.from, tt.to)
+			if tt.want == "" {
+				if !errors.Is(err, ErrUnsupported) {
+					t.Fatalf("Path(%q, %q) = %v, %v; want ErrUnsupported", tt.from, tt.to, steps, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Path(%q, %q): %v", tt.from, tt.to, err)
+			}
+			if got := pathString(steps); got != tt.want {
+				t.Errorf("Path(%q, %q) = %s, want %s", tt.from, tt.to, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCatalog_Path_FewestStepsAmongEqualLossiness(t *testing.T) {
+	c := NewEmptyCatalog(Limits{})
+	for _, id := range []string{"a", "b", "c", "d"} {
+		c.AddFormat(Format{ID: id})
+	}
+	c.AddConverter(Converter{From: "a", To: "b", Lossy: true, Run: appendRun("")})
+	c.AddConverter(Converter{From: "b", To: "c", Run: appendRun("")})
+	c.AddConverter(Converter{From: "c", To: "d", Run: appendRun("")})
+	c.AddConverter(Converter{From: "a", To: "d", Lossy: true, Run: appendRun("")})
+	steps, err := c.Path("a", "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := pathString(steps), "a>d*"; got != want {
+		t.Errorf("Path = %s, want %s", got, want)
+	}
+}
+
+func TestCatalog_TargetsSources(t *testing.T) {
+	c := testGraph(t)
+	tests := []struct {
+		id               string
+		targets, sources []string
+	}{
+		{"a", []string{"b", "c", "d", "e"}, []string{"f"}},
+		{"d", []string{}, []string{"a", "b", "c", "e", "f"}},
+		{"f", []string{"a", "b", "c", "d", "e"}, []string{}},
+		{"g", []string{}, []string{}},
+		{"unknown", []string{}, []string{}},
+	}
+	for _, tt := range tests {
+		if got := c.Targets(tt.id); !slices.Equal(got, tt.targets) {
+			t.Errorf("Targets(%q) = %v, want %v", tt.id, got, tt.targets)
+		}
+		if got := c.Sources(tt.id); !slices.Equal(got, tt.sources) {
+			t.Errorf("Sources(%q) = %v, want %v", tt.id, got, tt.sources)
+		}
+	}
+}
+
+func TestCatalog_Targets_CycleExcludesSelf(t *testing.T) {
+	c := NewEmptyCatalog(Limits{})
+	c.AddFormat(Format{ID: "x"})
+	c.AddFormat(Format{ID: "y"})
+	c.AddConverter(Converter{From: "x", To: "y", Run: appendRun("")})
+	c.AddConverter(Converter{From: "y", To: "x", Run: appendRun("")})
+	if got := c.Targets("x"); !slices.Equal(got, []string{"y"}) {
+		t.Errorf("Targets(x) = %v, want [y]", got)
+	}
+	if got := c.Sources("x"); !slices.Equal(got, []string{"y"}) {
+		t.Errorf("Sources(x) = %v, want [y]", got)
+	}
+}
+
+func TestCatalog_AddPanics(t *testing.T) {
+	tests := []struct {
+		name string
+		f    func(c *Catalog)
+	}{
+		{"duplicate format", func(c *Catalog) { c.AddFormat(Format{ID: "a"}) }},
+		{"empty id", func(c *Catalog) { c.AddFormat(Format{}) }},
+		{"unknown from", func(c *Catalog) { c.AddConverter(Converter{From: "zz", To: "a", Run: appendRun("")}) }},
+		{"unknown to", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "zz", Run: appendRun("")}) }},
+		{"self", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "a", Run: appendRun("")}) }},
+		{"nil run", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "g"}) }},
+		{"duplicate converter", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "b", Run: appendRun("")}) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := testGraph(t)
+			defer func() {
+				if recover() == nil {
+					t.Error("no panic")
+				}
+			}()
+			tt.f(c)
+		})
+	}
+}
+
+func writeTemp(t *testing.T, data []byte) *os.File {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "input")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+func assertEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("scratch dir not empty: %v", entries)
+	}
+}
+
+func TestCatalog_Convert_Chained(t *testing.T) {
+	c := testGraph(t)
+	scratch := t.TempDir()
+	var out bytes.Buffer
+	if err := c.Convert(context.Background(), "f", "d", writeTemp(t, []byte("in")), &out, scratch); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), "in>a>b>e>d"; got != want {
+		t.Errorf("output = %q, want %q", got, want)
+	}
+	assertEmptyDir(t, scratch)
+}
+
+func TestCatalog_Convert_Errors(t *testing.T) {
+	sentinel := errors.New("boom")
+	tests := []struct {
+		name    string
+		run     func(context.Context, *io.SectionReader, io.Writer, Limits) error
+		wantMsg string
+		wantIs  error
+	}{
+		{"panic", func(context.Context, *io.SectionReader, io.Writer, Limits) error { panic("kaboom") }, "internal error while converting b to c", nil},
+		{"plain error", func(context.Context, *io.SectionReader, io.Writer, Limits) error { return sentinel }, "converting b to c failed", sentinel},
+		{"user error", func(context.Context, *io.SectionReader, io.Writer, Limits) error {
+			return &Error{Message: "input is bad"}
+		}, "input is bad", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := NewEmptyCatalog(Limits{})
+			for _, id := range []string{"a", "b", "c"} {
+				c.AddFormat(Format{ID: id})
+			}
+			c.AddConverter(Converter{From: "a", To: "b", Run: appendRun(">b")})
+			c.AddConverter(Converter{From: "b", To: "c", Run: tt.run})
+			scratch := t.TempDir()
+			err := c.Convert(context.Background(), "a", "c", writeTemp(t, []byte("x")), io.Discard, scratch)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("err = %v (%T), want *Error", err, err)
+			}
+			if ce.Message != tt.wantMsg {
+				t.Errorf("Message = %q, want %q", ce.Message, tt.wantMsg)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("err does not wrap %v", tt.wantIs)
+			}
+			assertEmptyDir(t, scratch)
+		})
+	}
+}
+
+func TestCatalog_Convert_Unsupported(t *testing.T) {
+	c := testGraph(t)
+	err := c.Convert(context.Background(), "d", "a", writeTemp(t, []byte("x")), io.Discard, t.TempDir())
+	var ce *Error
+	if !errors.As(err, &ce) || !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v, want *Error wrapping ErrUnsupported", err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestCatalog_Convert_WriteError(t *testing.T) {
+	c := testGraph(t)
+	err := c.Convert(context.Background(), "a", "b", writeTemp(t, []byte("x")), failingWriter{}, t.TempDir())
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Message != "could not write the output" {
+		t.Fatalf("err = %v, want *Error \"could not write the output\"", err)
+	}
+}
+
+func TestCatalog_Convert_Cancelled(t *testing.T) {
+	c := testGraph(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := c.Convert(ctx, "a", "d", writeTemp(t, []byte("x")), io.Discard, t.TempDir())
+	var ce *Error
+	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want *Error wrapping context.Canceled", err)
+	}
+}
+
+func TestCatalog_Formats(t *testing.T) {
+	c := NewCatalog(Limits{})
+	fs := c.Formats()
+	if !slices.IsSortedFunc(fs, func(a, b Format) int { return strings.Compare(a.ID, b.ID) }) {
+		t.Error("Formats not sorted by id")
+	}
+	cats := map[string]bool{}
+	for _, f := range fs {
+		cats[f.Category] = true
+		if f.Name == "" || f.MIME == "" || len(f.Extensions) == 0 {
+			t.Errorf("format %q is incomplete: %+v", f.ID, f)
+		}
+		for _, e := range f.Extensions {
+			if strings.HasPrefix(e, ".") {
+				t.Errorf("format %q extension %q has a dot", f.ID, e)
+			}
+		}
+	}
+	for _, cat := range []string{"image", "document", "data", "audio", "archive"} {
+		if !cats[cat] {
+			t.Errorf("no format in category %q", cat)
+		}
+	}
+	// The result is a copy.
+	fs[0].Extensions[0] = "changed"
+	if f, _ := c.Format(fs[0].ID); f.Extensions[0] == "changed" {
+		t.Error("Formats returned shared memory")
+	}
+	want := map[string]string{"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "bmp": "image/bmp", "tiff": "image/tiff", "webp": "image/webp"}
+	for id, mime := range want {
+		f, ok := c.Format(id)
+		if !ok || f.MIME != mime || f.Category != "image" {
+			t.Errorf("Format(%q) = %+v, %v", id, f, ok)
+		}
+	}
+	if _, ok := c.Format("nope"); ok {
+		t.Error("Format(nope) found")
+	}
+}
+
+func TestCatalog_BuiltinGraph(t *testing.T) {
+	c := NewCatalog(Limits{})
+	writable := []string{"bmp", "gif", "jpeg", "png", "tiff"}
+	for _, from := range []string{"bmp", "gif", "jpeg", "png", "tiff", "webp"} {
+		want := slices.DeleteFunc(slices.Clone(writable), func(s string) bool { return s == from })
+		if got := c.Targets(from); !slices.Equal(got, want) {
+			t.Errorf("Targets(%q) = %v, want %v", from, got, want)
+		}
+		for _, to := range want {
+			steps, err := c.Path(from, to)
+			if err != nil || len(steps) != 1 {
+				t.Errorf("Path(%q, %q) = %v, %v; want one step", from, to, steps, err)
+			}
+		}
+	}
+	if got := c.Sources("webp"); len(got) != 0 {
+		t.Errorf("Sources(webp) = %v, want none", got)
+	}
+	for _, id := range []string{"pdf", "markdown", "html", "txt", "json", "csv", "yaml", "wav", "flac", "mp3", "zip"} {
+		if _, ok := c.Format(id); !ok {
+			t.Errorf("format %q not registered", id)
+		}
+		if got := c.Targets(id); len(got) != 0 {
+			t.Errorf("Targets(%q) = %v, want none yet", id, got)
+		}
+		if _, err := c.Path(id, "png"); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("Path(%q, png) err = %v, want ErrUnsupported", id, err)
+		}
+	}
+	if steps, _ := c.Path("png", "jpeg"); !steps[0].Lossy {
+		t.Error("png to jpeg not marked lossy")
+	}
+	if steps, _ := c.Path("jpeg", "png"); steps[0].Lossy {
+		t.Error("jpeg to png marked lossy")
+	}
+}

@@ -1,0 +1,425 @@
+package convert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Outcome codes a worker reports.
+const (
+	CodeConversionFailed = "conversion_failed"
+	CodeWorkerShutdown   = "worker_shutdown"
+)
+
+// Task is a job a worker has claimed.
+type Task struct {
+	JobID, InputFormat, TargetFormat string
+	Attempt                          int
+}
+
+// Output describes a stored conversion result.
+type Output struct {
+	Bytes  int64
+	SHA256 string
+}
+
+// OutputMeta is what the file store keeps beside an output to serve it.
+type OutputMeta struct {
+	ContentType string
+	Filename    string
+}
+
+// Outcome is what a worker reports for a task. Code is "" on success, else "conversion_failed" or "worker_shutdown".
+type Outcome struct {
+	Task    Task
+	Output  *Output
+	Code    string
+	Message string
+}
+
+// Queue is the job queue the pool claims from (implemented elsewhere over bbolt).
+type Queue interface {
+	// Claim moves the oldest queued job to running, with its attempt already incremented; ok is false when none is queued.
+	Claim(ctx context.Context) (Task, bool, error)
+	// Finish records the outcome; it returns an error when the job is no longer running (e.g. cancelled meanwhile).
+	Finish(ctx context.Context, o Outcome) error
+}
+
+// Files gives access to job inputs and outputs (implemented elsewhere over the blob store).
+type Files interface {
+	// OpenInput opens the uploaded input of a job.
+	OpenInput(jobID string) (*os.File, error)
+	// WriteOutput stores the output of a job atomically: nothing is kept unless write returns nil.
+	WriteOutput(jobID string, meta OutputMeta, write func(io.Writer) error) (Output, error)
+	// DeleteOutput removes the output of a job, if any.
+	DeleteOutput(jobID string) error
+}
+
+// PoolConfig configures a Pool; zero fields take the documented defaults.
+type PoolConfig struct {
+	// Workers is how many conversions run at once; default runtime.GOMAXPROCS(0).
+	Workers int
+	// Timeout bounds one conversion; default 10 minutes.
+	Timeout time.Duration
+	// PollInterval is how often an idle worker looks for work without being notified; default 1s.
+	PollInterval time.Duration
+	// ScratchDir holds each task's temporary files; default os.TempDir().
+	ScratchDir string
+	// Logger receives job transitions; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Pool runs conversions for queued jobs on a fixed number of worker goroutines.
+type Pool struct {
+	cfg PoolConfig
+	cat *Catalog
+	q   Queue
+	f   Files
+	log *slog.Logger
+
+	wake chan struct{} // one pending wake-up, coalesced
+
+	claimCtx    context.Context // cancelled when Shutdown starts: no more claims
+	stopClaims  context.CancelFunc
+	startOnce   sync.Once
+	stopOnce    sync.Once
+	workersDone chan struct{}
+	wg          sync.WaitGroup
+
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+	killed  bool // drain timeout passed: every conversion is stopped at once
+
+	strays atomic.Int64 // conversions abandoned on timeout or cancel that have not returned yet
+}
+
+// Causes with which a task's context is cancelled.
+var (
+	errTaskTimeout  = errors.New("conversion timed out")
+	errTaskCancel   = errors.New("job cancelled")
+	errTaskShutdown = errors.New("worker shutdown")
+)
+
+// NewPool returns a pool that claims tasks from q and converts them with cat; call Start to run it.
+func NewPool(cfg PoolConfig, cat *Catalog, q Queue, f Files) *Pool {
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Minute
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.ScratchDir == "" {
+		cfg.ScratchDir = os.TempDir()
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Pool{
+		cfg:         cfg,
+		cat:         cat,
+		q:           q,
+		f:           f,
+		log:         log,
+		wake:        make(chan struct{}, 1),
+		claimCtx:    ctx,
+		stopClaims:  cancel,
+		workersDone: make(chan struct{}),
+		running:     make(map[string]context.CancelCauseFunc),
+	}
+}
+
+// Start starts the workers; it does not block, and calls after the first do nothing.
+func (p *Pool) Start() {
+	p.startOnce.Do(func() {
+		p.wg.Add(p.cfg.Workers)
+		for i := 0; i < p.cfg.Workers; i++ {
+			go p.worker()
+		}
+		go func() {
+			p.wg.Wait()
+			close(p.workersDone)
+		}()
+	})
+}
+
+// Notify tells the pool a job was queued, so an idle worker looks now; it never blocks.
+func (p *Pool) Notify() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Cancel stops the running conversion of a job and reports whether one was running.
+func (p *Pool) Cancel(jobID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cancel, ok := p.running[jobID]
+	if ok {
+		cancel(errTaskCancel)
+	}
+	return ok
+}
+
+// Running returns how many conversions are in progress.
+func (p *Pool) Running() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.running)
+}
+
+// Shutdown stops claiming at once and waits for running conversions until ctx is done; then it
+// stops them, reports each as worker_shutdown, and returns once every worker has exited. It
+// returns ctx's error when conversions had to be stopped. Queued jobs are left queued.
+func (p *Pool) Shutdown(ctx context.Context) error {
+	p.stopOnce.Do(p.stopClaims)
+	p.startOnce.Do(func() { close(p.workersDone) }) // never started: nothing to wait for
+	select {
+	case <-p.workersDone:
+		return nil
+	case <-ctx.Done():
+	}
+	p.mu.Lock()
+	p.killed = true
+	n := len(p.running)
+	for _, cancel := range p.running {
+		cancel(errTaskShutdown)
+	}
+	p.mu.Unlock()
+	<-p.workersDone
+	if n > 0 {
+		return fmt.Errorf("stopped %d running conversions after the drain timeout: %w", n, ctx.Err())
+	}
+	return nil
+}
+
+func (p *Pool) worker() {
+	defer p.wg.Done()
+	timer := time.NewTimer(p.cfg.PollInterval)
+	defer timer.Stop()
+	for {
+		if p.claimCtx.Err() != nil {
+			return
+		}
+		task, ok, err := p.q.Claim(p.claimCtx)
+		switch {
+		case err != nil && p.claimCtx.Err() != nil:
+			return
+		case err != nil:
+			p.log.Error("claiming a job failed", "err", err)
+		case ok:
+			// More jobs may be queued: pass the wake-up on to another idle worker.
+			p.Notify()
+			p.runTask(task)
+			continue
+		}
+		timer.Reset(p.cfg.PollInterval)
+		select {
+		case <-p.claimCtx.Done():
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// convResult is what the conversion goroutine hands back to its worker.
+type convResult struct {
+	out *os.File // the converted output, in the task's scratch directory
+	err error
+}
+
+// runTask converts one claimed task and reports its outcome; it never panics.
+func (p *Pool) runTask(t Task) {
+	start := time.Now()
+	log := p.log.With("job_id", t.JobID, "attempt", t.Attempt, "from", t.InputFormat, "to", t.TargetFormat)
+	log.Info("job running")
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, p.cfg.Timeout, errTaskTimeout)
+	defer cancelTimeout()
+
+	p.mu.Lock()
+	p.running[t.JobID] = cancel
+	if p.killed {
+		cancel(errTaskShutdown)
+	}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.running, t.JobID)
+		p.mu.Unlock()
+	}()
+
+	var o Outcome
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				log.Error("panic while running job", "panic", r, "stack", string(debug.Stack()))
+				o = Outcome{Code: CodeConversionFailed, Message: "internal error"}
+			}
+		}()
+		o = p.convert(ctx, log, t)
+	}()
+	o.Task = t
+
+	outcome := "succeeded"
+	if o.Code != "" {
+		outcome = "failed"
+	}
+	if err := p.finish(o); err != nil {
+		// The job moved on meanwhile (e.g. cancelled): whatever it produced is not wanted.
+		log.Debug("job no longer running; outcome dropped", "outcome", outcome, "duration", time.Since(start), "code", o.Code, "err", err)
+		if o.Output != nil {
+			p.deleteOutput(log, t.JobID)
+		}
+		return
+	}
+	log.Info("job finished", "outcome", outcome, "duration", time.Since(start), "code", o.Code, "message", o.Message)
+}
+
+func (p *Pool) finish(o Outcome) error {
+	// Reporting must work even while shutting down, so it gets its own context.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return p.q.Finish(ctx, o)
+}
+
+func (p *Pool) deleteOutput(log *slog.Logger, jobID string) {
+	if err := p.f.DeleteOutput(jobID); err != nil {
+		log.Error("deleting an unwanted output failed", "err", err)
+	}
+}
+
+// convert runs the conversion in its own goroutine so that a converter ignoring ctx cannot hold
+// the task past its timeout, then stores the result. The outcome lacks only Task.
+func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
+	in, err := p.f.OpenInput(t.JobID)
+	if err != nil {
+		log.Error("opening the input failed", "err", err)
+		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not read the input"}
+	}
+	scratch, err := os.MkdirTemp(p.cfg.ScratchDir, "task-*")
+	if err != nil {
+		in.Close()
+		log.Error("creating the scratch directory failed", "err", err)
+		return Outcome{Code: CodeConversionFailed, Message: "internal error: no scratch space"}
+	}
+
+	results := make(chan convResult)
+	abandoned := make(chan struct{})
+	go func() {
+		// This goroutine owns in and, until it hands them over, the scratch directory and
+		// the output file: an abandoned conversion cleans up after itself when it returns.
+		var res convResult
+		defer func() {
+			if r := recover(); r != nil {
+				res = convResult{err: &Error{Message: "internal error", Err: fmt.Errorf("panic: %v\n%s", r, debug.Stack())}}
+			}
+			in.Close()
+			select {
+			case results <- res:
+			case <-abandoned:
+				if res.out != nil {
+					res.out.Close()
+				}
+				os.RemoveAll(scratch)
+				p.strays.Add(-1)
+			}
+		}()
+		out, err := os.CreateTemp(scratch, "output-*")
+		if err != nil {
+			res.err = err
+			return
+		}
+		res.out = out
+		res.err = p.cat.Convert(ctx, t.InputFormat, t.TargetFormat, in, out, scratch)
+	}()
+
+	var res convResult
+	select {
+	case res = <-results:
+	case <-ctx.Done():
+		p.strays.Add(1)
+		close(abandoned)
+		return p.stopped(ctx, log)
+	}
+	defer os.RemoveAll(scratch)
+	if res.out != nil {
+		defer res.out.Close()
+	}
+	if ctx.Err() != nil {
+		return p.stopped(ctx, log)
+	}
+	if res.err != nil {
+		var ce *Error
+		if errors.As(res.err, &ce) {
+			log.Info("conversion failed", "err", res.err)
+			return Outcome{Code: CodeConversionFailed, Message: ce.Message}
+		}
+		log.Error("conversion failed", "err", res.err)
+		return Outcome{Code: CodeConversionFailed, Message: "internal error"}
+	}
+
+	meta := OutputMeta{ContentType: "application/octet-stream", Filename: t.JobID}
+	if f, ok := p.cat.Format(t.TargetFormat); ok {
+		meta.ContentType = f.MIME
+		if len(f.Extensions) > 0 {
+			meta.Filename += "." + f.Extensions[0]
+		}
+	}
+	output, err := p.f.WriteOutput(t.JobID, meta, func(w io.Writer) error {
+		if _, err := res.out.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		_, err := io.Copy(&ctxWriter{ctx: ctx, w: w}, res.out)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return p.stopped(ctx, log)
+		}
+		log.Error("storing the output failed", "err", err)
+		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}
+	}
+	if ctx.Err() != nil {
+		// Stopped after the output was stored: a cancelled job must not keep it.
+		p.deleteOutput(log, t.JobID)
+		return p.stopped(ctx, log)
+	}
+	return Outcome{Output: &output}
+}
+
+// stopped describes why a task's context ended before its conversion did.
+func (p *Pool) stopped(ctx context.Context, log *slog.Logger) Outcome {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errTaskShutdown):
+		return Outcome{Code: CodeWorkerShutdown, Message: "stopped by shutdown after the drain timeout; raise --drain-timeout"}
+	case errors.Is(cause, errTaskCancel):
+		return Outcome{Code: CodeConversionFailed, Message: "cancelled"}
+	default:
+		if n := p.strays.Load(); n > 0 {
+			log.Warn("abandoned conversions still running in the background", "count", n)
+		}
+		return Outcome{Code: CodeConversionFailed, Message: fmt.Sprintf("conversion timed out after %s; raise --conversion-timeout", p.cfg.Timeout)}
+	}
+}
+
+// Strays returns how many abandoned conversions (timed out or cancelled, ignoring their
+// context) are still running in the background.
+func (p *Pool) Strays() int { return int(p.strays.Load()) }

@@ -1,0 +1,545 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image/jpeg"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeQueue is an in-memory Queue: FIFO claims, attempts counted, outcomes recorded.
+type fakeQueue struct {
+	mu        sync.Mutex
+	queued    []Task
+	running   map[string]bool
+	outcomes  []Outcome
+	finished  chan Outcome
+	claimed   []string
+	cancelled map[string]bool
+}
+
+func newFakeQueue() *fakeQueue {
+	return &fakeQueue{running: map[string]bool{}, finished: make(chan Outcome, 100), cancelled: map[string]bool{}}
+}
+
+func (q *fakeQueue) add(t Task) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.queued = append(q.queued, t)
+}
+
+func (q *fakeQueue) Claim(ctx context.Context) (Task, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Task{}, false, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.queued) == 0 {
+		return Task{}, false, nil
+	}
+	t := q.queued[0]
+	q.queued = q.queued[1:]
+	t.Attempt++
+	q.running[t.JobID] = true
+	q.claimed = append(q.claimed, t.JobID)
+	return t, true, nil
+}
+
+func (q *fakeQueue) Finish(_ context.Context, o Outcome) error {
+	q.mu.Lock()
+	ok := q.running[o.Task.JobID] && !q.cancelled[o.Task.JobID]
+	delete(q.running, o.Task.JobID)
+	q.outcomes = append(q.outcomes, o)
+	q.mu.Unlock()
+	q.finished <- o
+	if !ok {
+		return fmt.Errorf("job %s is not running", o.Task.JobID)
+	}
+	return nil
+}
+
+// cancel marks a job cancelled the way the store would, so its Finish fails.
+func (q *fakeQueue) cancel(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.cancelled[id] = true
+}
+
+func (q *fakeQueue) queuedCount() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued)
+}
+
+// wait returns the next outcome, failing the test after d.
+func (q *fakeQueue) wait(t *testing.T, d time.Duration) Outcome {
+	t.Helper()
+	select {
+	case o := <-q.finished:
+		return o
+	case <-time.After(d):
+		t.Fatalf("no outcome within %v", d)
+		return Outcome{}
+	}
+}
+
+// fakeFiles keeps inputs and outputs as real files under a temporary directory.
+type fakeFiles struct {
+	dir         string
+	mu          sync.Mutex
+	meta        map[string]OutputMeta
+	afterCommit func(jobID string) // called after an output is in place
+}
+
+func newFakeFiles(t *testing.T) *fakeFiles {
+	dir := t.TempDir()
+	for _, d := range []string{"in", "out"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return &fakeFiles{dir: dir, meta: map[string]OutputMeta{}}
+}
+
+func (f *fakeFiles) put(t *testing.T, jobID string, data []byte) {
+	if err := os.WriteFile(filepath.Join(f.dir, "in", jobID), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fakeFiles) OpenInput(jobID string) (*os.File, error) {
+	return os.Open(filepath.Join(f.dir, "in", jobID))
+}
+
+func (f *fakeFiles) WriteOutput(jobID string, meta OutputMeta, write func(io.Writer) error) (Output, error) {
+	tmp, err := os.CreateTemp(filepath.Join(f.dir, "out"), "tmp-*")
+	if err != nil {
+		return Output{}, err
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	h := sha256.New()
+	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
+	if err := write(cw); err != nil {
+		return Output{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return Output{}, err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(f.dir, "out", jobID)); err != nil {
+		return Output{}, err
+	}
+	f.mu.Lock()
+	f.meta[jobID] = meta
+	hook := f.afterCommit
+	f.mu.Unlock()
+	if hook != nil {
+		hook(jobID)
+	}
+	return Output{Bytes: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+func (f *fakeFiles) DeleteOutput(jobID string) error {
+	err := os.Remove(filepath.Join(f.dir, "out", jobID))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+func (f *fakeFiles) output(jobID string) ([]byte, bool) {
+	data, err := os.ReadFile(filepath.Join(f.dir, "out", jobID))
+	return data, err == nil
+}
+
+// poolCatalog is the built-in catalog plus test formats whose converters copy ("b"), honour
+// ctx while sleeping ("slow"), ignore ctx until released ("stuck"), panic ("panic") or
+// reject their input ("bad").
+type poolCatalog struct {
+	*Catalog
+	release chan struct{} // closing it lets "stuck" conversions return
+	stuckIn chan struct{} // receives when a "stuck" conversion starts
+}
+
+const slowFor = 300 * time.Millisecond
+
+func newPoolCatalog() *poolCatalog {
+	pc := &poolCatalog{Catalog: NewCatalog(Limits{}), release: make(chan struct{}), stuckIn: make(chan struct{}, 10)}
+	for _, id := range []string{"a", "b", "slow", "stuck", "panic", "bad"} {
+		pc.AddFormat(Format{ID: id, Name: id, Category: "data", Extensions: []string{id + "ext"}, MIME: "x/" + id})
+	}
+	copyRun := func(_ context.Context, in *io.SectionReader, out io.Writer, _ Limits) error {
+		_, err := io.Copy(out, in)
+		return err
+	}
+	pc.AddConverter(Converter{From: "a", To: "b", Run: copyRun})
+	pc.AddConverter(Converter{From: "a", To: "slow", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(slowFor):
+		}
+		return copyRun(ctx, in, out, lim)
+	}})
+	pc.AddConverter(Converter{From: "a", To: "stuck", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error {
+		pc.stuckIn <- struct{}{}
+		<-pc.release // ignores ctx on purpose
+		return copyRun(ctx, in, out, lim)
+	}})
+	pc.AddConverter(Converter{From: "a", To: "panic", Run: func(context.Context, *io.SectionReader, io.Writer, Limits) error {
+		panic("converter bug")
+	}})
+	pc.AddConverter(Converter{From: "a", To: "bad", Run: func(context.Context, *io.SectionReader, io.Writer, Limits) error {
+		return &Error{Message: "input is bad"}
+	}})
+	return pc
+}
+
+type poolFixture struct {
+	cat     *poolCatalog
+	q       *fakeQueue
+	f       *fakeFiles
+	p       *Pool
+	scratch string
+}
+
+func newPoolFixture(t *testing.T, cfg PoolConfig) *poolFixture {
+	t.Helper()
+	fx := &poolFixture{cat: newPoolCatalog(), q: newFakeQueue(), f: newFakeFiles(t), scratch: t.TempDir()}
+	cfg.ScratchDir = fx.scratch
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	fx.p = NewPool(cfg, fx.cat.Catalog, fx.q, fx.f)
+	t.Cleanup(func() {
+		select {
+		case <-fx.cat.release:
+		default:
+			close(fx.cat.release)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		fx.p.Shutdown(ctx)
+	})
+	return fx
+}
+
+// job queues a job converting data from a to target.
+func (fx *poolFixture) job(t *testing.T, id, target string, attempt int, data string) {
+	fx.f.put(t, id, []byte(data))
+	fx.q.add(Task{JobID: id, InputFormat: "a", TargetFormat: target, Attempt: attempt})
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (fx *poolFixture) assertScratchEmpty(t *testing.T) {
+	t.Helper()
+	waitFor(t, "scratch dir to empty", func() bool {
+		entries, _ := os.ReadDir(fx.scratch)
+		return len(entries) == 0
+	})
+}
+
+func TestPool_OldestFirstAttemptAndOutput(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx.job(t, "job_1", "b", 0, "one")
+	fx.job(t, "job_2", "b", 2, "two")
+	fx.job(t, "job_3", "b", 0, "three")
+	fx.p.Start()
+	for i, want := range []struct {
+		id      string
+		attempt int
+		data    string
+	}{{"job_1", 1, "one"}, {"job_2", 3, "two"}, {"job_3", 1, "three"}} {
+		o := fx.q.wait(t, 5*time.Second)
+		if o.Task.JobID != want.id || o.Task.Attempt != want.attempt {
+			t.Errorf("outcome %d is %s attempt %d, want %s attempt %d", i, o.Task.JobID, o.Task.Attempt, want.id, want.attempt)
+		}
+		if o.Code != "" || o.Output == nil {
+			t.Fatalf("outcome %d = %+v, want success", i, o)
+		}
+		sum := sha256.Sum256([]byte(want.data))
+		if o.Output.Bytes != int64(len(want.data)) || o.Output.SHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("output = %+v, want %d bytes, sha %x", o.Output, len(want.data), sum)
+		}
+		if got, _ := fx.f.output(want.id); string(got) != want.data {
+			t.Errorf("stored output = %q, want %q", got, want.data)
+		}
+		fx.f.mu.Lock()
+		meta := fx.f.meta[want.id]
+		fx.f.mu.Unlock()
+		if meta != (OutputMeta{ContentType: "x/b", Filename: want.id + ".bext"}) {
+			t.Errorf("meta = %+v", meta)
+		}
+	}
+	fx.assertScratchEmpty(t)
+}
+
+func TestPool_RealImageConversion(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 2})
+	data, err := os.ReadFile("../testdata/images/sample.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.f.put(t, "job_img", data)
+	fx.q.add(Task{JobID: "job_img", InputFormat: "png", TargetFormat: "jpeg"})
+	fx.f.put(t, "job_lie", data)
+	fx.q.add(Task{JobID: "job_lie", InputFormat: "gif", TargetFormat: "png"})
+	fx.p.Start()
+	got := map[string]Outcome{}
+	for range 2 {
+		o := fx.q.wait(t, 5*time.Second)
+		got[o.Task.JobID] = o
+	}
+	if o := got["job_img"]; o.Code != "" {
+		t.Fatalf("png to jpeg failed: %+v", o)
+	}
+	out, _ := fx.f.output("job_img")
+	if _, err := jpeg.Decode(bytes.NewReader(out)); err != nil {
+		t.Errorf("output is not a JPEG: %v", err)
+	}
+	fx.f.mu.Lock()
+	meta := fx.f.meta["job_img"]
+	fx.f.mu.Unlock()
+	if meta != (OutputMeta{ContentType: "image/jpeg", Filename: "job_img.jpg"}) {
+		t.Errorf("meta = %+v", meta)
+	}
+	if o := got["job_lie"]; o.Code != CodeConversionFailed || o.Message != "input is not a valid GIF file (it looks like PNG)" {
+		t.Errorf("mislabelled input: %+v", o)
+	}
+}
+
+func TestPool_TimeoutIgnoringContext(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1, Timeout: 100 * time.Millisecond})
+	fx.job(t, "job_stuck", "stuck", 0, "x")
+	fx.job(t, "job_next", "b", 0, "next")
+	start := time.Now()
+	fx.p.Start()
+	o := fx.q.wait(t, 5*time.Second)
+	if o.Task.JobID != "job_stuck" || o.Code != CodeConversionFailed || o.Message != "conversion timed out after 100ms; raise --conversion-timeout" {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("timeout reported after %v", d)
+	}
+	// The worker moves on while the stuck conversion is still running.
+	o = fx.q.wait(t, 5*time.Second)
+	if o.Task.JobID != "job_next" || o.Code != "" {
+		t.Fatalf("next outcome = %+v", o)
+	}
+	if fx.p.Strays() != 1 {
+		t.Errorf("Strays = %d, want 1", fx.p.Strays())
+	}
+	if _, ok := fx.f.output("job_stuck"); ok {
+		t.Error("timed-out job has an output")
+	}
+	close(fx.cat.release)
+	waitFor(t, "the stray conversion to finish", func() bool { return fx.p.Strays() == 0 })
+	fx.assertScratchEmpty(t)
+	if _, ok := fx.f.output("job_stuck"); ok {
+		t.Error("stray conversion stored an output")
+	}
+}
+
+func TestPool_Cancel(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx.job(t, "job_c", "slow", 0, "x")
+	fx.p.Start()
+	waitFor(t, "the job to run", func() bool { return fx.p.Running() == 1 })
+	if fx.p.Cancel("job_other") {
+		t.Error("Cancel of a job not running returned true")
+	}
+	fx.q.cancel("job_c")
+	if !fx.p.Cancel("job_c") {
+		t.Fatal("Cancel returned false for a running job")
+	}
+	o := fx.q.wait(t, 5*time.Second)
+	if o.Code != CodeConversionFailed || o.Message != "cancelled" || o.Output != nil {
+		t.Errorf("outcome = %+v, want conversion_failed/cancelled", o)
+	}
+	waitFor(t, "Running to drop", func() bool { return fx.p.Running() == 0 })
+	if _, ok := fx.f.output("job_c"); ok {
+		t.Error("cancelled job has an output")
+	}
+	fx.assertScratchEmpty(t)
+}
+
+func TestPool_CancelAfterOutputStored(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx.f.afterCommit = func(id string) {
+		fx.q.cancel(id)
+		fx.p.Cancel(id)
+	}
+	fx.job(t, "job_late", "b", 0, "x")
+	fx.p.Start()
+	o := fx.q.wait(t, 5*time.Second)
+	if o.Code != CodeConversionFailed || o.Message != "cancelled" {
+		t.Errorf("outcome = %+v, want conversion_failed/cancelled", o)
+	}
+	if _, ok := fx.f.output("job_late"); ok {
+		t.Error("cancelled job kept its output")
+	}
+}
+
+func TestPool_FinishRefusedDeletesOutput(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx.job(t, "job_gone", "b", 0, "x")
+	fx.q.cancel("job_gone") // cancelled in the store without the pool hearing of it
+	fx.p.Start()
+	o := fx.q.wait(t, 5*time.Second)
+	if o.Code != "" {
+		t.Fatalf("outcome = %+v", o)
+	}
+	waitFor(t, "the output to be deleted", func() bool { _, ok := fx.f.output("job_gone"); return !ok })
+}
+
+func TestPool_PanicAndUserErrorContained(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx.job(t, "job_panic", "panic", 0, "x")
+	fx.job(t, "job_bad", "bad", 0, "x")
+	fx.job(t, "job_ok", "b", 0, "x")
+	fx.p.Start()
+	want := []struct{ id, code, msg string }{
+		{"job_panic", CodeConversionFailed, "internal error while converting a to panic"},
+		{"job_bad", CodeConversionFailed, "input is bad"},
+		{"job_ok", "", ""},
+	}
+	for _, w := range want {
+		o := fx.q.wait(t, 5*time.Second)
+		if o.Task.JobID != w.id || o.Code != w.code || o.Message != w.msg {
+			t.Errorf("outcome = %+v, want %s %q %q", o, w.id, w.code, w.msg)
+		}
+	}
+	fx.assertScratchEmpty(t)
+}
+
+func TestPool_MissingInput(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx.q.add(Task{JobID: "job_noinput", InputFormat: "a", TargetFormat: "b"})
+	fx.p.Start()
+	o := fx.q.wait(t, 5*time.Second)
+	if o.Code != CodeConversionFailed || !strings.HasPrefix(o.Message, "internal error") {
+		t.Errorf("outcome = %+v", o)
+	}
+}
+
+func TestPool_ShutdownDrains(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx.job(t, "job_s", "slow", 0, "x")
+	fx.job(t, "job_queued", "b", 0, "x")
+	fx.p.Start()
+	waitFor(t, "the job to run", func() bool { return fx.p.Running() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := fx.p.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	o := fx.q.wait(t, time.Second)
+	if o.Task.JobID != "job_s" || o.Code != "" {
+		t.Errorf("outcome = %+v, want success", o)
+	}
+	if n := fx.q.queuedCount(); n != 1 {
+		t.Errorf("%d jobs still queued, want 1 untouched", n)
+	}
+	fx.assertScratchEmpty(t)
+}
+
+func TestPool_ShutdownStopsAfterDrainTimeout(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 2})
+	fx.job(t, "job_stuck", "stuck", 0, "x")
+	fx.job(t, "job_slow", "slow", 0, "x")
+	fx.job(t, "job_queued", "b", 0, "x")
+	fx.p.Start()
+	waitFor(t, "both jobs to run", func() bool { return fx.p.Running() == 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := fx.p.Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Shutdown took %v", d)
+	}
+	for range 2 {
+		o := fx.q.wait(t, time.Second)
+		if o.Code != CodeWorkerShutdown || o.Message != "stopped by shutdown after the drain timeout; raise --drain-timeout" {
+			t.Errorf("outcome = %+v, want worker_shutdown", o)
+		}
+	}
+	if n := fx.q.queuedCount(); n != 1 {
+		t.Errorf("%d jobs still queued, want 1 untouched", n)
+	}
+	if fx.p.Running() != 0 {
+		t.Errorf("Running = %d after Shutdown", fx.p.Running())
+	}
+}
+
+func TestPool_NotifyWakesIdleWorker(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 2, PollInterval: time.Hour})
+	fx.p.Start()
+	time.Sleep(20 * time.Millisecond) // let the workers find the queue empty and sleep
+	fx.job(t, "job_n", "b", 0, "x")
+	select {
+	case o := <-fx.q.finished:
+		t.Fatalf("job ran before Notify: %+v", o)
+	case <-time.After(50 * time.Millisecond):
+	}
+	start := time.Now()
+	fx.p.Notify()
+	fx.p.Notify() // coalesces, never blocks
+	o := fx.q.wait(t, time.Second)
+	if o.Code != "" {
+		t.Fatalf("outcome = %+v", o)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("job finished %v after Notify", d)
+	}
+}
+
+func TestPool_WorkersRunConcurrently(t *testing.T) {
+	fx := newPoolFixture(t, PoolConfig{Workers: 3, PollInterval: time.Hour})
+	fx.p.Start()
+	time.Sleep(10 * time.Millisecond)
+	for i := range 3 {
+		fx.job(t, fmt.Sprintf("job_%d", i), "slow", 0, "x")
+	}
+	fx.p.Notify() // one wake-up is passed on from worker to worker
+	waitFor(t, "three conversions at once", func() bool { return fx.p.Running() == 3 })
+	for range 3 {
+		if o := fx.q.wait(t, 5*time.Second); o.Code != "" {
+			t.Errorf("outcome = %+v", o)
+		}
+	}
+}
+
+func TestPool_ShutdownWithoutStart(t *testing.T) {
+	p := NewPool(PoolConfig{Logger: slog.New(slog.DiscardHandler)}, NewCatalog(Limits{}), newFakeQueue(), newFakeFiles(t))
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	p.Start() // no-op after Shutdown
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,72 @@
+package convert
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestSniff(t *testing.T) {
+	tests := []struct {
+		data     string
+		id, name string
+	}{
+		{"\x89PNG\r\n\x1a\nrest", "png", "PNG"},
+		{"\xff\xd8\xff\xe0", "jpeg", "JPEG"},
+		{"GIF89a...", "gif", "GIF"},
+		{"GIF87a...", "gif", "GIF"},
+		{"BM....", "bmp", "BMP"},
+		{"II*\x00\x08\x00", "tiff", "TIFF"},
+		{"MM\x00*\x00\x00", "tiff", "TIFF"},
+		{"RIFF\x10\x00\x00\x00WEBPVP8 ", "webp", "WebP"},
+		{"RIFF\x10\x00\x00\x00WAVEfmt ", "wav", "WAV"},
+		{"%PDF-1.7\n", "pdf", "PDF"},
+		{"PK\x03\x04", "zip", "ZIP"},
+		{"fLaC\x00", "flac", "FLAC"},
+		{"ID3\x04", "mp3", "MP3"},
+		{"\xff\xfb\x90\x00", "mp3", "MP3"},
+		{"\x1f\x8b\x08", "", "gzip"},
+		{"\x00\x00\x00\x1cftypavif", "", "AVIF"},
+		{"<!DOCTYPE html><html>", "html", "HTML"},
+		{"  <html lang=en>", "html", "HTML"},
+		{"<?xml version=\"1.0\"?><svg>", "", "SVG"},
+		{"name,age\nbob,3\n", "", "text"},
+		{"héllo wörld", "", "text"},
+		{"\x00\x01\x02\x03\x04", "", "unrecognised data"},
+		{"", "", "an empty file"},
+	}
+	for _, tt := range tests {
+		id, name := sniff([]byte(tt.data))
+		if id != tt.id || name != tt.name {
+			t.Errorf("sniff(%q) = %q, %q; want %q, %q", tt.data, id, name, tt.id, tt.name)
+		}
+	}
+}
+
+func TestCheckPixels(t *testing.T) {
+	lim := Limits{MaxPixels: DefaultMaxPixels}
+	tests := []struct {
+		w, h int
+		want string // "" means accepted
+	}{
+		{1, 1, ""},
+		{10000, 10000, ""},
+		{10000, 10001, "image is 10000x10001 = 100.01 megapixels, over the 100 megapixel limit"},
+		{0, 10, "image has invalid dimensions 0x10"},
+		{10, -1, "image has invalid dimensions 10x-1"},
+		{1 << 40, 1 << 40, "image is 1099511627776x1099511627776 = 1208925819614629000 megapixels, over the 100 megapixel limit"},
+		{1<<62 + 1, 4, "image is 4611686018427387905x4 = 18446744073709.55 megapixels, over the 100 megapixel limit"},
+	}
+	for _, tt := range tests {
+		err := checkPixels(tt.w, tt.h, lim)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("checkPixels(%d, %d) = %v, want nil", tt.w, tt.h, err)
+			}
+			continue
+		}
+		var ce *Error
+		if !errors.As(err, &ce) || ce.Message != tt.want {
+			t.Errorf("checkPixels(%d, %d) = %v, want %q", tt.w, tt.h, err, tt.want)
+		}
+	}
+}

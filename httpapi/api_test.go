@@ -1,0 +1,626 @@
+package httpapi_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/service"
+	"github.com/convsvc/convsvc/store"
+)
+
+var must = testenv.MustStatus
+
+func TestAPI_CreateJob_Reservation(t *testing.T) {
+	e := testenv.Start(t)
+	r := e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 1234})
+	must(t, r, 200, "")
+	body := r.Map(t)
+	job, ok := body["job"].(map[string]any)
+	if !ok {
+		t.Fatalf("create must wrap the job in \"job\": %s", r.Body)
+	}
+	if !strings.HasPrefix(job["id"].(string), "job_") || job["status"] != "created" || job["attempt"] != 0.0 ||
+		job["error_code"] != nil || job["input_bytes"] != 1234.0 || job["input_format"] != "png" || job["target_format"] != "jpeg" {
+		t.Fatalf("job %v", job)
+	}
+	if _, err := time.Parse(time.RFC3339, job["expires_at"].(string)); err != nil {
+		t.Fatalf("expires_at: %v", err)
+	}
+	if body["upload_expires_in"] != 900.0 || !strings.HasPrefix(body["upload_url"].(string), e.Main.BlobURL()+"/uploads/") {
+		t.Fatalf("reservation %v", body)
+	}
+	for _, h := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Request-Id"} {
+		if r.Header.Get(h) == "" {
+			t.Errorf("missing header %s", h)
+		}
+	}
+	if got := e.Account(e.AccountID)["reserved_cents"]; got != 1.0 {
+		t.Fatalf("reserved %v, want 1", got)
+	}
+}
+
+func TestAPI_CreateJob_Errors(t *testing.T) {
+	e := testenv.Start(t)
+	tests := []struct {
+		name   string
+		body   string
+		status int
+		code   string
+	}{
+		{"same format", `{"input_format":"png","target_format":"png","input_bytes":10}`, 400, "unsupported_format"},
+		{"unknown input", `{"input_format":"nope","target_format":"png","input_bytes":10}`, 400, "unsupported_format"},
+		{"unknown target", `{"input_format":"png","target_format":"nope","input_bytes":10}`, 400, "unsupported_format"},
+		{"unreachable", `{"input_format":"png","target_format":"pdf","input_bytes":10}`, 400, "unsupported_format"},
+		{"recognised but no converter", `{"input_format":"csv","target_format":"png","input_bytes":10}`, 400, "unsupported_format"},
+		{"over max", `{"input_format":"png","target_format":"jpeg","input_bytes":2000000001}`, 400, "file_too_large"},
+		{"over max in exponent form", `{"input_format":"png","target_format":"jpeg","input_bytes":1e10}`, 400, "file_too_large"},
+		{"absurd exponent", `{"input_format":"png","target_format":"jpeg","input_bytes":1e999999999}`, 400, "file_too_large"},
+		{"max is fine", `{"input_format":"png","target_format":"jpeg","input_bytes":2000000000}`, 200, ""},
+		{"min is fine", `{"input_format":"png","target_format":"jpeg","input_bytes":1}`, 200, ""},
+		{"zero", `{"input_format":"png","target_format":"jpeg","input_bytes":0}`, 400, "invalid_request"},
+		{"negative", `{"input_format":"png","target_format":"jpeg","input_bytes":-5}`, 400, "invalid_request"},
+		{"fraction", `{"input_format":"png","target_format":"jpeg","input_bytes":1.5}`, 400, "invalid_request"},
+		{"string size", `{"input_format":"png","target_format":"jpeg","input_bytes":"10"}`, 400, "invalid_request"},
+		{"null size", `{"input_format":"png","target_format":"jpeg","input_bytes":null}`, 400, "invalid_request"},
+		{"missing size", `{"input_format":"png","target_format":"jpeg"}`, 400, "invalid_request"},
+		{"missing input", `{"target_format":"jpeg","input_bytes":10}`, 400, "invalid_request"},
+		{"number as format", `{"input_format":5,"target_format":"jpeg","input_bytes":10}`, 400, "invalid_request"},
+		{"unknown field", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"x":1}`, 400, "invalid_request"},
+		{"malformed", `{"input_format":"png",`, 400, "invalid_request"},
+		{"not an object", `[1,2,3]`, 400, "invalid_request"},
+		{"trailing data", `{"input_format":"png","target_format":"jpeg","input_bytes":10} {}`, 400, "invalid_request"},
+		{"empty body", ``, 400, "invalid_request"},
+		{"deep nesting", strings.Repeat("[", 5000) + strings.Repeat("]", 5000), 400, "invalid_request"},
+		{"non-UTF-8", "{\"input_format\":\"\xff\xfe\",\"target_format\":\"jpeg\",\"input_bytes\":10}", 400, "unsupported_format"},
+		{"huge body", `{"input_format":"` + strings.Repeat("a", 70000) + `"}`, 413, "request_too_large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			must(t, e.Do("POST", "/v1/jobs", e.Key, tt.body), tt.status, tt.code)
+		})
+	}
+	t.Run("form content type", func(t *testing.T) {
+		r := e.Do("POST", "/v1/jobs", e.Key, `{"input_format":"png","target_format":"jpeg","input_bytes":1}`,
+			"Content-Type", "application/x-www-form-urlencoded")
+		must(t, r, 415, "unsupported_media_type")
+	})
+}
+
+func TestAPI_Auth(t *testing.T) {
+	e := testenv.Start(t)
+	res := e.Create(e.Key, "png", "jpeg", 10)
+	body := map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10}
+	endpoints := []struct{ method, path string }{
+		{"POST", "/v1/jobs"},
+		{"POST", "/v1/jobs/" + res.Job.ID + "/start"},
+		{"GET", "/v1/jobs/" + res.Job.ID},
+		{"POST", "/v1/jobs/" + res.Job.ID + "/cancel"},
+		{"GET", "/v1/jobs"},
+	}
+	_, revoked := e.NewAccount(10)
+	keys := e.Do("GET", "/v1/admin/accounts/"+strings.Split(revoked, "_")[0], e.AdminToken, nil) // not an account: 404
+	must(t, keys, 404, "not_found")
+	for _, ep := range endpoints {
+		var b any
+		if ep.path == "/v1/jobs" && ep.method == "POST" {
+			b = body
+		}
+		t.Run(ep.method+" "+ep.path, func(t *testing.T) {
+			must(t, e.Do(ep.method, ep.path, "", b), 401, "unauthorized")
+			must(t, e.Do(ep.method, ep.path, "", b, "Authorization", "Basic dXNlcjpwYXNz"), 401, "unauthorized")
+			must(t, e.Do(ep.method, ep.path, "cs_live_notakey", b), 403, "unauthorized")
+			must(t, e.Do(ep.method, ep.path, store.NewKeySecret(), b), 403, "unauthorized")
+		})
+	}
+	// A revoked key stops working at once.
+	acct, key := e.NewAccount(10)
+	e.Create(key, "png", "jpeg", 1)
+	r := e.Do("GET", "/v1/admin/accounts/"+acct+"/keys", e.AdminToken, nil)
+	must(t, r, 200, "")
+	keyID := r.Map(t)["data"].([]any)[0].(map[string]any)["id"].(string)
+	must(t, e.Do("DELETE", "/v1/admin/keys/"+keyID, e.AdminToken, nil), 200, "")
+	must(t, e.Do("POST", "/v1/jobs", key, body), 403, "unauthorized")
+	must(t, e.Do("DELETE", "/v1/admin/keys/"+keyID, e.AdminToken, nil), 200, "")
+}
+
+func TestAPI_OtherAccountsJobIsNotFound(t *testing.T) {
+	e := testenv.Start(t)
+	_, other := e.NewAccount(10)
+	res := e.Create(e.Key, "png", "jpeg", 10)
+	for _, r := range []testenv.Response{
+		e.Do("GET", "/v1/jobs/"+res.Job.ID, other, nil),
+		e.Do("POST", "/v1/jobs/"+res.Job.ID+"/start", other, nil),
+		e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", other, nil),
+		e.Do("GET", "/v1/jobs/job_doesnotexist", e.Key, nil),
+		e.Do("POST", "/v1/jobs/job_doesnotexist/start", e.Key, nil),
+		e.Do("POST", "/v1/jobs/job_doesnotexist/cancel", e.Key, nil),
+	} {
+		must(t, r, 404, "not_found")
+	}
+}
+
+func TestAPI_LimitReached(t *testing.T) {
+	e := testenv.Start(t)
+	acct, key := e.NewAccount(2)
+	a := e.Create(key, "png", "jpeg", 10)
+	e.Create(key, "png", "jpeg", 10)
+	must(t, e.Do("POST", "/v1/jobs", key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10}), 403, "limit_reached")
+	// Cancelling releases the reservation, so one more fits.
+	must(t, e.Do("POST", "/v1/jobs/"+a.Job.ID+"/cancel", key, nil), 200, "")
+	b := e.Create(key, "png", "jpeg", 10)
+	// Start refuses when the cap was lowered below spent + reserved.
+	must(t, e.Do("PATCH", "/v1/admin/accounts/"+acct, e.AdminToken, map[string]any{"spend_cap_cents": 1}), 200, "")
+	must(t, e.Upload(b.UploadURL, make([]byte, 10)), 200, "")
+	must(t, e.Start(key, b.Job.ID), 403, "limit_reached")
+	if j := e.Get(key, b.Job.ID, 0); j.Status != "created" {
+		t.Fatalf("status %s, want created", j.Status)
+	}
+}
+
+func TestAPI_ConcurrentCreatesReserveExactlyCap(t *testing.T) {
+	e := testenv.Start(t)
+	const capCents = 9
+	acct, key := e.NewAccount(capCents)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := e.Do("POST", "/v1/jobs", key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10})
+			mu.Lock()
+			codes[r.Status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if codes[200] != capCents || codes[403] != 40-capCents {
+		t.Fatalf("statuses %v, want %d x 200 and %d x 403", codes, capCents, 40-capCents)
+	}
+	if got := e.Account(acct)["reserved_cents"]; got != float64(capCents) {
+		t.Fatalf("reserved %v, want %d", got, capCents)
+	}
+}
+
+func TestAPI_RateLimit(t *testing.T) {
+	e := testenv.Start(t)
+	_, key := e.NewAccount(1000)
+	_, other := e.NewAccount(1000)
+	body := map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10}
+	for i := 0; i < 120; i++ {
+		r := e.Do("POST", "/v1/jobs", key, body)
+		must(t, r, 200, "")
+		if got := r.Header.Get("RateLimit-Remaining"); got != strconv.Itoa(119-i) {
+			t.Fatalf("request %d: RateLimit-Remaining %s", i, got)
+		}
+	}
+	r := e.Do("POST", "/v1/jobs", key, body)
+	must(t, r, 429, "rate_limited")
+	if s, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+		t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+	if r.Header.Get("RateLimit-Limit") != "120" || r.Header.Get("RateLimit-Remaining") != "0" {
+		t.Fatalf("headers %v", r.Header)
+	}
+	// Start and cancel share the write budget; reads have their own; other keys are untouched.
+	must(t, e.Do("POST", "/v1/jobs/job_x/start", key, nil), 429, "rate_limited")
+	must(t, e.Do("GET", "/v1/jobs?limit=1", key, nil), 200, "")
+	must(t, e.Do("POST", "/v1/jobs", other, body), 200, "")
+}
+
+func TestAPI_BadKeysAreThrottledPerAddressWithoutSpendingARealKey(t *testing.T) {
+	e := testenv.Start(t)
+	for i := 0; i < 60; i++ {
+		must(t, e.Do("GET", "/v1/jobs", store.NewKeySecret(), nil), 403, "unauthorized")
+	}
+	r := e.Do("GET", "/v1/jobs", store.NewKeySecret(), nil)
+	must(t, r, 429, "rate_limited")
+	if r.Header.Get("Retry-After") == "" {
+		t.Fatal("no Retry-After")
+	}
+	// While an address is throttled even a valid key from it is refused unchecked, so a
+	// guesser learns nothing; the key's own budget is not spent.
+	must(t, e.Do("GET", "/v1/jobs", e.Key, nil), 429, "rate_limited")
+	// From another address the key works with its whole budget.
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
+	e.HTTP = e.Validator.Client(&http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}})
+	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10})
+	must(t, r, 200, "")
+	if r.Header.Get("RateLimit-Remaining") != "119" {
+		t.Fatalf("remaining %s", r.Header.Get("RateLimit-Remaining"))
+	}
+}
+
+func TestAPI_StorageUnavailableOnCreate(t *testing.T) {
+	e := testenv.Start(t)
+	tmp := filepath.Join(e.Cfg.DataDir, "blobs", "tmp")
+	if err := os.RemoveAll(tmp); err != nil {
+		t.Fatal(err)
+	}
+	// A file where the blob store's directory should be: writes fail even for root.
+	if err := os.WriteFile(tmp, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { os.Remove(tmp); os.Mkdir(tmp, 0o700) }()
+	must(t, e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10}), 502, "storage_unavailable")
+	r := e.Do("GET", "/readyz", "", nil)
+	must(t, r, 503, "")
+}
+
+func TestAPI_StartJob(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+
+	t.Run("nothing uploaded stays created", func(t *testing.T) {
+		res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+		must(t, e.Start(e.Key, res.Job.ID), 502, "storage_unavailable")
+		if j := e.Get(e.Key, res.Job.ID, 0); j.Status != "created" {
+			t.Fatalf("status %s", j.Status)
+		}
+		// The client uploads and retries: now it starts.
+		must(t, e.Upload(res.UploadURL, data), 200, "")
+		r := e.Start(e.Key, res.Job.ID)
+		must(t, r, 200, "")
+		m := r.Map(t)
+		if _, wrapped := m["job"]; wrapped || (m["status"] != "queued" && m["status"] != "running" && m["status"] != "succeeded") {
+			t.Fatalf("start must return the Job unwrapped, usually queued: %s", r.Body)
+		}
+		done := e.WaitFinished(e.Key, res.Job.ID)
+		if done.Status != "succeeded" || done.Attempt != 1 {
+			t.Fatalf("job %+v", done)
+		}
+		// Any state other than created: returned unchanged with 200, however often.
+		for i := 0; i < 2; i++ {
+			r := e.Start(e.Key, res.Job.ID)
+			must(t, r, 200, "")
+			if r.Map(t)["status"] != "succeeded" {
+				t.Fatalf("repeat start changed the job: %s", r.Body)
+			}
+		}
+	})
+
+	t.Run("size mismatch cancels and releases", func(t *testing.T) {
+		before := e.Account(e.AccountID)["reserved_cents"].(float64)
+		res := e.Create(e.Key, "png", "jpeg", int64(len(data))+1)
+		// The signed URL refuses a different size, so put the short file where an object store
+		// that does not check sizes would have put it.
+		path := filepath.Join(e.Cfg.DataDir, "blobs", "uploads", res.Job.ID)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		must(t, e.Start(e.Key, res.Job.ID), 400, "size_mismatch")
+		if j := e.Get(e.Key, res.Job.ID, 0); j.Status != "cancelled" {
+			t.Fatalf("status %s, want cancelled", j.Status)
+		}
+		if got := e.Account(e.AccountID)["reserved_cents"].(float64); got != before {
+			t.Fatalf("reserved %v, want %v", got, before)
+		}
+		r := e.Start(e.Key, res.Job.ID)
+		must(t, r, 200, "")
+		if r.Map(t)["status"] != "cancelled" {
+			t.Fatalf("repeat: %s", r.Body)
+		}
+	})
+
+	t.Run("upload is sealed after start", func(t *testing.T) {
+		res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+		must(t, e.Upload(res.UploadURL, data), 200, "")
+		must(t, e.Start(e.Key, res.Job.ID), 200, "")
+		must(t, e.Upload(res.UploadURL, data), 409, "upload_sealed")
+	})
+
+	t.Run("upload of another size is refused at upload", func(t *testing.T) {
+		res := e.Create(e.Key, "png", "jpeg", int64(len(data))+5)
+		must(t, e.Upload(res.UploadURL, data), 400, "size_mismatch")
+	})
+}
+
+func TestAPI_JobSucceedsWithOutput(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	job := e.Convert(e.Key, "png", "jpeg", data)
+	if job.Status != "succeeded" || job.ErrorCode != nil || job.Output == nil || job.Attempt != 1 {
+		t.Fatalf("job %+v", job)
+	}
+	if job.Output.URLExpiresIn != 900 {
+		t.Fatalf("url_expires_in %d", job.Output.URLExpiresIn)
+	}
+	resp, err := http.Get(job.Output.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	sum := sha256.Sum256(got)
+	if resp.StatusCode != 200 || int64(len(got)) != job.Output.Bytes || hex.EncodeToString(sum[:]) != job.Output.SHA256 {
+		t.Fatalf("download: %d, %d bytes", resp.StatusCode, len(got))
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "image/jpeg" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	if !strings.Contains(resp.Header.Get("Content-Disposition"), job.ID) {
+		t.Fatalf("Content-Disposition %q", resp.Header.Get("Content-Disposition"))
+	}
+	// The URL is re-signed on every read and a Range request works.
+	req, _ := http.NewRequest("GET", e.Get(e.Key, job.ID, 0).Output.URL, nil)
+	req.Header.Set("Range", "bytes=0-9")
+	rr, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr.Body.Close()
+	if rr.StatusCode != 206 || rr.Header.Get("ETag") == "" {
+		t.Fatalf("range: %d etag %q", rr.StatusCode, rr.Header.Get("ETag"))
+	}
+	acct := e.Account(e.AccountID)
+	if acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 1.0 {
+		t.Fatalf("ledger %v", acct)
+	}
+}
+
+func TestAPI_ConversionFailureReleasesReservation(t *testing.T) {
+	e := testenv.Start(t)
+	jpeg := testenv.Sample(t, "images/sample.jpeg")
+	job := e.Convert(e.Key, "png", "gif", jpeg) // declared png, really jpeg
+	if job.Status != "failed" || job.ErrorCode == nil || *job.ErrorCode != "conversion_failed" || job.Output != nil {
+		t.Fatalf("job %+v", job)
+	}
+	if job.ErrorMessage == nil || !strings.Contains(strings.ToLower(*job.ErrorMessage), "jpeg") {
+		t.Fatalf("message should say what the file looks like: %v", job.ErrorMessage)
+	}
+	acct := e.Account(e.AccountID)
+	if acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 0.0 {
+		t.Fatalf("ledger %v", acct)
+	}
+}
+
+func TestAPI_Cancel(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	created := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	r := e.Do("POST", "/v1/jobs/"+created.Job.ID+"/cancel", e.Key, nil)
+	must(t, r, 200, "")
+	if r.Map(t)["status"] != "cancelled" {
+		t.Fatalf("%s", r.Body)
+	}
+	must(t, e.Do("POST", "/v1/jobs/"+created.Job.ID+"/cancel", e.Key, nil), 200, "")
+	// The upload URL of a cancelled job no longer matters: start returns it unchanged.
+	must(t, e.Upload(created.UploadURL, data), 200, "")
+	r = e.Start(e.Key, created.Job.ID)
+	must(t, r, 200, "")
+	if r.Map(t)["status"] != "cancelled" {
+		t.Fatalf("start after cancel: %s", r.Body)
+	}
+	done := e.Convert(e.Key, "png", "jpeg", data)
+	must(t, e.Do("POST", "/v1/jobs/"+done.ID+"/cancel", e.Key, nil), 409, "invalid_state")
+	if acct := e.Account(e.AccountID); acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 1.0 {
+		t.Fatalf("ledger %v", acct)
+	}
+}
+
+// bigPNG writes a noisy image large enough that converting it takes a while.
+func bigPNG(t *testing.T, w, h int) []byte {
+	t.Helper()
+	return testenv.NoisePNG(t, w, h)
+}
+
+func TestAPI_CancelRunningStopsConversion(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
+	data := bigPNG(t, 3000, 2000)
+	res := e.Create(e.Key, "png", "gif", int64(len(data)))
+	must(t, e.Upload(res.UploadURL, data), 200, "")
+	must(t, e.Start(e.Key, res.Job.ID), 200, "")
+	deadline := time.Now().Add(30 * time.Second)
+	for e.Get(e.Key, res.Job.ID, 0).Status != "running" {
+		if time.Now().After(deadline) {
+			t.Fatal("job never ran")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r := e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", e.Key, nil)
+	must(t, r, 200, "")
+	if r.Map(t)["status"] != "cancelled" {
+		t.Fatalf("%s", r.Body)
+	}
+	// The worker is free again at once: a small job runs next.
+	small := e.Convert(e.Key, "png", "jpeg", testenv.Sample(t, "images/sample.png"))
+	if small.Status != "succeeded" {
+		t.Fatalf("next job %+v", small)
+	}
+	if j := e.Get(e.Key, res.Job.ID, 0); j.Status != "cancelled" || j.Output != nil {
+		t.Fatalf("cancelled job changed: %+v", j)
+	}
+}
+
+func TestAPI_Idempotency(t *testing.T) {
+	e := testenv.Start(t)
+	body := map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10}
+	r1 := e.Do("POST", "/v1/jobs", e.Key, body, "Idempotency-Key", "order-1")
+	r2 := e.Do("POST", "/v1/jobs", e.Key, body, "Idempotency-Key", "order-1")
+	must(t, r1, 200, "")
+	if r2.Status != r1.Status || string(r2.Body) != string(r1.Body) {
+		t.Fatalf("replay differs:\n%s\n%s", r1.Body, r2.Body)
+	}
+	if got := e.Account(e.AccountID)["reserved_cents"]; got != 1.0 {
+		t.Fatalf("reserved %v after replay", got)
+	}
+	body["input_bytes"] = 11
+	must(t, e.Do("POST", "/v1/jobs", e.Key, body, "Idempotency-Key", "order-1"), 409, "idempotency_mismatch")
+	must(t, e.Do("POST", "/v1/jobs", e.Key, body, "Idempotency-Key", strings.Repeat("k", 256)), 400, "invalid_request")
+}
+
+func TestAPI_GetJobWait(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	res := e.Create(e.Key, "png", "tiff", int64(len(data)))
+	must(t, e.Do("GET", "/v1/jobs/"+res.Job.ID+"?wait=61", e.Key, nil), 400, "invalid_request")
+	must(t, e.Do("GET", "/v1/jobs/"+res.Job.ID+"?wait=x", e.Key, nil), 400, "invalid_request")
+	start := time.Now()
+	if j := e.Get(e.Key, res.Job.ID, 1); j.Status != "created" || time.Since(start) < time.Second {
+		t.Fatalf("wait=1 on a created job: %s after %v", j.Status, time.Since(start))
+	}
+	must(t, e.Upload(res.UploadURL, data), 200, "")
+	must(t, e.Start(e.Key, res.Job.ID), 200, "")
+	if j := e.Get(e.Key, res.Job.ID, 30); j.Status != "succeeded" {
+		t.Fatalf("wait=30 returned %s", j.Status)
+	}
+}
+
+func TestAPI_ListJobs(t *testing.T) {
+	e := testenv.Start(t)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		ids = append(ids, e.Create(e.Key, "png", "jpeg", 10).Job.ID)
+	}
+	r := e.Do("GET", "/v1/jobs?limit=2", e.Key, nil)
+	must(t, r, 200, "")
+	var page struct {
+		Data    []testenv.Job `json:"data"`
+		HasMore bool          `json:"has_more"`
+	}
+	r.JSON(t, &page)
+	if len(page.Data) != 2 || !page.HasMore || page.Data[0].ID != ids[4] {
+		t.Fatalf("page %+v", page)
+	}
+	r = e.Do("GET", "/v1/jobs?limit=10&starting_after="+page.Data[1].ID, e.Key, nil)
+	r.JSON(t, &page)
+	if len(page.Data) != 3 || page.HasMore || page.Data[2].ID != ids[0] {
+		t.Fatalf("page 2 %+v", page)
+	}
+	must(t, e.Do("GET", "/v1/jobs?limit=0", e.Key, nil), 400, "invalid_request")
+	must(t, e.Do("GET", "/v1/jobs?status=bogus", e.Key, nil), 400, "invalid_request")
+	must(t, e.Do("GET", "/v1/jobs?starting_after=job_nope", e.Key, nil), 400, "invalid_request")
+}
+
+func TestAPI_Formats(t *testing.T) {
+	e := testenv.Start(t)
+	r := e.Do("GET", "/v1/formats", "", nil)
+	must(t, r, 200, "")
+	var list []map[string]any
+	r.JSON(t, &list)
+	ids := map[string]bool{}
+	for _, f := range list {
+		var keys []string
+		for k := range f {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if fmt.Sprint(keys) != "[category extensions id mime name]" {
+			t.Fatalf("format fields %v", keys)
+		}
+		ids[f["id"].(string)] = true
+	}
+	for _, id := range []string{"png", "jpeg", "gif", "bmp", "tiff", "webp"} {
+		if !ids[id] {
+			t.Errorf("format %s missing", id)
+		}
+	}
+	r = e.Do("GET", "/v1/formats/webp", "", nil)
+	must(t, r, 200, "")
+	detail := r.Map(t)
+	if !slices.Contains(toStrings(detail["targets"]), "png") || detail["category"] != "image" {
+		t.Fatalf("webp %v", detail)
+	}
+	must(t, e.Do("GET", "/v1/formats/nope", "", nil), 404, "not_found")
+}
+
+func toStrings(v any) []string {
+	var out []string
+	for _, x := range v.([]any) {
+		out = append(out, x.(string))
+	}
+	return out
+}
+
+func TestAPI_Operations(t *testing.T) {
+	e := testenv.Start(t)
+	must(t, e.Do("GET", "/healthz", "", nil), 200, "")
+	r := e.Do("GET", "/readyz", "", nil)
+	must(t, r, 200, "")
+	r = e.Do("GET", "/v1/openapi.json", "", nil)
+	must(t, r, 200, "")
+	if r.Map(t)["openapi"] == nil {
+		t.Fatal("not an OpenAPI document")
+	}
+	must(t, e.Do("GET", "/v1/nope", "", nil), 404, "not_found")
+	must(t, e.Do("DELETE", "/v1/jobs", e.Key, nil), 405, "method_not_allowed")
+}
+
+func TestAPI_Admin(t *testing.T) {
+	e := testenv.Start(t)
+	must(t, e.Do("GET", "/v1/admin/accounts", "", nil), 401, "unauthorized")
+	must(t, e.Do("GET", "/v1/admin/accounts", "wrong", nil), 403, "unauthorized")
+	must(t, e.Do("GET", "/v1/admin/accounts", e.Key, nil), 403, "unauthorized")
+	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, map[string]any{"name": "", "spend_cap_cents": 5}), 400, "invalid_request")
+	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, map[string]any{"name": "x", "spend_cap_cents": -1}), 400, "invalid_request")
+	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, map[string]any{"name": "x"}), 400, "invalid_request")
+	acct, _ := e.NewAccount(5)
+	r := e.Do("GET", "/v1/admin/accounts", e.AdminToken, nil)
+	must(t, r, 200, "")
+	if n := len(r.Map(t)["data"].([]any)); n != 2 {
+		t.Fatalf("%d accounts, want default and one more", n)
+	}
+	r = e.Do("PATCH", "/v1/admin/accounts/"+acct, e.AdminToken, map[string]any{"name": "renamed"})
+	must(t, r, 200, "")
+	if m := r.Map(t); m["name"] != "renamed" || m["spend_cap_cents"] != 5.0 {
+		t.Fatalf("%v", m)
+	}
+	must(t, e.Do("GET", "/v1/admin/accounts/acct_nope", e.AdminToken, nil), 404, "not_found")
+	must(t, e.Do("POST", "/v1/admin/accounts/acct_nope/keys", e.AdminToken, nil), 404, "not_found")
+	must(t, e.Do("DELETE", "/v1/admin/keys/key_nope", e.AdminToken, nil), 404, "not_found")
+}
+
+func TestAPI_RetentionExpiresJobs(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) {
+		c.Retention = 2 * time.Second
+		c.SweepInterval = 100 * time.Millisecond
+	})
+	data := testenv.Sample(t, "images/sample.png")
+	done := e.Convert(e.Key, "png", "jpeg", data)
+	pending := e.Create(e.Key, "png", "jpeg", 10)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r1 := e.Do("GET", "/v1/jobs/"+done.ID, e.Key, nil)
+		r2 := e.Do("GET", "/v1/jobs/"+pending.Job.ID, e.Key, nil)
+		if r1.Status == 404 && r2.Status == 404 {
+			must(t, r1, 404, "not_found")
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("jobs did not expire")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The sweeper deleted the records and files; the unfinished job's reservation is released
+	// and the success stays spent.
+	for time.Now().Before(deadline) {
+		if ok, _ := e.Main.Store().JobExists(pending.Job.ID); !ok {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	acct := e.Account(e.AccountID)
+	if acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 1.0 {
+		t.Fatalf("ledger %v", acct)
+	}
+	entries, _ := filepath.Glob(filepath.Join(e.Cfg.DataDir, "blobs", "*", "job_*"))
+	if len(entries) != 0 {
+		t.Fatalf("files left: %v", entries)
+	}
+	// The download URL never outlives its job.
+	must(t, e.Do("GET", done.Output.URL, "", nil), 403, "url_expired")
+}
