@@ -107,6 +107,8 @@ func asAPIError(err error) *Error {
 		return &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	case errors.Is(err, convert.ErrUnsupported):
 		return &Error{Code: CodeUnsupportedFormat, Message: err.Error(), Err: err}
+	case errors.Is(err, blobstore.ErrStorage):
+		return &Error{Code: CodeStorageUnavailable, Message: "object storage did not answer; retry with backoff", Err: err}
 	case errors.Is(err, blobstore.ErrNotFound):
 		return &Error{Code: CodeStorageUnavailable, Message: "nothing was uploaded for this job; PUT the file to upload_url, then start again", Err: err}
 	default:

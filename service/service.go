@@ -265,18 +265,42 @@ func (m *Main) notReadyReasons() []string {
 }
 
 // Shutdown drains: readiness turns 503, workers stop claiming, running conversions get until
-// ctx is done (then fail worker_shutdown), in-flight HTTP requests complete; then it closes.
+// ctx is done (then fail worker_shutdown), in-flight HTTP requests get the same time and at
+// least httpGrace; then everything closes. Reaching the deadline is the normal end of a drain,
+// not an error.
 func (m *Main) Shutdown(ctx context.Context) error {
 	m.draining.Store(true)
 	m.log.Info("draining", "running", m.pool.Running())
 	var wg sync.WaitGroup
-	var poolErr, apiErr, blobErr error
+	var errs [3]error
+	httpCtx, cancel := context.WithTimeout(context.Background(), httpGrace)
+	defer cancel()
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) > httpGrace {
+		httpCtx = ctx
+	}
 	wg.Add(3)
-	go func() { defer wg.Done(); poolErr = m.pool.Shutdown(ctx) }()
-	go func() { defer wg.Done(); apiErr = m.apiSrv.Shutdown(ctx) }()
-	go func() { defer wg.Done(); blobErr = m.blobSrv.Shutdown(ctx) }()
+	go func() { defer wg.Done(); errs[0] = m.pool.Shutdown(ctx) }()
+	go func() { defer wg.Done(); errs[1] = shutdownHTTP(httpCtx, m.apiSrv) }()
+	go func() { defer wg.Done(); errs[2] = shutdownHTTP(httpCtx, m.blobSrv) }()
 	wg.Wait()
-	return errors.Join(poolErr, apiErr, blobErr, m.Close())
+	for i, err := range errs {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			errs[i] = nil
+		}
+	}
+	return errors.Join(errs[0], errs[1], errs[2], m.Close())
+}
+
+// httpGrace is the least time in-flight HTTP requests get on shutdown.
+const httpGrace = 5 * time.Second
+
+// shutdownHTTP lets in-flight requests finish until ctx is done, then cuts the rest.
+func shutdownHTTP(ctx context.Context, srv *http.Server) error {
+	if err := srv.Shutdown(ctx); err != nil {
+		srv.Close()
+		return err
+	}
+	return nil
 }
 
 // Close stops everything at once: the crash-like path, for tests and after Shutdown.
