@@ -42,6 +42,9 @@ func TestAPI_CreateJob_Reservation(t *testing.T) {
 	if body["upload_expires_in"] != 900.0 || !strings.HasPrefix(body["upload_url"].(string), e.Main.BlobURL()+"/uploads/") {
 		t.Fatalf("reservation %v", body)
 	}
+	if strings.Contains(string(r.Body), `\u0026`) {
+		t.Errorf("signed URL is HTML-escaped, so shell tools cannot cut it out: %s", r.Body)
+	}
 	for _, h := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Request-Id"} {
 		if r.Header.Get(h) == "" {
 			t.Errorf("missing header %s", h)

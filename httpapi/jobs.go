@@ -160,7 +160,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		RequestHash:    hex.EncodeToString(hash[:]),
 	}
 	_, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
-		body, err := json.Marshal(reservationView{
+		body, err := marshalJSON(reservationView{
 			Job:             s.viewJob(j),
 			UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL)),
 			UploadExpiresIn: int(UploadURLTTL / time.Second),
