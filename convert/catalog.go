@@ -1,8 +1,3 @@
-// Package convert holds the format registry, the conversion graph with its
-// converters, and the worker pool that runs conversions for queued jobs.
-//
-// It knows nothing about storage or HTTP: the pool reaches jobs and files
-// through the small Queue and Files interfaces declared here.
 package convert
 
 import (
@@ -323,7 +318,8 @@ func (c *Catalog) converter(s Step) (Converter, bool) {
 // Convert converts in (format from) to format to, streaming the result to out.
 // Intermediate results of a multi-step path go to temporary files in scratchDir, which are
 // removed whatever happens. Every failure is returned as an *Error; panics in converters are
-// recovered into one.
+// recovered into one. On failure out may have received part of a result, so callers write
+// to something they can throw away.
 func (c *Catalog) Convert(ctx context.Context, from, to string, in *os.File, out io.Writer, scratchDir string) error {
 	path, err := c.Path(from, to)
 	if err != nil {

@@ -68,16 +68,16 @@ func TestCatalog_Path(t *testing.T) {
 		want     string // "" means ErrUnsupported
 	}{
 		{"a", "b", "a>b"},
-		{"a", "c", "a>b>c"},      // lossless two steps beat one lossy step
-		{"a", "d", "a>b>e>d"},    // three lossless steps beat a lossy one
-		{"f", "d", "f>a>b>e>d"},  // chains through several converters
-		{"b", "d", "b>e>d"},      // 2 lossless beat c's lossy
-		{"c", "d", "c>d*"},       // the only way is lossy
-		{"a", "a", ""},           // same format
-		{"d", "a", ""},           // unreachable
-		{"g", "a", ""},           // isolated
-		{"a", "nope", ""},        // unknown target
-		{"nope", "a", ""},        // unknown source
+		{"a", "c", "a>b>c"},     // lossless two steps beat one lossy step
+		{"a", "d", "a>b>e>d"},   // three lossless steps beat a lossy one
+		{"f", "d", "f>a>b>e>d"}, // chains through several converters
+		{"b", "d", "b>e>d"},     // 2 lossless beat c's lossy
+		{"c", "d", "c>d*"},      // the only way is lossy
+		{"a", "a", ""},          // same format
+		{"d", "a", ""},          // unreachable
+		{"g", "a", ""},          // isolated
+		{"a", "nope", ""},       // unknown target
+		{"nope", "a", ""},       // unknown source
 	}
 	for _, tt := range tests {
 		t.Run(tt.from+"-"+tt.to, func(t *testing.T) {

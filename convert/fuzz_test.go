@@ -1,10 +1,6 @@
 package convert
 
 import (
-	"time"
-	"os"
-	"fmt"
-	"crypto/sha256"
 	"bytes"
 	"context"
 	"errors"
@@ -25,14 +21,6 @@ func FuzzDecodeImage(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		start := time.Now()
-		cur := fmt.Sprintf("/tmp/slow/cur-%d", os.Getpid())
-		os.WriteFile(cur, data, 0o644)
-		defer func() {
-			if d := time.Since(start); d > 300*time.Millisecond {
-				os.WriteFile(fmt.Sprintf("/tmp/slow/%d-%x", d.Milliseconds(), sha256.Sum256(data)), data, 0o644)
-			}
-		}()
 		ctx := context.Background()
 		formats := []string{"png"}
 		if id, _ := sniff(data); id != "" && id != "png" {

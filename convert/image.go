@@ -25,8 +25,8 @@ import (
 const JPEGQuality = 85
 
 // PNGCompression is the zlib level of every PNG output. BestSpeed was chosen by measurement
-// (BenchmarkPNGCompression): on a 1000x1000 photo it encodes about twice as fast as the
-// default level for output about 5% larger.
+// (BenchmarkPNGCompression, 1000x1000): on a JPEG-decoded photo it encodes in 110 ms instead
+// of 185 ms for output 7% larger (1.76 MB vs 1.65 MB); on a noisy one it is faster and no larger.
 const PNGCompression = png.BestSpeed
 
 // imageCodec reads and, unless encode is nil, writes one raster format.
@@ -70,7 +70,7 @@ func registerImageConverters(c *Catalog) {
 
 func imageRun(src, dst *imageCodec) func(context.Context, *io.SectionReader, io.Writer, Limits) error {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error {
-		img, err := decodeImage(ctx, in, src, lim)
+		img, err := decodeImage(ctx, in, src, lim.normalized())
 		if err != nil {
 			return err
 		}
@@ -352,14 +352,73 @@ func encodeGIF(ctx context.Context, w io.Writer, img image.Image) error {
 
 func encodeBMP(ctx context.Context, w io.Writer, img image.Image) error {
 	img = to8bit(img)
-	if pm, ok := img.(*image.Paletted); ok && !paletteOpaque(pm.Palette) {
-		// The BMP encoder drops a palette's alpha; 32-bit BMP keeps it.
-		img = palettedToNRGBA(pm)
+	switch m := img.(type) {
+	case *image.Paletted:
+		if !paletteOpaque(m.Palette) {
+			return encodeBMPAlpha(ctx, w, palettedToNRGBA(m))
+		}
+	case *image.RGBA:
+		if !m.Opaque() {
+			return encodeBMPAlpha(ctx, w, toNRGBA(m))
+		}
+	case *image.NRGBA:
+		if !m.Opaque() {
+			return encodeBMPAlpha(ctx, w, m)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return bmp.Encode(&ctxWriter{ctx: ctx, w: w}, img)
+}
+
+// encodeBMPAlpha writes a 32-bit BMP with a BITMAPV4HEADER whose bit masks declare the alpha
+// channel. x/image/bmp writes 32-bit images with the older 40-byte header, whose fourth byte
+// readers (browsers, x/image itself) ignore, so transparent areas would show whatever color
+// they hide.
+func encodeBMPAlpha(ctx context.Context, w io.Writer, m *image.NRGBA) error {
+	const headerLen = 14 + 108
+	b := m.Bounds()
+	width, height := b.Dx(), b.Dy()
+	rowLen := 4 * width
+	imageSize := int64(rowLen) * int64(height)
+	if headerLen+imageSize > math.MaxUint32 {
+		return errorf(nil, "image is too large for BMP")
+	}
+	var h [headerLen]byte
+	le := binary.LittleEndian
+	h[0], h[1] = 'B', 'M'
+	le.PutUint32(h[2:], uint32(headerLen+imageSize)) // file size
+	le.PutUint32(h[10:], headerLen)                  // pixel data offset
+	le.PutUint32(h[14:], 108)                        // BITMAPV4HEADER
+	le.PutUint32(h[18:], uint32(width))
+	le.PutUint32(h[22:], uint32(height)) // positive: rows bottom-up
+	le.PutUint16(h[26:], 1)              // planes
+	le.PutUint16(h[28:], 32)             // bits per pixel
+	le.PutUint32(h[30:], 3)              // BI_BITFIELDS
+	le.PutUint32(h[34:], uint32(imageSize))
+	le.PutUint32(h[38:], 2835) // 72 dpi
+	le.PutUint32(h[42:], 2835)
+	le.PutUint32(h[54:], 0x00ff0000) // red mask
+	le.PutUint32(h[58:], 0x0000ff00) // green
+	le.PutUint32(h[62:], 0x000000ff) // blue
+	le.PutUint32(h[66:], 0xff000000) // alpha
+	le.PutUint32(h[70:], 0x73524742) // LCS_sRGB
+	cw := &ctxWriter{ctx: ctx, w: w}
+	if _, err := cw.Write(h[:]); err != nil {
+		return err
+	}
+	row := make([]byte, rowLen)
+	for y := height - 1; y >= 0; y-- {
+		src := m.Pix[y*m.Stride:]
+		for i := 0; i < rowLen; i += 4 {
+			row[i], row[i+1], row[i+2], row[i+3] = src[i+2], src[i+1], src[i], src[i+3]
+		}
+		if _, err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func encodeTIFF(ctx context.Context, w io.Writer, img image.Image) error {
@@ -371,6 +430,8 @@ func encodeTIFF(ctx context.Context, w io.Writer, img image.Image) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	// Deflate: 20-30% smaller than uncompressed on photos for about 0.1 s per megapixel. The
+	// x/image encoder holds the compressed data in memory until it knows its size.
 	return tiff.Encode(&ctxWriter{ctx: ctx, w: w}, img, &tiff.Options{Compression: tiff.Deflate})
 }
 

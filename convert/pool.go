@@ -23,27 +23,28 @@ const (
 // Task is a job a worker has claimed.
 type Task struct {
 	JobID, InputFormat, TargetFormat string
-	Attempt                          int
+	// Attempt counts pickups of the job, this one included.
+	Attempt int
 }
 
 // Output describes a stored conversion result.
 type Output struct {
-	Bytes  int64
-	SHA256 string
+	Bytes  int64  // size of the output
+	SHA256 string // lowercase hex digest of the output
 }
 
 // OutputMeta is what the file store keeps beside an output to serve it.
 type OutputMeta struct {
-	ContentType string
-	Filename    string
+	ContentType string // the target format's MIME type
+	Filename    string // "<jobID>.<first extension of the target format>"
 }
 
 // Outcome is what a worker reports for a task. Code is "" on success, else "conversion_failed" or "worker_shutdown".
 type Outcome struct {
 	Task    Task
-	Output  *Output
+	Output  *Output // set on success only
 	Code    string
-	Message string
+	Message string // safe to show to the API user; "" on success
 }
 
 // Queue is the job queue the pool claims from (implemented elsewhere over bbolt).
@@ -224,7 +225,7 @@ func (p *Pool) worker() {
 		case ok:
 			// More jobs may be queued: pass the wake-up on to another idle worker.
 			p.Notify()
-			p.runTask(task)
+			p.safeRunTask(task)
 			continue
 		}
 		timer.Reset(p.cfg.PollInterval)
@@ -235,6 +236,16 @@ func (p *Pool) worker() {
 		case <-timer.C:
 		}
 	}
+}
+
+// safeRunTask runs a task, keeping the worker alive should the queue or file store panic.
+func (p *Pool) safeRunTask(t Task) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error("panic while reporting a job", "job_id", t.JobID, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	p.runTask(t)
 }
 
 // convResult is what the conversion goroutine hands back to its worker.
@@ -315,6 +326,11 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not read the input"}
 	}
 	scratch, err := os.MkdirTemp(p.cfg.ScratchDir, "task-*")
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(p.cfg.ScratchDir, 0o700); err == nil {
+			scratch, err = os.MkdirTemp(p.cfg.ScratchDir, "task-*")
+		}
+	}
 	if err != nil {
 		in.Close()
 		log.Error("creating the scratch directory failed", "err", err)

@@ -1,0 +1,136 @@
+package convert
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/jpeg"
+	"image/png"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/convsvc/convsvc/convert/internal/testimg"
+)
+
+// benchInputs encodes one 1000x1000 photo-like image in every readable format, the WebP one
+// with cwebp when it is installed.
+func benchInputs(b *testing.B, dir string) map[string]string {
+	b.Helper()
+	src := testimg.Photo(1000, 1000)
+	paths := map[string]string{}
+	put := func(id string, data []byte) {
+		p := filepath.Join(dir, "input."+id)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		paths[id] = p
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, src); err != nil {
+		b.Fatal(err)
+	}
+	put("png", bytes.Clone(buf.Bytes()))
+	buf.Reset()
+	if err := jpeg.Encode(&buf, src, &jpeg.Options{Quality: 85}); err != nil {
+		b.Fatal(err)
+	}
+	put("jpeg", bytes.Clone(buf.Bytes()))
+	for _, id := range []string{"gif", "bmp", "tiff"} {
+		buf.Reset()
+		if err := codecByID(id).encode(context.Background(), &buf, src); err != nil {
+			b.Fatal(err)
+		}
+		put(id, bytes.Clone(buf.Bytes()))
+	}
+	if _, err := exec.LookPath("cwebp"); err == nil {
+		out := filepath.Join(dir, "input.webp")
+		if err := exec.Command("cwebp", "-quiet", "-q", "85", paths["png"], "-o", out).Run(); err == nil {
+			paths["webp"] = out
+		}
+	}
+	return paths
+}
+
+func codecByID(id string) *imageCodec {
+	for i := range imageCodecs {
+		if imageCodecs[i].id == id {
+			return &imageCodecs[i]
+		}
+	}
+	return nil
+}
+
+// BenchmarkConvert measures every image conversion on a 1000x1000 photo-like image.
+func BenchmarkConvert(b *testing.B) {
+	dir := b.TempDir()
+	inputs := benchInputs(b, dir)
+	c := NewCatalog(Limits{})
+	for _, from := range []string{"png", "jpeg", "gif", "bmp", "tiff", "webp"} {
+		path, ok := inputs[from]
+		if !ok {
+			b.Logf("no %s input (cwebp missing?)", from)
+			continue
+		}
+		for _, to := range c.Targets(from) {
+			b.Run(from+"-"+to, func(b *testing.B) {
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer f.Close()
+				b.ReportAllocs()
+				var out countingWriter
+				out.w = io.Discard
+				for b.Loop() {
+					out.n = 0
+					if err := c.Convert(context.Background(), from, to, f, &out, dir); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(out.n), "out-bytes")
+			})
+		}
+	}
+}
+
+// BenchmarkPNGCompression compares zlib levels for PNG output on the same photo-like image,
+// reporting the output size beside the time: the evidence behind PNGCompression.
+func BenchmarkPNGCompression(b *testing.B) {
+	noisy := image.Image(testimg.Photo(1000, 1000))
+	// A JPEG round trip smooths the noise the way real photos are smooth.
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, noisy, &jpeg.Options{Quality: 85}); err != nil {
+		b.Fatal(err)
+	}
+	dec, err := jpeg.Decode(&buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	smooth := to8bit(dec)
+	for _, lvl := range []struct {
+		name string
+		l    png.CompressionLevel
+		src  image.Image
+	}{
+		{"noisy/default", png.DefaultCompression, noisy}, {"noisy/best-speed", png.BestSpeed, noisy},
+		{"jpeg-decoded/default", png.DefaultCompression, smooth}, {"jpeg-decoded/best-speed", png.BestSpeed, smooth},
+	} {
+		src := lvl.src
+		b.Run(lvl.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var out countingWriter
+			out.w = io.Discard
+			enc := png.Encoder{CompressionLevel: lvl.l, BufferPool: pngBuffers}
+			for b.Loop() {
+				out.n = 0
+				if err := enc.Encode(&out, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(out.n), "out-bytes")
+		})
+	}
+}
