@@ -149,7 +149,7 @@ func checkLedger(t *testing.T, data string) {
 
 func TestE2E_SIGKILLMidConversionRequeues(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	img := testenv.NoisePNG(t, 2000, 1500)
+	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data)
 	if p.key == "" {
 		t.Fatal("serve did not print the default key on an empty data dir")
@@ -181,7 +181,7 @@ func TestE2E_SIGKILLMidConversionRequeues(t *testing.T) {
 
 func TestE2E_SIGTERMDrainFailsWithWorkerShutdown(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	img := testenv.NoisePNG(t, 2000, 1500)
+	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data, "--drain-timeout", "50ms")
 	c := &client.Client{BaseURL: p.url, Key: p.key}
 	key := p.key
@@ -221,7 +221,7 @@ func TestE2E_SIGTERMDrainFailsWithWorkerShutdown(t *testing.T) {
 
 func TestE2E_CrashLoopEndsExpiredOrExhausted(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	img := testenv.NoisePNG(t, 2000, 1500)
+	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data, "--max-attempts", "2")
 	key := p.key
 	c := &client.Client{BaseURL: p.url, Key: key}

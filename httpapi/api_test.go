@@ -248,8 +248,31 @@ func TestAPI_BadKeysAreThrottledPerAddressWithoutSpendingARealKey(t *testing.T) 
 	}
 }
 
+func TestAPI_StorageUnavailableOnStart(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	uploaded := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	must(t, e.Upload(uploaded.UploadURL, data), 200, "")
+	// The sealed-input directory is replaced by a file: sealing at start fails.
+	inputs := filepath.Join(e.Cfg.DataDir, "blobs", "inputs")
+	if err := os.RemoveAll(inputs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(inputs, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must(t, e.Start(e.Key, uploaded.Job.ID), 502, "storage_unavailable")
+	if j := e.Get(e.Key, uploaded.Job.ID, 0); j.Status != "created" {
+		t.Fatalf("status %s after a failed seal", j.Status)
+	}
+	os.Remove(inputs)
+	os.Mkdir(inputs, 0o700)
+	must(t, e.Start(e.Key, uploaded.Job.ID), 200, "")
+}
+
 func TestAPI_StorageUnavailableOnCreate(t *testing.T) {
 	e := testenv.Start(t)
+
 	tmp := filepath.Join(e.Cfg.DataDir, "blobs", "tmp")
 	if err := os.RemoveAll(tmp); err != nil {
 		t.Fatal(err)
@@ -262,6 +285,9 @@ func TestAPI_StorageUnavailableOnCreate(t *testing.T) {
 	must(t, e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10}), 502, "storage_unavailable")
 	r := e.Do("GET", "/readyz", "", nil)
 	must(t, r, 503, "")
+	if reasons := r.Map(t)["reasons"].([]any); len(reasons) == 0 || !strings.Contains(reasons[0].(string), "object storage") {
+		t.Fatalf("reasons %v", reasons)
+	}
 }
 
 func TestAPI_StartJob(t *testing.T) {
@@ -620,6 +646,8 @@ func TestAPI_RetentionExpiresJobs(t *testing.T) {
 	if acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 1.0 {
 		t.Fatalf("ledger %v", acct)
 	}
+	must(t, e.Start(e.Key, pending.Job.ID), 404, "not_found")
+	must(t, e.Do("POST", "/v1/jobs/"+pending.Job.ID+"/cancel", e.Key, nil), 404, "not_found")
 	entries, _ := filepath.Glob(filepath.Join(e.Cfg.DataDir, "blobs", "*", "job_*"))
 	if len(entries) != 0 {
 		t.Fatalf("files left: %v", entries)

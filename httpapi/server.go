@@ -299,25 +299,22 @@ func clientAddr(r *http.Request) string {
 	return host
 }
 
-// storageProbe caches the blob store's health so create does not fsync on every request.
+// storageProbe caches a healthy answer of the blob store for storageCheckPeriod, so create
+// does not fsync on every request; a failing store is asked again on every request, so
+// recovery shows at once.
 type storageProbe struct {
 	check   func() error
-	checked atomic.Int64 // unix nanos of the last check
-	failing atomic.Pointer[error]
+	okUntil atomic.Int64 // unix nanos until which the last healthy answer stands
 }
 
 func (p *storageProbe) err(now time.Time) error {
-	last := p.checked.Load()
-	if now.UnixNano()-last > int64(storageCheckPeriod) && p.checked.CompareAndSwap(last, now.UnixNano()) {
-		if err := p.check(); err != nil {
-			p.failing.Store(&err)
-		} else {
-			p.failing.Store(nil)
-		}
+	if now.UnixNano() < p.okUntil.Load() {
+		return nil
 	}
-	if e := p.failing.Load(); e != nil {
-		return *e
+	if err := p.check(); err != nil {
+		return err
 	}
+	p.okUntil.Store(now.Add(storageCheckPeriod).UnixNano())
 	return nil
 }
 
