@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/httpapi/openapitest"
 	"github.com/convsvc/convsvc/service"
@@ -62,7 +63,6 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 	e.Validator = openapitest.New(t, httpapi.OpenAPIDocument)
 	e.HTTP = e.Validator.Client(&http.Client{Timeout: 90 * time.Second})
 	t.Cleanup(func() {
-		st := m.Store()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := m.Shutdown(ctx); err != nil {
@@ -80,7 +80,6 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 		if err := reopen.VerifyLedger(); err != nil {
 			t.Errorf("ledger: %v", err)
 		}
-		_ = st
 	})
 	return e
 }
@@ -164,30 +163,10 @@ func (e *Env) Do(method, url, token string, body any, headers ...string) Respons
 }
 
 // Reservation is the decoded create response.
-type Reservation struct {
-	Job             Job    `json:"job"`
-	UploadURL       string `json:"upload_url"`
-	UploadExpiresIn int    `json:"upload_expires_in"`
-}
+type Reservation = client.Reservation
 
 // Job is the decoded Job object.
-type Job struct {
-	ID           string  `json:"id"`
-	Status       string  `json:"status"`
-	InputFormat  string  `json:"input_format"`
-	TargetFormat string  `json:"target_format"`
-	InputBytes   *int64  `json:"input_bytes"`
-	Attempt      int     `json:"attempt"`
-	ErrorCode    *string `json:"error_code"`
-	ErrorMessage *string `json:"error_message"`
-	ExpiresAt    string  `json:"expires_at"`
-	Output       *struct {
-		Bytes        int64  `json:"bytes"`
-		SHA256       string `json:"sha256"`
-		URL          string `json:"url"`
-		URLExpiresIn int    `json:"url_expires_in"`
-	} `json:"output"`
-}
+type Job = client.Job
 
 // MustStatus fails the test unless r has the status and, when code is set, the error code.
 func MustStatus(t testing.TB, r Response, status int, code string) {
