@@ -40,7 +40,7 @@ func benchInputs(b *testing.B, dir string) map[string]string {
 	put("jpeg", bytes.Clone(buf.Bytes()))
 	for _, id := range []string{"gif", "bmp", "tiff"} {
 		buf.Reset()
-		if err := codecByID(id).encode(context.Background(), &buf, src); err != nil {
+		if err := codecByID(id).encode(context.Background(), &buf, src, Options{}); err != nil {
 			b.Fatal(err)
 		}
 		put(id, bytes.Clone(buf.Bytes()))
@@ -86,7 +86,7 @@ func BenchmarkConvert(b *testing.B) {
 				out.w = io.Discard
 				for b.Loop() {
 					out.n = 0
-					if err := c.Convert(context.Background(), from, to, f, &out, dir); err != nil {
+					if err := c.Convert(context.Background(), from, to, Options{}, f, &out, dir); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -50,11 +50,15 @@ type Format struct {
 	Category   string   `json:"category"`   // image, document, data, audio, archive
 	Extensions []string `json:"extensions"` // without dots, e.g. ["jpg","jpeg"]
 	MIME       string   `json:"mime"`
+	// Options lists the conversion options accepted when this format is the target; it is not
+	// part of the Format object of the API (GET /v1/formats/{id} shows it separately).
+	Options []string `json:"-"`
 }
 
 // clone returns a copy of f that shares no memory with it.
 func (f Format) clone() Format {
 	f.Extensions = slices.Clone(f.Extensions)
+	f.Options = slices.Clone(f.Options)
 	return f
 }
 
@@ -80,7 +84,7 @@ type Converter struct {
 	Lossy bool
 	// Run reads the whole input from in and streams the result to out; it should return
 	// an *Error for problems the user can fix and honour ctx between stages.
-	Run func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error
+	Run func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error
 }
 
 // Step is one hop of a conversion path.
@@ -320,7 +324,7 @@ func (c *Catalog) converter(s Step) (Converter, bool) {
 // removed whatever happens. Every failure is returned as an *Error; panics in converters are
 // recovered into one. On failure out may have received part of a result, so callers write
 // to something they can throw away.
-func (c *Catalog) Convert(ctx context.Context, from, to string, in *os.File, out io.Writer, scratchDir string) error {
+func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) error {
 	path, err := c.Path(from, to)
 	if err != nil {
 		return errorf(err, "cannot convert %s to %s", from, to)
@@ -341,7 +345,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, in *os.File, out
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
-			return c.runStep(ctx, cv, src, out)
+			return c.runStep(ctx, cv, src, out, opts)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
 		if err != nil {
@@ -352,7 +356,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, in *os.File, out
 			os.Remove(tmp.Name())
 		}()
 		cw := &countingWriter{w: tmp}
-		if err := c.runStep(ctx, cv, src, cw); err != nil {
+		if err := c.runStep(ctx, cv, src, cw, opts); err != nil {
 			return err
 		}
 		cur, size = tmp, cw.n
@@ -361,7 +365,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, in *os.File, out
 }
 
 // runStep runs one converter with a buffered output, turning panics and plain errors into *Error.
-func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer) (err error) {
+func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options) (err error) {
 	rw := &recordingWriter{w: out}
 	bw := bufio.NewWriterSize(rw, 64<<10)
 	defer func() {
@@ -369,7 +373,7 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 			err = errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
 		}
 	}()
-	err = cv.Run(ctx, in, bw, c.lim)
+	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts})
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -14,8 +14,8 @@ import (
 
 // appendRun returns a converter body that copies its input and appends suffix, so a chained
 // conversion's output shows which steps ran in which order.
-func appendRun(suffix string) func(context.Context, *io.SectionReader, io.Writer, Limits) error {
-	return func(_ context.Context, in *io.SectionReader, out io.Writer, _ Limits) error {
+func appendRun(suffix string) func(context.Context, *io.SectionReader, io.Writer, Params) error {
+	return func(_ context.Context, in *io.SectionReader, out io.Writer, _ Params) error {
 		if _, err := io.Copy(out, in); err != nil {
 			return err
 		}
@@ -207,7 +207,7 @@ func TestCatalog_Convert_Chained(t *testing.T) {
 	c := testGraph(t)
 	scratch := t.TempDir()
 	var out bytes.Buffer
-	if err := c.Convert(context.Background(), "f", "d", writeTemp(t, []byte("in")), &out, scratch); err != nil {
+	if err := c.Convert(context.Background(), "f", "d", Options{}, writeTemp(t, []byte("in")), &out, scratch); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), "in>a>b>e>d"; got != want {
@@ -220,13 +220,13 @@ func TestCatalog_Convert_Errors(t *testing.T) {
 	sentinel := errors.New("boom")
 	tests := []struct {
 		name    string
-		run     func(context.Context, *io.SectionReader, io.Writer, Limits) error
+		run     func(context.Context, *io.SectionReader, io.Writer, Params) error
 		wantMsg string
 		wantIs  error
 	}{
-		{"panic", func(context.Context, *io.SectionReader, io.Writer, Limits) error { panic("kaboom") }, "internal error while converting b to c", nil},
-		{"plain error", func(context.Context, *io.SectionReader, io.Writer, Limits) error { return sentinel }, "converting b to c failed", sentinel},
-		{"user error", func(context.Context, *io.SectionReader, io.Writer, Limits) error {
+		{"panic", func(context.Context, *io.SectionReader, io.Writer, Params) error { panic("kaboom") }, "internal error while converting b to c", nil},
+		{"plain error", func(context.Context, *io.SectionReader, io.Writer, Params) error { return sentinel }, "converting b to c failed", sentinel},
+		{"user error", func(context.Context, *io.SectionReader, io.Writer, Params) error {
 			return &Error{Message: "input is bad"}
 		}, "input is bad", nil},
 	}
@@ -239,7 +239,7 @@ func TestCatalog_Convert_Errors(t *testing.T) {
 			c.AddConverter(Converter{From: "a", To: "b", Run: appendRun(">b")})
 			c.AddConverter(Converter{From: "b", To: "c", Run: tt.run})
 			scratch := t.TempDir()
-			err := c.Convert(context.Background(), "a", "c", writeTemp(t, []byte("x")), io.Discard, scratch)
+			err := c.Convert(context.Background(), "a", "c", Options{}, writeTemp(t, []byte("x")), io.Discard, scratch)
 			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v (%T), want *Error", err, err)
@@ -257,7 +257,7 @@ func TestCatalog_Convert_Errors(t *testing.T) {
 
 func TestCatalog_Convert_Unsupported(t *testing.T) {
 	c := testGraph(t)
-	err := c.Convert(context.Background(), "d", "a", writeTemp(t, []byte("x")), io.Discard, t.TempDir())
+	err := c.Convert(context.Background(), "d", "a", Options{}, writeTemp(t, []byte("x")), io.Discard, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) || !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("err = %v, want *Error wrapping ErrUnsupported", err)
@@ -270,7 +270,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 
 func TestCatalog_Convert_WriteError(t *testing.T) {
 	c := testGraph(t)
-	err := c.Convert(context.Background(), "a", "b", writeTemp(t, []byte("x")), failingWriter{}, t.TempDir())
+	err := c.Convert(context.Background(), "a", "b", Options{}, writeTemp(t, []byte("x")), failingWriter{}, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Message != "could not write the output" {
 		t.Fatalf("err = %v, want *Error \"could not write the output\"", err)
@@ -281,7 +281,7 @@ func TestCatalog_Convert_Cancelled(t *testing.T) {
 	c := testGraph(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := c.Convert(ctx, "a", "d", writeTemp(t, []byte("x")), io.Discard, t.TempDir())
+	err := c.Convert(ctx, "a", "d", Options{}, writeTemp(t, []byte("x")), io.Discard, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want *Error wrapping context.Canceled", err)

@@ -9,14 +9,20 @@ const (
 	CategoryArchive  = "archive"
 )
 
+// Options accepted by raster targets: resizing everywhere, quality where the encoder is lossy.
+var (
+	rasterOptions      = []string{OptWidth, OptHeight, OptFit}
+	lossyRasterOptions = []string{OptQuality, OptWidth, OptHeight, OptFit}
+)
+
 // builtinFormats lists every format the service recognizes, convertible or not yet.
 var builtinFormats = []Format{
-	{ID: "png", Name: "PNG image", Category: CategoryImage, Extensions: []string{"png"}, MIME: "image/png"},
-	{ID: "jpeg", Name: "JPEG image", Category: CategoryImage, Extensions: []string{"jpg", "jpeg", "jpe"}, MIME: "image/jpeg"},
-	{ID: "gif", Name: "GIF image", Category: CategoryImage, Extensions: []string{"gif"}, MIME: "image/gif"},
-	{ID: "bmp", Name: "BMP image", Category: CategoryImage, Extensions: []string{"bmp"}, MIME: "image/bmp"},
-	{ID: "tiff", Name: "TIFF image", Category: CategoryImage, Extensions: []string{"tif", "tiff"}, MIME: "image/tiff"},
-	{ID: "webp", Name: "WebP image", Category: CategoryImage, Extensions: []string{"webp"}, MIME: "image/webp"},
+	{ID: "png", Name: "PNG image", Category: CategoryImage, Extensions: []string{"png"}, MIME: "image/png", Options: rasterOptions},
+	{ID: "jpeg", Name: "JPEG image", Category: CategoryImage, Extensions: []string{"jpg", "jpeg", "jpe"}, MIME: "image/jpeg", Options: lossyRasterOptions},
+	{ID: "gif", Name: "GIF image", Category: CategoryImage, Extensions: []string{"gif"}, MIME: "image/gif", Options: rasterOptions},
+	{ID: "bmp", Name: "BMP image", Category: CategoryImage, Extensions: []string{"bmp"}, MIME: "image/bmp", Options: rasterOptions},
+	{ID: "tiff", Name: "TIFF image", Category: CategoryImage, Extensions: []string{"tif", "tiff"}, MIME: "image/tiff", Options: rasterOptions},
+	{ID: "webp", Name: "WebP image", Category: CategoryImage, Extensions: []string{"webp"}, MIME: "image/webp", Options: lossyRasterOptions},
 
 	{ID: "pdf", Name: "PDF document", Category: CategoryDocument, Extensions: []string{"pdf"}, MIME: "application/pdf"},
 	{ID: "markdown", Name: "Markdown document", Category: CategoryDocument, Extensions: []string{"md", "markdown"}, MIME: "text/markdown"},

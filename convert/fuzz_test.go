@@ -17,7 +17,7 @@ func FuzzDecodeImage(f *testing.F) {
 	encoders := map[string]func(context.Context, io.Writer, image.Image) error{}
 	for i := range imageCodecs {
 		if c := &imageCodecs[i]; c.encode != nil {
-			encoders[c.id] = func(ctx context.Context, w io.Writer, img image.Image) error { return c.encode(ctx, w, img) }
+			encoders[c.id] = func(ctx context.Context, w io.Writer, img image.Image) error { return c.encode(ctx, w, img, Options{}) }
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

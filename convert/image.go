@@ -35,7 +35,7 @@ type imageCodec struct {
 	name         string // as shown to users: "PNG"
 	decodeConfig func(io.Reader) (image.Config, error)
 	decode       func(ctx context.Context, r io.Reader, cfg image.Config) (image.Image, error)
-	encode       func(ctx context.Context, w io.Writer, img image.Image) error
+	encode       func(ctx context.Context, w io.Writer, img image.Image, opts Options) error
 	lossy        bool // writing this format can lose information
 }
 
@@ -68,16 +68,19 @@ func registerImageConverters(c *Catalog) {
 	}
 }
 
-func imageRun(src, dst *imageCodec) func(context.Context, *io.SectionReader, io.Writer, Limits) error {
-	return func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error {
-		img, err := decodeImage(ctx, in, src, lim.normalized())
+func imageRun(src, dst *imageCodec) func(context.Context, *io.SectionReader, io.Writer, Params) error {
+	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
+		img, err := decodeImage(ctx, in, src, p.Limits.normalized())
 		if err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return dst.encode(ctx, out, img)
+		if img, err = resize(ctx, img, p.Options, p.Limits.normalized()); err != nil {
+			return err
+		}
+		return dst.encode(ctx, out, img, p.Options)
 	}
 }
 
@@ -310,7 +313,7 @@ func (b *pngBufferPool) Get() *png.EncoderBuffer {
 
 func (b *pngBufferPool) Put(eb *png.EncoderBuffer) { b.p.Put(eb) }
 
-func encodePNG(ctx context.Context, w io.Writer, img image.Image) error {
+func encodePNG(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
 	switch img.(type) {
 	case *image.Gray16, *image.RGBA64, *image.NRGBA64:
 		// 16-bit sources stay 16-bit: PNG holds them losslessly.
@@ -325,7 +328,7 @@ func encodePNG(ctx context.Context, w io.Writer, img image.Image) error {
 	return enc.Encode(&ctxWriter{ctx: ctx, w: w}, img)
 }
 
-func encodeJPEG(ctx context.Context, w io.Writer, img image.Image) error {
+func encodeJPEG(ctx context.Context, w io.Writer, img image.Image, opts Options) error {
 	switch m := img.(type) {
 	case *image.Gray:
 	case *image.YCbCr:
@@ -336,10 +339,14 @@ func encodeJPEG(ctx context.Context, w io.Writer, img image.Image) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return jpeg.Encode(&ctxWriter{ctx: ctx, w: w}, img, &jpeg.Options{Quality: JPEGQuality})
+	quality := JPEGQuality
+	if opts.Quality != 0 {
+		quality = opts.Quality
+	}
+	return jpeg.Encode(&ctxWriter{ctx: ctx, w: w}, img, &jpeg.Options{Quality: quality})
 }
 
-func encodeGIF(ctx context.Context, w io.Writer, img image.Image) error {
+func encodeGIF(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
 	pm, err := toPaletted(ctx, img)
 	if err != nil {
 		return err
@@ -350,7 +357,7 @@ func encodeGIF(ctx context.Context, w io.Writer, img image.Image) error {
 	return gif.Encode(&ctxWriter{ctx: ctx, w: w}, pm, nil)
 }
 
-func encodeBMP(ctx context.Context, w io.Writer, img image.Image) error {
+func encodeBMP(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
 	img = to8bit(img)
 	switch m := img.(type) {
 	case *image.Paletted:
@@ -421,7 +428,7 @@ func encodeBMPAlpha(ctx context.Context, w io.Writer, m *image.NRGBA) error {
 	return nil
 }
 
-func encodeTIFF(ctx context.Context, w io.Writer, img image.Image) error {
+func encodeTIFF(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
 	switch img.(type) {
 	case *image.Gray16, *image.RGBA64, *image.NRGBA64:
 	default:

@@ -122,7 +122,7 @@ func TestImage_Matrix(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := c.Convert(context.Background(), from, to, openFile(t, path), out, t.TempDir()); err != nil {
+				if err := c.Convert(context.Background(), from, to, Options{}, openFile(t, path), out, t.TempDir()); err != nil {
 					t.Fatalf("Convert: %v", err)
 				}
 				out.Close()
@@ -174,7 +174,7 @@ func TestImage_Matrix(t *testing.T) {
 func convertBytes(t *testing.T, c *Catalog, from, to, path string) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	if err := c.Convert(context.Background(), from, to, openFile(t, path), &out, t.TempDir()); err != nil {
+	if err := c.Convert(context.Background(), from, to, Options{}, openFile(t, path), &out, t.TempDir()); err != nil {
 		t.Fatalf("Convert %s to %s: %v", from, to, err)
 	}
 	return out.Bytes()
@@ -331,7 +331,7 @@ func TestImage_GIF_FirstFrameOnScreen(t *testing.T) {
 
 func TestImage_PixelLimit(t *testing.T) {
 	c := NewCatalog(Limits{MaxPixels: 3000})
-	err := c.Convert(context.Background(), "png", "jpeg", openFile(t, "../testdata/images/sample.png"), io.Discard, t.TempDir())
+	err := c.Convert(context.Background(), "png", "jpeg", Options{}, openFile(t, "../testdata/images/sample.png"), io.Discard, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *Error", err)
@@ -345,7 +345,7 @@ func TestImage_ContextCancelled(t *testing.T) {
 	c := NewCatalog(Limits{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := c.Convert(ctx, "png", "gif", openFile(t, "../testdata/images/sample.png"), io.Discard, t.TempDir())
+	err := c.Convert(ctx, "png", "gif", Options{}, openFile(t, "../testdata/images/sample.png"), io.Discard, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want *Error wrapping context.Canceled", err)
@@ -382,7 +382,7 @@ func TestImage_Hostile(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := time.Now()
-			err := c.Convert(context.Background(), tt.from, to, openFile(t, filepath.Join("../testdata/hostile", tt.file)), io.Discard, t.TempDir())
+			err := c.Convert(context.Background(), tt.from, to, Options{}, openFile(t, filepath.Join("../testdata/hostile", tt.file)), io.Discard, t.TempDir())
 			elapsed := time.Since(start)
 			runtime.ReadMemStats(&after)
 			var ce *Error

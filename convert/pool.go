@@ -25,6 +25,8 @@ type Task struct {
 	JobID, InputFormat, TargetFormat string
 	// Attempt counts pickups of the job, this one included.
 	Attempt int
+	// Options tune the conversion; they were validated when the job was created.
+	Options Options
 }
 
 // Output describes a stored conversion result.
@@ -364,7 +366,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 			return
 		}
 		res.out = out
-		res.err = p.cat.Convert(ctx, t.InputFormat, t.TargetFormat, in, out, scratch)
+		res.err = p.cat.Convert(ctx, t.InputFormat, t.TargetFormat, t.Options, in, out, scratch)
 	}()
 
 	var res convResult

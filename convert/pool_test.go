@@ -179,28 +179,28 @@ func newPoolCatalog() *poolCatalog {
 	for _, id := range []string{"a", "b", "slow", "stuck", "panic", "bad"} {
 		pc.AddFormat(Format{ID: id, Name: id, Category: "data", Extensions: []string{id + "ext"}, MIME: "x/" + id})
 	}
-	copyRun := func(_ context.Context, in *io.SectionReader, out io.Writer, _ Limits) error {
+	copyRun := func(_ context.Context, in *io.SectionReader, out io.Writer, _ Params) error {
 		_, err := io.Copy(out, in)
 		return err
 	}
 	pc.AddConverter(Converter{From: "a", To: "b", Run: copyRun})
-	pc.AddConverter(Converter{From: "a", To: "slow", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error {
+	pc.AddConverter(Converter{From: "a", To: "slow", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(slowFor):
 		}
-		return copyRun(ctx, in, out, lim)
+		return copyRun(ctx, in, out, p)
 	}})
-	pc.AddConverter(Converter{From: "a", To: "stuck", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, lim Limits) error {
+	pc.AddConverter(Converter{From: "a", To: "stuck", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
 		pc.stuckIn <- struct{}{}
 		<-pc.release // ignores ctx on purpose
-		return copyRun(ctx, in, out, lim)
+		return copyRun(ctx, in, out, p)
 	}})
-	pc.AddConverter(Converter{From: "a", To: "panic", Run: func(context.Context, *io.SectionReader, io.Writer, Limits) error {
+	pc.AddConverter(Converter{From: "a", To: "panic", Run: func(context.Context, *io.SectionReader, io.Writer, Params) error {
 		panic("converter bug")
 	}})
-	pc.AddConverter(Converter{From: "a", To: "bad", Run: func(context.Context, *io.SectionReader, io.Writer, Limits) error {
+	pc.AddConverter(Converter{From: "a", To: "bad", Run: func(context.Context, *io.SectionReader, io.Writer, Params) error {
 		return &Error{Message: "input is bad"}
 	}})
 	return pc

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"image/jpeg"
 	"io"
 	"net"
 	"net/http"
@@ -654,4 +655,51 @@ func TestAPI_RetentionExpiresJobs(t *testing.T) {
 	}
 	// The download URL never outlives its job.
 	must(t, e.Do("GET", done.Output.URL, "", nil), 403, "url_expired")
+}
+
+func TestAPI_Options(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	bad := []struct {
+		name, body, mention string
+	}{
+		{"quality not accepted by png", `{"input_format":"jpeg","target_format":"png","input_bytes":1,"options":{"quality":50}}`, "options.quality"},
+		{"quality out of range", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"quality":101}}`, "options.quality"},
+		{"unknown option", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"sharpen":1}}`, "sharpen"},
+		{"wrong type", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"width":"big"}}`, "width"},
+		{"fit without box", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"width":5,"fit":"cover"}}`, "options.fit"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			r := e.Do("POST", "/v1/jobs", e.Key, tt.body)
+			must(t, r, 400, "invalid_request")
+			if !strings.Contains(string(r.Body), tt.mention) {
+				t.Fatalf("message should name %s: %s", tt.mention, r.Body)
+			}
+		})
+	}
+	r := e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg",
+		"input_bytes": len(data), "options": map[string]any{"quality": 40, "width": 32}})
+	must(t, r, 200, "")
+	var res testenv.Reservation
+	r.JSON(t, &res)
+	if opts := r.Map(t)["job"].(map[string]any)["options"].(map[string]any); opts["quality"] != 40.0 || opts["width"] != 32.0 {
+		t.Fatalf("options not echoed: %v", opts)
+	}
+	must(t, e.Upload(res.UploadURL, data), 200, "")
+	must(t, e.Start(e.Key, res.Job.ID), 200, "")
+	job := e.WaitFinished(e.Key, res.Job.ID)
+	resp, err := http.Get(job.Output.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cfg, err := jpeg.DecodeConfig(resp.Body)
+	if err != nil || cfg.Width != 32 || cfg.Height != 24 {
+		t.Fatalf("output %dx%d %v, want 32x24", cfg.Width, cfg.Height, err)
+	}
+	r = e.Do("GET", "/v1/formats/jpeg", "", nil)
+	if opts := toStrings(r.Map(t)["options"]); !slices.Contains(opts, "quality") {
+		t.Fatalf("jpeg options %v", opts)
+	}
 }

@@ -28,7 +28,7 @@ func TestParseCreateJob(t *testing.T) {
 		{`"x"`, 0, CodeInvalidRequest},
 	}
 	for _, tt := range tests {
-		_, _, size, err := parseCreateJob([]byte(tt.body))
+		_, _, size, _, err := parseCreateJob([]byte(tt.body))
 		var apiErr *Error
 		switch {
 		case tt.code == "" && (err != nil || size != tt.size):
@@ -46,7 +46,7 @@ func FuzzParseCreateJob(f *testing.F) {
 	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","input_bytes":1e999999999}`))
 	f.Add([]byte(`[[[[[[[[[[`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, _, size, err := parseCreateJob(body)
+		_, _, size, _, err := parseCreateJob(body)
 		if err == nil {
 			if size < 1 || size > store.MaxInputBytes {
 				t.Fatalf("accepted size %d", size)

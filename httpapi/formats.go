@@ -13,6 +13,8 @@ type formatDetailView struct {
 	convert.Format
 	Targets []string `json:"targets"`
 	Sources []string `json:"sources"`
+	// Options lists the conversion options accepted when this format is the target.
+	Options []string `json:"options"`
 }
 
 func (s *Server) handleFormats(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -35,6 +37,10 @@ func (s *Server) handleFormat(w http.ResponseWriter, r *http.Request, ps httprou
 	}
 	if v.Sources == nil {
 		v.Sources = []string{}
+	}
+	v.Options = f.Options
+	if v.Options == nil {
+		v.Options = []string{}
 	}
 	writeJSON(w, http.StatusOK, v)
 }

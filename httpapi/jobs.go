@@ -13,24 +13,26 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
+	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/store"
 )
 
 // jobView is the Job object of SPEC.md plus DESIGN.md's fields.
 type jobView struct {
-	ID           string      `json:"id"`
-	Status       string      `json:"status"`
-	InputFormat  string      `json:"input_format"`
-	TargetFormat string      `json:"target_format"`
-	InputBytes   *int64      `json:"input_bytes"`
-	Attempt      int         `json:"attempt"`
-	ErrorCode    *string     `json:"error_code"`
-	ErrorMessage *string     `json:"error_message"`
-	ExpiresAt    time.Time   `json:"expires_at"`
-	CreatedAt    time.Time   `json:"created_at"`
-	StartedAt    *time.Time  `json:"started_at"`
-	FinishedAt   *time.Time  `json:"finished_at"`
-	Output       *outputView `json:"output"`
+	ID           string           `json:"id"`
+	Status       string           `json:"status"`
+	InputFormat  string           `json:"input_format"`
+	TargetFormat string           `json:"target_format"`
+	InputBytes   *int64           `json:"input_bytes"`
+	Options      *convert.Options `json:"options"`
+	Attempt      int              `json:"attempt"`
+	ErrorCode    *string          `json:"error_code"`
+	ErrorMessage *string          `json:"error_message"`
+	ExpiresAt    time.Time        `json:"expires_at"`
+	CreatedAt    time.Time        `json:"created_at"`
+	StartedAt    *time.Time       `json:"started_at"`
+	FinishedAt   *time.Time       `json:"finished_at"`
+	Output       *outputView      `json:"output"`
 }
 
 // outputView carries a succeeded job's result with a freshly signed download URL.
@@ -67,6 +69,7 @@ func (s *Server) viewJob(j store.Job) jobView {
 		InputFormat:  j.InputFormat,
 		TargetFormat: j.TargetFormat,
 		InputBytes:   &j.InputBytes,
+		Options:      decodeOptions(j.Options),
 		Attempt:      j.Attempt,
 		ErrorCode:    optString(j.ErrorCode),
 		ErrorMessage: optString(j.ErrorMessage),
@@ -94,17 +97,39 @@ func (s *Server) viewJob(j store.Job) jobView {
 // createJobRequest is the body of POST /v1/jobs; pointers and raw values let each problem get
 // its own code (missing or mistyped: invalid_request; too big: file_too_large).
 type createJobRequest struct {
-	InputFormat  *string         `json:"input_format"`
-	TargetFormat *string         `json:"target_format"`
-	InputBytes   json.RawMessage `json:"input_bytes"`
+	InputFormat  *string          `json:"input_format"`
+	TargetFormat *string          `json:"target_format"`
+	InputBytes   json.RawMessage  `json:"input_bytes"`
+	Options      *convert.Options `json:"options"`
 }
 
-// parseCreateJob validates a create body in the order the contract ranks problems.
-func parseCreateJob(body []byte) (input, target string, size int64, err error) {
+// decodeOptions reads the options a job was created with; nil when there were none.
+func decodeOptions(raw json.RawMessage) *convert.Options {
+	if len(raw) == 0 {
+		return nil
+	}
+	var o convert.Options
+	if json.Unmarshal(raw, &o) != nil || o.IsZero() {
+		return nil
+	}
+	return &o
+}
+
+// parseCreateJob validates a create body in the order the contract ranks problems; options are
+// checked against the target later, once the formats are known to exist.
+func parseCreateJob(body []byte) (input, target string, size int64, opts convert.Options, err error) {
 	var req createJobRequest
 	if err := decodeStrict(body, &req); err != nil {
-		return "", "", 0, err
+		return "", "", 0, opts, err
 	}
+	if req.Options != nil {
+		opts = *req.Options
+	}
+	input, target, size, err = checkCreateFields(req)
+	return input, target, size, opts, err
+}
+
+func checkCreateFields(req createJobRequest) (input, target string, size int64, err error) {
 	switch {
 	case req.InputFormat == nil || *req.InputFormat == "":
 		return "", "", 0, errorf(CodeInvalidRequest, "input_format is required: a format id from GET /v1/formats")
@@ -136,7 +161,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, err)
 		return
 	}
-	input, target, size, err := parseCreateJob(body)
+	input, target, size, opts, err := parseCreateJob(body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -146,16 +171,26 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 			Message: fmt.Sprintf("%s cannot be converted to %s; GET /v1/formats/%s lists its targets", strconv.Quote(input), strconv.Quote(target), input)})
 		return
 	}
+	targetFormat, _ := s.cfg.Catalog.Format(target)
+	if err := opts.Validate(targetFormat); err != nil {
+		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
+		return
+	}
+	var rawOpts json.RawMessage
+	if !opts.IsZero() {
+		rawOpts, _ = json.Marshal(opts) // canonical: same options, same bytes, same idempotency hash
+	}
 	if err := s.storage.err(s.now()); err != nil {
 		s.writeError(w, r, &Error{Code: CodeStorageUnavailable, Message: "object storage is not answering; retry with backoff", Err: err})
 		return
 	}
-	hash := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", input, target, size))
+	hash := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts))
 	params := store.CreateJobParams{
 		AccountID:      key.AccountID,
 		InputFormat:    input,
 		TargetFormat:   target,
 		InputBytes:     size,
+		Options:        rawOpts,
 		IdempotencyKey: idemKey,
 		RequestHash:    hex.EncodeToString(hash[:]),
 	}

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -25,7 +26,14 @@ func (q jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 		return convert.Task{}, false, err
 	}
 	q.log.Info("job running", "job_id", job.ID, "attempt", job.Attempt)
-	return convert.Task{JobID: job.ID, InputFormat: job.InputFormat, TargetFormat: job.TargetFormat, Attempt: job.Attempt}, true, nil
+	task := convert.Task{JobID: job.ID, InputFormat: job.InputFormat, TargetFormat: job.TargetFormat, Attempt: job.Attempt}
+	if len(job.Options) > 0 {
+		if err := json.Unmarshal(job.Options, &task.Options); err != nil {
+			// Validated at create, so only a damaged record gets here; the converter sees defaults.
+			q.log.Error("job options unreadable", "job_id", job.ID, "error", err)
+		}
+	}
+	return task, true, nil
 }
 
 func (q jobQueue) Finish(_ context.Context, o convert.Outcome) error {

@@ -72,6 +72,7 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 			InputFormat:  p.InputFormat,
 			TargetFormat: p.TargetFormat,
 			InputBytes:   p.InputBytes,
+			Options:      p.Options,
 			CreatedAt:    now,
 			ExpiresAt:    now.Add(s.opts.Retention),
 		}

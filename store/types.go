@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -36,21 +37,23 @@ var (
 
 // Job is a conversion job as stored.
 type Job struct {
-	ID           string     `json:"id"`
-	AccountID    string     `json:"account_id"`
-	Seq          uint64     `json:"seq"` // creation order within the database, for listing
-	Status       string     `json:"status"`
-	InputFormat  string     `json:"input_format"`
-	TargetFormat string     `json:"target_format"`
-	InputBytes   int64      `json:"input_bytes"`
-	Attempt      int        `json:"attempt"`
-	ErrorCode    string     `json:"error_code,omitempty"`
-	ErrorMessage string     `json:"error_message,omitempty"`
-	CreatedAt    time.Time  `json:"created_at"`
-	StartedAt    *time.Time `json:"started_at,omitempty"`
-	FinishedAt   *time.Time `json:"finished_at,omitempty"`
-	ExpiresAt    time.Time  `json:"expires_at"`
-	Output       *Output    `json:"output,omitempty"`
+	ID           string `json:"id"`
+	AccountID    string `json:"account_id"`
+	Seq          uint64 `json:"seq"` // creation order within the database, for listing
+	Status       string `json:"status"`
+	InputFormat  string `json:"input_format"`
+	TargetFormat string `json:"target_format"`
+	InputBytes   int64  `json:"input_bytes"`
+	// Options are the conversion options as the client sent them (validated JSON), or nil.
+	Options      json.RawMessage `json:"options,omitempty"`
+	Attempt      int             `json:"attempt"`
+	ErrorCode    string          `json:"error_code,omitempty"`
+	ErrorMessage string          `json:"error_message,omitempty"`
+	CreatedAt    time.Time       `json:"created_at"`
+	StartedAt    *time.Time      `json:"started_at,omitempty"`
+	FinishedAt   *time.Time      `json:"finished_at,omitempty"`
+	ExpiresAt    time.Time       `json:"expires_at"`
+	Output       *Output         `json:"output,omitempty"`
 }
 
 // Finished reports whether the job reached a final state.
@@ -103,6 +106,7 @@ type CreateJobParams struct {
 	InputFormat  string
 	TargetFormat string
 	InputBytes   int64
+	Options      json.RawMessage
 	// IdempotencyKey, when set, makes a repeat with the same RequestHash replay the first response.
 	IdempotencyKey string
 	RequestHash    string

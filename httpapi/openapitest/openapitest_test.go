@@ -63,6 +63,7 @@ func job() map[string]any {
 		"input_format":  "png",
 		"target_format": "webp",
 		"input_bytes":   48213,
+		"options":       nil,
 		"attempt":       1,
 		"error_code":    nil,
 		"error_message": nil,
@@ -205,7 +206,7 @@ func TestDocument_Valid(t *testing.T) {
 		}
 	}
 	wantJob := []string{"id", "status", "input_format", "target_format", "input_bytes", "attempt", "error_code",
-		"error_message", "expires_at", "created_at", "started_at", "finished_at", "output"}
+		"error_message", "expires_at", "created_at", "started_at", "finished_at", "output", "options"}
 	if got := d.Components.Schemas["Job"].Required; !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(wantJob))) {
 		t.Errorf("Job required = %v, want %v", got, wantJob)
 	}
