@@ -298,7 +298,7 @@ func TestE2E_ConvertCommandEmbedded(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "conversion_failed") {
 		t.Fatalf("bad input: %v\n%s", err, out)
 	}
-	cmd = exec.Command(binary, "convert", sample, "--to", "pdf")
+	cmd = exec.Command(binary, "convert", sample, "--to", "7z")
 	out, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "unsupported_format") {
 		t.Fatalf("unsupported target: %v\n%s", err, out)

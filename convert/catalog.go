@@ -119,7 +119,14 @@ func NewCatalog(lim Limits) *Catalog {
 	for _, f := range builtinFormats {
 		c.AddFormat(f)
 	}
+	for _, f := range recognisedOnlyFormats {
+		c.AddFormat(f)
+	}
 	registerImageConverters(c)
+	registerDocumentFormats(c)
+	registerDataFormats(c)
+	registerAudioFormats(c)
+	registerArchiveFormats(c)
 	return c
 }
 

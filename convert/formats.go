@@ -23,19 +23,12 @@ var builtinFormats = []Format{
 	{ID: "bmp", Name: "BMP image", Category: CategoryImage, Extensions: []string{"bmp"}, MIME: "image/bmp", Options: rasterOptions},
 	{ID: "tiff", Name: "TIFF image", Category: CategoryImage, Extensions: []string{"tif", "tiff"}, MIME: "image/tiff", Options: rasterOptions},
 	{ID: "webp", Name: "WebP image", Category: CategoryImage, Extensions: []string{"webp"}, MIME: "image/webp", Options: lossyRasterOptions},
+	{ID: "psd", Name: "Photoshop document", Category: CategoryImage, Extensions: []string{"psd"}, MIME: "image/vnd.adobe.photoshop"},
+}
 
-	{ID: "pdf", Name: "PDF document", Category: CategoryDocument, Extensions: []string{"pdf"}, MIME: "application/pdf"},
-	{ID: "markdown", Name: "Markdown document", Category: CategoryDocument, Extensions: []string{"md", "markdown"}, MIME: "text/markdown"},
-	{ID: "html", Name: "HTML document", Category: CategoryDocument, Extensions: []string{"html", "htm"}, MIME: "text/html"},
-	{ID: "txt", Name: "Plain text", Category: CategoryDocument, Extensions: []string{"txt"}, MIME: "text/plain"},
-
-	{ID: "json", Name: "JSON data", Category: CategoryData, Extensions: []string{"json"}, MIME: "application/json"},
-	{ID: "csv", Name: "CSV data", Category: CategoryData, Extensions: []string{"csv"}, MIME: "text/csv"},
-	{ID: "yaml", Name: "YAML data", Category: CategoryData, Extensions: []string{"yaml", "yml"}, MIME: "application/yaml"},
-
-	{ID: "wav", Name: "WAV audio", Category: CategoryAudio, Extensions: []string{"wav"}, MIME: "audio/wav"},
-	{ID: "flac", Name: "FLAC audio", Category: CategoryAudio, Extensions: []string{"flac"}, MIME: "audio/flac"},
-	{ID: "mp3", Name: "MP3 audio", Category: CategoryAudio, Extensions: []string{"mp3"}, MIME: "audio/mpeg"},
-
-	{ID: "zip", Name: "ZIP archive", Category: CategoryArchive, Extensions: []string{"zip"}, MIME: "application/zip"},
+// Recognised formats nothing converts yet: listed so that clients see them and get
+// unsupported_format rather than an unknown id.
+var recognisedOnlyFormats = []Format{
+	{ID: "rar", Name: "RAR archive", Category: CategoryArchive, Extensions: []string{"rar"}, MIME: "application/vnd.rar"},
+	{ID: "7z", Name: "7-Zip archive", Category: CategoryArchive, Extensions: []string{"7z"}, MIME: "application/x-7z-compressed"},
 }

@@ -439,3 +439,27 @@ func TestNearestFinder_MatchesBruteForce(t *testing.T) {
 		}
 	}
 }
+
+func init() {
+	for _, id := range []string{"png", "jpeg", "gif", "bmp", "tiff"} {
+		registerOutputChecker(id, checkImageOutput(id))
+	}
+}
+
+// checkImageOutput decodes the output as format id and compares its size with the source's.
+func checkImageOutput(id string) func(t *testing.T, source, output string) {
+	return func(t *testing.T, source, output string) {
+		t.Helper()
+		data, err := os.ReadFile(output)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := sniff(data); got != id {
+			t.Fatalf("output sniffs as %q, want %s", got, id)
+		}
+		img := decodeFile(t, output)
+		if src := decodeFile(t, source); img.Bounds().Size() != src.Bounds().Size() {
+			t.Fatalf("output %v, source %v", img.Bounds().Size(), src.Bounds().Size())
+		}
+	}
+}
