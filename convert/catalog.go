@@ -113,6 +113,9 @@ func NewEmptyCatalog(lim Limits) *Catalog {
 	}
 }
 
+// extraRegistrations are added by build-tagged files (the poison converters of the fault tests).
+var extraRegistrations []func(*Catalog)
+
 // NewCatalog returns the built-in registry with all built-in converters.
 func NewCatalog(lim Limits) *Catalog {
 	c := NewEmptyCatalog(lim)
@@ -127,6 +130,9 @@ func NewCatalog(lim Limits) *Catalog {
 	registerDataFormats(c)
 	registerAudioFormats(c)
 	registerArchiveFormats(c)
+	for _, register := range extraRegistrations {
+		register(c)
+	}
 	return c
 }
 

@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/client"
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/store"
+)
+
+// TestFaults_KillLoop drives a mixed load from several goroutines and SIGKILLs the server at
+// random points 20 times, restarting it each time; after every kill and at the end the data dir
+// must be consistent.
+func TestFaults_KillLoop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill loop runs without -short")
+	}
+	data := filepath.Join(t.TempDir(), "data")
+	sample := testenv.Sample(t, "images/sample.png")
+	p := testproc.Serve(t, binary, data, "--workers", "2")
+	key := p.Key
+	var base atomic.Pointer[string]
+	base.Store(&p.URL)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var created, succeeded, cancelled atomic.Int64
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c := &client.Client{BaseURL: *base.Load(), Key: key, Retries: -1, HTTP: &http.Client{Timeout: 5 * time.Second}}
+				ctx := context.Background()
+				from, to, data := "png", "jpeg", sample
+				if rng.IntN(2) == 0 {
+					from, to, data = "poison-slow", "poison-out", sample
+				}
+				id, err := submit(ctx, c, from, to, data)
+				if id != "" {
+					created.Add(1)
+				}
+				if err != nil {
+					time.Sleep(20 * time.Millisecond) // the server is down or restarting
+					continue
+				}
+				if rng.IntN(4) == 0 {
+					if _, err := c.CancelJob(ctx, id); err == nil {
+						cancelled.Add(1)
+					}
+					continue
+				}
+				if j, err := c.GetJob(ctx, id, 2*time.Second); err == nil && j.Status == "succeeded" {
+					succeeded.Add(1)
+				}
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(42, 42))
+	for i := 0; i < 20; i++ {
+		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond)
+		p.Kill()
+		checkStopped(t, data, false)
+		p = testproc.Serve(t, binary, data, "--workers", "2")
+		base.Store(&p.URL)
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	// Let every queued job finish, then stop gracefully.
+	c := &client.Client{BaseURL: p.URL, Key: key}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		page, _, err := listAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := 0
+		for _, j := range page {
+			if j.Status == "queued" || j.Status == "running" {
+				busy++
+			}
+		}
+		if busy == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !p.Signal(syscall.SIGTERM, 30*time.Second) {
+		t.Fatal("server did not stop on SIGTERM")
+	}
+	jobs := checkStopped(t, data, true)
+	byStatus := map[string]int{}
+	for _, j := range jobs {
+		byStatus[j.Status]++
+	}
+	t.Logf("20 kills: %d jobs created, %d seen succeeding, %d cancelled; final states %v", created.Load(), succeeded.Load(), cancelled.Load(), byStatus)
+	if byStatus[store.StatusSucceeded] == 0 {
+		t.Fatal("no job ever succeeded")
+	}
+}
+
+func listAll(c *client.Client) ([]client.Job, bool, error) {
+	req, _ := http.NewRequest("GET", c.BaseURL+"/v1/jobs?limit=100", nil)
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, false, err
+	}
+	defer resp.Body.Close()
+	var page struct {
+		Data    []client.Job `json:"data"`
+		HasMore bool         `json:"has_more"`
+	}
+	err = jsonDecode(resp.Body, &page)
+	return page.Data, page.HasMore, err
+}
+
+// TestFaults_Drain: SIGTERM with one conversion running and others queued. An in-flight
+// long-poll completes with the outcome; the running job fails worker_shutdown at the deadline;
+// queued jobs stay queued and run at the next start.
+func TestFaults_Drain(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := testproc.Serve(t, binary, data, "--workers", "1", "--drain-timeout", "300ms")
+	key := p.Key
+	c := &client.Client{BaseURL: p.URL, Key: key}
+	hang := mustSubmit(t, c, "poison-hang", "poison-out", []byte("x"))
+	waitStatus(t, c, hang, "running")
+	queued := []string{
+		mustSubmit(t, c, "poison-slow", "poison-out", []byte("a")),
+		mustSubmit(t, c, "poison-slow", "poison-out", []byte("b")),
+	}
+	inflight := make(chan client.Job, 1)
+	go func() {
+		j, err := c.GetJob(context.Background(), hang, 30*time.Second)
+		if err != nil {
+			t.Errorf("in-flight long-poll: %v", err)
+		}
+		inflight <- j
+	}()
+	time.Sleep(100 * time.Millisecond) // the long-poll is waiting on the server
+	if !p.Signal(syscall.SIGTERM, 30*time.Second) {
+		t.Fatal("no exit after SIGTERM")
+	}
+	if p.ExitErr() != nil {
+		t.Fatalf("exit: %v\n%s", p.ExitErr(), p.Stderr())
+	}
+	select {
+	case j := <-inflight:
+		if j.Status != "failed" || j.ErrorCode == nil || *j.ErrorCode != "worker_shutdown" {
+			t.Fatalf("in-flight request saw %+v", j)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("in-flight request never completed")
+	}
+	jobs := checkStopped(t, data, true)
+	for _, j := range jobs {
+		for _, q := range queued {
+			if j.ID == q && j.Status != store.StatusQueued {
+				t.Fatalf("queued job %s is %s after the drain", q, j.Status)
+			}
+		}
+	}
+	p = testproc.Serve(t, binary, data, "--workers", "1")
+	c = &client.Client{BaseURL: p.URL, Key: key}
+	for _, q := range queued {
+		if j := waitStatus(t, c, q, ""); j.Status != "succeeded" || j.Attempt != 1 {
+			t.Fatalf("queued job after restart: %+v", j)
+		}
+	}
+	p.Signal(syscall.SIGTERM, 30*time.Second)
+	checkStopped(t, data, true)
+}
+
+// TestFaults_DrainLetsRunningJobsFinish: a conversion that finishes within the drain succeeds.
+func TestFaults_DrainLetsRunningJobsFinish(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := testproc.Serve(t, binary, data, "--workers", "1", "--drain-timeout", "10s")
+	c := &client.Client{BaseURL: p.URL, Key: p.Key}
+	id := mustSubmit(t, c, "poison-slow", "poison-out", []byte("x"))
+	waitStatus(t, c, id, "running")
+	p.Signal(syscall.SIGTERM, 30*time.Second)
+	for _, j := range checkStopped(t, data, true) {
+		if j.ID == id && j.Status != store.StatusSucceeded {
+			t.Fatalf("job %s after drain", j.Status)
+		}
+	}
+}
+
+// TestFaults_PoisonJobs: a converter that panics or hangs fails its job and the worker lives on.
+func TestFaults_PoisonJobs(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := testproc.Serve(t, binary, data, "--workers", "1", "--conversion-timeout", "500ms")
+	c := &client.Client{BaseURL: p.URL, Key: p.Key}
+	for _, tt := range []struct{ from, message string }{
+		{"poison-panic", "internal error"},
+		{"poison-hang", "timed out"},
+	} {
+		id := mustSubmit(t, c, tt.from, "poison-out", []byte("x"))
+		j := waitStatus(t, c, id, "")
+		if j.Status != "failed" || *j.ErrorCode != "conversion_failed" || !strings.Contains(*j.ErrorMessage, tt.message) {
+			t.Fatalf("%s: %+v %s", tt.from, j, deref(j.ErrorMessage))
+		}
+		// The one worker is free again.
+		ok := mustSubmit(t, c, "poison-slow", "poison-out", []byte("y"))
+		if j := waitStatus(t, c, ok, ""); j.Status != "succeeded" {
+			t.Fatalf("after %s the next job %+v", tt.from, j)
+		}
+	}
+	p.Signal(syscall.SIGTERM, 30*time.Second)
+	checkStopped(t, data, true)
+}
+
+// TestFaults_CrashEveryTime: a job that kills the process every time it runs ends
+// expired_or_exhausted after --max-attempts restarts, and the server then stays up.
+func TestFaults_CrashEveryTime(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	p := testproc.Serve(t, binary, data, "--workers", "1", "--max-attempts", "3")
+	key := p.Key
+	c := &client.Client{BaseURL: p.URL, Key: key}
+	id := mustSubmit(t, c, "poison-exit", "poison-out", []byte("x"))
+	restarts := 0
+	for {
+		select {
+		case <-p.Done():
+		case <-time.After(15 * time.Second):
+			t.Fatalf("server did not crash after %d restarts", restarts)
+		}
+		checkStopped(t, data, false)
+		restarts++
+		if restarts > 3 {
+			t.Fatalf("crash loop: still crashing after %d restarts", restarts)
+		}
+		p = testproc.Serve(t, binary, data, "--workers", "1", "--max-attempts", "3")
+		c = &client.Client{BaseURL: p.URL, Key: key, Retries: -1}
+		// Either the job is now failed, or the server picks it up again and dies.
+		j, err := c.GetJob(context.Background(), id, 0)
+		if err == nil && j.Status == "failed" {
+			if *j.ErrorCode != "expired_or_exhausted" || j.Attempt != 3 || restarts != 3 {
+				t.Fatalf("after %d restarts: %+v", restarts, j)
+			}
+			break
+		}
+	}
+	// No crash loop: the server stays up and converts.
+	ok := mustSubmit(t, c, "poison-slow", "poison-out", []byte("y"))
+	if j := waitStatus(t, c, ok, ""); j.Status != "succeeded" {
+		t.Fatalf("next job %+v", j)
+	}
+	p.Signal(syscall.SIGTERM, 30*time.Second)
+	checkStopped(t, data, true)
+}
+
+// TestFaults_DiskFull mounts a 4 MiB tmpfs under the blob store: an upload that does not fit
+// fails cleanly with nothing half-written, create answers 502 while the disk is full, and
+// everything works again once space is freed.
+func TestFaults_DiskFull(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	blobs := filepath.Join(data, "blobs")
+	if err := os.MkdirAll(blobs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", blobs).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a size-limited tmpfs here (%v: %s); TestAPI_StorageUnavailable* cover injected write failures", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", blobs).Run() })
+	p := testproc.Serve(t, binary, data)
+	c := &client.Client{BaseURL: p.URL, Key: p.Key, Retries: -1}
+	ctx := context.Background()
+	big := make([]byte, 5<<20)
+	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "jpeg", InputBytes: int64(len(big))}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Upload(ctx, res.UploadURL, strings.NewReader(string(big)), int64(len(big)))
+	if !isCode(err, "storage_unavailable") {
+		t.Fatalf("upload into a full disk: %v", err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(blobs, "tmp")); len(left) != 0 {
+		t.Fatalf("half-written files left: %v", left)
+	}
+	if _, err := c.StartJob(ctx, res.Job.ID); !isCode(err, "storage_unavailable") {
+		t.Fatalf("start without an upload: %v", err)
+	}
+	// Fill the disk completely: create reports object storage as unavailable.
+	filler := filepath.Join(blobs, "filler")
+	os.WriteFile(filler, make([]byte, 4<<20), 0o600) // fails part-way: the disk is full
+	// Create trusts a healthy answer of the storage probe for 2 s, then asks again.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "jpeg", InputBytes: 10}, "")
+		if isCode(err, "storage_unavailable") {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			t.Fatalf("create on a full disk: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	os.Remove(filler)
+	sample := testenv.Sample(t, "images/sample.png")
+	id := mustSubmit(t, c, "png", "jpeg", sample)
+	if j := waitStatus(t, c, id, ""); j.Status != "succeeded" {
+		t.Fatalf("after freeing space: %+v", j)
+	}
+	p.Signal(syscall.SIGTERM, 30*time.Second)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
