@@ -112,7 +112,9 @@ type StartError struct {
 	Stderr string
 }
 
-func (e *StartError) Error() string { return "convsvc serve did not start: " + e.Err.Error() + "\n" + e.Stderr }
+func (e *StartError) Error() string {
+	return "convsvc serve did not start: " + e.Err.Error() + "\n" + e.Stderr
+}
 
 // Signal sends sig and waits up to timeout for the process to exit; false if it did not.
 func (p *Proc) Signal(sig syscall.Signal, timeout time.Duration) bool {
