@@ -118,7 +118,9 @@ func TestAbuse_HTTPAndUploads(t *testing.T) {
 		{"chunked without length", 411, func() int { return put(target, "", body, true) }},
 		{"length differs from signed size", 400, func() int { return put(target, fmt.Sprint(len(sample)-1), body[1:], false) }},
 		{"body shorter than its length", 0, func() int { return put(target, n, body[:10], false) }},
-		{"tampered size", 403, func() int { return put(tamper("size", fmt.Sprint(len(sample)+1)), fmt.Sprint(len(sample)+1), body+"x", false) }},
+		{"tampered size", 403, func() int {
+			return put(tamper("size", fmt.Sprint(len(sample)+1)), fmt.Sprint(len(sample)+1), body+"x", false)
+		}},
 		{"tampered expiry", 403, func() int { return put(tamper("expires", "9999999999"), n, body, false) }},
 		{"tampered signature", 403, func() int { return put(tamper("sig", strings.Repeat("0", 64)), n, body, false) }},
 		{"tampered path", 403, func() int { return put(strings.Replace(target, res.Job.ID, "job_other", 1), n, body, false) }},
