@@ -162,3 +162,6 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// Pid is the server's process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
