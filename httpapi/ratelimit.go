@@ -17,12 +17,36 @@ type slidingLimiter struct {
 	logs map[string]*eventLog
 }
 
-// eventLog is a ring of accepted event times, oldest at head.
+// eventLog is a ring of accepted event times (unix nanoseconds), oldest at head. It grows with
+// use up to the limit, so a key that made three requests costs three slots, not limit.
 type eventLog struct {
-	times []time.Time
+	times []int64
 	head  int
 	n     int
 }
+
+// push appends t; the caller has checked there is room (n < limit).
+func (e *eventLog) push(t int64, limit int) {
+	if len(e.times) < limit && e.head == 0 && e.n == len(e.times) {
+		e.times = append(e.times, t)
+		e.n++
+		return
+	}
+	if e.n == len(e.times) { // full ring below the limit: unroll and grow
+		grown := make([]int64, 0, min(limit, 2*len(e.times)+1))
+		for i := 0; i < e.n; i++ {
+			grown = append(grown, e.times[(e.head+i)%len(e.times)])
+		}
+		e.times, e.head = append(grown, t), 0
+		e.n++
+		return
+	}
+	e.times[(e.head+e.n)%len(e.times)] = t
+	e.n++
+}
+
+// at returns the i-th oldest event.
+func (e *eventLog) at(i int) int64 { return e.times[(e.head+i)%len(e.times)] }
 
 // rateDecision tells a caller whether it may proceed and what to put in the RateLimit headers.
 type rateDecision struct {
@@ -57,25 +81,27 @@ func (l *slidingLimiter) take(key string, now time.Time, record bool) rateDecisi
 		if len(l.logs) >= l.maxKeys {
 			l.pruneLocked(now)
 		}
-		log = &eventLog{times: make([]time.Time, l.limit)}
+		log = &eventLog{}
 		l.logs[key] = log
 	}
-	cutoff := now.Add(-l.window)
-	for log.n > 0 && !log.times[log.head].After(cutoff) {
-		log.head = (log.head + 1) % l.limit
+	cutoff := now.Add(-l.window).UnixNano()
+	for log.n > 0 && log.at(0) <= cutoff {
+		log.head = (log.head + 1) % len(log.times)
 		log.n--
+	}
+	if log.n == 0 {
+		log.head = 0
 	}
 	d := rateDecision{Limit: l.limit}
 	if log.n < l.limit {
 		d.Allowed = true
 		if record {
-			log.times[(log.head+log.n)%l.limit] = now
-			log.n++
+			log.push(now.UnixNano(), l.limit)
 		}
 	}
 	d.Remaining = l.limit - log.n
 	if log.n > 0 {
-		d.Reset = log.times[log.head].Add(l.window).Sub(now)
+		d.Reset = time.Duration(log.at(0) + int64(l.window) - now.UnixNano())
 	}
 	return d
 }
@@ -89,9 +115,9 @@ func (l *slidingLimiter) Prune(now time.Time) {
 }
 
 func (l *slidingLimiter) pruneLocked(now time.Time) {
-	cutoff := now.Add(-l.window)
+	cutoff := now.Add(-l.window).UnixNano()
 	for key, log := range l.logs {
-		if log.n == 0 || !log.times[(log.head+log.n-1)%l.limit].After(cutoff) {
+		if log.n == 0 || log.at(log.n-1) <= cutoff {
 			delete(l.logs, key)
 		}
 	}

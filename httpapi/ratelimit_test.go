@@ -54,3 +54,29 @@ func TestSlidingLimiter_PruneBoundsMemory(t *testing.T) {
 		t.Fatalf("%d idle keys kept", l.Len())
 	}
 }
+
+func TestSlidingLimiter_MemoryFollowsUse(t *testing.T) {
+	l := newSlidingLimiter(1200, time.Minute, 1000)
+	now := time.Now()
+	for i := 0; i < 3; i++ {
+		l.Allow("light", now)
+	}
+	if got := cap(l.logs["light"].times); got > 8 {
+		t.Fatalf("a key with 3 requests holds %d slots", got)
+	}
+	// Wrap-around keeps order: fill, expire some, refill past the ring's end.
+	l2 := newSlidingLimiter(4, time.Minute, 10)
+	for i := 0; i < 4; i++ {
+		l2.Allow("k", now.Add(time.Duration(i)*time.Second))
+	}
+	later := now.Add(time.Minute + 1500*time.Millisecond) // the first two expired
+	if d := l2.Allow("k", later); !d.Allowed || d.Remaining != 1 {
+		t.Fatalf("after expiry: %+v", d)
+	}
+	if d := l2.Allow("k", later); !d.Allowed || d.Remaining != 0 {
+		t.Fatalf("fourth in window: %+v", d)
+	}
+	if d := l2.Allow("k", later); d.Allowed || d.Reset != 500*time.Millisecond {
+		t.Fatalf("over: %+v", d)
+	}
+}
