@@ -32,7 +32,7 @@ func main() {
 	duration := flag.Duration("duration", 60*time.Second, "how long to drive load")
 	accounts := flag.Int("accounts", 2000, "accounts (one key each)")
 	clients := flag.Int("clients", 64, "concurrent clients")
-	capped := flag.Float64("capped", 0.1, "share of accounts with a 5-cent cap (exercises limit_reached)")
+	capped := flag.Float64("capped", 0.1, "share of accounts with a 1-cent cap (exercises limit_reached)")
 	hammer := flag.Int("hammer", 2, "clients that hammer one key with creates (exercises rate_limited)")
 	workers := flag.Int("workers", 0, "server --workers (0: its default)")
 	flag.Parse()
@@ -112,7 +112,7 @@ func run(duration time.Duration, nAccounts, nClients int, capped float64, nHamme
 	for i := range keys {
 		capCents := int64(1_000_000)
 		if float64(i) < capped*float64(nAccounts) {
-			capCents = 5
+			capCents = 1
 		}
 		acct, err := admin.CreateAccount(ctx, fmt.Sprintf("load-%d", i), capCents)
 		if err != nil {
