@@ -170,6 +170,7 @@ func (s *Store) Keys(accountID string) ([]APIKey, error) {
 func (s *Store) RevokeKey(keyID string) (APIKey, error) {
 	var key APIKey
 	err := s.update(func(tx *bolt.Tx) error {
+		key = APIKey{} // a retried batch must not see the first run's changes
 		b := tx.Bucket(bucketKeys)
 		if err := getJSON(b, []byte(keyID), &key); err != nil {
 			return err
@@ -212,6 +213,7 @@ func (s *Store) EnsureDefaultAccount(spendCapCents int64) (Account, string, erro
 	var acct Account
 	var secret string
 	err := s.update(func(tx *bolt.Tx) error {
+		acct, secret = Account{}, ""
 		if k, _ := tx.Bucket(bucketAccounts).Cursor().First(); k != nil {
 			return nil
 		}

@@ -520,3 +520,52 @@ func TestStore_WaitChange(t *testing.T) {
 		t.Fatal("no signal after cancel")
 	}
 }
+
+// TestStore_GroupCommitConcurrentLifecycle runs whole job lifecycles from many goroutines so
+// writes share db.Batch commits (and may be retried), then checks the ledger at cleanup.
+func TestStore_GroupCommitConcurrentLifecycle(t *testing.T) {
+	s := mustOpen(t, newClock())
+	a := mustAccount(t, s, 1000)
+	_, secret, _ := s.CreateKey(a.ID)
+	keyIDs := make(chan string, 16)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, _, err := s.CreateKey(a.ID)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			keyIDs <- k.ID
+			for i := 0; i < 20; i++ {
+				j, _, err := s.CreateJob(CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 1}, noRender)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := s.StartJob(a.ID, j.ID, 1); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%3 == 0 {
+					s.CancelJob(a.ID, j.ID)
+				}
+				if c, ok, err := s.ClaimJob(); err == nil && ok {
+					s.FinishJob(c.ID, c.Attempt, Outcome{Output: &Output{Bytes: 1}})
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(keyIDs)
+	for id := range keyIDs {
+		if k, err := s.RevokeKey(id); err != nil || k.RevokedAt == nil {
+			t.Fatalf("revoke %s: %v", id, err)
+		}
+	}
+	if _, err := s.Authenticate(secret); err != nil {
+		t.Fatalf("the first key must still work: %v", err)
+	}
+}
