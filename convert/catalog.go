@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -207,9 +208,32 @@ func (a pathCost) less(b pathCost) bool {
 	return a.steps < b.steps
 }
 
+// MaxCategoryChanges bounds how often a chained conversion may cross from one category to
+// another (data -> document -> image would be two). Chains like markdown -> pdf -> png stay
+// possible; csv -> html -> pdf -> png, which nobody asks for and which would make every format
+// reach every other, do not.
+const MaxCategoryChanges = 1
+
+// state is a node of the search: a format and the category changes spent reaching it.
+type state struct {
+	id      string
+	changes int
+}
+
+// step follows one edge from s; ok is false when it would cross categories too often.
+// c.mu must be held.
+func (c *Catalog) step(s state, to string) (state, bool) {
+	n := s.changes
+	if c.formats[s.id].Category != c.formats[to].Category {
+		n++
+	}
+	return state{to, n}, n <= MaxCategoryChanges
+}
+
 // Path returns the cheapest chain of converters from one format to another: fewest lossy
-// steps, then fewest steps, ties broken by format id so the answer is stable. It returns an
-// error wrapping ErrUnsupported when from equals to, either is unknown, or to is unreachable.
+// steps, then fewest steps, ties broken by format id so the answer is stable, crossing
+// categories at most MaxCategoryChanges times. It returns an error wrapping ErrUnsupported when
+// from equals to, either is unknown, or to is unreachable.
 func (c *Catalog) Path(from, to string) ([]Step, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -227,45 +251,53 @@ func (c *Catalog) Path(from, to string) ([]Step, error) {
 	type node struct {
 		cost pathCost
 		prev Converter
+		from state
 		done bool
 	}
-	nodes := map[string]*node{from: {}}
+	start := state{id: from}
+	nodes := map[state]*node{start: {}}
+	var end state
 	for {
-		var curID string
+		var curS state
 		var cur *node
-		for id, n := range nodes {
+		for s, n := range nodes {
 			if n.done {
 				continue
 			}
-			if cur == nil || n.cost.less(cur.cost) || (n.cost == cur.cost && id < curID) {
-				curID, cur = id, n
+			if cur == nil || n.cost.less(cur.cost) || (n.cost == cur.cost && (s.id < curS.id || s.id == curS.id && s.changes < curS.changes)) {
+				curS, cur = s, n
 			}
 		}
 		if cur == nil {
 			return nil, fmt.Errorf("no converter chain from %s to %s: %w", from, to, ErrUnsupported)
 		}
 		cur.done = true
-		if curID == to {
+		if curS.id == to {
+			end = curS
 			break
 		}
-		for _, cv := range c.out[curID] {
+		for _, cv := range c.out[curS.id] {
+			next, ok := c.step(curS, cv.To)
+			if !ok {
+				continue
+			}
 			nc := pathCost{lossy: cur.cost.lossy, steps: cur.cost.steps + 1}
 			if cv.Lossy {
 				nc.lossy++
 			}
-			n, seen := nodes[cv.To]
+			n, seen := nodes[next]
 			if !seen {
-				nodes[cv.To] = &node{cost: nc, prev: cv}
+				nodes[next] = &node{cost: nc, prev: cv, from: curS}
 			} else if !n.done && nc.less(n.cost) {
-				n.cost, n.prev = nc, cv
+				n.cost, n.prev, n.from = nc, cv, curS
 			}
 		}
 	}
 	var steps []Step
-	for id := to; id != from; {
-		cv := nodes[id].prev
-		steps = append(steps, Step{From: cv.From, To: cv.To, Lossy: cv.Lossy})
-		id = cv.From
+	for s := end; s != start; {
+		n := nodes[s]
+		steps = append(steps, Step{From: n.prev.From, To: n.prev.To, Lossy: n.prev.Lossy})
+		s = n.from
 	}
 	slices.Reverse(steps)
 	return steps, nil
@@ -297,27 +329,31 @@ func (c *Catalog) Sources(id string) []string {
 	return c.reach(id, func(n string) []string { return in[n] })
 }
 
-// reach walks the graph from start and returns every other node it finds, sorted; c.mu must be held.
+// reach walks the graph from start under the category rule (which counts the same in either
+// direction) and returns every other format it finds, sorted; c.mu must be held.
 func (c *Catalog) reach(start string, next func(string) []string) []string {
 	if _, ok := c.formats[start]; !ok {
 		return []string{}
 	}
-	seen := map[string]bool{start: true}
-	queue := []string{start}
-	found := []string{}
+	seen := map[state]bool{{id: start}: true}
+	queue := []state{{id: start}}
+	found := map[string]bool{}
 	for len(queue) > 0 {
-		n := queue[0]
+		s := queue[0]
 		queue = queue[1:]
-		for _, m := range next(n) {
-			if !seen[m] {
-				seen[m] = true
-				found = append(found, m)
-				queue = append(queue, m)
+		for _, m := range next(s.id) {
+			ns, ok := c.step(s, m)
+			if !ok || seen[ns] {
+				continue
 			}
+			seen[ns] = true
+			if m != start {
+				found[m] = true
+			}
+			queue = append(queue, ns)
 		}
 	}
-	slices.Sort(found)
-	return found
+	return slices.Sorted(maps.Keys(found))
 }
 
 // converter returns the registered converter for one step.

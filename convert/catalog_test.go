@@ -364,3 +364,28 @@ func TestCatalog_BuiltinGraph(t *testing.T) {
 		t.Error("jpeg to png marked lossy")
 	}
 }
+
+func TestCatalog_CategoryChangesBounded(t *testing.T) {
+	c := NewEmptyCatalog(Limits{})
+	for _, f := range []Format{
+		{ID: "d1", Category: CategoryData}, {ID: "doc", Category: CategoryDocument},
+		{ID: "doc2", Category: CategoryDocument}, {ID: "img", Category: CategoryImage},
+	} {
+		c.AddFormat(f)
+	}
+	c.AddConverter(Converter{From: "d1", To: "doc", Run: appendRun("x")})
+	c.AddConverter(Converter{From: "doc", To: "doc2", Run: appendRun("y")})
+	c.AddConverter(Converter{From: "doc2", To: "img", Run: appendRun("z")})
+	if _, err := c.Path("doc", "img"); err != nil {
+		t.Fatalf("one category change must be allowed: %v", err)
+	}
+	if _, err := c.Path("d1", "img"); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("data -> document -> image crosses twice: %v", err)
+	}
+	if got := c.Targets("d1"); !slices.Equal(got, []string{"doc", "doc2"}) {
+		t.Fatalf("targets %v", got)
+	}
+	if got := c.Sources("img"); !slices.Equal(got, []string{"doc", "doc2"}) {
+		t.Fatalf("sources %v", got)
+	}
+}
