@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -44,8 +46,79 @@ func newAdminCommand() *cobra.Command {
 	pf.StringVar(&o.adminToken, "admin-token", "", "admin token (default: read DATA/admin.token)")
 	pf.StringVar(&o.dataDir, "data", "./convsvc-data", "data dir of a local server, to read its admin.token")
 	withEnvHelp(pf)
-	cmd.AddCommand(newAdminAccountsCommand(o), newAdminKeysCommand(o))
+	cmd.AddCommand(newAdminAccountsCommand(o), newAdminKeysCommand(o), newAdminBackupCommand(o))
 	return cmd
+}
+
+func newAdminBackupCommand(o *adminOptions) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "backup [-o FILE]",
+		Short: "Save a consistent copy of the server's database",
+		Long: "Save a consistent copy of the server's database (accounts, hashed keys, jobs, ledger,\n" +
+			"queue), taken in one read transaction while the server keeps working. The file is\n" +
+			"written atomically: FILE appears complete or not at all. Restore: stop the server,\n" +
+			"copy the file to DATA/convsvc.db, start it (docs/operations.md).",
+		Example: "  convsvc admin backup -o /backups/convsvc-$(date -u +%Y%m%d-%H%M%S).db\n  convsvc admin backup -o - | gzip > convsvc.db.gz",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if output == "-" {
+				_, err := c.Backup(cmd.Context(), cmd.OutOrStdout())
+				return err
+			}
+			if output == "" {
+				output = "convsvc-" + time.Now().UTC().Format("20060102-150405") + ".db"
+			}
+			n, err := writeAtomically(output, func(w io.Writer) (int64, error) { return c.Backup(cmd.Context(), w) })
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", output, n)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "file to write, - for stdout (default convsvc-YYYYMMDD-HHMMSS.db)")
+	return cmd
+}
+
+// writeAtomically writes path through a temporary file in the same directory: synced, renamed
+// into place and the directory synced, or removed on any error.
+func writeAtomically(path string, write func(io.Writer) (int64, error)) (int64, error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return 0, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	n, err := write(tmp)
+	if err != nil {
+		return n, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return n, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return n, fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return n, fmt.Errorf("write %s: %w", path, err)
+	}
+	committed = true
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return n, nil
 }
 
 func printJSON(cmd *cobra.Command, v any) error {

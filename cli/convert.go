@@ -54,7 +54,7 @@ func newConvertCommand() *cobra.Command {
 	f.StringVarP(&o.output, "output", "o", "", "output file (one input only; default: INPUT's name with the target's extension, in the current directory)")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for outputs (default: current directory)")
 	f.StringVar(&o.server, "server", "", "API base URL of a running convsvc (default: an embedded one) [$CONVSVC_URL]")
-	f.StringVar(&o.key, "key", "", "API key for --server [$CONVSVC_KEY, $CONVSVC_API_KEY]")
+	f.StringVar(&o.key, "key", "", "API key for --server [$CONVSVC_KEY, $CONVSVC_KEY_FILE, $CONVSVC_API_KEY]")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
@@ -94,29 +94,38 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) error {
 		return fmt.Errorf("unknown target format %q; run convsvc formats", o.to)
 	}
 
+	// On a terminal, one line shows transfers and job states; otherwise stdout carries exactly
+	// one summary line (or JSON Job) per converted file.
+	prog := newProgress(cmd.OutOrStdout())
+	defer prog.close()
 	var mu sync.Mutex
 	var errs []error
 	sem := make(chan struct{}, max(1, o.parallel))
 	var wg sync.WaitGroup
-	for _, in := range inputs {
+	files := make([]*fileProgress, len(inputs))
+	for i, in := range inputs {
+		files[i] = prog.add(in)
+	}
+	for i, in := range inputs {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			job, out, err := o.convertOne(ctx, c, formats, target, in)
-			mu.Lock()
-			defer mu.Unlock()
+			job, out, err := o.convertOne(ctx, c, formats, target, in, prog, files[i])
 			if err != nil {
+				prog.finish(files[i], "")
+				mu.Lock()
 				errs = append(errs, fmt.Errorf("%s: %s", in, describe(err)))
+				mu.Unlock()
 				return
 			}
+			line := fmt.Sprintf("%s -> %s (%d bytes, %s)", in, out, job.Output.Bytes, job.ID)
 			if o.jsonOut {
 				b, _ := json.Marshal(job)
-				fmt.Fprintln(cmd.OutOrStdout(), string(b))
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s -> %s (%d bytes, %s)\n", in, out, job.Output.Bytes, job.ID)
+				line = string(b)
 			}
+			prog.finish(files[i], line)
 		}()
 	}
 	wg.Wait()
@@ -155,7 +164,7 @@ func (o *convertOptions) startEmbedded(logTo io.Writer) (func(), error) {
 }
 
 // convertOne runs reserve, upload, start, wait and download for one file.
-func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, formats []client.Format, target client.Format, in string) (client.Job, string, error) {
+func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, formats []client.Format, target client.Format, in string, prog *progress, fp *fileProgress) (client.Job, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	f, err := os.Open(in)
@@ -184,24 +193,31 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, forma
 		base := strings.TrimSuffix(filepath.Base(in), filepath.Ext(in)) + "." + firstExtension(target)
 		out = filepath.Join(o.outputDir, base)
 	}
+	prog.state(fp, "reserving")
 	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: from, TargetFormat: target.ID, InputBytes: st.Size()}, randomToken())
 	if err != nil {
 		return client.Job{}, "", err
 	}
-	if err := c.Upload(ctx, res.UploadURL, f, st.Size()); err != nil {
+	prog.transfer(fp, "upload", 0, st.Size())
+	body := &client.ProgressReader{R: f, Total: st.Size(), Progress: func(done, total int64) { prog.transfer(fp, "upload", done, total) }}
+	if err := c.Upload(ctx, res.UploadURL, body, st.Size()); err != nil {
 		return client.Job{}, "", err
 	}
-	if _, err := c.StartJob(ctx, res.Job.ID); err != nil {
+	started, err := c.StartJob(ctx, res.Job.ID)
+	if err != nil {
 		return client.Job{}, "", err
 	}
-	job, err := c.WaitJob(ctx, res.Job.ID, nil)
+	prog.state(fp, started.Status)
+	job, err := c.WaitJob(ctx, res.Job.ID, func(j client.Job) { prog.state(fp, j.Status) })
 	if err != nil {
 		return job, "", err
 	}
 	if job.Status != "succeeded" || job.Output == nil {
 		return job, "", fmt.Errorf("job %s %s: %s: %s", job.ID, job.Status, deref(job.ErrorCode), deref(job.ErrorMessage))
 	}
-	if err := c.Download(ctx, *job.Output, out); err != nil {
+	prog.transfer(fp, "download", 0, job.Output.Bytes)
+	err = c.DownloadWithProgress(ctx, *job.Output, out, func(done, total int64) { prog.transfer(fp, "download", done, total) })
+	if err != nil {
 		return job, "", err
 	}
 	return job, out, nil

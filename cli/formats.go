@@ -1,52 +1,190 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/service"
 )
 
+// formatSource is where convsvc formats reads the catalog: this binary's, or a server's.
+type formatSource interface {
+	// list returns every format, without targets, sources or options.
+	list(ctx context.Context) ([]client.Format, error)
+	// detail returns one format with its targets, sources and options.
+	detail(ctx context.Context, id string) (client.Format, error)
+}
+
+// localFormats is this binary's catalog.
+type localFormats struct{ cat *convert.Catalog }
+
+func (l localFormats) list(context.Context) ([]client.Format, error) {
+	var out []client.Format
+	for _, f := range l.cat.Formats() {
+		out = append(out, client.Format{ID: f.ID, Name: f.Name, Category: f.Category, Extensions: f.Extensions, MIME: f.MIME})
+	}
+	return out, nil
+}
+
+func (l localFormats) detail(_ context.Context, id string) (client.Format, error) {
+	f, ok := l.cat.Format(id)
+	if !ok {
+		return client.Format{}, fmt.Errorf("unknown format %q; convsvc formats lists them", id)
+	}
+	return client.Format{ID: f.ID, Name: f.Name, Category: f.Category, Extensions: f.Extensions, MIME: f.MIME,
+		Targets: nonNil(l.cat.Targets(f.ID)), Sources: nonNil(l.cat.Sources(f.ID)), Options: nonNil(f.Options)}, nil
+}
+
+// remoteFormats asks a running server (GET /v1/formats and /v1/formats/{id}).
+type remoteFormats struct{ c *client.Client }
+
+func (r remoteFormats) list(ctx context.Context) ([]client.Format, error) { return r.c.Formats(ctx) }
+
+func (r remoteFormats) detail(ctx context.Context, id string) (client.Format, error) {
+	f, err := r.c.Format(ctx, id)
+	if client.IsCode(err, "not_found") {
+		return f, fmt.Errorf("unknown format %q; convsvc formats --server %s lists them", id, r.c.BaseURL)
+	}
+	f.Targets, f.Sources, f.Options = nonNil(f.Targets), nonNil(f.Sources), nonNil(f.Options)
+	return f, err
+}
+
+// details fetches the detail of every id, eight at a time (a remote catalog is one request
+// per format).
+func details(ctx context.Context, src formatSource, ids []string) (map[string]client.Format, error) {
+	out := make(map[string]client.Format, len(ids))
+	var mu sync.Mutex
+	var firstErr error
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			f, err := src.detail(ctx, id)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			out[id] = f
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
 func newFormatsCommand() *cobra.Command {
 	var jsonOut bool
+	var server string
 	cmd := &cobra.Command{
 		Use:   "formats [ID]",
-		Short: "List the formats this build recognises, or what one format converts to",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "List the formats, or what one format converts to and the options each target takes",
+		Long: "List the formats with what each converts to, from this binary's catalog or, with\n" +
+			"--server (or CONVSVC_URL), from a running server's GET /v1/formats. With an ID (or an\n" +
+			"extension), show that format: its targets with the options each accepts, and its sources.",
+		Example: "  convsvc formats\n  convsvc formats png\n  CONVSVC_URL=http://127.0.0.1:8080 convsvc formats --json",
+		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cat := convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})
-			out := cmd.OutOrStdout()
+			if server == "" {
+				server = os.Getenv("CONVSVC_URL")
+			}
+			var src formatSource = localFormats{convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
+			if server != "" {
+				src = remoteFormats{&client.Client{BaseURL: server}}
+			}
 			if len(args) == 1 {
-				f, ok := cat.Format(args[0])
-				if !ok {
-					return fmt.Errorf("unknown format %q", args[0])
-				}
-				targets, sources := cat.Targets(f.ID), cat.Sources(f.ID)
-				if jsonOut {
-					return json.NewEncoder(out).Encode(map[string]any{"format": f, "targets": targets, "sources": sources})
-				}
-				fmt.Fprintf(out, "%s (%s, %s)\n  converts to:   %s\n  converts from: %s\n",
-					f.ID, f.Name, f.MIME, orNone(targets), orNone(sources))
-				return nil
+				return showFormat(cmd.Context(), cmd.OutOrStdout(), src, args[0], jsonOut)
 			}
-			if jsonOut {
-				return json.NewEncoder(out).Encode(cat.Formats())
-			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tCATEGORY\tNAME\tEXTENSIONS\tCONVERTS TO")
-			for _, f := range cat.Formats() {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.ID, f.Category, f.Name, strings.Join(f.Extensions, ","), orNone(cat.Targets(f.ID)))
-			}
-			return tw.Flush()
+			return listFormats(cmd.Context(), cmd.OutOrStdout(), src, jsonOut)
 		},
 	}
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (the API's shapes)")
+	cmd.Flags().StringVar(&server, "server", "", "API base URL of a running convsvc (default: this binary's catalog) [$CONVSVC_URL]")
 	return cmd
+}
+
+func listFormats(ctx context.Context, out io.Writer, src formatSource, jsonOut bool) error {
+	formats, err := src.list(ctx)
+	if err != nil {
+		return fmt.Errorf("list formats: %w", err)
+	}
+	if jsonOut {
+		return json.NewEncoder(out).Encode(formats)
+	}
+	ids := make([]string, len(formats))
+	for i, f := range formats {
+		ids[i] = f.ID
+	}
+	detail, err := details(ctx, src, ids)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tCATEGORY\tNAME\tEXTENSIONS\tCONVERTS TO")
+	for _, f := range formats {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.ID, f.Category, f.Name, strings.Join(f.Extensions, ","), orNone(detail[f.ID].Targets))
+	}
+	return tw.Flush()
+}
+
+// formatView is convsvc formats ID --json: GET /v1/formats/{id} plus each target's options.
+type formatView struct {
+	client.Format
+	TargetOptions map[string][]string `json:"target_options"`
+}
+
+func showFormat(ctx context.Context, out io.Writer, src formatSource, id string, jsonOut bool) error {
+	formats, err := src.list(ctx)
+	if err != nil {
+		return fmt.Errorf("list formats: %w", err)
+	}
+	if f, ok := findFormat(formats, id); ok {
+		id = f.ID // an extension names its format: jpg is jpeg
+	}
+	f, err := src.detail(ctx, id)
+	if err != nil {
+		return err
+	}
+	targets, err := details(ctx, src, f.Targets)
+	if err != nil {
+		return err
+	}
+	v := formatView{Format: f, TargetOptions: map[string][]string{}}
+	for _, t := range f.Targets {
+		v.TargetOptions[t] = nonNil(targets[t].Options)
+	}
+	if jsonOut {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	fmt.Fprintf(out, "%s: %s (%s, %s; extensions %s)\n", f.ID, f.Name, f.Category, f.MIME, strings.Join(f.Extensions, ", "))
+	fmt.Fprintf(out, "converts from: %s\n", orNone(f.Sources))
+	fmt.Fprintf(out, "options when converting to %s: %s\n", f.ID, orNone(f.Options))
+	if len(f.Targets) == 0 {
+		fmt.Fprintln(out, "converts to: -")
+		return nil
+	}
+	fmt.Fprintln(out, "converts to:")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TARGET\tOPTIONS")
+	for _, t := range f.Targets {
+		fmt.Fprintf(tw, "  %s\t%s\n", t, orNone(v.TargetOptions[t]))
+	}
+	return tw.Flush()
 }
 
 func orNone(ids []string) string {
@@ -54,4 +192,11 @@ func orNone(ids []string) string {
 		return "-"
 	}
 	return strings.Join(ids, ", ")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

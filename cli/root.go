@@ -37,7 +37,7 @@ func NewRootCommand() *cobra.Command {
 			return applyEnv(cmd)
 		},
 	}
-	root.AddCommand(newServeCommand(), newConvertCommand(), newFormatsCommand(), newAdminCommand(), newVersionCommand())
+	root.AddCommand(newServeCommand(), newConfigCommand(), newConvertCommand(), newFormatsCommand(), newAdminCommand(), newVersionCommand())
 	return root
 }
 
@@ -78,9 +78,13 @@ func applyEnv(cmd *cobra.Command) error {
 	return errors.Join(errs...)
 }
 
-// withEnvHelp appends each flag's environment twin to its usage text.
+// withEnvHelp appends each flag's environment twin (and a secret's _FILE twin) to its usage text.
 func withEnvHelp(fs *pflag.FlagSet) {
 	fs.VisitAll(func(f *pflag.Flag) {
+		if secretFlags[f.Name] {
+			f.Usage += " [$" + envName(f.Name) + ", $" + envName(f.Name) + "_FILE]"
+			return
+		}
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/convsvc/convsvc/service"
 )
@@ -31,12 +32,18 @@ func newServeCommand() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
-	f := cmd.Flags()
+	addServeFlags(cmd.Flags(), &o)
+	return cmd
+}
+
+// addServeFlags defines serve's flags; convsvc config defines the same to show their values.
+func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.DataDir, "data", "./convsvc-data", "data directory (database, files, secrets)")
 	f.StringVar(&o.cfg.Listen, "listen", "127.0.0.1:8080", "API listen address")
 	f.StringVar(&o.cfg.BlobListen, "blob-listen", "127.0.0.1:8081", "object storage listen address")
 	f.StringVar(&o.cfg.PublicURL, "public-url", "", "API base URL clients see (default http://LISTEN)")
 	f.StringVar(&o.cfg.BlobPublicURL, "blob-public-url", "", "object storage base URL in signed URLs (default http://BLOB-LISTEN)")
+	f.StringVar(&o.cfg.MetricsListen, "metrics-listen", "", "serve GET /metrics on this address instead of the API's")
 	f.IntVar(&o.cfg.Workers, "workers", 0, "conversion workers (default: number of CPUs)")
 	f.DurationVar(&o.cfg.Retention, "retention", service.DefaultRetention, "how long jobs and their files are kept")
 	f.IntVar(&o.cfg.MaxAttempts, "max-attempts", 3, "pickups before a job interrupted by crashes fails expired_or_exhausted")
@@ -48,7 +55,6 @@ func newServeCommand() *cobra.Command {
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)
-	return cmd
 }
 
 func newLogger(format, level string, w *os.File) (*slog.Logger, error) {

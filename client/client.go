@@ -1,5 +1,3 @@
-// Package client is a small Go client for the convsvc API: reserve a job, upload, start, wait
-// and download, plus the admin calls. Errors from the API come back as *APIError with its code.
 package client
 
 import (
@@ -11,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,22 +21,46 @@ import (
 
 // APIError is an error response of the API or of object storage.
 type APIError struct {
-	Status  int
-	Code    string
+	// Status is the HTTP status.
+	Status int
+	// Code is the stable error code (rate_limited, not_found, ...), or "http_NNN" for a body
+	// that is not the API's error shape (a proxy's page, say).
+	Code string
+	// Message is for humans; its wording is not part of the contract.
 	Message string
+	// RequestID is the server's Request-Id for the failed request: quote it when reporting.
+	RequestID string
+	// RetryAfter is the server's Retry-After, or 0.
+	RetryAfter time.Duration
 }
 
+// Error formats the code, the message and the status.
 func (e *APIError) Error() string {
 	return fmt.Sprintf("%s: %s (HTTP %d)", e.Code, e.Message, e.Status)
 }
 
-// Client calls one convsvc server.
+// IsCode reports whether err is (or wraps) an *APIError with the given code, such as
+// "rate_limited", "limit_reached" or "not_found".
+func IsCode(err error, code string) bool {
+	var e *APIError
+	return errors.As(err, &e) && e.Code == code
+}
+
+// Client calls one convsvc server. The zero value of every field but BaseURL is usable; a
+// Client is safe for concurrent use once its fields are set.
 type Client struct {
 	BaseURL string       // e.g. http://127.0.0.1:8080
 	Key     string       // API key (cs_live_...) or admin token, sent as a bearer token
 	HTTP    *http.Client // default http.DefaultClient
-	// Retries is how often a 429 or 502 answer is retried, honouring Retry-After (default 4).
+	// Retries is how often a JSON call answered 429 or 502 is tried again: 0 means 4,
+	// negative means never. A 429 waits its Retry-After; a 502 (or a 429 without one) backs
+	// off exponentially from RetryBackoff, with jitter, up to MaxBackoff. Uploads and
+	// downloads are not retried (a stream cannot be replayed).
 	Retries int
+	// RetryBackoff is the first backoff (default 250ms); each retry doubles it.
+	RetryBackoff time.Duration
+	// MaxBackoff caps one backoff (default 10s); a longer Retry-After is still honoured.
+	MaxBackoff time.Duration
 }
 
 // Job is the API's Job object.
@@ -77,15 +100,19 @@ type Reservation struct {
 	UploadExpiresIn int    `json:"upload_expires_in"`
 }
 
-// Format is one entry of the format list; Targets and Sources are set by Format only.
+// Format is one entry of the format list; Targets, Sources and Options are set by Format only.
 type Format struct {
 	ID         string   `json:"id"`
 	Name       string   `json:"name"`
 	Category   string   `json:"category"`
 	Extensions []string `json:"extensions"`
 	MIME       string   `json:"mime"`
-	Targets    []string `json:"targets,omitempty"`
-	Sources    []string `json:"sources,omitempty"`
+	// Targets are the formats this one converts to, directly or by chaining converters.
+	Targets []string `json:"targets,omitempty"`
+	// Sources are the formats that convert to this one.
+	Sources []string `json:"sources,omitempty"`
+	// Options are the conversion options accepted when this format is the target.
+	Options []string `json:"options,omitempty"`
 }
 
 // CreateJobRequest reserves a conversion.
@@ -103,6 +130,8 @@ func (c *Client) httpClient() *http.Client {
 }
 
 // do sends a JSON request to the API, retrying 429 and 502 with backoff, and decodes the answer.
+// Retrying a create is safe: a 429 or a 502 from convsvc means nothing was reserved, and an
+// Idempotency-Key makes it safe behind a proxy too.
 func (c *Client) do(ctx context.Context, method, path string, header http.Header, in, out any) error {
 	var body []byte
 	if in != nil {
@@ -115,7 +144,6 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 	if retries == 0 {
 		retries = 4
 	}
-	backoff := 250 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(body))
 		if err != nil {
@@ -140,16 +168,38 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 			(apiErr.Status != http.StatusTooManyRequests && apiErr.Status != http.StatusBadGateway) {
 			return err
 		}
-		wait := backoff << attempt
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
-			wait = time.Duration(s) * time.Second
+		wait := c.backoff(attempt)
+		if apiErr.RetryAfter > 0 {
+			wait = apiErr.RetryAfter
 		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return err // the answer would come too late: say why now rather than time out
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(wait):
+			t.Stop()
+			return fmt.Errorf("%w (while waiting to retry after %w)", ctx.Err(), err)
+		case <-t.C:
 		}
 	}
+}
+
+// backoff is the wait before retry number attempt+1: RetryBackoff doubled per attempt, capped
+// at MaxBackoff, of which a random half is taken off so that many clients spread out.
+func (c *Client) backoff(attempt int) time.Duration {
+	base, ceiling := c.RetryBackoff, c.MaxBackoff
+	if base <= 0 {
+		base = 250 * time.Millisecond
+	}
+	if ceiling <= 0 {
+		ceiling = 10 * time.Second
+	}
+	d := ceiling
+	if attempt < 30 && base<<attempt < ceiling {
+		d = base << attempt
+	}
+	return d/2 + rand.N(d/2+1)
 }
 
 // decodeResponse decodes a 2xx body into out, or returns the error body as *APIError.
@@ -163,10 +213,14 @@ func decodeResponse(resp *http.Response, out any) error {
 		var e struct {
 			Error struct{ Code, Message string } `json:"error"`
 		}
+		apiErr := &APIError{Status: resp.StatusCode, RequestID: resp.Header.Get("Request-Id")}
 		if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
-			return &APIError{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(data))}
+			apiErr.Code, apiErr.Message = "http_"+strconv.Itoa(resp.StatusCode), strings.TrimSpace(string(data))
+		} else {
+			apiErr.Code, apiErr.Message = e.Error.Code, e.Error.Message
 		}
-		return &APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		apiErr.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		return apiErr
 	}
 	if out == nil {
 		return nil
@@ -175,6 +229,20 @@ func decodeResponse(resp *http.Response, out any) error {
 		return fmt.Errorf("decode response: %w", err)
 	}
 	return nil
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 // Formats lists every recognised format.
@@ -262,6 +330,12 @@ func (c *Client) Upload(ctx context.Context, uploadURL string, r io.Reader, size
 
 // Download writes a succeeded job's output to path atomically and checks its SHA-256.
 func (c *Client) Download(ctx context.Context, out Output, path string) error {
+	return c.DownloadWithProgress(ctx, out, path, nil)
+}
+
+// DownloadWithProgress is Download that calls progress (when not nil) as bytes arrive, with
+// the bytes so far and the output's size.
+func (c *Client) DownloadWithProgress(ctx context.Context, out Output, path string, progress func(done, total int64)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, out.URL, nil)
 	if err != nil {
 		return err
@@ -280,7 +354,11 @@ func (c *Client) Download(ctx context.Context, out Output, path string) error {
 	}
 	defer os.Remove(tmp.Name())
 	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), resp.Body)
+	var body io.Reader = resp.Body
+	if progress != nil {
+		body = &ProgressReader{R: resp.Body, Total: out.Bytes, Progress: progress}
+	}
+	n, err := io.Copy(io.MultiWriter(tmp, h), body)
 	if err == nil {
 		err = tmp.Chmod(0o644) // CreateTemp makes 0600; an output is an ordinary file
 	}
@@ -297,4 +375,50 @@ func (c *Client) Download(ctx context.Context, out Output, path string) error {
 		return fmt.Errorf("download: got %d bytes with sha256 %s, want %d bytes with %s", n, sum, out.Bytes, out.SHA256)
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// ProgressReader reports the bytes read through it; wrap an upload's file in one to follow
+// Upload.
+type ProgressReader struct {
+	R        io.Reader
+	Total    int64                   // size of the whole stream, passed on to Progress
+	Progress func(done, total int64) // called after every read that returned bytes
+	done     int64
+}
+
+// Read reads from R and reports the running total.
+func (p *ProgressReader) Read(b []byte) (int, error) {
+	n, err := p.R.Read(b)
+	if n > 0 {
+		p.done += int64(n)
+		p.Progress(p.done, p.Total)
+	}
+	return n, err
+}
+
+// Backup streams a consistent copy of the server's database to w (admin token required) and
+// returns its size; the copy is complete when err is nil. convsvc admin backup writes it to a
+// file atomically.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+"/v1/admin/backup", nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, decodeResponse(resp, nil)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("backup: %w", err)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return n, fmt.Errorf("backup: got %d of %d bytes", n, resp.ContentLength)
+	}
+	return n, nil
 }

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -175,4 +177,33 @@ func notFound(err error, message string) error {
 		return &Error{Code: CodeNotFound, Message: message, Err: err}
 	}
 	return err
+}
+
+// handleBackup streams a consistent copy of the database: one read transaction, so jobs and
+// the ledger in the copy agree however busy the service is. Restore by stopping the service
+// and putting the file at DATA/convsvc.db (docs/operations.md).
+func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	started := false
+	name := "convsvc-" + s.now().UTC().Format("20060102-150405") + ".db"
+	n, err := s.cfg.Store.Backup(w, func(size int64) {
+		started = true
+		h := w.Header()
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
+		h.Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+	})
+	if err == nil {
+		s.log.InfoContext(r.Context(), "database backup sent", "request_id", requestID(r), "bytes", n)
+		return
+	}
+	if !started {
+		s.writeError(w, r, err)
+		return
+	}
+	// The status is sent: cut the connection so the client sees a short body, never a
+	// complete-looking broken copy.
+	s.log.ErrorContext(r.Context(), "database backup broke off", "request_id", requestID(r), "bytes", n, "error", err)
+	panic(http.ErrAbortHandler)
 }

@@ -241,7 +241,7 @@ func TestAPI_BadKeysAreThrottledPerAddressWithoutSpendingARealKey(t *testing.T) 
 	must(t, e.Do("GET", "/v1/jobs", e.Key, nil), 429, "rate_limited")
 	// From another address the key works with its whole budget.
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
-	e.HTTP = e.Validator.Client(&http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}})
+	e.HTTP = e.ValidatingClient(&http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}})
 	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10})
 	must(t, r, 200, "")
 	if r.Header.Get("RateLimit-Remaining") != "119" {

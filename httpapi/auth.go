@@ -64,6 +64,11 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 		d := limiter.Allow(key.ID, now)
 		setRateHeaders(w, d)
 		if !d.Allowed {
+			budget := budgetRead
+			if write {
+				budget = budgetWrite
+			}
+			s.cfg.Metrics.rateLimitedInc(budget)
 			w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(d.Reset)))
 			s.writeError(w, r, errorf(CodeRateLimited, "more than "+strconv.Itoa(d.Limit)+" requests in one minute for this key; retry after the Retry-After seconds"))
 			return
@@ -73,6 +78,7 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 }
 
 func (s *Server) refuseAnon(w http.ResponseWriter, r *http.Request) {
+	s.cfg.Metrics.rateLimitedInc(budgetAddress)
 	d := s.anon.Peek(clientAddr(r), s.now())
 	w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(d.Reset)))
 	s.writeError(w, r, errorf(CodeRateLimited, "too many requests without a valid API key from this address; retry later"))

@@ -40,6 +40,7 @@ type Error struct {
 	Err    error
 }
 
+// Error formats the code, the message and the internal cause.
 func (e *Error) Error() string {
 	if e.Err != nil {
 		return e.Code + ": " + e.Message + ": " + e.Err.Error()
@@ -47,6 +48,7 @@ func (e *Error) Error() string {
 	return e.Code + ": " + e.Message
 }
 
+// Unwrap returns the internal cause.
 func (e *Error) Unwrap() error { return e.Err }
 
 // errorf builds an Error with the code's usual status.

@@ -194,7 +194,8 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		IdempotencyKey: idemKey,
 		RequestHash:    hex.EncodeToString(hash[:]),
 	}
-	_, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
+	began := s.now()
+	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
 		body, err := marshalJSON(reservationView{
 			Job:             s.viewJob(j),
 			UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL)),
@@ -206,7 +207,23 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, err)
 		return
 	}
+	if job.ID != "" && !job.CreatedAt.Before(began.Truncate(time.Microsecond)) {
+		s.logTransition(r, job)
+	}
 	writeRaw(w, resp.Status, resp.Body)
+}
+
+// logTransition logs a job's move to its current status, caused by request r.
+func (s *Server) logTransition(r *http.Request, job store.Job, attrs ...any) {
+	attrs = append([]any{"request_id", requestID(r), "job_id", job.ID, "attempt", job.Attempt,
+		"status", job.Status, "account_id", job.AccountID}, attrs...)
+	s.log.InfoContext(r.Context(), "job transition", attrs...)
+}
+
+// movedSince reports whether t (a transition's time) is at or after began, i.e. whether this
+// request made the transition rather than finding it done.
+func movedSince(t *time.Time, began time.Time) bool {
+	return t != nil && !t.Before(began.Truncate(time.Microsecond))
 }
 
 func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
@@ -300,22 +317,33 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 		s.writeError(w, r, apiErr)
 		return
 	}
+	began := s.now()
 	job, err = s.cfg.Store.StartJob(key.AccountID, id, size)
+	if errors.Is(err, store.ErrSizeMismatch) && movedSince(job.FinishedAt, began) {
+		s.logTransition(r, job, "reason", CodeSizeMismatch)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	if job.Status == store.StatusQueued {
+		if movedSince(job.StartedAt, began) {
+			s.logTransition(r, job)
+		}
 		s.cfg.Workers.Notify()
 	}
 	writeJSON(w, http.StatusOK, s.viewJob(job))
 }
 
 func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
+	began := s.now()
 	job, err := s.cfg.Store.CancelJob(key.AccountID, ps.ByName("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if movedSince(job.FinishedAt, began) {
+		s.logTransition(r, job, "reason", "cancel_request")
 	}
 	s.cfg.Workers.Cancel(job.ID)
 	writeJSON(w, http.StatusOK, s.viewJob(job))

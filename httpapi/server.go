@@ -3,7 +3,6 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +37,8 @@ type Store interface {
 	CreateKey(accountID string) (store.APIKey, string, error)
 	Keys(accountID string) ([]store.APIKey, error)
 	RevokeKey(keyID string) (store.APIKey, error)
+
+	Backup(w io.Writer, size func(int64)) (int64, error)
 }
 
 // Blobs is what the API needs from object storage (implemented by *blobstore.Store).
@@ -94,6 +94,11 @@ type Config struct {
 	WriteLimit, ReadLimit, AnonLimit int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// Metrics, when set, counts requests, latency and 429s.
+	Metrics *Metrics
+	// MetricsHandler, when set, serves GET /metrics (Prometheus text); nil leaves /metrics to
+	// another listener (--metrics-listen).
+	MetricsHandler http.Handler
 }
 
 // Server is the API's http.Handler.
@@ -148,65 +153,71 @@ func (s *Server) routes() {
 		s.writeError(w, req, errorf(CodeNotFound, "no such endpoint; see /v1/openapi.json"))
 	})
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		setRoute(req, s.allowedTemplate(req.URL.Path))
 		s.writeError(w, req, errorf(CodeMethodNotAllowed, "method "+req.Method+" is not allowed here"))
 	})
 	r.PanicHandler = func(w http.ResponseWriter, req *http.Request, v any) {
+		if v == http.ErrAbortHandler {
+			panic(v) // a deliberate abort: net/http cuts the connection quietly
+		}
 		s.log.ErrorContext(req.Context(), "panic", "request_id", requestID(req), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		s.writeError(w, req, errorf(CodeInternal, "internal error; the request id identifies it in the server log"))
 	}
+	// handle registers a route whose template names the request in logs and metrics.
+	handle := func(method, path string, h httprouter.Handle) {
+		r.Handle(method, path, func(w http.ResponseWriter, req *http.Request, ps httprouter.Params) {
+			setRoute(req, path)
+			h(w, req, ps)
+		})
+	}
 
-	r.GET("/healthz", s.handleHealth)
-	r.GET("/readyz", s.handleReady)
-	r.GET("/v1/openapi.json", s.handleOpenAPI)
-	r.GET("/v1/formats", s.handleFormats)
-	r.GET("/v1/formats/:id", s.handleFormat)
+	handle("GET", "/healthz", s.handleHealth)
+	handle("GET", "/readyz", s.handleReady)
+	if s.cfg.MetricsHandler != nil {
+		handle("GET", "/metrics", func(w http.ResponseWriter, req *http.Request, _ httprouter.Params) {
+			s.cfg.MetricsHandler.ServeHTTP(w, req)
+		})
+	}
+	handle("GET", "/v1/openapi.json", s.handleOpenAPI)
+	handle("GET", "/v1/formats", s.handleFormats)
+	handle("GET", "/v1/formats/:id", s.handleFormat)
 
-	r.POST("/v1/jobs", s.withKey(true, s.handleCreateJob))
-	r.GET("/v1/jobs", s.withKey(false, s.handleListJobs))
-	r.GET("/v1/jobs/:id", s.withKey(false, s.handleGetJob))
-	r.POST("/v1/jobs/:id/start", s.withKey(true, s.handleStartJob))
-	r.POST("/v1/jobs/:id/cancel", s.withKey(true, s.handleCancelJob))
+	handle("POST", "/v1/jobs", s.withKey(true, s.handleCreateJob))
+	handle("GET", "/v1/jobs", s.withKey(false, s.handleListJobs))
+	handle("GET", "/v1/jobs/:id", s.withKey(false, s.handleGetJob))
+	handle("POST", "/v1/jobs/:id/start", s.withKey(true, s.handleStartJob))
+	handle("POST", "/v1/jobs/:id/cancel", s.withKey(true, s.handleCancelJob))
 
-	r.POST("/v1/admin/accounts", s.withAdmin(s.handleCreateAccount))
-	r.GET("/v1/admin/accounts", s.withAdmin(s.handleListAccounts))
-	r.GET("/v1/admin/accounts/:id", s.withAdmin(s.handleGetAccount))
-	r.PATCH("/v1/admin/accounts/:id", s.withAdmin(s.handleUpdateAccount))
-	r.POST("/v1/admin/accounts/:id/keys", s.withAdmin(s.handleCreateKey))
-	r.GET("/v1/admin/accounts/:id/keys", s.withAdmin(s.handleListKeys))
-	r.DELETE("/v1/admin/keys/:id", s.withAdmin(s.handleRevokeKey))
+	handle("POST", "/v1/admin/accounts", s.withAdmin(s.handleCreateAccount))
+	handle("GET", "/v1/admin/accounts", s.withAdmin(s.handleListAccounts))
+	handle("GET", "/v1/admin/accounts/:id", s.withAdmin(s.handleGetAccount))
+	handle("PATCH", "/v1/admin/accounts/:id", s.withAdmin(s.handleUpdateAccount))
+	handle("POST", "/v1/admin/accounts/:id/keys", s.withAdmin(s.handleCreateKey))
+	handle("GET", "/v1/admin/accounts/:id/keys", s.withAdmin(s.handleListKeys))
+	handle("DELETE", "/v1/admin/keys/:id", s.withAdmin(s.handleRevokeKey))
+	handle("GET", "/v1/admin/backup", s.withAdmin(s.handleBackup))
 	s.router = r
-	s.handler = RequestLog(r, s.log)
+	s.handler = Observed(r, Observe{Logger: s.log, Metrics: s.cfg.Metrics, Server: "api"})
 }
 
-// ServeHTTP serves the routes behind the request log.
+// allowedTemplate is the route template of a path that some other method serves, for the
+// label of a 405.
+func (s *Server) allowedTemplate(path string) string {
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"} {
+		if h, ps, _ := s.router.Lookup(m, path); h != nil {
+			kv := make([]paramKV, len(ps))
+			for i, p := range ps {
+				kv[i] = paramKV{p.Key, p.Value}
+			}
+			return templateOf(path, kv)
+		}
+	}
+	return RouteUnmatched
+}
+
+// ServeHTTP serves the routes behind the request log and metrics.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
-}
-
-// RequestLog gives every request a Request-Id (the caller's, if plain and short, else a new
-// one), echoes it in the response, and logs one line per request: id, method, route, status,
-// duration, bytes and, when authenticated, the account id. Never a key or a signature.
-func RequestLog(h http.Handler, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		id := r.Header.Get("Request-Id")
-		if !validRequestID(id) {
-			id = newRequestID()
-		}
-		info := &requestInfo{id: id}
-		r = r.WithContext(context.WithValue(r.Context(), requestInfoKey{}, info))
-		w.Header().Set("Request-Id", id)
-		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
-		h.ServeHTTP(rec, r)
-		attrs := []any{
-			"request_id", id, "method", r.Method, "route", routeOf(r), "status", rec.status,
-			"duration_ms", float64(time.Since(start).Microseconds()) / 1000, "bytes", rec.bytes,
-		}
-		if acct := info.accountID.Load(); acct != nil {
-			attrs = append(attrs, "account_id", *acct)
-		}
-		log.InfoContext(r.Context(), "request", attrs...)
-	})
 }
 
 // Prune drops rate-limiter state of idle keys; call it periodically.
@@ -222,6 +233,7 @@ type requestInfoKey struct{}
 // requestInfo carries per-request facts the access log wants (set by handlers).
 type requestInfo struct {
 	id        string
+	route     string // set by the router's handler, read after it returned
 	accountID atomic.Pointer[string]
 }
 
@@ -257,18 +269,6 @@ func validRequestID(id string) bool {
 	return true
 }
 
-// routeOf names the route without ids, so logs and metrics group requests.
-func routeOf(r *http.Request) string {
-	parts := strings.Split(r.URL.Path, "/")
-	for i, p := range parts {
-		if strings.HasPrefix(p, "job_") || strings.HasPrefix(p, "acct_") || strings.HasPrefix(p, "key_") ||
-			(i == 3 && len(parts) > 2 && parts[2] == "formats") {
-			parts[i] = ":id"
-		}
-	}
-	return strings.Join(parts, "/")
-}
-
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
@@ -276,6 +276,7 @@ type statusRecorder struct {
 	wrote  bool
 }
 
+// WriteHeader records the first status.
 func (r *statusRecorder) WriteHeader(status int) {
 	if !r.wrote {
 		r.status, r.wrote = status, true
@@ -283,6 +284,7 @@ func (r *statusRecorder) WriteHeader(status int) {
 	r.ResponseWriter.WriteHeader(status)
 }
 
+// Write counts the body bytes.
 func (r *statusRecorder) Write(b []byte) (int, error) {
 	r.wrote = true
 	n, err := r.ResponseWriter.Write(b)

@@ -7,25 +7,45 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync"
+	"time"
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/store"
 )
 
-// jobQueue lets the worker pool claim and finish jobs in the store.
+// jobQueue lets the worker pool claim and finish jobs in the store. It sees every outcome, so
+// it logs the workers' transitions and feeds the conversion metrics.
 type jobQueue struct {
-	store *store.Store
-	blobs *blobstore.Store
-	log   *slog.Logger
+	store   *store.Store
+	blobs   *blobstore.Store
+	log     *slog.Logger
+	metrics *metrics
+
+	mu     sync.Mutex
+	claims map[claimKey]time.Time // when each running attempt was claimed
 }
 
-func (q jobQueue) Claim(context.Context) (convert.Task, bool, error) {
+type claimKey struct {
+	jobID   string
+	attempt int
+}
+
+func newJobQueue(st *store.Store, blobs *blobstore.Store, log *slog.Logger, m *metrics) *jobQueue {
+	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, claims: map[claimKey]time.Time{}}
+}
+
+// Claim moves the oldest queued job to running and remembers when, for the duration metric.
+func (q *jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 	job, ok, err := q.store.ClaimJob()
 	if err != nil || !ok {
 		return convert.Task{}, false, err
 	}
-	q.log.Info("job running", "job_id", job.ID, "attempt", job.Attempt)
+	q.mu.Lock()
+	q.claims[claimKey{job.ID, job.Attempt}] = time.Now()
+	q.mu.Unlock()
+	logTransition(q.log, job)
 	task := convert.Task{JobID: job.ID, InputFormat: job.InputFormat, TargetFormat: job.TargetFormat, Attempt: job.Attempt}
 	if len(job.Options) > 0 {
 		if err := json.Unmarshal(job.Options, &task.Options); err != nil {
@@ -36,12 +56,14 @@ func (q jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 	return task, true, nil
 }
 
-func (q jobQueue) Finish(_ context.Context, o convert.Outcome) error {
+// Finish records a worker's outcome in the store, logs the transition and counts the conversion.
+func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 	outcome := store.Outcome{ErrorCode: o.Code, ErrorMessage: o.Message}
 	if o.Code == "" && o.Output != nil {
 		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256}
 	}
 	job, err := q.store.FinishJob(o.Task.JobID, o.Task.Attempt, outcome)
+	q.observe(o, err)
 	if err != nil {
 		if o.Output != nil && (errors.Is(err, store.ErrInvalidState) || errors.Is(err, store.ErrNotFound)) {
 			// Cancelled or expired meanwhile: the result has no job to belong to.
@@ -51,18 +73,59 @@ func (q jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 		}
 		return err
 	}
-	q.log.Info("job "+job.Status, "job_id", job.ID, "attempt", job.Attempt, "error_code", job.ErrorCode)
+	if job.ErrorCode != "" {
+		logTransition(q.log, job, "error_code", job.ErrorCode)
+	} else {
+		logTransition(q.log, job)
+	}
 	return nil
+}
+
+// observe counts a conversion's outcome and its time since the claim.
+func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
+	key := claimKey{o.Task.JobID, o.Task.Attempt}
+	q.mu.Lock()
+	claimed, ok := q.claims[key]
+	delete(q.claims, key)
+	q.mu.Unlock()
+	if q.metrics == nil {
+		return
+	}
+	var d time.Duration
+	if ok {
+		d = time.Since(claimed)
+	}
+	outcome := outcomeSucceeded
+	switch {
+	case errors.Is(finishErr, store.ErrInvalidState):
+		outcome = outcomeCancelled
+	case errors.Is(finishErr, store.ErrNotFound):
+		outcome = outcomeExpired
+	case finishErr != nil:
+		outcome = outcomeError
+	case o.Code != "":
+		outcome = o.Code
+	}
+	q.metrics.conversion(o.Task.InputFormat, o.Task.TargetFormat, outcome, d)
+}
+
+// logTransition logs a job's move to its current status with its id and attempt.
+func logTransition(log *slog.Logger, job store.Job, attrs ...any) {
+	attrs = append([]any{"job_id", job.ID, "attempt", job.Attempt, "status", job.Status, "account_id", job.AccountID}, attrs...)
+	log.Info("job transition", attrs...)
 }
 
 // jobFiles lets the worker pool read inputs and write outputs in the blob store.
 type jobFiles struct{ blobs *blobstore.Store }
 
+// OpenInput opens a job's sealed input.
 func (f jobFiles) OpenInput(jobID string) (*os.File, error) { return f.blobs.OpenInput(jobID) }
 
+// WriteOutput stores a job's output atomically.
 func (f jobFiles) WriteOutput(jobID string, meta convert.OutputMeta, write func(io.Writer) error) (convert.Output, error) {
 	out, err := f.blobs.WriteOutput(jobID, blobstore.OutputMeta{ContentType: meta.ContentType, Filename: meta.Filename}, write)
 	return convert.Output{Bytes: out.Bytes, SHA256: out.SHA256}, err
 }
 
+// DeleteOutput removes a job's files.
 func (f jobFiles) DeleteOutput(jobID string) error { return f.blobs.Delete(jobID) }

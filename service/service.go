@@ -27,11 +27,13 @@ import (
 
 // Config is every setting of a running service; cli fills it from flags and environment.
 type Config struct {
-	DataDir              string
-	Listen               string // API address, e.g. 127.0.0.1:8080 (":0" picks a port)
-	BlobListen           string // object-storage address
-	PublicURL            string // API base URL clients see; default from the listener
-	BlobPublicURL        string // object-storage base URL clients see; default from the listener
+	DataDir       string
+	Listen        string // API address, e.g. 127.0.0.1:8080 (":0" picks a port)
+	BlobListen    string // object-storage address
+	PublicURL     string // API base URL clients see; default from the listener
+	BlobPublicURL string // object-storage base URL clients see; default from the listener
+	// MetricsListen, when set, serves GET /metrics on this address instead of the API's.
+	MetricsListen        string
 	Workers              int
 	Retention            time.Duration
 	MaxAttempts          int
@@ -105,10 +107,13 @@ type Main struct {
 	catalog  *convert.Catalog
 	pool     *convert.Pool
 	api      *httpapi.Server
+	metrics  *metrics
 	apiSrv   *http.Server
 	blobSrv  *http.Server
+	metSrv   *http.Server // nil unless MetricsListen is set
 	apiURL   string
 	blobURL  string
+	metURL   string
 	draining atomic.Bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -156,6 +161,12 @@ func (m *Main) open() error {
 	if len(requeued)+len(failed) > 0 {
 		m.log.Warn("recovered jobs left running by a crash", "requeued", len(requeued), "failed", len(failed))
 	}
+	for _, id := range requeued {
+		m.log.Info("job transition", "job_id", id, "status", store.StatusQueued, "reason", "requeued_after_crash")
+	}
+	for _, id := range failed {
+		m.log.Info("job transition", "job_id", id, "status", store.StatusFailed, "error_code", store.CodeExpiredOrExhausted, "reason", "max_attempts")
+	}
 
 	apiLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -181,24 +192,54 @@ func (m *Main) open() error {
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		return fmt.Errorf("create scratch dir: %w", err)
 	}
+	// The busy-workers gauge asks the pool, which exists before anything can scrape.
+	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() })
 	m.pool = convert.NewPool(convert.PoolConfig{
 		Workers:    cfg.Workers,
 		Timeout:    cfg.ConversionTimeout,
 		ScratchDir: scratch,
 		Logger:     m.log,
-	}, m.catalog, jobQueue{store: m.store, blobs: m.blobs, log: m.log}, jobFiles{blobs: m.blobs})
+	}, m.catalog, newJobQueue(m.store, m.blobs, m.log, m.metrics), jobFiles{blobs: m.blobs})
+
+	var metLn net.Listener
+	metricsHandler := m.metrics.handler(m.log)
+	if cfg.MetricsListen != "" {
+		if metLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+			apiLn.Close()
+			blobLn.Close()
+			return fmt.Errorf("listen on %s: %w (change it with --metrics-listen)", cfg.MetricsListen, err)
+		}
+		m.metURL = "http://" + metLn.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metricsHandler)
+		m.metSrv = newHTTPServer(httpapi.Observed(mux, httpapi.Observe{
+			Logger: m.log, Metrics: m.metrics.http, Server: "metrics",
+			Route: func(r *http.Request) string {
+				if r.URL.Path == "/metrics" {
+					return "/metrics"
+				}
+				return httpapi.RouteUnmatched
+			},
+		}), m.log)
+		metricsHandler = nil // not on the API listener too
+	}
 
 	m.api = httpapi.New(httpapi.Config{
-		Store:      m.store,
-		Blobs:      m.blobs,
-		Catalog:    m.catalog,
-		Workers:    m.pool,
-		Logger:     m.log,
-		AdminToken: cfg.AdminToken,
-		Ready:      m.notReadyReasons,
+		Store:          m.store,
+		Blobs:          m.blobs,
+		Catalog:        m.catalog,
+		Workers:        m.pool,
+		Logger:         m.log,
+		AdminToken:     cfg.AdminToken,
+		Ready:          m.notReadyReasons,
+		Metrics:        m.metrics.http,
+		MetricsHandler: metricsHandler,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
-	m.blobSrv = newHTTPServer(httpapi.RequestLog(m.blobs.Handler(), m.log), m.log)
+	blobHandler := countBytes(m.blobs.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
+		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
+	}), m.log)
 	// Object storage uploads up to 2 GB: no whole-request read timeout there, only idle ones.
 	m.blobSrv.ReadTimeout = 0
 	m.blobSrv.WriteTimeout = 0
@@ -206,9 +247,12 @@ func (m *Main) open() error {
 	m.pool.Start()
 	m.serve(m.apiSrv, apiLn)
 	m.serve(m.blobSrv, blobLn)
+	if m.metSrv != nil {
+		m.serve(m.metSrv, metLn)
+	}
 	m.wg.Add(1)
 	go m.sweepLoop()
-	m.log.Info("convsvc serving", "api", m.apiURL, "object_storage", m.blobURL, "data", cfg.DataDir, "workers", cfg.Workers)
+	m.log.Info("convsvc serving", "api", m.apiURL, "object_storage", m.blobURL, "metrics", m.MetricsURL(), "data", cfg.DataDir, "workers", cfg.Workers)
 	return nil
 }
 
@@ -239,6 +283,18 @@ func (m *Main) URL() string { return m.apiURL }
 
 // BlobURL is object storage's base URL.
 func (m *Main) BlobURL() string { return m.blobURL }
+
+// MetricsURL is where GET /metrics is served: on the API, or on --metrics-listen.
+func (m *Main) MetricsURL() string {
+	if m.metURL != "" {
+		return m.metURL + "/metrics"
+	}
+	return m.apiURL + "/metrics"
+}
+
+// Handler is the API's handler, request log and metrics included: tests can ask it while the
+// listener is closed (for instance /readyz during a drain).
+func (m *Main) Handler() http.Handler { return m.api }
 
 // AdminToken is the token that authorises /v1/admin/....
 func (m *Main) AdminToken() string { return m.cfg.AdminToken }
@@ -288,6 +344,7 @@ func (m *Main) Shutdown(ctx context.Context) error {
 			errs[i] = nil
 		}
 	}
+	// Close also stops the metrics listener: it stayed scrapeable until the end of the drain.
 	return errors.Join(errs[0], errs[1], errs[2], m.Close())
 }
 
@@ -311,6 +368,9 @@ func (m *Main) Close() error {
 		if m.apiSrv != nil {
 			m.apiSrv.Close()
 			m.blobSrv.Close()
+		}
+		if m.metSrv != nil {
+			m.metSrv.Close()
 		}
 		if m.pool != nil {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -350,6 +410,7 @@ func (m *Main) Sweep() {
 			return
 		}
 		for _, id := range ids {
+			m.log.Info("job transition", "job_id", id, "status", "expired", "reason", "retention")
 			m.pool.Cancel(id)
 			if err := m.blobs.Delete(id); err != nil {
 				m.log.Warn("delete expired job files", "job_id", id, "error", err)

@@ -37,8 +37,14 @@ type Validator struct {
 	// generic errors use the storage error responses.
 	storagePaths map[string]bool
 
-	mu   sync.Mutex
-	seen map[string]int
+	// seen is shared by a validator and every validator For made from it.
+	seen *seenCounts
+}
+
+// seenCounts counts checked exchanges per "METHOD /path/template STATUS".
+type seenCounts struct {
+	mu sync.Mutex
+	n  map[string]int
 }
 
 // New loads and validates doc, failing t if the document itself is invalid.
@@ -51,6 +57,18 @@ func New(t testing.TB, doc []byte) *Validator {
 	}
 	v.t = t
 	return v
+}
+
+// Load loads and validates doc without a test to report to, for a validator shared by a whole
+// test binary; give each test its own view with For before calling Client.
+func Load(doc []byte) (*Validator, error) { return newValidator(doc) }
+
+// For returns a validator that reports mismatches to t and counts exchanges into v's Seen, so
+// Seen on v (or on any of its views) covers every test that used a view.
+func (v *Validator) For(t testing.TB) *Validator {
+	c := *v
+	c.t = t
+	return &c
 }
 
 func newValidator(data []byte) (*Validator, error) {
@@ -73,7 +91,7 @@ func newValidator(data []byte) (*Validator, error) {
 
 	// Test servers listen on random ports, so routes match on the path alone:
 	// drop every servers list before building the router.
-	v := &Validator{doc: doc, storagePaths: map[string]bool{}, seen: map[string]int{}}
+	v := &Validator{doc: doc, storagePaths: map[string]bool{}, seen: &seenCounts{n: map[string]int{}}}
 	doc.Servers = nil
 	for path, item := range doc.Paths.Map() {
 		if len(item.Servers) > 0 {
@@ -299,19 +317,19 @@ func withBody(req *http.Request, body []byte, skipped bool) *http.Request {
 }
 
 func (v *Validator) record(method, path string, status int) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.seen[fmt.Sprintf("%s %s %d", method, path, status)]++
+	v.seen.mu.Lock()
+	defer v.seen.mu.Unlock()
+	v.seen.n[fmt.Sprintf("%s %s %d", method, path, status)]++
 }
 
 // Seen returns how many exchanges were checked per "METHOD /path/template STATUS"
 // (the raw path for a path the document does not know), so a test can assert
 // which operations and statuses it covered.
 func (v *Validator) Seen() map[string]int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	out := make(map[string]int, len(v.seen))
-	for k, n := range v.seen {
+	v.seen.mu.Lock()
+	defer v.seen.mu.Unlock()
+	out := make(map[string]int, len(v.seen.n))
+	for k, n := range v.seen.n {
 		out[k] = n
 	}
 	return out
@@ -333,8 +351,12 @@ func (v *Validator) Operations() []string {
 }
 
 // Client returns a copy of base (http.DefaultClient when nil) whose transport
-// checks every exchange and reports a mismatch with t.Errorf.
+// checks every exchange and reports a mismatch with t.Errorf. A validator from
+// Load has no t: use For(t).Client.
 func (v *Validator) Client(base *http.Client) *http.Client {
+	if v.t == nil {
+		panic("openapitest: Client on a validator without a test; use For(t).Client")
+	}
 	if base == nil {
 		base = http.DefaultClient
 	}
@@ -353,6 +375,7 @@ type transport struct {
 	next http.RoundTripper
 }
 
+// RoundTrip sends req and checks the exchange.
 func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	reqBody, skipReqBody, sent, err := bufferRequest(req)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/httpapi/openapitest"
 	"github.com/convsvc/convsvc/service"
 )
@@ -49,8 +48,8 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 			e.AccountID, e.Key = acct, key
 		},
 	}
-	if os.Getenv("CONVSVC_TEST_LOG") != "" {
-		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if w := defaultLogWriter(); w != nil {
+		cfg.Logger = jsonLogger(w)
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -60,7 +59,11 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 		t.Fatal(err)
 	}
 	e.Main, e.Cfg, e.URL, e.AdminToken = m, cfg, m.URL(), m.AdminToken()
-	e.Validator = openapitest.New(t, httpapi.OpenAPIDocument)
+	v, err := SharedValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Validator = v.For(t)
 	e.HTTP = e.Validator.Client(&http.Client{Timeout: 90 * time.Second})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -82,6 +85,12 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 		}
 	})
 	return e
+}
+
+// ValidatingClient returns a copy of base whose exchanges are held against the OpenAPI
+// document and counted in SharedValidator's Seen, like e.HTTP's.
+func (e *Env) ValidatingClient(base *http.Client) *http.Client {
+	return e.Validator.Client(base)
 }
 
 // Response is a decoded HTTP answer.

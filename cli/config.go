@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// configEntry is one serve setting as convsvc config shows it.
+type configEntry struct {
+	Flag   string `json:"flag"`
+	Env    string `json:"env"`
+	Value  string `json:"value"`
+	Source string `json:"source"` // flag, env, env_file, data_dir or default
+}
+
+// masked stands in for a secret's value.
+const masked = "********"
+
+func newConfigCommand() *cobra.Command {
+	var o serveOptions
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "config [serve flags]",
+		Short: "Print the configuration serve would run with (flags, environment, defaults; secrets masked)",
+		Long: "Print the configuration `convsvc serve` would run with, given the same flags and\n" +
+			"environment: each setting's value and where it came from (flag, env, env_file,\n" +
+			"data_dir or default). Secrets are masked. It checks the values serve checks first\n" +
+			"(log format and level), so it also works as a dry run.",
+		Example: "  CONVSVC_LISTEN=0.0.0.0:8080 convsvc config\n  convsvc config --data /var/lib/convsvc --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := newLogger(o.logFormat, o.logLevel, os.Stderr); err != nil {
+				return err
+			}
+			entries := effectiveConfig(cmd.Flags(), &o)
+			out := cmd.OutOrStdout()
+			if jsonOut {
+				m := make(map[string]configEntry, len(entries))
+				for _, e := range entries {
+					m[e.Flag] = e
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(m)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "FLAG\tVALUE\tSOURCE\tENVIRONMENT")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "--%s\t%s\t%s\t%s\n", e.Flag, orDash(e.Value), e.Source, e.Env)
+			}
+			return tw.Flush()
+		},
+	}
+	addServeFlags(cmd.Flags(), &o)
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON: an object keyed by flag name")
+	return cmd
+}
+
+// effectiveConfig lists every serve flag with the value serve would use and its source.
+// Defaults serve derives at start (workers, public URLs) are shown resolved.
+func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
+	var entries []configEntry
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Name == "json" || f.Name == "help" {
+			return
+		}
+		e := configEntry{Flag: f.Name, Env: envName(f.Name), Value: f.Value.String(), Source: "default"}
+		_, fromEnv := os.LookupEnv(e.Env)
+		_, fromFile := os.LookupEnv(e.Env + "_FILE")
+		switch {
+		case f.Changed:
+			e.Source = "flag"
+		case fromEnv:
+			e.Source = "env"
+		case fromFile && secretFlags[f.Name]:
+			e.Source = "env_file"
+		}
+		if secretFlags[f.Name] {
+			e.Env += ", " + e.Env + "_FILE"
+		}
+		switch f.Name {
+		case "workers":
+			if o.cfg.Workers <= 0 {
+				e.Value = fmt.Sprint(runtime.GOMAXPROCS(0))
+			}
+		case "public-url":
+			if e.Value == "" {
+				e.Value = "http://" + o.cfg.Listen
+			}
+		case "blob-public-url":
+			if e.Value == "" {
+				e.Value = "http://" + o.cfg.BlobListen
+			}
+		case "admin-token":
+			switch {
+			case e.Value != "":
+				e.Value = masked
+			case fileExists(filepath.Join(o.cfg.DataDir, "admin.token")):
+				e.Value, e.Source = masked, "data_dir"
+			default:
+				e.Value = "(generated into " + filepath.Join(o.cfg.DataDir, "admin.token") + " on first start)"
+			}
+		}
+		entries = append(entries, e)
+	})
+	return entries
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

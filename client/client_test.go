@@ -1,0 +1,171 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// scripted answers each request with the next status of script (then 200 with a job), and
+// counts requests.
+func scripted(t *testing.T, script ...func(w http.ResponseWriter)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(n.Add(1)) - 1
+		if i < len(script) {
+			script[i](w)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"job_1","status":"queued"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func apiError(status int, code string, header ...string) func(w http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Request-Id", "req_test")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error":{"code":%q,"message":"m"}}`, code)
+	}
+}
+
+func TestClient_429HonoursRetryAfter(t *testing.T) {
+	srv, n := scripted(t, apiError(429, "rate_limited", "Retry-After", "1"))
+	c := &Client{BaseURL: srv.URL, Key: "k"}
+	start := time.Now()
+	job, err := c.StartJob(context.Background(), "job_1")
+	took := time.Since(start)
+	if err != nil || job.Status != "queued" {
+		t.Fatalf("%+v %v", job, err)
+	}
+	if n.Load() != 2 {
+		t.Fatalf("%d attempts, want 2", n.Load())
+	}
+	if took < time.Second || took > 3*time.Second {
+		t.Fatalf("retried after %v, want the 1 s Retry-After", took)
+	}
+}
+
+func TestClient_502BacksOffThenSucceeds(t *testing.T) {
+	srv, n := scripted(t, apiError(502, "storage_unavailable"), apiError(502, "storage_unavailable"))
+	c := &Client{BaseURL: srv.URL, Key: "k", RetryBackoff: 20 * time.Millisecond}
+	start := time.Now()
+	if _, err := c.StartJob(context.Background(), "job_1"); err != nil {
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	if n.Load() != 3 {
+		t.Fatalf("%d attempts, want 3", n.Load())
+	}
+	// Backoffs of [10,20] ms and [20,40] ms.
+	if took < 30*time.Millisecond || took > 2*time.Second {
+		t.Fatalf("took %v", took)
+	}
+}
+
+func TestClient_400IsNotRetried(t *testing.T) {
+	srv, n := scripted(t, apiError(400, "unsupported_format"))
+	c := &Client{BaseURL: srv.URL, Key: "k"}
+	_, err := c.CreateJob(context.Background(), CreateJobRequest{InputFormat: "png", TargetFormat: "rar", InputBytes: 1}, "")
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.RequestID != "req_test" || !IsCode(err, "unsupported_format") {
+		t.Fatalf("error %#v", err)
+	}
+	if IsCode(err, "rate_limited") || IsCode(errors.New("x"), "unsupported_format") {
+		t.Fatal("IsCode matches what it should not")
+	}
+	if n.Load() != 1 {
+		t.Fatalf("%d attempts, want 1", n.Load())
+	}
+}
+
+func TestClient_RetriesRunOut(t *testing.T) {
+	srv, n := scripted(t, apiError(502, "storage_unavailable"), apiError(502, "storage_unavailable"), apiError(502, "storage_unavailable"))
+	c := &Client{BaseURL: srv.URL, Retries: 2, RetryBackoff: time.Millisecond}
+	if _, err := c.StartJob(context.Background(), "job_1"); !IsCode(err, "storage_unavailable") {
+		t.Fatalf("error %v", err)
+	}
+	if n.Load() != 3 {
+		t.Fatalf("%d attempts, want 3", n.Load())
+	}
+	srv, n = scripted(t, apiError(429, "rate_limited"))
+	c = &Client{BaseURL: srv.URL, Retries: -1}
+	if _, err := c.StartJob(context.Background(), "job_1"); !IsCode(err, "rate_limited") || n.Load() != 1 {
+		t.Fatalf("Retries -1: %v after %d attempts", err, n.Load())
+	}
+}
+
+func TestClient_WaitsNoLongerThanTheContext(t *testing.T) {
+	srv, n := scripted(t, apiError(429, "rate_limited", "Retry-After", "30"))
+	c := &Client{BaseURL: srv.URL}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.StartJob(ctx, "job_1")
+	if !IsCode(err, "rate_limited") || time.Since(start) > 500*time.Millisecond || n.Load() != 1 {
+		t.Fatalf("a Retry-After past the deadline: %v after %v, %d attempts", err, time.Since(start), n.Load())
+	}
+	var apiErr *APIError
+	if errors.As(err, &apiErr); apiErr.RetryAfter != 30*time.Second {
+		t.Fatalf("RetryAfter %v", apiErr.RetryAfter)
+	}
+
+	// Cancelled while waiting: the context's error, saying what it waited for.
+	srv, _ = scripted(t, apiError(502, "storage_unavailable"))
+	c = &Client{BaseURL: srv.URL, RetryBackoff: 5 * time.Second}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = c.StartJob(ctx, "job_1")
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "storage_unavailable") {
+		t.Fatalf("cancelled wait: %v", err)
+	}
+}
+
+func TestClient_NonAPIErrorBody(t *testing.T) {
+	srv, _ := scripted(t, func(w http.ResponseWriter) { w.WriteHeader(404); io.WriteString(w, "<html>nope</html>") })
+	_, err := (&Client{BaseURL: srv.URL}).GetJob(context.Background(), "job_1", 0)
+	if !IsCode(err, "http_404") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	c := &Client{RetryBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
+	for attempt, want := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		want *= time.Millisecond
+		for i := 0; i < 50; i++ {
+			if d := c.backoff(attempt); d < want/2 || d > want {
+				t.Fatalf("backoff(%d) = %v, want within [%v, %v]", attempt, d, want/2, want)
+			}
+		}
+	}
+	if d := (&Client{}).backoff(100); d > 10*time.Second {
+		t.Fatalf("uncapped %v", d)
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"": 0, "3": 3 * time.Second, "-1": 0, "x": 0,
+		now.Add(5 * time.Second).Format(http.TimeFormat): 5 * time.Second,
+	} {
+		if got := retryAfter(v, now); got != want {
+			t.Errorf("retryAfter(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
