@@ -18,7 +18,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/convsvc/convsvc/cli.Version=${VERSION}" -o /out/convsvc . \
+RUN CGO_ENABLED=0 go build -tags nodynamic -trimpath -ldflags "-s -w -X github.com/convsvc/convsvc/cli.Version=${VERSION}" -o /out/convsvc . \
  && mkdir -p /out/data
 
 FROM gcr.io/distroless/static-debian12:nonroot

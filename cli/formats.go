@@ -87,7 +87,7 @@ func details(ctx context.Context, src formatSource, ids []string) (map[string]cl
 }
 
 func newFormatsCommand() *cobra.Command {
-	var jsonOut bool
+	var jsonOut, markdown bool
 	var server string
 	cmd := &cobra.Command{
 		Use:   "formats [ID]",
@@ -101,6 +101,9 @@ func newFormatsCommand() *cobra.Command {
 			if server == "" {
 				server = os.Getenv("CONVSVC_URL")
 			}
+			if markdown {
+				return writeFormatsMarkdown(cmd.OutOrStdout(), convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels}))
+			}
 			var src formatSource = localFormats{convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
 			if server != "" {
 				src = remoteFormats{&client.Client{BaseURL: server}}
@@ -112,6 +115,7 @@ func newFormatsCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (the API's shapes)")
+	cmd.Flags().BoolVar(&markdown, "markdown", false, "print docs/formats.md: every format, pair and option of this binary's catalog")
 	cmd.Flags().StringVar(&server, "server", "", "API base URL of a running convsvc (default: this binary's catalog) [$CONVSVC_URL]")
 	return cmd
 }

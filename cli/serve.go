@@ -52,6 +52,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.AdminToken, "admin-token", "", "admin API token (default: generated into DATA/admin.token)")
 	f.Int64Var(&o.cfg.DefaultSpendCapCents, "default-spend-cap-cents", service.DefaultSpendCapCents, "monthly spend cap of the default account")
 	f.Int64Var(&o.cfg.MaxPixels, "max-pixels", service.DefaultMaxPixels, "largest image accepted, in pixels (width x height)")
+	f.Var((*sizeFlag)(&o.cfg.MaxConversionMemory), "max-conversion-memory", "memory running conversions may hold together, e.g. 4GiB (default: half of the machine's memory); conversions beyond it wait")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)

@@ -15,8 +15,9 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
-// benchInputs encodes one 1000x1000 photo-like image in every readable format, the WebP one
-// with cwebp when it is installed.
+// benchInputs encodes one 1000x1000 photo-like image in every readable format (ICO at
+// 256x256, the most it holds): with this package's encoders, and JPEG XL with cjxl when it is
+// installed.
 func benchInputs(b *testing.B, dir string) map[string]string {
 	b.Helper()
 	src := testimg.Photo(1000, 1000)
@@ -38,44 +39,56 @@ func benchInputs(b *testing.B, dir string) map[string]string {
 		b.Fatal(err)
 	}
 	put("jpeg", bytes.Clone(buf.Bytes()))
-	for _, id := range []string{"gif", "bmp", "tiff"} {
+	for _, id := range []string{"gif", "bmp", "tiff", "webp", "avif", "qoi", "ppm", "ico"} {
 		buf.Reset()
-		if err := codecByID(id).encode(context.Background(), &buf, src, Options{}); err != nil {
+		img := image.Image(src)
+		if id == "ico" {
+			img = testimg.Photo(256, 256)
+		}
+		if err := codecByID(id).encode(context.Background(), &buf, img, Options{}); err != nil {
 			b.Fatal(err)
 		}
 		put(id, bytes.Clone(buf.Bytes()))
 	}
-	if _, err := exec.LookPath("cwebp"); err == nil {
-		out := filepath.Join(dir, "input.webp")
-		if err := exec.Command("cwebp", "-quiet", "-q", "85", paths["png"], "-o", out).Run(); err == nil {
-			paths["webp"] = out
+	if _, err := exec.LookPath("cjxl"); err == nil {
+		out := filepath.Join(dir, "input.jxl")
+		if err := exec.Command("cjxl", "--quiet", "-d", "1", paths["png"], out).Run(); err == nil {
+			paths["jxl"] = out
 		}
 	}
 	return paths
 }
 
-func codecByID(id string) *imageCodec {
-	for i := range imageCodecs {
-		if imageCodecs[i].id == id {
-			return &imageCodecs[i]
-		}
-	}
-	return nil
-}
+func codecByID(id string) *imageCodec { return imageCodecByID(id) }
 
-// BenchmarkConvert measures every image conversion on a 1000x1000 photo-like image.
+// BenchmarkConvert measures every image conversion on a 1000x1000 photo-like image (ICO
+// inputs 256x256; ICO outputs shrink to 256x256). Select pairs with -bench, e.g.
+// -bench 'Convert/(png-webp|png-avif|webp-png)$'.
 func BenchmarkConvert(b *testing.B) {
 	dir := b.TempDir()
 	inputs := benchInputs(b, dir)
 	c := NewCatalog(Limits{})
-	for _, from := range []string{"png", "jpeg", "gif", "bmp", "tiff", "webp"} {
+	lossless := true
+	for _, from := range []string{"png", "jpeg", "gif", "bmp", "tiff", "webp", "avif", "jxl", "qoi", "ppm", "ico"} {
 		path, ok := inputs[from]
 		if !ok {
-			b.Logf("no %s input (cwebp missing?)", from)
+			b.Logf("no %s input (cjxl missing?)", from)
 			continue
 		}
-		for _, to := range c.Targets(from) {
-			b.Run(from+"-"+to, func(b *testing.B) {
+		targets := c.Targets(from)
+		if from == "png" || from == "jpeg" {
+			targets = append(targets, "webp-lossless")
+		}
+		for _, to := range targets {
+			opts := Options{}
+			if to == "webp-lossless" {
+				to, opts.Lossless = "webp", &lossless
+			}
+			name := from + "-" + to
+			if opts.Lossless != nil {
+				name += "-lossless"
+			}
+			b.Run(name, func(b *testing.B) {
 				f, err := os.Open(path)
 				if err != nil {
 					b.Fatal(err)
@@ -86,7 +99,7 @@ func BenchmarkConvert(b *testing.B) {
 				out.w = io.Discard
 				for b.Loop() {
 					out.n = 0
-					if err := c.Convert(context.Background(), from, to, Options{}, f, &out, dir); err != nil {
+					if err := c.Convert(context.Background(), from, to, opts, f, &out, dir); err != nil {
 						b.Fatal(err)
 					}
 				}

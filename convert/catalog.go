@@ -65,14 +65,22 @@ func (f Format) clone() Format {
 
 // Limits bounds the resources a single conversion may use.
 type Limits struct {
-	// MaxPixels is the largest width*height accepted for an image; zero means DefaultMaxPixels.
+	// MaxPixels is the largest width*height accepted for an image (frames*width*height for
+	// animations); zero means DefaultMaxPixels.
 	MaxPixels int64
+	// MaxConversionMemory bounds, in bytes, the memory that the catalog's running conversions
+	// are estimated to need together; a conversion that would exceed it waits for others to
+	// finish, and one that alone exceeds it fails. Zero means DefaultConversionMemory().
+	MaxConversionMemory int64
 }
 
 // normalized returns l with defaults filled in.
 func (l Limits) normalized() Limits {
 	if l.MaxPixels <= 0 {
 		l.MaxPixels = DefaultMaxPixels
+	}
+	if l.MaxConversionMemory <= 0 {
+		l.MaxConversionMemory = defaultConversionMemory()
 	}
 	return l
 }
@@ -98,7 +106,8 @@ type Step struct {
 //
 // Registration (AddFormat, AddConverter) and lookups may be called concurrently.
 type Catalog struct {
-	lim Limits
+	lim    Limits
+	budget *memBudget // shared by the catalog's conversions, sized by lim.MaxConversionMemory
 
 	mu      sync.RWMutex
 	formats map[string]Format
@@ -107,8 +116,10 @@ type Catalog struct {
 
 // NewEmptyCatalog returns a catalog with no formats and no converters.
 func NewEmptyCatalog(lim Limits) *Catalog {
+	lim = lim.normalized()
 	return &Catalog{
-		lim:     lim.normalized(),
+		lim:     lim,
+		budget:  newMemBudget(lim.MaxConversionMemory),
 		formats: make(map[string]Format),
 		out:     make(map[string][]Converter),
 	}
@@ -214,20 +225,38 @@ func (a pathCost) less(b pathCost) bool {
 // reach every other, do not.
 const MaxCategoryChanges = 1
 
-// state is a node of the search: a format and the category changes spent reaching it.
+// state is a node of the search: a format, the category changes spent reaching it, and whether
+// the chain just left the image category (after which it must stop: an image rendered into a
+// PDF has no text, so png -> pdf -> txt or -> html would only pretend to convert).
 type state struct {
 	id      string
 	changes int
+	final   bool
 }
 
-// step follows one edge from s; ok is false when it would cross categories too often.
-// c.mu must be held.
+// step follows one edge from s; ok is false when the chain would cross categories too often or
+// go on after leaving the image category. c.mu must be held.
 func (c *Catalog) step(s state, to string) (state, bool) {
+	if s.final {
+		return state{}, false
+	}
+	from, dest := c.formats[s.id].Category, c.formats[to].Category
 	n := s.changes
-	if c.formats[s.id].Category != c.formats[to].Category {
+	if from != dest {
 		n++
 	}
-	return state{to, n}, n <= MaxCategoryChanges
+	return state{id: to, changes: n, final: from == CategoryImage && dest != CategoryImage}, n <= MaxCategoryChanges
+}
+
+// stateLess orders states for stable tie-breaking.
+func stateLess(a, b state) bool {
+	if a.id != b.id {
+		return a.id < b.id
+	}
+	if a.changes != b.changes {
+		return a.changes < b.changes
+	}
+	return !a.final && b.final
 }
 
 // Path returns the cheapest chain of converters from one format to another: fewest lossy
@@ -264,7 +293,7 @@ func (c *Catalog) Path(from, to string) ([]Step, error) {
 			if n.done {
 				continue
 			}
-			if cur == nil || n.cost.less(cur.cost) || (n.cost == cur.cost && (s.id < curS.id || s.id == curS.id && s.changes < curS.changes)) {
+			if cur == nil || n.cost.less(cur.cost) || (n.cost == cur.cost && stateLess(s, curS)) {
 				curS, cur = s, n
 			}
 		}
@@ -316,21 +345,32 @@ func (c *Catalog) Targets(id string) []string {
 	})
 }
 
-// Sources returns every format id from which id can be reached, sorted.
+// Sources returns every format id from which id can be reached, sorted. The chain rules are
+// not symmetric (an image may leave its category only at a chain's last step), so each
+// candidate is asked forwards; the graph is a few dozen formats.
 func (c *Catalog) Sources(id string) []string {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	in := make(map[string][]string)
-	for from, list := range c.out {
-		for _, cv := range list {
-			in[cv.To] = append(in[cv.To], from)
+	_, known := c.formats[id]
+	ids := slices.Collect(maps.Keys(c.formats))
+	c.mu.RUnlock()
+	found := []string{}
+	if !known {
+		return found
+	}
+	for _, from := range ids {
+		if from == id {
+			continue
+		}
+		if slices.Contains(c.Targets(from), id) {
+			found = append(found, from)
 		}
 	}
-	return c.reach(id, func(n string) []string { return in[n] })
+	slices.Sort(found)
+	return found
 }
 
-// reach walks the graph from start under the category rule (which counts the same in either
-// direction) and returns every other format it finds, sorted; c.mu must be held.
+// reach walks the graph forwards from start under the chain rules of step and returns every
+// other format it finds, sorted; c.mu must be held.
 func (c *Catalog) reach(start string, next func(string) []string) []string {
 	if _, ok := c.formats[start]; !ok {
 		return []string{}

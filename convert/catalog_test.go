@@ -330,32 +330,35 @@ func TestCatalog_Formats(t *testing.T) {
 
 func TestCatalog_BuiltinGraph(t *testing.T) {
 	c := NewCatalog(Limits{})
-	writable := []string{"bmp", "gif", "jpeg", "png", "tiff"}
+	// Raster images convert directly, one decode and one encode.
 	for _, from := range []string{"bmp", "gif", "jpeg", "png", "tiff", "webp"} {
-		want := slices.DeleteFunc(slices.Clone(writable), func(s string) bool { return s == from })
-		if got := c.Targets(from); !slices.Equal(got, want) {
-			t.Errorf("Targets(%q) = %v, want %v", from, got, want)
-		}
-		for _, to := range want {
-			steps, err := c.Path(from, to)
-			if err != nil || len(steps) != 1 {
+		for _, to := range []string{"bmp", "gif", "jpeg", "png", "tiff"} {
+			if from == to {
+				continue
+			}
+			if steps, err := c.Path(from, to); err != nil || len(steps) != 1 {
 				t.Errorf("Path(%q, %q) = %v, %v; want one step", from, to, steps, err)
 			}
 		}
 	}
-	if got := c.Sources("webp"); len(got) != 0 {
-		t.Errorf("Sources(webp) = %v, want none", got)
-	}
-	for _, id := range []string{"pdf", "markdown", "html", "txt", "json", "csv", "yaml", "wav", "flac", "mp3", "zip"} {
+	// Recognised-only formats reach nothing and nothing reaches them.
+	for _, id := range []string{"psd", "rar", "7z"} {
 		if _, ok := c.Format(id); !ok {
 			t.Errorf("format %q not registered", id)
 		}
 		if got := c.Targets(id); len(got) != 0 {
-			t.Errorf("Targets(%q) = %v, want none yet", id, got)
+			t.Errorf("Targets(%q) = %v, want none", id, got)
 		}
-		if _, err := c.Path(id, "png"); !errors.Is(err, ErrUnsupported) {
-			t.Errorf("Path(%q, png) err = %v, want ErrUnsupported", id, err)
+		if got := c.Sources(id); len(got) != 0 {
+			t.Errorf("Sources(%q) = %v, want none", id, got)
 		}
+	}
+	// One category change is fine (a document rendered to an image); two are not.
+	if _, err := c.Path("markdown", "png"); err != nil {
+		t.Errorf("markdown -> png: %v", err)
+	}
+	if _, err := c.Path("csv", "png"); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("csv -> png crosses data -> document -> image: %v", err)
 	}
 	if steps, _ := c.Path("png", "jpeg"); !steps[0].Lossy {
 		t.Error("png to jpeg not marked lossy")
@@ -387,5 +390,23 @@ func TestCatalog_CategoryChangesBounded(t *testing.T) {
 	}
 	if got := c.Sources("img"); !slices.Equal(got, []string{"doc", "doc2"}) {
 		t.Fatalf("sources %v", got)
+	}
+}
+
+func TestCatalog_ImagesStopAfterLeavingTheirCategory(t *testing.T) {
+	c := NewCatalog(Limits{})
+	if _, err := c.Path("png", "pdf"); err != nil {
+		t.Fatalf("png -> pdf: %v", err)
+	}
+	if _, err := c.Path("gif", "pdf"); err != nil {
+		t.Fatalf("gif -> png -> pdf stays in images until the last step: %v", err)
+	}
+	for _, to := range []string{"txt", "html", "markdown"} {
+		if _, err := c.Path("png", to); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("png -> pdf -> %s would pretend to convert: %v", to, err)
+		}
+	}
+	if _, err := c.Path("csv", "pdf"); err != nil {
+		t.Errorf("csv -> html -> pdf is a real table rendering: %v", err)
 	}
 }

@@ -9,10 +9,12 @@ const (
 	CategoryArchive  = "archive"
 )
 
-// Options accepted by raster targets: resizing everywhere, quality where the encoder is lossy.
+// Options accepted by raster targets: resizing everywhere, quality where the encoder is lossy,
+// lossless where the format has both modes.
 var (
 	rasterOptions      = []string{OptWidth, OptHeight, OptFit}
 	lossyRasterOptions = []string{OptQuality, OptWidth, OptHeight, OptFit}
+	webpOptions        = []string{OptQuality, OptLossless, OptWidth, OptHeight, OptFit}
 )
 
 // builtinFormats lists every format the service recognizes, convertible or not yet.
@@ -22,7 +24,15 @@ var builtinFormats = []Format{
 	{ID: "gif", Name: "GIF image", Category: CategoryImage, Extensions: []string{"gif"}, MIME: "image/gif", Options: rasterOptions},
 	{ID: "bmp", Name: "BMP image", Category: CategoryImage, Extensions: []string{"bmp"}, MIME: "image/bmp", Options: rasterOptions},
 	{ID: "tiff", Name: "TIFF image", Category: CategoryImage, Extensions: []string{"tif", "tiff"}, MIME: "image/tiff", Options: rasterOptions},
-	{ID: "webp", Name: "WebP image", Category: CategoryImage, Extensions: []string{"webp"}, MIME: "image/webp", Options: lossyRasterOptions},
+	{ID: "webp", Name: "WebP image", Category: CategoryImage, Extensions: []string{"webp"}, MIME: "image/webp", Options: webpOptions},
+	{ID: "avif", Name: "AVIF image", Category: CategoryImage, Extensions: []string{"avif"}, MIME: "image/avif", Options: lossyRasterOptions},
+	{ID: "qoi", Name: "QOI image", Category: CategoryImage, Extensions: []string{"qoi"}, MIME: "image/qoi", Options: rasterOptions},
+	{ID: "ppm", Name: "Netpbm image", Category: CategoryImage, Extensions: []string{"ppm", "pgm", "pbm", "pnm", "pam"}, MIME: "image/x-portable-pixmap", Options: rasterOptions},
+	{ID: "ico", Name: "Windows icon", Category: CategoryImage, Extensions: []string{"ico"}, MIME: "image/vnd.microsoft.icon", Options: rasterOptions},
+	{ID: "jxl", Name: "JPEG XL image", Category: CategoryImage, Extensions: []string{"jxl"}, MIME: "image/jxl"},
+	// Recognised only: the one pure-Go HEIC decoder (gen2brain/heic) embeds the AGPL-3.0 Rust
+	// heic crate, and libheif/libde265 are LGPL; no permissive decoder exists.
+	{ID: "heic", Name: "HEIC image", Category: CategoryImage, Extensions: []string{"heic", "heif"}, MIME: "image/heic"},
 	{ID: "psd", Name: "Photoshop document", Category: CategoryImage, Extensions: []string{"psd"}, MIME: "image/vnd.adobe.photoshop"},
 }
 

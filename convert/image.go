@@ -18,10 +18,9 @@ import (
 
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
-	"golang.org/x/image/webp"
 )
 
-// JPEGQuality is the quality every JPEG output is written with.
+// JPEGQuality is the quality JPEG outputs are written with when the job sets none.
 const JPEGQuality = 85
 
 // PNGCompression is the zlib level of every PNG output. BestSpeed was chosen by measurement
@@ -31,23 +30,97 @@ const PNGCompression = png.BestSpeed
 
 // imageCodec reads and, unless encode is nil, writes one raster format.
 type imageCodec struct {
-	id           string
-	name         string // as shown to users: "PNG"
+	id   string
+	name string // as shown to users: "PNG"
+
+	// decodeConfig reads the header (size and colour model) without decoding pixels. It is
+	// given an *inputReader, which codecs that need random access use as a sizedReaderAt.
 	decodeConfig func(io.Reader) (image.Config, error)
-	decode       func(ctx context.Context, r io.Reader, cfg image.Config) (image.Image, error)
-	encode       func(ctx context.Context, w io.Writer, img image.Image, opts Options) error
-	lossy        bool // writing this format can lose information
+	// check, when set, inspects the input's structure once the header has passed the pixel
+	// limit: tiles, truncation, how far the data could expand. It reads little.
+	check func(r sizedReaderAt, cfg image.Config) error
+	// decode decodes the image, or the first frame of an animation, at the header's size.
+	decode func(ctx context.Context, r io.Reader, cfg image.Config) (image.Image, error)
+
+	// frames, when set, counts an animation's frames from the file's structure without
+	// decoding any; decodeAll then decodes them all as full-canvas frames.
+	frames    func(r sizedReaderAt) (int, error)
+	decodeAll func(ctx context.Context, r io.Reader, cfg image.Config) (*animation, error)
+
+	encode    func(ctx context.Context, w io.Writer, img image.Image, opts Options) error
+	encodeAll func(ctx context.Context, w io.Writer, a *animation, opts Options) error // formats that hold animations
+
+	lossy bool // writing this format can lose information
+	// maxSide is the largest width or height the format stores; 0 means no limit of its own.
+	maxSide int
+	// fitMaxSide makes outputs larger than maxSide shrink to fit unless the job sets a size.
+	fitMaxSide bool
+	// maxPixels, when set, is the largest output the encoder can write whatever the limits.
+	maxPixels int64
+
+	// Memory estimates for the conversion budget, in bytes per pixel, from the peak RSS of
+	// one conversion over its pixel count (TestImageMeasure, 4000x3000 photo-like images),
+	// rounded up. decodeCost covers the decoder and the decoded image; encodeCost a copy into
+	// the encoder's layout and the encoder's own buffers (losslessEncodeCost when the job asks
+	// for lossless). fixedCost is what a codec needs whatever the size: the compiled wasm
+	// module and an instance's memory.
+	decodeCost, encodeCost, losslessEncodeCost float64
+	fixedCost                                  int64
 }
 
 // imageCodecs lists the raster formats in registration order.
 var imageCodecs = []imageCodec{
-	{id: "png", name: "PNG", decodeConfig: png.DecodeConfig, decode: plainDecode(png.Decode), encode: encodePNG},
-	{id: "jpeg", name: "JPEG", decodeConfig: jpeg.DecodeConfig, decode: plainDecode(jpeg.Decode), encode: encodeJPEG, lossy: true},
-	{id: "gif", name: "GIF", decodeConfig: gif.DecodeConfig, decode: decodeGIF, encode: encodeGIF, lossy: true},
-	{id: "bmp", name: "BMP", decodeConfig: bmp.DecodeConfig, decode: plainDecode(bmp.Decode), encode: encodeBMP},
-	{id: "tiff", name: "TIFF", decodeConfig: tiff.DecodeConfig, decode: plainDecode(tiff.Decode), encode: encodeTIFF},
-	{id: "webp", name: "WebP", decodeConfig: webp.DecodeConfig, decode: plainDecode(webp.Decode)},
+	{
+		id: "png", name: "PNG", decodeConfig: png.DecodeConfig, decode: plainDecode(png.Decode), encode: encodePNG,
+		decodeCost: 5, encodeCost: 5,
+	},
+	{
+		id: "jpeg", name: "JPEG", decodeConfig: jpeg.DecodeConfig, decode: plainDecode(jpeg.Decode), encode: encodeJPEG,
+		lossy: true, maxSide: 65535, decodeCost: 3, encodeCost: 5,
+	},
+	{
+		id: "gif", name: "GIF", decodeConfig: gif.DecodeConfig, decode: decodeGIF, encode: encodeGIF,
+		frames: gifFrames, decodeAll: decodeGIFAll, encodeAll: encodeGIFAll,
+		lossy: true, maxSide: 65535, decodeCost: 5, encodeCost: 6,
+	},
+	{
+		id: "bmp", name: "BMP", decodeConfig: bmp.DecodeConfig, check: checkBMP, decode: plainDecode(bmp.Decode), encode: encodeBMP,
+		decodeCost: 5, encodeCost: 5,
+	},
+	{
+		id: "tiff", name: "TIFF", decodeConfig: tiff.DecodeConfig, check: checkTIFFTiles, decode: plainDecode(tiff.Decode), encode: encodeTIFF,
+		decodeCost: 16, encodeCost: 12,
+	},
+	{
+		id: "webp", name: "WebP", decodeConfig: webpDecodeConfig, decode: decodeWebP,
+		frames: webpFrames, decodeAll: decodeWebPAll,
+		encode: encodeWebP, encodeAll: encodeWebPAll,
+		lossy: true, maxSide: webpMaxSide, decodeCost: 6, encodeCost: 28, losslessEncodeCost: 58, fixedCost: 16 << 20,
+	},
+	{
+		id: "avif", name: "AVIF", decodeConfig: avifDecodeConfig, decode: decodeAVIF, encode: encodeAVIF,
+		lossy: true, maxSide: avifMaxSide, maxPixels: avifMaxPixels, decodeCost: 32, encodeCost: 114, fixedCost: 100 << 20,
+	},
+	{
+		id: "jxl", name: "JPEG XL", decodeConfig: jxlDecodeConfig, decode: decodeJXL,
+		decodeCost: 26, fixedCost: 50 << 20,
+	},
+	{
+		id: "qoi", name: "QOI", decodeConfig: qoiDecodeConfig, check: checkQOI, decode: decodeQOI, encode: encodeQOI,
+		decodeCost: 5, encodeCost: 5,
+	},
+	{
+		id: "ppm", name: "Netpbm", decodeConfig: netpbmDecodeConfig, check: checkNetpbm, decode: decodeNetpbm, encode: encodePPM,
+		decodeCost: 8, encodeCost: 5,
+	},
+	{
+		id: "ico", name: "ICO", decodeConfig: icoDecodeConfig, decode: decodeICO, encode: encodeICO,
+		maxSide: 256, fitMaxSide: true, decodeCost: 5, encodeCost: 8,
+	},
 }
+
+// baseConversionMemory is added to every estimate: read and write buffers, small tables.
+const baseConversionMemory = 8 << 20
 
 func plainDecode(f func(io.Reader) (image.Image, error)) func(context.Context, io.Reader, image.Config) (image.Image, error) {
 	return func(_ context.Context, r io.Reader, _ image.Config) (image.Image, error) { return f(r) }
@@ -63,75 +136,179 @@ func registerImageConverters(c *Catalog) {
 			if src.id == dst.id || dst.encode == nil {
 				continue
 			}
-			c.AddConverter(Converter{From: src.id, To: dst.id, Lossy: dst.lossy, Run: imageRun(src, dst)})
+			c.AddConverter(Converter{From: src.id, To: dst.id, Lossy: dst.lossy, Run: imageRun(c, src, dst)})
 		}
 	}
 }
 
-func imageRun(src, dst *imageCodec) func(context.Context, *io.SectionReader, io.Writer, Params) error {
+// imageRun converts one raster format to another: header and limits first, then a share of
+// the catalog's memory budget, then decode, resize and encode. Animations keep their frames
+// when both formats hold them; otherwise the first frame is converted.
+func imageRun(c *Catalog, src, dst *imageCodec) func(context.Context, *io.SectionReader, io.Writer, Params) error {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
-		img, err := decodeImage(ctx, in, src, p.Limits.normalized())
+		lim := p.Limits.normalized()
+		cfg, err := readImageHeader(ctx, in, src, lim)
+		if err != nil {
+			return err
+		}
+		frames := 1
+		if src.frames != nil && dst.encodeAll != nil {
+			if frames, err = countImageFrames(in, src, cfg, lim); err != nil {
+				return err
+			}
+		}
+		opts := p.Options
+		if dst.fitMaxSide && opts.Width == 0 && opts.Height == 0 && (cfg.Width > dst.maxSide || cfg.Height > dst.maxSide) {
+			opts.Width, opts.Height, opts.Fit = dst.maxSide, dst.maxSide, FitContain
+		}
+		dw, dh, _ := resizeBox(cfg.Width, cfg.Height, opts)
+		if err := checkPixels(dw, dh, lim); err != nil {
+			return err
+		}
+		if frames > 1 {
+			if err := checkImageFrames(frames, dw, dh, lim); err != nil {
+				return err
+			}
+		}
+		if dst.maxSide > 0 && (dw > dst.maxSide || dh > dst.maxSide) {
+			return errorf(nil, "%s images are at most %dx%d pixels and this one would be %dx%d; set width and height to make it smaller",
+				dst.name, dst.maxSide, dst.maxSide, dw, dh)
+		}
+		if dst.maxPixels > 0 && int64(dw)*int64(dh) > dst.maxPixels {
+			return errorf(nil, "%s images are written up to %s megapixels and this one would be %dx%d; set width and height to make it smaller",
+				dst.name, megapixels(float64(dst.maxPixels)), dw, dh)
+		}
+
+		est := memoryEstimate(src, dst, frames, int64(cfg.Width)*int64(cfg.Height), int64(dw)*int64(dh), dw != cfg.Width || dh != cfg.Height, webpLossless(opts))
+		what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.name, dst.name)
+		if frames > 1 {
+			what = fmt.Sprintf("converting this %d-frame %dx%d %s to %s", frames, cfg.Width, cfg.Height, src.name, dst.name)
+		}
+		if err := c.budget.acquire(ctx, est, what); err != nil {
+			return err
+		}
+		defer c.budget.release(est)
+
+		if frames > 1 {
+			a, err := decodeImageFrames(ctx, in, src, cfg, frames)
+			if err != nil {
+				return err
+			}
+			for i, f := range a.frames {
+				if a.frames[i], err = resize(ctx, f, opts, lim); err != nil {
+					return err
+				}
+			}
+			return dst.encodeAll(ctx, out, a, opts)
+		}
+		img, err := decodePixels(ctx, in, src, cfg)
 		if err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if img, err = resize(ctx, img, p.Options, p.Limits.normalized()); err != nil {
+		if img, err = resize(ctx, img, opts, lim); err != nil {
 			return err
 		}
-		return dst.encode(ctx, out, img, p.Options)
+		return dst.encode(ctx, out, img, opts)
 	}
+}
+
+// memoryEstimate is what a conversion reserves from the budget: the decoder's and encoder's
+// per-pixel costs, plus a resized copy of every frame and the animation's frames held at once.
+func memoryEstimate(src, dst *imageCodec, frames int, srcPx, dstPx int64, resized, lossless bool) int64 {
+	encodeCost := dst.encodeCost
+	if lossless && dst.losslessEncodeCost > 0 {
+		encodeCost = dst.losslessEncodeCost
+	}
+	est := float64(baseConversionMemory+src.fixedCost+dst.fixedCost) +
+		float64(frames)*float64(srcPx)*src.decodeCost + float64(dstPx)*encodeCost
+	if frames > 1 {
+		// Every output frame is held (and, for WebP, copied into the encoder) at once.
+		est += float64(frames) * float64(dstPx) * animFrameCost
+	}
+	if resized {
+		est += float64(frames) * float64(dstPx) * 4
+	}
+	return int64(min(est, math.MaxInt64/2))
 }
 
 // decodeImageAs reads an image of the given format id the way every image converter does: it
 // sniffs the magic bytes, reads the header and checks the pixel limit before decoding anything.
 // Failures the user can act on are *Error.
 func decodeImageAs(ctx context.Context, in *io.SectionReader, format string, lim Limits) (image.Image, error) {
+	codec := imageCodecByID(format)
+	if codec == nil {
+		return nil, errorf(ErrUnsupported, "%s is not a readable image format", format)
+	}
+	return decodeImage(ctx, in, codec, lim.normalized())
+}
+
+// imageCodecByID returns the codec of a raster format, or nil.
+func imageCodecByID(id string) *imageCodec {
 	for i := range imageCodecs {
-		if imageCodecs[i].id == format {
-			return decodeImage(ctx, in, &imageCodecs[i], lim.normalized())
+		if imageCodecs[i].id == id {
+			return &imageCodecs[i]
 		}
 	}
-	return nil, errorf(ErrUnsupported, "%s is not a readable image format", format)
+	return nil
 }
 
 func decodeImage(ctx context.Context, in *io.SectionReader, codec *imageCodec, lim Limits) (image.Image, error) {
+	cfg, err := readImageHeader(ctx, in, codec, lim)
+	if err != nil {
+		return nil, err
+	}
+	return decodePixels(ctx, in, codec, cfg)
+}
+
+// readImageHeader sniffs the input, reads its header and checks its size and structure; no
+// pixel is decoded.
+func readImageHeader(ctx context.Context, in *io.SectionReader, codec *imageCodec, lim Limits) (image.Config, error) {
 	head := make([]byte, sniffLen)
 	n, err := in.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, errorf(err, "could not read the input")
+		return image.Config{}, errorf(err, "could not read the input")
 	}
 	head = head[:n]
 	if n == 0 {
-		return nil, errorf(nil, "input is empty")
+		return image.Config{}, errorf(nil, "input is empty")
 	}
 	if id, name := sniff(head); id != codec.id {
 		if name == "unrecognised data" {
-			return nil, errorf(nil, "input is not a valid %s file (unrecognised data)", codec.name)
+			return image.Config{}, errorf(nil, "input is not a valid %s file (unrecognised data)", codec.name)
 		}
-		return nil, errorf(nil, "input is not a valid %s file (it looks like %s)", codec.name, name)
-	}
-
-	cfgSrc := newInputReader(ctx, in)
-	cfg, err := codec.decodeConfig(cfgSrc)
-	if err != nil {
-		return nil, decodeError(ctx, codec, cfgSrc, err)
-	}
-	if err := checkPixels(cfg.Width, cfg.Height, lim); err != nil {
-		return nil, err
-	}
-	if codec.id == "tiff" {
-		if err := checkTIFFTiles(in, cfg); err != nil {
-			return nil, err
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+		return image.Config{}, errorf(nil, "input is not a valid %s file (it looks like %s)", codec.name, name)
 	}
 
 	src := newInputReader(ctx, in)
-	img, err := codec.decode(ctx, src, cfg)
+	cfg, err := guardConfig(codec.decodeConfig, src)
+	if err != nil {
+		return image.Config{}, decodeError(ctx, codec, src, err)
+	}
+	if err := checkPixels(cfg.Width, cfg.Height, lim); err != nil {
+		return image.Config{}, err
+	}
+	if codec.check != nil {
+		if err := codec.check(src, cfg); err != nil {
+			return image.Config{}, decodeError(ctx, codec, src, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return image.Config{}, err
+	}
+	return cfg, nil
+}
+
+// decodePixels decodes the image (or first frame) whose header readImageHeader checked.
+func decodePixels(ctx context.Context, in *io.SectionReader, codec *imageCodec, cfg image.Config) (image.Image, error) {
+	src := newInputReader(ctx, in)
+	var img image.Image
+	err := guardCodec(codec.name+" decoder", func() (err error) {
+		img, err = codec.decode(ctx, src, cfg)
+		return err
+	})
 	if err != nil {
 		return nil, decodeError(ctx, codec, src, err)
 	}
@@ -142,6 +319,25 @@ func decodeImage(ctx context.Context, in *io.SectionReader, codec *imageCodec, l
 			"input is not a valid %s file (its size is inconsistent)", codec.name)
 	}
 	return img, nil
+}
+
+// guard runs a codec call, turning a panic into an error: third-party decoders (and
+// wasm2go-translated C, whose traps are panics) must not take the process down on a hostile file.
+func guardCodec(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s failed: %v", what, r)
+		}
+	}()
+	return f()
+}
+
+func guardConfig(f func(io.Reader) (image.Config, error), r io.Reader) (cfg image.Config, err error) {
+	err = guardCodec("header reader", func() (err error) {
+		cfg, err = f(r)
+		return err
+	})
+	return cfg, err
 }
 
 // checkPixels rejects dimensions that are not positive or whose product is over the limit,
@@ -171,6 +367,10 @@ func decodeError(ctx context.Context, codec *imageCodec, r *inputReader, err err
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		return err
+	}
 	if r.err != nil {
 		// The file itself could not be read: our problem, not the user's.
 		return errorf(r.err, "could not read the input")
@@ -181,9 +381,16 @@ func decodeError(ctx context.Context, codec *imageCodec, r *inputReader, err err
 	return errorf(err, "input is not a valid %s file (%v)", codec.name, err)
 }
 
+// sizedReaderAt is random access to the whole input; *inputReader is one.
+type sizedReaderAt interface {
+	io.ReaderAt
+	Size() int64
+}
+
 // inputReader reads the input from the start, checking ctx on every read and remembering read
 // errors (as opposed to the end of the data) so they are not blamed on the file's content.
-// It is also an io.ReaderAt, which the TIFF decoder uses instead of buffering the whole file.
+// It is also an io.ReaderAt and io.Seeker, which the TIFF and ICO decoders use instead of
+// buffering the whole file.
 type inputReader struct {
 	ctx context.Context
 	sr  *io.SectionReader
@@ -232,10 +439,27 @@ func (r *inputReader) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
+// Size returns the length of the input.
+func (r *inputReader) Size() int64 { return r.sr.Size() }
+
+// Seek moves the position Read continues from, dropping what was buffered.
+func (r *inputReader) Seek(offset int64, whence int) (int64, error) {
+	if whence == io.SeekCurrent {
+		pos, err := r.sr.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, err
+		}
+		offset, whence = pos-int64(r.br.Buffered())+offset, io.SeekStart
+	}
+	pos, err := r.sr.Seek(offset, whence)
+	r.br.Reset(readerFunc(r.readRaw))
+	return pos, err
+}
+
 // checkTIFFTiles rejects tiles out of proportion to the image: x/image/tiff lets each tile
 // decompress to tileWidth*tileHeight*8 bytes, so a 1x1 image claiming a 65535x65535 tile
 // could inflate gigabytes out of a small deflate stream. Only the first IFD is read.
-func checkTIFFTiles(in *io.SectionReader, cfg image.Config) error {
+func checkTIFFTiles(in sizedReaderAt, cfg image.Config) error {
 	var hdr [8]byte
 	if _, err := in.ReadAt(hdr[:], 0); err != nil {
 		return nil // the decoder reports it
@@ -281,6 +505,24 @@ func checkTIFFTiles(in *io.SectionReader, cfg image.Config) error {
 	if tw <= 0 || th <= 0 || tw > limit/th {
 		return errorf(nil, "input is not a valid TIFF file (its %dx%d tiles are out of proportion to the %dx%d image)",
 			tw, th, cfg.Width, cfg.Height)
+	}
+	return nil
+}
+
+// checkBMP rejects a BMP whose pixel data would be longer than the file: x/image/bmp reads
+// only uncompressed BMPs, so the file holds every row, and a header claiming more rows than
+// it carries would otherwise allocate the whole image before failing.
+func checkBMP(in sizedReaderAt, cfg image.Config) error {
+	var hdr [30]byte
+	if _, err := in.ReadAt(hdr[:], 0); err != nil {
+		return nil // the decoder reports it
+	}
+	offset := int64(binary.LittleEndian.Uint32(hdr[10:]))
+	bpp := int64(binary.LittleEndian.Uint16(hdr[28:]))
+	rowBytes := (int64(cfg.Width)*bpp + 31) / 32 * 4
+	if need := offset + rowBytes*int64(cfg.Height); bpp > 0 && need > in.Size() {
+		return errorf(io.ErrUnexpectedEOF, "input is not a valid BMP file (it is truncated: %dx%d pixels need %d bytes, the file has %d)",
+			cfg.Width, cfg.Height, need, in.Size())
 	}
 	return nil
 }

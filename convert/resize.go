@@ -8,20 +8,15 @@ import (
 	"golang.org/x/image/draw"
 )
 
-// resize scales img to the box the options ask for; without width or height it returns img.
-// One of width and height alone keeps the aspect ratio. The result is checked against the
-// pixel limit before it is allocated.
-func resize(ctx context.Context, img image.Image, o Options, lim Limits) (image.Image, error) {
-	if o.Width == 0 && o.Height == 0 {
-		return img, nil
+// resizeBox works out what resize does to an image of sw x sh pixels: the output size and the
+// part of the source it is scaled from. One of width and height alone keeps the aspect ratio;
+// both follow o.Fit (contain by default). Without width or height the image is unchanged.
+func resizeBox(sw, sh int, o Options) (dw, dh int, src image.Rectangle) {
+	src = image.Rect(0, 0, sw, sh)
+	if (o.Width == 0 && o.Height == 0) || sw <= 0 || sh <= 0 {
+		return sw, sh, src
 	}
-	b := img.Bounds()
-	sw, sh := b.Dx(), b.Dy()
-	if sw == 0 || sh == 0 {
-		return img, nil
-	}
-	dw, dh := o.Width, o.Height
-	src := b
+	dw, dh = o.Width, o.Height
 	switch {
 	case dh == 0:
 		dh = max(1, int(int64(sh)*int64(dw)/int64(sw)))
@@ -32,10 +27,10 @@ func resize(ctx context.Context, img image.Image, o Options, lim Limits) (image.
 		// Crop the source to the box's aspect ratio, centred.
 		if int64(sw)*int64(dh) > int64(sh)*int64(dw) {
 			cw := int(int64(sh) * int64(dw) / int64(dh))
-			src = image.Rect(b.Min.X+(sw-cw)/2, b.Min.Y, b.Min.X+(sw-cw)/2+cw, b.Max.Y)
+			src = image.Rect((sw-cw)/2, 0, (sw-cw)/2+cw, sh)
 		} else {
 			ch := int(int64(sw) * int64(dh) / int64(dw))
-			src = image.Rect(b.Min.X, b.Min.Y+(sh-ch)/2, b.Max.X, b.Min.Y+(sh-ch)/2+ch)
+			src = image.Rect(0, (sh-ch)/2, sw, (sh-ch)/2+ch)
 		}
 	default: // contain
 		if int64(sw)*int64(dh) > int64(sh)*int64(dw) {
@@ -44,11 +39,20 @@ func resize(ctx context.Context, img image.Image, o Options, lim Limits) (image.
 			dw = max(1, int(int64(sw)*int64(dh)/int64(sh)))
 		}
 	}
+	return dw, dh, src
+}
+
+// resize scales img to the box the options ask for; without width or height it returns img.
+// The result is checked against the pixel limit before it is allocated.
+func resize(ctx context.Context, img image.Image, o Options, lim Limits) (image.Image, error) {
+	b := img.Bounds()
+	sw, sh := b.Dx(), b.Dy()
+	dw, dh, src := resizeBox(sw, sh, o)
+	if dw == sw && dh == sh && src == image.Rect(0, 0, sw, sh) {
+		return img, nil
+	}
 	if err := checkPixels(dw, dh, lim); err != nil {
 		return nil, err
-	}
-	if dw == sw && dh == sh && src == b {
-		return img, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -58,7 +62,7 @@ func resize(ctx context.Context, img image.Image, o Options, lim Limits) (image.
 	if int64(dw)*int64(dh) > int64(sw)*int64(sh) {
 		scaler = draw.BiLinear // enlarging: CatmullRom's sharpening buys nothing
 	}
-	scaler.Scale(dst, dst.Bounds(), img, src, draw.Src, nil)
+	scaler.Scale(dst, dst.Bounds(), img, src.Add(b.Min), draw.Src, nil)
 	if dst.Bounds().Empty() {
 		return nil, fmt.Errorf("resize to %dx%d produced nothing", dw, dh)
 	}

@@ -37,12 +37,18 @@ var magics = []magic{
 	{name: "7-Zip", prefix: "7z\xbc\xaf\x27\x1c"},
 	{name: "RAR", prefix: "Rar!\x1a\x07"},
 	{name: "Ogg", prefix: "OggS"},
-	{name: "AVIF", prefix: "????ftypavif", mask: "????........"},
-	{name: "HEIC", prefix: "????ftypheic", mask: "????........"},
+	// AVIF and HEIC files are ISOBMFF ("????ftyp") and told apart by brand in sniffFtyp first;
+	// these catch the usual major brands should that fail.
+	{id: "avif", name: "AVIF", prefix: "????ftypavif", mask: "????........"},
+	{id: "avif", name: "AVIF", prefix: "????ftypavis", mask: "????........"},
+	{id: "heic", name: "HEIC", prefix: "????ftypheic", mask: "????........"},
+	{id: "heic", name: "HEIC", prefix: "????ftypheix", mask: "????........"},
 	{name: "MP4", prefix: "????ftyp", mask: "????...."},
 	{name: "Photoshop", prefix: "8BPS"},
-	{name: "JPEG XL", prefix: "\xff\x0a"},
-	{name: "ICO", prefix: "\x00\x00\x01\x00"},
+	{id: "jxl", name: "JPEG XL", prefix: "\xff\x0a"},
+	{id: "jxl", name: "JPEG XL", prefix: "\x00\x00\x00\x0cJXL \x0d\x0a\x87\x0a"},
+	{id: "qoi", name: "QOI", prefix: "qoif"},
+	{name: "ICO", prefix: "\x00\x00\x01\x00"}, // sniffImage recognises well-formed ones as ico
 	{name: "SQLite", prefix: "SQLite format 3\x00"},
 	{name: "ELF executable", prefix: "\x7fELF"},
 	{name: "Windows executable", prefix: "MZ"},
@@ -56,6 +62,9 @@ func sniff(data []byte) (id, name string) {
 	}
 	if len(data) > sniffLen {
 		data = data[:sniffLen]
+	}
+	if id, name := sniffImage(data); name != "" {
+		return id, name
 	}
 	for _, m := range magics {
 		if matchMagic(data, m) {

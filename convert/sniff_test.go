@@ -25,7 +25,7 @@ func TestSniff(t *testing.T) {
 		{"ID3\x04", "mp3", "MP3"},
 		{"\xff\xfb\x90\x00", "mp3", "MP3"},
 		{"\x1f\x8b\x08", "", "gzip"},
-		{"\x00\x00\x00\x1cftypavif", "", "AVIF"},
+		{"\x00\x00\x00\x1cftypavif", "avif", "AVIF"},
 		{"<!DOCTYPE html><html>", "html", "HTML"},
 		{"  <html lang=en>", "html", "HTML"},
 		{"<?xml version=\"1.0\"?><svg>", "", "SVG"},

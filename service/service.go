@@ -42,8 +42,11 @@ type Config struct {
 	AdminToken           string
 	DefaultSpendCapCents int64
 	MaxPixels            int64
-	SweepInterval        time.Duration
-	Logger               *slog.Logger
+	// MaxConversionMemory bounds the memory running conversions may hold together, in bytes
+	// (0: half of the machine's memory).
+	MaxConversionMemory int64
+	SweepInterval       time.Duration
+	Logger              *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -186,7 +189,7 @@ func (m *Main) open() error {
 		blobLn.Close()
 		return fmt.Errorf("open blob store: %w", err)
 	}
-	m.catalog = convert.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels})
+	m.catalog = convert.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory})
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	os.RemoveAll(scratch) // whatever a crash left behind
 	if err := os.MkdirAll(scratch, 0o700); err != nil {

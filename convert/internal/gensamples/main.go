@@ -3,7 +3,8 @@
 //
 //	go run ./convert/internal/gensamples
 //
-// The WebP samples need Debian's cwebp (apt-get install webp); without it they are left as they are.
+// The WebP, AVIF, JPEG XL and HEIC samples need Debian's encoders (apt-get install webp
+// libavif-bin libjxl-tools libheif-examples); without them those samples are left as they are.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"flag"
 	"hash/crc32"
 	"image"
+	"image/color"
 	"image/draw"
 	"image/gif"
 	"image/jpeg"
@@ -25,7 +27,10 @@ import (
 	"strconv"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
+	ico "github.com/sergeymakinen/go-ico"
 	"github.com/soniakeys/quant/median"
+	"github.com/spakin/netpbm"
+	"github.com/xfmoulet/qoi"
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
 )
@@ -58,6 +63,27 @@ func main() {
 		log.Print("cwebp not found: WebP samples left as they are")
 	}
 
+	// Formats with pure-Go encoders outside convert: written here, byte for byte the same each run.
+	write(images, "sample-anim.gif", encodeAnimatedGIF(64, 48, 4))
+	write(images, "sample.qoi", encodeQOI(photo))
+	write(images, "sample.ppm", encodeNetpbm(photo, netpbm.PPM, false))
+	write(images, "sample-plain.ppm", encodeNetpbm(testimg.Photo(16, 12), netpbm.PPM, true))
+	write(images, "sample.pgm", encodeNetpbm(gray(photo), netpbm.PGM, false))
+	write(images, "sample.pbm", encodeNetpbm(gray(photo), netpbm.PBM, false))
+	write(images, "sample.pam", encodeNetpbm(alpha, netpbm.PAM, false))
+	write(images, "sample.ico", encodeICO(alpha))
+
+	// Formats whose encoders are C tools (Debian: webp, libavif-bin, libjxl-tools,
+	// libheif-examples): an independent encoder is the point, so they are not written with
+	// the wasm builds convert decodes them with. HEIC is recognised, not converted: its sample
+	// is there for sniffing.
+	tool(images, "gif2webp", "sample-anim.webp", "-quiet", "-lossy", "-q", "80", filepath.Join(images, "sample-anim.gif"), "-o", filepath.Join(images, "sample-anim.webp"))
+	tool(images, "avifenc", "sample.avif", "-j", "1", "-s", "8", "--min", "20", "--max", "30", "--minalpha", "20", "--maxalpha", "30", filepath.Join(images, "sample-alpha.png"), filepath.Join(images, "sample.avif"))
+	tool(images, "avifenc", "sample-rotated.avif", "-j", "1", "-s", "8", "--min", "20", "--max", "30", "--irot", "1", filepath.Join(images, "sample.png"), filepath.Join(images, "sample-rotated.avif"))
+	tool(images, "cjxl", "sample.jxl", "--quiet", "-d", "1", filepath.Join(images, "sample.png"), filepath.Join(images, "sample.jxl"))
+	tool(images, "cjxl", "sample-lossless.jxl", "--quiet", "-d", "0", "--container=1", filepath.Join(images, "sample-alpha.png"), filepath.Join(images, "sample-lossless.jxl"))
+	tool(images, "heif-enc", "sample.heic", "-q", "60", filepath.Join(images, "sample.png"), "-o", filepath.Join(images, "sample.heic"))
+
 	jpegBytes := encodeJPEG(photo)
 	pngBytes := encodePNG(photo)
 	write(hostile, "png-bomb.png", pngBomb())
@@ -74,15 +100,23 @@ func main() {
 	write(hostile, "text.png", []byte("hello, this is not an image\n"))
 	write(hostile, "empty.png", nil)
 
+	writeNewDecoderHostiles(hostile, images, pngBytes)
+
 	// Fuzz seeds: tiny images of every format plus every hostile file.
 	tiny := testimg.PhotoAlpha(8, 6)
 	for name, data := range map[string][]byte{
-		"tiny-png":   encodePNG(tiny),
-		"tiny-jpeg":  encodeJPEG(tiny),
-		"tiny-gif":   encodeGIF(tiny),
-		"tiny-bmp":   encodeBMP(tiny),
-		"tiny-tiff":  encodeTIFF(tiny),
-		"tiny-tiffu": encodeTIFFRaw(tiny),
+		"tiny-png":       encodePNG(tiny),
+		"tiny-jpeg":      encodeJPEG(tiny),
+		"tiny-gif":       encodeGIF(tiny),
+		"tiny-bmp":       encodeBMP(tiny),
+		"tiny-tiff":      encodeTIFF(tiny),
+		"tiny-tiffu":     encodeTIFFRaw(tiny),
+		"tiny-anim-gif":  encodeAnimatedGIF(8, 6, 3),
+		"tiny-qoi":       encodeQOI(testimg.Photo(8, 6)),
+		"tiny-ppm":       encodeNetpbm(tiny, netpbm.PPM, false),
+		"tiny-plain-pgm": encodeNetpbm(gray(tiny), netpbm.PGM, true),
+		"tiny-pam":       encodeNetpbm(tiny, netpbm.PAM, false),
+		"tiny-ico":       encodeICO(tiny),
 	} {
 		writeSeed(seeds, name, data)
 	}
@@ -92,11 +126,287 @@ func main() {
 		for _, e := range entries {
 			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 			must(err)
-			if len(data) <= 4096 || filepath.Ext(e.Name()) == ".webp" {
+			if imageExts[filepath.Ext(e.Name())] && len(data) <= 16<<10 {
 				writeSeed(seeds, filepath.Base(dir)+"-"+e.Name(), data)
 			}
 		}
 	}
+}
+
+// imageExts are the extensions of image samples; other families keep files in the same directories.
+var imageExts = map[string]bool{
+	".png": true, ".jpeg": true, ".gif": true, ".bmp": true, ".tiff": true, ".webp": true, ".avif": true,
+	".jxl": true, ".qoi": true, ".ppm": true, ".pgm": true, ".pbm": true, ".pam": true, ".ico": true, ".heic": true,
+}
+
+// tool runs an external encoder to write one sample, leaving the sample as it is when the
+// tool is not installed.
+func tool(dir, name, sample string, args ...string) {
+	if _, err := exec.LookPath(name); err != nil {
+		log.Printf("%s not found: %s left as it is", name, sample)
+		return
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = os.Stderr
+	must(cmd.Run())
+}
+
+// encodeAnimatedGIF draws n distinct frames on a w x h screen: the first full, the others
+// smaller patches (some with transparent pixels) left in place, cleared to the background or
+// restored to the previous frame, so every disposal method is exercised.
+func encodeAnimatedGIF(w, h, n int) []byte {
+	full := testimg.Photo(w, h)
+	pal := median.Quantizer(255).Quantize(make(color.Palette, 0, 256), full)
+	pal = append(pal[:min(len(pal), 255):min(len(pal), 255)], color.NRGBA{}) // transparent, last
+	g := &gif.GIF{LoopCount: 2, Config: image.Config{ColorModel: pal, Width: w, Height: h}}
+	first := image.NewPaletted(image.Rect(0, 0, w, h), pal)
+	draw.FloydSteinberg.Draw(first, first.Bounds(), full, image.Point{})
+	g.Image = append(g.Image, first)
+	g.Delay = append(g.Delay, 20)
+	g.Disposal = append(g.Disposal, gif.DisposalNone)
+	disposals := []byte{gif.DisposalNone, gif.DisposalBackground, gif.DisposalPrevious}
+	for i := 1; i < n; i++ {
+		r := image.Rect(w/8*i%w, h/8*i%h, w/8*i%w+w/2, h/8*i%h+h/2).Intersect(first.Bounds())
+		fr := image.NewPaletted(r, pal)
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			for x := r.Min.X; x < r.Max.X; x++ {
+				switch {
+				case (x+y)%7 == 0:
+					fr.SetColorIndex(x, y, uint8(len(pal)-1))
+				default:
+					fr.SetColorIndex(x, y, uint8((x*3+y*5+i*40)%(len(pal)-1)))
+				}
+			}
+		}
+		g.Image = append(g.Image, fr)
+		g.Delay = append(g.Delay, 10+10*i)
+		g.Disposal = append(g.Disposal, disposals[i%len(disposals)])
+	}
+	var b bytes.Buffer
+	must(gif.EncodeAll(&b, g))
+	return b.Bytes()
+}
+
+func encodeQOI(m image.Image) []byte {
+	var b bytes.Buffer
+	must(qoi.Encode(&b, m)) // opaque images only: this encoder premultiplies alpha
+	return b.Bytes()
+}
+
+func encodeNetpbm(m image.Image, f netpbm.Format, plain bool) []byte {
+	var b bytes.Buffer
+	opts := &netpbm.EncodeOptions{Format: f, Plain: plain}
+	if f == netpbm.PAM {
+		opts.TupleType = "RGB_ALPHA"
+	}
+	must(netpbm.Encode(&b, m, opts))
+	return b.Bytes()
+}
+
+func gray(m image.Image) *image.Gray {
+	g := image.NewGray(m.Bounds())
+	draw.Draw(g, g.Bounds(), m, m.Bounds().Min, draw.Src)
+	return g
+}
+
+// encodeICO writes an icon with the image and a 16x12 version of it: readers take the largest.
+func encodeICO(m image.Image) []byte {
+	small := image.NewNRGBA(image.Rect(0, 0, 16, 12))
+	b := m.Bounds()
+	for y := 0; y < 12; y++ {
+		for x := 0; x < 16; x++ {
+			small.Set(x, y, m.At(b.Min.X+x*b.Dx()/16, b.Min.Y+y*b.Dy()/12))
+		}
+	}
+	var buf bytes.Buffer
+	must(ico.EncodeAll(&buf, []image.Image{small, m}))
+	return buf.Bytes()
+}
+
+// writeNewDecoderHostiles writes bombs, truncated files and wrong magic for the decoders
+// beyond the standard library's: AVIF, JPEG XL, QOI, Netpbm, ICO, animated GIF and WebP.
+func writeNewDecoderHostiles(hostile, images string, pngBytes []byte) {
+	write(hostile, "avif-bomb.avif", avifBomb(100000, 100000, true))
+	write(hostile, "avif-noinfo.avif", avifBomb(0, 0, false))
+	if data, err := os.ReadFile(filepath.Join(images, "sample.avif")); err == nil {
+		write(hostile, "avif-truncated.avif", data[:len(data)*2/3])
+	}
+	write(hostile, "avif-wrong-magic.avif", pngBytes)
+	write(hostile, "jxl-bomb.jxl", jxlBomb(200000, 200000))
+	if data, err := os.ReadFile(filepath.Join(images, "sample-lossless.jxl")); err == nil {
+		write(hostile, "jxl-truncated.jxl", data[:len(data)/2])
+	}
+	if data, err := os.ReadFile(filepath.Join(images, "sample.jxl")); err == nil {
+		write(hostile, "jxl-truncated-codestream.jxl", data[:len(data)/2])
+	}
+	write(hostile, "jxl-wrong-magic.jxl", []byte("\xff\xd8\xff\xe0 not really a JPEG either"))
+	write(hostile, "qoi-bomb.qoi", qoiHeader(100000, 100000, nil))
+	write(hostile, "qoi-expansion.qoi", qoiHeader(9000, 9000, append(bytes.Repeat([]byte{0xfd}, 64), "\x00\x00\x00\x00\x00\x00\x00\x01"...)))
+	q := encodeQOI(testimg.Photo(64, 48))
+	write(hostile, "qoi-truncated.qoi", q[:len(q)/2])
+	write(hostile, "ppm-bomb.ppm", []byte("P6\n100000 100000\n255\n\x00\x00\x00"))
+	write(hostile, "ppm-truncated.ppm", []byte("P6\n# 243 MB claimed\n9000 9000\n255\n\x01\x02\x03\x04\x05\x06"))
+	write(hostile, "ppm-wrong-magic.ppm", []byte("P9\n1 1\n255\n\x00\x00\x00"))
+	write(hostile, "ico-huge-entry.ico", icoWith(1, pngHeaderOnly(100000, 100000)))
+	write(hostile, "ico-many-entries.ico", icoWith(300, pngHeaderOnly(16, 16)))
+	write(hostile, "ico-outside.ico", icoOutside())
+	write(hostile, "gif-frames.gif", gifManyFrames(2000, 2000, 2500))
+	write(hostile, "webp-anim-bomb.webp", webpAnimBomb(4000, 4000, 100))
+}
+
+func box(typ string, payload ...[]byte) []byte {
+	var b bytes.Buffer
+	n := 8
+	for _, p := range payload {
+		n += len(p)
+	}
+	binary.Write(&b, binary.BigEndian, uint32(n))
+	b.WriteString(typ)
+	for _, p := range payload {
+		b.Write(p)
+	}
+	return b.Bytes()
+}
+
+func be32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+// avifBomb is an AVIF header whose primary item claims w x h pixels (or, without iprp, no
+// size at all), with an empty mdat.
+func avifBomb(w, h uint32, withSize bool) []byte {
+	ftyp := box("ftyp", []byte("avif"), be32(0), []byte("avifmif1miaf"))
+	hdlr := box("hdlr", be32(0), be32(0), []byte("pict"), make([]byte, 13))
+	pitm := box("pitm", be32(0), []byte{0, 1})
+	children := [][]byte{be32(0), hdlr, pitm}
+	if withSize {
+		ispe := box("ispe", be32(0), be32(w), be32(h))
+		ipma := box("ipma", be32(0), be32(1), []byte{0, 1, 1, 0x81})
+		children = append(children, box("iprp", box("ipco", ispe), ipma))
+	}
+	return append(append(ftyp, box("meta", children...)...), box("mdat")...)
+}
+
+// jxlBomb is a bare JPEG XL codestream whose SizeHeader claims w x h pixels.
+func jxlBomb(w, h uint32) []byte {
+	var bits []byte
+	var cur byte
+	var n uint
+	put := func(v uint64, width int) {
+		for i := 0; i < width; i++ {
+			cur |= byte(v>>i&1) << n
+			n++
+			if n == 8 {
+				bits, cur, n = append(bits, cur), 0, 0
+			}
+		}
+	}
+	put(0, 1)            // not div8
+	put(3, 2)            // height: 30-bit field
+	put(uint64(h-1), 30) //
+	put(0, 3)            // no ratio
+	put(3, 2)            // width: 30-bit field
+	put(uint64(w-1), 30) //
+	put(1, 1)            // ImageMetadata all_default
+	put(0, 8)            // flush
+	return append([]byte{0xff, 0x0a}, append(bits, make([]byte, 16)...)...)
+}
+
+func qoiHeader(w, h uint32, data []byte) []byte {
+	b := append([]byte("qoif"), be32(w)...)
+	b = append(b, be32(h)...)
+	b = append(b, 4, 0)
+	return append(b, data...)
+}
+
+// pngHeaderOnly is the signature and IHDR of a w x h RGBA PNG, and nothing more.
+func pngHeaderOnly(w, h uint32) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := append(append(be32(w), be32(h)...), 8, 6, 0, 0, 0)
+	binary.Write(&b, binary.BigEndian, uint32(len(ihdr)))
+	crc := crc32.NewIEEE()
+	crc.Write([]byte("IHDR"))
+	crc.Write(ihdr)
+	b.WriteString("IHDR")
+	b.Write(ihdr)
+	binary.Write(&b, binary.BigEndian, crc.Sum32())
+	return b.Bytes()
+}
+
+// icoWith lists n directory entries that all point at the same image data.
+func icoWith(n int, img []byte) []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, [3]uint16{0, 1, uint16(n)})
+	off := 6 + 16*n
+	for i := 0; i < n; i++ {
+		b.Write([]byte{0, 0, 0, 0})
+		binary.Write(&b, binary.LittleEndian, [2]uint16{1, 32})
+		binary.Write(&b, binary.LittleEndian, [2]uint32{uint32(len(img)), uint32(off)})
+	}
+	b.Write(img)
+	return b.Bytes()
+}
+
+// icoOutside has one entry claiming 4 GB of data past the end of the file.
+func icoOutside() []byte {
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, [3]uint16{0, 1, 1})
+	b.Write([]byte{0, 0, 0, 0})
+	binary.Write(&b, binary.LittleEndian, [2]uint16{1, 32})
+	binary.Write(&b, binary.LittleEndian, [2]uint32{0xffffffff, 22})
+	b.Write(pngHeaderOnly(16, 16))
+	return b.Bytes()
+}
+
+// gifManyFrames has n one-pixel frames on a w x h screen.
+func gifManyFrames(w, h, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("GIF89a")
+	binary.Write(&b, binary.LittleEndian, [2]uint16{uint16(w), uint16(h)})
+	b.Write([]byte{0x80, 0, 0, 0, 0, 0, 255, 255, 255})
+	var lz bytes.Buffer
+	lw := lzw.NewWriter(&lz, lzw.LSB, 2)
+	lw.Write([]byte{1})
+	lw.Close()
+	for i := 0; i < n; i++ {
+		b.WriteByte(0x2c)
+		binary.Write(&b, binary.LittleEndian, [4]uint16{uint16(i % w), uint16(i / w % h), 1, 1})
+		b.WriteByte(0)
+		b.WriteByte(2)
+		b.WriteByte(byte(lz.Len()))
+		b.Write(lz.Bytes())
+		b.WriteByte(0)
+	}
+	b.WriteByte(0x3b)
+	return b.Bytes()
+}
+
+// webpAnimBomb is an animated WebP whose canvas is w x h with n (empty) frames.
+func webpAnimBomb(w, h uint32, n int) []byte {
+	var chunks bytes.Buffer
+	chunk := func(fourcc string, data []byte) {
+		chunks.WriteString(fourcc)
+		binary.Write(&chunks, binary.LittleEndian, uint32(len(data)))
+		chunks.Write(data)
+		if len(data)%2 == 1 {
+			chunks.WriteByte(0)
+		}
+	}
+	put24 := func(b []byte, v uint32) { b[0], b[1], b[2] = byte(v), byte(v>>8), byte(v>>16) }
+	vp8x := make([]byte, 10)
+	vp8x[0] = 0x02 // animation
+	put24(vp8x[4:], w-1)
+	put24(vp8x[7:], h-1)
+	chunk("VP8X", vp8x)
+	chunk("ANIM", make([]byte, 6))
+	for i := 0; i < n; i++ {
+		chunk("ANMF", make([]byte, 16))
+	}
+	var b bytes.Buffer
+	b.WriteString("RIFF")
+	binary.Write(&b, binary.LittleEndian, uint32(4+chunks.Len()))
+	b.WriteString("WEBP")
+	b.Write(chunks.Bytes())
+	return b.Bytes()
 }
 
 func must(err error) {

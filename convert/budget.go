@@ -1,0 +1,188 @@
+package convert
+
+import (
+	"bufio"
+	"bytes"
+	"container/list"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// fallbackConversionMemory is the budget when the machine's memory cannot be read.
+const fallbackConversionMemory = 2 << 30
+
+// DefaultConversionMemory returns the default Limits.MaxConversionMemory: half of the memory
+// this process may use, that is the smaller of the machine's RAM (MemTotal in /proc/meminfo)
+// and the cgroup's memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes), or 1 GiB
+// when neither can be read (other systems than Linux).
+func DefaultConversionMemory() int64 {
+	total := memTotal()
+	if lim := cgroupMemoryLimit(); lim > 0 && (total <= 0 || lim < total) {
+		total = lim
+	}
+	if total <= 0 {
+		return fallbackConversionMemory / 2
+	}
+	return total / 2
+}
+
+// defaultConversionMemory is DefaultConversionMemory, read once per process.
+var defaultConversionMemory = sync.OnceValue(DefaultConversionMemory)
+
+// memTotal reads MemTotal from /proc/meminfo, in bytes; 0 when it cannot.
+func memTotal() int64 {
+	data, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		// "MemTotal:       24731708 kB"
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil || kb <= 0 {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// cgroupMemoryLimit returns the memory limit of the process's cgroup in bytes, or 0 when there
+// is none or it cannot be read. Inside a container the cgroup root is the container's own.
+func cgroupMemoryLimit() int64 {
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(data))
+		if s == "max" {
+			return 0
+		}
+		v, err := strconv.ParseInt(s, 10, 64)
+		// cgroup v1 reports "no limit" as a page-rounded MaxInt64.
+		if err != nil || v <= 0 || v >= 1<<62 {
+			return 0
+		}
+		return v
+	}
+	return 0
+}
+
+// memBudget is a weighted semaphore over bytes of estimated conversion memory. Waiters are
+// served first come, first served: a large request at the head of the queue holds back smaller
+// ones behind it, so it cannot be starved by a stream of small conversions.
+type memBudget struct {
+	size int64
+
+	mu      sync.Mutex
+	cur     int64
+	waiters list.List // of *budgetWaiter
+}
+
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{} // closed when the bytes are granted
+}
+
+func newMemBudget(size int64) *memBudget {
+	return &memBudget{size: size}
+}
+
+// acquire reserves n bytes, waiting while other conversions hold too much of the budget. It
+// fails at once with an *Error when n alone exceeds the whole budget, and with ctx's error
+// when ctx ends first.
+func (b *memBudget) acquire(ctx context.Context, n int64, what string) error {
+	if n > b.size {
+		return errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); make the image smaller",
+			what, formatMemory(n), formatMemory(b.size))
+	}
+	b.mu.Lock()
+	if b.size-b.cur >= n && b.waiters.Len() == 0 {
+		b.cur += n
+		b.mu.Unlock()
+		return nil
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	elem := b.waiters.PushBack(w)
+	b.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		select {
+		case <-w.ready:
+			// Granted while we were giving up: hand the bytes back.
+			b.cur -= n
+			b.notifyLocked()
+		default:
+			isFront := b.waiters.Front() == elem
+			b.waiters.Remove(elem)
+			if isFront {
+				// Waiters behind us may fit now.
+				b.notifyLocked()
+			}
+		}
+		b.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// release returns n bytes to the budget.
+func (b *memBudget) release(n int64) {
+	b.mu.Lock()
+	b.cur -= n
+	if b.cur < 0 {
+		b.mu.Unlock()
+		panic("convert: memBudget released more than acquired")
+	}
+	b.notifyLocked()
+	b.mu.Unlock()
+}
+
+// notifyLocked grants waiters in order while they fit.
+func (b *memBudget) notifyLocked() {
+	for {
+		front := b.waiters.Front()
+		if front == nil {
+			return
+		}
+		w := front.Value.(*budgetWaiter)
+		if b.size-b.cur < w.n {
+			return
+		}
+		b.cur += w.n
+		b.waiters.Remove(front)
+		close(w.ready)
+	}
+}
+
+// inUse returns the bytes currently reserved.
+func (b *memBudget) inUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cur
+}
+
+// formatMemory prints a byte count in binary units with one decimal: "1.5 GiB", "200.0 MiB".
+func formatMemory(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
+}

@@ -1,0 +1,107 @@
+package convert
+
+import (
+	"bytes"
+	"image"
+	"image/jpeg"
+	"io"
+	"strconv"
+	"testing"
+
+	"github.com/HugoSmits86/nativewebp"
+	"github.com/convsvc/convsvc/convert/internal/testimg"
+	"github.com/gen2brain/avif"
+	gwebp "github.com/gen2brain/webp"
+	"golang.org/x/image/webp"
+)
+
+// benchPhotos are the two kinds of input the codec choices were measured on: a noisy
+// photo-like image and the same after a JPEG round trip (smooth, like real photographs).
+func benchPhotos(b *testing.B, w, h int) map[string]*image.NRGBA {
+	noisy := testimg.Photo(w, h)
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, noisy, &jpeg.Options{Quality: 85}); err != nil {
+		b.Fatal(err)
+	}
+	dec, err := jpeg.Decode(&buf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return map[string]*image.NRGBA{"noisy": noisy, "jpeg-decoded": toNRGBA(to8bit(dec))}
+}
+
+// BenchmarkWebPLossless compares the two lossless WebP encoders on 1000x1000 images, with the
+// output size beside the time: the evidence for encodeWebP's choice of nativewebp.
+func BenchmarkWebPLossless(b *testing.B) {
+	for name, src := range benchPhotos(b, 1000, 1000) {
+		for _, enc := range []struct {
+			name string
+			f    func(io.Writer, image.Image) error
+		}{
+			{"nativewebp", func(w io.Writer, m image.Image) error { return nativewebp.Encode(w, m, nil) }},
+			{"libwebp", func(w io.Writer, m image.Image) error {
+				return gwebp.Encode(w, m, gwebp.Options{Lossless: true, Method: webpMethod})
+			}},
+		} {
+			b.Run(name+"/"+enc.name, func(b *testing.B) {
+				b.ReportAllocs()
+				var out countingWriter
+				out.w = io.Discard
+				for b.Loop() {
+					out.n = 0
+					if err := enc.f(&out, src); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(out.n), "out-bytes")
+			})
+		}
+	}
+}
+
+// BenchmarkAVIFSpeed compares libaom speeds at the default quality on 1000x1000 images: the
+// evidence for avifSpeed.
+func BenchmarkAVIFSpeed(b *testing.B) {
+	for name, src := range benchPhotos(b, 1000, 1000) {
+		rgba := packedRGBA(src)
+		for _, speed := range []int{6, 8, 10} {
+			b.Run(name+"/speed-"+strconv.Itoa(speed), func(b *testing.B) {
+				b.ReportAllocs()
+				var out countingWriter
+				out.w = io.Discard
+				for b.Loop() {
+					out.n = 0
+					err := avif.Encode(&out, rgba, avif.Options{Quality: AVIFQuality, QualityAlpha: AVIFQuality, Speed: speed, ChromaSubsampling: image.YCbCrSubsampleRatio420})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(out.n), "out-bytes")
+			})
+		}
+	}
+}
+
+// BenchmarkWebPMethod compares libwebp's methods (effort) at quality 85 on 1000x1000 images,
+// reporting size and PSNR beside the time: the evidence for webpMethod.
+func BenchmarkWebPMethod(b *testing.B) {
+	for name, src := range benchPhotos(b, 1000, 1000) {
+		for _, method := range []int{0, 1, 2, 3, 4} {
+			b.Run(name+"/method-"+strconv.Itoa(method), func(b *testing.B) {
+				var out bytes.Buffer
+				for b.Loop() {
+					out.Reset()
+					if err := gwebp.Encode(&out, src, gwebp.Options{Quality: 85, Method: method}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(out.Len()), "out-bytes")
+				got, err := webp.Decode(&out)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(psnr(src, got), "dB")
+			})
+		}
+	}
+}
