@@ -7,25 +7,24 @@
 // # Graph
 //
 // Formats are nodes and converters edges. Catalog.Path picks the path with the fewest lossy
-// steps, then the fewest steps; Targets and Sources follow chains. Raster images have a direct
-// converter for every pair (decode once, encode once), so their paths are one step long.
-// Recognised formats without converters (documents, data, audio, archives) are listed but
-// reach nothing yet.
+// steps, then the fewest steps; a chain crosses categories at most MaxCategoryChanges times and
+// stops once it leaves the image category. Targets and Sources follow the same rules. Raster
+// images have a direct converter for every pair (decode once, encode once). docs/formats.md,
+// generated from the registry, lists every format, pair and option.
 //
-// # Images
+// # Families
 //
-// Inputs: png, jpeg, gif (first frame only), bmp, tiff, webp (decode only). Outputs: png,
-// jpeg, gif, bmp, tiff. Every input is sniffed by its magic bytes first, then its header is
-// read with DecodeConfig and its width*height checked against Limits.MaxPixels before any
-// pixel is decoded; TIFF tiles out of proportion to the image are refused too, as x/image/tiff
-// would inflate each one to its claimed size.
+// Each family registers its formats and converters in its own file: images (image*.go:
+// png, jpeg, gif, bmp, tiff, webp, avif, qoi, ppm, ico; jxl in), documents, PDF and SVG
+// (document.go, doc_*.go, pdf_*.go, svg.go), data (data*.go), audio (audio*.go) and archives
+// (archive*.go). Every input is sniffed by its magic bytes first, and every decoder checks
+// sizes, frame and page counts and expansion against Limits before allocating. Conversions
+// reserve an estimate of their memory from a budget shared by the catalog
+// (Limits.MaxConversionMemory); the rest wait.
 //
-// Outputs: 8-bit sources stay 8-bit (16-bit PNG/TIFF sources stay 16-bit in PNG and TIFF);
-// PNG at zlib BestSpeed; JPEG quality 85, alpha composited over white; GIF with the image's
-// own colors when it has at most 256, else a median-cut palette from a 64K-pixel sample with
-// Floyd-Steinberg dithering and alpha thresholded at half; BMP 8-bit for gray and opaque
-// palettes, 24-bit, or 32-bit with a BITMAPV4HEADER alpha mask when there is alpha;
-// TIFF deflate.
+// 8-bit images stay 8-bit; PNG is written at zlib BestSpeed; JPEG at quality 85 (option
+// quality), alpha composited over white; GIF with a median-cut palette and Floyd-Steinberg
+// dithering.
 //
 // # Pool
 //

@@ -10,11 +10,12 @@ const (
 )
 
 // Options accepted by raster targets: resizing everywhere, quality where the encoder is lossy,
-// lossless where the format has both modes.
+// lossless where the format has both modes, page and dpi for rendering PDF and SVG inputs
+// (Options.ValidateInput refuses them for other inputs).
 var (
-	rasterOptions      = []string{OptWidth, OptHeight, OptFit}
-	lossyRasterOptions = []string{OptQuality, OptWidth, OptHeight, OptFit}
-	webpOptions        = []string{OptQuality, OptLossless, OptWidth, OptHeight, OptFit}
+	rasterOptions      = []string{OptWidth, OptHeight, OptFit, OptPage, OptDPI}
+	lossyRasterOptions = []string{OptQuality, OptWidth, OptHeight, OptFit, OptPage, OptDPI}
+	webpOptions        = []string{OptQuality, OptLossless, OptWidth, OptHeight, OptFit, OptPage, OptDPI}
 )
 
 // builtinFormats lists every format the service recognizes, convertible or not yet.

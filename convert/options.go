@@ -98,6 +98,18 @@ func (o Options) Validate(target Format) error {
 	return nil
 }
 
+// ValidateInput checks the options that only mean something for some inputs: page for PDF,
+// dpi for PDF and SVG.
+func (o Options) ValidateInput(input string) error {
+	switch {
+	case o.Page != 0 && input != "pdf":
+		return &OptionError{OptPage, "only applies when the input is pdf"}
+	case o.DPI != 0 && input != "pdf" && input != "svg":
+		return &OptionError{OptDPI, "only applies when the input is pdf or svg"}
+	}
+	return nil
+}
+
 // Params is what a converter runs with: the service's limits and the job's options.
 type Params struct {
 	Limits

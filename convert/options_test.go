@@ -32,7 +32,7 @@ func TestOptions_Validate(t *testing.T) {
 		{"fit without box", pngF, Options{Width: 10, Fit: FitCover}, OptFit},
 		{"unknown fit", pngF, Options{Width: 10, Height: 10, Fit: "stretch"}, OptFit},
 		{"cover", pngF, Options{Width: 10, Height: 10, Fit: FitCover}, ""},
-		{"page for png", pngF, Options{Page: 2}, OptPage},
+		{"page for png (pdf input)", pngF, Options{Page: 2}, ""},
 		{"lossless for jpeg", jpegF, Options{Lossless: &yes}, OptLossless},
 	}
 	for _, tt := range tests {
@@ -92,5 +92,21 @@ func TestConvert_OptionsReachTheEncoder(t *testing.T) {
 	}
 	if low, high := size(10), size(95); low >= high {
 		t.Fatalf("quality 10 gave %d bytes, quality 95 %d", low, high)
+	}
+}
+
+func TestOptions_ValidateInput(t *testing.T) {
+	if err := (Options{Page: 2, DPI: 300}).ValidateInput("pdf"); err != nil {
+		t.Fatal(err)
+	}
+	if err := (Options{DPI: 300}).ValidateInput("svg"); err != nil {
+		t.Fatal(err)
+	}
+	var oe *OptionError
+	if err := (Options{Page: 2}).ValidateInput("png"); !errors.As(err, &oe) || oe.Option != OptPage {
+		t.Fatalf("page for png input: %v", err)
+	}
+	if err := (Options{DPI: 300}).ValidateInput("jpeg"); !errors.As(err, &oe) || oe.Option != OptDPI {
+		t.Fatalf("dpi for jpeg input: %v", err)
 	}
 }

@@ -668,6 +668,7 @@ func TestAPI_Options(t *testing.T) {
 		{"unknown option", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"sharpen":1}}`, "sharpen"},
 		{"wrong type", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"width":"big"}}`, "width"},
 		{"fit without box", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"width":5,"fit":"cover"}}`, "options.fit"},
+		{"page for an image input", `{"input_format":"png","target_format":"jpeg","input_bytes":1,"options":{"page":2}}`, "options.page"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {

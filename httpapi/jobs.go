@@ -172,7 +172,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		return
 	}
 	targetFormat, _ := s.cfg.Catalog.Format(target)
-	if err := opts.Validate(targetFormat); err != nil {
+	if err := errors.Join(opts.Validate(targetFormat), opts.ValidateInput(input)); err != nil {
 		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
 		return
 	}
