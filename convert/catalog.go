@@ -142,6 +142,7 @@ func NewCatalog(lim Limits) *Catalog {
 	registerDataFormats(c)
 	registerAudioFormats(c)
 	registerArchiveFormats(c)
+	registerPDFPageArchive(c) // pdf -> zip of PNG pages needs the archive family's zip format
 	for _, register := range extraRegistrations {
 		register(c)
 	}
