@@ -1,13 +1,10 @@
 package cli_test
 
 import (
-	"bufio"
 	"context"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testproc"
 )
 
 var binary string
@@ -24,11 +22,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "convsvc")
-	build := exec.Command("go", "build", "-o", binary, "..")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
+	root, _ := filepath.Abs("..")
+	if binary, err = testproc.Build(dir, root); err != nil {
 		panic("build convsvc: " + err.Error())
 	}
 	code := m.Run()
@@ -36,64 +31,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is a running `convsvc serve`.
-type proc struct {
-	cmd     *exec.Cmd
-	url     string
-	key     string
-	done    chan struct{}
-	exitErr error
-}
+// proc is a running `convsvc serve` with the helpers these tests use.
+type proc struct{ *testproc.Proc }
 
-var servingLine = regexp.MustCompile(`serving the API on (\S+) and object storage on (\S+)`)
-
-// serve starts the binary on loopback ports chosen by the kernel and waits until it serves.
+// serve starts the binary with one worker on kernel-chosen loopback ports.
 func serve(t *testing.T, data string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--data", data, "--listen", "127.0.0.1:0", "--blob-listen", "127.0.0.1:0", "--workers", "1"}, args...)...)
-	stdout, _ := cmd.StdoutPipe()
-	if os.Getenv("CONVSVC_TEST_LOG") != "" {
-		cmd.Stderr = os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := strings.TrimSpace(sc.Text())
-			if strings.HasPrefix(line, "cs_live_") {
-				p.key = line
-			}
-			if m := servingLine.FindStringSubmatch(line); m != nil {
-				p.url = m[1]
-				close(ready)
-			}
-		}
-		io.Copy(io.Discard, stdout)
-	}()
-	go func() { p.exitErr = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() { p.cmd.Process.Kill(); <-p.done })
-	select {
-	case <-ready:
-	case <-p.done:
-		t.Fatalf("convsvc serve exited: %v", p.exitErr)
-	case <-time.After(30 * time.Second):
-		t.Fatal("convsvc serve did not start")
-	}
-	return p
+	return &proc{testproc.Serve(t, binary, data, append([]string{"--workers", "1"}, args...)...)}
 }
 
+// signal sends sig and fails the test unless the process exits within a minute.
 func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
+	if !p.Signal(sig, 60*time.Second) {
 		t.Fatal("process did not exit")
 	}
 }
@@ -151,20 +101,20 @@ func TestE2E_SIGKILLMidConversionRequeues(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data)
-	if p.key == "" {
+	if p.Key == "" {
 		t.Fatal("serve did not print the default key on an empty data dir")
 	}
-	key := p.key
-	c := &client.Client{BaseURL: p.url, Key: key}
+	key := p.Key
+	c := &client.Client{BaseURL: p.URL, Key: key}
 	id := startBigJob(t, c, img, true)
 	p.signal(t, syscall.SIGKILL)
 	checkLedger(t, data)
 
 	p = serve(t, data)
-	if p.key != "" {
+	if p.Key != "" {
 		t.Fatal("a second start must not print a new key")
 	}
-	c = &client.Client{BaseURL: p.url, Key: key}
+	c = &client.Client{BaseURL: p.URL, Key: key}
 	job, err := c.WaitJob(context.Background(), id, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -183,14 +133,14 @@ func TestE2E_SIGTERMDrainFailsWithWorkerShutdown(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data, "--drain-timeout", "50ms")
-	c := &client.Client{BaseURL: p.url, Key: p.key}
-	key := p.key
+	c := &client.Client{BaseURL: p.URL, Key: p.Key}
+	key := p.Key
 	running := startBigJob(t, c, img, true)
 	queued := startBigJob(t, c, img, false)
 	start := time.Now()
 	p.signal(t, syscall.SIGTERM)
-	if p.exitErr != nil {
-		t.Fatalf("exit after SIGTERM: %v", p.exitErr)
+	if p.ExitErr() != nil {
+		t.Fatalf("exit after SIGTERM: %v", p.ExitErr())
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("drain took %v", d)
@@ -200,7 +150,7 @@ func TestE2E_SIGTERMDrainFailsWithWorkerShutdown(t *testing.T) {
 	// On the next start: the running job failed worker_shutdown, the queued one is still queued
 	// and now runs.
 	p = serve(t, data)
-	c = &client.Client{BaseURL: p.url, Key: key}
+	c = &client.Client{BaseURL: p.URL, Key: key}
 	j, err := c.GetJob(context.Background(), running, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -223,13 +173,13 @@ func TestE2E_CrashLoopEndsExpiredOrExhausted(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data, "--max-attempts", "2")
-	key := p.key
-	c := &client.Client{BaseURL: p.url, Key: key}
+	key := p.Key
+	c := &client.Client{BaseURL: p.URL, Key: key}
 	id := startBigJob(t, c, img, true)
 	p.signal(t, syscall.SIGKILL)
 
 	p = serve(t, data, "--max-attempts", "2")
-	c = &client.Client{BaseURL: p.url, Key: key}
+	c = &client.Client{BaseURL: p.URL, Key: key}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		j, err := c.GetJob(context.Background(), id, 0)
@@ -247,7 +197,7 @@ func TestE2E_CrashLoopEndsExpiredOrExhausted(t *testing.T) {
 	p.signal(t, syscall.SIGKILL)
 
 	p = serve(t, data, "--max-attempts", "2")
-	c = &client.Client{BaseURL: p.url, Key: key}
+	c = &client.Client{BaseURL: p.URL, Key: key}
 	j, err := c.GetJob(context.Background(), id, 0)
 	if err != nil {
 		t.Fatal(err)
