@@ -1,0 +1,72 @@
+// Command serveprof is `convsvc serve` with a CPU profile: it runs the same service.Run the
+// binary runs, takes the flags testproc passes (serve --data --listen --blob-listen
+// [--log-level] [--workers]), prints the same "serving" line, and profiles the whole process
+// until SIGTERM, when it writes the profile to $CONVSVC_CPUPROFILE and drains. The benchmarks
+// take it in place of the binary with -bin, to show where the server's time goes under load:
+//
+//	go build -o /tmp/serveprof ./bench/serveprof
+//	CONVSVC_CPUPROFILE=/tmp/api.pprof go run ./bench/apibench -bin /tmp/serveprof -rounds 1
+//	go tool pprof -top /tmp/serveprof /tmp/api.pprof
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/convsvc/convsvc/service"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		fmt.Fprintln(os.Stderr, "usage: serveprof serve --data DIR [--listen ADDR] [--blob-listen ADDR] [--log-level LEVEL] [--workers N]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	var cfg service.Config
+	fs.StringVar(&cfg.DataDir, "data", "./convsvc-data", "data directory")
+	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "API address")
+	fs.StringVar(&cfg.BlobListen, "blob-listen", "127.0.0.1:8081", "object storage address")
+	fs.IntVar(&cfg.Workers, "workers", 0, "conversion workers")
+	level := fs.String("log-level", "warn", "log level")
+	fs.Parse(os.Args[2:])
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fail(err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	if path := os.Getenv("CONVSVC_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			fail(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fail(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	m, err := service.Run(cfg)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Printf("convsvc serving the API on %s and object storage on %s\n", m.URL(), m.BlobURL())
+	<-ctx.Done()
+	drain, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.Shutdown(drain); err != nil {
+		fmt.Fprintln(os.Stderr, "serveprof:", err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "serveprof:", err)
+	os.Exit(1)
+}

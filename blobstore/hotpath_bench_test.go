@@ -1,0 +1,80 @@
+package blobstore
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// Small-object hot paths: every job signs an upload URL, verifies it on PUT, stores a small
+// body (most inputs are far below the 64 MiB of BenchmarkPutUpload) and is sealed at start.
+
+func BenchmarkUploadURL(b *testing.B) {
+	e := newTestEnv(b)
+	exp := e.expires()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = e.st.UploadURL("job_bench", 123456, exp)
+	}
+}
+
+func BenchmarkVerifyURL(b *testing.B) {
+	e := newTestEnv(b)
+	u, err := url.Parse(e.uploadURL("job_bench", 123456))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.st.verifyURL("PUT", u.Path, u.RawQuery); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPutSmall PUTs 16 KiB bodies to fresh ids: the per-upload fixed cost (temp file,
+// fsync, rename, directory fsync) rather than the copy.
+func BenchmarkPutSmall(b *testing.B) {
+	const size = 16 << 10
+	e := newTestEnv(b)
+	body := bytes.Repeat([]byte{0x5a}, size)
+	exp := time.Unix(0, e.now.Load()).Add(24 * time.Hour)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		resp := e.do("PUT", e.st.UploadURL(fmt.Sprintf("job_small%d", i), size, exp), bytes.NewReader(body), size, nil)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status = %d", resp.StatusCode)
+		}
+	}
+}
+
+// BenchmarkSeal is what start does to the upload: rename into inputs/ and fsync both dirs.
+func BenchmarkSeal(b *testing.B) {
+	e := newTestEnv(b)
+	exp := time.Unix(0, e.now.Load()).Add(24 * time.Hour)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprintf("job_seal%d", i)
+		b.StopTimer()
+		resp := e.do("PUT", e.st.UploadURL(id, 3, exp), bytes.NewReader([]byte("abc")), 3, nil)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("status = %d", resp.StatusCode)
+		}
+		b.StartTimer()
+		if _, err := e.st.Seal(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
