@@ -107,12 +107,12 @@ func TestImage_Graph(t *testing.T) {
 		id   string
 		opts []string
 	}{
-		{"webp", []string{OptQuality, OptLossless, OptWidth, OptHeight, OptFit}},
-		{"avif", []string{OptQuality, OptWidth, OptHeight, OptFit}},
-		{"jpeg", []string{OptQuality, OptWidth, OptHeight, OptFit}},
-		{"qoi", []string{OptWidth, OptHeight, OptFit}},
-		{"ppm", []string{OptWidth, OptHeight, OptFit}},
-		{"ico", []string{OptWidth, OptHeight, OptFit}},
+		{"webp", []string{OptQuality, OptLossless, OptWidth, OptHeight, OptFit, OptPage, OptDPI}},
+		{"avif", []string{OptQuality, OptWidth, OptHeight, OptFit, OptPage, OptDPI}},
+		{"jpeg", []string{OptQuality, OptWidth, OptHeight, OptFit, OptPage, OptDPI}},
+		{"qoi", []string{OptWidth, OptHeight, OptFit, OptPage, OptDPI}},
+		{"ppm", []string{OptWidth, OptHeight, OptFit, OptPage, OptDPI}},
+		{"ico", []string{OptWidth, OptHeight, OptFit, OptPage, OptDPI}},
 		{"jxl", nil},
 	} {
 		f, _ := c.Format(tt.id)
