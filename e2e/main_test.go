@@ -19,16 +19,10 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "convsvc-e2e-*")
-	if err != nil {
-		panic(err)
-	}
-	root, _ := filepath.Abs("..")
-	if binary, err = testproc.Build(dir, root, "poison"); err != nil {
-		panic("build convsvc: " + err.Error())
-	}
+	bin, cleanup := testproc.BuildForTests("poison")
+	binary = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 

@@ -105,15 +105,9 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	root, err := filepath.Abs(".")
+	bin, err := benchkit.Server(work, prebuilt)
 	if err != nil {
 		return err
-	}
-	bin := prebuilt
-	if bin == "" {
-		if bin, err = testproc.Build(work, root); err != nil {
-			return fmt.Errorf("build convsvc: %w", err)
-		}
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/convsvc/convsvc/bench/internal/benchkit"
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/internal/testproc"
 	"github.com/convsvc/convsvc/store"
@@ -57,19 +59,11 @@ func (r *recorder) observe(op string, start time.Time, err error) {
 	if err != nil {
 		code := "transport"
 		var apiErr *client.APIError
-		if asAPIError(err, &apiErr) {
+		if errors.As(err, &apiErr) {
 			code = apiErr.Code
 		}
 		r.errors[op+" "+code]++
 	}
-}
-
-func asAPIError(err error, target **client.APIError) bool {
-	e, ok := err.(*client.APIError)
-	if ok {
-		*target = e
-	}
-	return ok
 }
 
 func run(duration time.Duration, nAccounts, nClients int, capped float64, nHammer, workers int) error {
@@ -82,9 +76,9 @@ func run(duration time.Duration, nAccounts, nClients int, capped float64, nHamme
 	if err != nil {
 		return err
 	}
-	bin, err := testproc.Build(dir, root)
+	bin, err := benchkit.Server(dir, "")
 	if err != nil {
-		return fmt.Errorf("build: %w", err)
+		return err
 	}
 	sample, err := os.ReadFile(filepath.Join(root, "testdata", "images", "sample.png"))
 	if err != nil {

@@ -80,9 +80,9 @@ func run(cls []class, n, rounds, conc, procs int, work string) error {
 	if err != nil {
 		return err
 	}
-	bin, err := testproc.Build(work, root)
+	bin, err := benchkit.Server(work, "")
 	if err != nil {
-		return fmt.Errorf("build convsvc: %w", err)
+		return err
 	}
 	im, err := imageMagick()
 	if err != nil {

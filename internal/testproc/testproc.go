@@ -165,3 +165,22 @@ func (b *lockedBuffer) String() string {
 
 // Pid is the server's process id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// BuildForTests builds the binary (with tags) from the module root above the calling test's
+// package into a temporary directory, for a TestMain; cleanup removes it. It panics on failure,
+// since no test can run without the binary.
+func BuildForTests(tags ...string) (bin string, cleanup func()) {
+	dir, err := os.MkdirTemp("", "convsvc-e2e-*")
+	if err != nil {
+		panic(err)
+	}
+	root, err := filepath.Abs("..")
+	if err == nil {
+		bin, err = Build(dir, root, tags...)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		panic("build convsvc: " + err.Error())
+	}
+	return bin, func() { os.RemoveAll(dir) }
+}

@@ -14,12 +14,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/convsvc/convsvc/internal/testproc"
 )
 
 // LoadAvg is the 1-, 5- and 15-minute load average from /proc/loadavg, e.g. "3.12 2.80 2.41".
@@ -351,4 +354,21 @@ func (p *PatternReader) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// Server returns the convsvc binary to benchmark: prebuilt when set (a -bin flag), else one
+// built from the module in the current directory into dir.
+func Server(dir, prebuilt string) (string, error) {
+	if prebuilt != "" {
+		return prebuilt, nil
+	}
+	root, err := filepath.Abs(".")
+	if err != nil {
+		return "", err
+	}
+	bin, err := testproc.Build(dir, root)
+	if err != nil {
+		return "", fmt.Errorf("build convsvc: %w", err)
+	}
+	return bin, nil
 }
