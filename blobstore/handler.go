@@ -1,8 +1,6 @@
 package blobstore
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -58,20 +56,12 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 	}
 	defer s.endUpload(req.id)
 
-	f, err := os.CreateTemp(s.tmp, "put-"+req.id+"-*")
+	cw, err := s.createTemp("put-" + req.id)
 	if err != nil {
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer cw.discard()
 
-	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(f, h)}
 	bufp := s.bufPool.Get().(*[]byte)
 	// size+1 so a body longer than announced is noticed, not silently cut.
 	_, err = io.CopyBuffer(cw, io.LimitReader(r.Body, req.size+1), *bufp)
@@ -86,19 +76,19 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 		return clientErrorf(errSizeMismatch,
 			"The upload is longer than the %d bytes reserved for the job. Send the file that was reserved.", req.size)
 	}
-	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+	if err := cw.finish(); err != nil {
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, err)
 	}
 
 	unlock := s.lockID(req.id)
-	err = s.commitUpload(req.id, f.Name())
+	err = s.commitUpload(req.id, cw.f.Name())
 	unlock()
 	if err != nil {
 		return err
 	}
-	committed = true
+	cw.kept = true
 
-	sum := hex.EncodeToString(h.Sum(nil))
+	sum := cw.sum()
 	w.Header().Set("ETag", `"`+sum+`"`)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -253,20 +254,12 @@ func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Write
 			return Output{}, fmt.Errorf("blobstore: output content type %q: %w", meta.ContentType, err)
 		}
 	}
-	f, err := os.CreateTemp(s.tmp, "out-"+jobID+"-*")
+	cw, err := s.createTemp("out-" + jobID)
 	if err != nil {
 		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 	}
-	committed := false
-	defer func() {
-		if !committed {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
+	defer cw.discard()
 
-	h := sha256.New()
-	cw := &countWriter{w: io.MultiWriter(f, h)}
 	bw := s.writePool.Get().(*bufio.Writer)
 	bw.Reset(cw)
 	err = write(bw)
@@ -281,10 +274,10 @@ func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Write
 		}
 		return Output{}, fmt.Errorf("blobstore: write output %s: %w", jobID, err)
 	}
-	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+	if err := cw.finish(); err != nil {
 		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 	}
-	out = Output{Bytes: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}
+	out = Output{Bytes: cw.n, SHA256: cw.sum()}
 	side, err := json.Marshal(outputSidecar{Bytes: out.Bytes, SHA256: out.SHA256, ContentType: meta.ContentType, Filename: meta.Filename})
 	if err != nil {
 		return Output{}, fmt.Errorf("blobstore: encode output meta: %w", err)
@@ -298,10 +291,10 @@ func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Write
 	if err := removeIfExists(data + metaSuffix); err != nil {
 		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 	}
-	if err := os.Rename(f.Name(), data); err != nil {
+	if err := os.Rename(cw.f.Name(), data); err != nil {
 		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 	}
-	committed = true
+	cw.kept = true
 	if err := s.writeFileAtomic(s.outputs, jobID+metaSuffix, side); err != nil {
 		os.Remove(data)
 		return Output{}, fmt.Errorf("write output %s meta: %w", jobID, err)
@@ -443,6 +436,40 @@ func removeIfExists(path string) error {
 
 // countWriter counts bytes and remembers the first write error, so callers can
 // tell a failing disk from a failing producer.
+// tempBlob is a file being written under tmp/ that counts and hashes what it is given; discard
+// removes it unless it was renamed into place (kept).
+type tempBlob struct {
+	countWriter
+	f    *os.File
+	hash hash.Hash
+	kept bool
+}
+
+// createTemp starts a temp blob named after prefix.
+func (s *Store) createTemp(prefix string) (*tempBlob, error) {
+	f, err := os.CreateTemp(s.tmp, prefix+"-*")
+	if err != nil {
+		return nil, err
+	}
+	t := &tempBlob{f: f, hash: sha256.New()}
+	t.w = io.MultiWriter(f, t.hash)
+	return t, nil
+}
+
+// finish makes the written bytes durable and closes the file.
+func (t *tempBlob) finish() error { return errors.Join(t.f.Sync(), t.f.Close()) }
+
+// sum is the hex SHA-256 of what was written.
+func (t *tempBlob) sum() string { return hex.EncodeToString(t.hash.Sum(nil)) }
+
+// discard removes the file unless it was kept.
+func (t *tempBlob) discard() {
+	if !t.kept {
+		t.f.Close()
+		os.Remove(t.f.Name())
+	}
+}
+
 type countWriter struct {
 	w   io.Writer
 	n   int64
