@@ -112,6 +112,16 @@ type Catalog struct {
 	mu      sync.RWMutex
 	formats map[string]Format
 	out     map[string][]Converter // by From, sorted by To
+
+	// paths memoises Path by [from, to]: every create asks it, and the search allocates a
+	// map per call (43% of the create handler's CPU in the API profile). Registration clears it.
+	paths sync.Map // [2]string -> pathResult
+}
+
+// pathResult is one memoised answer of Path.
+type pathResult struct {
+	steps []Step
+	err   error
 }
 
 // NewEmptyCatalog returns a catalog with no formats and no converters.
@@ -163,6 +173,7 @@ func (c *Catalog) AddFormat(f Format) {
 		panic("convert: duplicate format " + f.ID)
 	}
 	c.formats[f.ID] = f.clone()
+	c.paths.Clear()
 }
 
 // AddConverter registers a converter; it panics when a format is unknown, From equals To,
@@ -170,6 +181,7 @@ func (c *Catalog) AddFormat(f Format) {
 func (c *Catalog) AddConverter(cv Converter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.paths.Clear()
 	if _, ok := c.formats[cv.From]; !ok {
 		panic("convert: AddConverter from unknown format " + cv.From)
 	}
@@ -265,8 +277,23 @@ func stateLess(a, b state) bool {
 // categories at most MaxCategoryChanges times. It returns an error wrapping ErrUnsupported when
 // from equals to, either is unknown, or to is unreachable.
 func (c *Catalog) Path(from, to string) ([]Step, error) {
+	key := [2]string{from, to}
+	if r, ok := c.paths.Load(key); ok {
+		r := r.(pathResult)
+		return slices.Clone(r.steps), r.err
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	steps, err := c.findPath(from, to)
+	if len(c.formats) > 0 && (err == nil || (c.formats[from].ID != "" && c.formats[to].ID != "")) {
+		// Unknown ids are not memoised: they come from clients and would grow the cache.
+		c.paths.Store(key, pathResult{steps: slices.Clone(steps), err: err})
+	}
+	return steps, err
+}
+
+// findPath is Path's search; c.mu must be held.
+func (c *Catalog) findPath(from, to string) ([]Step, error) {
 	if _, ok := c.formats[from]; !ok {
 		return nil, fmt.Errorf("unknown format %q: %w", from, ErrUnsupported)
 	}

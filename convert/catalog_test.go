@@ -98,6 +98,33 @@ func TestCatalog_Path(t *testing.T) {
 	}
 }
 
+// Path memoises its answers; registering a format or converter must forget them, and a
+// caller changing the returned slice must not change the next answer.
+func TestCatalog_Path_MemoInvalidatedByRegistration(t *testing.T) {
+	c := testGraph(t)
+	if _, err := c.Path("g", "a"); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("g to a before any converter: %v, want ErrUnsupported", err)
+	}
+	steps, err := c.Path("a", "d")
+	if err != nil || pathString(steps) != "a>b>e>d" {
+		t.Fatalf("a to d = %q, %v", pathString(steps), err)
+	}
+	steps[0].To = "x" // the caller's copy
+	c.AddConverter(Converter{From: "g", To: "a", Run: appendRun(">a")})
+	if steps, err := c.Path("g", "a"); err != nil || pathString(steps) != "g>a" {
+		t.Fatalf("g to a after AddConverter = %q, %v", pathString(steps), err)
+	}
+	c.AddFormat(Format{ID: "h", Name: "H", Category: "data", Extensions: []string{"h"}, MIME: "x/h"})
+	c.AddConverter(Converter{From: "a", To: "h", Run: appendRun(">h")})
+	c.AddConverter(Converter{From: "h", To: "d", Run: appendRun(">d")})
+	if steps, err := c.Path("a", "d"); err != nil || pathString(steps) != "a>h>d" {
+		t.Fatalf("a to d after a shorter chain appeared = %q, %v", pathString(steps), err)
+	}
+	if steps, err := c.Path("a", "d"); err != nil || pathString(steps) != "a>h>d" {
+		t.Fatalf("a to d from the memo = %q, %v", pathString(steps), err)
+	}
+}
+
 func TestCatalog_Path_FewestStepsAmongEqualLossiness(t *testing.T) {
 	c := NewEmptyCatalog(Limits{})
 	for _, id := range []string{"a", "b", "c", "d"} {
