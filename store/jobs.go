@@ -65,7 +65,7 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 			return err
 		}
 		job = Job{
-			ID:           "job_" + randomBase62(24),
+			ID:           newJobID(now),
 			AccountID:    p.AccountID,
 			Seq:          seq,
 			Status:       StatusCreated,
@@ -431,6 +431,22 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 	return ok, err
 }
 
+// JobStarted reports whether the job was ever started (it has a start time), and false for a
+// job that does not exist. The blob store asks it before an upload lands, so a PUT cannot
+// replace the input of a started job even if the rename that sealed it was lost in a crash.
+func (s *Store) JobStarted(jobID string) (bool, error) {
+	var started bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketJobs).Get([]byte(jobID)) == nil {
+			return nil // no such job: nothing to protect
+		}
+		job, err := findJob(tx, jobID)
+		started = err == nil && job.StartedAt != nil
+		return err
+	})
+	return started, err
+}
+
 // finish moves an unfinished job to a final state with its spend movement, in the caller's transaction.
 func (s *Store) finish(tx *bolt.Tx, job *Job, status string, now time.Time) error {
 	if !job.holdsReservation() {
@@ -486,6 +502,21 @@ func deleteJob(tx *bolt.Tx, job Job) error {
 		return err
 	}
 	return tx.Bucket(bucketJobs).Delete([]byte(job.ID))
+}
+
+// newJobID returns "job_", the creation time in milliseconds as 8 base62 digits, and 16 random
+// base62 characters (95 bits). The time prefix makes new ids sort after older ones, so the
+// jobs bucket grows at its right edge: a group commit of 64 creates dirties a page or two of
+// it instead of up to 64 scattered leaves. The random part keeps ids unguessable.
+func newJobID(now time.Time) string {
+	ms := uint64(max(now.UnixMilli(), 0))
+	var b [4 + 8]byte
+	copy(b[:], "job_")
+	for i := len(b) - 1; i >= 4; i-- {
+		b[i] = base62Alphabet[ms%62]
+		ms /= 62
+	}
+	return string(b[:]) + randomBase62(16)
 }
 
 // queueKey orders the queue by first start, then creation: the job's place survives a requeue.
