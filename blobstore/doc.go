@@ -12,6 +12,32 @@
 //
 // Every file reaches its final name by write, fsync, rename and directory
 // fsync, so a crash leaves either the old file or the new one, never a part.
+// The one exception is Seal's rename of uploads/{id} to inputs/{id}, which is
+// not made durable.
+//
+// # Sealing without a directory fsync
+//
+// Starting a job is two steps: Seal renames the upload into inputs/, then the
+// job store commits the job as started. That commit is the durable record;
+// the rename only keeps the layout readable, and a power cut may undo it
+// (the file is back under uploads/) while the start survives. Nothing depends
+// on the rename being durable:
+//
+//   - the file itself is durable: the PUT that stored it fsynced it and the
+//     uploads/ directory before answering, and a job cannot start without it;
+//   - OpenInput, which the workers call only for started jobs, opens
+//     inputs/{id}, else uploads/{id};
+//   - a PUT cannot replace a started job's file under uploads/: before the
+//     upload streams and again under the id lock before it lands, the store
+//     refuses it (409 upload_sealed) when inputs/{id} exists or when
+//     Config.Started (the job store) says the job started;
+//   - Delete removes both names, and JobIDs lists ids found under either, so
+//     the sweeper's orphan pass finds every file.
+//
+// If instead the rename survives and the start commit is lost, the job is
+// still created with its input sealed, as when a crash fell between the two
+// steps before: the client's retry of start finds the sealed input.
+// Without Config.Started (as in this package's tests) only inputs/{id} seals.
 //
 // # Signed URLs
 //

@@ -62,10 +62,8 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 	}
 	defer cw.discard()
 
-	bufp := s.bufPool.Get().(*[]byte)
 	// size+1 so a body longer than announced is noticed, not silently cut.
-	_, err = io.CopyBuffer(cw, io.LimitReader(r.Body, req.size+1), *bufp)
-	s.bufPool.Put(bufp)
+	_, err = cw.ReadFrom(io.LimitReader(r.Body, req.size+1))
 	switch {
 	case cw.err != nil:
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, cw.err)
@@ -99,7 +97,8 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 }
 
 // commitUpload renames a complete temp file to uploads/{id}, replacing any
-// earlier upload, unless Seal got there first. The caller holds the id lock.
+// earlier upload, unless the upload was sealed first (see isSealed). The
+// caller holds the id lock, which Seal takes too.
 func (s *Store) commitUpload(id, tmp string) error {
 	if sealed, err := s.isSealed(id); err != nil {
 		return err
@@ -115,16 +114,24 @@ func (s *Store) commitUpload(id, tmp string) error {
 	return nil
 }
 
+// isSealed reports whether uploads to id are refused: Seal moved its upload to
+// inputs/, or the job store says the job started (Config.Started), which
+// covers a seal whose rename a crash undid.
 func (s *Store) isSealed(id string) (bool, error) {
 	_, err := os.Stat(filepath.Join(s.inputs, id))
 	switch {
 	case err == nil:
 		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	default:
+	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
+	case s.started == nil:
+		return false, nil
 	}
+	started, err := s.started(id)
+	if err != nil {
+		return false, fmt.Errorf("%w: upload %s: ask the job store whether the job started: %w", ErrStorage, id, err)
+	}
+	return started, nil
 }
 
 // beginUpload claims the id for one streaming PUT; false if another holds it.

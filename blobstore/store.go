@@ -1,15 +1,12 @@
 package blobstore
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -39,6 +36,11 @@ type Config struct {
 	Secret    []byte           // HMAC-SHA256 key (at least 16 bytes); when nil, loaded from Dir/url.secret, or generated there (0600) on first open
 	Now       func() time.Time // default time.Now; tests inject
 	Logger    *slog.Logger     // default slog.Default(); signatures are never logged
+	// Started reports whether the job store recorded the job as started. When
+	// set, an upload to a started job is refused even if its input is still
+	// under uploads/ (Seal's rename is not fsynced; see the package doc). nil
+	// means only inputs/{id} seals an upload.
+	Started func(jobID string) (bool, error)
 }
 
 // Store keeps uploads, sealed inputs and outputs as files under one directory.
@@ -49,21 +51,17 @@ type Store struct {
 	secret    []byte
 	now       func() time.Time
 	log       *slog.Logger
+	started   func(jobID string) (bool, error)
 
-	mu        sync.Mutex
-	locks     map[string]*idLock  // per-id commit locks, refcounted
-	inflight  map[string]struct{} // ids with a PUT streaming its body
-	bufPool   sync.Pool           // *[]byte of copyBufSize, for PUT bodies
-	writePool sync.Pool           // *bufio.Writer, for WriteOutput
+	mu       sync.Mutex
+	locks    map[string]*idLock  // per-id commit locks, refcounted
+	inflight map[string]struct{} // ids with a PUT streaming its body
 }
 
 type idLock struct {
 	mu   sync.Mutex
 	refs int
 }
-
-// copyBufSize is the buffer each PUT streams its body through.
-const copyBufSize = 1 << 20
 
 // Open creates (or reopens) the store under cfg.Dir, loading or generating the
 // URL secret and removing temporary files a crash left behind.
@@ -83,6 +81,7 @@ func Open(cfg Config) (*Store, error) {
 		publicURL: pub.String(),
 		now:       cfg.Now,
 		log:       cfg.Logger,
+		started:   cfg.Started,
 		locks:     make(map[string]*idLock),
 		inflight:  make(map[string]struct{}),
 	}
@@ -92,9 +91,6 @@ func Open(cfg Config) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
-	s.writePool.New = func() any { return bufio.NewWriterSize(nil, copyBufSize) }
-
 	for _, d := range []string{cfg.Dir, s.uploads, s.inputs, s.outputs, s.tmp} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("%w: create %s: %w", ErrStorage, d, err)
@@ -182,6 +178,10 @@ func (s *Store) lockID(id string) (unlock func()) {
 // Seal turns the job's upload into its sealed input and returns its size; once
 // sealed, no upload to the id can land. Sealing again returns the sealed size.
 // It returns ErrNotFound when nothing was uploaded.
+//
+// The rename is not made durable (no directory fsync): the job store's commit
+// that starts the job is the durable record, and OpenInput, Config.Started,
+// Delete and JobIDs all cope with a rename lost in a crash (see the package doc).
 func (s *Store) Seal(jobID string) (int64, error) {
 	if !validID(jobID) {
 		return 0, ErrInvalidID
@@ -199,9 +199,6 @@ func (s *Store) Seal(jobID string) (int64, error) {
 	} else if err != nil {
 		return 0, fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
 	}
-	if err := errors.Join(syncDir(s.inputs), syncDir(s.uploads)); err != nil {
-		return 0, fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
-	}
 	fi, err := os.Stat(input)
 	if err != nil {
 		return 0, fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
@@ -209,12 +206,21 @@ func (s *Store) Seal(jobID string) (int64, error) {
 	return fi.Size(), nil
 }
 
-// OpenInput opens the job's sealed input for reading; ErrNotFound if it was never sealed.
+// OpenInput opens the input of a started job for reading: inputs/{id}, or
+// uploads/{id} when a crash lost the rename that sealed it (the upload was
+// durable before the job could start, and Config.Started keeps a PUT from
+// replacing it). ErrNotFound if neither exists.
 func (s *Store) OpenInput(jobID string) (*os.File, error) {
 	if !validID(jobID) {
 		return nil, ErrInvalidID
 	}
 	f, err := os.Open(filepath.Join(s.inputs, jobID))
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.Open(filepath.Join(s.uploads, jobID))
+		if err == nil {
+			s.log.Info("blobstore: input found under uploads/ (its seal was lost in a crash)", "job_id", jobID)
+		}
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open input %s: %w", jobID, ErrNotFound)
 	} else if err != nil {
@@ -260,15 +266,7 @@ func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Write
 	}
 	defer cw.discard()
 
-	bw := s.writePool.Get().(*bufio.Writer)
-	bw.Reset(cw)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	bw.Reset(nil)
-	s.writePool.Put(bw)
-	if err != nil {
+	if err := write(cw); err != nil {
 		if cw.err != nil { // the disk, not the producer, failed
 			return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 		}
@@ -432,55 +430,4 @@ func removeIfExists(path string) error {
 		return err
 	}
 	return nil
-}
-
-// countWriter counts bytes and remembers the first write error, so callers can
-// tell a failing disk from a failing producer.
-// tempBlob is a file being written under tmp/ that counts and hashes what it is given; discard
-// removes it unless it was renamed into place (kept).
-type tempBlob struct {
-	countWriter
-	f    *os.File
-	hash hash.Hash
-	kept bool
-}
-
-// createTemp starts a temp blob named after prefix.
-func (s *Store) createTemp(prefix string) (*tempBlob, error) {
-	f, err := os.CreateTemp(s.tmp, prefix+"-*")
-	if err != nil {
-		return nil, err
-	}
-	t := &tempBlob{f: f, hash: sha256.New()}
-	t.w = io.MultiWriter(f, t.hash)
-	return t, nil
-}
-
-// finish makes the written bytes durable and closes the file.
-func (t *tempBlob) finish() error { return errors.Join(t.f.Sync(), t.f.Close()) }
-
-// sum is the hex SHA-256 of what was written.
-func (t *tempBlob) sum() string { return hex.EncodeToString(t.hash.Sum(nil)) }
-
-// discard removes the file unless it was kept.
-func (t *tempBlob) discard() {
-	if !t.kept {
-		t.f.Close()
-		os.Remove(t.f.Name())
-	}
-}
-
-type countWriter struct {
-	w   io.Writer
-	n   int64
-	err error
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	if err != nil && c.err == nil {
-		c.err = err
-	}
-	return n, err
 }

@@ -183,7 +183,9 @@ func (m *Main) open() error {
 	m.apiURL = publicURL(cfg.PublicURL, apiLn)
 	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
 
-	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log})
+	// Started: a started job's upload stays sealed even if a crash undid Seal's rename,
+	// which is not fsynced because the job store's start commit is the durable record.
+	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
 	if err != nil {
 		apiLn.Close()
 		blobLn.Close()
