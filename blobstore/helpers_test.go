@@ -39,16 +39,24 @@ func newTestEnv(t testing.TB) *testEnv {
 
 func newTestEnvLogger(t testing.TB, log *slog.Logger) *testEnv {
 	t.Helper()
+	return newTestEnvConfig(t, func(c *Config) { c.Logger = log })
+}
+
+// newTestEnvConfig is newTestEnv with a config adjusted by opt (Logger, Started).
+func newTestEnvConfig(t testing.TB, opt func(*Config)) *testEnv {
+	t.Helper()
 	e := &testEnv{t: t, dir: t.TempDir()}
 	e.now.Store(testNow.UnixNano())
 	e.srv = httptest.NewUnstartedServer(nil)
-	st, err := Open(Config{
+	cfg := Config{
 		Dir:       e.dir,
 		PublicURL: "http://" + e.srv.Listener.Addr().String() + "/",
 		Secret:    testSecret,
 		Now:       func() time.Time { return time.Unix(0, e.now.Load()) },
-		Logger:    log,
-	})
+		Logger:    slog.New(slog.DiscardHandler),
+	}
+	opt(&cfg)
+	st, err := Open(cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

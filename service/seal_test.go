@@ -1,0 +1,74 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/service"
+)
+
+// TestStart_LostSealRename is a power cut after start's bbolt commit that undid Seal's rename
+// (which is not fsynced): the job is queued but its file is still uploads/{id}. After a restart
+// on the same data dir, a PUT to the job is refused as sealed, and the worker converts the file
+// that was uploaded.
+func TestStart_LostSealRename(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	useDir := func(c *service.Config) { c.DataDir = dir }
+	e1 := testenv.Start(t, useDir)
+	key, accountID := e1.Key, e1.AccountID
+	png := testenv.NoisePNG(t, 64, 48)
+	res := e1.Create(key, "png", "jpeg", int64(len(png)))
+	testenv.MustStatus(t, e1.Upload(res.UploadURL, png), 200, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e1.Main.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// What survives the crash: the start committed (as handleStartJob commits it after Seal),
+	// the rename not.
+	st, err := testenv.OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StartJob(accountID, res.Job.ID, int64(len(png))); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	upload := filepath.Join(dir, "blobs", "uploads", res.Job.ID)
+	if _, err := os.Stat(filepath.Join(dir, "blobs", "inputs", res.Job.ID)); !os.IsNotExist(err) {
+		t.Fatalf("inputs/%s: %v, want it absent (the lost rename)", res.Job.ID, err)
+	}
+
+	e2 := testenv.Start(t, useDir)
+	// The same signed URL (the secret is kept in the data dir) on the new listener.
+	uploadURL := e2.Main.BlobURL() + strings.TrimPrefix(res.UploadURL, e1.Main.BlobURL())
+	other := bytes.Repeat([]byte{0xff}, len(png))
+	testenv.MustStatus(t, e2.Upload(uploadURL, other), 409, "upload_sealed")
+	j := e2.WaitFinished(key, res.Job.ID)
+	if j.Status != "succeeded" || j.Output == nil {
+		t.Fatalf("job %s: %+v", j.Status, j)
+	}
+	testenv.MustStatus(t, e2.Upload(uploadURL, other), 409, "upload_sealed")
+	if got, err := os.ReadFile(upload); err != nil || !bytes.Equal(got, png) {
+		t.Fatalf("uploads/%s changed (err %v): the refused PUT replaced it", res.Job.ID, err)
+	}
+	r := e2.Do("GET", j.Output.URL, "", nil)
+	testenv.MustStatus(t, r, 200, "")
+	img, err := jpeg.Decode(bytes.NewReader(r.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() != 64 || b.Dy() != 48 {
+		t.Fatalf("output is %dx%d, want the uploaded 64x48", b.Dx(), b.Dy())
+	}
+}
