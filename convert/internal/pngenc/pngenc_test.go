@@ -106,11 +106,14 @@ func TestMatchesImagePNG(t *testing.T) {
 		nil,
 		{BandRows: 1},
 		{BandRows: 3, Workers: 3},
-		{Filter: FilterNone, FilterSet: true, BandRows: 5},
+		{Filter: FilterNone, BandRows: 5},
+		{Filter: FilterPaeth, Compressor: Klauspost, BandRows: 6},
 		{Filter: FilterSub, Level: 3},
 		{Filter: FilterUp, Compressor: Stdlib, BandRows: 7},
+		{Compressor: Stdlib, BandRows: 9},
 		{Filter: FilterAverage, Level: 9},
 		{Filter: FilterAdaptive, BandRows: 2},
+		{Filter: FilterMinSAD, BandRows: 4},
 	}
 	for _, kind := range []string{"gray", "nrgba", "rgba"} {
 		for _, opaque := range []bool{false, true} {
