@@ -1,0 +1,52 @@
+package pngstream
+
+import (
+	"bytes"
+	"image/png"
+	"testing"
+)
+
+// fuzzMaxPixels keeps the fuzzer's images small, as the caller's DecodeConfig limit does.
+const fuzzMaxPixels = 1 << 20
+
+// FuzzDecode is differential: for any input neither decoder may panic, and when pngstream
+// takes the file it must agree with image/png: both succeed with identical images, or both
+// fail with the same message. Seeds: testdata/fuzz/FuzzDecode plus small files built here.
+//
+//	go test ./convert/internal/pngstream -run XXX -fuzz FuzzDecode -fuzztime 3m
+func FuzzDecode(f *testing.F) {
+	for _, img := range testImages(5, 4, 1) {
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			f.Fatal(err)
+		}
+		f.Add(buf.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := png.DecodeConfig(bytes.NewReader(data))
+		if err == nil && cfg.Width*cfg.Height > fuzzMaxPixels {
+			return
+		}
+		d, ok, err := NewDecoder(bytes.NewReader(data))
+		if !ok && err == nil {
+			return
+		}
+		var derr error = err
+		if err == nil {
+			derr = d.Decode(nil)
+		}
+		want, werr := png.Decode(bytes.NewReader(data))
+		switch {
+		case derr == nil && werr == nil:
+			if diff := sameImage(d.Image(), want); diff != "" {
+				t.Fatalf("images differ: %s", diff)
+			}
+		case derr == nil:
+			t.Fatalf("pngstream succeeded, image/png failed: %v", werr)
+		case werr == nil:
+			t.Fatalf("pngstream failed (%v), image/png succeeded", derr)
+		case derr.Error() != werr.Error():
+			t.Fatalf("pngstream says %q, image/png %q", derr, werr)
+		}
+	})
+}
