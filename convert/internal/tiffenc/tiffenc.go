@@ -19,6 +19,7 @@
 package tiffenc
 
 import (
+	stdzlib "compress/zlib"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -37,23 +38,35 @@ import (
 // ErrUnsupported is returned for images other than *image.RGBA, *image.NRGBA and *image.Gray.
 var ErrUnsupported = errors.New("tiffenc: unsupported image type")
 
-// Options tunes the encoder; the zero value is the measured default.
+// Options tunes the encoder. With Level 0 the encoder chooses (see Encode); otherwise the
+// fields are used as given.
 type Options struct {
-	// Level is the deflate level, 1 to 9; 0 means DefaultLevel.
+	// Level is the deflate level, 1 to 9, or HuffmanOnly; 0 lets Encode choose.
 	Level int
-	// RowsPerStrip is the strip height; 0 means DefaultRowsPerStrip.
+	// Stdlib selects compress/zlib instead of github.com/klauspost/compress/zlib.
+	Stdlib bool
+	// RowsPerStrip is the strip height; 0 means 64.
 	RowsPerStrip int
-	// NoPredictor turns the horizontal predictor off (for measurements).
+	// NoPredictor turns the horizontal predictor off.
 	NoPredictor bool
 	// Workers is the number of strips compressed at once; 0 means runtime.GOMAXPROCS(0).
 	Workers int
 }
 
-// DefaultLevel and DefaultRowsPerStrip were chosen with TestMeasure on a 12 MP photo: see the
-// package's measure_test.go and docs/benchmarks.md.
-const (
-	DefaultLevel        = 2
-	DefaultRowsPerStrip = 64
+// HuffmanOnly is the deflate level that only entropy-codes.
+const HuffmanOnly = -2
+
+// The choices Encode makes when Options.Level is 0, from TestMeasure (measure_test.go, figures
+// in docs/benchmarks.md). Photos: the predictor, compress/zlib at BestSpeed, 64-row strips:
+// 10x faster than x/image/tiff and 30-34% smaller on the 12 MP bench photos (26.6 MB against
+// vips's 27.0 MB on the noisy one; klauspost's zlib stores noisy strips uncompressed, 36 MB,
+// where compress/flate falls back to Huffman coding). Graphics (at least half the bytes of
+// sampled rows equal the byte above): no predictor, compress/zlib at level 6, 256-row strips,
+// close to x/image/tiff's one-strip output, which the predictor and BestSpeed made 17-55%
+// larger.
+var (
+	photoOptions = Options{Level: 1, Stdlib: true, RowsPerStrip: 64}
+	flatOptions  = Options{Level: 6, Stdlib: true, RowsPerStrip: 256, NoPredictor: true}
 )
 
 // Supported reports whether Encode takes m (otherwise it returns ErrUnsupported).
@@ -128,6 +141,27 @@ func newLayout(m image.Image) (*layout, error) {
 	return l, nil
 }
 
+// flatSampleRows is how many rows flat looks at.
+const flatSampleRows = 16
+
+// flat reports whether at least half the bytes of up to flatSampleRows rows spread over the
+// image equal the byte above them: graphics and screenshots rather than photos.
+func flat(l *layout) bool {
+	cur, prev := make([]byte, l.rowLen), make([]byte, l.rowLen)
+	same, total := 0, 0
+	for y := 1; y < l.h; y += max(1, l.h/flatSampleRows) {
+		l.fill(prev, y-1)
+		l.fill(cur, y)
+		for i, c := range cur {
+			if c == prev[i] {
+				same++
+			}
+		}
+		total += len(cur)
+	}
+	return total > 0 && 2*same >= total
+}
+
 // predict replaces each sample by its difference from the same sample of the pixel to its
 // left (TIFF Predictor 2 at 8 bits), working from the right.
 func predict(row []byte, spp int) {
@@ -147,11 +181,18 @@ func (x *bufferBox) Write(p []byte) (int, error) {
 type worker struct {
 	row   []byte
 	out   bufferBox // the strip being compressed; copied out at its exact size
-	zw    *zlib.Writer
+	zw    zlibWriter
 	level int
+	std   bool
 }
 
 var workers sync.Pool
+
+// zlibWriter is what both zlib implementations offer.
+type zlibWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
 
 // Encode writes m as a TIFF to w. It returns ErrUnsupported (wrapped) for image types other
 // than *image.RGBA, *image.NRGBA and *image.Gray, and stops soon after ctx is done.
@@ -160,18 +201,24 @@ func Encode(ctx context.Context, w io.Writer, m image.Image, o *Options) error {
 	if o != nil {
 		opt = *o
 	}
-	if opt.Level == 0 {
-		opt.Level = DefaultLevel
-	}
-	if opt.Level < 1 || opt.Level > 9 {
-		return fmt.Errorf("tiffenc: level %d is not 1 to 9", opt.Level)
+	if (opt.Level < 0 || opt.Level > 9) && opt.Level != HuffmanOnly {
+		return fmt.Errorf("tiffenc: level %d is not 1 to 9 or HuffmanOnly", opt.Level)
 	}
 	if opt.RowsPerStrip <= 0 {
-		opt.RowsPerStrip = DefaultRowsPerStrip
+		opt.RowsPerStrip = 64
 	}
 	l, err := newLayout(m)
 	if err != nil {
 		return err
+	}
+	if opt.Level == 0 {
+		workers := opt.Workers
+		if flat(l) {
+			opt = flatOptions
+		} else {
+			opt = photoOptions
+		}
+		opt.Workers = workers
 	}
 	rps := min(opt.RowsPerStrip, l.h)
 	nstrips := (l.h + rps - 1) / rps
@@ -225,12 +272,18 @@ func (wk *worker) strip(l *layout, y0, y1 int, o *Options) ([]byte, error) {
 	row := wk.row[:l.rowLen]
 	out := &wk.out
 	out.b = out.b[:0]
-	if wk.zw == nil || wk.level != o.Level {
-		zw, err := zlib.NewWriterLevel(out, o.Level)
+	if wk.zw == nil || wk.level != o.Level || wk.std != o.Stdlib {
+		var zw zlibWriter
+		var err error
+		if o.Stdlib {
+			zw, err = stdzlib.NewWriterLevel(out, o.Level)
+		} else {
+			zw, err = zlib.NewWriterLevel(out, o.Level)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("tiffenc: %w", err)
 		}
-		wk.zw, wk.level = zw, o.Level
+		wk.zw, wk.level, wk.std = zw, o.Level, o.Stdlib
 	} else {
 		wk.zw.Reset(out)
 	}

@@ -158,6 +158,32 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestFlat covers the graphics path: flat panels with and without alpha.
+func TestFlat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, kind := range []string{"gray", "nrgba", "rgba"} {
+		for _, opaque := range []bool{false, true} {
+			m := randomImage(rng, kind, 150, 301, opaque, false).(draw.Image)
+			for range 20 {
+				x, y := rng.IntN(150), rng.IntN(301)
+				c := m.At(rng.IntN(150), rng.IntN(301))
+				draw.Draw(m, image.Rect(x, y, x+60, y+90), &image.Uniform{c}, image.Point{}, draw.Src)
+			}
+			draw.Draw(m, image.Rect(0, 0, 150, 200), &image.Uniform{m.At(3, 250)}, image.Point{}, draw.Src)
+			l, _ := newLayout(m)
+			if !flat(l) {
+				t.Fatalf("%s: not seen as flat", kind)
+			}
+			if got := decode(t, encode(t, m, nil)); !reflect.DeepEqual(got, wantDecoded(m)) {
+				t.Errorf("%s opaque=%v: decoded image differs from the source", kind, opaque)
+			}
+		}
+	}
+	if l, _ := newLayout(testimg.Photo(100, 100)); flat(l) {
+		t.Error("photo seen as flat")
+	}
+}
+
 func TestLayout(t *testing.T) {
 	for _, c := range []struct {
 		m          image.Image
