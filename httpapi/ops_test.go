@@ -108,6 +108,7 @@ func TestOps_MetricsMoveWithTraffic(t *testing.T) {
 		"convsvc_bolt_read_tx_total": "counter", "convsvc_bolt_open_read_tx": "gauge",
 		"convsvc_bolt_freelist_free_pages": "gauge", "convsvc_bolt_page_alloc_bytes_total": "counter",
 		"convsvc_bolt_writes_total": "counter", "convsvc_workers": "gauge", "convsvc_workers_busy": "gauge",
+		"convsvc_store_writes_total": "counter", "convsvc_store_write_transactions_total": "counter",
 		"go_goroutines": "gauge", "process_resident_memory_bytes": "gauge", "go_build_info": "gauge",
 	} {
 		if got := after.Types[name]; got != typ {
@@ -160,6 +161,11 @@ func TestOps_MetricsMoveWithTraffic(t *testing.T) {
 		if delta(name) <= 0 {
 			t.Errorf("%s did not move: %v -> %v", name, before.Value(name), after.Value(name))
 		}
+	}
+	// 5 creates, 2 cancels, starts, claims and finishes: each one store write, some sharing a
+	// transaction, never more transactions than writes.
+	if w, tx := delta("convsvc_store_writes_total"), delta("convsvc_store_write_transactions_total"); w < 7 || tx < 1 || tx > w {
+		t.Errorf("store writes moved by %v in %v transactions; want at least 7 writes in 1..writes transactions", w, tx)
 	}
 	if after.Value("convsvc_db_size_bytes") <= 0 || !after.Has("go_goroutines") || !after.Has("process_cpu_seconds_total") {
 		t.Error("database size or runtime/process collectors missing")

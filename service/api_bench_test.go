@@ -58,6 +58,7 @@ func benchCreate(b *testing.B, start bool) {
 	var next atomic.Int64
 	b.SetParallelism(16) // 32 clients on 2 cores
 	b.ReportAllocs()
+	before := e.Main.Store().WriteStats()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -71,7 +72,9 @@ func benchCreate(b *testing.B, start bool) {
 				continue
 			}
 			var res struct {
-				ID        string `json:"id"`
+				Job struct {
+					ID string `json:"id"`
+				} `json:"job"`
 				UploadURL string `json:"upload_url"`
 			}
 			if err := json.Unmarshal(out, &res); err != nil {
@@ -82,10 +85,15 @@ func benchCreate(b *testing.B, start bool) {
 				b.Error(err)
 				return
 			}
-			if _, err := do("POST", e.URL+"/v1/jobs/"+res.ID+"/start", key, nil); err != nil {
+			if _, err := do("POST", e.URL+"/v1/jobs/"+res.Job.ID+"/start", key, nil); err != nil {
 				b.Error(err)
 				return
 			}
 		}
 	})
+	b.StopTimer()
+	after := e.Main.Store().WriteStats()
+	if tx := after.Transactions - before.Transactions; tx > 0 {
+		b.ReportMetric(float64(after.Writes-before.Writes)/float64(tx), "writes/commit")
+	}
 }

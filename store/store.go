@@ -54,6 +54,22 @@ type Store struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 	writers atomic.Int32 // write transactions wanted or running
+
+	writeCalls atomic.Uint64 // write functions run (each store write method is one)
+	writeTxs   atomic.Uint64 // bbolt write transactions they ran in (group commit shares one)
+	lastTxID   atomic.Uint64
+}
+
+// WriteStats counts the store's writes and the bbolt write transactions that carried them:
+// Writes/Transactions is the group commit's average group size.
+type WriteStats struct {
+	Writes       uint64 // write functions run, a retried one counted again
+	Transactions uint64 // write transactions (each one commit and its fsyncs, unless rolled back)
+}
+
+// WriteStats returns the counts since Open.
+func (s *Store) WriteStats() WriteStats {
+	return WriteStats{Writes: s.writeCalls.Load(), Transactions: s.writeTxs.Load()}
 }
 
 // ErrLocked means another process holds the database file.
@@ -170,12 +186,21 @@ func (s *Store) signal(jobIDs ...string) {
 // them in one group commit (db.Batch, one fsync for the group), and Batch may run fn more
 // than once. A lone writer commits at once instead of waiting for company.
 func (s *Store) update(fn func(tx *bolt.Tx) error) error {
+	counted := func(tx *bolt.Tx) error {
+		s.writeCalls.Add(1)
+		// The functions of one group run one after another in the same transaction, whose id
+		// is new for each write transaction.
+		if id := uint64(tx.ID()); s.lastTxID.Swap(id) != id {
+			s.writeTxs.Add(1)
+		}
+		return fn(tx)
+	}
 	if s.writers.Add(1) == 1 {
 		defer s.writers.Add(-1)
-		return s.db.Update(fn)
+		return s.db.Update(counted)
 	}
 	defer s.writers.Add(-1)
-	return s.db.Batch(fn)
+	return s.db.Batch(counted)
 }
 
 func u64(v uint64) []byte {
