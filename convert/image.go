@@ -16,6 +16,9 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
+	"github.com/convsvc/convsvc/convert/internal/pngenc"
+	"github.com/convsvc/convsvc/convert/internal/tiffenc"
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
 )
@@ -23,9 +26,11 @@ import (
 // JPEGQuality is the quality JPEG outputs are written with when the job sets none.
 const JPEGQuality = 85
 
-// PNGCompression is the zlib level of every PNG output. BestSpeed was chosen by measurement
-// (BenchmarkPNGCompression, 1000x1000): on a JPEG-decoded photo it encodes in 110 ms instead
-// of 185 ms for output 7% larger (1.76 MB vs 1.65 MB); on a noisy one it is faster and no larger.
+// PNGCompression is the zlib level of the PNG outputs image/png writes: 16-bit and paletted
+// images (8-bit RGBA, NRGBA and Gray go through internal/pngenc, which picks its own filters and
+// deflate per band of rows). BestSpeed was chosen by measurement (BenchmarkPNGCompression,
+// 1000x1000): on a JPEG-decoded photo it encodes in 110 ms instead of 185 ms for output 7%
+// larger (1.76 MB vs 1.65 MB); on a noisy one it is faster and no larger.
 const PNGCompression = png.BestSpeed
 
 // imageCodec reads and, unless encode is nil, writes one raster format.
@@ -200,6 +205,14 @@ func imageRun(c *Catalog, src, dst *imageCodec) func(context.Context, *io.Sectio
 				}
 			}
 			return dst.encodeAll(ctx, out, a, opts)
+		}
+		if src.id == "png" && dst.id == "jpeg" {
+			// Decode and encode at once when nothing comes between them.
+			if w, h, box := resizeBox(cfg.Width, cfg.Height, opts); w == cfg.Width && h == cfg.Height && box == image.Rect(0, 0, w, h) {
+				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts); handled {
+					return err
+				}
+			}
 		}
 		img, err := decodePixels(ctx, in, src, cfg)
 		if err != nil {
@@ -566,26 +579,32 @@ func encodePNG(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	cw := &ctxWriter{ctx: ctx, w: w}
+	if pngenc.Supported(img) {
+		// 8-bit RGBA, NRGBA and Gray (nearly every output): band-parallel, one filter per band
+		// chosen by content; measured 3-10x faster than image/png on photos with output no
+		// larger (internal/pngenc, docs/benchmarks.md). The same pixels decode either way.
+		return pngenc.Encode(ctx, cw, img, nil)
+	}
 	enc := png.Encoder{CompressionLevel: PNGCompression, BufferPool: pngBuffers}
-	return enc.Encode(&ctxWriter{ctx: ctx, w: w}, img)
+	return enc.Encode(cw, img)
 }
 
+// jpegStripMinPixels is the smallest image encodeJPEG encodes in parallel strips (jpegstrip);
+// smaller ones go to jpeg.Encode on one core. Measured with BenchmarkEncodeJPEGSize: below it
+// the goroutines and the splice cost more than the second core saves.
+const jpegStripMinPixels = 256 << 10
+
 func encodeJPEG(ctx context.Context, w io.Writer, img image.Image, opts Options) error {
-	switch m := img.(type) {
-	case *image.Gray:
-	case *image.YCbCr:
-		// The encoder reads YCbCr directly.
-	default:
-		img = flattenWhite(to8bit(m))
-	}
+	img = jpegSource(img)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	quality := JPEGQuality
-	if opts.Quality != 0 {
-		quality = opts.Quality
+	cw := &ctxWriter{ctx: ctx, w: w}
+	if b := img.Bounds(); int64(b.Dx())*int64(b.Dy()) < jpegStripMinPixels {
+		return jpeg.Encode(cw, img, jpegOptions(opts))
 	}
-	return jpeg.Encode(&ctxWriter{ctx: ctx, w: w}, img, &jpeg.Options{Quality: quality})
+	return jpegstrip.Encode(ctx, cw, img, jpegOptions(opts), 0)
 }
 
 func encodeGIF(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
@@ -679,9 +698,16 @@ func encodeTIFF(ctx context.Context, w io.Writer, img image.Image, _ Options) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// Deflate: 20-30% smaller than uncompressed on photos for about 0.1 s per megapixel. The
-	// x/image encoder holds the compressed data in memory until it knows its size.
-	return tiff.Encode(&ctxWriter{ctx: ctx, w: w}, img, &tiff.Options{Compression: tiff.Deflate})
+	cw := &ctxWriter{ctx: ctx, w: w}
+	if tiffenc.Supported(img) {
+		// 8-bit RGBA, NRGBA and Gray: Deflate strips with the horizontal predictor, compressed in
+		// parallel, RGB for opaque images; measured 3-10x faster than x/image/tiff and 30% smaller
+		// on photos (internal/tiffenc, docs/benchmarks.md).
+		return tiffenc.Encode(ctx, cw, img, nil)
+	}
+	// 16-bit and paletted images: x/image/tiff, one Deflate strip held in memory until its size
+	// is known.
+	return tiff.Encode(cw, img, &tiff.Options{Compression: tiff.Deflate})
 }
 
 // ctxWriter stops a streaming encoder soon after ctx is done.
