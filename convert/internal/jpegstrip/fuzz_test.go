@@ -46,7 +46,7 @@ func FuzzEncode(f *testing.F) {
 		}
 		opts := &jpeg.Options{Quality: int(quality)%100 + 1}
 		var got, want bytes.Buffer
-		if err := encode(context.Background(), &got, img, opts, 2, nil, int(mcuRows)%4); err != nil {
+		if err := encode(context.Background(), &got, img, opts, 2, int(mcuRows)%4); err != nil {
 			t.Fatal(err)
 		}
 		if err := jpeg.Encode(&want, img, opts); err != nil {

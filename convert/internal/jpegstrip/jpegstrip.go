@@ -48,17 +48,42 @@ const (
 // pixels are identical to those of jpeg.Encode(w, img, o), and the output bytes do not depend
 // on scheduling. Up to workers strips are encoded at once (0 or less: runtime.GOMAXPROCS(0));
 // at most workers+2 encoded strips are held in memory, and they are written in order as they
-// complete.
-//
-// rowsReady, when not nil, is called from one goroutine with increasing row counts before
-// the strip that needs them is encoded; it must block until rows [Min.Y, Min.Y+rows) of img
-// are final and return nil, or return an error to abort. It must return promptly once its
-// ctx argument is done. Encode returns rowsReady's error (or ctx's) as is.
-//
-// Images image/jpeg would write as a single strip, images whose SubImage does not return
+// complete. Images image/jpeg writes as one strip, images whose SubImage does not return
 // their own type, and images image/jpeg refuses are encoded by jpeg.Encode directly.
-func Encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, workers int, rowsReady func(ctx context.Context, rows int) error) error {
-	return encode(ctx, w, img, o, workers, rowsReady, 0)
+func Encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, workers int) error {
+	return encode(ctx, w, img, o, workers, 0)
+}
+
+// encode is Encode with the strip height in MCU rows set (0: chosen from the width); tests
+// use it to cut small images into many strips.
+func encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, workers, mcuRows int) error {
+	b := img.Bounds()
+	_, gray := img.(*image.Gray)
+	si, ok := img.(subImager)
+	if !ok || reflect.TypeOf(si.SubImage(b)) != reflect.TypeOf(img) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return jpeg.Encode(w, img, o)
+	}
+	return encodeStrips(ctx, w, b, gray, o, workers, func(_ context.Context, r image.Rectangle) (image.Image, error) {
+		return si.SubImage(r), nil
+	}, mcuRows)
+}
+
+// EncodeStrips writes a JPEG of bounds b, whose pixels strip(ctx, r) supplies one horizontal
+// strip r at a time: an *image.Gray for every strip when gray is set, otherwise any type
+// image/jpeg writes with three components (*image.RGBA and *image.YCbCr are its fast paths),
+// with bounds r. The decoded pixels are those of jpeg.Encode of the image the strips make up.
+//
+// strip is called once per strip, from up to workers goroutines at once; strips are handed
+// out top to bottom, so a strip is asked for only once every strip above it has been. It may
+// block until the rows it needs are ready, and must return promptly once its ctx is done. Its first error stops the encode and is returned
+// as is; a panic in it or in image/jpeg is returned as an error. Other than that, EncodeStrips
+// behaves like Encode. Images of one strip are encoded by jpeg.Encode of strip(ctx, b).
+func EncodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool, o *jpeg.Options, workers int,
+	strip func(ctx context.Context, r image.Rectangle) (image.Image, error)) error {
+	return encodeStrips(ctx, w, b, gray, o, workers, strip, 0)
 }
 
 // plan is how an image is cut into strips.
@@ -99,21 +124,20 @@ type subImager interface {
 	SubImage(image.Rectangle) image.Image
 }
 
-// encode is Encode with the strip height in MCU rows set (0: chosen from the width); tests
-// use it to cut small images into many strips.
-func encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, workers int, rowsReady func(context.Context, int) error, mcuRows int) error {
-	b := img.Bounds()
-	_, gray := img.(*image.Gray)
-	si, canSub := img.(subImager)
+func encodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool, o *jpeg.Options, workers int,
+	strip func(context.Context, image.Rectangle) (image.Image, error), mcuRows int) error {
 	var p plan
 	if !b.Empty() && b.Dx() < 1<<16 && b.Dy() < 1<<16 {
 		p = newPlan(b, gray, mcuRows)
 	}
-	if p.n <= 1 || !canSub || reflect.TypeOf(si.SubImage(p.strip(0))) != reflect.TypeOf(img) {
-		if rowsReady != nil && !b.Empty() {
-			if err := rowsReady(ctx, b.Dy()); err != nil {
-				return err
-			}
+	if p.n <= 1 {
+		var img image.Image
+		err := guard("jpegstrip: strip", func() (err error) {
+			img, err = strip(ctx, b)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -145,40 +169,41 @@ func encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, 
 		wg.Wait()
 	}()
 
+	// The dispatcher hands out the strips in order, each with a free buffer.
 	wg.Go(func() {
 		defer close(jobs)
-		err := guard("jpegstrip: rowsReady", func() error {
-			for i := range p.n {
-				var buf *appendWriter
-				select {
-				case buf = <-free:
-				case <-ctx.Done():
-					return nil
-				}
-				if rowsReady != nil {
-					if err := rowsReady(ctx, p.strip(i).Max.Y-b.Min.Y); err != nil {
-						return err
-					}
-				}
-				select {
-				case jobs <- job{i, buf}:
-				case <-ctx.Done():
-					return nil
-				}
+		for i := range p.n {
+			var buf *appendWriter
+			select {
+			case buf = <-free:
+			case <-ctx.Done():
+				return
 			}
-			return nil
-		})
-		if err != nil {
-			cancel(err)
+			select {
+			case jobs <- job{i, buf}:
+			case <-ctx.Done():
+				return
+			}
 		}
 	})
 	for range workers {
 		wg.Go(func() {
 			for j := range jobs {
 				j.buf.b = j.buf.b[:0]
-				err := guard("jpegstrip: image/jpeg", func() error {
-					return jpeg.Encode(j.buf, si.SubImage(p.strip(j.i)), o)
+				r := p.strip(j.i)
+				err := guard("jpegstrip: strip", func() error {
+					img, err := strip(ctx, r)
+					if err != nil {
+						return err
+					}
+					if _, isGray := img.(*image.Gray); img.Bounds() != r || isGray != gray {
+						return fmt.Errorf("jpegstrip: strip %v is a %T of bounds %v (gray: %v)", r, img, img.Bounds(), gray)
+					}
+					return jpeg.Encode(j.buf, img, o)
 				})
+				if err != nil {
+					cancel(err) // the first error wins, whichever strip the writer waits for
+				}
 				results[j.i] <- result{j.buf, err}
 			}
 		})

@@ -8,11 +8,13 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -119,7 +121,7 @@ func whole(t testing.TB, img image.Image, q int) []byte {
 func spliced(t testing.TB, img image.Image, q, workers, mcuRows int) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := encode(context.Background(), &buf, img, &jpeg.Options{Quality: q}, workers, nil, mcuRows); err != nil {
+	if err := encode(context.Background(), &buf, img, &jpeg.Options{Quality: q}, workers, mcuRows); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -170,7 +172,7 @@ func TestEncode_EveryQuality(t *testing.T) {
 		decodedEqual(t, spliced(t, img, q, 2, 1), whole(t, img, q))
 	}
 	var got, want bytes.Buffer
-	if err := encode(context.Background(), &got, img, nil, 2, nil, 1); err != nil {
+	if err := encode(context.Background(), &got, img, nil, 2, 1); err != nil {
 		t.Fatal(err)
 	}
 	if err := jpeg.Encode(&want, img, nil); err != nil {
@@ -197,7 +199,7 @@ func TestEncode_DefaultStrips(t *testing.T) {
 	}{{"rgba", 4000, 200}, {"gray", 65535, 40}, {"rgba", 65535, 40}, {"rgba", 3, 200}} {
 		img := photo(tc.kind, tc.w, tc.h, 5)
 		var buf bytes.Buffer
-		if err := Encode(context.Background(), &buf, img, &jpeg.Options{Quality: 85}, 0, nil); err != nil {
+		if err := Encode(context.Background(), &buf, img, &jpeg.Options{Quality: 85}, 0); err != nil {
 			t.Fatal(err)
 		}
 		p := newPlan(img.Bounds(), tc.kind == "gray", 0)
@@ -225,59 +227,76 @@ func TestEncode_Deterministic(t *testing.T) {
 	}
 }
 
-// Small images (one strip), empty ones and ones image/jpeg refuses go to jpeg.Encode as is.
+// Small images (one strip) and images image/jpeg refuses go to jpeg.Encode as they are.
 func TestEncode_FallsBackToJPEGEncode(t *testing.T) {
 	img := photo("rgba", 30, 16, 7)
 	var got bytes.Buffer
-	calls := 0
-	ready := func(_ context.Context, rows int) error {
-		calls++
-		if rows != 16 {
-			t.Errorf("rowsReady(%d), want 16", rows)
-		}
-		return nil
-	}
-	if err := Encode(context.Background(), &got, img, &jpeg.Options{Quality: 85}, 2, ready); err != nil {
+	if err := Encode(context.Background(), &got, img, &jpeg.Options{Quality: 85}, 2); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got.Bytes(), whole(t, img, 85)) || calls != 1 {
-		t.Fatalf("one-strip image: not jpeg.Encode's bytes, or %d rowsReady calls", calls)
+	if !bytes.Equal(got.Bytes(), whole(t, img, 85)) {
+		t.Fatal("one-strip image: not jpeg.Encode's bytes")
+	}
+	calls := 0
+	got.Reset()
+	err := EncodeStrips(context.Background(), &got, img.Bounds(), false, &jpeg.Options{Quality: 85}, 2,
+		func(_ context.Context, r image.Rectangle) (image.Image, error) {
+			calls++
+			if r != img.Bounds() {
+				t.Errorf("strip %v, want the whole image", r)
+			}
+			return img, nil
+		})
+	if err != nil || calls != 1 || !bytes.Equal(got.Bytes(), whole(t, img, 85)) {
+		t.Fatalf("one-strip EncodeStrips: %v, %d calls", err, calls)
 	}
 	tooWide := image.NewGray(image.Rect(0, 0, 1<<16, 1))
-	if err := Encode(context.Background(), &bytes.Buffer{}, tooWide, nil, 2, nil); err == nil {
+	if err := Encode(context.Background(), &bytes.Buffer{}, tooWide, nil, 2); err == nil {
 		t.Fatal("a 65536-wide image encoded")
 	}
 }
 
-// rowsReady is honoured: every row is written into the image only when the encoder asks
-// for it, and the output still equals the whole image's encoding (the race detector would
-// also see a strip read before its rows were ready).
-func TestEncode_RowsReady(t *testing.T) {
+// EncodeStrips asks for every strip once, top to bottom; rows written into the image only
+// when their strip is asked for give the whole image's pixels (the race detector would also
+// see a strip read before it was asked for).
+func TestEncodeStrips_RowsOnDemand(t *testing.T) {
 	src := photo("rgba", 97, 203, 8).(*image.RGBA)
 	img := image.NewRGBA(src.Rect)
 	var mu sync.Mutex
-	done, calls := 0, 0
-	ready := func(_ context.Context, rows int) error {
+	var asked []int
+	strip := func(_ context.Context, r image.Rectangle) (image.Image, error) {
 		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		if rows <= done && rows != src.Rect.Dy() {
-			t.Errorf("rowsReady(%d) after %d", rows, done)
-		}
-		if rows > done {
-			copy(img.Pix[done*img.Stride:rows*img.Stride], src.Pix[done*src.Stride:])
-			done = rows
-		}
-		return nil
+		asked = append(asked, r.Min.Y)
+		mu.Unlock()
+		copy(img.Pix[r.Min.Y*img.Stride:r.Max.Y*img.Stride], src.Pix[r.Min.Y*src.Stride:])
+		return img.SubImage(r), nil
 	}
 	var got bytes.Buffer
-	if err := encode(context.Background(), &got, img, &jpeg.Options{Quality: 85}, 3, ready, 1); err != nil {
+	if err := encodeStrips(context.Background(), &got, src.Rect, false, &jpeg.Options{Quality: 85}, 3, strip, 1); err != nil {
 		t.Fatal(err)
 	}
-	if done != src.Rect.Dy() || calls != (203+15)/16 {
-		t.Fatalf("rows ready %d after %d calls", done, calls)
+	if len(asked) != (203+15)/16 {
+		t.Fatalf("%d strips asked for, want %d", len(asked), (203+15)/16)
+	}
+	slices.Sort(asked)
+	for i, y := range asked {
+		if y != 16*i {
+			t.Fatalf("strips asked for at rows %v", asked)
+		}
 	}
 	decodedEqual(t, got.Bytes(), whole(t, src, 85))
+
+	// A strip of the wrong size or kind is an error, not a broken file.
+	for name, f := range map[string]func(r image.Rectangle) image.Image{
+		"short strip": func(r image.Rectangle) image.Image { return src.SubImage(r.Inset(1)) },
+		"gray strip":  func(r image.Rectangle) image.Image { return image.NewGray(r) },
+	} {
+		err := encodeStrips(context.Background(), &bytes.Buffer{}, src.Rect, false, nil, 2,
+			func(_ context.Context, r image.Rectangle) (image.Image, error) { return f(r), nil }, 1)
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
 }
 
 // noLeak fails the test if goroutines started during it are still running shortly after.
@@ -304,55 +323,82 @@ func (f *failWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func TestEncode_Errors(t *testing.T) {
-	img := photo("rgba", 64, 300, 9)
+func TestEncodeStrips_Errors(t *testing.T) {
+	img := photo("rgba", 64, 300, 9).(*image.RGBA)
 	opts := &jpeg.Options{Quality: 85}
 	errStop := errors.New("decoder failed")
+	run := func(ctx context.Context, w io.Writer, f func(ctx context.Context, r image.Rectangle) error) error {
+		return encodeStrips(ctx, w, img.Rect, false, opts, 2, func(ctx context.Context, r image.Rectangle) (image.Image, error) {
+			if err := f(ctx, r); err != nil {
+				return nil, err
+			}
+			return img.SubImage(r), nil
+		}, 1)
+	}
+	ok := func(context.Context, image.Rectangle) error { return nil }
 
-	t.Run("rowsReady error", func(t *testing.T) {
+	t.Run("strip error", func(t *testing.T) {
 		noLeak(t)
-		ready := func(_ context.Context, rows int) error {
-			if rows > 100 {
+		err := run(context.Background(), &bytes.Buffer{}, func(_ context.Context, r image.Rectangle) error {
+			if r.Max.Y > 100 {
 				return errStop
 			}
 			return nil
-		}
-		if err := encode(context.Background(), &bytes.Buffer{}, img, opts, 2, ready, 1); !errors.Is(err, errStop) {
+		})
+		if !errors.Is(err, errStop) {
 			t.Fatalf("got %v, want %v", err, errStop)
 		}
 	})
-	t.Run("rowsReady blocks until ctx is cancelled", func(t *testing.T) {
+	t.Run("strips block until ctx is cancelled", func(t *testing.T) {
 		noLeak(t)
 		ctx, cancel := context.WithCancel(context.Background())
-		ready := func(ctx context.Context, rows int) error {
-			if rows > 50 {
+		err := run(ctx, &bytes.Buffer{}, func(ctx context.Context, r image.Rectangle) error {
+			if r.Max.Y > 50 {
 				cancel()
 				<-ctx.Done()
 				return ctx.Err()
 			}
 			return nil
-		}
-		if err := encode(ctx, &bytes.Buffer{}, img, opts, 2, ready, 1); !errors.Is(err, context.Canceled) {
+		})
+		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v, want context.Canceled", err)
+		}
+	})
+	t.Run("a later strip fails while an earlier one blocks", func(t *testing.T) {
+		noLeak(t)
+		err := run(context.Background(), &bytes.Buffer{}, func(ctx context.Context, r image.Rectangle) error {
+			switch r.Min.Y {
+			case 0:
+				<-ctx.Done() // released only by the other strip's error
+				return ctx.Err()
+			case 16:
+				return errStop
+			}
+			return nil
+		})
+		if !errors.Is(err, errStop) {
+			t.Fatalf("got %v, want %v", err, errStop)
 		}
 	})
 	t.Run("cancelled before", func(t *testing.T) {
 		noLeak(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		if err := encode(ctx, &bytes.Buffer{}, img, opts, 2, nil, 1); !errors.Is(err, context.Canceled) {
+		if err := run(ctx, &bytes.Buffer{}, ok); !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v, want context.Canceled", err)
 		}
+		if err := Encode(ctx, &bytes.Buffer{}, img, opts, 2); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Encode: got %v, want context.Canceled", err)
+		}
 	})
-	t.Run("rowsReady panics", func(t *testing.T) {
+	t.Run("strip panics", func(t *testing.T) {
 		noLeak(t)
-		ready := func(_ context.Context, rows int) error {
-			if rows > 100 {
+		err := run(context.Background(), &bytes.Buffer{}, func(_ context.Context, r image.Rectangle) error {
+			if r.Max.Y > 100 {
 				panic("boom")
 			}
 			return nil
-		}
-		err := encode(context.Background(), &bytes.Buffer{}, img, opts, 2, ready, 1)
+		})
 		if err == nil || !strings.Contains(err.Error(), "boom") {
 			t.Fatalf("got %v, want the panic as an error", err)
 		}
@@ -360,7 +406,7 @@ func TestEncode_Errors(t *testing.T) {
 	t.Run("writer fails", func(t *testing.T) {
 		noLeak(t)
 		for after := range 5 {
-			err := encode(context.Background(), &failWriter{after: after}, img, opts, 2, nil, 1)
+			err := run(context.Background(), &failWriter{after: after}, ok)
 			if err == nil || err.Error() != "disk full" {
 				t.Fatalf("after %d writes: got %v", after, err)
 			}
@@ -472,7 +518,7 @@ func BenchmarkEncode(b *testing.B) {
 	for _, rows := range []int{1, 2, 4, 8, 16, 0} {
 		b.Run(fmt.Sprintf("strips/rows%d", rows), func(b *testing.B) {
 			for b.Loop() {
-				if err := encode(context.Background(), &appendWriter{}, img, opts, 0, nil, rows); err != nil {
+				if err := encode(context.Background(), &appendWriter{}, img, opts, 0, rows); err != nil {
 					b.Fatal(err)
 				}
 			}
