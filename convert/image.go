@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
 	"github.com/convsvc/convsvc/convert/internal/pngenc"
 	"github.com/convsvc/convsvc/convert/internal/tiffenc"
 	"golang.org/x/image/bmp"
@@ -205,14 +204,6 @@ func imageRun(c *Catalog, src, dst *imageCodec) func(context.Context, *io.Sectio
 				}
 			}
 			return dst.encodeAll(ctx, out, a, opts)
-		}
-		if src.id == "png" && dst.id == "jpeg" {
-			// Decode and encode at once when nothing comes between them.
-			if w, h, box := resizeBox(cfg.Width, cfg.Height, opts); w == cfg.Width && h == cfg.Height && box == image.Rect(0, 0, w, h) {
-				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts); handled {
-					return err
-				}
-			}
 		}
 		img, err := decodePixels(ctx, in, src, cfg)
 		if err != nil {
@@ -590,21 +581,22 @@ func encodePNG(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 	return enc.Encode(cw, img)
 }
 
-// jpegStripMinPixels is the smallest image encodeJPEG encodes in parallel strips (jpegstrip);
-// smaller ones go to jpeg.Encode on one core. Measured with BenchmarkEncodeJPEGSize: below it
-// the goroutines and the splice cost more than the second core saves.
-const jpegStripMinPixels = 256 << 10
-
 func encodeJPEG(ctx context.Context, w io.Writer, img image.Image, opts Options) error {
-	img = jpegSource(img)
+	switch m := img.(type) {
+	case *image.Gray:
+	case *image.YCbCr:
+		// The encoder reads YCbCr directly.
+	default:
+		img = flattenWhite(to8bit(m))
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cw := &ctxWriter{ctx: ctx, w: w}
-	if b := img.Bounds(); int64(b.Dx())*int64(b.Dy()) < jpegStripMinPixels {
-		return jpeg.Encode(cw, img, jpegOptions(opts))
+	quality := JPEGQuality
+	if opts.Quality != 0 {
+		quality = opts.Quality
 	}
-	return jpegstrip.Encode(ctx, cw, img, jpegOptions(opts), 0)
+	return jpeg.Encode(&ctxWriter{ctx: ctx, w: w}, img, &jpeg.Options{Quality: quality})
 }
 
 func encodeGIF(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
