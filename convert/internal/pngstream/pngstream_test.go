@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -638,5 +639,48 @@ func TestDecode_ConcurrentReader(t *testing.T) {
 		if !bytes.Equal(copied, pix) {
 			t.Errorf("%s: rows copied during Decode differ from the final image", name)
 		}
+	}
+}
+
+// TestDecode_ShortReads feeds the file one byte or half a buffer per Read, as a slow network
+// or pipe would: the chunk walk must not depend on how the caller's reader splits data.
+func TestDecode_ShortReads(t *testing.T) {
+	for name, img := range testImages(37, 29, 13) {
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		want, err := png.Decode(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rname, wrap := range map[string]func(io.Reader) io.Reader{"one byte": iotest.OneByteReader, "half": iotest.HalfReader, "data+EOF": iotest.DataErrReader} {
+			d, ok, err := NewDecoder(wrap(bytes.NewReader(buf.Bytes())))
+			if err != nil || !ok {
+				t.Fatalf("%s %s: %v %v", name, rname, ok, err)
+			}
+			if err := d.Decode(nil); err != nil {
+				t.Fatalf("%s %s: %v", name, rname, err)
+			}
+			if diff := sameImage(d.Image(), want); diff != "" {
+				t.Errorf("%s %s: %s", name, rname, diff)
+			}
+		}
+	}
+}
+
+// TestDecode_Twice: a Decoder decodes once.
+func TestDecode_Twice(t *testing.T) {
+	var buf bytes.Buffer
+	png.Encode(&buf, testImages(3, 3, 1)["rgb"])
+	d, _, err := NewDecoder(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Decode(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Decode(nil); err == nil {
+		t.Error("second Decode succeeded")
 	}
 }

@@ -13,10 +13,11 @@ const (
 
 // The unfilter functions undo one row's filter and write the final pixels in one pass: dst
 // is the image row, cur the filtered row as inflated, prev the image row above (or zeros).
-// Reading the row above from the image itself (image/png keeps a separate copy and then
-// converts) and specialising per layout is where the measured speed-up over image/png's
-// generic loop comes from (BenchmarkUnfilter). Callers guarantee len(cur) == width*srcBpp
-// and len(dst) == len(prev) == width*dstBpp.
+// Reading the row above from the image itself (image/png unfilters in place into a row
+// buffer, then converts and copies) and specialising per layout are written by hand for
+// measured speed: with the same inflater (compress/zlib) the whole decode of a 12 MP RGB
+// photo takes 0.84-0.97 of image/png's time (BenchmarkDecode's pngstream-stdzlib, TestMeasure).
+// Callers guarantee len(cur) == width*srcBpp and len(dst) == len(prev) == width*dstBpp.
 
 // unfilter1 handles one byte per pixel, same layout in and out (gray, palette indices).
 func unfilter1(ft byte, dst, cur, prev []byte) {
