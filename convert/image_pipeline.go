@@ -19,6 +19,11 @@ import (
 // same pixels as decodePixels followed by encodeJPEG. Measured on a 12 MP photo-like PNG it
 // takes about half the wall time of decoding then encoding (docs/benchmarks.md).
 //
+// Memory: the decoded image, as decodePixels would hold it, plus at most GOMAXPROCS+2 strips
+// in flight (an 8-bit RGBA copy of the strip for alpha and palette images, and its JPEG
+// bytes), which is less than the whole-image copy encodeJPEG makes of such images and well
+// inside the png and jpeg codecs' decodeCost+encodeCost.
+//
 // handled is false, with nothing read from in or written to out, when pngstream leaves the
 // file's layout (16-bit, interlaced, ...) to image/png: the caller then converts as usual.
 func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *imageCodec, cfg image.Config, opts Options) (handled bool, err error) {

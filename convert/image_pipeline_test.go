@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
 	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
@@ -411,5 +412,78 @@ func TestJPEGSource_StripsEqualWhole(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkPNGToJPEG12MP compares, back to back in one process, the ways a 4000x3000
+// photo-like PNG becomes a JPEG: "before" is what imageRun did before the pipeline
+// (image/png then jpeg.Encode on one core), "decode-then-strips" decodes with image/png and
+// encodes with jpegstrip (the fallback for layouts pngstream leaves alone), "pipeline" is
+// pngToJPEG. Add -bench 'PNGToJPEG12MP/.*alpha' for the translucent variant.
+func BenchmarkPNGToJPEG12MP(b *testing.B) {
+	for _, variant := range []string{"rgb", "alpha"} {
+		src := testimg.Photo(4000, 3000)
+		if variant == "alpha" {
+			src = testimg.PhotoAlpha(4000, 3000)
+		}
+		data := encodePNGBytes(b, src)
+		codec := imageCodecByID("png")
+		in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+		cfg, err := readImageHeader(context.Background(), in, codec, Limits{}.normalized())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(variant+"/before", func(b *testing.B) {
+			for b.Loop() {
+				img, err := png.Decode(bytes.NewReader(data))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := jpeg.Encode(io.Discard, jpegSource(img), jpegOptions(Options{})); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(variant+"/decode-then-strips", func(b *testing.B) {
+			for b.Loop() {
+				img, err := decodePixels(context.Background(), in, codec, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := encodeJPEG(context.Background(), io.Discard, img, Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(variant+"/pipeline", func(b *testing.B) {
+			for b.Loop() {
+				if handled, err := pngToJPEG(context.Background(), in, io.Discard, codec, cfg, Options{}); !handled || err != nil {
+					b.Fatal(handled, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEncodeJPEGSize compares jpeg.Encode with jpegstrip.Encode on square photo-like
+// images around jpegStripMinPixels.
+func BenchmarkEncodeJPEGSize(b *testing.B) {
+	for _, side := range []int{128, 256, 362, 512, 724, 1000} {
+		img := jpegSource(testimg.Photo(side, side))
+		opts := jpegOptions(Options{})
+		b.Run(fmt.Sprintf("%dx%d/jpeg.Encode", side, side), func(b *testing.B) {
+			for b.Loop() {
+				if err := jpeg.Encode(io.Discard, img, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%dx%d/jpegstrip", side, side), func(b *testing.B) {
+			for b.Loop() {
+				if err := jpegstrip.Encode(context.Background(), io.Discard, img, opts, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
