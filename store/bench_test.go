@@ -34,6 +34,7 @@ func BenchmarkStore_CreateJobParallel(b *testing.B) {
 	p := CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 100}
 	b.ReportAllocs()
 	b.SetParallelism(32)
+	before := s.WriteStats()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, _, err := s.CreateJob(p, noRender); err != nil {
@@ -42,6 +43,14 @@ func BenchmarkStore_CreateJobParallel(b *testing.B) {
 			}
 		}
 	})
+	reportGroupSize(b, before, s.WriteStats())
+}
+
+// reportGroupSize reports the average number of writes per write transaction.
+func reportGroupSize(b *testing.B, before, after WriteStats) {
+	if tx := after.Transactions - before.Transactions; tx > 0 {
+		b.ReportMetric(float64(after.Writes-before.Writes)/float64(tx), "writes/commit")
+	}
 }
 
 // BenchmarkStore_JobLifecycle is create, start, claim and finish: the four write transactions

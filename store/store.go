@@ -53,7 +53,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
-	writers atomic.Int32 // write transactions wanted or running
+	group   groupCommit
 
 	writeCalls atomic.Uint64 // write functions run (each store write method is one)
 	writeTxs   atomic.Uint64 // bbolt write transactions they ran in (group commit shares one)
@@ -112,11 +112,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
 	}
-	// Group commit: up to 64 concurrent writes share one fsync, waiting at most 2 ms for company
-	// (bbolt's default 1000/10 ms makes every small group wait the whole 10 ms).
-	db.MaxBatchSize = 64
-	db.MaxBatchDelay = 2 * time.Millisecond
-	return &Store{db: db, opts: opts, waiters: map[string]map[chan struct{}]struct{}{}}, nil
+	return &Store{db: db, opts: opts, group: groupCommit{db: db}, waiters: map[string]map[chan struct{}]struct{}{}}, nil
 }
 
 // Close closes the database.
@@ -182,11 +178,11 @@ func (s *Store) signal(jobIDs ...string) {
 }
 
 // update runs fn in a read-write transaction. Nothing outside the transaction may change in fn,
-// and fn must set every result it returns afresh: when other writes are in flight, fn joins
-// them in one group commit (db.Batch, one fsync for the group), and Batch may run fn more
-// than once. A lone writer commits at once instead of waiting for company.
+// and fn must set every result it returns afresh: concurrent writes share one transaction
+// and its fsyncs (groupCommit), and fn may run more than once when another write of its
+// group fails.
 func (s *Store) update(fn func(tx *bolt.Tx) error) error {
-	counted := func(tx *bolt.Tx) error {
+	return s.group.update(func(tx *bolt.Tx) error {
 		s.writeCalls.Add(1)
 		// The functions of one group run one after another in the same transaction, whose id
 		// is new for each write transaction.
@@ -194,13 +190,7 @@ func (s *Store) update(fn func(tx *bolt.Tx) error) error {
 			s.writeTxs.Add(1)
 		}
 		return fn(tx)
-	}
-	if s.writers.Add(1) == 1 {
-		defer s.writers.Add(-1)
-		return s.db.Update(counted)
-	}
-	defer s.writers.Add(-1)
-	return s.db.Batch(counted)
+	})
 }
 
 func u64(v uint64) []byte {

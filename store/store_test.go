@@ -522,7 +522,7 @@ func TestStore_WaitChange(t *testing.T) {
 }
 
 // TestStore_GroupCommitConcurrentLifecycle runs whole job lifecycles from many goroutines so
-// writes share db.Batch commits (and may be retried), then checks the ledger at cleanup.
+// writes share group commits (and may be retried), then checks the ledger at cleanup.
 func TestStore_GroupCommitConcurrentLifecycle(t *testing.T) {
 	s := mustOpen(t, newClock())
 	a := mustAccount(t, s, 1000)
