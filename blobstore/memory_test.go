@@ -15,7 +15,7 @@ import (
 )
 
 // memoryBound is how much the heap may grow while any upload streams
-// through: the 1 MiB copy buffer and HTTP plumbing, never the body.
+// through: its chunks (chunkCount*chunkSize) and HTTP plumbing, never the body.
 const memoryBound = 32 << 20
 
 func TestHandler_Put_256MiBMemory(t *testing.T) {
