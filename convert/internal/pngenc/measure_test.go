@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"image"
-	"image/jpeg"
+	_ "image/jpeg"
 	"image/png"
 	"io"
 	"os"
@@ -46,12 +46,15 @@ func benchImages(t testing.TB) []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := jpeg.Decode(f)
+		d, _, err := image.Decode(f)
 		f.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
-		add("photo "+p, toRGBA(d))
+		if _, ok := d.(*image.YCbCr); ok {
+			d = toRGBA(d)
+		}
+		add("photo "+p, d)
 	} else {
 		add("photo 1000x1000 (jpeg q85)", jpegDecoded(t, testimg.Photo(1000, 1000)))
 	}
@@ -153,6 +156,9 @@ func BenchmarkEncode(b *testing.B) {
 		}{
 			{"image-png", (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode},
 			{"pngenc", func(w io.Writer, m image.Image) error { return Encode(context.Background(), w, m, nil) }},
+			{"pngenc-1worker", func(w io.Writer, m image.Image) error {
+				return Encode(context.Background(), w, m, &Options{Workers: 1})
+			}},
 		} {
 			b.Run(fmt.Sprintf("%s/%s", im.name[:5], v.name), func(b *testing.B) {
 				b.ReportAllocs()
