@@ -212,27 +212,19 @@ func upBytes(dst, cur, prev []byte) {
 	}
 }
 
-// paeth returns the Paeth predictor of a (left), b (above) and c (above left), written so
-// the compiler can use conditional moves instead of unpredictable branches.
+// paeth returns the Paeth predictor of a (left), b (above) and c (above left). It is
+// written branch-free (conditional moves) and small enough for the compiler to inline: a
+// call per byte made the Paeth loops 2-3x slower.
 func paeth(a, b, c int) int {
-	pa := b - c
-	pb := a - c
-	pc := abs(pa + pb)
-	pa = abs(pa)
-	pb = abs(pb)
-	p := c
+	da, db := b-c, a-c
+	pa, pb, pc := max(da, -da), max(db, -db), max(da+db, -da-db)
 	if pb <= pc {
-		p = b
+		c = b
 	}
 	if pa <= min(pb, pc) {
-		p = a
+		c = a
 	}
-	return p
-}
-
-func abs(x int) int {
-	m := x >> 63
-	return (x ^ m) - m
+	return c
 }
 
 // maxByte returns the largest byte of b (palette index range checks).
