@@ -212,9 +212,10 @@ func upBytes(dst, cur, prev []byte) {
 	}
 }
 
-// paeth returns the Paeth predictor of a (left), b (above) and c (above left). It is
-// written branch-free (conditional moves) and small enough for the compiler to inline: a
-// call per byte made the Paeth loops 2-3x slower.
+// paeth returns the Paeth predictor of a (left), b (above) and c (above left), written so
+// the compiler uses conditional moves (the choice is unpredictable on photographic rows) and
+// can inline it. The Paeth loops are bound by this chain's latency from one pixel to the
+// next, not by the call: inlining measured the same (0.95-1.05x).
 func paeth(a, b, c int) int {
 	da, db := b-c, a-c
 	pa, pb, pc := max(da, -da), max(db, -db), max(da+db, -da-db)
