@@ -263,14 +263,13 @@ func write(ctx context.Context, w io.Writer, p plan, results []chan result, free
 		} else if err := sameTables(first, l); err != nil {
 			return fmt.Errorf("strip %d of %d: %w", i, p.n, err)
 		}
-		if _, err := w.Write(l.data); err != nil {
-			return err
-		}
-		end := []byte{0xff, markerEOI}
+		// parse checked that EOI follows the data in the buffer: turn it into the strip's
+		// restart marker and write both at once.
+		seg := l.data[:len(l.data)+2]
 		if i < p.n-1 {
-			end[1] = markerRST0 + byte(i%8)
+			seg[len(seg)-1] = markerRST0 + byte(i%8)
 		}
-		if _, err := w.Write(end); err != nil {
+		if _, err := w.Write(seg); err != nil {
 			return err
 		}
 		free <- r.buf
