@@ -27,10 +27,11 @@
 //     uploads/ directory before answering, and a job cannot start without it;
 //   - OpenInput, which the workers call only for started jobs, opens
 //     inputs/{id}, else uploads/{id};
-//   - a PUT cannot replace a started job's file under uploads/: before the
-//     upload streams and again under the id lock before it lands, the store
-//     refuses it (409 upload_sealed) when inputs/{id} exists or when
-//     Config.Started (the job store) says the job started;
+//   - a PUT cannot replace a started job's file under uploads/: under the id
+//     lock, before the upload lands, the store refuses it (409 upload_sealed)
+//     when inputs/{id} exists or when Config.Started (the job store) says the
+//     job started (before the body streams only inputs/{id} is checked, so
+//     after such a crash a PUT to a started job is refused at its end);
 //   - Delete removes both names, and JobIDs lists ids found under either, so
 //     the sweeper's orphan pass finds every file.
 //

@@ -97,12 +97,17 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 }
 
 // commitUpload renames a complete temp file to uploads/{id}, replacing any
-// earlier upload, unless the upload was sealed first (see isSealed). The
-// caller holds the id lock, which Seal takes too.
+// earlier upload, unless the upload was sealed first (isSealed) or the job
+// started (jobStarted). The caller holds the id lock, which Seal takes too.
 func (s *Store) commitUpload(id, tmp string) error {
 	if sealed, err := s.isSealed(id); err != nil {
 		return err
 	} else if sealed {
+		return errSealed
+	}
+	if started, err := s.jobStarted(id); err != nil {
+		return err
+	} else if started {
 		return errSealed
 	}
 	if err := os.Rename(tmp, filepath.Join(s.uploads, id)); err != nil {
@@ -114,17 +119,25 @@ func (s *Store) commitUpload(id, tmp string) error {
 	return nil
 }
 
-// isSealed reports whether uploads to id are refused: Seal moved its upload to
-// inputs/, or the job store says the job started (Config.Started), which
-// covers a seal whose rename a crash undid.
+// isSealed reports whether Seal moved the id's upload to inputs/.
 func (s *Store) isSealed(id string) (bool, error) {
 	_, err := os.Stat(filepath.Join(s.inputs, id))
 	switch {
 	case err == nil:
 		return true, nil
-	case !errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	default:
 		return false, fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
-	case s.started == nil:
+	}
+}
+
+// jobStarted asks Config.Started whether the job store recorded the job as
+// started, which covers a seal whose rename a crash undid. It is asked only at
+// commit: it reads the job's record, and before streaming the inputs/ check
+// refuses every PUT to a started job but those after such a crash.
+func (s *Store) jobStarted(id string) (bool, error) {
+	if s.started == nil {
 		return false, nil
 	}
 	started, err := s.started(id)
