@@ -59,7 +59,7 @@ var chunkOrderError = png.FormatError("chunk out of order")
 // newZlib opens the inflater over the IDAT stream. klauspost/compress's zlib is a drop-in
 // for compress/zlib (same header, checksum and end-of-stream handling, and it consumes the
 // stream byte for byte as compress/flate does) whose inflate took 0.64-0.88x compress/zlib's
-// time on 12 MP photo-like PNGs, median of interleaved rounds, two runs (BenchmarkInflate,
+// time on 12 MP photo-like PNGs, median of interleaved rounds, three runs (BenchmarkInflate,
 // TestMeasure), and allocates 26-56 times per image instead of 4,000-16,000. A variable so
 // the benchmarks can compare it with compress/zlib.
 var newZlib = func(r io.Reader) (io.ReadCloser, error) { return zlib.NewReader(r) }

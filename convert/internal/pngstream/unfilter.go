@@ -16,7 +16,7 @@ const (
 // Reading the row above from the image itself (image/png unfilters in place into a row
 // buffer, then converts and copies) and specialising per layout are written by hand for
 // measured speed: with the same inflater (compress/zlib) the whole decode of a 12 MP RGB
-// photo took 0.82-1.02x image/png's time, median 0.91 (BenchmarkDecode's pngstream-stdzlib,
+// photo took 0.82-1.02x image/png's time, median 0.88 (BenchmarkDecode's pngstream-stdzlib,
 // TestMeasure); inflate is three quarters of the rest.
 // Callers guarantee len(cur) == width*srcBpp and len(dst) == len(prev) == width*dstBpp.
 
