@@ -394,7 +394,6 @@ func TestDecode_ChunkLayout(t *testing.T) {
 // error, and that image/png does decode them.
 func TestDecode_Unsupported(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	var interlaced bytes.Buffer
 	// image/png writes no interlaced files: build one (a 1x1 Adam7 image has one pass).
 	for _, tc := range []struct {
 		name string
@@ -417,7 +416,6 @@ func TestDecode_Unsupported(t *testing.T) {
 			t.Errorf("%s: image/png: %v", tc.name, err)
 		}
 	}
-	_ = interlaced
 }
 
 // TestDecode_Hostile: broken files fail in both decoders (or succeed identically), and
