@@ -423,7 +423,13 @@ func deflateBand(l *layout, bd *band, o *Options) error {
 	if comp == CompressorAuto {
 		comp = Klauspost
 	}
+	n := (bd.y1 - bd.y0) * (l.rowLen + 1)
 	out := outBuffers.Get().(*bufferBox)
+	if c := n + n/1024 + 64; cap(out.b) < c {
+		// Room for the band even stored, so append never regrows it: the regrowth garbage
+		// raised peak RSS of a 12 MP JPEG->PNG to 123 MiB; 106 MiB without (image/png: 96).
+		out.b = make([]byte, 0, c)
+	}
 	out.b = out.b[:0]
 	bd.out = out
 	prev, cur := wk.prev, wk.cur
@@ -432,7 +438,6 @@ func deflateBand(l *layout, bd *band, o *Options) error {
 	} else {
 		l.fill(prev, bd.y0-1)
 	}
-	n := (bd.y1 - bd.y0) * (l.rowLen + 1)
 	if cap(wk.band) < n {
 		wk.band = make([]byte, 0, n)
 	}
