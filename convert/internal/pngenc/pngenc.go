@@ -3,13 +3,17 @@
 //
 // It exists for measured speed (docs/benchmarks.md, issue 6): image/png spends 83% of a 12 MP
 // JPEG->PNG conversion in its encoder, about half of it trying all five filters on every row and
-// the rest in a single-threaded compress/flate at BestSpeed. This encoder uses one filter for
-// every row (Paeth by default), github.com/klauspost/compress/flate, and one flate writer per
-// band of rows on its own goroutine. Each band but the last ends with a sync flush, so the bands
-// concatenate into one valid zlib stream; the Adler-32 of the filtered bytes is combined from
-// the bands' own. The output decodes to exactly what image/png's encoder would have stored: the
-// same colour type (RGB for opaque images, RGBA un-premultiplied the way image/png does it
-// otherwise, grayscale for Gray) and the same bytes.
+// the rest in a single-threaded compress/flate at BestSpeed. This encoder looks at each band of
+// rows: photo-like bands get the Up filter and github.com/klauspost/compress/flate at level 1
+// (Huffman coding only where that cannot shrink them: noise), graphics-like bands get
+// image/png's own per-row filter choice and compress/flate (see FilterAuto). Each band has its
+// own flate writer on its own goroutine and ends, but for the last, with a sync flush, so the
+// bands concatenate into one valid zlib stream; the Adler-32 of the filtered bytes is combined
+// from the bands' own. Measured with TestMeasure on a 2-core machine: 12 MP JPEG-decoded photo
+// 10% smaller than image/png's output at a fifth to a half of its time, the noisy 12 MP bench
+// photo 3.8% larger at a sixth, screenshots and plots within 0.5%. The output decodes to exactly
+// what image/png's encoder would have stored: the same colour type (RGB for opaque images, RGBA
+// un-premultiplied the way image/png does it otherwise, grayscale for Gray) and the same bytes.
 package pngenc
 
 import (
