@@ -1,0 +1,221 @@
+// Copyright 2011 The Go Authors. All rights reserved.
+// Use of this source code is governed by a BSD-style
+// license that can be found in the LICENSE file.
+
+package jpegenc
+
+import (
+	"image"
+	"image/color"
+)
+
+// mcu is one 16x16 MCU of colour samples: four luminance blocks in image/jpeg's order (top
+// left, top right, bottom left, bottom right) and the two chroma blocks already subsampled
+// the way image/jpeg's scale does it, (sum of 2x2 + 2) >> 2.
+type mcu struct {
+	y      [4 * blockSize]int32
+	cb, cr block
+}
+
+// yIndex is where luminance sample (x, y) of an MCU goes in mcu.y.
+func yIndex(x, y int) int {
+	return ((y>>3)*2+(x>>3))*blockSize + (y&7)*8 + (x & 7)
+}
+
+// ycc is color.RGBToYCbCr with int32 results. The chroma sums cannot be negative, so the
+// standard library's clamp reduces to min(x>>16, 255) (TestYCCExhaustive checks every
+// colour).
+func ycc(r, g, b int32) (y, cb, cr int32) {
+	y = (19595*r + 38470*g + 7471*b + 1<<15) >> 16
+	cb = min((-11056*r-21712*g+32768*b+257<<15)>>16, 255)
+	cr = min((32768*r-27440*g-5328*b+257<<15)>>16, 255)
+	return y, cb, cr
+}
+
+// writeSOS writes the scan, converting m MCU by MCU with the fastest path its type has.
+func (e *encoder) writeSOS(m image.Image) {
+	bounds := m.Bounds()
+	if g, ok := m.(*image.Gray); ok {
+		e.out = append(e.out, sosHeaderY...)
+		var b block
+		var prevDC int32
+		for y := bounds.Min.Y; y < bounds.Max.Y && e.err == nil; y += 8 {
+			for x := bounds.Min.X; x < bounds.Max.X; x += 8 {
+				grayToY(g, x, y, &b)
+				e.room()
+				prevDC = e.writeBlock(&b, 0, prevDC)
+			}
+		}
+		e.finishScan()
+		return
+	}
+	e.out = append(e.out, sosHeaderYCbCr...)
+	var (
+		u                           mcu
+		prevDCY, prevDCCb, prevDCCr int32
+		xo                          [16]int
+		yo                          [16]int
+	)
+	conv := e.converter(m)
+	for y := bounds.Min.Y; y < bounds.Max.Y && e.err == nil; y += 16 {
+		for j := range yo {
+			yo[j] = min(y+j, bounds.Max.Y-1)
+		}
+		for x := bounds.Min.X; x < bounds.Max.X; x += 16 {
+			for i := range xo {
+				xo[i] = min(x+i, bounds.Max.X-1)
+			}
+			conv(&u, &xo, &yo)
+			e.room()
+			prevDCY = e.writeBlock((*block)(u.y[0:64]), 0, prevDCY)
+			prevDCY = e.writeBlock((*block)(u.y[64:128]), 0, prevDCY)
+			prevDCY = e.writeBlock((*block)(u.y[128:192]), 0, prevDCY)
+			e.room()
+			prevDCY = e.writeBlock((*block)(u.y[192:256]), 0, prevDCY)
+			prevDCCb = e.writeBlock(&u.cb, 1, prevDCCb)
+			prevDCCr = e.writeBlock(&u.cr, 1, prevDCCr)
+		}
+	}
+	e.finishScan()
+}
+
+// converter returns the function that fills an MCU from the pixels at columns xo and rows
+// yo (already clamped to the bounds, which is image/jpeg's edge replication).
+func (e *encoder) converter(m image.Image) func(u *mcu, xo, yo *[16]int) {
+	switch m := m.(type) {
+	case *image.RGBA:
+		return func(u *mcu, xo, yo *[16]int) { rgbaMCU(m.Pix, m.Stride, m.Rect.Min, u, xo, yo, false) }
+	case *image.NRGBA:
+		// image/jpeg reads an NRGBA through At, which premultiplies by alpha.
+		return func(u *mcu, xo, yo *[16]int) { rgbaMCU(m.Pix, m.Stride, m.Rect.Min, u, xo, yo, true) }
+	case *image.YCbCr:
+		return func(u *mcu, xo, yo *[16]int) { yCbCrMCU(m, u, xo, yo) }
+	case *image.Paletted:
+		// check has made sure that every index in bounds has a non-nil palette entry.
+		var lut [256][3]int32
+		for i, c := range m.Palette[:min(len(m.Palette), 256)] {
+			if c != nil {
+				r, g, b, _ := c.RGBA()
+				lut[i][0], lut[i][1], lut[i][2] = ycc(int32(r>>8), int32(g>>8), int32(b>>8))
+			}
+		}
+		return func(u *mcu, xo, yo *[16]int) { palettedMCU(m, &lut, u, xo, yo) }
+	default:
+		return func(u *mcu, xo, yo *[16]int) { genericMCU(m, u, xo, yo) }
+	}
+}
+
+// rgbaMCU converts an MCU of RGBA (or, with nrgba, NRGBA) pixels.
+func rgbaMCU(pix []byte, stride int, min image.Point, u *mcu, xo, yo *[16]int, nrgba bool) {
+	var xb [16]int
+	for i, x := range xo {
+		xb[i] = (x - min.X) * 4
+	}
+	ys := &u.y
+	for j2 := range 8 {
+		r0 := pix[(yo[2*j2]-min.Y)*stride:]
+		r1 := pix[(yo[2*j2+1]-min.Y)*stride:]
+		for i2 := range 8 {
+			var cbs, crs int32
+			for k := range 4 {
+				dx, dy := k&1, k>>1
+				row := r0
+				if dy == 1 {
+					row = r1
+				}
+				o := xb[2*i2+dx]
+				p := row[o : o+4 : o+4]
+				r, g, b := int32(p[0]), int32(p[1]), int32(p[2])
+				if nrgba && p[3] != 0xff {
+					a := uint32(p[3])
+					r = int32((uint32(r) * 0x101 * a / 0xff) >> 8)
+					g = int32((uint32(g) * 0x101 * a / 0xff) >> 8)
+					b = int32((uint32(b) * 0x101 * a / 0xff) >> 8)
+				}
+				yy, cb, cr := ycc(r, g, b)
+				ys[yIndex(2*i2+dx, 2*j2+dy)&(4*blockSize-1)] = yy
+				cbs += cb
+				crs += cr
+			}
+			u.cb[8*j2+i2] = (cbs + 2) >> 2
+			u.cr[8*j2+i2] = (crs + 2) >> 2
+		}
+	}
+}
+
+// yCbCrMCU copies an MCU of YCbCr samples, as image/jpeg's yCbCrToYCbCr and scale do.
+func yCbCrMCU(m *image.YCbCr, u *mcu, xo, yo *[16]int) {
+	ys := &u.y
+	for j2 := range 8 {
+		for i2 := range 8 {
+			var cbs, crs int32
+			for k := range 4 {
+				dx, dy := k&1, k>>1
+				x, y := xo[2*i2+dx], yo[2*j2+dy]
+				ci := m.COffset(x, y)
+				ys[yIndex(2*i2+dx, 2*j2+dy)&(4*blockSize-1)] = int32(m.Y[m.YOffset(x, y)])
+				cbs += int32(m.Cb[ci])
+				crs += int32(m.Cr[ci])
+			}
+			u.cb[8*j2+i2] = (cbs + 2) >> 2
+			u.cr[8*j2+i2] = (crs + 2) >> 2
+		}
+	}
+}
+
+// palettedMCU converts an MCU of palette indices through lut.
+func palettedMCU(m *image.Paletted, lut *[256][3]int32, u *mcu, xo, yo *[16]int) {
+	ys := &u.y
+	for j2 := range 8 {
+		for i2 := range 8 {
+			var cbs, crs int32
+			for k := range 4 {
+				dx, dy := k&1, k>>1
+				x, y := xo[2*i2+dx], yo[2*j2+dy]
+				c := &lut[m.Pix[(y-m.Rect.Min.Y)*m.Stride+(x-m.Rect.Min.X)]]
+				ys[yIndex(2*i2+dx, 2*j2+dy)&(4*blockSize-1)] = c[0]
+				cbs += c[1]
+				crs += c[2]
+			}
+			u.cb[8*j2+i2] = (cbs + 2) >> 2
+			u.cr[8*j2+i2] = (crs + 2) >> 2
+		}
+	}
+}
+
+// genericMCU converts an MCU through At and RGBA, as image/jpeg's toYCbCr does for every
+// other image type.
+func genericMCU(m image.Image, u *mcu, xo, yo *[16]int) {
+	ys := &u.y
+	for j2 := range 8 {
+		for i2 := range 8 {
+			var cbs, crs int32
+			for k := range 4 {
+				dx, dy := k&1, k>>1
+				r, g, b, _ := m.At(xo[2*i2+dx], yo[2*j2+dy]).RGBA()
+				yy, cb, cr := color.RGBToYCbCr(uint8(r>>8), uint8(g>>8), uint8(b>>8))
+				ys[yIndex(2*i2+dx, 2*j2+dy)&(4*blockSize-1)] = int32(yy)
+				cbs += int32(cb)
+				crs += int32(cr)
+			}
+			u.cb[8*j2+i2] = (cbs + 2) >> 2
+			u.cr[8*j2+i2] = (crs + 2) >> 2
+		}
+	}
+}
+
+// grayToY stores the 8x8 region of m whose top-left corner is (x0, y0) in b, replicating
+// the last row and column past the edges.
+func grayToY(m *image.Gray, x0, y0 int, b *block) {
+	xmax, ymax := m.Rect.Max.X-1, m.Rect.Max.Y-1
+	var xo [8]int
+	for i := range xo {
+		xo[i] = min(x0+i, xmax) - m.Rect.Min.X
+	}
+	for j := range 8 {
+		row := m.Pix[(min(y0+j, ymax)-m.Rect.Min.Y)*m.Stride:]
+		for i, o := range xo {
+			b[8*j+i] = int32(row[o])
+		}
+	}
+}
