@@ -33,7 +33,7 @@ func same(t *testing.T, name string, m image.Image, o *jpeg.Options) {
 	if (wantErr != nil) != (gotErr != nil) {
 		t.Fatalf("%s: errors differ: image/jpeg %v, jpegenc %v", name, wantErr, gotErr)
 	}
-	if wantErr == nil && want.Len() < 100 {
+	if wantErr == nil && want.Len() < 100 && !m.Bounds().Empty() {
 		t.Fatalf("%s: image/jpeg wrote only %d bytes", name, want.Len())
 	}
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
