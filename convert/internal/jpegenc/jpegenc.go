@@ -183,6 +183,8 @@ const (
 	blockRoom = 1024
 )
 
+//go:generate go run gen_fdctq.go
+
 // quantTable holds one scaled quantization table and, per coefficient in zig-zag order, the
 // rounding term and reciprocal that replace image/jpeg's div (see quantize).
 type quantTable struct {
@@ -424,15 +426,8 @@ func (e *encoder) writeDHT(nComponent int) {
 // writeBlock transforms, quantizes and entropy-codes b (natural order) with table q and
 // returns its quantized DC, as image/jpeg's writeBlock does.
 func (e *encoder) writeBlock(b *block, q int, prevDC int32) int32 {
-	fdct(b)
-	qt := &e.qt[q&1]
 	var zz [blockSize]int32
-	var nz uint64
-	for zig := range blockSize {
-		v := quantize(b[unzig[zig]&63], qt.half[zig], qt.recip[zig])
-		zz[zig] = v
-		nz |= uint64(uint32(v|-v)>>31) << zig
-	}
+	nz := fdctQuantize(b, &e.qt[q&1], &zz)
 	dcLUT, acLUT := &theHuffmanLUT[2*(q&1)], &theHuffmanLUT[2*(q&1)+1]
 	acc, nacc := e.acc, e.nacc
 	out := e.out
