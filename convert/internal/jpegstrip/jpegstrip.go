@@ -11,9 +11,10 @@
 // wrote is parsed and checked for that layout on every call; a change (a Go upgrade) fails
 // with ErrLayout instead of writing a wrong file.
 //
-// Why not write this by hand or pick a module: the encode is image/jpeg's own (maintained,
-// tested); only the splice is ours, and it is measured to make 12 MP encodes about 1.9x
-// faster on two cores (docs/benchmarks.md).
+// Why not a module or a hand-written encoder: the encode is image/jpeg's own (maintained,
+// tested); only the splice is ours, and it exists for measured speed: BenchmarkEncode on a
+// 4000x3000 RGBA image, 2 cores at load 4.7, 230-260 ms per encode against 425-455 ms for
+// jpeg.Encode (1.8x).
 package jpegstrip
 
 import (
@@ -34,8 +35,8 @@ var ErrLayout = errors.New("jpegstrip: unexpected image/jpeg output layout")
 
 // stripPixels is the number of pixels a strip aims at. Smaller strips let a streaming decoder
 // hand over work sooner and shorten the tail after its last row; each strip costs a few
-// microseconds of headers. Measured on 12 MP images (BenchmarkEncode): 64K-512K pixels per
-// strip are within noise of each other.
+// microseconds of headers. BenchmarkEncode at 4000x3000: strips of 2 to 16 MCU rows (128K to
+// 1M pixels) within 10% of each other, 1 MCU row (64K pixels) 15% slower.
 const stripPixels = 256 << 10
 
 // Strip heights, in MCU rows, stay within these bounds whatever the width.
