@@ -105,6 +105,8 @@ func pipelineSamples(t testing.TB) map[string][]byte {
 			idx[i] = byte((i*31 + i/w) % 10)
 		}
 		samples[fmt.Sprintf("paletted-%dx%d", w, h)] = rawPNG(t, w, h, 3, idx, plte, []byte{0, 128, 255})
+		// A tRNS longer than PLTE lengthens the palette (image/png allows it).
+		samples[fmt.Sprintf("paletted-longtrns-%dx%d", w, h)] = rawPNG(t, w, h, 3, idx, plte[:6], []byte{0, 9, 99, 200})
 	}
 	return samples
 }
@@ -269,6 +271,12 @@ func TestPNGToJPEG_CorruptFiles(t *testing.T) {
 		"bad IEND CRC":          flip(iend + 4),
 		"bad filter type":       badFilterPNG(t),
 	}
+	// Damage before the first IDAT, where pngstream's NewDecoder reads.
+	pal := rawPNG(t, 30, 20, 3, make([]byte, 30*20), []byte{1, 2, 3, 4, 5, 6}, []byte{0, 9})
+	plte := bytes.Index(pal, []byte("PLTE"))
+	badPLTE := bytes.Clone(pal)
+	badPLTE[plte+4+6] ^= 1 // its CRC
+	cases["bad PLTE CRC"] = badPLTE
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
 			checkGoroutines(t)
