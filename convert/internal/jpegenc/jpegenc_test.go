@@ -357,3 +357,39 @@ func (w *failWriter) Write(p []byte) (int, error) {
 type shortWriter struct{}
 
 func (shortWriter) Write(p []byte) (int, error) { return max(len(p)-1, 0), nil }
+
+// TestRGBARowExhaustive runs every colour, as the first and as the second pixel of a pair,
+// through rgbaRow (RGBA and NRGBA, even and odd rows) and checks the luminances and chroma
+// sums against color.RGBToYCbCr.
+func TestRGBARowExhaustive(t *testing.T) {
+	var p [64]byte
+	var u mcu
+	want := func(c int) (y, cb, cr int32) {
+		wy, wcb, wcr := color.RGBToYCbCr(uint8(c>>16), uint8(c>>8), uint8(c))
+		return int32(wy), int32(wcb), int32(wcr)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for base := 0; base < 1<<24; base += 16 {
+		var cols [16]int
+		for i := range cols {
+			cols[i] = base + i
+			if i&1 == 1 && base&32 != 0 {
+				cols[i] = rng.IntN(1 << 24) // vary the partner of each colour too
+			}
+			p[4*i], p[4*i+1], p[4*i+2], p[4*i+3] = byte(cols[i]>>16), byte(cols[i]>>8), byte(cols[i]), 0xff
+		}
+		j := base >> 4 & 15
+		nrgba := base&64 != 0
+		rgbaRow(&p, &u, j&^1, nrgba)
+		for i := 0; i < 16; i += 2 {
+			y0, cb0, cr0 := want(cols[i])
+			y1, cb1, cr1 := want(cols[i+1])
+			yo := ((j>>3)*2+i>>3)*blockSize + (j&7&^1)*8 + i&7
+			k := 8*(j>>1) + i>>1
+			if u.y[yo] != y0 || u.y[yo+1] != y1 || u.cb[k] != cb0+cb1 || u.cr[k] != cr0+cr1 {
+				t.Fatalf("colours %06x, %06x: y %d %d cb %d cr %d, want y %d %d cb %d cr %d",
+					cols[i], cols[i+1], u.y[yo], u.y[yo+1], u.cb[k], u.cr[k], y0, y1, cb0+cb1, cr0+cr1)
+			}
+		}
+	}
+}
