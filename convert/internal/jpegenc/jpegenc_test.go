@@ -393,3 +393,69 @@ func TestRGBARowExhaustive(t *testing.T) {
 		}
 	}
 }
+
+// TestFDCTQuantize checks the generated fdctQuantize against fdct followed by image/jpeg's
+// div in zig-zag order, for random and extreme blocks at every quality.
+func TestFDCTQuantize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	var e encoder
+	for quality := 1; quality <= 100; quality++ {
+		e.setQuality(&jpeg.Options{Quality: quality})
+		for n := range 200 {
+			var b block
+			for i := range b {
+				switch n % 3 {
+				case 0:
+					b[i] = rng.Int32N(256)
+				case 1:
+					b[i] = int32(rng.IntN(2) * 255)
+				default:
+					b[i] = 128 + rng.Int32N(9) - 4
+				}
+			}
+			ref := b
+			fdct(&ref)
+			var zz [blockSize]int32
+			nz := fdctQuantize(&b, &e.qt[n&1], &zz)
+			for z := range blockSize {
+				want := div(ref[unzig[z]], 8*int32(e.quant[n&1][z]))
+				if zz[z] != want || (nz>>z&1 == 1) != (want != 0) {
+					t.Fatalf("quality %d block %d zig %d: got %d (mask %v), want %d", quality, n, z, zz[z], nz>>z&1, want)
+				}
+			}
+		}
+	}
+}
+
+// TestEncode_Concurrent encodes from several goroutines at once (the encoders come from a
+// pool; run with -race).
+func TestEncode_Concurrent(t *testing.T) {
+	ims := []image.Image{testimg.Photo(123, 77), testimg.PhotoAlpha(64, 90)}
+	var wants [][]byte
+	for _, m := range ims {
+		var b bytes.Buffer
+		if err := jpeg.Encode(&b, m, nil); err != nil {
+			t.Fatal(err)
+		}
+		wants = append(wants, b.Bytes())
+	}
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			for i := range 20 {
+				k := (g + i) % len(ims)
+				var b bytes.Buffer
+				if err := Encode(&b, ims[k], nil); err != nil || !bytes.Equal(b.Bytes(), wants[k]) {
+					errs <- fmt.Errorf("goroutine %d image %d: err %v, equal %v", g, k, err, bytes.Equal(b.Bytes(), wants[k]))
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
