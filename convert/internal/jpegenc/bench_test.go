@@ -3,6 +3,9 @@ package jpegenc
 import (
 	"bytes"
 	"image"
+	"image/color"
+	"image/color/palette"
+	"image/draw"
 	"image/jpeg"
 	"io"
 	"syscall"
@@ -62,4 +65,46 @@ func cpuTime() int64 {
 		return 0
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkEncodeTypes compares image/jpeg and jpegenc at 1 MP on the other image types
+// convsvc's decoders produce.
+func BenchmarkEncodeTypes(b *testing.B) {
+	photo := testimg.Photo(1000, 1000)
+	gray := image.NewGray(photo.Rect)
+	for i := range gray.Pix {
+		gray.Pix[i] = photo.Pix[4*i+1]
+	}
+	ycc := image.NewYCbCr(photo.Rect, image.YCbCrSubsampleRatio420)
+	for y := range 1000 {
+		for x := range 1000 {
+			c := photo.NRGBAAt(x, y)
+			yy, cb, cr := color.RGBToYCbCr(c.R, c.G, c.B)
+			ycc.Y[ycc.YOffset(x, y)], ycc.Cb[ycc.COffset(x, y)], ycc.Cr[ycc.COffset(x, y)] = yy, cb, cr
+		}
+	}
+	pal := image.NewPaletted(photo.Rect, palette.Plan9)
+	draw.Draw(pal, pal.Rect, photo, image.Point{}, draw.Src)
+	ims := []struct {
+		name string
+		m    image.Image
+	}{{"NRGBA-opaque", photo}, {"NRGBA-alpha", testimg.PhotoAlpha(1000, 1000)}, {"Gray", gray}, {"YCbCr420", ycc}, {"Paletted", pal}, {"NRGBA64", testimg.Photo16(1000, 1000)}}
+	for _, im := range ims {
+		for _, e := range []struct {
+			name string
+			enc  func(io.Writer, image.Image, *jpeg.Options) error
+		}{{"stdlib", jpeg.Encode}, {"jpegenc", Encode}} {
+			b.Run(im.name+"/"+e.name, func(b *testing.B) {
+				var buf bytes.Buffer
+				cpu0 := cpuTime()
+				for b.Loop() {
+					buf.Reset()
+					if err := e.enc(&buf, im.m, &jpeg.Options{Quality: 85}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
 }

@@ -20,7 +20,8 @@
 // 64 KiB buffer and walks the non-zero coefficients with a bit mask instead of emitting bit
 // by bit through a ByteWriter; colour conversion works on whole 16x16 MCUs, with fast paths
 // for *image.RGBA, *image.NRGBA (image/jpeg reads it through At, which premultiplies by
-// alpha: so does this), *image.Gray, *image.YCbCr and *image.Paletted, and At for every other
+// alpha: so does this), *image.RGBA64, *image.NRGBA64, *image.Gray, *image.YCbCr and
+// *image.Paletted, and At for every other
 // type as image/jpeg does.
 //
 // Images image/jpeg would panic on (pixel buffers or planes that do not cover the bounds, a
@@ -279,6 +280,14 @@ func check(m image.Image) error {
 	case *image.NRGBA:
 		if !pixOK(len(m.Pix), m.Stride, 4, m.Rect) {
 			return fmt.Errorf("%w: NRGBA pixels do not cover %v", ErrBadImage, m.Rect)
+		}
+	case *image.RGBA64:
+		if !pixOK(len(m.Pix), m.Stride, 8, m.Rect) {
+			return fmt.Errorf("%w: RGBA64 pixels do not cover %v", ErrBadImage, m.Rect)
+		}
+	case *image.NRGBA64:
+		if !pixOK(len(m.Pix), m.Stride, 8, m.Rect) {
+			return fmt.Errorf("%w: NRGBA64 pixels do not cover %v", ErrBadImage, m.Rect)
 		}
 	case *image.Gray:
 		if !pixOK(len(m.Pix), m.Stride, 1, m.Rect) {

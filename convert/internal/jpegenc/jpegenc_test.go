@@ -171,6 +171,7 @@ func TestEncode_Photo1000(t *testing.T) {
 	}
 	same(t, "NRGBA alpha q85", testimg.PhotoAlpha(1000, 1000), &jpeg.Options{Quality: 85})
 	same(t, "NRGBA opaque q75", photo, nil)
+	same(t, "NRGBA64 q85", testimg.Photo16(1000, 1000), &jpeg.Options{Quality: 85})
 }
 
 // TestEncode_Extremes encodes images that push the FDCT and the DC differences to their
@@ -248,6 +249,7 @@ func TestEncode_Refused(t *testing.T) {
 	bad := map[string]image.Image{
 		"short RGBA":         &image.RGBA{Pix: make([]byte, 10), Stride: 40, Rect: image.Rect(0, 0, 10, 10)},
 		"negative stride":    &image.NRGBA{Pix: make([]byte, 400), Stride: -40, Rect: image.Rect(0, 0, 10, 10)},
+		"short NRGBA64":      &image.NRGBA64{Pix: make([]byte, 799), Stride: 80, Rect: image.Rect(0, 0, 10, 10)},
 		"short Gray":         &image.Gray{Pix: make([]byte, 99), Stride: 10, Rect: image.Rect(0, 0, 10, 10)},
 		"empty palette":      &image.Paletted{Pix: make([]byte, 100), Stride: 10, Rect: image.Rect(0, 0, 10, 10)},
 		"index past palette": &image.Paletted{Pix: append(make([]byte, 99), 2), Stride: 10, Rect: image.Rect(0, 0, 10, 10), Palette: color.Palette{color.Black, color.White}},

@@ -91,6 +91,10 @@ func (e *encoder) converter(m image.Image) func(u *mcu, xo, yo *[16]int) {
 		return func(u *mcu, xo, yo *[16]int) { rgbaMCU(m.Pix, m.Stride, m.Rect.Min, u, xo, yo, true) }
 	case *image.YCbCr:
 		return func(u *mcu, xo, yo *[16]int) { yCbCrMCU(m, u, xo, yo) }
+	case *image.RGBA64:
+		return func(u *mcu, xo, yo *[16]int) { rgba64MCU(m.Pix, m.Stride, m.Rect.Min, u, xo, yo, false) }
+	case *image.NRGBA64:
+		return func(u *mcu, xo, yo *[16]int) { rgba64MCU(m.Pix, m.Stride, m.Rect.Min, u, xo, yo, true) }
 	case *image.Paletted:
 		// check has made sure that every index in bounds has a non-nil palette entry.
 		var lut [256][3]int32
@@ -190,6 +194,29 @@ const alpha2 = 0xff000000_ff000000
 func premul(r, g, b int32, a byte) (int32, int32, int32) {
 	m := uint32(a)
 	return int32((uint32(r) * 0x101 * m / 0xff) >> 8), int32((uint32(g) * 0x101 * m / 0xff) >> 8), int32((uint32(b) * 0x101 * m / 0xff) >> 8)
+}
+
+// rgba64MCU converts an MCU of RGBA64 (or, with nrgba, NRGBA64) pixels to the 8 bits
+// image/jpeg takes from At(x, y).RGBA() and hands each row to rgbaRow.
+func rgba64MCU(pix []byte, stride int, min image.Point, u *mcu, xo, yo *[16]int, nrgba bool) {
+	var p [64]byte
+	for j := range 16 {
+		row := pix[(yo[j]-min.Y)*stride:]
+		for i, x := range xo {
+			o := (x - min.X) * 8
+			s := row[o : o+8 : o+8]
+			q := (*[4]byte)(p[4*i : 4*i+4])
+			q[0], q[1], q[2], q[3] = s[0], s[2], s[4], 0xff
+			if nrgba && (s[6] != 0xff || s[7] != 0xff) {
+				// color.NRGBA64's RGBA: c*a/0xffff, then >>8.
+				a := uint32(s[6])<<8 | uint32(s[7])
+				q[0] = byte((uint32(s[0])<<8 | uint32(s[1])) * a / 0xffff >> 8)
+				q[1] = byte((uint32(s[2])<<8 | uint32(s[3])) * a / 0xffff >> 8)
+				q[2] = byte((uint32(s[4])<<8 | uint32(s[5])) * a / 0xffff >> 8)
+			}
+		}
+		rgbaRow(&p, u, j, false)
+	}
 }
 
 // yCbCrMCU copies an MCU of YCbCr samples, as image/jpeg's yCbCrToYCbCr and scale do.
