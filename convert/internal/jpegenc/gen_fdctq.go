@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"go/format"
 	"log"
@@ -42,6 +43,8 @@ const rowBody = `
 `
 
 func main() {
+	out := flag.String("o", "fdctq.go", "output file")
+	flag.Parse()
 	var zig [64]int
 	for z, n := range unzig {
 		zig[n] = z
@@ -83,7 +86,7 @@ func fdctQuantize(b *block, qt *quantTable, zz *[blockSize]int32) (nz uint64) {
 		os.Stdout.Write(b.Bytes())
 		log.Fatal(err)
 	}
-	if err := os.WriteFile("fdctq.go", src, 0o644); err != nil {
+	if err := os.WriteFile(*out, src, 0o644); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"image/jpeg"
 	"io"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
@@ -459,5 +462,28 @@ func TestEncode_Concurrent(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestGeneratedIsCurrent fails when fdctq.go differs from what gen_fdctq.go writes.
+func TestGeneratedIsCurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command")
+	}
+	out := filepath.Join(t.TempDir(), "fdctq.go")
+	cmd := exec.Command("go", "run", "gen_fdctq.go", "-o", out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run gen_fdctq.go: %v\n%s", err, b)
+	}
+	got, err := os.ReadFile("fdctq.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("fdctq.go is stale: run go generate ./convert/internal/jpegenc")
 	}
 }
