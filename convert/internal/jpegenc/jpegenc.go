@@ -187,9 +187,10 @@ const (
 	// outSize is the output buffer's capacity: the encoder writes to w in chunks of about
 	// this size.
 	outSize = 64 << 10
-	// blockRoom is more than one block can produce: 64 codes of at most 27 bits plus ZRLs,
-	// doubled by 0xFF stuffing, rounded up.
-	blockRoom = 1024
+	// blockRoom is more than three blocks (what writeSOS codes between room calls) can
+	// produce: a block is at most a 27-bit DC code and 63 AC codes of at most 26 bits
+	// (1665 bits), doubled by 0xFF stuffing: 417 bytes.
+	blockRoom = 2048
 )
 
 //go:generate go run gen_fdctq.go
