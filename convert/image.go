@@ -592,12 +592,11 @@ func encodePNG(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 }
 
 // jpegStripMinPixels is the smallest image encodeJPEG encodes in parallel strips (jpegstrip);
-// smaller ones go to jpeg.Encode on one core. Measured with BenchmarkEncodeJPEGSize on a busy
-// 2-core machine (load 4-6): with -cpu 1 the strips cost the same as jpeg.Encode within noise
-// from 362x362 up but up to a third more at 256x256 (two strips); with two cores 1 MP encodes
-// in 19-21 ms instead of 34-36 ms at best, while below 512x512 there was nothing to gain
-// beyond the noise.
-const jpegStripMinPixels = 256 << 10
+// smaller ones (at most two strips) go to jpeg.Encode. BenchmarkEncodeJPEGSize, quiet 2-core
+// machine: 256x256 in 1.1-1.3 ms with strips against 1.9-2.2 ms, 1000x1000 in 16-17 ms
+// against 30-31 ms; with -cpu 1 (every core busy with other conversions) the strips cost the
+// same as jpeg.Encode within noise at 256x256 and 512x512.
+const jpegStripMinPixels = 256 * 256
 
 func encodeJPEG(ctx context.Context, w io.Writer, img image.Image, opts Options) error {
 	img = jpegSource(img)
