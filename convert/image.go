@@ -592,7 +592,7 @@ func encodePNG(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 }
 
 // jpegStripMinPixels is the smallest image encodeJPEG encodes in parallel strips (jpegstrip);
-// smaller ones (at most two strips) go to jpeg.Encode. BenchmarkEncodeJPEGSize, quiet 2-core
+// smaller ones go to jpeg.Encode on one core. BenchmarkEncodeJPEGSize, quiet 2-core
 // machine: 256x256 in 1.1-1.3 ms with strips against 1.9-2.2 ms, 1000x1000 in 16-17 ms
 // against 30-31 ms; with -cpu 1 (every core busy with other conversions) the strips cost the
 // same as jpeg.Encode within noise at 256x256 and 512x512.
