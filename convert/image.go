@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/convsvc/convsvc/convert/internal/jpegenc"
 	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
 	"github.com/convsvc/convsvc/convert/internal/pngenc"
 	"github.com/convsvc/convsvc/convert/internal/tiffenc"
@@ -592,7 +593,8 @@ func encodePNG(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 }
 
 // jpegStripMinPixels is the smallest image encodeJPEG encodes in parallel strips (jpegstrip);
-// smaller ones go to jpeg.Encode on one core. BenchmarkEncodeJPEGSize, quiet 2-core
+// smaller ones go to jpegenc.Encode on one core (both write image/jpeg's bytes, jpegenc in
+// about a third of its CPU). BenchmarkEncodeJPEGSize (with image/jpeg per strip), quiet 2-core
 // machine: 256x256 in 1.1-1.3 ms with strips against 1.9-2.2 ms, 1000x1000 in 16-17 ms
 // against 30-31 ms; with -cpu 1 (every core busy with other conversions) the strips cost the
 // same as jpeg.Encode within noise at 256x256 and 512x512.
@@ -605,7 +607,7 @@ func encodeJPEG(ctx context.Context, w io.Writer, img image.Image, opts Options)
 	}
 	cw := &ctxWriter{ctx: ctx, w: w}
 	if b := img.Bounds(); int64(b.Dx())*int64(b.Dy()) < jpegStripMinPixels {
-		return jpeg.Encode(cw, img, jpegOptions(opts))
+		return jpegenc.Encode(cw, img, jpegOptions(opts))
 	}
 	return jpegstrip.Encode(ctx, cw, img, jpegOptions(opts), 0)
 }

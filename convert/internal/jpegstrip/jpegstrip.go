@@ -1,20 +1,20 @@
-// Package jpegstrip writes a baseline JPEG with the standard library's encoder on several
-// cores: the image is cut into horizontal strips of whole MCU rows, each strip is encoded by
-// image/jpeg on its own, and the strips' entropy-coded data are joined into one file with
-// restart markers (DRI, RST0..RST7).
+// Package jpegstrip writes a baseline JPEG on several cores: the image is cut into horizontal
+// strips of whole MCU rows, each strip is encoded on its own by convert/internal/jpegenc (a
+// faster copy of image/jpeg's encoder that writes the same bytes), and the strips'
+// entropy-coded data are joined into one file with restart markers (DRI, RST0..RST7).
 //
-// This works because image/jpeg always writes the same quantization tables for a quality, the
-// standard Huffman tables, 4:2:0 colour (16x16 MCUs) or one component for *image.Gray (8x8
-// MCUs), DC prediction starting at zero, and entropy data padded with 1-bits before EOI: a
-// decoder that restarts at every strip boundary reads exactly the coefficients image/jpeg
-// would have written for the whole image, so the decoded pixels are identical. What image/jpeg
-// wrote is parsed and checked for that layout on every call; a change (a Go upgrade) fails
-// with ErrLayout instead of writing a wrong file.
+// This works because image/jpeg (and so jpegenc) always writes the same quantization tables
+// for a quality, the standard Huffman tables, 4:2:0 colour (16x16 MCUs) or one component for
+// *image.Gray (8x8 MCUs), DC prediction starting at zero, and entropy data padded with 1-bits
+// before EOI: a decoder that restarts at every strip boundary reads exactly the coefficients
+// image/jpeg would have written for the whole image, so the decoded pixels are identical. What
+// the encoder wrote is parsed and checked for that layout on every call; a change (a Go
+// upgrade that jpegenc follows) fails with ErrLayout instead of writing a wrong file.
 //
-// Why not a module or a hand-written encoder: the encode is image/jpeg's own (maintained,
-// tested); only the splice is ours, and it exists for measured speed: BenchmarkEncode on a
-// 4000x3000 RGBA image on 2 cores, 235-239 ms per encode against 476-502 ms for jpeg.Encode
-// at load 0.9 (2.0x); about 1.8x at load 4.7.
+// Why not a module: only the splice is ours, and it exists for measured speed: BenchmarkEncode
+// on a 4000x3000 RGBA image on 2 cores, with image/jpeg per strip, took 235-239 ms per encode
+// against 476-502 ms for one jpeg.Encode at load 0.9 (2.0x); about 1.8x at load 4.7. jpegenc
+// per strip takes about a third of image/jpeg's CPU on top of that.
 package jpegstrip
 
 import (
@@ -28,6 +28,8 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+
+	"github.com/convsvc/convsvc/convert/internal/jpegenc"
 )
 
 // ErrLayout reports that image/jpeg's output is not laid out the way the splice relies on.
@@ -51,7 +53,7 @@ const (
 // on scheduling. Up to workers strips are encoded at once (0 or less: runtime.GOMAXPROCS(0));
 // at most workers+2 encoded strips are held in memory, and they are written in order as they
 // complete. Images image/jpeg writes as one strip, images whose SubImage does not return
-// their own type, and images image/jpeg refuses are encoded by jpeg.Encode directly.
+// their own type, and images image/jpeg refuses are encoded by jpegenc.Encode directly.
 func Encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, workers int) error {
 	return encode(ctx, w, img, o, workers, 0)
 }
@@ -66,7 +68,7 @@ func encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return jpeg.Encode(w, img, o)
+		return jpegenc.Encode(w, img, o)
 	}
 	return encodeStrips(ctx, w, b, gray, o, workers, func(_ context.Context, r image.Rectangle) (image.Image, error) {
 		return si.SubImage(r), nil
@@ -82,7 +84,7 @@ func encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, 
 // out top to bottom, so a strip is asked for only once every strip above it has been. It may
 // block until the rows it needs are ready, and must return promptly once its ctx is done. Its first error stops the encode and is returned
 // as is; a panic in it or in image/jpeg is returned as an error. Other than that, EncodeStrips
-// behaves like Encode. Images of one strip are encoded by jpeg.Encode of strip(ctx, b).
+// behaves like Encode. Images of one strip are encoded by jpegenc.Encode of strip(ctx, b).
 func EncodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool, o *jpeg.Options, workers int,
 	strip func(ctx context.Context, r image.Rectangle) (image.Image, error)) error {
 	return encodeStrips(ctx, w, b, gray, o, workers, strip, 0)
@@ -144,7 +146,7 @@ func encodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return jpeg.Encode(w, img, o)
+		return jpegenc.Encode(w, img, o)
 	}
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -201,7 +203,7 @@ func encodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool
 					if _, isGray := img.(*image.Gray); img.Bounds() != r || isGray != gray {
 						return fmt.Errorf("jpegstrip: strip %v is a %T of bounds %v (gray: %v)", r, img, img.Bounds(), gray)
 					}
-					return jpeg.Encode(j.buf, img, o)
+					return jpegenc.Encode(j.buf, img, o)
 				})
 				if err != nil {
 					cancel(err) // the first error wins, whichever strip the writer waits for
