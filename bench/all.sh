@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the performance issue one after the other (never two at once) and
-# keeps each report in OUTDIR: images.md, throughput-small.md, throughput-big.md, api.md,
+# keeps each report in OUTDIR: images.md, throughput-small.md, throughput-small-more.md,
+# throughput-big.md, api.md,
 # blob.md, gotest.txt. Each step is also runnable alone; see docs/benchmarks.md.
 #
 #   bench/all.sh [OUTDIR]     # default /tmp/convsvc-bench
@@ -31,7 +32,8 @@ step() {
 step images bench/images.sh "$OUT/images" && cp "$OUT/images/report.md" "$OUT/images.md"
 step build go build -o "$OUT/bin/" ./bench/throughput ./bench/apibench ./bench/blobbench ./bench/serveprof
 step throughput-small sh -c "'$OUT/bin/throughput' -classes small:png-jpeg,small:jpeg-png -rounds 3 >'$OUT/throughput-small.md'"
-step throughput-big sh -c "'$OUT/bin/throughput' -classes big:png-jpeg -rounds 1 >'$OUT/throughput-big.md'"
+step throughput-small-more sh -c "'$OUT/bin/throughput' -classes small:png-gif,small:png-tiff,small:png-webp,small:jpeg-webp -rounds 1 >'$OUT/throughput-small-more.md'"
+step throughput-big sh -c "'$OUT/bin/throughput' -classes big:png-jpeg,big:jpeg-png -rounds 1 >'$OUT/throughput-big.md'"
 step api sh -c "'$OUT/bin/apibench' -rounds 3 >'$OUT/api.md'"
 step blob sh -c "'$OUT/bin/blobbench' -rounds 3 >'$OUT/blob.md'"
 step profiles sh -c "bench/profile.sh '$OUT/profiles' >'$OUT/profiles.txt' 2>&1"
