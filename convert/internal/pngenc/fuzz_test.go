@@ -7,6 +7,8 @@ import (
 	"image/png"
 	"reflect"
 	"testing"
+
+	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
 // fuzzImage builds a small image from data: kind, size, options, then pixels (repeated).
@@ -25,38 +27,7 @@ func fuzzImage(data []byte) (image.Image, *Options) {
 		BandRows:   int(opt / 24 % 5),
 		Level:      1 + int(alpha%9),
 	}
-	r := image.Rect(0, 0, w, h)
-	var m image.Image
-	switch kind {
-	case 0:
-		g := image.NewGray(r)
-		for i := range g.Pix {
-			g.Pix[i] = px[i%len(px)]
-		}
-		m = g
-	case 1:
-		n := image.NewNRGBA(r)
-		for i := range n.Pix {
-			n.Pix[i] = px[i%len(px)]
-			if alpha&0x80 != 0 && i%4 == 3 {
-				n.Pix[i] = 0xff
-			}
-		}
-		m = n
-	default:
-		p := image.NewRGBA(r)
-		for i := 0; i < len(p.Pix); i += 4 {
-			a := px[(i/4)%len(px)]
-			if alpha&0x80 != 0 {
-				a = 0xff
-			}
-			for c := 0; c < 3; c++ {
-				p.Pix[i+c] = min(a, px[(i+c+1)%len(px)])
-			}
-			p.Pix[i+3] = a
-		}
-		m = p
-	}
+	m := testimg.FromBytes(kind, w, h, px, alpha&0x80 != 0)
 	return m, o
 }
 

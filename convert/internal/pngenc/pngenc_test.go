@@ -46,59 +46,6 @@ func ourRoundTrip(t testing.TB, m image.Image, o *Options) image.Image {
 	return d
 }
 
-// randomImage returns an image of type kind with random pixels; opaque forces alpha 0xff and
-// sub makes it a sub-image with a non-zero origin and a longer stride.
-func randomImage(rng *rand.Rand, kind string, w, h int, opaque, sub bool) image.Image {
-	r := image.Rect(0, 0, w, h)
-	if sub {
-		r = image.Rect(-3, 5, w+4, h+7)
-	}
-	var m draw.Image
-	switch kind {
-	case "gray":
-		g := image.NewGray(r)
-		for i := range g.Pix {
-			g.Pix[i] = uint8(rng.IntN(256))
-		}
-		m = g
-	case "nrgba":
-		n := image.NewNRGBA(r)
-		for i := range n.Pix {
-			n.Pix[i] = uint8(rng.IntN(256))
-			if opaque && i%4 == 3 {
-				n.Pix[i] = 0xff
-			}
-		}
-		m = n
-	case "rgba":
-		p := image.NewRGBA(r)
-		for i := 0; i < len(p.Pix); i += 4 {
-			a := uint8(rng.IntN(256))
-			switch {
-			case opaque:
-				a = 0xff
-			case rng.IntN(4) == 0:
-				a = 0
-			case rng.IntN(4) == 0:
-				a = 0xff
-			}
-			// Premultiplied: colour channels never exceed alpha.
-			for c := 0; c < 3; c++ {
-				p.Pix[i+c] = uint8(rng.IntN(int(a) + 1))
-			}
-			p.Pix[i+3] = a
-		}
-		m = p
-	}
-	if sub {
-		type subImager interface {
-			SubImage(image.Rectangle) image.Image
-		}
-		return m.(subImager).SubImage(image.Rect(1, 6, 1+w, 6+h))
-	}
-	return m
-}
-
 func TestMatchesImagePNG(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	sizes := [][2]int{{1, 1}, {2, 3}, {17, 1}, {1, 40}, {31, 33}, {100, 70}}
@@ -119,7 +66,7 @@ func TestMatchesImagePNG(t *testing.T) {
 		for _, opaque := range []bool{false, true} {
 			for _, sub := range []bool{false, true} {
 				for _, sz := range sizes {
-					m := randomImage(rng, kind, sz[0], sz[1], opaque, sub)
+					m := testimg.Random(rng, kind, sz[0], sz[1], opaque, sub)
 					want := stdRoundTrip(t, m)
 					for oi, o := range opts {
 						got := ourRoundTrip(t, m, o)

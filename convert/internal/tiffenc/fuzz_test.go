@@ -3,9 +3,10 @@ package tiffenc
 import (
 	"bytes"
 	"context"
-	"image"
 	"reflect"
 	"testing"
+
+	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
 // FuzzEncode checks that every small image of every supported type, with the options the
@@ -25,38 +26,7 @@ func FuzzEncode(f *testing.F) {
 		if opt&0x40 != 0 {
 			o.Level = 1 + int(alpha%9)
 		}
-		r := image.Rect(0, 0, w, h)
-		var m image.Image
-		switch kind {
-		case 0:
-			g := image.NewGray(r)
-			for i := range g.Pix {
-				g.Pix[i] = px[i%len(px)]
-			}
-			m = g
-		case 1:
-			n := image.NewNRGBA(r)
-			for i := range n.Pix {
-				n.Pix[i] = px[i%len(px)]
-				if alpha&0x80 != 0 && i%4 == 3 {
-					n.Pix[i] = 0xff
-				}
-			}
-			m = n
-		default:
-			p := image.NewRGBA(r)
-			for i := 0; i < len(p.Pix); i += 4 {
-				a := px[(i/4)%len(px)]
-				if alpha&0x80 != 0 {
-					a = 0xff
-				}
-				for c := 0; c < 3; c++ {
-					p.Pix[i+c] = min(a, px[(i+c+1)%len(px)])
-				}
-				p.Pix[i+3] = a
-			}
-			m = p
-		}
+		m := testimg.FromBytes(kind, w, h, px, alpha&0x80 != 0)
 		var buf bytes.Buffer
 		if err := Encode(context.Background(), &buf, m, o); err != nil {
 			t.Fatal(err)

@@ -39,53 +39,6 @@ func decode(t testing.TB, b []byte) image.Image {
 	return d
 }
 
-// randomImage returns an image of type kind with random pixels; opaque forces alpha 0xff and
-// sub makes it a sub-image with a non-zero origin and a longer stride.
-func randomImage(rng *rand.Rand, kind string, w, h int, opaque, sub bool) image.Image {
-	r := image.Rect(0, 0, w, h)
-	if sub {
-		r = image.Rect(-3, 5, w+4, h+7)
-	}
-	var m draw.Image
-	switch kind {
-	case "gray":
-		g := image.NewGray(r)
-		for i := range g.Pix {
-			g.Pix[i] = uint8(rng.IntN(256))
-		}
-		m = g
-	case "nrgba":
-		n := image.NewNRGBA(r)
-		for i := range n.Pix {
-			n.Pix[i] = uint8(rng.IntN(256))
-			if opaque && i%4 == 3 {
-				n.Pix[i] = 0xff
-			}
-		}
-		m = n
-	case "rgba":
-		p := image.NewRGBA(r)
-		for i := 0; i < len(p.Pix); i += 4 {
-			a := uint8(rng.IntN(256))
-			if opaque {
-				a = 0xff
-			}
-			for c := 0; c < 3; c++ {
-				p.Pix[i+c] = uint8(rng.IntN(int(a) + 1))
-			}
-			p.Pix[i+3] = a
-		}
-		m = p
-	}
-	if sub {
-		type subImager interface {
-			SubImage(image.Rectangle) image.Image
-		}
-		return m.(subImager).SubImage(image.Rect(1, 6, 1+w, 6+h))
-	}
-	return m
-}
-
 // wantDecoded is what x/image/tiff must give back for m: the same type and bytes, except that
 // opaque RGBA and NRGBA come back as *image.RGBA (three samples are read as RGBA).
 func wantDecoded(m image.Image) image.Image {
@@ -134,7 +87,7 @@ func TestRoundTrip(t *testing.T) {
 		for _, opaque := range []bool{false, true} {
 			for _, sub := range []bool{false, true} {
 				for _, sz := range sizes {
-					m := randomImage(rng, kind, sz[0], sz[1], opaque, sub)
+					m := testimg.Random(rng, kind, sz[0], sz[1], opaque, sub)
 					want := wantDecoded(m)
 					var xbuf bytes.Buffer
 					if err := tiff.Encode(&xbuf, m, &tiff.Options{Compression: tiff.Deflate}); err != nil {
@@ -163,7 +116,7 @@ func TestFlat(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, kind := range []string{"gray", "nrgba", "rgba"} {
 		for _, opaque := range []bool{false, true} {
-			m := randomImage(rng, kind, 150, 301, opaque, false).(draw.Image)
+			m := testimg.Random(rng, kind, 150, 301, opaque, false).(draw.Image)
 			for range 20 {
 				x, y := rng.IntN(150), rng.IntN(301)
 				c := m.At(rng.IntN(150), rng.IntN(301))
