@@ -44,6 +44,7 @@ func main() {
 	conc := flag.Int("concurrency", 0, "concurrent API clients (0: 2 x cores)")
 	procs := flag.Int("procs", 0, "CLI processes at once (0: cores)")
 	work := flag.String("dir", "", "scratch directory (default: a new temp dir, removed at the end)")
+	binFlag := flag.String("bin", "", "server binary to run instead of building convsvc (e.g. bench/serveprof for a server-side CPU profile)")
 	flag.Parse()
 	if *conc == 0 {
 		*conc = 2 * runtime.NumCPU()
@@ -61,13 +62,13 @@ func main() {
 		}
 		cls = append(cls, class{size, from, to})
 	}
-	if err := run(cls, *n, *rounds, *conc, *procs, *work); err != nil {
+	if err := run(cls, *n, *rounds, *conc, *procs, *work, *binFlag); err != nil {
 		fmt.Fprintln(os.Stderr, "throughput:", err)
 		os.Exit(1)
 	}
 }
 
-func run(cls []class, n, rounds, conc, procs int, work string) error {
+func run(cls []class, n, rounds, conc, procs int, work, prebuilt string) error {
 	if work == "" {
 		d, err := os.MkdirTemp("", "convsvc-throughput-*")
 		if err != nil {
@@ -80,7 +81,7 @@ func run(cls []class, n, rounds, conc, procs int, work string) error {
 	if err != nil {
 		return err
 	}
-	bin, err := benchkit.Server(work, "")
+	bin, err := benchkit.Server(work, prebuilt)
 	if err != nil {
 		return err
 	}
