@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
@@ -300,6 +301,10 @@ func viaAPI(bin, work string, c class, src, out string, n, conc int) (float64, s
 	elapsed := time.Since(t0)
 	cpu := procCPU(p.Pid()) - cpu0
 	first, peak, _ := rss.Stop()
+	// A graceful stop lets bench/serveprof write its profile.
+	if !p.Signal(syscall.SIGTERM, time.Minute) {
+		p.Kill()
+	}
 	if f := failures.Load(); f > 0 {
 		return 0, "", fmt.Errorf("%d of %d files failed; first: %w", f, n, firstErr)
 	}
