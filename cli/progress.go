@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 // progress shows the state of every file being converted on one terminal line, rewritten in
@@ -161,25 +163,11 @@ func (p *progress) render(f *fileProgress) string {
 	b.WriteString(f.phase)
 	if f.total > 0 {
 		pct := f.done * 100 / f.total
-		fmt.Fprintf(&b, "  %s/%s  %d%%", byteSize(f.done), byteSize(f.total), pct)
+		fmt.Fprintf(&b, "  %s/%s  %d%%", bytesize.Format(f.done), bytesize.Format(f.total), pct)
 	}
 	line := b.String()
 	if r := []rune(line); len(r) > p.width-1 {
 		line = string(r[:p.width-2]) + "…"
 	}
 	return line
-}
-
-// byteSize formats n bytes with a binary unit: 512 B, 1.5 KiB, 12.0 MiB.
-func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 func testProgress() (*progress, *bytes.Buffer, *time.Time) {
@@ -87,7 +89,7 @@ func TestProgress_DisabledPrintsOnlySummaries(t *testing.T) {
 
 func TestByteSize(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 1023: "1023 B", 1024: "1.0 KiB", 1536: "1.5 KiB", 5 << 20: "5.0 MiB", 3 << 30: "3.0 GiB"} {
-		if got := byteSize(n); got != want {
+		if got := bytesize.Format(n); got != want {
 			t.Errorf("byteSize(%d) = %q, want %q", n, got, want)
 		}
 	}

@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"container/list"
 	"context"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 // fallbackConversionMemory is the budget when the machine's memory cannot be read.
@@ -102,7 +103,7 @@ func newMemBudget(size int64) *memBudget {
 func (b *memBudget) acquire(ctx context.Context, n int64, what string) error {
 	if n > b.size {
 		return errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); make the image smaller",
-			what, formatMemory(n), formatMemory(b.size))
+			what, bytesize.Format(n), bytesize.Format(b.size))
 	}
 	b.mu.Lock()
 	if b.size-b.cur >= n && b.waiters.Len() == 0 {
@@ -171,18 +172,4 @@ func (b *memBudget) inUse() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.cur
-}
-
-// formatMemory prints a byte count in binary units with one decimal: "1.5 GiB", "200.0 MiB".
-func formatMemory(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTP"[exp])
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 func TestDefaultConversionMemory(t *testing.T) {
@@ -20,7 +21,7 @@ func TestDefaultConversionMemory(t *testing.T) {
 	if total := memTotal(); total > 0 && got > total/2 {
 		t.Errorf("DefaultConversionMemory() = %d, over half of MemTotal %d", got, total)
 	}
-	t.Logf("default conversion memory budget: %s", formatMemory(got))
+	t.Logf("default conversion memory budget: %s", bytesize.Format(got))
 	if l := (Limits{}).normalized(); l.MaxConversionMemory != got {
 		t.Errorf("normalized MaxConversionMemory = %d, want %d", l.MaxConversionMemory, got)
 	}

@@ -18,6 +18,8 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 // The tree model shared by json, yaml, toml and xml. A value is one of:
@@ -186,18 +188,11 @@ func readTreeInput(ctx context.Context, in *io.SectionReader, name string) ([]by
 
 // byteSize formats a byte count for messages: "64 MiB", "1.5 GiB", "312 bytes".
 func byteSize(n int64) string {
-	const unit = 1024
-	if n < unit {
+	v, unit := bytesize.Binary(n)
+	if unit == "" {
 		return fmt.Sprintf("%d bytes", n)
 	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	s := strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64)
-	s = strings.TrimSuffix(s, ".0")
-	return s + " " + [...]string{"KiB", "MiB", "GiB", "TiB", "PiB"}[exp]
+	return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0") + " " + unit
 }
 
 // nodeCounter enforces DataMaxNodes and DataMaxDepth while a tree is built.

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 // DOCX input is read from its parts directly: word/document.xml (or whichever part the package
@@ -199,7 +201,7 @@ func (p *docxPackage) decodePart(name string, max int64, optional bool, handle f
 		}
 		return errorf(nil, "input is not a valid DOCX file (it has no %s)", name)
 	}
-	tooLarge := errorf(errPartTooLarge, "the DOCX part %s expands to more than %s, over the limit", name, formatMemory(max))
+	tooLarge := errorf(errPartTooLarge, "the DOCX part %s expands to more than %s, over the limit", name, bytesize.Format(max))
 	if f.UncompressedSize64 > uint64(max) {
 		return tooLarge
 	}

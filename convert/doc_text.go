@@ -13,6 +13,8 @@ import (
 	"golang.org/x/text/encoding"
 	"golang.org/x/text/encoding/charmap"
 	"golang.org/x/text/encoding/unicode"
+
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 func init() {
@@ -68,7 +70,7 @@ func readRawText(ctx context.Context, in *io.SectionReader, format string, max i
 // readInput reads a whole input of at most max bytes.
 func readInput(ctx context.Context, in *io.SectionReader, format string, max int64) ([]byte, error) {
 	if in.Size() > max {
-		return nil, errorf(nil, "the %s input is %s, over the %s limit", formatName(format), formatMemory(in.Size()), formatMemory(max))
+		return nil, errorf(nil, "the %s input is %s, over the %s limit", formatName(format), bytesize.Format(in.Size()), bytesize.Format(max))
 	}
 	data := make([]byte, in.Size())
 	if _, err := io.ReadFull(io.NewSectionReader(in, 0, in.Size()), data); err != nil {

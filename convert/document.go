@@ -3,6 +3,8 @@ package convert
 import (
 	"context"
 	"io"
+
+	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 // Document, PDF and vector formats.
@@ -64,7 +66,7 @@ type docRun = func(ctx context.Context, in *io.SectionReader, out io.Writer, p P
 func budgetedRun(c *Catalog, estimate func(size int64) int64, run docRun) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
 		est := int64(baseConversionMemory) + estimate(in.Size())
-		if err := c.budget.acquire(ctx, est, "converting this "+formatMemory(in.Size())+" document"); err != nil {
+		if err := c.budget.acquire(ctx, est, "converting this "+bytesize.Format(in.Size())+" document"); err != nil {
 			return err
 		}
 		defer c.budget.release(est)
