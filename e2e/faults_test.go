@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -155,7 +157,7 @@ func TestFaults_Drain(t *testing.T) {
 		}
 		inflight <- j
 	}()
-	time.Sleep(100 * time.Millisecond) // the long-poll is waiting on the server
+	waitLongPolls(t, p.URL, 1) // the long-poll is parked on the server
 	if !p.Signal(syscall.SIGTERM, 30*time.Second) {
 		t.Fatal("no exit after SIGTERM")
 	}
@@ -321,6 +323,27 @@ func TestFaults_DiskFull(t *testing.T) {
 		t.Fatalf("after freeing space: %+v", j)
 	}
 	p.Signal(syscall.SIGTERM, 30*time.Second)
+}
+
+// waitLongPolls waits until /metrics says n long-polls are parked on the server.
+func waitLongPolls(t *testing.T, url string, n int) {
+	t.Helper()
+	want := fmt.Sprintf("\nconvsvc_long_polls_waiting %d\n", n)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if strings.Contains(string(body), want) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics never showed %d parked long-polls (last error: %v)", n, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func deref(s *string) string {

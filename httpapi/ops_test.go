@@ -108,7 +108,7 @@ func TestOps_MetricsMoveWithTraffic(t *testing.T) {
 		"convsvc_bolt_read_tx_total": "counter", "convsvc_bolt_open_read_tx": "gauge",
 		"convsvc_bolt_freelist_free_pages": "gauge", "convsvc_bolt_page_alloc_bytes_total": "counter",
 		"convsvc_bolt_writes_total": "counter", "convsvc_workers": "gauge", "convsvc_workers_busy": "gauge",
-		"convsvc_store_writes_total": "counter", "convsvc_store_write_transactions_total": "counter",
+		"convsvc_store_writes_total": "counter", "convsvc_store_write_transactions_total": "counter", "convsvc_long_polls_waiting": "gauge",
 		"go_goroutines": "gauge", "process_resident_memory_bytes": "gauge", "go_build_info": "gauge",
 	} {
 		if got := after.Types[name]; got != typ {
@@ -137,6 +137,7 @@ func TestOps_MetricsMoveWithTraffic(t *testing.T) {
 		{"jobs cancelled", after.Value("convsvc_jobs", "status", "cancelled"), 2},
 		{"jobs running", after.Value("convsvc_jobs", "status", "running"), 0},
 		{"queue depth", after.Value("convsvc_queue_depth"), 0},
+		{"long-polls parked", after.Value("convsvc_long_polls_waiting"), 0},
 		{"oldest queued", after.Value("convsvc_queue_oldest_age_seconds"), 0},
 		{"png->jpeg succeeded", delta("convsvc_conversions_total", "input", "png", "target", "jpeg", "outcome", "succeeded"), 1},
 		{"png->gif conversion_failed", delta("convsvc_conversions_total", "input", "png", "target", "gif", "outcome", "conversion_failed"), 1},

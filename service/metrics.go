@@ -112,6 +112,7 @@ var (
 	descDBSize      = prometheus.NewDesc("convsvc_db_size_bytes", "Size of the database (what a backup copies).", nil, nil)
 	descScrapeError = prometheus.NewDesc("convsvc_db_scrape_error", "1 when the last scrape could not read the database, else 0.", nil, nil)
 
+	descWaiters       = prometheus.NewDesc("convsvc_long_polls_waiting", "GET /v1/jobs/{id}?wait requests parked until their job changes.", nil, nil)
 	descStoreWrites   = prometheus.NewDesc("convsvc_store_writes_total", "Store writes (every job, account and key change is one).", nil, nil)
 	descStoreWriteTx  = prometheus.NewDesc("convsvc_store_write_transactions_total", "bbolt write transactions carrying them; writes per transaction is the group commit's size.", nil, nil)
 	descBoltTx        = prometheus.NewDesc("convsvc_bolt_read_tx_total", "bbolt read transactions started.", nil, nil)
@@ -137,7 +138,7 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descJobs, descQueueDepth, descQueueAge, descAccounts, descReserved,
 		descSpentMonth, descSpentTotal, descDBSize, descScrapeError, descBoltTx, descBoltOpenTx, descBoltFree,
 		descBoltPending, descBoltFreeAlloc, descBoltFreeInuse, descBoltPages, descBoltPageBytes, descBoltWrites,
-		descBoltWriteSecs, descBoltSplits, descBoltSpills, descBoltRebalance, descStoreWrites, descStoreWriteTx} {
+		descBoltWriteSecs, descBoltSplits, descBoltSpills, descBoltRebalance, descStoreWrites, descStoreWriteTx, descWaiters} {
 		ch <- d
 	}
 }
@@ -170,6 +171,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descSpentTotal, float64(counts.SpentCentsAllTime))
 		gauge(descDBSize, float64(counts.DBBytes))
 	}
+	gauge(descWaiters, float64(c.store.Waiters()))
 	ws := c.store.WriteStats()
 	counter(descStoreWrites, float64(ws.Writes))
 	counter(descStoreWriteTx, float64(ws.Transactions))

@@ -60,3 +60,30 @@ func TestStore_JobStarted(t *testing.T) {
 	}
 	check("job cancelled after starting", created.ID, true)
 }
+
+// Waiters counts the WaitChange channels open now: released ones and ones a change closed
+// leave the count.
+func TestStore_Waiters(t *testing.T) {
+	s := mustOpen(t, newClock())
+	a := mustAccount(t, s, 10)
+	job := mustCreate(t, s, a.ID, 100)
+	if n := s.Waiters(); n != 0 {
+		t.Fatalf("Waiters = %d before any wait", n)
+	}
+	ch1, release1 := s.WaitChange(job.ID)
+	_, release2 := s.WaitChange(job.ID)
+	_, release3 := s.WaitChange("job_other")
+	if n := s.Waiters(); n != 3 {
+		t.Fatalf("Waiters = %d with three waits, want 3", n)
+	}
+	release3()
+	if _, err := s.StartJob(a.ID, job.ID, 100); err != nil {
+		t.Fatal(err)
+	}
+	<-ch1
+	if n := s.Waiters(); n != 0 {
+		t.Fatalf("Waiters = %d after the job changed and the other wait was released, want 0", n)
+	}
+	release1()
+	release2()
+}

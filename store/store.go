@@ -141,6 +141,17 @@ func (s *Store) Ping() error {
 	})
 }
 
+// Waiters is how many WaitChange channels are open now (long-polls parked on a job).
+func (s *Store) Waiters() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, set := range s.waiters {
+		n += len(set)
+	}
+	return n
+}
+
 // WaitChange returns a channel closed at the next committed change of the job, and a function
 // that releases it when the caller stops waiting.
 func (s *Store) WaitChange(jobID string) (<-chan struct{}, func()) {
