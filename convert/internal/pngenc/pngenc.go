@@ -135,33 +135,9 @@ func newLayout(m image.Image) (*layout, error) {
 			copy(dst[:w], m.Pix[i:i+w])
 		}
 	case *image.NRGBA:
-		if m.Opaque() {
-			l.bpp, l.ct = 3, ctRGB
-			l.fill = func(dst []byte, y int) {
-				i := m.PixOffset(b.Min.X, b.Min.Y+y)
-				rgbFrom4(dst[:3*w], m.Pix[i:i+4*w])
-			}
-		} else {
-			l.bpp, l.ct = 4, ctRGBA
-			l.fill = func(dst []byte, y int) {
-				i := m.PixOffset(b.Min.X, b.Min.Y+y)
-				copy(dst[:4*w], m.Pix[i:i+4*w])
-			}
-		}
+		l.fourChannels(m.Pix, m.Stride, b.Dx(), m.Opaque(), func(dst, src []byte) { copy(dst, src) })
 	case *image.RGBA:
-		if m.Opaque() {
-			l.bpp, l.ct = 3, ctRGB
-			l.fill = func(dst []byte, y int) {
-				i := m.PixOffset(b.Min.X, b.Min.Y+y)
-				rgbFrom4(dst[:3*w], m.Pix[i:i+4*w])
-			}
-		} else {
-			l.bpp, l.ct = 4, ctRGBA
-			l.fill = func(dst []byte, y int) {
-				i := m.PixOffset(b.Min.X, b.Min.Y+y)
-				unpremultiply(dst[:4*w], m.Pix[i:i+4*w])
-			}
-		}
+		l.fourChannels(m.Pix, m.Stride, b.Dx(), m.Opaque(), unpremultiply)
 	default:
 		return nil, ErrUnsupported
 	}
@@ -170,6 +146,19 @@ func newLayout(m image.Image) (*layout, error) {
 	}
 	l.rowLen = w * l.bpp
 	return l, nil
+}
+
+// fourChannels lays out an image whose rows are 4 bytes per pixel from pix (stride apart,
+// the first row at 0): RGB when it is opaque, else RGBA through nonOpaque, which writes the
+// 4*w stored bytes of a row from its pixels.
+func (l *layout) fourChannels(pix []byte, stride, w int, opaque bool, nonOpaque func(dst, src []byte)) {
+	if opaque {
+		l.bpp, l.ct = 3, ctRGB
+		l.fill = func(dst []byte, y int) { rgbFrom4(dst[:3*w], pix[y*stride:y*stride+4*w]) }
+		return
+	}
+	l.bpp, l.ct = 4, ctRGBA
+	l.fill = func(dst []byte, y int) { nonOpaque(dst[:4*w], pix[y*stride:y*stride+4*w]) }
 }
 
 // rgbFrom4 drops every fourth byte.
