@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -84,9 +85,39 @@ type phase struct {
 	elapsed time.Duration
 	lat     []time.Duration
 	errs    map[string]int
+	// serverCPU and clientCPU are the CPU seconds the server process and this program
+	// used during the phase: on a shared machine they say who the cores went to.
+	serverCPU, clientCPU float64
 }
 
 func (p phase) rate() float64 { return float64(p.ok) / p.elapsed.Seconds() }
+
+// cpuNote says how much CPU the server and the client spent per operation of the phase.
+func (p phase) cpuNote() string {
+	if p.ok == 0 {
+		return "no operations"
+	}
+	return fmt.Sprintf("server %.0f µs CPU/op, client %.0f µs/op, %.0f%% of %d cores busy",
+		1e6*p.serverCPU/float64(p.ok), 1e6*p.clientCPU/float64(p.ok),
+		100*(p.serverCPU+p.clientCPU)/p.elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
+}
+
+// measured runs a phase and records the CPU the server (pid) and this process used meanwhile.
+// With $CONVSVC_CPUPROFILE set (the server is bench/serveprof), the server's profile is cut
+// before and after the phase with SIGUSR1, so each phase has a profile file of its own.
+func measured(pid int, run func() phase) phase {
+	cut := func() {
+		if os.Getenv("CONVSVC_CPUPROFILE") != "" {
+			syscall.Kill(pid, syscall.SIGUSR1)
+		}
+	}
+	cut()
+	s0, c0 := benchkit.ProcCPU(pid), benchkit.ProcCPU(os.Getpid())
+	p := run()
+	cut()
+	p.serverCPU, p.clientCPU = benchkit.ProcCPU(pid)-s0, benchkit.ProcCPU(os.Getpid())-c0
+	return p
+}
 
 // result is one contender's figures in one round.
 type result struct {
@@ -202,7 +233,7 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 			i+1, r.note, r.upload.ok, r.upload.rate(), ms(r.upload, 50), ms(r.upload, 99), errString(r.create.errs, r.start.errs, r.upload.errs))
 	}
 	for i, r := range bare {
-		fmt.Printf("- bare round %d: errors: %s\n", i+1, errString(r.create.errs, r.start.errs))
+		fmt.Printf("- bare round %d: %s; errors: %s\n", i+1, r.note, errString(r.create.errs, r.start.errs))
 	}
 	fmt.Printf("\nload average at end: %s\n", benchkit.LoadAvg())
 	return nil
@@ -367,16 +398,22 @@ func convsvcRound(bin, work string, clients, nkeys int, duration time.Duration) 
 	rss := benchkit.SampleRSS(p.Pid(), 100*time.Millisecond)
 	var r result
 	var jobs []job
-	r.create, jobs = createPhase(p.URL, hc, clients, keys, duration, len(img))
+	r.create = measured(p.Pid(), func() phase {
+		var ph phase
+		ph, jobs = createPhase(p.URL, hc, clients, keys, duration, len(img))
+		return ph
+	})
 	r.upload = eachJob(jobs, clients, 10*duration, "upload", func(j job) error {
 		return benchkit.Upload(ctx, hc, j.uploadURL, bytes.NewReader(img), int64(len(img)))
 	})
-	r.start = eachJob(jobs, clients, duration, "start", func(j job) error {
-		return benchkit.DoJSON(ctx, hc, "POST", p.URL+"/v1/jobs/"+j.id+"/start", j.key, nil, nil)
+	r.start = measured(p.Pid(), func() phase {
+		return eachJob(jobs, clients, duration, "start", func(j job) error {
+			return benchkit.DoJSON(ctx, hc, "POST", p.URL+"/v1/jobs/"+j.id+"/start", j.key, nil, nil)
+		})
 	})
 	first, peak, _ := rss.Stop()
-	r.note = fmt.Sprintf("%d jobs created in %.1f s, %d started in %.1f s, server RSS %d -> peak %d MiB",
-		r.create.ok, r.create.elapsed.Seconds(), r.start.ok, r.start.elapsed.Seconds(), first>>10, peak>>10)
+	r.note = fmt.Sprintf("%d jobs created in %.1f s (%s), %d started in %.1f s (%s; the workers convert them meanwhile), server RSS %d -> peak %d MiB",
+		r.create.ok, r.create.elapsed.Seconds(), r.create.cpuNote(), r.start.ok, r.start.elapsed.Seconds(), r.start.cpuNote(), first>>10, peak>>10)
 	return r, nil
 }
 
@@ -412,10 +449,18 @@ func bareRound(self string, clients int, duration time.Duration) (result, error)
 	}
 	var r result
 	var jobs []job
-	r.create, jobs = createPhase(base, hc, clients, keys, duration, 100)
-	r.start = eachJob(jobs, clients, duration, "start", func(j job) error {
-		return benchkit.DoJSON(context.Background(), hc, "POST", base+"/v1/jobs/"+j.id+"/start", j.key, nil, nil)
+	pid := cmd.Process.Pid
+	r.create = measured(pid, func() phase {
+		var ph phase
+		ph, jobs = createPhase(base, hc, clients, keys, duration, 100)
+		return ph
 	})
+	r.start = measured(pid, func() phase {
+		return eachJob(jobs, clients, duration, "start", func(j job) error {
+			return benchkit.DoJSON(context.Background(), hc, "POST", base+"/v1/jobs/"+j.id+"/start", j.key, nil, nil)
+		})
+	})
+	r.note = fmt.Sprintf("creates: %s; starts: %s", r.create.cpuNote(), r.start.cpuNote())
 	return r, nil
 }
 

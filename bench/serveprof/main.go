@@ -1,12 +1,14 @@
 // Command serveprof is `convsvc serve` with a CPU profile: it runs the same service.Run the
 // binary runs, takes the flags testproc passes (serve --data --listen --blob-listen
 // [--log-level] [--workers]), prints the same "serving" line, and profiles the whole process
-// until SIGTERM, when it writes the profile to $CONVSVC_CPUPROFILE and drains. The benchmarks
-// take it in place of the binary with -bin, to show where the server's time goes under load:
+// until SIGTERM, when it writes the profile to $CONVSVC_CPUPROFILE and drains. SIGUSR1 cuts
+// the profile: what was recorded so far is written and a new one starts in
+// $CONVSVC_CPUPROFILE.1, .2, ... (apibench sends it between its phases). The benchmarks take
+// it in place of the binary with -bin, to show where the server's time goes under load:
 //
 //	go build -o /tmp/serveprof ./bench/serveprof
 //	CONVSVC_CPUPROFILE=/tmp/api.pprof go run ./bench/apibench -bin /tmp/serveprof -rounds 1
-//	go tool pprof -top /tmp/serveprof /tmp/api.pprof
+//	go tool pprof -top /tmp/serveprof /tmp/api.pprof.1   # the create phase
 package main
 
 import (
@@ -42,14 +44,18 @@ func main() {
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
 	if path := os.Getenv("CONVSVC_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			fail(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			fail(err)
-		}
+		f := startProfile(path)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
+		cut := make(chan os.Signal, 1)
+		signal.Notify(cut, syscall.SIGUSR1)
+		go func() {
+			for n := 1; ; n++ {
+				<-cut
+				pprof.StopCPUProfile()
+				f.Close()
+				f = startProfile(fmt.Sprintf("%s.%d", path, n))
+			}
+		}()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -64,6 +70,18 @@ func main() {
 	if err := m.Shutdown(drain); err != nil {
 		fmt.Fprintln(os.Stderr, "serveprof:", err)
 	}
+}
+
+// startProfile starts the CPU profile into a new file at path.
+func startProfile(path string) *os.File {
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fail(err)
+	}
+	return f
 }
 
 func fail(err error) {

@@ -280,7 +280,7 @@ func viaAPI(bin, work string, c class, src, out string, n, conc int) (float64, s
 	var firstErr error
 	var errOnce sync.Once
 	rss := benchkit.SampleRSS(p.Pid(), 100*time.Millisecond)
-	cpu0 := procCPU(p.Pid())
+	cpu0 := benchkit.ProcCPU(p.Pid())
 	t0 := time.Now()
 	var wg sync.WaitGroup
 	for range conc {
@@ -299,7 +299,7 @@ func viaAPI(bin, work string, c class, src, out string, n, conc int) (float64, s
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
-	cpu := procCPU(p.Pid()) - cpu0
+	cpu := benchkit.ProcCPU(p.Pid()) - cpu0
 	first, peak, _ := rss.Stop()
 	// A graceful stop lets bench/serveprof write its profile.
 	if !p.Signal(syscall.SIGTERM, time.Minute) {
@@ -311,19 +311,6 @@ func viaAPI(bin, work string, c class, src, out string, n, conc int) (float64, s
 	note := fmt.Sprintf("%.1f s, server CPU %.1f s (%.0f%% of the wall time on %d cores), server RSS %d -> peak %d MiB",
 		elapsed.Seconds(), cpu, 100*cpu/elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU(), first>>10, peak>>10)
 	return float64(n) / elapsed.Seconds(), note, nil
-}
-
-// procCPU is a process's user+system CPU seconds so far, from /proc/PID/stat.
-func procCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) / 100 // USER_HZ
 }
 
 // oneFile is the whole flow for one file: reserve, upload, start, wait, download.

@@ -93,6 +93,19 @@ func RSSKiB(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/status", pid
 // HWMKiB is a process's peak resident set size since it started (VmHWM) in KiB.
 func HWMKiB(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") }
 
+// ProcCPU is a process's user+system CPU seconds so far, from /proc/PID/stat (0 when it is gone).
+func ProcCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100 // USER_HZ
+}
+
 // RSSSampler records a process's VmRSS every interval until Stop.
 type RSSSampler struct {
 	pid     int
