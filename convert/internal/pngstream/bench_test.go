@@ -14,6 +14,7 @@ import (
 
 	kpzlib "github.com/klauspost/compress/zlib"
 
+	"github.com/convsvc/convsvc/convert/internal/inflate"
 	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
@@ -51,6 +52,15 @@ type benchFile struct {
 func stdNewZlib(r io.Reader) (io.ReadCloser, error) { return stdzlib.NewReader(r) }
 func kpNewZlib(r io.Reader) (io.ReadCloser, error)  { return kpzlib.NewReader(r) }
 
+// ourNewZlib is the shipped inflater (newZlib's default).
+func ourNewZlib(r io.Reader) (io.ReadCloser, error) {
+	z, err := inflate.NewReader(r)
+	if err != nil {
+		return nil, err
+	}
+	return z, nil
+}
+
 // BenchmarkDecode compares the whole decode: image/png, pngstream as shipped
 // (klauspost/compress inflate), and pngstream with compress/zlib, which isolates what the
 // row loops gain over image/png's.
@@ -70,7 +80,7 @@ func BenchmarkDecode(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			z    func(io.Reader) (io.ReadCloser, error)
-		}{{"pngstream", kpNewZlib}, {"pngstream-stdzlib", stdNewZlib}} {
+		}{{"pngstream", ourNewZlib}, {"pngstream-klauspost", kpNewZlib}, {"pngstream-stdzlib", stdNewZlib}} {
 			b.Run(f.name+"/"+v.name, func(b *testing.B) {
 				defer func(old func(io.Reader) (io.ReadCloser, error)) { newZlib = old }(newZlib)
 				newZlib = v.z
@@ -96,8 +106,8 @@ type onlyReader struct{ r io.Reader }
 
 func (o onlyReader) Read(p []byte) (int, error) { return o.r.Read(p) }
 
-// BenchmarkInflate compares compress/zlib with klauspost/compress/zlib on the files' IDAT
-// streams alone, read row by row as Decode reads them.
+// BenchmarkInflate compares compress/zlib, klauspost/compress/zlib and convert/internal/inflate
+// on the files' IDAT streams alone, read row by row as Decode reads them.
 //
 //	go test ./convert/internal/pngstream -run XXX -bench Inflate -benchmem -count 3
 func BenchmarkInflate(b *testing.B) {
@@ -106,7 +116,7 @@ func BenchmarkInflate(b *testing.B) {
 		for _, v := range []struct {
 			name string
 			z    func(io.Reader) (io.ReadCloser, error)
-		}{{"stdlib", stdNewZlib}, {"klauspost", kpNewZlib}} {
+		}{{"stdlib", stdNewZlib}, {"klauspost", kpNewZlib}, {"inflate", ourNewZlib}} {
 			b.Run(f.name+"/"+v.name, func(b *testing.B) {
 				b.SetBytes(int64(len(z)))
 				b.ReportAllocs()

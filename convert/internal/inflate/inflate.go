@@ -1,0 +1,747 @@
+// Package inflate is a zlib (RFC 1950) and DEFLATE (RFC 1951) decoder for PNG's IDAT stream,
+// faster than compress/flate and klauspost/compress on the literal-heavy streams photos
+// make: it decodes into a flat output buffer (no ring), refills a 64-bit bit buffer eight
+// bytes at a time, and resolves a symbol with one table load (two for codes longer than the
+// first-level table), lengths and distances with their extra-bit counts packed into the
+// entry.
+//
+// It reads its source exactly as compress/zlib does: compress/zlib wraps a plain io.Reader
+// in a 4096-byte bufio.Reader, and compress/flate takes bytes from it one at a time, only
+// when the next symbol needs them, and copies stored blocks with io.ReadFull. This decoder
+// makes the same Read calls, with the same lengths, at the same points of the stream (it only
+// looks ahead into bytes those calls already returned). A PNG decoder's checks that depend on
+// how much of the IDAT data was read (stray bytes after the zlib stream, the CRC of the last
+// chunk) therefore come out as they do with compress/zlib; FuzzZlib checks it.
+//
+// Errors are compress/zlib's values (zlib.ErrHeader, zlib.ErrDictionary, zlib.ErrChecksum,
+// io.ErrUnexpectedEOF, the source's own) or a flate.CorruptInputError, whose offset may
+// differ from compress/flate's.
+package inflate
+
+import (
+	"compress/flate"
+	"compress/zlib"
+	"encoding/binary"
+	"hash"
+	"hash/adler32"
+	"io"
+	"math/bits"
+)
+
+const (
+	windowSize = 1 << 15 // the largest distance DEFLATE can refer back
+	maxMatch   = 258
+	// unitSize is bufio.Reader's default size, which compress/zlib reads its source with.
+	unitSize = 4096
+	// outChunk is how much is decoded beyond the window before the output buffer slides.
+	outChunk = 256 << 10
+	// outLimit is where decoding stops until the output is read; a match or one stored-block
+	// read (at most a window's worth, as compress/flate's) may run past it.
+	outLimit = windowSize + outChunk
+	outSize  = outLimit + windowSize + maxMatch
+)
+
+// Table entries: bits 0-4 the code length to consume, 5-7 the kind, 8-11 the extra-bit
+// count (for a subtable link: its index bits), 16-31 the value (literal byte, length or
+// distance base, subtable offset).
+const (
+	kindLiteral = iota << 5
+	kindLength
+	kindEnd
+	kindLink
+	kindInvalid
+	kindMask = 7 << 5
+)
+
+const (
+	litBits  = 10 // first-level bits of the literal/length table
+	distBits = 8  // and of the distance table
+	clenBits = 7  // code-length codes are at most 7 bits: one level
+)
+
+// symbolInfo is a symbol's entry without its code length.
+var (
+	litInfo  [288]uint32
+	distInfo [32]uint32
+)
+
+func init() {
+	for s := 0; s < 256; s++ {
+		litInfo[s] = kindLiteral | uint32(s)<<16
+	}
+	litInfo[256] = kindEnd
+	base := 3
+	for s := 257; s < 286; s++ {
+		extra := 0
+		if s >= 265 && s < 285 {
+			extra = (s - 261) / 4
+		}
+		if s == 285 {
+			base = 258
+		}
+		litInfo[s] = kindLength | uint32(extra)<<8 | uint32(base)<<16
+		base += 1 << extra
+	}
+	litInfo[286], litInfo[287] = kindInvalid, kindInvalid
+	base = 1
+	for s := 0; s < 30; s++ {
+		extra := 0
+		if s >= 4 {
+			extra = (s - 2) / 2
+		}
+		distInfo[s] = kindLength | uint32(extra)<<8 | uint32(base)<<16
+		base += 1 << extra
+	}
+	distInfo[30], distInfo[31] = kindInvalid, kindInvalid
+	var lengths [288 + 32]uint8
+	for i := range 288 {
+		switch {
+		case i < 144:
+			lengths[i] = 8
+		case i < 256:
+			lengths[i] = 9
+		case i < 280:
+			lengths[i] = 7
+		default:
+			lengths[i] = 8
+		}
+	}
+	for i := 288; i < 320; i++ {
+		lengths[i] = 5
+	}
+	if !fixedLit.build(lengths[:288], litInfo[:288], litBits) || !fixedDist.build(lengths[288:], distInfo[:32], distBits) {
+		panic("inflate: fixed Huffman tables")
+	}
+}
+
+// fixedLit and fixedDist decode blocks with the fixed codes of RFC 1951 3.2.6.
+var fixedLit, fixedDist table
+
+// table decodes one canonical Huffman code: a first level indexed by the next bits of the
+// stream, with links to second-level tables for longer codes.
+type table struct {
+	bits    uint
+	entries []uint32
+}
+
+// build makes the table for code lengths (one per symbol, 0 for unused). It accepts what
+// compress/flate accepts: a complete code, a single code of length 1, or no code at all
+// (an error only if a symbol is decoded with it); anything else returns false.
+func (t *table) build(lengths []uint8, info []uint32, primary uint) bool {
+	var count [16]int
+	maxLen := 0
+	for _, l := range lengths {
+		if l != 0 {
+			count[l]++
+			maxLen = max(maxLen, int(l))
+		}
+	}
+	t.bits = primary
+	size := 1 << primary
+	// Unfilled entries are invalid with length 0: decoding fails at once, as compress/flate
+	// fails on a code that an incomplete (degenerate or empty) tree does not have.
+	t.entries = t.entries[:0]
+	for range size {
+		t.entries = append(t.entries, kindInvalid)
+	}
+	if maxLen == 0 {
+		return true
+	}
+	var next [16]int
+	code := 0
+	for l := 1; l <= maxLen; l++ {
+		code = (code + count[l-1]) << 1
+		next[l] = code
+	}
+	if next[maxLen]+count[maxLen] != 1<<maxLen && !(maxLen == 1 && count[1] == 1) {
+		return false
+	}
+	// Second-level tables: for every first-level index that begins a longer code, as many
+	// index bits as the longest code beginning there needs.
+	var subLen [1 << litBits]uint8
+	if maxLen > int(primary) {
+		c := next
+		for _, l := range lengths {
+			if int(l) > int(primary) {
+				p := reverse(c[l], int(l)) & (size - 1)
+				subLen[p] = max(subLen[p], l-uint8(primary))
+				c[l]++
+			}
+		}
+		for p := 0; p < size; p++ {
+			if subLen[p] != 0 {
+				off := len(t.entries)
+				n := 1 << subLen[p]
+				for range n {
+					t.entries = append(t.entries, kindInvalid)
+				}
+				t.entries[p] = kindLink | uint32(subLen[p])<<8 | uint32(off)<<16 | uint32(primary)
+			}
+		}
+	}
+	for s, l := range lengths {
+		if l == 0 {
+			continue
+		}
+		r := reverse(next[l], int(l))
+		next[l]++
+		e := info[s] | uint32(l)
+		if int(l) <= int(primary) {
+			for i := r; i < size; i += 1 << l {
+				t.entries[i] = e
+			}
+			continue
+		}
+		link := t.entries[r&(size-1)]
+		off, sub := int(link>>16), int(link>>8&15)
+		for i := r >> primary; i < 1<<sub; i += 1 << (int(l) - int(primary)) {
+			t.entries[off+i] = e
+		}
+	}
+	return true
+}
+
+// reverse returns the n low bits of code in reverse order: DEFLATE packs Huffman codes
+// starting with their most significant bit.
+func reverse(code, n int) int { return int(bits.Reverse16(uint16(code)) >> (16 - n)) }
+
+// Reader is a zlib stream decoder; see the package comment.
+type Reader struct {
+	src io.Reader
+	err error // sticky: the first error, io.EOF after the checksum
+
+	// The input: in[pos:end] are bytes read from src and not yet in the bit buffer; bb holds
+	// nb bits, the next one lowest.
+	in       [unitSize]byte
+	pos, end int
+	srcErr   error // what src returned with its last bytes, reported when more are needed
+	bb       uint64
+	nb       uint
+
+	// The output: out[r:w] is decoded and not yet returned; out[w-windowSize:w] is the window.
+	out    []byte
+	r, w   int
+	total  int64 // bytes decoded before out[0]
+	adler  hash.Hash32
+	summed int // out[:summed] is in adler
+
+	// The block being decoded.
+	inBlock  bool
+	final    bool
+	stored   int // bytes left in a stored block
+	lit      *table
+	dist     *table
+	dynLit   table
+	dynDist  table
+	clen     table
+	lengths  [288 + 32]uint8
+	clengths [19]uint8
+}
+
+// NewReader returns a decoder of the zlib stream in src, having read its header as
+// zlib.NewReader does.
+func NewReader(src io.Reader) (*Reader, error) {
+	z := &Reader{src: src, out: make([]byte, outSize), adler: adler32.New()}
+	var h [2]byte
+	if err := z.readBytes(h[:]); err != nil {
+		return nil, noEOF(err)
+	}
+	if h[0]&0x0f != 8 || h[0]>>4 > 7 || (uint(h[0])<<8|uint(h[1]))%31 != 0 {
+		return nil, zlib.ErrHeader
+	}
+	if h[1]&0x20 != 0 {
+		// A preset dictionary: compress/zlib without one accepts only the empty one's id.
+		var id [4]byte
+		if err := z.readBytes(id[:]); err != nil {
+			return nil, noEOF(err)
+		}
+		if binary.BigEndian.Uint32(id[:]) != 1 {
+			return nil, zlib.ErrDictionary
+		}
+	}
+	return z, nil
+}
+
+// Close does nothing: the decoder holds no resources.
+func (z *Reader) Close() error { return nil }
+
+// Read returns decoded bytes; io.EOF after the last one once the checksum matched.
+func (z *Reader) Read(p []byte) (int, error) {
+	for {
+		if z.r < z.w {
+			n := copy(p, z.out[z.r:z.w])
+			z.r += n
+			return n, nil
+		}
+		if z.err != nil {
+			return 0, z.err
+		}
+		if len(p) == 0 {
+			return 0, nil
+		}
+		if z.w >= outLimit {
+			z.slide()
+		}
+		z.err = z.decode()
+		if z.err == io.EOF {
+			z.err = z.checksum()
+		}
+	}
+}
+
+// slide keeps the last window of output at the start of the buffer.
+func (z *Reader) slide() {
+	z.sum()
+	n := copy(z.out, z.out[z.w-windowSize:z.w])
+	z.total += int64(z.w - n)
+	z.r, z.w, z.summed = n, n, n
+}
+
+// sum adds the output not yet checksummed to the Adler-32.
+func (z *Reader) sum() {
+	z.adler.Write(z.out[z.summed:z.w])
+	z.summed = z.w
+}
+
+// checksum reads and checks the Adler-32 after the last block: io.EOF when it matches.
+func (z *Reader) checksum() error {
+	z.sum()
+	z.bb >>= z.nb % 8
+	z.nb -= z.nb % 8
+	var b [4]byte
+	if err := z.readBytes(b[:]); err != nil {
+		return noEOF(err)
+	}
+	if binary.BigEndian.Uint32(b[:]) != z.adler.Sum32() {
+		return zlib.ErrChecksum
+	}
+	return io.EOF
+}
+
+// fill reads the next unit from src into the empty input buffer, as bufio.Reader.fill does
+// for compress/flate when it needs a byte and has none buffered.
+func (z *Reader) fill() error {
+	if z.srcErr != nil {
+		err := z.srcErr
+		return err
+	}
+	for range 100 {
+		n, err := z.src.Read(z.in[:])
+		z.pos, z.end = 0, n
+		if err != nil {
+			z.srcErr = err
+			if n > 0 {
+				return nil
+			}
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+	return io.ErrNoProgress
+}
+
+// readBytes reads len(p) whole bytes from the bit buffer (which must hold whole bytes only),
+// the input buffer and src, as io.ReadFull on compress/zlib's bufio.Reader would: a read of
+// unitSize or more with nothing buffered goes straight to src.
+func (z *Reader) readBytes(p []byte) error {
+	n := 0
+	for n < len(p) && z.nb >= 8 {
+		p[n] = byte(z.bb)
+		z.bb >>= 8
+		z.nb -= 8
+		n++
+	}
+	if z.nb == 0 {
+		z.bb = 0 // it may hold a preloaded copy of in[pos], about to be taken here
+	}
+	for n < len(p) {
+		if z.pos < z.end {
+			c := copy(p[n:], z.in[z.pos:z.end])
+			z.pos += c
+			n += c
+			continue
+		}
+		if z.srcErr != nil {
+			return z.srcErr
+		}
+		if len(p)-n >= unitSize {
+			c, err := z.src.Read(p[n:])
+			n += c
+			if err != nil {
+				z.srcErr = err
+				if n < len(p) {
+					return err
+				}
+			}
+			continue
+		}
+		if err := z.fill(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// need makes the bit buffer hold at least n bits, reading from src when the input buffer is
+// empty; n is at most 56.
+func (z *Reader) need(n uint) error {
+	for z.nb < n {
+		if z.pos == z.end {
+			if err := z.fill(); err != nil {
+				return noEOF(err)
+			}
+		}
+		z.bb |= uint64(z.in[z.pos]) << z.nb
+		z.pos++
+		z.nb += 8
+	}
+	return nil
+}
+
+// getBits takes n bits (n <= 32) from the stream.
+func (z *Reader) getBits(n uint) (uint32, error) {
+	if err := z.need(n); err != nil {
+		return 0, err
+	}
+	v := uint32(z.bb & (1<<n - 1))
+	z.bb >>= n
+	z.nb -= n
+	return v, nil
+}
+
+// corrupt is the error for invalid data, at the input offset reached.
+func (z *Reader) corrupt() error { return flate.CorruptInputError(z.total + int64(z.w)) }
+
+// decode decodes blocks until the output reaches outLimit (nil) or the last block ends
+// (io.EOF), or an error.
+func (z *Reader) decode() error {
+	for z.w < outLimit {
+		if !z.inBlock {
+			if z.final {
+				return io.EOF
+			}
+			if err := z.blockHeader(); err != nil {
+				return err
+			}
+			continue
+		}
+		var err error
+		if z.lit == nil {
+			err = z.copyStored()
+		} else {
+			err = z.huffman()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blockHeader reads a block's header, and a dynamic block's code tables.
+func (z *Reader) blockHeader() error {
+	h, err := z.getBits(3)
+	if err != nil {
+		return err
+	}
+	z.final = h&1 != 0
+	switch h >> 1 {
+	case 0:
+		z.bb >>= z.nb % 8
+		z.nb -= z.nb % 8
+		var b [4]byte
+		if err := z.readBytes(b[:]); err != nil {
+			return noEOF(err)
+		}
+		n := binary.LittleEndian.Uint16(b[:2])
+		if n != ^binary.LittleEndian.Uint16(b[2:]) {
+			return z.corrupt()
+		}
+		z.stored = int(n)
+		z.lit, z.dist = nil, nil
+	case 1:
+		z.lit, z.dist = &fixedLit, &fixedDist
+	case 2:
+		if err := z.dynamicTables(); err != nil {
+			return err
+		}
+		z.lit, z.dist = &z.dynLit, &z.dynDist
+	default:
+		return z.corrupt()
+	}
+	z.inBlock = true
+	return nil
+}
+
+// clenOrder is the order code-length code lengths are sent in.
+var clenOrder = [19]uint8{16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15}
+
+// clenInfo is the code-length alphabet's entries: the symbol as the value.
+var clenInfo = func() (t [19]uint32) {
+	for i := range t {
+		t[i] = kindLiteral | uint32(i)<<16
+	}
+	return
+}()
+
+// dynamicTables reads a dynamic block's code lengths and builds its tables.
+func (z *Reader) dynamicTables() error {
+	h, err := z.getBits(14)
+	if err != nil {
+		return err
+	}
+	nlit, ndist, nclen := int(h&31)+257, int(h>>5&31)+1, int(h>>10)+4
+	if nlit > 286 || ndist > 30 {
+		return z.corrupt()
+	}
+	z.clengths = [19]uint8{}
+	for i := range nclen {
+		v, err := z.getBits(3)
+		if err != nil {
+			return err
+		}
+		z.clengths[clenOrder[i]] = uint8(v)
+	}
+	if !z.clen.build(z.clengths[:], clenInfo[:], clenBits) {
+		return z.corrupt()
+	}
+	n := nlit + ndist
+	for i := 0; i < n; {
+		e, err := z.symbol(&z.clen)
+		if err != nil {
+			return err
+		}
+		if e&kindMask != kindLiteral {
+			return z.corrupt()
+		}
+		sym := uint8(e >> 16)
+		if sym < 16 {
+			z.lengths[i] = sym
+			i++
+			continue
+		}
+		var rep int
+		var val uint8
+		switch sym {
+		case 16:
+			if i == 0 {
+				return z.corrupt()
+			}
+			v, err := z.getBits(2)
+			if err != nil {
+				return err
+			}
+			rep, val = 3+int(v), z.lengths[i-1]
+		case 17:
+			v, err := z.getBits(3)
+			if err != nil {
+				return err
+			}
+			rep = 3 + int(v)
+		default:
+			v, err := z.getBits(7)
+			if err != nil {
+				return err
+			}
+			rep = 11 + int(v)
+		}
+		if i+rep > n {
+			return z.corrupt()
+		}
+		for range rep {
+			z.lengths[i] = val
+			i++
+		}
+	}
+	if !z.dynLit.build(z.lengths[:nlit], litInfo[:nlit], litBits) ||
+		!z.dynDist.build(z.lengths[nlit:n], distInfo[:ndist], distBits) {
+		return z.corrupt()
+	}
+	return nil
+}
+
+// symbol decodes one symbol with t bit by bit of need, returning its entry (the code-length
+// codes: a short stretch, not worth the fast path).
+func (z *Reader) symbol(t *table) (uint32, error) {
+	for {
+		e := t.entries[z.bb&(1<<t.bits-1)]
+		if e&kindMask == kindLink {
+			e = t.entries[int(e>>16)+int(z.bb>>t.bits)&(1<<(e>>8&15)-1)]
+		}
+		n := uint(e & 31)
+		if e&kindMask == kindInvalid {
+			return 0, z.corrupt()
+		}
+		if n <= z.nb {
+			z.bb >>= n
+			z.nb -= n
+			return e, nil
+		}
+		if err := z.need(z.nb + 1); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// copyStored copies a stored block's bytes, in the pieces compress/flate reads them: up to
+// the end of its 32 KiB ring buffer at a time.
+func (z *Reader) copyStored() error {
+	for z.stored > 0 && z.w < outLimit {
+		n := min(z.stored, windowSize-int((z.total+int64(z.w))%windowSize))
+		err := z.readBytes(z.out[z.w : z.w+n])
+		if err != nil {
+			// compress/flate keeps what io.ReadFull got before the error; which bytes that
+			// was does not matter here: the stream is cut, and the error is all that is left.
+			return noEOF(err)
+		}
+		z.w += n
+		z.stored -= n
+	}
+	if z.stored == 0 {
+		z.inBlock = false
+	}
+	return nil
+}
+
+// huffman decodes a Huffman-coded block until its end or until the output reaches outLimit.
+// The loop keeps the bit buffer, input and output positions in locals; while eight input
+// bytes are buffered it refills the bit buffer with one load, otherwise byte by byte with
+// need's semantics, so it never reads src before compress/flate would.
+func (z *Reader) huffman() error {
+	var (
+		bb      = z.bb
+		nb      = z.nb
+		in      = z.in[:z.end]
+		pos     = z.pos
+		out     = z.out
+		w       = z.w
+		lit     = z.lit.entries
+		litP    = (*[1 << litBits]uint32)(lit[:1<<litBits])
+		dist    = z.dist.entries
+		distP   = (*[1 << distBits]uint32)(dist[:1<<distBits])
+		corrupt bool
+		ended   bool
+	)
+	for w < outLimit {
+		if pos+8 <= len(in) {
+			bb |= binary.LittleEndian.Uint64(in[pos:]) << nb
+			pos += int((63 - nb) >> 3)
+			nb |= 56
+		} else {
+			for nb <= 56 && pos < len(in) {
+				bb |= uint64(in[pos]) << nb
+				pos++
+				nb += 8
+			}
+		}
+		e := litP[bb&(1<<litBits-1)]
+		if e&kindMask == kindLink {
+			e = lit[int(e>>16)+int(bb>>litBits)&(1<<(e>>8&15)-1)]
+		}
+		n := uint(e & 31)
+		if e&kindMask == kindLiteral && n <= nb {
+			out[w] = byte(e >> 16)
+			w++
+			bb >>= n
+			nb -= n
+			// A second literal without a refill when the bits are there.
+			e = litP[bb&(1<<litBits-1)]
+			if e&kindMask == kindLiteral && uint(e&31) <= nb {
+				out[w] = byte(e >> 16)
+				w++
+				bb >>= e & 31
+				nb -= uint(e & 31)
+			}
+			continue
+		}
+		if n > nb {
+			// Only near the end of the buffered input: read the next unit, as compress/flate
+			// would now, and decode the symbol again.
+			if pos < len(in) {
+				continue // not possible: the refill above stops only when out of input
+			}
+			z.bb, z.nb, z.pos = bb, nb, pos
+			if err := z.need(nb + 8); err != nil {
+				z.w = w
+				return err
+			}
+			bb, nb, pos, in = z.bb, z.nb, z.pos, z.in[:z.end]
+			continue
+		}
+		switch e & kindMask {
+		case kindEnd:
+			bb >>= n
+			nb -= n
+			ended = true
+		case kindInvalid:
+			corrupt = true
+		}
+		if ended || corrupt {
+			break
+		}
+		// A length, then a distance: peek all their bits before taking any, so that a
+		// symbol cut by the end of the buffered input is decoded again whole after a read.
+		lx := uint(e >> 8 & 15)
+		used := n + lx
+		if used <= nb {
+			length := int(e>>16) + int(bb>>n&(1<<lx-1))
+			d := distP[bb>>used&(1<<distBits-1)]
+			if d&kindMask == kindLink {
+				d = dist[int(d>>16)+int(bb>>(used+distBits))&(1<<(d>>8&15)-1)]
+			}
+			dn := uint(d & 31)
+			if d&kindMask == kindInvalid && used+dn <= nb {
+				corrupt = true
+				break
+			}
+			dx := uint(d >> 8 & 15)
+			if all := used + dn + dx; all <= nb {
+				dst := int(d>>16) + int(bb>>(used+dn)&(1<<dx-1))
+				bb >>= all
+				nb -= all
+				if dst > w {
+					corrupt = true
+					break
+				}
+				end := w + length
+				if dst >= length {
+					copy(out[w:end], out[w-dst:])
+					w = end
+				} else {
+					src := w - dst
+					for w < end {
+						w += copy(out[w:end], out[src:w])
+					}
+				}
+				continue
+			}
+		}
+		if pos < len(in) {
+			continue // not possible, as above
+		}
+		z.bb, z.nb, z.pos = bb, nb, pos
+		if err := z.need(nb + 8); err != nil {
+			z.w = w
+			return err
+		}
+		bb, nb, pos, in = z.bb, z.nb, z.pos, z.in[:z.end]
+	}
+	z.bb, z.nb, z.pos, z.w = bb, nb, pos, w
+	if corrupt {
+		return z.corrupt()
+	}
+	if ended {
+		z.inBlock = false
+	}
+	return nil
+}
+
+// noEOF turns io.EOF into io.ErrUnexpectedEOF: a zlib stream may not end early.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
