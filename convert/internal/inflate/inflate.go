@@ -26,6 +26,7 @@ import (
 	"hash/adler32"
 	"io"
 	"math/bits"
+	"slices"
 )
 
 const (
@@ -42,8 +43,10 @@ const (
 )
 
 // Table entries: bits 0-4 the code length to consume, 5-7 the kind, 8-11 the extra-bit
-// count (for a subtable link: its index bits), 16-31 the value (literal byte, length or
-// distance base, subtable offset).
+// count (for a subtable link: its index bits; for literals: how many, 1 or 2), 16-31 the
+// value (literal bytes, length or distance base, subtable offset). A literal/length table
+// entry holds two literals when both codes fit in its first-level bits together: noisy
+// photos deflate to almost nothing but literals of 5-8 bits.
 const (
 	kindLiteral = iota << 5
 	kindLength
@@ -54,7 +57,7 @@ const (
 )
 
 const (
-	litBits  = 10 // first-level bits of the literal/length table
+	litBits  = 11 // first-level bits of the literal/length table
 	distBits = 8  // and of the distance table
 	clenBits = 7  // code-length codes are at most 7 bits: one level
 )
@@ -67,7 +70,7 @@ var (
 
 func init() {
 	for s := 0; s < 256; s++ {
-		litInfo[s] = kindLiteral | uint32(s)<<16
+		litInfo[s] = kindLiteral | 1<<8 | uint32(s)<<16
 	}
 	litInfo[256] = kindEnd
 	base := 3
@@ -112,6 +115,7 @@ func init() {
 	if !fixedLit.build(lengths[:288], litInfo[:288], litBits) || !fixedDist.build(lengths[288:], distInfo[:32], distBits) {
 		panic("inflate: fixed Huffman tables")
 	}
+	fixedLit.pairLiterals(lengths[:288])
 }
 
 // fixedLit and fixedDist decode blocks with the fixed codes of RFC 1951 3.2.6.
@@ -122,6 +126,15 @@ var fixedLit, fixedDist table
 type table struct {
 	bits    uint
 	entries []uint32
+	long    []int     // first-level indexes that link to a second level (scratch)
+	lits    []litCode // literal codes by length, for pairLiterals (scratch)
+}
+
+// litCode is a literal's code, bit-reversed as it is read.
+type litCode struct {
+	rev uint16
+	len uint8
+	sym uint8
 }
 
 // build makes the table for code lengths (one per symbol, 0 for unused). It accepts what
@@ -138,45 +151,51 @@ func (t *table) build(lengths []uint8, info []uint32, primary uint) bool {
 	}
 	t.bits = primary
 	size := 1 << primary
-	// Unfilled entries are invalid with length 0: decoding fails at once, as compress/flate
-	// fails on a code that an incomplete (degenerate or empty) tree does not have.
-	t.entries = t.entries[:0]
-	for range size {
-		t.entries = append(t.entries, kindInvalid)
-	}
-	if maxLen == 0 {
-		return true
-	}
+	t.entries = slices.Grow(t.entries[:0], size)[:size]
 	var next [16]int
 	code := 0
 	for l := 1; l <= maxLen; l++ {
 		code = (code + count[l-1]) << 1
 		next[l] = code
 	}
-	if next[maxLen]+count[maxLen] != 1<<maxLen && !(maxLen == 1 && count[1] == 1) {
-		return false
+	if maxLen > 0 && next[maxLen]+count[maxLen] != 1<<maxLen {
+		if maxLen != 1 || count[1] != 1 {
+			return false
+		}
+	}
+	if maxLen <= 1 {
+		// Empty or degenerate: what the code does not have is invalid with length 0, and
+		// decoding it fails at once, as with compress/flate. (A complete code fills every
+		// entry below.)
+		for i := range t.entries {
+			t.entries[i] = kindInvalid
+		}
 	}
 	// Second-level tables: for every first-level index that begins a longer code, as many
-	// index bits as the longest code beginning there needs.
-	var subLen [1 << litBits]uint8
+	// index bits as the longest code beginning there needs (kept in the link entry until
+	// the tables are laid out).
 	if maxLen > int(primary) {
+		t.long = t.long[:0]
 		c := next
 		for _, l := range lengths {
-			if int(l) > int(primary) {
-				p := reverse(c[l], int(l)) & (size - 1)
-				subLen[p] = max(subLen[p], l-uint8(primary))
-				c[l]++
+			if int(l) <= int(primary) {
+				continue
 			}
+			p := reverse(c[l], int(l)) & (size - 1)
+			c[l]++
+			sub := uint32(l) - uint32(primary)
+			if e := t.entries[p]; e&kindMask == kindLink && e>>16 == 0xffff {
+				t.entries[p] = kindLink | max(e>>8&15, sub)<<8 | 0xffff<<16
+				continue
+			}
+			t.entries[p] = kindLink | sub<<8 | 0xffff<<16
+			t.long = append(t.long, p)
 		}
-		for p := 0; p < size; p++ {
-			if subLen[p] != 0 {
-				off := len(t.entries)
-				n := 1 << subLen[p]
-				for range n {
-					t.entries = append(t.entries, kindInvalid)
-				}
-				t.entries[p] = kindLink | uint32(subLen[p])<<8 | uint32(off)<<16 | uint32(primary)
-			}
+		for _, p := range t.long {
+			sub := t.entries[p] >> 8 & 15
+			off := len(t.entries)
+			t.entries = slices.Grow(t.entries, 1<<sub)[:off+1<<sub]
+			t.entries[p] = kindLink | sub<<8 | uint32(off)<<16 | uint32(primary)
 		}
 	}
 	for s, l := range lengths {
@@ -199,6 +218,59 @@ func (t *table) build(lengths []uint8, info []uint32, primary uint) bool {
 		}
 	}
 	return true
+}
+
+// pairLiterals makes every first-level index whose bits hold the whole codes of two
+// literals an entry of both. lengths are the literal/length code lengths build was given.
+func (t *table) pairLiterals(lengths []uint8) {
+	// The literals' codes, shortest first (counting sort by length); the canonical codes
+	// count every symbol's length.
+	var all, count, next, at [16]int
+	for s, l := range lengths {
+		all[l]++
+		if s < 256 {
+			count[l]++
+		}
+	}
+	all[0] = 0
+	code, n := 0, 0
+	for l := 1; l < 16; l++ {
+		code = (code + all[l-1]) << 1
+		next[l] = code
+		at[l] = n
+		n += count[l]
+	}
+	t.lits = slices.Grow(t.lits[:0], n)[:n]
+	for s, l := range lengths {
+		if l == 0 {
+			continue
+		}
+		r := reverse(next[l], int(l))
+		next[l]++
+		if s < 256 {
+			t.lits[at[l]] = litCode{rev: uint16(r), len: l, sym: uint8(s)}
+			at[l]++
+		}
+	}
+	// upTo[k]: how many literals have codes of at most k bits.
+	var upTo [16]int
+	for l := 1; l < 16; l++ {
+		upTo[l] = upTo[l-1] + count[l]
+	}
+	bits := int(t.bits)
+	for _, a := range t.lits {
+		rest := bits - int(a.len)
+		if rest <= 0 {
+			break
+		}
+		for _, b := range t.lits[:upTo[rest]] {
+			l := int(a.len) + int(b.len)
+			e := kindLiteral | 2<<8 | uint32(l) | uint32(a.sym)<<16 | uint32(b.sym)<<24
+			for i := int(a.rev) | int(b.rev)<<a.len; i < 1<<bits; i += 1 << l {
+				t.entries[i] = e
+			}
+		}
+	}
 }
 
 // reverse returns the n low bits of code in reverse order: DEFLATE packs Huffman codes
@@ -559,6 +631,7 @@ func (z *Reader) dynamicTables() error {
 		!z.dynDist.build(z.lengths[nlit:n], distInfo[:ndist], distBits) {
 		return z.corrupt()
 	}
+	z.dynLit.pairLiterals(z.lengths[:nlit])
 	return nil
 }
 
@@ -642,15 +715,16 @@ func (z *Reader) huffman() error {
 		}
 		n := uint(e & 31)
 		if e&kindMask == kindLiteral && n <= nb {
-			out[w] = byte(e >> 16)
-			w++
+			// One or two literals; the second byte written is overwritten next if unused.
+			binary.LittleEndian.PutUint16(out[w:], uint16(e>>16))
+			w += int(e >> 8 & 3)
 			bb >>= n
 			nb -= n
-			// A second literal without a refill when the bits are there.
+			// And one or two more without a refill when the bits are there.
 			e = litP[bb&(1<<litBits-1)]
 			if e&kindMask == kindLiteral && uint(e&31) <= nb {
-				out[w] = byte(e >> 16)
-				w++
+				binary.LittleEndian.PutUint16(out[w:], uint16(e>>16))
+				w += int(e >> 8 & 3)
 				bb >>= e & 31
 				nb -= uint(e & 31)
 			}
