@@ -2,6 +2,7 @@ package convert
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"image/jpeg"
 	"io"
@@ -103,5 +104,46 @@ func BenchmarkWebPMethod(b *testing.B) {
 				b.ReportMetric(psnr(src, got), "dB")
 			})
 		}
+	}
+}
+
+// jpegPhoto is a decoded q85 4:2:0 JPEG of the photo-like test image, as a JPEG->WebP
+// conversion receives it.
+func jpegPhoto(t testing.TB, w, h int) *image.YCbCr {
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, testimg.Photo(w, h), &jpeg.Options{Quality: 85}); err != nil {
+		t.Fatal(err)
+	}
+	dec, err := jpeg.Decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dec.(*image.YCbCr)
+}
+
+// BenchmarkWebPFromJPEG compares encodeWebP on a decoded JPEG given as its planes (what it
+// does) with converting it to NRGBA first (what it did), with PSNR against the decoded JPEG
+// (libwebp's own decoder) beside the time: the evidence for vp8PlanesFromJPEG.
+func BenchmarkWebPFromJPEG(b *testing.B) {
+	src := jpegPhoto(b, 1000, 1000)
+	for _, c := range []struct {
+		name string
+		img  func() image.Image
+	}{{"planes", func() image.Image { return src }}, {"nrgba", func() image.Image { return packedNRGBA(src) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			var out bytes.Buffer
+			for b.Loop() {
+				out.Reset()
+				if err := encodeWebP(context.Background(), &out, c.img(), Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(out.Len()), "out-bytes")
+			got, err := gwebp.DecodeAll(&out)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(psnr(src, got.Image[0]), "dB")
+		})
 	}
 }

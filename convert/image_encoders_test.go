@@ -8,10 +8,12 @@ import (
 	"image/draw"
 	"image/jpeg"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	gwebp "github.com/gen2brain/webp"
 	"golang.org/x/image/tiff"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
@@ -202,4 +204,50 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestWebPFromJPEGPlanes: a JPEG's planes handed to libwebp as they are (rescaled to VP8's
+// range) must come back, through libwebp's own decoder, as close to the JPEG as the RGBA
+// route, with the same size and colours: a range mistake would shift every pixel.
+func TestWebPFromJPEGPlanes(t *testing.T) {
+	for _, size := range []image.Point{{240, 160}, {241, 159}} {
+		src := jpegPhoto(t, size.X, size.Y)
+		encode := func(img image.Image) image.Image {
+			var out bytes.Buffer
+			if err := encodeWebP(context.Background(), &out, img, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			got, err := gwebp.DecodeAll(&out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Image[0].Bounds().Size() != size {
+				t.Fatalf("decoded %v, want %v", got.Image[0].Bounds().Size(), size)
+			}
+			return got.Image[0]
+		}
+		planes, rgba := psnr(src, encode(src)), psnr(src, encode(packedNRGBA(src)))
+		t.Logf("%v: PSNR %.2f dB from the planes, %.2f dB through RGBA", size, planes, rgba)
+		if planes < rgba-0.1 || planes < 28 {
+			t.Fatalf("%v: PSNR %.2f dB from the planes, %.2f dB through RGBA", size, planes, rgba)
+		}
+		// Mid-grey stays mid-grey: the mean level must not move (a full-range/studio-range
+		// mix-up moves it by about 8 levels).
+		if d := meanLevel(encode(src)) - meanLevel(src); math.Abs(d) > 1 {
+			t.Fatalf("%v: mean level moved by %.2f", size, d)
+		}
+	}
+}
+
+// meanLevel is the mean of an image's R, G and B samples (8-bit).
+func meanLevel(img image.Image) float64 {
+	var sum float64
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			sum += float64(r>>8+g>>8+bl>>8) / 3
+		}
+	}
+	return sum / float64(b.Dx()*b.Dy())
 }

@@ -9,6 +9,7 @@ import (
 	"image/color"
 	"image/draw"
 	"io"
+	"math"
 
 	"github.com/HugoSmits86/nativewebp"
 	gwebp "github.com/gen2brain/webp"
@@ -212,6 +213,11 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts Options)
 		if s.SubsampleRatio == image.YCbCrSubsampleRatio420 && s.Rect.Min == (image.Point{}) {
 			m = s
 		}
+	case *image.YCbCr:
+		// A 4:2:0 JPEG's planes go in as they are too, rescaled to VP8's range.
+		if s.SubsampleRatio == image.YCbCrSubsampleRatio420 && s.Rect.Min == (image.Point{}) {
+			m = vp8PlanesFromJPEG(s)
+		}
 	}
 	if m == nil {
 		m = packedNRGBA(img)
@@ -252,6 +258,46 @@ func encodeWebPAll(ctx context.Context, w io.Writer, a *animation, opts Options)
 		}
 		return err
 	})
+}
+
+// jpegToVP8Luma and jpegToVP8Chroma map JPEG's full-range (JFIF) Y and Cb/Cr to the
+// studio range VP8 uses (Y 16-235, chroma 16-240 around 128), which is what libwebp's own
+// RGB->YUV conversion computes from the same RGB: BT.601 scaled by 219/255 and 224/255.
+var jpegToVP8Luma, jpegToVP8Chroma = func() (y, c [256]uint8) {
+	for i := range 256 {
+		y[i] = uint8(16 + math.Round(float64(i)*219/255))
+		c[i] = uint8(128 + math.Round(float64(i-128)*224/255))
+	}
+	return y, c
+}()
+
+// vp8PlanesFromJPEG returns a decoded 4:2:0 JPEG's planes in VP8's range with an opaque
+// alpha plane, the layout gen2brain/webp hands to libwebp without converting: this spares
+// the YCbCr->RGBA conversion in Go and libwebp's RGBA->YUV in the (slower) translated wasm,
+// and keeps the JPEG's own chroma samples. BenchmarkWebPFromJPEG and TestWebPFromJPEGPlanes
+// have the time and the fidelity.
+func vp8PlanesFromJPEG(s *image.YCbCr) *image.NYCbCrA {
+	w, h := s.Rect.Dx(), s.Rect.Dy()
+	m := image.NewNYCbCrA(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio420)
+	for y := range h {
+		dst := m.Y[y*m.YStride:][:w]
+		for x, v := range s.Y[y*s.YStride:][:w] {
+			dst[x] = jpegToVP8Luma[v]
+		}
+	}
+	cw := (w + 1) / 2
+	for y := range (h + 1) / 2 {
+		cb, cr := s.Cb[y*s.CStride:][:cw], s.Cr[y*s.CStride:][:cw]
+		dcb, dcr := m.Cb[y*m.CStride:][:cw], m.Cr[y*m.CStride:][:cw]
+		for x := range cw {
+			dcb[x] = jpegToVP8Chroma[cb[x]]
+			dcr[x] = jpegToVP8Chroma[cr[x]]
+		}
+	}
+	for i := range m.A {
+		m.A[i] = 0xff
+	}
+	return m
 }
 
 // packedNRGBA returns an 8-bit, non-premultiplied image whose rows are packed from (0, 0):
