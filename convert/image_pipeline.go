@@ -50,6 +50,7 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 			"input is not a valid %s file (its size is inconsistent)", codec.name)
 	}
 	sub, gray := pngStrips(img)
+	opaque := d.Opaque()
 
 	rows := newRowGate()
 	done := make(chan error, 1)
@@ -63,6 +64,11 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 		func(ctx context.Context, r image.Rectangle) (image.Image, error) {
 			if err := rows.wait(ctx, r.Max.Y); err != nil {
 				return nil, err
+			}
+			if opaque {
+				// Gray or RGBA with every alpha 255: what jpegSource would return after
+				// scanning the strip's alpha to find that out.
+				return sub(r), nil
 			}
 			return jpegSource(sub(r)), nil
 		})

@@ -130,6 +130,11 @@ func NewDecoder(r io.Reader) (d *Decoder, ok bool, err error) {
 // p.Palette[:cap(p.Palette)] before Decode starts, or read Palette only after Decode returns.
 func (d *Decoder) Image() image.Image { return d.img }
 
+// Opaque reports whether every pixel of Image will be opaque whatever the rows hold: a gray
+// or truecolor file (with a tRNS chunk, NewDecoder leaves those to image/png). A caller can
+// skip scanning the alpha of rows it gets.
+func (d *Decoder) Opaque() bool { return d.colorType == ctGrayscale || d.colorType == ctTrueColor }
+
 // Decode inflates and unfilters every row into Image. After each batch of rows it calls
 // progress(rowsDone) (monotonic, rowsDone counted from the top; the last call is with the
 // full height) from the decoding goroutine; rows below rowsDone are final and never written

@@ -682,3 +682,28 @@ func TestDecode_Twice(t *testing.T) {
 		t.Error("second Decode succeeded")
 	}
 }
+
+// TestDecoder_Opaque: gray and truecolor files say so, and their images are opaque; files
+// with alpha or a palette do not claim it.
+func TestDecoder_Opaque(t *testing.T) {
+	want := map[string]bool{"gray": true, "rgb": true, "rgba": false, "paletted": false, "tpaletted": false}
+	for name, img := range testImages(9, 7, 3) {
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, img); err != nil {
+			t.Fatal(err)
+		}
+		d, ok, err := NewDecoder(bytes.NewReader(buf.Bytes()))
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %v", name, ok, err)
+		}
+		if err := d.Decode(nil); err != nil {
+			t.Fatal(err)
+		}
+		if d.Opaque() != want[name] {
+			t.Errorf("%s: Opaque() = %v, want %v", name, d.Opaque(), want[name])
+		}
+		if o, ok := d.Image().(interface{ Opaque() bool }); d.Opaque() && ok && !o.Opaque() {
+			t.Errorf("%s: Opaque() but the image has alpha", name)
+		}
+	}
+}
