@@ -5,6 +5,7 @@ import (
 	"compress/zlib"
 	"errors"
 	"fmt"
+	"hash/adler32"
 	"io"
 	"math/rand/v2"
 	"slices"
@@ -249,4 +250,43 @@ func FuzzZlib(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stream []byte, maxRead, step uint16) {
 		compare(t, stream, int(maxRead%9000)+1, int(step%5000)+1)
 	})
+}
+
+// TestAdler32Update: the eight-at-a-time checksum equals hash/adler32's for every length
+// around the reduction block, starting sums near the modulus, and all-0xff data (the largest
+// sums), whole and in pieces.
+func TestAdler32Update(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	data := make([]byte, 3*adlerNMax+17)
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	ff := bytes.Repeat([]byte{0xff}, 3*adlerNMax+17)
+	for _, src := range [][]byte{data, ff} {
+		for _, n := range []int{0, 1, 7, 8, 9, 63, adlerNMax - 1, adlerNMax, adlerNMax + 1, 2*adlerNMax + 5, len(src)} {
+			if got, want := adler32Update(1, src[:n]), adler32.Checksum(src[:n]); got != want {
+				t.Fatalf("%d bytes: %08x, want %08x", n, got, want)
+			}
+			// In two pieces, the first ending anywhere.
+			cut := rng.IntN(n + 1)
+			if got, want := adler32Update(adler32Update(1, src[:cut]), src[cut:n]), adler32.Checksum(src[:n]); got != want {
+				t.Fatalf("%d bytes cut at %d: %08x, want %08x", n, cut, got, want)
+			}
+		}
+	}
+	// Sums just below the modulus to start with, against RFC 1950's definition step by step.
+	start := uint32(adlerMod-1)<<16 | (adlerMod - 1)
+	want := func(adler uint32, p []byte) uint32 {
+		s1, s2 := adler&0xffff, adler>>16
+		for _, c := range p {
+			s1 = (s1 + uint32(c)) % adlerMod
+			s2 = (s2 + s1) % adlerMod
+		}
+		return s2<<16 | s1
+	}
+	for _, n := range []int{8, adlerNMax, adlerNMax + 8, len(ff)} {
+		if got, w := adler32Update(start, ff[:n]), want(start, ff[:n]); got != w {
+			t.Fatalf("from %08x, %d bytes of 0xff: %08x, want %08x", start, n, got, w)
+		}
+	}
 }
