@@ -60,7 +60,7 @@ const (
 	clenBits = 7  // code-length codes are at most 7 bits: one level
 )
 
-// symbolInfo is a symbol's entry without its code length.
+// litInfo and distInfo are each symbol's table entry without its code length.
 var (
 	litInfo  [288]uint32
 	distInfo [32]uint32
@@ -376,8 +376,7 @@ func (z *Reader) sum() {
 // checksum reads and checks the Adler-32 after the last block: io.EOF when it matches.
 func (z *Reader) checksum() error {
 	z.sum()
-	z.bb >>= z.nb % 8
-	z.nb -= z.nb % 8
+	z.alignToByte()
 	var b [4]byte
 	if err := z.readBytes(b[:]); err != nil {
 		return noEOF(err)
@@ -392,8 +391,7 @@ func (z *Reader) checksum() error {
 // for compress/flate when it needs a byte and has none buffered.
 func (z *Reader) fill() error {
 	if z.srcErr != nil {
-		err := z.srcErr
-		return err
+		return z.srcErr
 	}
 	for range 100 {
 		n, err := z.src.Read(z.in[:])
@@ -470,6 +468,13 @@ func (z *Reader) need(n uint) error {
 	return nil
 }
 
+// alignToByte drops the bits left of the current byte: stored blocks and the checksum start
+// on a byte boundary.
+func (z *Reader) alignToByte() {
+	z.bb >>= z.nb % 8
+	z.nb -= z.nb % 8
+}
+
 // getBits takes n bits (n <= 32) from the stream.
 func (z *Reader) getBits(n uint) (uint32, error) {
 	if err := z.need(n); err != nil {
@@ -519,8 +524,7 @@ func (z *Reader) blockHeader() error {
 	z.final = h&1 != 0
 	switch h >> 1 {
 	case 0:
-		z.bb >>= z.nb % 8
-		z.nb -= z.nb % 8
+		z.alignToByte()
 		var b [4]byte
 		if err := z.readBytes(b[:]); err != nil {
 			return noEOF(err)
@@ -693,8 +697,8 @@ func (z *Reader) huffman() error {
 		dist    = z.dist.entries
 		distP   = (*[1 << distBits]uint32)(dist[:1<<distBits])
 		corrupt bool
-		ended   bool
 	)
+decoding:
 	for w < outLimit {
 		if pos+8 <= len(in) {
 			bb |= binary.LittleEndian.Uint64(in[pos:]) << nb
@@ -711,88 +715,72 @@ func (z *Reader) huffman() error {
 		if e&kindMask == kindLink {
 			e = lit[int(e>>16)+int(bb>>litBits)&(1<<(e>>8&15)-1)]
 		}
-		n := uint(e & 31)
-		if e&kindMask == kindLiteral && n <= nb {
-			// One or two literals; the second byte written is overwritten next if unused.
-			binary.LittleEndian.PutUint16(out[w:], uint16(e>>16))
-			w += int(e >> 8 & 3)
-			bb >>= n
-			nb -= n
-			// And one or two more without a refill when the bits are there.
-			e = litP[bb&(1<<litBits-1)]
-			if e&kindMask == kindLiteral && uint(e&31) <= nb {
+		if n := uint(e & 31); n <= nb {
+			switch e & kindMask {
+			case kindLiteral:
+				// One or two literals; the second byte written is overwritten next if unused.
 				binary.LittleEndian.PutUint16(out[w:], uint16(e>>16))
 				w += int(e >> 8 & 3)
-				bb >>= e & 31
-				nb -= uint(e & 31)
-			}
-			continue
-		}
-		if n > nb {
-			// Only near the end of the buffered input: read the next unit, as compress/flate
-			// would now, and decode the symbol again.
-			if pos < len(in) {
-				continue // not possible: the refill above stops only when out of input
-			}
-			z.bb, z.nb, z.pos = bb, nb, pos
-			if err := z.need(nb + 8); err != nil {
-				z.w = w
-				return err
-			}
-			bb, nb, pos, in = z.bb, z.nb, z.pos, z.in[:z.end]
-			continue
-		}
-		switch e & kindMask {
-		case kindEnd:
-			bb >>= n
-			nb -= n
-			ended = true
-		case kindInvalid:
-			corrupt = true
-		}
-		if ended || corrupt {
-			break
-		}
-		// A length, then a distance: peek all their bits before taking any, so that a
-		// symbol cut by the end of the buffered input is decoded again whole after a read.
-		lx := uint(e >> 8 & 15)
-		used := n + lx
-		if used <= nb {
-			length := int(e>>16) + int(bb>>n&(1<<lx-1))
-			d := distP[bb>>used&(1<<distBits-1)]
-			if d&kindMask == kindLink {
-				d = dist[int(d>>16)+int(bb>>(used+distBits))&(1<<(d>>8&15)-1)]
-			}
-			dn := uint(d & 31)
-			if d&kindMask == kindInvalid && used+dn <= nb {
-				corrupt = true
-				break
-			}
-			dx := uint(d >> 8 & 15)
-			if all := used + dn + dx; all <= nb {
-				dst := int(d>>16) + int(bb>>(used+dn)&(1<<dx-1))
-				bb >>= all
-				nb -= all
-				if dst > w {
-					corrupt = true
-					break
-				}
-				end := w + length
-				if dst >= length {
-					copy(out[w:end], out[w-dst:])
-					w = end
-				} else {
-					src := w - dst
-					for w < end {
-						w += copy(out[w:end], out[src:w])
-					}
+				bb >>= n
+				nb -= n
+				// And one or two more without a refill when the bits are there.
+				e = litP[bb&(1<<litBits-1)]
+				if e&kindMask == kindLiteral && uint(e&31) <= nb {
+					binary.LittleEndian.PutUint16(out[w:], uint16(e>>16))
+					w += int(e >> 8 & 3)
+					bb >>= e & 31
+					nb -= uint(e & 31)
 				}
 				continue
+			case kindEnd:
+				bb >>= n
+				nb -= n
+				z.inBlock = false
+				break decoding
+			case kindInvalid:
+				corrupt = true
+				break decoding
+			}
+			// A length, then a distance: peek all their bits before taking any, so that a
+			// symbol cut by the end of the buffered input is decoded again whole after a read.
+			lx := uint(e >> 8 & 15)
+			if used := n + lx; used <= nb {
+				length := int(e>>16) + int(bb>>n&(1<<lx-1))
+				d := distP[bb>>used&(1<<distBits-1)]
+				if d&kindMask == kindLink {
+					d = dist[int(d>>16)+int(bb>>(used+distBits))&(1<<(d>>8&15)-1)]
+				}
+				dn := uint(d & 31)
+				if d&kindMask == kindInvalid && used+dn <= nb {
+					corrupt = true
+					break decoding
+				}
+				dx := uint(d >> 8 & 15)
+				if all := used + dn + dx; all <= nb {
+					dst := int(d>>16) + int(bb>>(used+dn)&(1<<dx-1))
+					bb >>= all
+					nb -= all
+					if dst > w {
+						corrupt = true
+						break decoding
+					}
+					end := w + length
+					if dst >= length {
+						copy(out[w:end], out[w-dst:])
+						w = end
+					} else {
+						src := w - dst
+						for w < end {
+							w += copy(out[w:end], out[src:w])
+						}
+					}
+					continue
+				}
 			}
 		}
-		if pos < len(in) {
-			continue // not possible, as above
-		}
+		// The symbol runs past the bits there are, which happens only once the buffered
+		// input is used up (the refill above stops short only then): read on, as
+		// compress/flate would now, and decode the symbol again.
 		z.bb, z.nb, z.pos = bb, nb, pos
 		if err := z.need(nb + 8); err != nil {
 			z.w = w
@@ -803,9 +791,6 @@ func (z *Reader) huffman() error {
 	z.bb, z.nb, z.pos, z.w = bb, nb, pos, w
 	if corrupt {
 		return z.corrupt()
-	}
-	if ended {
-		z.inBlock = false
 	}
 	return nil
 }
