@@ -588,14 +588,7 @@ func TestDecode_ZlibBomb(t *testing.T) {
 // the way the strip encoder does; run with -race, it shows rows below rowsDone are final.
 func TestDecode_ConcurrentReader(t *testing.T) {
 	for name, img := range testImages(301, 203, 11) {
-		var buf bytes.Buffer
-		if err := png.Encode(&buf, img); err != nil {
-			t.Fatal(err)
-		}
-		d, ok, err := NewDecoder(bytes.NewReader(buf.Bytes()))
-		if err != nil || !ok {
-			t.Fatalf("%s: %v %v", name, ok, err)
-		}
+		d, data := encodedDecoder(t, name, img)
 		var pix []byte
 		var stride int
 		var pal color.Palette
@@ -624,13 +617,13 @@ func TestDecode_ConcurrentReader(t *testing.T) {
 				done = r
 			}
 		})
-		err = d.Decode(func(r int) { rows <- r })
+		err := d.Decode(func(r int) { rows <- r })
 		close(rows)
 		wg.Wait()
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		want, _ := png.Decode(bytes.NewReader(buf.Bytes()))
+		want, _ := png.Decode(bytes.NewReader(data))
 		if diff := sameImage(d.Image(), want); diff != "" {
 			t.Errorf("%s: %s", name, diff)
 		}
@@ -688,14 +681,7 @@ func TestDecode_Twice(t *testing.T) {
 func TestDecoder_Opaque(t *testing.T) {
 	want := map[string]bool{"gray": true, "rgb": true, "rgba": false, "paletted": false, "tpaletted": false}
 	for name, img := range testImages(9, 7, 3) {
-		var buf bytes.Buffer
-		if err := png.Encode(&buf, img); err != nil {
-			t.Fatal(err)
-		}
-		d, ok, err := NewDecoder(bytes.NewReader(buf.Bytes()))
-		if err != nil || !ok {
-			t.Fatalf("%s: %v %v", name, ok, err)
-		}
+		d, _ := encodedDecoder(t, name, img)
 		if err := d.Decode(nil); err != nil {
 			t.Fatal(err)
 		}
@@ -706,4 +692,19 @@ func TestDecoder_Opaque(t *testing.T) {
 			t.Errorf("%s: Opaque() but the image has alpha", name)
 		}
 	}
+}
+
+// encodedDecoder writes img with image/png and opens the file with NewDecoder, which must
+// take it; it returns the decoder and the file.
+func encodedDecoder(t *testing.T, name string, img image.Image) (*Decoder, []byte) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	d, ok, err := NewDecoder(bytes.NewReader(buf.Bytes()))
+	if err != nil || !ok {
+		t.Fatalf("%s: %v %v", name, ok, err)
+	}
+	return d, buf.Bytes()
 }
