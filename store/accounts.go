@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -36,7 +37,7 @@ func (s *Store) CreateAccount(name string, spendCapCents int64) (Account, error)
 		CreatedAt:     s.opts.Now().UTC(),
 	}
 	err := s.update(func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucketAccounts), []byte(acct.ID), acct)
+		return putAccount(tx, acct)
 	})
 	if err != nil {
 		return Account{}, fmt.Errorf("create account: %w", err)
@@ -96,9 +97,19 @@ func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (Ac
 }
 
 func findAccount(tx *bolt.Tx, id string) (Account, error) {
+	data := tx.Bucket(bucketAccounts).Get([]byte(id))
+	if data == nil {
+		return Account{}, ErrNotFound
+	}
 	var acct Account
-	if err := getJSON(tx.Bucket(bucketAccounts), []byte(id), &acct); err != nil {
-		return Account{}, err
+	var err error
+	if isJSONRecord(data) {
+		err = json.Unmarshal(data, &acct)
+	} else {
+		err = decodeAccount(data, &acct)
+	}
+	if err != nil {
+		return Account{}, fmt.Errorf("decode account record %q: %w", id, err)
 	}
 	if acct.MonthlySpend == nil {
 		acct.MonthlySpend = map[string]int64{}
@@ -107,7 +118,7 @@ func findAccount(tx *bolt.Tx, id string) (Account, error) {
 }
 
 func putAccount(tx *bolt.Tx, acct Account) error {
-	return putJSON(tx.Bucket(bucketAccounts), []byte(acct.ID), acct)
+	return tx.Bucket(bucketAccounts).Put([]byte(acct.ID), appendAccount(make([]byte, 0, 128), &acct))
 }
 
 // CreateKey issues a new live key for the account and returns its record and the secret,

@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -52,7 +54,7 @@ type Counts struct {
 
 // Counts reads job counts by status, the queue's depth and head, and ledger totals in one read
 // transaction. It scans the job records without decoding them: the status is cut out of each
-// record's JSON, which keeps a scrape of 100,000 jobs in the tens of milliseconds.
+// record, which keeps a scrape of 100,000 jobs in the tens of milliseconds.
 func (s *Store) Counts() (Counts, error) {
 	c := Counts{Jobs: map[string]int{}}
 	month := monthOf(s.opts.Now())
@@ -62,8 +64,8 @@ func (s *Store) Counts() (Counts, error) {
 			status, ok := statusOf(v)
 			if !ok {
 				var job Job
-				if err := getJSON(tx.Bucket(bucketJobs), k, &job); err != nil {
-					return err
+				if err := readJob(v, &job); err != nil {
+					return fmt.Errorf("job %s: %w", k, err)
 				}
 				status = job.Status
 			}
@@ -106,8 +108,15 @@ func (s *Store) Counts() (Counts, error) {
 // struct's order, and id and account_id (before it) never contain a quote.
 var statusPrefix = []byte(`,"status":"`)
 
-// statusOf cuts the status out of a job record's JSON without decoding it.
+// statusOf cuts the status out of a job record without decoding the rest of it.
 func statusOf(record []byte) (string, bool) {
+	if !isJSONRecord(record) {
+		f, ok, err := jobRecordField(record, jobFieldStatus)
+		if err != nil || !ok || f.typ != protowire.BytesType {
+			return "", false
+		}
+		return knownStatus(f.bytes)
+	}
 	i := bytes.Index(record, statusPrefix)
 	if i < 0 {
 		return "", false
@@ -117,8 +126,13 @@ func statusOf(record []byte) (string, bool) {
 	if j < 0 {
 		return "", false
 	}
+	return knownStatus(rest[:j])
+}
+
+// knownStatus returns the status named by b, without allocating.
+func knownStatus(b []byte) (string, bool) {
 	for _, status := range allStatuses {
-		if string(rest[:j]) == status { // compares without allocating
+		if string(b) == status {
 			return status, true
 		}
 	}

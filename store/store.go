@@ -32,7 +32,9 @@ var (
 		bucketAccountJobs, bucketQueue, bucketRunning, bucketExpiry, bucketIdempotency}
 )
 
-const schemaVersion = 1
+// schemaVersion 2 writes job and account records as protobuf messages (record.go); it reads
+// schema 1's JSON records and upgrades the file's number, so an older binary refuses it.
+const schemaVersion = 2
 
 // Options configures a Store.
 type Options struct {
@@ -103,8 +105,10 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get([]byte("schema")); v != nil && binary.BigEndian.Uint64(v) != schemaVersion {
-			return fmt.Errorf("database schema %d, this binary knows %d", binary.BigEndian.Uint64(v), schemaVersion)
+		if v := meta.Get([]byte("schema")); len(v) != 0 && len(v) != 8 {
+			return fmt.Errorf("database schema record is %d bytes, not 8", len(v))
+		} else if v != nil && binary.BigEndian.Uint64(v) > schemaVersion {
+			return fmt.Errorf("database schema %d is newer than this binary's %d", binary.BigEndian.Uint64(v), schemaVersion)
 		}
 		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})
