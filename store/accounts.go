@@ -1,6 +1,7 @@
 package store
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -193,17 +194,26 @@ func (s *Store) RevokeKey(keyID string) (APIKey, error) {
 		key.RevokedAt = &now
 		return putJSON(b, []byte(key.ID), key)
 	})
+	if err == nil {
+		s.keys.forget(key.Hash)
+	}
 	return key, err
 }
 
-// Authenticate resolves a live key to its record. A malformed, unknown or revoked key is ErrUnauthorized.
+// Authenticate resolves a live key to its record. A malformed, unknown or revoked key is
+// ErrUnauthorized. Live keys are cached (keyCache); a revocation takes effect when RevokeKey returns.
 func (s *Store) Authenticate(secret string) (APIKey, error) {
 	if err := ParseKey(secret); err != nil {
 		return APIKey{}, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
+	h := sha256.Sum256([]byte(secret))
+	if key, ok := s.keys.get(h); ok {
+		return key, nil
+	}
+	gen := s.keys.generation()
 	var key APIKey
 	err := s.db.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bucketKeyHashes).Get(hashKey(secret))
+		id := tx.Bucket(bucketKeyHashes).Get(h[:])
 		if id == nil {
 			return ErrUnauthorized
 		}
@@ -215,7 +225,11 @@ func (s *Store) Authenticate(secret string) (APIKey, error) {
 		}
 		return nil
 	})
-	return key, err
+	if err != nil {
+		return APIKey{}, err
+	}
+	s.keys.put(h, key, gen)
+	return key, nil
 }
 
 // EnsureDefaultAccount creates account "default" and one key when the database has no account.

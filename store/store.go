@@ -56,6 +56,7 @@ type Store struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
 	group   groupCommit
+	keys    keyCache
 
 	writeCalls atomic.Uint64 // write functions run (each store write method is one)
 	writeTxs   atomic.Uint64 // bbolt write transactions they ran in (group commit shares one)
