@@ -46,9 +46,9 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 			"This URL takes exactly %d bytes, the size reserved for the job, but Content-Length is %d. Send the file that was reserved, or reserve a new job for this one.",
 			req.size, r.ContentLength)
 	}
-	if sealed, err := s.isSealed(req.id); err != nil {
+	if started, err := s.jobStarted(req.id); err != nil {
 		return err
-	} else if sealed {
+	} else if started {
 		return errSealed
 	}
 	if !s.beginUpload(req.id) {
@@ -97,14 +97,9 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 }
 
 // commitUpload renames a complete temp file to uploads/{id}, replacing any
-// earlier upload, unless the upload was sealed first (isSealed) or the job
-// started (jobStarted). The caller holds the id lock, which Seal takes too.
+// earlier upload, unless the job started (Seal). The caller holds the id lock,
+// which Seal holds while the job store records the start.
 func (s *Store) commitUpload(id, tmp string) error {
-	if sealed, err := s.isSealed(id); err != nil {
-		return err
-	} else if sealed {
-		return errSealed
-	}
 	if started, err := s.jobStarted(id); err != nil {
 		return err
 	} else if started {
@@ -119,23 +114,9 @@ func (s *Store) commitUpload(id, tmp string) error {
 	return nil
 }
 
-// isSealed reports whether Seal moved the id's upload to inputs/.
-func (s *Store) isSealed(id string) (bool, error) {
-	_, err := os.Stat(filepath.Join(s.inputs, id))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	default:
-		return false, fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
-	}
-}
-
 // jobStarted asks Config.Started whether the job store recorded the job as
-// started, which covers a seal whose rename a crash undid. It is asked only at
-// commit: it reads the job's record, and before streaming the inputs/ check
-// refuses every PUT to a started job but those after such a crash.
+// started, before the body streams and again at commit under the id lock.
+// Without Config.Started nothing is sealed.
 func (s *Store) jobStarted(id string) (bool, error) {
 	if s.started == nil {
 		return false, nil

@@ -194,7 +194,7 @@ func TestHandler_Errors(t *testing.T) {
 		{name: "upload after seal",
 			setup: func(e *testEnv) {
 				e.mustUpload(id, "first")
-				if _, err := e.st.Seal(id); err != nil {
+				if _, err := e.seal(id); err != nil {
 					e.t.Fatal(err)
 				}
 			},
@@ -295,7 +295,7 @@ func TestHandler_Put_EmptyFile(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status = %d, want 200", resp.StatusCode)
 	}
-	if n, err := e.st.Seal("job_empty"); err != nil || n != 0 {
+	if n, err := e.seal("job_empty"); err != nil || n != 0 {
 		t.Fatalf("Seal = %d, %v; want 0, nil", n, err)
 	}
 }
@@ -305,7 +305,7 @@ func TestHandler_Put_ReplacesUpload(t *testing.T) {
 	e := newTestEnv(t)
 	e.mustUpload("job_abc", "first")
 	e.mustUpload("job_abc", "again")
-	if n, err := e.st.Seal("job_abc"); err != nil || n != 5 {
+	if n, err := e.seal("job_abc"); err != nil || n != 5 {
 		t.Fatalf("Seal = %d, %v; want 5, nil", n, err)
 	}
 	f, err := e.st.OpenInput("job_abc")
@@ -389,7 +389,7 @@ func TestHandler_Put_InProgress(t *testing.T) {
 	waitFor(t, "the first PUT to stream", func() bool { return e.tmpHasUpload("job_abc") })
 
 	wantError(t, e.put(e.uploadURL("job_abc", 10), "0123456789"), 409, "upload_in_progress")
-	if _, err := e.st.Seal("job_abc"); !errors.Is(err, ErrNotFound) {
+	if _, err := e.seal("job_abc"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Seal during the first upload = %v, want ErrNotFound", err)
 	}
 
@@ -414,15 +414,14 @@ func TestHandler_Put_SealedWhileStreaming(t *testing.T) {
 	io.WriteString(pw, "sec")
 	waitFor(t, "the second PUT to stream", func() bool { return e.tmpHasUpload("job_abc") })
 
-	if n, err := e.st.Seal("job_abc"); err != nil || n != 5 {
+	if n, err := e.seal("job_abc"); err != nil || n != 5 {
 		t.Fatalf("Seal = %d, %v; want 5, nil", n, err)
 	}
 	io.WriteString(pw, "ond")
 	pw.Close()
 	wantError(t, <-second, 409, "upload_sealed")
 
-	assertDirEmpty(t, filepath.Join(e.dir, "uploads"))
-	if got := readFile(t, filepath.Join(e.dir, "inputs", "job_abc")); got != "first" {
+	if got := readFile(t, filepath.Join(e.dir, "uploads", "job_abc")); got != "first" {
 		t.Errorf("sealed input = %q, want first", got)
 	}
 }

@@ -30,6 +30,8 @@ type testEnv struct {
 	srv *httptest.Server
 	dir string
 	now atomic.Int64 // unix nanoseconds
+	// started stands in for the job store behind Config.Started: seal records its starts.
+	started *startedSet
 }
 
 func newTestEnv(t testing.TB) *testEnv {
@@ -45,7 +47,7 @@ func newTestEnvLogger(t testing.TB, log *slog.Logger) *testEnv {
 // newTestEnvConfig is newTestEnv with a config adjusted by opt (Logger, Started).
 func newTestEnvConfig(t testing.TB, opt func(*Config)) *testEnv {
 	t.Helper()
-	e := &testEnv{t: t, dir: t.TempDir()}
+	e := &testEnv{t: t, dir: t.TempDir(), started: &startedSet{}}
 	e.now.Store(testNow.UnixNano())
 	e.srv = httptest.NewUnstartedServer(nil)
 	cfg := Config{
@@ -54,6 +56,7 @@ func newTestEnvConfig(t testing.TB, opt func(*Config)) *testEnv {
 		Secret:    testSecret,
 		Now:       func() time.Time { return time.Unix(0, e.now.Load()) },
 		Logger:    slog.New(slog.DiscardHandler),
+		Started:   e.started.Started,
 	}
 	opt(&cfg)
 	st, err := Open(cfg)
@@ -69,6 +72,18 @@ func newTestEnvConfig(t testing.TB, opt func(*Config)) *testEnv {
 }
 
 func (e *testEnv) advance(d time.Duration) { e.now.Add(int64(d)) }
+
+// seal starts the job as handleStartJob does: Seal, recording the start in e.started, and
+// returns the size Seal passed.
+func (e *testEnv) seal(id string) (int64, error) {
+	size := int64(-1)
+	err := e.st.Seal(id, func(n int64) error {
+		size = n
+		e.started.start(id)
+		return nil
+	})
+	return size, err
+}
 
 // expires is the usual 15-minute validity of an upload URL.
 func (e *testEnv) expires() time.Time { return time.Unix(0, e.now.Load()).Add(15 * time.Minute) }

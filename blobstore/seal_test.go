@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // startedSet is a Config.Started backed by a set the test changes.
@@ -39,12 +40,12 @@ func (s *startedSet) Started(id string) (bool, error) {
 }
 
 func newStartedEnv(t *testing.T) (*testEnv, *startedSet) {
-	var set startedSet
-	return newTestEnvConfig(t, func(c *Config) { c.Started = set.Started }), &set
+	e := newTestEnv(t)
+	return e, e.started
 }
 
-// A job the job store calls started keeps its upload even though Seal's rename
-// never happened (a crash undid it): PUTs are refused, before streaming and at commit.
+// A job the job store calls started keeps its upload: PUTs are refused, before
+// streaming and at commit.
 func TestHandler_Put_RefusedWhenStarted(t *testing.T) {
 	e, set := newStartedEnv(t)
 	e.mustUpload("job_abc", "first")
@@ -71,12 +72,12 @@ func TestHandler_Put_RefusedWhenStarted(t *testing.T) {
 	wantError(t, e.put(e.uploadURL("job_xyz", 3), "abc"), 503, "storage_unavailable")
 }
 
-// OpenInput finds a started job's file under uploads/ when the rename was lost,
-// prefers inputs/, and Delete and JobIDs see both names.
-func TestStore_LostSealRename(t *testing.T) {
+// OpenInput finds a started job's file under uploads/, prefers inputs/ (where
+// versions before schema 2 sealed inputs), and Delete and JobIDs see both names.
+func TestStore_InputsOfEarlierVersions(t *testing.T) {
 	e, set := newStartedEnv(t)
 	e.mustUpload("job_abc", "uploaded")
-	set.start("job_abc") // the start committed; Seal's rename did not survive
+	set.start("job_abc")
 	f, err := e.st.OpenInput("job_abc")
 	if err != nil {
 		t.Fatalf("OpenInput with the file under uploads/: %v", err)
@@ -87,13 +88,16 @@ func TestStore_LostSealRename(t *testing.T) {
 		t.Errorf("input = %q, want uploaded", b)
 	}
 
-	// Both names at once (a file system that kept both links): inputs/ wins.
-	e.mustUpload("job_two", "old")
-	if _, err := e.st.Seal("job_two"); err != nil {
+	// An earlier version's sealed input, and a file under uploads/ too: inputs/ wins, for
+	// OpenInput and for Seal's size.
+	if err := os.WriteFile(filepath.Join(e.dir, "inputs", "job_two"), []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(e.dir, "uploads", "job_two"), []byte("stale"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if n, err := e.seal("job_two"); err != nil || n != 3 {
+		t.Fatalf("Seal = %d, %v; want 3 (inputs/job_two)", n, err)
 	}
 	f, err = e.st.OpenInput("job_two")
 	if err != nil {
@@ -116,5 +120,47 @@ func TestStore_LostSealRename(t *testing.T) {
 	}
 	for _, sub := range []string{"uploads", "inputs"} {
 		assertDirEmpty(t, filepath.Join(e.dir, sub))
+	}
+}
+
+// Seal returns start's error as it is, and refuses to seal without Config.Started.
+func TestStore_Seal_StartErrorAndNoStarted(t *testing.T) {
+	e := newTestEnv(t)
+	e.mustUpload("job_abc", "hello")
+	errCommit := errors.New("commit failed")
+	if err := e.st.Seal("job_abc", func(int64) error { return errCommit }); err != errCommit {
+		t.Fatalf("Seal = %v, want start's error", err)
+	}
+	e.mustUpload("job_abc", "again") // the start failed, so the upload is still open
+
+	plain := newTestEnvConfig(t, func(c *Config) { c.Started = nil })
+	plain.mustUpload("job_abc", "hello")
+	called := false
+	if err := plain.st.Seal("job_abc", func(int64) error { called = true; return nil }); !errors.Is(err, errNoStarted) || called {
+		t.Fatalf("Seal without Config.Started = %v (start called: %v), want errNoStarted", err, called)
+	}
+}
+
+// A PUT that reaches its commit while Seal's start is running waits for the id lock and is
+// then refused: the start and the upload cannot interleave.
+func TestStore_Seal_PutWaitsForStart(t *testing.T) {
+	e := newTestEnv(t)
+	e.mustUpload("job_abc", "first")
+	pw, second := e.startPut("job_abc", 6)
+	io.WriteString(pw, "sec")
+	waitFor(t, "the second PUT to stream", func() bool { return e.tmpHasUpload("job_abc") })
+	err := e.st.Seal("job_abc", func(size int64) error {
+		io.WriteString(pw, "ond")
+		pw.Close() // the PUT now heads for its commit, which needs the lock Seal holds
+		time.Sleep(50 * time.Millisecond)
+		e.started.start("job_abc")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, <-second, 409, "upload_sealed")
+	if got := readFile(t, filepath.Join(e.dir, "uploads", "job_abc")); got != "first" {
+		t.Errorf("input = %q, want first", got)
 	}
 }

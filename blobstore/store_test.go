@@ -97,7 +97,7 @@ func TestStore_InvalidID(t *testing.T) {
 	st := newTestEnv(t).st
 	for _, id := range []string{"", "job_", "abc", "job_a/b", "job_..", "../job_a", "job_a.meta", "JOB_a", "job_" + strings.Repeat("x", 65)} {
 		calls := map[string]error{}
-		_, calls["Seal"] = st.Seal(id)
+		calls["Seal"] = st.Seal(id, func(int64) error { return nil })
 		_, calls["OpenInput"] = st.OpenInput(id)
 		_, _, calls["OutputInfo"] = st.OutputInfo(id)
 		calls["Delete"] = st.Delete(id)
@@ -115,7 +115,7 @@ func TestStore_InvalidID(t *testing.T) {
 
 func TestStore_Seal_NothingUploaded(t *testing.T) {
 	e := newTestEnv(t)
-	if _, err := e.st.Seal("job_abc"); !errors.Is(err, ErrNotFound) {
+	if _, err := e.seal("job_abc"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Seal = %v, want ErrNotFound", err)
 	}
 	if _, err := e.st.OpenInput("job_abc"); !errors.Is(err, ErrNotFound) {
@@ -127,11 +127,11 @@ func TestStore_Seal_Idempotent(t *testing.T) {
 	e := newTestEnv(t)
 	e.mustUpload("job_abc", "hello")
 	for i := range 3 {
-		if n, err := e.st.Seal("job_abc"); err != nil || n != 5 {
+		if n, err := e.seal("job_abc"); err != nil || n != 5 {
 			t.Fatalf("Seal #%d = %d, %v; want 5, nil", i+1, n, err)
 		}
 	}
-	assertDirEmpty(t, filepath.Join(e.dir, "uploads"))
+	assertDirEmpty(t, filepath.Join(e.dir, "inputs")) // sealing moves nothing
 	f, err := e.st.OpenInput("job_abc")
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +203,7 @@ func TestStore_WriteOutput_Atomic(t *testing.T) {
 func TestStore_Delete(t *testing.T) {
 	e := newTestEnv(t)
 	e.mustUpload("job_a", "in")
-	e.st.Seal("job_a")
+	e.seal("job_a")
 	e.mustWriteOutput("job_a", "out", OutputMeta{})
 	e.mustUpload("job_b", "pending")
 	e.mustWriteOutput("job_c", "orphan output", OutputMeta{})

@@ -308,8 +308,14 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 		writeJSON(w, http.StatusOK, s.viewJob(job)) // already started: safe to repeat
 		return
 	}
-	size, err := s.cfg.Blobs.Seal(id)
-	if err != nil {
+	began := s.now()
+	started := false // Seal called start: err is the job store's
+	err = s.cfg.Blobs.Seal(id, func(size int64) error {
+		started = true
+		job, err = s.cfg.Store.StartJob(key.AccountID, id, size)
+		return err
+	})
+	if !started {
 		apiErr := asAPIError(err)
 		if apiErr.Code == CodeInternal {
 			apiErr = &Error{Code: CodeStorageUnavailable, Message: "object storage did not answer; retry with backoff", Err: err}
@@ -317,8 +323,6 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 		s.writeError(w, r, apiErr)
 		return
 	}
-	began := s.now()
-	job, err = s.cfg.Store.StartJob(key.AccountID, id, size)
 	if errors.Is(err, store.ErrSizeMismatch) && movedSince(job.FinishedAt, began) {
 		s.logTransition(r, job, "reason", CodeSizeMismatch)
 	}

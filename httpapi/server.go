@@ -45,7 +45,8 @@ type Store interface {
 type Blobs interface {
 	UploadURL(jobID string, size int64, expires time.Time) string
 	DownloadURL(jobID string, size int64, expires time.Time) string
-	Seal(jobID string) (int64, error)
+	// Seal runs start with the size of the job's upload while no upload to the job can land.
+	Seal(jobID string, start func(size int64) error) error
 	Check() error
 }
 

@@ -14,11 +14,11 @@ import (
 	"github.com/convsvc/convsvc/service"
 )
 
-// TestStart_LostSealRename is a power cut after start's bbolt commit that undid Seal's rename
-// (which is not fsynced): the job is queued but its file is still uploads/{id}. After a restart
-// on the same data dir, a PUT to the job is refused as sealed, and the worker converts the file
+// TestStart_SealSurvivesRestart is a stop right after start's bbolt commit, before any worker
+// ran: the job is queued and its file is uploads/{id}, where Seal leaves it. After a restart on
+// the same data dir, a PUT to the job is refused as sealed, and the worker converts the file
 // that was uploaded.
-func TestStart_LostSealRename(t *testing.T) {
+func TestStart_SealSurvivesRestart(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	useDir := func(c *service.Config) { c.DataDir = dir }
 	e1 := testenv.Start(t, useDir)
@@ -32,8 +32,7 @@ func TestStart_LostSealRename(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// What survives the crash: the start committed (as handleStartJob commits it after Seal),
-	// the rename not.
+	// What survives: the start committed, as handleStartJob commits it inside Seal.
 	st, err := testenv.OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +45,7 @@ func TestStart_LostSealRename(t *testing.T) {
 	}
 	upload := filepath.Join(dir, "blobs", "uploads", res.Job.ID)
 	if _, err := os.Stat(filepath.Join(dir, "blobs", "inputs", res.Job.ID)); !os.IsNotExist(err) {
-		t.Fatalf("inputs/%s: %v, want it absent (the lost rename)", res.Job.ID, err)
+		t.Fatalf("inputs/%s: %v, want it absent (Seal moves nothing)", res.Job.ID, err)
 	}
 
 	e2 := testenv.Start(t, useDir)

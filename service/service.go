@@ -183,8 +183,7 @@ func (m *Main) open() error {
 	m.apiURL = publicURL(cfg.PublicURL, apiLn)
 	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
 
-	// Started: a started job's upload stays sealed even if a crash undid Seal's rename,
-	// which is not fsynced because the job store's start commit is the durable record.
+	// Started: the job store's start commit is what seals an upload (blobstore.Seal).
 	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
 	if err != nil {
 		apiLn.Close()
