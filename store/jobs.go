@@ -22,8 +22,8 @@ type idempotencyRecord struct {
 }
 
 // CreateJob reserves one cent and creates a job in state created. render builds the HTTP
-// response for the new job inside the same transaction, so that an Idempotency-Key, the job and
-// its reservation commit together; render must be pure. A repeat with the same key and request
+// response for the new job: with an Idempotency-Key inside the same transaction, so that the key,
+// the job and its reservation commit together, and otherwise after the commit; render must be pure. A repeat with the same key and request
 // returns the first response and reserves nothing.
 func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error)) (Job, Response, error) {
 	if p.InputBytes < 1 || p.InputBytes > MaxInputBytes {
@@ -90,17 +90,22 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		if err := tx.Bucket(bucketExpiry).Put(timeKey(job.ExpiresAt, job.ID), nil); err != nil {
 			return err
 		}
+		if idemKey == nil {
+			return nil // rendered after the commit, outside the transaction every write waits for
+		}
 		if resp, err = render(job); err != nil {
 			return fmt.Errorf("render response: %w", err)
 		}
-		if idemKey != nil {
-			rec := idempotencyRecord{RequestHash: p.RequestHash, JobID: job.ID, Response: resp, CreatedAt: now}
-			return putJSON(tx.Bucket(bucketIdempotency), idemKey, rec)
-		}
-		return nil
+		rec := idempotencyRecord{RequestHash: p.RequestHash, JobID: job.ID, Response: resp, CreatedAt: now}
+		return putJSON(tx.Bucket(bucketIdempotency), idemKey, rec)
 	})
 	if err != nil {
 		return Job{}, Response{}, err
+	}
+	if p.IdempotencyKey == "" {
+		if resp, err = render(job); err != nil {
+			return Job{}, Response{}, fmt.Errorf("render response: %w", err)
+		}
 	}
 	return job, resp, nil
 }
