@@ -32,6 +32,19 @@ type testEnv struct {
 	now atomic.Int64 // unix nanoseconds
 	// started stands in for the job store behind Config.Started: seal records its starts.
 	started *startedSet
+	cfg     Config
+}
+
+// reopen opens the store again on the same directory and config (as a restart does) and
+// serves the new one.
+func (e *testEnv) reopen() {
+	e.t.Helper()
+	st, err := Open(e.cfg)
+	if err != nil {
+		e.t.Fatalf("reopen: %v", err)
+	}
+	e.st = st
+	e.srv.Config.Handler = st.Handler()
 }
 
 func newTestEnv(t testing.TB) *testEnv {
@@ -59,6 +72,7 @@ func newTestEnvConfig(t testing.TB, opt func(*Config)) *testEnv {
 		Started:   e.started.Started,
 	}
 	opt(&cfg)
+	e.cfg = cfg
 	st, err := Open(cfg)
 	if err != nil {
 		t.Fatalf("Open: %v", err)

@@ -88,14 +88,25 @@ func TestStore_InputsOfEarlierVersions(t *testing.T) {
 		t.Errorf("input = %q, want uploaded", b)
 	}
 
-	// An earlier version's sealed input, and a file under uploads/ too: inputs/ wins, for
-	// OpenInput and for Seal's size.
+	// An earlier version's sealed input, and a file under uploads/ too: after a reopen
+	// (inputs/ is looked at only when it held files at Open), inputs/ wins, for OpenInput and
+	// for Seal's size.
 	if err := os.WriteFile(filepath.Join(e.dir, "inputs", "job_two"), []byte("old"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(e.dir, "uploads", "job_two"), []byte("stale"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if f, err := e.st.OpenInput("job_two"); err != nil {
+		t.Fatal(err)
+	} else {
+		b, _ = io.ReadAll(f)
+		f.Close()
+		if string(b) != "stale" {
+			t.Errorf("before the reopen, input = %q, want uploads/'s stale", b)
+		}
+	}
+	e.reopen()
 	if n, err := e.seal("job_two"); err != nil || n != 3 {
 		t.Fatalf("Seal = %d, %v; want 3 (inputs/job_two)", n, err)
 	}

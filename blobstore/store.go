@@ -45,6 +45,10 @@ type Config struct {
 // Store keeps uploads, sealed inputs and outputs as files under one directory.
 type Store struct {
 	uploads, inputs, outputs, tmp string
+	// legacyInputs is set when inputs/ held files at Open: sealed inputs of an earlier
+	// version. Nothing writes there any more, so otherwise Seal and OpenInput skip the
+	// lookup (a stat of a missing name in a large directory is microseconds of kernel time).
+	legacyInputs bool
 
 	publicURL string
 	secret    []byte
@@ -97,6 +101,11 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if err := s.removeStaleTemp(); err != nil {
 		return nil, err
+	}
+	if entries, err := os.ReadDir(s.inputs); err != nil {
+		return nil, fmt.Errorf("%w: read %s: %w", ErrStorage, s.inputs, err)
+	} else if len(entries) > 0 {
+		s.legacyInputs = true
 	}
 	switch {
 	case cfg.Secret != nil && len(cfg.Secret) < minSecretLen:
@@ -197,7 +206,11 @@ func (s *Store) Seal(jobID string, start func(size int64) error) error {
 	}
 	unlock := s.lockID(jobID)
 	defer unlock()
-	fi, err := os.Stat(filepath.Join(s.inputs, jobID))
+	var fi os.FileInfo
+	err := fs.ErrNotExist
+	if s.legacyInputs {
+		fi, err = os.Stat(filepath.Join(s.inputs, jobID))
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		fi, err = os.Stat(filepath.Join(s.uploads, jobID))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -217,7 +230,11 @@ func (s *Store) OpenInput(jobID string) (*os.File, error) {
 	if !validID(jobID) {
 		return nil, ErrInvalidID
 	}
-	f, err := os.Open(filepath.Join(s.inputs, jobID))
+	var f *os.File
+	err := fs.ErrNotExist
+	if s.legacyInputs {
+		f, err = os.Open(filepath.Join(s.inputs, jobID))
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		f, err = os.Open(filepath.Join(s.uploads, jobID))
 	}
