@@ -254,20 +254,25 @@ func TestAPI_StorageUnavailableOnStart(t *testing.T) {
 	data := testenv.Sample(t, "images/sample.png")
 	uploaded := e.Create(e.Key, "png", "jpeg", int64(len(data)))
 	must(t, e.Upload(uploaded.UploadURL, data), 200, "")
-	// The sealed-input directory is replaced by a file: sealing at start fails.
-	inputs := filepath.Join(e.Cfg.DataDir, "blobs", "inputs")
-	if err := os.RemoveAll(inputs); err != nil {
+	// The uploads directory is moved away and a file put in its place: sealing at start cannot
+	// read the upload (ENOTDIR, not "nothing uploaded").
+	uploads := filepath.Join(e.Cfg.DataDir, "blobs", "uploads")
+	if err := os.Rename(uploads, uploads+".away"); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(inputs, []byte("x"), 0o600); err != nil {
+	if err := os.WriteFile(uploads, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	must(t, e.Start(e.Key, uploaded.Job.ID), 502, "storage_unavailable")
 	if j := e.Get(e.Key, uploaded.Job.ID, 0); j.Status != "created" {
 		t.Fatalf("status %s after a failed seal", j.Status)
 	}
-	os.Remove(inputs)
-	os.Mkdir(inputs, 0o700)
+	if err := os.Remove(uploads); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(uploads+".away", uploads); err != nil {
+		t.Fatal(err)
+	}
 	must(t, e.Start(e.Key, uploaded.Job.ID), 200, "")
 }
 
