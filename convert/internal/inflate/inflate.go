@@ -110,10 +110,9 @@ func init() {
 	for i := 288; i < 320; i++ {
 		lengths[i] = 5
 	}
-	if !fixedLit.build(lengths[:288], litInfo[:288], litBits) || !fixedDist.build(lengths[288:], distInfo[:32], distBits) {
+	if !fixedLit.build(lengths[:288], litInfo[:288], litBits, true) || !fixedDist.build(lengths[288:], distInfo[:32], distBits, false) {
 		panic("inflate: fixed Huffman tables")
 	}
-	fixedLit.pairLiterals(lengths[:288])
 }
 
 // fixedLit and fixedDist decode blocks with the fixed codes of RFC 1951 3.2.6.
@@ -124,151 +123,136 @@ var fixedLit, fixedDist table
 type table struct {
 	bits    uint
 	entries []uint32
-	long    []int     // first-level indexes that link to a second level (scratch)
-	lits    []litCode // literal codes by length, for pairLiterals (scratch)
+	// Scratch for build, sized so that an index masked with 511 needs no bounds check: the
+	// symbols ordered by length, their codes, and the first-level indexes that link.
+	sorted [512]uint16
+	rev    [512]uint32
+	long   [512]uint16
 }
 
-// litCode is a literal's code, bit-reversed as it is read.
-type litCode struct {
-	rev uint16
-	len uint8
-	sym uint8
-}
-
-// build makes the table for code lengths (one per symbol, 0 for unused). It accepts what
-// compress/flate accepts: a complete code, a single code of length 1, or no code at all
-// (an error only if a symbol is decoded with it); anything else returns false.
-func (t *table) build(lengths []uint8, info []uint32, primary uint) bool {
-	var count [16]int
-	maxLen := 0
-	for _, l := range lengths {
-		if l != 0 {
-			count[l]++
-			maxLen = max(maxLen, int(l))
+// build makes the table for code lengths (one per symbol, 0 for unused); with pairs, every
+// first-level index whose bits hold the whole codes of two literals gets an entry of both.
+// It accepts what compress/flate accepts: a complete code, a single code of length 1, or
+// no code at all (an error only if a symbol is decoded with it); anything else returns
+// false.
+//
+// The first level is built by length, shortest codes first, in a table that doubles from
+// one entry to 1<<primary: a code of length l goes in once, at its bit-reversed index, when
+// the table has 1<<l entries, and the doublings copy it to every index that begins with it.
+// Pairs go in the same way, when the table has as many bits as the two codes together, and
+// overwrite their first literal's entry. This writes each code once, plus copies, where
+// writing every code at all its indexes took twice as long, and a second pass to pair the
+// literals as long again (BenchmarkDynamicTables).
+func (t *table) build(lengths []uint8, info []uint32, primary uint, pairs bool) bool {
+	// count[l] codes of length l, lits[l] of them literals; start[l] is where they begin in
+	// sorted, the symbols ordered by length then value, which is canonical code order.
+	var count, lits, start, next [16]int
+	for s, l := range lengths {
+		count[l&15]++
+		if s < 256 {
+			lits[l&15]++
 		}
 	}
-	t.bits = primary
-	size := 1 << primary
-	t.entries = slices.Grow(t.entries[:0], size)[:size]
-	var next [16]int
-	code := 0
-	for l := 1; l <= maxLen; l++ {
+	count[0] = 0
+	maxLen, code, n := 0, 0, 0
+	for l := 1; l < 16; l++ {
 		code = (code + count[l-1]) << 1
 		next[l] = code
+		start[l] = n
+		n += count[l]
+		if count[l] != 0 {
+			maxLen = l
+		}
 	}
 	if maxLen > 0 && next[maxLen]+count[maxLen] != 1<<maxLen {
 		if maxLen != 1 || count[1] != 1 {
 			return false
 		}
 	}
-	if maxLen <= 1 {
-		// Empty or degenerate: what the code does not have is invalid with length 0, and
-		// decoding it fails at once, as with compress/flate. (A complete code fills every
-		// entry below.)
-		for i := range t.entries {
-			t.entries[i] = kindInvalid
-		}
-	}
-	// Second-level tables: for every first-level index that begins a longer code, as many
-	// index bits as the longest code beginning there needs (kept in the link entry until
-	// the tables are laid out).
-	if maxLen > int(primary) {
-		t.long = t.long[:0]
-		c := next
-		for _, l := range lengths {
-			if int(l) <= int(primary) {
-				continue
-			}
-			p := reverse(c[l], int(l)) & (size - 1)
-			c[l]++
-			sub := uint32(l) - uint32(primary)
-			if e := t.entries[p]; e&kindMask == kindLink && e>>16 == 0xffff {
-				t.entries[p] = kindLink | max(e>>8&15, sub)<<8 | 0xffff<<16
-				continue
-			}
-			t.entries[p] = kindLink | sub<<8 | 0xffff<<16
-			t.long = append(t.long, p)
-		}
-		for _, p := range t.long {
-			sub := t.entries[p] >> 8 & 15
-			off := len(t.entries)
-			t.entries = slices.Grow(t.entries, 1<<sub)[:off+1<<sub]
-			t.entries[p] = kindLink | sub<<8 | uint32(off)<<16 | uint32(primary)
-		}
-	}
+	sorted, rev := &t.sorted, &t.rev
+	at := start
 	for s, l := range lengths {
-		if l == 0 {
+		if l != 0 {
+			sorted[at[l&15]&511] = uint16(s)
+			at[l&15]++
+		}
+	}
+	// rev holds every code bit-reversed as it is read and, for literals (to pair), the
+	// symbol in bits 24-31.
+
+	t.bits = primary
+	size := 1 << primary
+	t.entries = slices.Grow(t.entries[:0], size)[:size]
+	first := t.entries[:size]
+	// What the code does not have is invalid with length 0, and decoding it fails at once,
+	// as with compress/flate; a complete code overwrites every entry.
+	first[0] = kindInvalid
+	for l := 1; l <= int(primary); l++ {
+		copy(first[1<<(l-1):1<<l], first[:1<<(l-1)])
+		c := next[l]
+		for k := start[l]; k < start[l]+count[l]; k++ {
+			s := sorted[k&511]
+			r := reverse(c, l)
+			c++
+			rev[k&511] = uint32(r) | uint32(s)<<24
+			first[r&(size-1)] = info[s] | uint32(l)
+		}
+		if !pairs {
 			continue
 		}
-		r := reverse(next[l], int(l))
-		next[l]++
-		e := info[s] | uint32(l)
-		if int(l) <= int(primary) {
-			for i := r; i < size; i += 1 << l {
-				t.entries[i] = e
+		// Literal pairs of l bits together. A pair's entry at a.rev | b.rev<<la, with
+		// la + lb = l, is copied by the doublings to every index that begins with both.
+		for la := 1; la < l; la++ {
+			lb := l - la
+			bs := rev[start[lb]&511 : (start[lb]+lits[lb])&511]
+			for _, a := range rev[start[la]&511 : (start[la]+lits[la])&511] {
+				e := kindLiteral | 2<<8 | uint32(l) | a>>24<<16
+				ra := int(a & 0xffff)
+				for _, b := range bs {
+					first[(ra|int(b&0xffff)<<la)&(size-1)] = e | b&0xff000000
+				}
 			}
-			continue
 		}
-		link := t.entries[r&(size-1)]
-		off, sub := int(link>>16), int(link>>8&15)
-		for i := r >> primary; i < 1<<sub; i += 1 << (int(l) - int(primary)) {
-			t.entries[off+i] = e
+	}
+	if maxLen <= int(primary) {
+		return true
+	}
+	// Longer codes: in canonical order, those beginning with the same first-level index
+	// come together, the longest last, so one pass finds each second-level table's index
+	// bits, kept in its link entry until the tables are laid out.
+	nlong, long := 0, &t.long
+	for l := int(primary) + 1; l <= maxLen; l++ {
+		c := next[l]
+		for k := start[l]; k < start[l]+count[l]; k++ {
+			r := reverse(c, l)
+			c++
+			rev[k&511] = uint32(r)
+			p := r & (size - 1)
+			if nlong == 0 || int(long[nlong-1]) != p {
+				long[nlong&511] = uint16(p)
+				nlong++
+			}
+			first[p] = kindLink | uint32(l-int(primary))<<8
+		}
+	}
+	for _, p := range long[:nlong] {
+		sub := t.entries[p] >> 8 & 15
+		off := len(t.entries)
+		t.entries = slices.Grow(t.entries, 1<<sub)[:off+1<<sub]
+		t.entries[p] = kindLink | sub<<8 | uint32(off)<<16 | uint32(primary)
+	}
+	for l := int(primary) + 1; l <= maxLen; l++ {
+		for k := start[l]; k < start[l]+count[l]; k++ {
+			r := int(rev[k&511])
+			e := info[sorted[k&511]] | uint32(l)
+			link := t.entries[r&(size-1)]
+			off, sub := int(link>>16), int(link>>8&15)
+			for i := r >> primary; i < 1<<sub; i += 1 << (l - int(primary)) {
+				t.entries[off+i] = e
+			}
 		}
 	}
 	return true
-}
-
-// pairLiterals makes every first-level index whose bits hold the whole codes of two
-// literals an entry of both. lengths are the literal/length code lengths build was given.
-func (t *table) pairLiterals(lengths []uint8) {
-	// The literals' codes, shortest first (counting sort by length); the canonical codes
-	// count every symbol's length.
-	var all, count, next, at [16]int
-	for s, l := range lengths {
-		all[l]++
-		if s < 256 {
-			count[l]++
-		}
-	}
-	all[0] = 0
-	code, n := 0, 0
-	for l := 1; l < 16; l++ {
-		code = (code + all[l-1]) << 1
-		next[l] = code
-		at[l] = n
-		n += count[l]
-	}
-	t.lits = slices.Grow(t.lits[:0], n)[:n]
-	for s, l := range lengths {
-		if l == 0 {
-			continue
-		}
-		r := reverse(next[l], int(l))
-		next[l]++
-		if s < 256 {
-			t.lits[at[l]] = litCode{rev: uint16(r), len: l, sym: uint8(s)}
-			at[l]++
-		}
-	}
-	// upTo[k]: how many literals have codes of at most k bits.
-	var upTo [16]int
-	for l := 1; l < 16; l++ {
-		upTo[l] = upTo[l-1] + count[l]
-	}
-	bits := int(t.bits)
-	for _, a := range t.lits {
-		rest := bits - int(a.len)
-		if rest <= 0 {
-			break
-		}
-		for _, b := range t.lits[:upTo[rest]] {
-			l := int(a.len) + int(b.len)
-			e := kindLiteral | 2<<8 | uint32(l) | uint32(a.sym)<<16 | uint32(b.sym)<<24
-			for i := int(a.rev) | int(b.rev)<<a.len; i < 1<<bits; i += 1 << l {
-				t.entries[i] = e
-			}
-		}
-	}
 }
 
 // reverse returns the n low bits of code in reverse order: DEFLATE packs Huffman codes
@@ -578,7 +562,7 @@ func (z *Reader) dynamicTables() error {
 		}
 		z.clengths[clenOrder[i]] = uint8(v)
 	}
-	if !z.clen.build(z.clengths[:], clenInfo[:], clenBits) {
+	if !z.clen.build(z.clengths[:], clenInfo[:], clenBits, false) {
 		return z.corrupt()
 	}
 	n := nlit + ndist
@@ -629,11 +613,10 @@ func (z *Reader) dynamicTables() error {
 			i++
 		}
 	}
-	if !z.dynLit.build(z.lengths[:nlit], litInfo[:nlit], litBits) ||
-		!z.dynDist.build(z.lengths[nlit:n], distInfo[:ndist], distBits) {
+	if !z.dynLit.build(z.lengths[:nlit], litInfo[:nlit], litBits, true) ||
+		!z.dynDist.build(z.lengths[nlit:n], distInfo[:ndist], distBits, false) {
 		return z.corrupt()
 	}
-	z.dynLit.pairLiterals(z.lengths[:nlit])
 	return nil
 }
 
