@@ -150,6 +150,7 @@ func TestAPI_OtherAccountsJobIsNotFound(t *testing.T) {
 		e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", other, nil),
 		e.Do("GET", "/v1/jobs/job_doesnotexist", e.Key, nil),
 		e.Do("POST", "/v1/jobs/job_doesnotexist/start", e.Key, nil),
+		e.Do("POST", "/v1/jobs/job_not.an.id/start", e.Key, nil), // not even a valid file name
 		e.Do("POST", "/v1/jobs/job_doesnotexist/cancel", e.Key, nil),
 	} {
 		must(t, r, 404, "not_found")
@@ -348,6 +349,16 @@ func TestAPI_StartJob(t *testing.T) {
 		must(t, r, 200, "")
 		if r.Map(t)["status"] != "cancelled" {
 			t.Fatalf("repeat: %s", r.Body)
+		}
+	})
+
+	t.Run("a cancelled job without an upload is returned unchanged", func(t *testing.T) {
+		res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+		must(t, e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", e.Key, nil), 200, "")
+		r := e.Start(e.Key, res.Job.ID)
+		must(t, r, 200, "")
+		if r.Map(t)["status"] != "cancelled" {
+			t.Fatalf("start of a cancelled job: %s", r.Body)
 		}
 	})
 

@@ -299,28 +299,33 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request, _ httpro
 
 func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
 	id := ps.ByName("id")
-	job, err := s.cfg.Store.Job(key.AccountID, id)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if job.Status != store.StatusCreated {
-		writeJSON(w, http.StatusOK, s.viewJob(job)) // already started: safe to repeat
-		return
-	}
+	// Seal reads nothing but the upload's size, so it runs first; StartJob checks that the job
+	// is the key's and still created (an already started one comes back unchanged).
 	began := s.now()
+	var job store.Job
 	started := false // Seal called start: err is the job store's
-	err = s.cfg.Blobs.Seal(id, func(size int64) error {
+	err := s.cfg.Blobs.Seal(id, func(size int64) error {
+		var err error
 		started = true
 		job, err = s.cfg.Store.StartJob(key.AccountID, id, size)
 		return err
 	})
 	if !started {
-		apiErr := asAPIError(err)
-		if apiErr.Code == CodeInternal {
-			apiErr = &Error{Code: CodeStorageUnavailable, Message: "object storage did not answer; retry with backoff", Err: err}
+		// No upload, or storage failed: the job's own state comes first (not the key's, or
+		// expired: 404; already started: safe to repeat).
+		job, jobErr := s.cfg.Store.Job(key.AccountID, id)
+		switch {
+		case jobErr != nil:
+			s.writeError(w, r, jobErr)
+		case job.Status != store.StatusCreated:
+			writeJSON(w, http.StatusOK, s.viewJob(job))
+		default:
+			apiErr := asAPIError(err)
+			if apiErr.Code == CodeInternal {
+				apiErr = &Error{Code: CodeStorageUnavailable, Message: "object storage did not answer; retry with backoff", Err: err}
+			}
+			s.writeError(w, r, apiErr)
 		}
-		s.writeError(w, r, apiErr)
 		return
 	}
 	if errors.Is(err, store.ErrSizeMismatch) && movedSince(job.FinishedAt, began) {
