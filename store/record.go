@@ -273,12 +273,15 @@ func appendAccount(b []byte, acct *Account) []byte {
 
 func appendMonths(b []byte, num protowire.Number, months map[string]int64) []byte {
 	for _, m := range slices.Sorted(maps.Keys(months)) {
-		entry := appendString(nil, monthFieldMonth, m)
-		cents := months[m]
-		entry = protowire.AppendTag(entry, monthFieldCents, protowire.VarintType)
-		entry = protowire.AppendVarint(entry, uint64(cents))
+		cents := uint64(months[m])
+		size := protowire.SizeTag(monthFieldMonth) + protowire.SizeBytes(len(m)) +
+			protowire.SizeTag(monthFieldCents) + protowire.SizeVarint(cents)
 		b = protowire.AppendTag(b, num, protowire.BytesType)
-		b = protowire.AppendBytes(b, entry)
+		b = protowire.AppendVarint(b, uint64(size))
+		b = protowire.AppendTag(b, monthFieldMonth, protowire.BytesType)
+		b = protowire.AppendString(b, m)
+		b = protowire.AppendTag(b, monthFieldCents, protowire.VarintType)
+		b = protowire.AppendVarint(b, cents)
 	}
 	return b
 }

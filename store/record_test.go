@@ -311,3 +311,60 @@ func normalJob(job Job) Job {
 	}
 	return job
 }
+
+// BenchmarkRecord compares the job and account records' encodings, decode then encode as a
+// create or start does inside its transaction: schema 1's JSON against protobuf.
+func BenchmarkRecord(b *testing.B) {
+	job := recordJobs()[1]
+	at := job.CreatedAt
+	acct := Account{ID: "acct_0123456789abcdef", Name: "default", SpendCapCents: 100000, ReservedCents: 12,
+		MonthlySpend: map[string]int64{"2026-10": 4000, "2026-11": 1234}, CreatedAt: at}
+	jobJSON, _ := json.Marshal(job)
+	acctJSON, _ := json.Marshal(acct)
+	b.Run("job/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var j Job
+			if err := json.Unmarshal(jobJSON, &j); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(j); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	jobProto := appendJob(nil, &job)
+	b.Run("job/protobuf", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var j Job
+			if err := decodeJob(jobProto, &j); err != nil {
+				b.Fatal(err)
+			}
+			appendJob(make([]byte, 0, 256), &j)
+		}
+	})
+	b.Run("account/json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var a Account
+			if err := json.Unmarshal(acctJSON, &a); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := json.Marshal(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	acctProto := appendAccount(nil, &acct)
+	b.Run("account/protobuf", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var a Account
+			if err := decodeAccount(acctProto, &a); err != nil {
+				b.Fatal(err)
+			}
+			appendAccount(make([]byte, 0, 128), &a)
+		}
+	})
+}
