@@ -668,27 +668,26 @@ func (z *Reader) copyStored() error {
 // bytes are buffered it refills the bit buffer with one load, otherwise byte by byte with
 // need's semantics, so it never reads src before compress/flate would.
 func (z *Reader) huffman() error {
+	// Only what the literal path uses lives across the loop, so that the compiler keeps it
+	// all in registers; the rest is loaded from z when a length or a long code needs it.
 	var (
-		bb      = z.bb
-		nb      = z.nb
-		in      = z.in[:z.end]
-		pos     = z.pos
-		out     = z.out
-		w       = z.w
-		lit     = z.lit.entries
-		litP    = (*[1 << litBits]uint32)(lit[:1<<litBits])
-		dist    = z.dist.entries
-		distP   = (*[1 << distBits]uint32)(dist[:1<<distBits])
-		corrupt bool
+		bb   = z.bb
+		nb   = z.nb
+		in   = &z.in
+		end  = z.end
+		pos  = z.pos
+		out  = (*[outSize]byte)(z.out)
+		w    = z.w
+		litP = (*[1 << litBits]uint32)(z.lit.entries)
 	)
 decoding:
 	for w < outLimit {
-		if pos+8 <= len(in) {
-			bb |= binary.LittleEndian.Uint64(in[pos:]) << nb
+		if pos+8 <= end {
+			bb |= binary.LittleEndian.Uint64(in[pos:pos+8]) << (nb & 63)
 			pos += int((63 - nb) >> 3)
 			nb |= 56
 		} else {
-			for nb <= 56 && pos < len(in) {
+			for nb <= 56 && pos < end {
 				bb |= uint64(in[pos]) << nb
 				pos++
 				nb += 8
@@ -696,20 +695,20 @@ decoding:
 		}
 		e := litP[bb&(1<<litBits-1)]
 		if e&kindMask == kindLink {
-			e = lit[int(e>>16)+int(bb>>litBits)&(1<<(e>>8&15)-1)]
+			e = z.lit.entries[int(e>>16)+int(bb>>litBits)&(1<<(e>>8&15)-1)]
 		}
 		if n := uint(e & 31); n <= nb {
 			switch e & kindMask {
 			case kindLiteral:
 				// One or two literals; the second byte written is overwritten next if unused.
-				binary.LittleEndian.PutUint16(out[w:], uint16(e>>16))
+				binary.LittleEndian.PutUint16(out[w:w+2], uint16(e>>16))
 				w += int(e >> 8 & 3)
 				bb >>= n
 				nb -= n
 				// And one or two more without a refill when the bits are there.
 				e = litP[bb&(1<<litBits-1)]
 				if e&kindMask == kindLiteral && uint(e&31) <= nb {
-					binary.LittleEndian.PutUint16(out[w:], uint16(e>>16))
+					binary.LittleEndian.PutUint16(out[w:w+2], uint16(e>>16))
 					w += int(e >> 8 & 3)
 					bb >>= e & 31
 					nb -= uint(e & 31)
@@ -721,22 +720,23 @@ decoding:
 				z.inBlock = false
 				break decoding
 			case kindInvalid:
-				corrupt = true
-				break decoding
+				z.bb, z.nb, z.pos, z.w = bb, nb, pos, w
+				return z.corrupt()
 			}
 			// A length, then a distance: peek all their bits before taking any, so that a
 			// symbol cut by the end of the buffered input is decoded again whole after a read.
 			lx := uint(e >> 8 & 15)
 			if used := n + lx; used <= nb {
 				length := int(e>>16) + int(bb>>n&(1<<lx-1))
-				d := distP[bb>>used&(1<<distBits-1)]
+				dist := z.dist.entries
+				d := dist[bb>>used&(1<<distBits-1)]
 				if d&kindMask == kindLink {
 					d = dist[int(d>>16)+int(bb>>(used+distBits))&(1<<(d>>8&15)-1)]
 				}
 				dn := uint(d & 31)
 				if d&kindMask == kindInvalid && used+dn <= nb {
-					corrupt = true
-					break decoding
+					z.bb, z.nb, z.pos, z.w = bb, nb, pos, w
+					return z.corrupt()
 				}
 				dx := uint(d >> 8 & 15)
 				if all := used + dn + dx; all <= nb {
@@ -744,17 +744,17 @@ decoding:
 					bb >>= all
 					nb -= all
 					if dst > w {
-						corrupt = true
-						break decoding
+						z.bb, z.nb, z.pos, z.w = bb, nb, pos, w
+						return z.corrupt()
 					}
-					end := w + length
+					to := w + length
 					if dst >= length {
-						copy(out[w:end], out[w-dst:])
-						w = end
+						copy(out[w:to], out[w-dst:])
+						w = to
 					} else {
 						src := w - dst
-						for w < end {
-							w += copy(out[w:end], out[src:w])
+						for w < to {
+							w += copy(out[w:to], out[src:w])
 						}
 					}
 					continue
@@ -769,12 +769,9 @@ decoding:
 			z.w = w
 			return err
 		}
-		bb, nb, pos, in = z.bb, z.nb, z.pos, z.in[:z.end]
+		bb, nb, pos, end = z.bb, z.nb, z.pos, z.end
 	}
 	z.bb, z.nb, z.pos, z.w = bb, nb, pos, w
-	if corrupt {
-		return z.corrupt()
-	}
 	return nil
 }
 
