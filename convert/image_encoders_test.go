@@ -9,6 +9,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -250,4 +251,81 @@ func meanLevel(img image.Image) float64 {
 		}
 	}
 	return sum / float64(b.Dx()*b.Dy())
+}
+
+// TestVP8PlanesFromRGBA_SameFileAsLibwebp encodes opaque RGBA through the planes computed in Go
+// and through libwebp's own conversion: the files must be identical, byte for byte, for even
+// and odd sizes, photo-like and noisy content, both RGBA and NRGBA, and a sub-image.
+func TestVP8PlanesFromRGBA_SameFileAsLibwebp(t *testing.T) {
+	sizes := []image.Point{{1, 1}, {2, 2}, {3, 5}, {16, 16}, {17, 9}, {240, 160}, {241, 159}, {64, 1}, {1, 64}}
+	for _, size := range sizes {
+		photo := jpegPhoto(t, max(size.X, 8), max(size.Y, 8))
+		rgba := image.NewRGBA(image.Rect(0, 0, size.X, size.Y))
+		draw.Draw(rgba, rgba.Bounds(), photo, image.Point{}, draw.Src)
+		noise := image.NewNRGBA(image.Rect(0, 0, size.X, size.Y))
+		rng := rand.New(rand.NewPCG(uint64(size.X), uint64(size.Y)))
+		for i := range noise.Pix {
+			noise.Pix[i] = uint8(rng.IntN(256))
+			if i%4 == 3 {
+				noise.Pix[i] = 0xff
+			}
+		}
+		for name, img := range map[string]image.Image{"photo RGBA": rgba, "noise NRGBA": noise} {
+			planes, ok := vp8PlanesFromRGBA(pixOf(img), strideOf(img), size.X, size.Y)
+			if !ok {
+				t.Fatalf("%v %s: reported translucent", size, name)
+			}
+			var fromPlanes, fromRGBA bytes.Buffer
+			opts := gwebp.Options{Quality: WebPQuality, Method: webpMethod}
+			if err := gwebp.Encode(&fromPlanes, planes, opts); err != nil {
+				t.Fatal(err)
+			}
+			if err := gwebp.Encode(&fromRGBA, packedNRGBA(img), opts); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(fromPlanes.Bytes(), fromRGBA.Bytes()) {
+				t.Errorf("%v %s: %d bytes from the planes, %d through libwebp's conversion, not the same file",
+					size, name, fromPlanes.Len(), fromRGBA.Len())
+			}
+		}
+	}
+	// A sub-image starting off the origin converts its own pixels.
+	big := image.NewRGBA(image.Rect(0, 0, 40, 30))
+	draw.Draw(big, big.Bounds(), jpegPhoto(t, 40, 30), image.Point{}, draw.Src)
+	sub := big.SubImage(image.Rect(3, 5, 28, 26)).(*image.RGBA)
+	var a, b bytes.Buffer
+	if err := encodeWebP(context.Background(), &a, sub, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gwebp.Encode(&b, packedNRGBA(sub), gwebp.Options{Quality: WebPQuality, Method: webpMethod}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Error("sub-image: not the file libwebp makes from its pixels")
+	}
+	// Translucent pixels are left to libwebp, which weighs colours by alpha.
+	big.Pix[4*(20*40+10)+3] = 0x80
+	if _, ok := vp8PlanesFromRGBA(big.Pix, big.Stride, 40, 30); ok {
+		t.Error("a translucent pixel was not noticed")
+	}
+}
+
+func pixOf(img image.Image) []uint8 {
+	switch m := img.(type) {
+	case *image.RGBA:
+		return m.Pix
+	case *image.NRGBA:
+		return m.Pix
+	}
+	panic("pixOf: not RGBA or NRGBA")
+}
+
+func strideOf(img image.Image) int {
+	switch m := img.(type) {
+	case *image.RGBA:
+		return m.Stride
+	case *image.NRGBA:
+		return m.Stride
+	}
+	panic("strideOf: not RGBA or NRGBA")
 }

@@ -218,6 +218,15 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts Options)
 		if s.SubsampleRatio == image.YCbCrSubsampleRatio420 && s.Rect.Min == (image.Point{}) {
 			m = vp8PlanesFromJPEG(s)
 		}
+	case *image.RGBA:
+		// Opaque RGB(A) is converted to the planes here, as libwebp would (image_webp_yuv.go).
+		if planes, ok := vp8PlanesFromRGBA(s.Pix[s.PixOffset(s.Rect.Min.X, s.Rect.Min.Y):], s.Stride, s.Rect.Dx(), s.Rect.Dy()); ok {
+			m = planes
+		}
+	case *image.NRGBA:
+		if planes, ok := vp8PlanesFromRGBA(s.Pix[s.PixOffset(s.Rect.Min.X, s.Rect.Min.Y):], s.Stride, s.Rect.Dx(), s.Rect.Dy()); ok {
+			m = planes
+		}
 	}
 	if m == nil {
 		m = packedNRGBA(img)
