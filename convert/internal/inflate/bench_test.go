@@ -133,3 +133,14 @@ func cpuTime() int64 {
 	}
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// BenchmarkAdler32Update checksums 600 KB of photo-like rows.
+//
+//	go test ./convert/internal/inflate -run XXX -bench Adler -count 6
+func BenchmarkAdler32Update(b *testing.B) {
+	data := samples()["photo"]
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		adler32Update(1, data)
+	}
+}
