@@ -701,16 +701,19 @@ decoding:
 			switch e & kindMask {
 			case kindLiteral:
 				// One or two literals; the second byte written is overwritten next if unused.
+				// A literal entry's kind bits are 0, so e&63 is its length: a shift masks its
+				// count to six bits itself, so the next lookup waits for the load and the shift
+				// only, not for an AND between them too.
 				binary.LittleEndian.PutUint16(out[w:w+2], uint16(e>>16))
 				w += int(e >> 8 & 3)
-				bb >>= n
+				bb >>= e & 63
 				nb -= n
 				// And one or two more without a refill when the bits are there.
 				e = litP[bb&(1<<litBits-1)]
 				if e&kindMask == kindLiteral && uint(e&31) <= nb {
 					binary.LittleEndian.PutUint16(out[w:w+2], uint16(e>>16))
 					w += int(e >> 8 & 3)
-					bb >>= e & 31
+					bb >>= e & 63
 					nb -= uint(e & 31)
 				}
 				continue
