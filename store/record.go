@@ -151,24 +151,44 @@ func nextField(b []byte) (field, int, error) {
 	return f, n + m, nil
 }
 
-// str and integer read a field's value, checking its wire type.
+// eachField calls fn with every field of a message, in order, until fn or the decoding fails.
+func eachField(b []byte, fn func(field) error) error {
+	for len(b) > 0 {
+		f, size, err := nextField(b)
+		if err != nil {
+			return err
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+		b = b[size:]
+	}
+	return nil
+}
+
+// wrongType reports a field whose wire type is not the one its number has.
+func (f field) wrongType() error {
+	return fmt.Errorf("%w: field %d has wire type %d", errRecord, f.num, f.typ)
+}
+
+// str, integer and time read a field's value, checking its wire type.
 func (f field) str() (string, error) {
 	if f.typ != protowire.BytesType {
-		return "", fmt.Errorf("%w: field %d is not bytes", errRecord, f.num)
+		return "", f.wrongType()
 	}
 	return string(f.bytes), nil
 }
 
 func (f field) integer() (int64, error) {
 	if f.typ != protowire.VarintType {
-		return 0, fmt.Errorf("%w: field %d is not a varint", errRecord, f.num)
+		return 0, f.wrongType()
 	}
 	return int64(f.v), nil
 }
 
 func (f field) time() (time.Time, error) {
 	if f.typ != protowire.VarintType {
-		return time.Time{}, fmt.Errorf("%w: field %d is not a varint", errRecord, f.num)
+		return time.Time{}, f.wrongType()
 	}
 	return time.Unix(0, protowire.DecodeZigZag(f.v)).UTC(), nil
 }
@@ -176,15 +196,8 @@ func (f field) time() (time.Time, error) {
 // decodeJob decodes a protobuf job record; the result shares no memory with b.
 func decodeJob(b []byte, job *Job) error {
 	*job = Job{}
-	var err error
-	var n int64
-	for len(b) > 0 {
-		var f field
-		var size int
-		if f, size, err = nextField(b); err != nil {
-			return err
-		}
-		b = b[size:]
+	return eachField(b, func(f field) (err error) {
+		var n int64
 		switch f.num {
 		case jobFieldID:
 			job.ID, err = f.str()
@@ -203,7 +216,7 @@ func decodeJob(b []byte, job *Job) error {
 			job.InputBytes, err = f.integer()
 		case jobFieldOptions:
 			if f.typ != protowire.BytesType {
-				return fmt.Errorf("%w: field %d is not bytes", errRecord, f.num)
+				return f.wrongType()
 			}
 			job.Options = bytes.Clone(f.bytes)
 		case jobFieldAttempt:
@@ -230,11 +243,8 @@ func decodeJob(b []byte, job *Job) error {
 		case jobFieldOutputSHA256:
 			job.output().SHA256, err = f.str()
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // output returns the job's output, creating it for the decoder.
@@ -289,14 +299,7 @@ func appendMonths(b []byte, num protowire.Number, months map[string]int64) []byt
 // decodeAccount decodes a protobuf account record; MonthlySpend is never nil.
 func decodeAccount(b []byte, acct *Account) error {
 	*acct = Account{MonthlySpend: map[string]int64{}}
-	var err error
-	for len(b) > 0 {
-		var f field
-		var size int
-		if f, size, err = nextField(b); err != nil {
-			return err
-		}
-		b = b[size:]
+	return eachField(b, func(f field) (err error) {
 		switch f.num {
 		case acctFieldID:
 			acct.ID, err = f.str()
@@ -316,35 +319,28 @@ func decodeAccount(b []byte, acct *Account) error {
 		case acctFieldCreatedAt:
 			acct.CreatedAt, err = f.time()
 		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+		return err
+	})
 }
 
 // decodeMonth adds one (month, cents) entry to months.
 func decodeMonth(f field, months map[string]int64) error {
 	if f.typ != protowire.BytesType {
-		return fmt.Errorf("%w: field %d is not bytes", errRecord, f.num)
+		return f.wrongType()
 	}
 	var month string
 	var cents int64
-	for b := f.bytes; len(b) > 0; {
-		g, size, err := nextField(b)
-		if err != nil {
-			return err
-		}
-		b = b[size:]
+	err := eachField(f.bytes, func(g field) (err error) {
 		switch g.num {
 		case monthFieldMonth:
 			month, err = g.str()
 		case monthFieldCents:
 			cents, err = g.integer()
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	months[month] += cents
 	return nil
