@@ -363,11 +363,11 @@ type shortWriter struct{}
 
 func (shortWriter) Write(p []byte) (int, error) { return max(len(p)-1, 0), nil }
 
-// TestRGBARowExhaustive runs every colour, as the first and as the second pixel of a pair,
-// through rgbaRow (RGBA and NRGBA, even and odd rows) and checks the luminances and chroma
-// sums against color.RGBToYCbCr.
-func TestRGBARowExhaustive(t *testing.T) {
-	var p [64]byte
+// TestRGBARowsExhaustive runs every colour, as the first pixel of a pair in one row and as
+// the second in the other (RGBA and NRGBA, every pair of rows), through rgbaRows and checks
+// the luminances and the 2x2 chroma against color.RGBToYCbCr and image/jpeg's rounding.
+func TestRGBARowsExhaustive(t *testing.T) {
+	var p [2][64]byte
 	var u mcu
 	want := func(c int) (y, cb, cr int32) {
 		wy, wcb, wcr := color.RGBToYCbCr(uint8(c>>16), uint8(c>>8), uint8(c))
@@ -375,25 +375,37 @@ func TestRGBARowExhaustive(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
 	for base := 0; base < 1<<24; base += 16 {
-		var cols [16]int
-		for i := range cols {
-			cols[i] = base + i
+		var cols [2][16]int
+		for i := range 16 {
+			cols[0][i] = base + i
+			cols[1][i] = base + i ^ 1
 			if i&1 == 1 && base&32 != 0 {
-				cols[i] = rng.IntN(1 << 24) // vary the partner of each colour too
+				cols[0][i] = rng.IntN(1 << 24) // vary the partner of each colour too
 			}
-			p[4*i], p[4*i+1], p[4*i+2], p[4*i+3] = byte(cols[i]>>16), byte(cols[i]>>8), byte(cols[i]), 0xff
+			for r := range 2 {
+				c := cols[r][i]
+				p[r][4*i], p[r][4*i+1], p[r][4*i+2], p[r][4*i+3] = byte(c>>16), byte(c>>8), byte(c), 0xff
+			}
 		}
-		j := base >> 4 & 15
+		j := base >> 4 & 14
 		nrgba := base&64 != 0
-		rgbaRow(&p, &u, j&^1, nrgba)
+		rgbaRows(&p[0], &p[1], &u, j, nrgba)
 		for i := 0; i < 16; i += 2 {
-			y0, cb0, cr0 := want(cols[i])
-			y1, cb1, cr1 := want(cols[i+1])
-			yo := ((j>>3)*2+i>>3)*blockSize + (j&7&^1)*8 + i&7
+			var cbs, crs int32
+			for r := range 2 {
+				y0, cb0, cr0 := want(cols[r][i])
+				y1, cb1, cr1 := want(cols[r][i+1])
+				cbs += cb0 + cb1
+				crs += cr0 + cr1
+				yo := ((j>>3)*2+i>>3)*blockSize + (j&7+r)*8 + i&7
+				if u.y[yo] != y0 || u.y[yo+1] != y1 {
+					t.Fatalf("row %d colours %06x, %06x: y %d %d, want %d %d", r, cols[r][i], cols[r][i+1], u.y[yo], u.y[yo+1], y0, y1)
+				}
+			}
 			k := 8*(j>>1) + i>>1
-			if u.y[yo] != y0 || u.y[yo+1] != y1 || u.cb[k] != cb0+cb1 || u.cr[k] != cr0+cr1 {
-				t.Fatalf("colours %06x, %06x: y %d %d cb %d cr %d, want y %d %d cb %d cr %d",
-					cols[i], cols[i+1], u.y[yo], u.y[yo+1], u.cb[k], u.cr[k], y0, y1, cb0+cb1, cr0+cr1)
+			if wcb, wcr := (cbs+2)>>2, (crs+2)>>2; u.cb[k] != wcb || u.cr[k] != wcr {
+				t.Fatalf("colours %06x %06x / %06x %06x: cb %d cr %d, want %d %d",
+					cols[0][i], cols[0][i+1], cols[1][i], cols[1][i+1], u.cb[k], u.cr[k], wcb, wcr)
 			}
 		}
 	}
