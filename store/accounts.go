@@ -1,8 +1,6 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -98,19 +96,12 @@ func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (Ac
 }
 
 func findAccount(tx *bolt.Tx, id string) (Account, error) {
-	data := tx.Bucket(bucketAccounts).Get([]byte(id))
-	if data == nil {
-		return Account{}, ErrNotFound
-	}
 	var acct Account
-	var err error
-	if isJSONRecord(data) {
-		err = json.Unmarshal(data, &acct)
-	} else {
-		err = decodeAccount(data, &acct)
-	}
-	if err != nil {
-		return Account{}, fmt.Errorf("decode account record %q: %w", id, err)
+	err := readRecord(tx.Bucket(bucketAccounts).Get([]byte(id)), &acct, decodeAccount)
+	if err == ErrNotFound {
+		return Account{}, err
+	} else if err != nil {
+		return Account{}, fmt.Errorf("account record %q: %w", id, err)
 	}
 	if acct.MonthlySpend == nil {
 		acct.MonthlySpend = map[string]int64{}
@@ -140,11 +131,12 @@ func createKey(tx *bolt.Tx, accountID string, now time.Time) (APIKey, string, er
 		return APIKey{}, "", err
 	}
 	secret := NewKeySecret()
+	hash := hashKey(secret)
 	key := APIKey{
 		ID:        "key_" + randomBase62(16),
 		AccountID: accountID,
 		Prefix:    secret[:KeyDisplayPrefixLen],
-		Hash:      hashKey(secret),
+		Hash:      hash[:],
 		CreatedAt: now.UTC(),
 	}
 	if err := putJSON(tx.Bucket(bucketKeys), []byte(key.ID), key); err != nil {
@@ -206,7 +198,7 @@ func (s *Store) Authenticate(secret string) (APIKey, error) {
 	if err := ParseKey(secret); err != nil {
 		return APIKey{}, fmt.Errorf("%w: %w", ErrUnauthorized, err)
 	}
-	h := sha256.Sum256([]byte(secret))
+	h := hashKey(secret)
 	if key, ok := s.keys.get(h); ok {
 		return key, nil
 	}

@@ -80,7 +80,4 @@ func ParseKey(s string) error {
 }
 
 // hashKey is what the database stores instead of the key itself.
-func hashKey(secret string) []byte {
-	h := sha256.Sum256([]byte(secret))
-	return h[:]
-}
+func hashKey(secret string) [sha256.Size]byte { return sha256.Sum256([]byte(secret)) }

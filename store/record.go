@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -61,6 +62,26 @@ var errRecord = errors.New("malformed record")
 
 // isJSONRecord tells a schema 1 (JSON) record from a protobuf one.
 func isJSONRecord(b []byte) bool { return len(b) > 0 && b[0] == '{' }
+
+// readRecord decodes a record of either schema into *v with decode (protobuf) or
+// encoding/json (schema 1); a nil record is ErrNotFound.
+func readRecord[T any](data []byte, v *T, decode func([]byte, *T) error) error {
+	if data == nil {
+		return ErrNotFound
+	}
+	var zero T
+	*v = zero
+	var err error
+	if isJSONRecord(data) {
+		err = json.Unmarshal(data, v)
+	} else {
+		err = decode(data, v)
+	}
+	if err != nil {
+		return fmt.Errorf("decode: %w", err)
+	}
+	return nil
+}
 
 func appendString(b []byte, num protowire.Number, s string) []byte {
 	if s == "" {
