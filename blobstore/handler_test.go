@@ -361,9 +361,10 @@ func TestHandler_Put_ClientBodyLengthLies(t *testing.T) {
 	}
 }
 
-// startPut begins a PUT of size bytes whose body the test feeds through the
-// returned pipe; the response arrives on the channel.
-func (e *testEnv) startPut(id string, size int64) (*io.PipeWriter, <-chan *http.Response) {
+// startPut begins a PUT of size bytes, sends head and waits until the body
+// streams into tmp/; the test feeds the rest through the returned pipe, and the
+// response arrives on the channel.
+func (e *testEnv) startPut(id string, size int64, head string) (*io.PipeWriter, <-chan *http.Response) {
 	pr, pw := io.Pipe()
 	ch := make(chan *http.Response, 1)
 	req, _ := http.NewRequest("PUT", e.uploadURL(id, size), pr)
@@ -377,16 +378,16 @@ func (e *testEnv) startPut(id string, size int64) (*io.PipeWriter, <-chan *http.
 		}
 		ch <- resp
 	}()
+	if _, err := io.WriteString(pw, head); err != nil {
+		e.t.Fatal(err)
+	}
+	waitFor(e.t, "the PUT to stream", func() bool { return e.tmpHasUpload(id) })
 	return pw, ch
 }
 
 func TestHandler_Put_InProgress(t *testing.T) {
 	e := newTestEnv(t)
-	pw, first := e.startPut("job_abc", 10)
-	if _, err := io.WriteString(pw, "hello"); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the first PUT to stream", func() bool { return e.tmpHasUpload("job_abc") })
+	pw, first := e.startPut("job_abc", 10, "hello")
 
 	wantError(t, e.put(e.uploadURL("job_abc", 10), "0123456789"), 409, "upload_in_progress")
 	if _, err := e.seal("job_abc"); !errors.Is(err, ErrNotFound) {
@@ -410,9 +411,7 @@ func TestHandler_Put_InProgress(t *testing.T) {
 func TestHandler_Put_SealedWhileStreaming(t *testing.T) {
 	e := newTestEnv(t)
 	e.mustUpload("job_abc", "first")
-	pw, second := e.startPut("job_abc", 6)
-	io.WriteString(pw, "sec")
-	waitFor(t, "the second PUT to stream", func() bool { return e.tmpHasUpload("job_abc") })
+	pw, second := e.startPut("job_abc", 6, "sec")
 
 	if n, err := e.seal("job_abc"); err != nil || n != 5 {
 		t.Fatalf("Seal = %d, %v; want 5, nil", n, err)

@@ -248,6 +248,16 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// lockHolders is how many callers hold or wait for the id's lock.
+func (s *Store) lockHolders(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.locks[id]; l != nil {
+		return l.refs
+	}
+	return 0
+}
+
 // tmpHasUpload reports whether a PUT for id is streaming into tmp/.
 func (e *testEnv) tmpHasUpload(id string) bool {
 	m, _ := filepath.Glob(filepath.Join(e.dir, "tmp", "put-"+id+"-*"))

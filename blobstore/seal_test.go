@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"testing"
-	"time"
 )
 
 // startedSet is a Config.Started backed by a set the test changes.
@@ -53,9 +52,7 @@ func TestHandler_Put_RefusedWhenStarted(t *testing.T) {
 	wantError(t, e.put(e.uploadURL("job_abc", 6), "second"), 409, "upload_sealed")
 
 	e.mustUpload("job_def", "first")
-	pw, second := e.startPut("job_def", 6)
-	io.WriteString(pw, "sec")
-	waitFor(t, "the second PUT to stream", func() bool { return e.tmpHasUpload("job_def") })
+	pw, second := e.startPut("job_def", 6, "sec")
 	set.start("job_def")
 	io.WriteString(pw, "ond")
 	pw.Close()
@@ -157,13 +154,11 @@ func TestStore_Seal_StartErrorAndNoStarted(t *testing.T) {
 func TestStore_Seal_PutWaitsForStart(t *testing.T) {
 	e := newTestEnv(t)
 	e.mustUpload("job_abc", "first")
-	pw, second := e.startPut("job_abc", 6)
-	io.WriteString(pw, "sec")
-	waitFor(t, "the second PUT to stream", func() bool { return e.tmpHasUpload("job_abc") })
+	pw, second := e.startPut("job_abc", 6, "sec")
 	err := e.st.Seal("job_abc", func(size int64) error {
 		io.WriteString(pw, "ond")
 		pw.Close() // the PUT now heads for its commit, which needs the lock Seal holds
-		time.Sleep(50 * time.Millisecond)
+		waitFor(t, "the PUT to wait for the id lock", func() bool { return e.st.lockHolders("job_abc") == 2 })
 		e.started.start("job_abc")
 		return nil
 	})

@@ -206,21 +206,33 @@ func (s *Store) Seal(jobID string, start func(size int64) error) error {
 	}
 	unlock := s.lockID(jobID)
 	defer unlock()
-	var fi os.FileInfo
-	err := fs.ErrNotExist
-	if s.legacyInputs {
-		fi, err = os.Stat(filepath.Join(s.inputs, jobID))
-	}
+	fi, err := firstExisting(s.inputNames(jobID), os.Stat)
 	if errors.Is(err, fs.ErrNotExist) {
-		fi, err = os.Stat(filepath.Join(s.uploads, jobID))
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("seal %s: no upload: %w", jobID, ErrNotFound)
-		}
-	}
-	if err != nil {
+		return fmt.Errorf("seal %s: no upload: %w", jobID, ErrNotFound)
+	} else if err != nil {
 		return fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
 	}
 	return start(fi.Size())
+}
+
+// inputNames are where a started job's input can be, in the order they win: inputs/{id} when
+// an earlier version sealed inputs there (legacyInputs), then uploads/{id}.
+func (s *Store) inputNames(jobID string) []string {
+	if s.legacyInputs {
+		return []string{filepath.Join(s.inputs, jobID), filepath.Join(s.uploads, jobID)}
+	}
+	return []string{filepath.Join(s.uploads, jobID)}
+}
+
+// firstExisting applies op to each name in turn and returns the first result that is not
+// fs.ErrNotExist (or that error, when none exists).
+func firstExisting[T any](names []string, op func(string) (T, error)) (v T, err error) {
+	for _, name := range names {
+		if v, err = op(name); !errors.Is(err, fs.ErrNotExist) {
+			return v, err
+		}
+	}
+	return v, err
 }
 
 // OpenInput opens the input of a started job for reading: inputs/{id} when an
@@ -230,14 +242,7 @@ func (s *Store) OpenInput(jobID string) (*os.File, error) {
 	if !validID(jobID) {
 		return nil, ErrInvalidID
 	}
-	var f *os.File
-	err := fs.ErrNotExist
-	if s.legacyInputs {
-		f, err = os.Open(filepath.Join(s.inputs, jobID))
-	}
-	if errors.Is(err, fs.ErrNotExist) {
-		f, err = os.Open(filepath.Join(s.uploads, jobID))
-	}
+	f, err := firstExisting(s.inputNames(jobID), os.Open)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open input %s: %w", jobID, ErrNotFound)
 	} else if err != nil {
