@@ -271,7 +271,8 @@ func TestVP8PlanesFromRGBA_SameFileAsLibwebp(t *testing.T) {
 			}
 		}
 		for name, img := range map[string]image.Image{"photo RGBA": rgba, "noise NRGBA": noise} {
-			planes, ok := vp8PlanesFromRGBA(pixOf(img), strideOf(img), size.X, size.Y)
+			pix, stride, _ := rgbaPixels(img)
+			planes, ok := vp8PlanesFromRGBA(pix, stride, size.X, size.Y)
 			if !ok {
 				t.Fatalf("%v %s: reported translucent", size, name)
 			}
@@ -308,24 +309,4 @@ func TestVP8PlanesFromRGBA_SameFileAsLibwebp(t *testing.T) {
 	if _, ok := vp8PlanesFromRGBA(big.Pix, big.Stride, 40, 30); ok {
 		t.Error("a translucent pixel was not noticed")
 	}
-}
-
-func pixOf(img image.Image) []uint8 {
-	switch m := img.(type) {
-	case *image.RGBA:
-		return m.Pix
-	case *image.NRGBA:
-		return m.Pix
-	}
-	panic("pixOf: not RGBA or NRGBA")
-}
-
-func strideOf(img image.Image) int {
-	switch m := img.(type) {
-	case *image.RGBA:
-		return m.Stride
-	case *image.NRGBA:
-		return m.Stride
-	}
-	panic("strideOf: not RGBA or NRGBA")
 }

@@ -207,6 +207,12 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts Options)
 		quality = opts.Quality
 	}
 	var m image.Image
+	if pix, stride, ok := rgbaPixels(img); ok {
+		// Opaque RGB(A) is converted to the planes here, as libwebp would (image_webp_yuv.go).
+		if planes, opaque := vp8PlanesFromRGBA(pix, stride, img.Bounds().Dx(), img.Bounds().Dy()); opaque {
+			m = planes
+		}
+	}
 	switch s := img.(type) {
 	case *image.NYCbCrA:
 		// libwebp takes 4:2:0 planes as they are, sparing a round trip through RGB.
@@ -217,15 +223,6 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts Options)
 		// A 4:2:0 JPEG's planes go in as they are too, rescaled to VP8's range.
 		if s.SubsampleRatio == image.YCbCrSubsampleRatio420 && s.Rect.Min == (image.Point{}) {
 			m = vp8PlanesFromJPEG(s)
-		}
-	case *image.RGBA:
-		// Opaque RGB(A) is converted to the planes here, as libwebp would (image_webp_yuv.go).
-		if planes, ok := vp8PlanesFromRGBA(s.Pix[s.PixOffset(s.Rect.Min.X, s.Rect.Min.Y):], s.Stride, s.Rect.Dx(), s.Rect.Dy()); ok {
-			m = planes
-		}
-	case *image.NRGBA:
-		if planes, ok := vp8PlanesFromRGBA(s.Pix[s.PixOffset(s.Rect.Min.X, s.Rect.Min.Y):], s.Stride, s.Rect.Dx(), s.Rect.Dy()); ok {
-			m = planes
 		}
 	}
 	if m == nil {

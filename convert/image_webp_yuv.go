@@ -72,10 +72,8 @@ func vp8PlanesFromRGBA(pix []uint8, stride, w, h int) (*image.NYCbCrA, bool) {
 		if y+1 < h {
 			row1 = pix[(y+1)*stride:][:4*w]
 		}
-		for i, row := range [2][]uint8{row0, row1} {
-			if i == 1 && y+1 == h {
-				break
-			}
+		for i := 0; i < 2 && y+i < h; i++ {
+			row := pix[(y+i)*stride:][:4*w]
 			dst := m.Y[(y+i)*m.YStride:][:w]
 			for x := range dst {
 				p := row[4*x : 4*x+4 : 4*x+4]
@@ -105,4 +103,16 @@ func vp8PlanesFromRGBA(pix []uint8, stride, w, h int) (*image.NYCbCrA, bool) {
 		m.A[i] = 0xff
 	}
 	return m, true
+}
+
+// rgbaPixels returns the 8-bit RGBA samples of an *image.RGBA or *image.NRGBA from its first
+// pixel, and its stride; ok is false for any other type. Opaque pixels read the same in both.
+func rgbaPixels(img image.Image) (pix []uint8, stride int, ok bool) {
+	switch m := img.(type) {
+	case *image.RGBA:
+		return m.Pix[m.PixOffset(m.Rect.Min.X, m.Rect.Min.Y):], m.Stride, true
+	case *image.NRGBA:
+		return m.Pix[m.PixOffset(m.Rect.Min.X, m.Rect.Min.Y):], m.Stride, true
+	}
+	return nil, 0, false
 }
