@@ -102,10 +102,8 @@ func Open(cfg Config) (*Store, error) {
 	if err := s.removeStaleTemp(); err != nil {
 		return nil, err
 	}
-	if entries, err := os.ReadDir(s.inputs); err != nil {
+	if s.legacyInputs, err = dirHasEntries(s.inputs); err != nil {
 		return nil, fmt.Errorf("%w: read %s: %w", ErrStorage, s.inputs, err)
-	} else if len(entries) > 0 {
-		s.legacyInputs = true
 	}
 	switch {
 	case cfg.Secret != nil && len(cfg.Secret) < minSecretLen:
@@ -436,6 +434,20 @@ func (s *Store) writeFileAtomic(dir, name string, data []byte) error {
 		return fmt.Errorf("%w: %w", ErrStorage, err)
 	}
 	return nil
+}
+
+// dirHasEntries reports whether dir holds anything, reading one name rather than the listing.
+func dirHasEntries(dir string) (bool, error) {
+	d, err := os.Open(dir)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(1)
+	if err == io.EOF {
+		return false, nil
+	}
+	return len(names) > 0, err
 }
 
 // syncDir makes renames and removals in dir durable.
