@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -88,6 +89,9 @@ type phase struct {
 	// serverCPU and clientCPU are the CPU seconds the server process and this program
 	// used during the phase: on a shared machine they say who the cores went to.
 	serverCPU, clientCPU float64
+	// writes and commits are convsvc's store writes and the bbolt transactions that carried
+	// them during the phase (from /metrics): writes/commits is the group commit's size.
+	writes, commits float64
 }
 
 func (p phase) rate() float64 { return float64(p.ok) / p.elapsed.Seconds() }
@@ -97,15 +101,20 @@ func (p phase) cpuNote() string {
 	if p.ok == 0 {
 		return "no operations"
 	}
-	return fmt.Sprintf("server %.0f µs CPU/op, client %.0f µs/op, %.0f%% of %d cores busy",
+	note := fmt.Sprintf("server %.0f µs CPU/op, client %.0f µs/op, %.0f%% of %d cores busy",
 		1e6*p.serverCPU/float64(p.ok), 1e6*p.clientCPU/float64(p.ok),
 		100*(p.serverCPU+p.clientCPU)/p.elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
+	if p.commits > 0 {
+		note += fmt.Sprintf(", %.0f commits/s of %.1f writes each", p.commits/p.elapsed.Seconds(), p.writes/p.commits)
+	}
+	return note
 }
 
-// measured runs a phase and records the CPU the server (pid) and this process used meanwhile.
+// measured runs a phase and records the CPU the server (pid) and this process used meanwhile,
+// and, given convsvc's /metrics URL, its store writes and commits.
 // With $CONVSVC_CPUPROFILE set (the server is bench/serveprof), the server's profile is cut
 // before and after the phase with SIGUSR1, so each phase has a profile file of its own.
-func measured(pid int, run func() phase) phase {
+func measured(pid int, metricsURL string, run func() phase) phase {
 	cut := func() {
 		if os.Getenv("CONVSVC_CPUPROFILE") != "" {
 			syscall.Kill(pid, syscall.SIGUSR1)
@@ -113,10 +122,40 @@ func measured(pid int, run func() phase) phase {
 	}
 	cut()
 	s0, c0 := benchkit.ProcCPU(pid), benchkit.ProcCPU(os.Getpid())
+	w0, t0 := storeWrites(metricsURL)
 	p := run()
 	cut()
 	p.serverCPU, p.clientCPU = benchkit.ProcCPU(pid)-s0, benchkit.ProcCPU(os.Getpid())-c0
+	w1, t1 := storeWrites(metricsURL)
+	p.writes, p.commits = w1-w0, t1-t0
 	return p
+}
+
+// storeWrites reads convsvc's store write and write transaction counters from its /metrics
+// (zeros for a server without them, or an empty URL).
+func storeWrites(metricsURL string) (writes, commits float64) {
+	if metricsURL == "" {
+		return 0, 0
+	}
+	resp, err := http.Get(metricsURL)
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		name, value, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "convsvc_store_writes_total":
+			fmt.Sscan(value, &writes)
+		case "convsvc_store_write_transactions_total":
+			fmt.Sscan(value, &commits)
+		}
+	}
+	return writes, commits
 }
 
 // result is one contender's figures in one round.
@@ -398,7 +437,7 @@ func convsvcRound(bin, work string, clients, nkeys int, duration time.Duration) 
 	rss := benchkit.SampleRSS(p.Pid(), 100*time.Millisecond)
 	var r result
 	var jobs []job
-	r.create = measured(p.Pid(), func() phase {
+	r.create = measured(p.Pid(), p.URL+"/metrics", func() phase {
 		var ph phase
 		ph, jobs = createPhase(p.URL, hc, clients, keys, duration, len(img))
 		return ph
@@ -406,7 +445,7 @@ func convsvcRound(bin, work string, clients, nkeys int, duration time.Duration) 
 	r.upload = eachJob(jobs, clients, 10*duration, "upload", func(j job) error {
 		return benchkit.Upload(ctx, hc, j.uploadURL, bytes.NewReader(img), int64(len(img)))
 	})
-	r.start = measured(p.Pid(), func() phase {
+	r.start = measured(p.Pid(), p.URL+"/metrics", func() phase {
 		return eachJob(jobs, clients, duration, "start", func(j job) error {
 			return benchkit.DoJSON(ctx, hc, "POST", p.URL+"/v1/jobs/"+j.id+"/start", j.key, nil, nil)
 		})
@@ -450,12 +489,12 @@ func bareRound(self string, clients int, duration time.Duration) (result, error)
 	var r result
 	var jobs []job
 	pid := cmd.Process.Pid
-	r.create = measured(pid, func() phase {
+	r.create = measured(pid, "", func() phase {
 		var ph phase
 		ph, jobs = createPhase(base, hc, clients, keys, duration, 100)
 		return ph
 	})
-	r.start = measured(pid, func() phase {
+	r.start = measured(pid, "", func() phase {
 		return eachJob(jobs, clients, duration, "start", func(j job) error {
 			return benchkit.DoJSON(context.Background(), hc, "POST", base+"/v1/jobs/"+j.id+"/start", j.key, nil, nil)
 		})
