@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -75,15 +74,14 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 			Options:      p.Options,
 			CreatedAt:    now,
 			ExpiresAt:    now.Add(s.opts.Retention),
+			PrevJobID:    acct.LastJobID,
 		}
 		acct.ReservedCents++
+		acct.LastJobID = job.ID
 		if err := putAccount(tx, acct); err != nil {
 			return err
 		}
 		if err := putJob(tx, job); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketAccountJobs).Put(accountJobKey(job.AccountID, job.Seq), []byte(job.ID)); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketExpiry).Put(timeKey(job.ExpiresAt, job.ID), nil); err != nil {
@@ -121,6 +119,8 @@ func (s *Store) Job(accountID, jobID string) (Job, error) {
 }
 
 // ListJobs returns a page of the account's live jobs, newest first, and whether more follow.
+// It follows the account's list of jobs (Account.LastJobID, then each Job.PrevJobID) until
+// a job that no longer exists.
 func (s *Store) ListJobs(accountID string, p ListParams) ([]Job, bool, error) {
 	if p.Limit <= 0 {
 		p.Limit = 20
@@ -129,29 +129,33 @@ func (s *Store) ListJobs(accountID string, p ListParams) ([]Job, bool, error) {
 	out := []Job{}
 	hasMore := false
 	err := s.db.View(func(tx *bolt.Tx) error {
-		prefix := append([]byte(accountID), 0)
-		c := tx.Bucket(bucketAccountJobs).Cursor()
-		var k, v []byte
+		var next string
 		if p.StartingAfter != "" {
 			after, err := findOwnJob(tx, accountID, p.StartingAfter, now)
 			if err != nil {
 				return err
 			}
-			c.Seek(accountJobKey(accountID, after.Seq))
-			k, v = c.Prev()
+			next = after.PrevJobID
 		} else {
-			// Seek past the account's last key, then step back onto it.
-			if k, _ = c.Seek(append([]byte(accountID), 1)); k == nil {
-				k, v = c.Last()
-			} else {
-				k, v = c.Prev()
-			}
-		}
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
-			job, err := findJob(tx, string(v))
-			if err != nil {
+			acct, err := findAccount(tx, accountID)
+			if err == ErrNotFound {
+				return nil
+			} else if err != nil {
 				return err
 			}
+			next = acct.LastJobID
+		}
+		for next != "" {
+			job, err := findJob(tx, next)
+			if err == ErrNotFound {
+				return nil // retention deleted the rest
+			} else if err != nil {
+				return err
+			}
+			if job.AccountID != accountID {
+				return fmt.Errorf("job %s of account %s is on account %s's list", job.ID, job.AccountID, accountID)
+			}
+			next = job.PrevJobID
 			if !now.Before(job.ExpiresAt) || (p.Status != "" && job.Status != p.Status) {
 				continue
 			}
@@ -515,13 +519,46 @@ func deleteJob(tx *bolt.Tx, job Job) error {
 			return err
 		}
 	}
-	if err := tx.Bucket(bucketAccountJobs).Delete(accountJobKey(job.AccountID, job.Seq)); err != nil {
+	if err := unlinkJob(tx, job); err != nil {
 		return err
 	}
 	if err := tx.Bucket(bucketExpiry).Delete(timeKey(job.ExpiresAt, job.ID)); err != nil {
 		return err
 	}
 	return tx.Bucket(bucketJobs).Delete([]byte(job.ID))
+}
+
+// unlinkJob keeps the account's list of jobs whole when job goes while an older job of the
+// account stays (retention was shortened across a restart, or the clock stepped back): the job
+// that points at it, or the account if it is the newest, is pointed past it. Jobs usually go
+// oldest first, and then there is nothing to do, since a job that no longer exists ends a list.
+func unlinkJob(tx *bolt.Tx, job Job) error {
+	jobs := tx.Bucket(bucketJobs)
+	if job.PrevJobID == "" || jobs.Get([]byte(job.PrevJobID)) == nil {
+		return nil
+	}
+	acct, err := findAccount(tx, job.AccountID)
+	if err != nil {
+		return err
+	}
+	if acct.LastJobID == job.ID {
+		acct.LastJobID = job.PrevJobID
+		return putAccount(tx, acct)
+	}
+	for id := acct.LastJobID; id != ""; {
+		newer, err := findJob(tx, id)
+		if err == ErrNotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if newer.PrevJobID == job.ID {
+			newer.PrevJobID = job.PrevJobID
+			return putJob(tx, newer)
+		}
+		id = newer.PrevJobID
+	}
+	return nil
 }
 
 // newJobID returns "job_", the creation time in milliseconds as 8 base62 digits, and 16 random

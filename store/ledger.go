@@ -10,13 +10,16 @@ import (
 
 // VerifyLedger checks, in one read transaction, the invariants DESIGN.md promises: for every
 // account reserved_cents equals its unfinished jobs and each month's spend equals the jobs that
-// succeeded in it; every index agrees with the job records. It returns every violation found.
+// succeeded in it; every index agrees with the job records, and each account's list of jobs
+// (Account.LastJobID, Job.PrevJobID) holds exactly its jobs, newest first. It returns every
+// violation found.
 func (s *Store) VerifyLedger() error {
 	var problems []error
 	err := s.db.View(func(tx *bolt.Tx) error {
 		unfinished := map[string]int64{}
 		successes := map[string]map[string]int64{}
 		queued, running := map[string]bool{}, map[string]bool{}
+		jobsOf := map[string]int{}
 		err := tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 			job, err := findJob(tx, string(k))
 			if err != nil {
@@ -38,6 +41,7 @@ func (s *Store) VerifyLedger() error {
 			default:
 				problems = append(problems, fmt.Errorf("job %s has illegal status %q", job.ID, job.Status))
 			}
+			jobsOf[job.AccountID]++
 			if job.Status == StatusQueued {
 				queued[job.ID] = true
 			}
@@ -86,6 +90,12 @@ func (s *Store) VerifyLedger() error {
 			if !maps.Equal(got, want) {
 				problems = append(problems, fmt.Errorf("account %s spend %v, successes %v", acct.ID, got, want))
 			}
+			listed, err := verifyJobList(tx, acct)
+			if err != nil {
+				problems = append(problems, err)
+			} else if listed != jobsOf[acct.ID] {
+				problems = append(problems, fmt.Errorf("account %s lists %d of its %d jobs", acct.ID, listed, jobsOf[acct.ID]))
+			}
 			return nil
 		})
 	})
@@ -93,4 +103,28 @@ func (s *Store) VerifyLedger() error {
 		return fmt.Errorf("verify ledger: %w", err)
 	}
 	return errors.Join(problems...)
+}
+
+// verifyJobList follows the account's list of jobs and counts them, checking that each is the
+// account's and older than the one before.
+func verifyJobList(tx *bolt.Tx, acct Account) (int, error) {
+	n := 0
+	var newer Job
+	for id := acct.LastJobID; id != ""; {
+		job, err := findJob(tx, id)
+		if err == ErrNotFound {
+			break
+		} else if err != nil {
+			return n, err
+		}
+		if job.AccountID != acct.ID {
+			return n, fmt.Errorf("account %s lists job %s of account %s", acct.ID, job.ID, job.AccountID)
+		}
+		if n > 0 && job.Seq >= newer.Seq {
+			return n, fmt.Errorf("account %s lists job %s (seq %d) after job %s (seq %d)", acct.ID, job.ID, job.Seq, newer.ID, newer.Seq)
+		}
+		n++
+		newer, id = job, job.PrevJobID
+	}
+	return n, nil
 }

@@ -41,6 +41,7 @@ const (
 	jobFieldExpiresAt    protowire.Number = 16 // 15 is skipped: see isJSONRecord
 	jobFieldOutputBytes  protowire.Number = 17
 	jobFieldOutputSHA256 protowire.Number = 18
+	jobFieldPrevJobID    protowire.Number = 19
 )
 
 // Field numbers of an account record; the monthly maps are repeated (month, cents) messages.
@@ -52,6 +53,7 @@ const (
 	acctFieldMonthlySpend    protowire.Number = 5
 	acctFieldPurgedSuccesses protowire.Number = 6
 	acctFieldCreatedAt       protowire.Number = 7
+	acctFieldLastJobID       protowire.Number = 8
 
 	monthFieldMonth protowire.Number = 1
 	monthFieldCents protowire.Number = 2
@@ -137,7 +139,7 @@ func appendJob(b []byte, job *Job) []byte {
 		b = protowire.AppendVarint(b, uint64(job.Output.Bytes))
 		b = appendString(b, jobFieldOutputSHA256, job.Output.SHA256)
 	}
-	return b
+	return appendString(b, jobFieldPrevJobID, job.PrevJobID)
 }
 
 // field is one decoded field of a record: its number and either its varint or its bytes.
@@ -263,6 +265,8 @@ func decodeJob(b []byte, job *Job) error {
 			job.output().Bytes, err = f.integer()
 		case jobFieldOutputSHA256:
 			job.output().SHA256, err = f.str()
+		case jobFieldPrevJobID:
+			job.PrevJobID, err = f.str()
 		}
 		return err
 	})
@@ -299,7 +303,8 @@ func appendAccount(b []byte, acct *Account) []byte {
 	b = appendInt(b, acctFieldReservedCents, acct.ReservedCents)
 	b = appendMonths(b, acctFieldMonthlySpend, acct.MonthlySpend)
 	b = appendMonths(b, acctFieldPurgedSuccesses, acct.PurgedSuccesses)
-	return appendTime(b, acctFieldCreatedAt, acct.CreatedAt)
+	b = appendTime(b, acctFieldCreatedAt, acct.CreatedAt)
+	return appendString(b, acctFieldLastJobID, acct.LastJobID)
 }
 
 func appendMonths(b []byte, num protowire.Number, months map[string]int64) []byte {
@@ -339,6 +344,8 @@ func decodeAccount(b []byte, acct *Account) error {
 			err = decodeMonth(f, acct.PurgedSuccesses)
 		case acctFieldCreatedAt:
 			acct.CreatedAt, err = f.time()
+		case acctFieldLastJobID:
+			acct.LastJobID, err = f.str()
 		}
 		return err
 	})

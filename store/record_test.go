@@ -25,7 +25,7 @@ func recordJobs() []Job {
 		{ID: "job_b", AccountID: "acct_b", Seq: 1<<64 - 1, Status: StatusSucceeded, InputFormat: "jpeg",
 			TargetFormat: "webp", InputBytes: MaxInputBytes, Options: json.RawMessage(`{"quality":85}`),
 			Attempt: 3, CreatedAt: at, StartedAt: &at, FinishedAt: &later, ExpiresAt: later,
-			Output: &Output{Bytes: 1 << 40, SHA256: strings.Repeat("ab", 32)}},
+			Output: &Output{Bytes: 1 << 40, SHA256: strings.Repeat("ab", 32)}, PrevJobID: "job_a"},
 		{ID: "job_c", AccountID: "acct_c", Status: StatusFailed, ErrorCode: CodeConversionFailed,
 			ErrorMessage: "bad \"input\"\n\x00é", CreatedAt: time.Unix(0, 0).UTC(), StartedAt: &at,
 			FinishedAt: &at, ExpiresAt: at, Output: &Output{}},
@@ -52,6 +52,7 @@ func TestJobRecord_RoundTrip(t *testing.T) {
 // read from the JSON record schema 1 wrote, so upgraded files behave the same.
 func TestJobRecord_SameAsJSON(t *testing.T) {
 	for _, job := range recordJobs() {
+		job.PrevJobID = "" // schema 1 had no links
 		js, err := json.Marshal(job)
 		if err != nil {
 			t.Fatal(err)
@@ -75,7 +76,7 @@ func TestAccountRecord_RoundTrip(t *testing.T) {
 		{ID: "acct_a", Name: "default", SpendCapCents: 1000, MonthlySpend: map[string]int64{}, CreatedAt: at},
 		{ID: "acct_b", Name: "n", SpendCapCents: 1 << 50, ReservedCents: 7,
 			MonthlySpend:    map[string]int64{"2026-10": 12, "2026-11": 1 << 40},
-			PurgedSuccesses: map[string]int64{"2026-10": 3}, CreatedAt: at},
+			PurgedSuccesses: map[string]int64{"2026-10": 3}, CreatedAt: at, LastJobID: "job_b"},
 	} {
 		rec := appendAccount(nil, &want)
 		var got Account
@@ -141,9 +142,9 @@ func TestStatusOf_Protobuf(t *testing.T) {
 	}
 }
 
-// TestStore_UpgradesSchema1 opens a file written by schema 1 (JSON records, schema number 1):
-// its jobs and accounts read, change and count as before, a changed record is rewritten as
-// protobuf, the ledger still checks, and the file's schema number becomes 2.
+// TestStore_UpgradesSchema1 opens a file written by schema 1 (JSON records, the account_jobs
+// index, schema number 1): its jobs and accounts read, change and count as before, a changed
+// record is rewritten as protobuf, the ledger still checks, and the schema number becomes 3.
 func TestStore_UpgradesSchema1(t *testing.T) {
 	clk := newClock()
 	path := filepath.Join(t.TempDir(), "convsvc.db")
@@ -157,42 +158,7 @@ func TestStore_UpgradesSchema1(t *testing.T) {
 	if _, err := s.StartJob(a.ID, queued.ID, 20); err != nil {
 		t.Fatal(err)
 	}
-	// Rewrite every job and account record as JSON and mark the file schema 1.
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		for _, bucket := range [][]byte{bucketJobs, bucketAccounts} {
-			b := tx.Bucket(bucket)
-			recs := map[string][]byte{}
-			err := b.ForEach(func(k, v []byte) error {
-				var js []byte
-				var err error
-				if string(bucket) == string(bucketJobs) {
-					var job Job
-					if err = decodeJob(v, &job); err == nil {
-						js, err = json.Marshal(job)
-					}
-				} else {
-					var acct Account
-					if err = decodeAccount(v, &acct); err == nil {
-						js, err = json.Marshal(acct)
-					}
-				}
-				recs[string(k)] = js
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			for k, v := range recs {
-				if err := b.Put([]byte(k), v); err != nil {
-					return err
-				}
-			}
-		}
-		return tx.Bucket(bucketMeta).Put([]byte("schema"), u64(1))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rewriteAsOldSchema(t, s, 1)
 	s.Close()
 
 	s, err = Open(path, Options{Now: clk.Now})
@@ -209,10 +175,13 @@ func TestStore_UpgradesSchema1(t *testing.T) {
 		return v
 	}
 	if rec := raw(bucketJobs, created.ID); !isJSONRecord(rec) {
-		t.Fatalf("test setup: job record is not JSON: %q", rec)
+		t.Fatalf("the oldest job, linked to nothing, was rewritten: %q", rec)
 	}
-	if schema := raw(bucketMeta, "schema"); binary.BigEndian.Uint64(schema) != 2 {
-		t.Errorf("schema after open = %d, want 2", binary.BigEndian.Uint64(schema))
+	if rec := raw(bucketJobs, queued.ID); isJSONRecord(rec) {
+		t.Fatalf("the newer job stayed JSON: the upgrade did not link it to the older")
+	}
+	if schema := raw(bucketMeta, "schema"); binary.BigEndian.Uint64(schema) != 3 {
+		t.Errorf("schema after open = %d, want 3", binary.BigEndian.Uint64(schema))
 	}
 	if got, err := s.Job(a.ID, created.ID); err != nil || !reflect.DeepEqual(got, created) {
 		t.Errorf("Job = %+v, %v; want %+v", got, err, created)
@@ -230,10 +199,7 @@ func TestStore_UpgradesSchema1(t *testing.T) {
 	if rec := raw(bucketJobs, created.ID); isJSONRecord(rec) {
 		t.Error("a changed job record stayed JSON")
 	}
-	if rec := raw(bucketAccounts, a.ID); !isJSONRecord(rec) {
-		// StartJob reads the account but does not change it.
-		t.Error("an unchanged account record was rewritten")
-	}
+
 	job, ok, err := s.ClaimJob()
 	if err != nil || !ok {
 		t.Fatalf("ClaimJob = %s %v %v", job.ID, ok, err)
@@ -249,6 +215,142 @@ func TestStore_UpgradesSchema1(t *testing.T) {
 	}
 	if err := s.VerifyLedger(); err != nil {
 		t.Errorf("ledger: %v", err)
+	}
+}
+
+// rewriteAsOldSchema turns s's file into one an older binary wrote: schema 1 has JSON
+// records, schema 2 protobuf ones; both list jobs in the account_jobs index instead of linking
+// them. s stays open.
+func rewriteAsOldSchema(t *testing.T, s *Store, schema uint64) {
+	t.Helper()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		index, err := tx.CreateBucket(bucketAccountJobs)
+		if err != nil {
+			return err
+		}
+		for _, bucket := range [][]byte{bucketJobs, bucketAccounts} {
+			b := tx.Bucket(bucket)
+			recs := map[string][]byte{}
+			err := b.ForEach(func(k, v []byte) error {
+				var old []byte
+				var err error
+				if string(bucket) == string(bucketJobs) {
+					var job Job
+					if err = decodeJob(v, &job); err != nil {
+						return err
+					}
+					job.PrevJobID = ""
+					key := binary.BigEndian.AppendUint64(append([]byte(job.AccountID), 0), job.Seq)
+					if err := index.Put(key, []byte(job.ID)); err != nil {
+						return err
+					}
+					old = appendJob(nil, &job)
+					if schema == 1 {
+						old, err = json.Marshal(job)
+					}
+				} else {
+					var acct Account
+					if err = decodeAccount(v, &acct); err != nil {
+						return err
+					}
+					acct.LastJobID = ""
+					old = appendAccount(nil, &acct)
+					if schema == 1 {
+						old, err = json.Marshal(acct)
+					}
+				}
+				recs[string(k)] = old
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			for k, v := range recs {
+				if err := b.Put([]byte(k), v); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket(bucketMeta).Put([]byte("schema"), u64(schema))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStore_UpgradesSchema2 opens a schema 2 file, whose account_jobs index lists jobs, after
+// an earlier open was cut short one transaction into moving it: the index becomes links, each
+// account lists the same jobs in the same order, and new jobs join the lists.
+func TestStore_UpgradesSchema2(t *testing.T) {
+	defer func(n int) { migrateChunk = n }(migrateChunk)
+	migrateChunk = 4
+
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "convsvc.db")
+	s, err := Open(path, Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := mustAccount(t, s, 100), mustAccount(t, s, 100)
+	want := map[string][]string{}
+	for i := range 7 {
+		for _, acct := range []Account{a, b} {
+			if acct.ID == b.ID && i%2 == 1 {
+				continue
+			}
+			job := mustCreate(t, s, acct.ID, 1)
+			want[acct.ID] = append([]string{job.ID}, want[acct.ID]...)
+		}
+	}
+	// a's oldest job is cancelled, then its record goes but not its index entry, which the
+	// upgrade drops.
+	gone, err := s.CancelJob(a.ID, want[a.ID][len(want[a.ID])-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewriteAsOldSchema(t, s, 2)
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketExpiry).Delete(timeKey(gone.ExpiresAt, gone.ID)); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketJobs).Delete([]byte(gone.ID))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[a.ID] = want[a.ID][:len(want[a.ID])-1]
+	if done, err := migrateAccountJobsChunk(s.db); err != nil || done {
+		t.Fatalf("first chunk: done %v, %v", done, err)
+	}
+	s.Close()
+
+	s, err = Open(path, Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketAccountJobs) != nil {
+			t.Error("account_jobs is still there")
+		}
+		return nil
+	})
+	for _, acct := range []Account{a, b} {
+		page, more, err := s.ListJobs(acct.ID, ListParams{Limit: 100})
+		if err != nil || more {
+			t.Fatalf("ListJobs: more %v, %v", more, err)
+		}
+		var got []string
+		for _, j := range page {
+			got = append(got, j.ID)
+		}
+		newer := mustCreate(t, s, acct.ID, 1)
+		if !reflect.DeepEqual(got, want[acct.ID]) || newer.PrevJobID != got[0] {
+			t.Errorf("account %s lists %v, want %v; a new job follows %s", acct.ID, got, want[acct.ID], newer.PrevJobID)
+		}
+	}
+	if err := s.VerifyLedger(); err != nil {
+		t.Error(err)
 	}
 }
 

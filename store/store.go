@@ -22,19 +22,24 @@ var (
 	bucketKeys        = []byte("keys")
 	bucketKeyHashes   = []byte("key_hashes")
 	bucketJobs        = []byte("jobs")
-	bucketAccountJobs = []byte("account_jobs") // accountID 0x00 seq(8) -> jobID
-	bucketQueue       = []byte("queue")        // queuedAt(8) jobID -> nil, oldest first
-	bucketRunning     = []byte("running")      // jobID -> nil
-	bucketExpiry      = []byte("expiry")       // expiresAt(8) jobID -> nil
-	bucketIdempotency = []byte("idempotency")  // accountID 0x00 key -> idempotencyRecord
+	bucketQueue       = []byte("queue")       // queuedAt(8) jobID -> nil, oldest first
+	bucketRunning     = []byte("running")     // jobID -> nil
+	bucketExpiry      = []byte("expiry")      // expiresAt(8) jobID -> nil
+	bucketIdempotency = []byte("idempotency") // accountID 0x00 key -> idempotencyRecord
+
+	// bucketAccountJobs (accountID 0x00 seq(8) -> jobID) listed an account's jobs until
+	// schema 3, which links them instead (Job.PrevJobID); Open moves it into the links.
+	bucketAccountJobs = []byte("account_jobs")
 
 	allBuckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketKeyHashes, bucketJobs,
-		bucketAccountJobs, bucketQueue, bucketRunning, bucketExpiry, bucketIdempotency}
+		bucketQueue, bucketRunning, bucketExpiry, bucketIdempotency}
 )
 
 // schemaVersion 2 writes job and account records as protobuf messages (record.go); it reads
-// schema 1's JSON records and upgrades the file's number, so an older binary refuses it.
-const schemaVersion = 2
+// schema 1's JSON records. Schema 3 lists an account's jobs by linking each to the one before
+// (Job.PrevJobID) instead of the account_jobs index. Open upgrades an older file's number
+// first, so an older binary refuses it, then moves its index into links (migrateAccountJobs).
+const schemaVersion = 3
 
 // Options configures a Store.
 type Options struct {
@@ -113,6 +118,9 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})
+	if err == nil {
+		err = migrateAccountJobs(db)
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
@@ -222,11 +230,82 @@ func timeKey(t time.Time, id string) []byte {
 	return append(b, id...)
 }
 
-func accountJobKey(accountID string, seq uint64) []byte {
-	b := make([]byte, 0, len(accountID)+9)
-	b = append(b, accountID...)
-	b = append(b, 0)
-	return binary.BigEndian.AppendUint64(b, seq)
+// migrateChunk is how many account_jobs entries one migration transaction moves.
+var migrateChunk = 10_000
+
+// migrateAccountJobs turns the account_jobs index of a schema 1 or 2 file into the links of
+// schema 3: in key order (each account's jobs oldest first) every job is linked to the
+// account's newest job so far and becomes it, and its entry is deleted in the same
+// transaction. A run cut short resumes where it stopped; the emptied bucket goes last. An
+// entry whose job is gone (schema 2 deleted both together, so none should be) is dropped.
+func migrateAccountJobs(db *bolt.DB) error {
+	for {
+		done, err := migrateAccountJobsChunk(db)
+		if err != nil {
+			return fmt.Errorf("link jobs from account_jobs: %w", err)
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// migrateAccountJobsChunk moves up to migrateChunk entries in one transaction and reports
+// whether the index is gone.
+func migrateAccountJobsChunk(db *bolt.DB) (done bool, err error) {
+	err = db.Update(func(tx *bolt.Tx) error {
+		index := tx.Bucket(bucketAccountJobs)
+		if index == nil {
+			done = true
+			return nil
+		}
+		accounts := map[string]*Account{}
+		c := index.Cursor()
+		n := 0
+		for k, v := c.First(); k != nil && n < migrateChunk; k, v = c.First() {
+			n++
+			if len(k) < 9 {
+				return fmt.Errorf("account_jobs key %q is too short", k)
+			}
+			accountID := string(k[:len(k)-9])
+			acct := accounts[accountID]
+			if acct == nil {
+				a, err := findAccount(tx, accountID)
+				if err != nil {
+					return fmt.Errorf("account of job %s: %w", v, err)
+				}
+				acct = &a
+				accounts[accountID] = acct
+			}
+			job, err := findJob(tx, string(v))
+			if err == nil && acct.LastJobID != "" {
+				job.PrevJobID = acct.LastJobID
+				err = putJob(tx, job)
+			}
+			if err == nil {
+				acct.LastJobID = job.ID
+			} else if err == ErrNotFound {
+				err = nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		for _, acct := range accounts {
+			if err := putAccount(tx, *acct); err != nil {
+				return err
+			}
+		}
+		if k, _ := c.First(); k == nil {
+			done = true
+			return tx.DeleteBucket(bucketAccountJobs)
+		}
+		return nil
+	})
+	return done, err
 }
 
 func getJSON(b *bolt.Bucket, key []byte, v any) error {

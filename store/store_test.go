@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -392,6 +393,51 @@ func TestStore_ExpireJobs(t *testing.T) {
 	r, spent := reserved(t, s, a.ID)
 	if r != 1 || spent != 1 {
 		t.Fatalf("reserved %d spent %d, want 1 1", r, spent)
+	}
+}
+
+// TestStore_ExpireJobs_OutOfOrder expires jobs before older ones of their account, as after a
+// restart with a shorter retention: the account's list skips them and keeps the rest in order,
+// whether the job that went was the newest or one in the middle.
+func TestStore_ExpireJobs_OutOfOrder(t *testing.T) {
+	clk := newClock()
+	s := mustOpen(t, clk)
+	a := mustAccount(t, s, 100)
+	other := mustAccount(t, s, 100)
+	var ids []string
+	for _, retention := range []time.Duration{24 * time.Hour, 24 * time.Hour, time.Hour, 24 * time.Hour, time.Hour} {
+		s.opts.Retention = retention
+		ids = append(ids, mustCreate(t, s, a.ID, 1).ID)
+		mustCreate(t, s, other.ID, 1)
+		clk.Advance(time.Minute)
+	}
+	s.opts.Retention = 24 * time.Hour
+	clk.Advance(2 * time.Hour)
+	deleted, err := s.ExpireJobs(100)
+	if err != nil || len(deleted) != 4 {
+		t.Fatalf("ExpireJobs deleted %v, %v; want a's and the other account's third and fifth jobs", deleted, err)
+	}
+	list := func() []string {
+		t.Helper()
+		page, _, err := s.ListJobs(a.ID, ListParams{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, j := range page {
+			got = append(got, j.ID)
+		}
+		return got
+	}
+	if got, want := list(), []string{ids[3], ids[1], ids[0]}; !slices.Equal(got, want) {
+		t.Fatalf("list after expiry = %v, want %v", got, want)
+	}
+	newest := mustCreate(t, s, a.ID, 1)
+	if got, want := list(), []string{newest.ID, ids[3], ids[1], ids[0]}; !slices.Equal(got, want) {
+		t.Fatalf("list after a new job = %v, want %v", got, want)
+	}
+	if err := s.VerifyLedger(); err != nil {
+		t.Fatal(err)
 	}
 }
 

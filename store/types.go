@@ -37,9 +37,12 @@ var (
 
 // Job is a conversion job as stored.
 type Job struct {
-	ID           string `json:"id"`
-	AccountID    string `json:"account_id"`
-	Seq          uint64 `json:"seq"` // creation order within the database, for listing
+	ID        string `json:"id"`
+	AccountID string `json:"account_id"`
+	Seq       uint64 `json:"seq"` // creation order within the database
+	// PrevJobID is the account's job created before this one, if it still exists: an
+	// account's jobs form a list, newest first, that starts at Account.LastJobID.
+	PrevJobID    string `json:"-"`
 	Status       string `json:"status"`
 	InputFormat  string `json:"input_format"`
 	TargetFormat string `json:"target_format"`
@@ -83,6 +86,9 @@ type Account struct {
 	// stays checkable against the jobs that remain.
 	PurgedSuccesses map[string]int64 `json:"purged_successes,omitempty"`
 	CreatedAt       time.Time        `json:"created_at"`
+	// LastJobID is the account's newest job, the head of its list (Job.PrevJobID); a job
+	// that no longer exists ends the list.
+	LastJobID string `json:"-"`
 }
 
 // SpentCents is the account's spend in the calendar month (UTC) that contains t.
