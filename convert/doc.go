@@ -28,9 +28,9 @@
 //
 // # Pool
 //
-// Each task runs its conversion in its own goroutine, into a file in a per-task scratch
+// Each task runs its conversion in its own goroutine, into a temporary file in the scratch
 // directory, under a context that ends on timeout, Cancel or the end of the shutdown drain. The
 // worker reports as soon as that context ends, so a converter that ignores it cannot hold the
-// job; such a stray finishes in the background and cleans up its own scratch directory. Only
+// job; such a stray finishes in the background and removes its own temporary files. Only
 // a conversion that completed in time is copied to Files.WriteOutput.
 package convert
