@@ -15,7 +15,7 @@
 // rate limit is 120 creates+starts+cancels per key per rolling minute, so each key is given at
 // most 60 jobs (120 writes); -keys must cover the run. Rounds rotate the order of the three.
 //
-//	go run ./bench/apibench [-clients 64] [-keys 600] [-duration 10s] [-rounds 3]
+//	go run ./bench/apibench [-clients 64] [-keys 600] [-duration 10s] [-rounds 3] [-start-order client|created]
 package main
 
 import (
@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,12 +55,16 @@ const perKeyJobs = 60
 // prebuilt is the -bin flag: a server binary to use instead of building one.
 var prebuilt string
 
+// startOrder is the -start-order flag: the order the start phase takes the jobs in.
+var startOrder string
+
 func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
 	nkeys := flag.Int("keys", 600, "accounts with one key each (each key creates and starts at most 60 jobs)")
 	duration := flag.Duration("duration", 10*time.Second, "length of the create phase (the start phase ends when every job started or after as long)")
 	rounds := flag.Int("rounds", 3, "rounds; each rotates the order of convsvc, bare handler and bbolt")
 	serveBare := flag.String("serve-bare", "", "internal: serve the bare handler and write its address to this file")
+	flag.StringVar(&startOrder, "start-order", "client", "order of the start phase: client (each create goroutine's jobs together, so a group commit of starts touches jobs from all over the create phase) or created (the order the jobs were created in, as clients that create, upload and start at once would)")
 	binFlag := flag.String("bin", "", "server binary to run instead of building convsvc (e.g. bench/serveprof for a server-side CPU profile)")
 	flag.Parse()
 	prebuilt = *binFlag
@@ -347,6 +352,10 @@ func createPhase(base string, hc *http.Client, clients int, keys []string, durat
 	wg.Wait()
 	p.elapsed = time.Since(t0)
 	p.ok = len(jobs)
+	if startOrder == "created" {
+		// Job ids begin with their creation time, so this is the order they were created in.
+		slices.SortFunc(jobs, func(a, b job) int { return strings.Compare(a.id, b.id) })
+	}
 	return p, jobs
 }
 
