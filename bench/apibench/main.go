@@ -96,7 +96,8 @@ type phase struct {
 	serverCPU, clientCPU float64
 	// writes and commits are convsvc's store writes and the bbolt transactions that carried
 	// them during the phase (from /metrics): writes/commits is the group commit's size.
-	writes, commits float64
+	// conversions is how many conversions the workers finished meanwhile.
+	writes, commits, conversions float64
 }
 
 func (p phase) rate() float64 { return float64(p.ok) / p.elapsed.Seconds() }
@@ -110,7 +111,7 @@ func (p phase) cpuNote() string {
 		1e6*p.serverCPU/float64(p.ok), 1e6*p.clientCPU/float64(p.ok),
 		100*(p.serverCPU+p.clientCPU)/p.elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 	if p.commits > 0 {
-		note += fmt.Sprintf(", %.0f commits/s of %.1f writes each", p.commits/p.elapsed.Seconds(), p.writes/p.commits)
+		note += fmt.Sprintf(", %.0f commits/s of %.1f writes each, %.0f conversions finished", p.commits/p.elapsed.Seconds(), p.writes/p.commits, p.conversions)
 	}
 	return note
 }
@@ -127,24 +128,28 @@ func measured(pid int, metricsURL string, run func() phase) phase {
 	}
 	cut()
 	s0, c0 := benchkit.ProcCPU(pid), benchkit.ProcCPU(os.Getpid())
-	w0, t0 := storeWrites(metricsURL)
+	before := scrapeCounters(metricsURL)
 	p := run()
 	cut()
 	p.serverCPU, p.clientCPU = benchkit.ProcCPU(pid)-s0, benchkit.ProcCPU(os.Getpid())-c0
-	w1, t1 := storeWrites(metricsURL)
-	p.writes, p.commits = w1-w0, t1-t0
+	after := scrapeCounters(metricsURL)
+	p.writes, p.commits, p.conversions = after.writes-before.writes, after.commits-before.commits, after.conversions-before.conversions
 	return p
 }
 
-// storeWrites reads convsvc's store write and write transaction counters from its /metrics
-// (zeros for a server without them, or an empty URL).
-func storeWrites(metricsURL string) (writes, commits float64) {
+// counters are the figures of convsvc's /metrics the phases report.
+type counters struct{ writes, commits, conversions float64 }
+
+// scrapeCounters reads convsvc's store write and write transaction counters and its finished
+// conversions (summed over their labels) from its /metrics: zeros for a server without them,
+// or an empty URL.
+func scrapeCounters(metricsURL string) (c counters) {
 	if metricsURL == "" {
-		return 0, 0
+		return c
 	}
 	resp, err := http.Get(metricsURL)
 	if err != nil {
-		return 0, 0
+		return c
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -153,14 +158,18 @@ func storeWrites(metricsURL string) (writes, commits float64) {
 		if !ok {
 			continue
 		}
-		switch name {
-		case "convsvc_store_writes_total":
-			fmt.Sscan(value, &writes)
-		case "convsvc_store_write_transactions_total":
-			fmt.Sscan(value, &commits)
+		var v float64
+		fmt.Sscan(value, &v)
+		switch {
+		case name == "convsvc_store_writes_total":
+			c.writes = v
+		case name == "convsvc_store_write_transactions_total":
+			c.commits = v
+		case strings.HasPrefix(name, "convsvc_conversions_total{"):
+			c.conversions += v
 		}
 	}
-	return writes, commits
+	return c
 }
 
 // result is one contender's figures in one round.
