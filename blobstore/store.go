@@ -271,27 +271,62 @@ type outputSidecar struct {
 
 // WriteOutput stores what write produces as the job's output, replacing any
 // previous one; on any error (or panic) nothing of it is left behind.
-func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Writer) error) (out Output, err error) {
-	if !validID(jobID) {
-		return Output{}, ErrInvalidID
+func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Writer) error) (Output, error) {
+	if err := checkOutputMeta(meta); err != nil {
+		return Output{}, err
 	}
-	if meta.ContentType != "" {
-		if _, _, err := mime.ParseMediaType(meta.ContentType); err != nil {
-			return Output{}, fmt.Errorf("blobstore: output content type %q: %w", meta.ContentType, err)
-		}
-	}
-	cw, err := s.createTemp("out-" + jobID)
+	p, err := s.CreateOutput(jobID)
 	if err != nil {
-		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
+		return Output{}, err
 	}
-	defer cw.discard()
-
-	if err := write(cw); err != nil {
-		if cw.err != nil { // the disk, not the producer, failed
+	defer p.Discard()
+	if err := write(p.blob); err != nil {
+		if p.blob.err != nil { // the disk, not the producer, failed
 			return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 		}
 		return Output{}, fmt.Errorf("blobstore: write output %s: %w", jobID, err)
 	}
+	return p.Commit(meta)
+}
+
+// PendingOutput is a job's output being written to a temporary file: Commit makes it the
+// job's output, Discard drops it. One goroutine writes it and then calls Commit or Discard
+// (Discard after Commit does nothing). A converter writes straight into it, so the output is
+// written once, not to scratch space first and then copied.
+type PendingOutput struct {
+	s     *Store
+	jobID string
+	blob  *tempBlob
+}
+
+// CreateOutput starts a job's output; nothing of it is visible until Commit.
+func (s *Store) CreateOutput(jobID string) (*PendingOutput, error) {
+	if !validID(jobID) {
+		return nil, ErrInvalidID
+	}
+	blob, err := s.createTemp("out-" + jobID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
+	}
+	return &PendingOutput{s: s, jobID: jobID, blob: blob}, nil
+}
+
+// Write appends to the output; an error is the disk's.
+func (p *PendingOutput) Write(b []byte) (int, error) { return p.blob.Write(b) }
+
+// ReadFrom appends r to the output; it returns r's error, or the disk's.
+func (p *PendingOutput) ReadFrom(r io.Reader) (int64, error) { return p.blob.ReadFrom(r) }
+
+// Discard removes the output unless Commit stored it.
+func (p *PendingOutput) Discard() { p.blob.discard() }
+
+// Commit syncs the output and makes it the job's, replacing any previous one, with meta for
+// its download.
+func (p *PendingOutput) Commit(meta OutputMeta) (out Output, err error) {
+	if err := checkOutputMeta(meta); err != nil {
+		return Output{}, err
+	}
+	s, jobID, cw := p.s, p.jobID, p.blob
 	if err := cw.finish(); err != nil {
 		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 	}
@@ -318,6 +353,16 @@ func (s *Store) WriteOutput(jobID string, meta OutputMeta, write func(w io.Write
 		return Output{}, fmt.Errorf("write output %s meta: %w", jobID, err)
 	}
 	return out, nil
+}
+
+// checkOutputMeta refuses a content type that is not a media type.
+func checkOutputMeta(meta OutputMeta) error {
+	if meta.ContentType != "" {
+		if _, _, err := mime.ParseMediaType(meta.ContentType); err != nil {
+			return fmt.Errorf("blobstore: output content type %q: %w", meta.ContentType, err)
+		}
+	}
+	return nil
 }
 
 // OutputInfo returns the job's output size, hash and metadata; ErrNotFound if

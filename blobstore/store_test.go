@@ -161,6 +161,58 @@ func TestStore_WriteOutput(t *testing.T) {
 	}
 }
 
+// TestStore_CreateOutput: an output written through CreateOutput is invisible until Commit,
+// Discard before Commit leaves nothing, Discard after Commit keeps it, and an invalid content
+// type at Commit stores nothing.
+func TestStore_CreateOutput(t *testing.T) {
+	e := newTestEnv(t)
+	if _, err := e.st.CreateOutput("../job"); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("CreateOutput(../job) = %v, want ErrInvalidID", err)
+	}
+	body := strings.Repeat("converted ", 100_000) // several chunks: the hashing goroutine runs
+	p, err := e.st.CreateOutput("job_abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(p, body)
+	if _, _, err := e.st.OutputInfo("job_abc"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("OutputInfo before Commit = %v, want ErrNotFound", err)
+	}
+	meta := OutputMeta{ContentType: "text/plain", Filename: "a.txt"}
+	out, err := p.Commit(meta)
+	p.Discard()
+	sum := sha256.Sum256([]byte(body))
+	if want := (Output{Bytes: int64(len(body)), SHA256: hex.EncodeToString(sum[:])}); err != nil || out != want {
+		t.Fatalf("Commit = %+v, %v; want %+v", out, err, want)
+	}
+	if got, gotMeta, err := e.st.OutputInfo("job_abc"); err != nil || got != out || gotMeta != meta {
+		t.Errorf("OutputInfo after Commit and Discard = %+v, %+v, %v", got, gotMeta, err)
+	}
+	assertDirEmpty(t, filepath.Join(e.dir, "tmp"))
+
+	p, err = e.st.CreateOutput("job_def")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(p, body)
+	p.Discard()
+	assertDirEmpty(t, filepath.Join(e.dir, "tmp"))
+
+	p, err = e.st.CreateOutput("job_def")
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(p, "x")
+	if _, err := p.Commit(OutputMeta{ContentType: "not a type"}); err == nil {
+		t.Error("Commit accepted an invalid content type")
+	}
+	p.Discard()
+	assertDirEmpty(t, filepath.Join(e.dir, "tmp"))
+	if _, _, err := e.st.OutputInfo("job_def"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("OutputInfo of discarded outputs = %v, want ErrNotFound", err)
+	}
+}
+
 // A failing producer leaves nothing behind, and an earlier output untouched.
 func TestStore_WriteOutput_Atomic(t *testing.T) {
 	e := newTestEnv(t)

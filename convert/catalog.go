@@ -437,8 +437,8 @@ func (c *Catalog) converter(s Step) (Converter, bool) {
 }
 
 // Convert converts in (format from) to format to, streaming the result to out.
-// Intermediate results of a multi-step path go to temporary files in scratchDir, which are
-// removed whatever happens. Every failure is returned as an *Error; panics in converters are
+// Intermediate results of a multi-step path go to temporary files in scratchDir (created if
+// missing), which are removed whatever happens. Every failure is returned as an *Error; panics in converters are
 // recovered into one. On failure out may have received part of a result, so callers write
 // to something they can throw away.
 func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) error {
@@ -465,6 +465,11 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 			return c.runStep(ctx, cv, src, out, opts)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
+		if errors.Is(err, os.ErrNotExist) {
+			if err = os.MkdirAll(scratchDir, 0o700); err == nil {
+				tmp, err = os.CreateTemp(scratchDir, "step-*")
+			}
+		}
 		if err != nil {
 			return errorf(err, "could not create a temporary file")
 		}

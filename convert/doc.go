@@ -28,9 +28,9 @@
 //
 // # Pool
 //
-// Each task runs its conversion in its own goroutine, into a temporary file in the scratch
-// directory, under a context that ends on timeout, Cancel or the end of the shutdown drain. The
-// worker reports as soon as that context ends, so a converter that ignores it cannot hold the
-// job; such a stray finishes in the background and removes its own temporary files. Only
-// a conversion that completed in time is copied to Files.WriteOutput.
+// Each task runs its conversion in its own goroutine, straight into the job's output as
+// Files.CreateOutput starts it, under a context that ends on timeout, Cancel or the end of the
+// shutdown drain. The worker reports as soon as that context ends, so a converter that ignores
+// it cannot hold the job; such a stray finishes in the background and discards its output and
+// temporary files. Only a conversion that completed in time is committed.
 package convert

@@ -61,10 +61,21 @@ type Queue interface {
 type Files interface {
 	// OpenInput opens the uploaded input of a job.
 	OpenInput(jobID string) (*os.File, error)
-	// WriteOutput stores the output of a job atomically: nothing is kept unless write returns nil.
-	WriteOutput(jobID string, meta OutputMeta, write func(io.Writer) error) (Output, error)
+	// CreateOutput starts the output of a job, which the converter writes into; nothing of it
+	// is kept unless it is committed.
+	CreateOutput(jobID string) (OutputFile, error)
 	// DeleteOutput removes the output of a job, if any.
 	DeleteOutput(jobID string) error
+}
+
+// OutputFile is a job's output being written. One goroutine writes it and then calls Commit
+// or Discard; Discard after Commit does nothing.
+type OutputFile interface {
+	io.Writer
+	// Commit stores the output atomically as the job's, with meta for its download.
+	Commit(meta OutputMeta) (Output, error)
+	// Discard drops the output unless it was committed.
+	Discard()
 }
 
 // PoolConfig configures a Pool; zero fields take the documented defaults.
@@ -252,14 +263,8 @@ func (p *Pool) safeRunTask(t Task) {
 
 // convResult is what the conversion goroutine hands back to its worker.
 type convResult struct {
-	out *os.File // the converted output, a temporary file in the scratch directory
+	out OutputFile // the converted output, not yet committed
 	err error
-}
-
-// removeTemp closes and removes a temporary file.
-func removeTemp(f *os.File) {
-	f.Close()
-	os.Remove(f.Name())
 }
 
 // runTask converts one claimed task and reports its outcome; it never panics.
@@ -333,26 +338,22 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 		log.Error("opening the input failed", "err", err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not read the input"}
 	}
-	// The output and any intermediate files go straight into the scratch directory: a
-	// directory per task cost a mkdir and a RemoveAll, a fifth of the server's CPU when the
-	// conversions are small (docs/benchmarks.md, run 6).
-	out, err := os.CreateTemp(p.cfg.ScratchDir, "output-*")
-	if errors.Is(err, os.ErrNotExist) {
-		if err = os.MkdirAll(p.cfg.ScratchDir, 0o700); err == nil {
-			out, err = os.CreateTemp(p.cfg.ScratchDir, "output-*")
-		}
-	}
+	// The converter writes the output where Files keeps it until it is committed, so it is
+	// written once. Intermediate files of a multi-step path go straight into the scratch
+	// directory: a directory per task cost a mkdir and a RemoveAll, 12% of the server's CPU
+	// when the conversions are small (docs/benchmarks.md, run 6).
+	out, err := p.f.CreateOutput(t.JobID)
 	if err != nil {
 		in.Close()
-		log.Error("creating the scratch output file failed", "err", err)
-		return Outcome{Code: CodeConversionFailed, Message: "internal error: no scratch space"}
+		log.Error("starting the output failed", "err", err)
+		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}
 	}
 
 	results := make(chan convResult)
 	abandoned := make(chan struct{})
 	go func() {
-		// This goroutine owns in and, until it hands it over, the output file; Convert removes
-		// its intermediate files itself. An abandoned conversion cleans up when it returns.
+		// This goroutine owns in and, until it hands it over, the output; Convert removes its
+		// intermediate files itself. An abandoned conversion cleans up when it returns.
 		res := convResult{out: out}
 		defer func() {
 			if r := recover(); r != nil {
@@ -362,7 +363,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 			select {
 			case results <- res:
 			case <-abandoned:
-				removeTemp(out)
+				out.Discard()
 				p.strays.Add(-1)
 			}
 		}()
@@ -377,7 +378,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 		close(abandoned)
 		return p.stopped(ctx, log)
 	}
-	defer removeTemp(res.out)
+	defer res.out.Discard()
 	if ctx.Err() != nil {
 		return p.stopped(ctx, log)
 	}
@@ -398,13 +399,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 			meta.Filename += "." + f.Extensions[0]
 		}
 	}
-	output, err := p.f.WriteOutput(t.JobID, meta, func(w io.Writer) error {
-		if _, err := res.out.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		_, err := io.Copy(&ctxWriter{ctx: ctx, w: w}, res.out)
-		return err
-	})
+	output, err := res.out.Commit(meta)
 	if err != nil {
 		if ctx.Err() != nil {
 			return p.stopped(ctx, log)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"image/jpeg"
 	"io"
 	"log/slog"
@@ -122,32 +123,50 @@ func (f *fakeFiles) OpenInput(jobID string) (*os.File, error) {
 	return os.Open(filepath.Join(f.dir, "in", jobID))
 }
 
-func (f *fakeFiles) WriteOutput(jobID string, meta OutputMeta, write func(io.Writer) error) (Output, error) {
+func (f *fakeFiles) CreateOutput(jobID string) (OutputFile, error) {
 	tmp, err := os.CreateTemp(filepath.Join(f.dir, "out"), "tmp-*")
 	if err != nil {
-		return Output{}, err
+		return nil, err
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
 	h := sha256.New()
-	cw := &countingWriter{w: io.MultiWriter(tmp, h)}
-	if err := write(cw); err != nil {
+	return &fakeOutput{f: f, jobID: jobID, tmp: tmp, hash: h, cw: &countingWriter{w: io.MultiWriter(tmp, h)}}, nil
+}
+
+// fakeOutput is an output file under fakeFiles' out/ until Commit renames it into place.
+type fakeOutput struct {
+	f     *fakeFiles
+	jobID string
+	tmp   *os.File
+	hash  hash.Hash
+	cw    *countingWriter
+	kept  bool
+}
+
+func (o *fakeOutput) Write(p []byte) (int, error) { return o.cw.Write(p) }
+
+func (o *fakeOutput) Commit(meta OutputMeta) (Output, error) {
+	if err := o.tmp.Close(); err != nil {
 		return Output{}, err
 	}
-	if err := tmp.Close(); err != nil {
+	if err := os.Rename(o.tmp.Name(), filepath.Join(o.f.dir, "out", o.jobID)); err != nil {
 		return Output{}, err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(f.dir, "out", jobID)); err != nil {
-		return Output{}, err
-	}
-	f.mu.Lock()
-	f.meta[jobID] = meta
-	hook := f.afterCommit
-	f.mu.Unlock()
+	o.kept = true
+	o.f.mu.Lock()
+	o.f.meta[o.jobID] = meta
+	hook := o.f.afterCommit
+	o.f.mu.Unlock()
 	if hook != nil {
-		hook(jobID)
+		hook(o.jobID)
 	}
-	return Output{Bytes: cw.n, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return Output{Bytes: o.cw.n, SHA256: hex.EncodeToString(o.hash.Sum(nil))}, nil
+}
+
+func (o *fakeOutput) Discard() {
+	if !o.kept {
+		o.tmp.Close()
+		os.Remove(o.tmp.Name())
+	}
 }
 
 func (f *fakeFiles) DeleteOutput(jobID string) error {
@@ -254,9 +273,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func (fx *poolFixture) assertScratchEmpty(t *testing.T) {
 	t.Helper()
-	waitFor(t, "scratch dir to empty", func() bool {
+	waitFor(t, "scratch dir and uncommitted outputs to go", func() bool {
 		entries, _ := os.ReadDir(fx.scratch)
-		return len(entries) == 0
+		pending, _ := filepath.Glob(filepath.Join(fx.f.dir, "out", "tmp-*"))
+		return len(entries) == 0 && len(pending) == 0
 	})
 }
 

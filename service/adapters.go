@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -121,9 +120,21 @@ type jobFiles struct{ blobs *blobstore.Store }
 // OpenInput opens a job's sealed input.
 func (f jobFiles) OpenInput(jobID string) (*os.File, error) { return f.blobs.OpenInput(jobID) }
 
-// WriteOutput stores a job's output atomically.
-func (f jobFiles) WriteOutput(jobID string, meta convert.OutputMeta, write func(io.Writer) error) (convert.Output, error) {
-	out, err := f.blobs.WriteOutput(jobID, blobstore.OutputMeta{ContentType: meta.ContentType, Filename: meta.Filename}, write)
+// CreateOutput starts a job's output in the blob store.
+func (f jobFiles) CreateOutput(jobID string) (convert.OutputFile, error) {
+	p, err := f.blobs.CreateOutput(jobID)
+	if err != nil {
+		return nil, err
+	}
+	return pendingOutput{p}, nil
+}
+
+// pendingOutput is a blob store output with convert's types.
+type pendingOutput struct{ *blobstore.PendingOutput }
+
+// Commit stores the output atomically as the job's.
+func (p pendingOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {
+	out, err := p.PendingOutput.Commit(blobstore.OutputMeta{ContentType: meta.ContentType, Filename: meta.Filename})
 	return convert.Output{Bytes: out.Bytes, SHA256: out.SHA256}, err
 }
 
