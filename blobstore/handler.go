@@ -183,7 +183,7 @@ func (s *Store) get(w http.ResponseWriter, r *http.Request, req signedRequest) e
 }
 
 // openOutput opens the output and reads its sidecar under the id lock, so the
-// pair is consistent even while WriteOutput replaces them.
+// pair is consistent even while PendingOutput.Commit (behind WriteOutput too) replaces them.
 func (s *Store) openOutput(id string) (*os.File, outputSidecar, error) {
 	unlock := s.lockID(id)
 	defer unlock()
