@@ -408,7 +408,7 @@ func (m *Main) sweepLoop() {
 // Sweep runs one retention pass.
 func (m *Main) Sweep() {
 	for {
-		ids, err := m.store.ExpireJobs(500)
+		ids, more, err := m.store.ExpireJobs(500)
 		if err != nil {
 			m.log.Error("expire jobs", "error", err)
 			return
@@ -423,7 +423,7 @@ func (m *Main) Sweep() {
 		if len(ids) > 0 {
 			m.log.Info("expired jobs deleted", "count", len(ids))
 		}
-		if len(ids) < 500 {
+		if len(ids) < 500 && !more {
 			break
 		}
 	}

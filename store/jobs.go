@@ -355,15 +355,25 @@ func (s *Store) RecoverRunning(maxAttempts int) (requeued, failed []string, err 
 	return requeued, failed, err
 }
 
+// unlinkBudget bounds the list entries one ExpireJobs transaction walks to unlink jobs that
+// expire out of order (unlinkJob), so that the sweep after retention was shortened does not
+// hold the writer for long; the rest waits for the next transaction.
+var unlinkBudget = 20_000
+
 // ExpireJobs deletes up to limit jobs whose expires_at has passed; an unfinished one first fails
-// expired_or_exhausted, releasing its reservation. It returns the deleted ids so their files go too.
-func (s *Store) ExpireJobs(limit int) ([]string, error) {
+// expired_or_exhausted, releasing its reservation. It returns the deleted ids so their files go
+// too, and more when it stopped early with expired jobs left (unlinkBudget): call it again.
+func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 	now := s.opts.Now().UTC()
-	var deleted []string
-	err := s.update(func(tx *bolt.Tx) error {
-		deleted = deleted[:0]
+	err = s.update(func(tx *bolt.Tx) error {
+		deleted, more = deleted[:0], false
+		walked := 0
 		c := tx.Bucket(bucketExpiry).Cursor()
 		for k, _ := c.First(); k != nil && len(deleted) < limit; k, _ = c.First() {
+			if walked > unlinkBudget {
+				more = true
+				break
+			}
 			if int64(bytesToU64(k[:8])) > now.UnixNano() {
 				break
 			}
@@ -384,18 +394,20 @@ func (s *Store) ExpireJobs(limit int) ([]string, error) {
 					return err
 				}
 			}
-			if err := deleteJob(tx, job); err != nil {
+			steps, err := deleteJob(tx, job)
+			if err != nil {
 				return err
 			}
+			walked += steps
 			deleted = append(deleted, id)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.signal(deleted...)
-	return deleted, nil
+	return deleted, more, nil
 }
 
 // PurgeIdempotencyKeys forgets Idempotency-Keys older than their time to live.
@@ -505,60 +517,66 @@ func (s *Store) finish(tx *bolt.Tx, job *Job, status string, now time.Time) erro
 	return putJob(tx, *job)
 }
 
-func deleteJob(tx *bolt.Tx, job Job) error {
+// deleteJob deletes a job and its index entries and returns how many list entries unlinking
+// it walked.
+func deleteJob(tx *bolt.Tx, job Job) (int, error) {
 	if job.Status == StatusSucceeded && job.FinishedAt != nil {
 		acct, err := findAccount(tx, job.AccountID)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if acct.PurgedSuccesses == nil {
 			acct.PurgedSuccesses = map[string]int64{}
 		}
 		acct.PurgedSuccesses[monthOf(*job.FinishedAt)]++
 		if err := putAccount(tx, acct); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	if err := unlinkJob(tx, job); err != nil {
-		return err
+	steps, err := unlinkJob(tx, job)
+	if err != nil {
+		return steps, err
 	}
 	if err := tx.Bucket(bucketExpiry).Delete(timeKey(job.ExpiresAt, job.ID)); err != nil {
-		return err
+		return steps, err
 	}
-	return tx.Bucket(bucketJobs).Delete([]byte(job.ID))
+	return steps, tx.Bucket(bucketJobs).Delete([]byte(job.ID))
 }
 
 // unlinkJob keeps the account's list of jobs whole when job goes while an older job of the
 // account stays (retention was shortened across a restart, or the clock stepped back): the job
 // that points at it, or the account if it is the newest, is pointed past it. Jobs usually go
 // oldest first, and then there is nothing to do, since a job that no longer exists ends a list.
-func unlinkJob(tx *bolt.Tx, job Job) error {
+// It returns how many jobs of the list it read to find what pointed at job.
+func unlinkJob(tx *bolt.Tx, job Job) (int, error) {
 	jobs := tx.Bucket(bucketJobs)
 	if job.PrevJobID == "" || jobs.Get([]byte(job.PrevJobID)) == nil {
-		return nil
+		return 0, nil
 	}
 	acct, err := findAccount(tx, job.AccountID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if acct.LastJobID == job.ID {
 		acct.LastJobID = job.PrevJobID
-		return putAccount(tx, acct)
+		return 0, putAccount(tx, acct)
 	}
+	steps := 0
 	for id := acct.LastJobID; id != ""; {
+		steps++
 		newer, err := findJob(tx, id)
 		if err == ErrNotFound {
-			return nil
+			return steps, nil
 		} else if err != nil {
-			return err
+			return steps, err
 		}
 		if newer.PrevJobID == job.ID {
 			newer.PrevJobID = job.PrevJobID
-			return putJob(tx, newer)
+			return steps, putJob(tx, newer)
 		}
 		id = newer.PrevJobID
 	}
-	return nil
+	return steps, nil
 }
 
 // newJobID returns "job_", the creation time in milliseconds as 8 base62 digits, and 16 random

@@ -378,8 +378,8 @@ func TestStore_ExpireJobs(t *testing.T) {
 	clk.Advance(time.Hour)
 	later := mustCreate(t, s, a.ID, 1)
 	clk.Advance(23 * time.Hour)
-	deleted, err := s.ExpireJobs(100)
-	if err != nil || len(deleted) != 2 {
+	deleted, more, err := s.ExpireJobs(100)
+	if err != nil || more || len(deleted) != 2 {
 		t.Fatalf("deleted %v %v", deleted, err)
 	}
 	for _, id := range []string{unfinished.ID, done.ID} {
@@ -398,8 +398,11 @@ func TestStore_ExpireJobs(t *testing.T) {
 
 // TestStore_ExpireJobs_OutOfOrder expires jobs before older ones of their account, as after a
 // restart with a shorter retention: the account's list skips them and keeps the rest in order,
-// whether the job that went was the newest or one in the middle.
+// whether the job that went was the newest or one in the middle. With no budget for walking
+// lists, each transaction stops after the first job it had to unlink and reports more.
 func TestStore_ExpireJobs_OutOfOrder(t *testing.T) {
+	defer func(n int) { unlinkBudget = n }(unlinkBudget)
+	unlinkBudget = 0
 	clk := newClock()
 	s := mustOpen(t, clk)
 	a := mustAccount(t, s, 100)
@@ -429,9 +432,19 @@ func TestStore_ExpireJobs_OutOfOrder(t *testing.T) {
 	if got, want := list(ListParams{Limit: 100}), []string{ids[3], ids[1], ids[0]}; !slices.Equal(got, want) {
 		t.Fatalf("list before the sweep = %v, want %v", got, want)
 	}
-	deleted, err := s.ExpireJobs(100)
-	if err != nil || len(deleted) != 4 {
-		t.Fatalf("ExpireJobs deleted %v, %v; want a's and the other account's third and fifth jobs", deleted, err)
+	var deleted []string
+	calls := 0
+	for more := true; more; calls++ {
+		ids, m, err := s.ExpireJobs(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted, more = append(deleted, ids...), m
+	}
+	// a's third and the other account's third job are each unlinked by a walk; the fifths are
+	// their lists' heads.
+	if len(deleted) != 4 || calls != 3 {
+		t.Fatalf("ExpireJobs deleted %v in %d calls; want a's and the other account's third and fifth jobs in 3", deleted, calls)
 	}
 	if got, want := list(ListParams{Limit: 100}), []string{ids[3], ids[1], ids[0]}; !slices.Equal(got, want) {
 		t.Fatalf("list after expiry = %v, want %v", got, want)
