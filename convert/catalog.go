@@ -438,9 +438,9 @@ func (c *Catalog) converter(s Step) (Converter, bool) {
 
 // Convert converts in (format from) to format to, streaming the result to out.
 // Intermediate results of a multi-step path go to temporary files in scratchDir (created if
-// missing), which are removed whatever happens. Every failure is returned as an *Error; panics in converters are
-// recovered into one. On failure out may have received part of a result, so callers write
-// to something they can throw away.
+// missing), which are removed whatever happens. Every failure is returned as an *Error;
+// panics in converters are recovered into one. On failure out may have received part of a
+// result, so callers write to something they can throw away.
 func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) error {
 	path, err := c.Path(from, to)
 	if err != nil {

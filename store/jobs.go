@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"iter"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -145,17 +146,13 @@ func (s *Store) ListJobs(accountID string, p ListParams) ([]Job, bool, error) {
 			}
 			next = acct.LastJobID
 		}
-		for next != "" {
-			job, err := findJob(tx, next)
-			if err == ErrNotFound {
-				return nil // retention deleted the rest
-			} else if err != nil {
+		for job, err := range listedJobs(tx, next) {
+			if err != nil {
 				return err
 			}
 			if job.AccountID != accountID {
 				return fmt.Errorf("job %s of account %s is on account %s's list", job.ID, job.AccountID, accountID)
 			}
-			next = job.PrevJobID
 			if !now.Before(job.ExpiresAt) || (p.Status != "" && job.Status != p.Status) {
 				continue
 			}
@@ -562,21 +559,32 @@ func unlinkJob(tx *bolt.Tx, job Job) (int, error) {
 		return 0, putAccount(tx, acct)
 	}
 	steps := 0
-	for id := acct.LastJobID; id != ""; {
+	for newer, err := range listedJobs(tx, acct.LastJobID) {
 		steps++
-		newer, err := findJob(tx, id)
-		if err == ErrNotFound {
-			return steps, nil
-		} else if err != nil {
+		if err != nil {
 			return steps, err
 		}
 		if newer.PrevJobID == job.ID {
 			newer.PrevJobID = job.PrevJobID
 			return steps, putJob(tx, newer)
 		}
-		id = newer.PrevJobID
 	}
 	return steps, nil
+}
+
+// listedJobs yields an account's jobs from the one with id from (Account.LastJobID, or a
+// job's PrevJobID) on, newest first, following PrevJobID until a job that no longer exists
+// (retention deleted the rest). A record that cannot be read is yielded as an error, last.
+func listedJobs(tx *bolt.Tx, from string) iter.Seq2[Job, error] {
+	return func(yield func(Job, error) bool) {
+		for id := from; id != ""; {
+			job, err := findJob(tx, id)
+			if err == ErrNotFound || !yield(job, err) || err != nil {
+				return
+			}
+			id = job.PrevJobID
+		}
+	}
 }
 
 // newJobID returns "job_", the creation time in milliseconds as 8 base62 digits, and 16 random

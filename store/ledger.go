@@ -110,11 +110,8 @@ func (s *Store) VerifyLedger() error {
 func verifyJobList(tx *bolt.Tx, acct Account) (int, error) {
 	n := 0
 	var newer Job
-	for id := acct.LastJobID; id != ""; {
-		job, err := findJob(tx, id)
-		if err == ErrNotFound {
-			break
-		} else if err != nil {
+	for job, err := range listedJobs(tx, acct.LastJobID) {
+		if err != nil {
 			return n, err
 		}
 		if job.AccountID != acct.ID {
@@ -124,7 +121,7 @@ func verifyJobList(tx *bolt.Tx, acct Account) (int, error) {
 			return n, fmt.Errorf("account %s lists job %s (seq %d) after job %s (seq %d)", acct.ID, job.ID, job.Seq, newer.ID, newer.Seq)
 		}
 		n++
-		newer, id = job, job.PrevJobID
+		newer = job
 	}
 	return n, nil
 }

@@ -104,7 +104,9 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	legacyIndex := false
 	err = db.Update(func(tx *bolt.Tx) error {
+		legacyIndex = tx.Bucket(bucketAccountJobs) != nil
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
@@ -118,7 +120,7 @@ func Open(path string, opts Options) (*Store, error) {
 		}
 		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})
-	if err == nil {
+	if err == nil && legacyIndex {
 		err = migrateAccountJobs(db)
 	}
 	if err != nil {
@@ -277,18 +279,18 @@ func migrateAccountJobsChunk(db *bolt.DB) (done bool, err error) {
 				acct = &a
 				accounts[accountID] = acct
 			}
-			job, err := findJob(tx, string(v))
-			if err == nil && acct.LastJobID != "" {
-				job.PrevJobID = acct.LastJobID
-				err = putJob(tx, job)
-			}
-			if err == nil {
-				acct.LastJobID = job.ID
-			} else if err == ErrNotFound {
-				err = nil
-			}
-			if err != nil {
+			switch job, err := findJob(tx, string(v)); {
+			case err == ErrNotFound: // dropped with its entry
+			case err != nil:
 				return err
+			default:
+				if acct.LastJobID != "" {
+					job.PrevJobID = acct.LastJobID
+					if err := putJob(tx, job); err != nil {
+						return err
+					}
+				}
+				acct.LastJobID = job.ID
 			}
 			if err := c.Delete(); err != nil {
 				return err

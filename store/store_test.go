@@ -435,11 +435,11 @@ func TestStore_ExpireJobs_OutOfOrder(t *testing.T) {
 	var deleted []string
 	calls := 0
 	for more := true; more; calls++ {
-		ids, m, err := s.ExpireJobs(100)
+		gone, m, err := s.ExpireJobs(100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		deleted, more = append(deleted, ids...), m
+		deleted, more = append(deleted, gone...), m
 	}
 	// a's third and the other account's third job are each unlinked by a walk; the fifths are
 	// their lists' heads.
