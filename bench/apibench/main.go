@@ -46,6 +46,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
+	"github.com/convsvc/convsvc/internal/promtext"
 	"github.com/convsvc/convsvc/internal/testproc"
 )
 
@@ -153,23 +154,15 @@ func scrapeCounters(metricsURL string) (c counters) {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	for _, line := range strings.Split(string(b), "\n") {
-		name, value, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		var v float64
-		fmt.Sscan(value, &v)
-		switch {
-		case name == "convsvc_store_writes_total":
-			c.writes = v
-		case name == "convsvc_store_write_transactions_total":
-			c.commits = v
-		case strings.HasPrefix(name, "convsvc_conversions_total{"):
-			c.conversions += v
-		}
+	m, err := promtext.Parse(string(b))
+	if err != nil {
+		return c
 	}
-	return c
+	return counters{
+		writes:      m.Value("convsvc_store_writes_total"),
+		commits:     m.Value("convsvc_store_write_transactions_total"),
+		conversions: m.Value("convsvc_conversions_total"),
+	}
 }
 
 // result is one contender's figures in one round.

@@ -1,132 +1,15 @@
 package testenv
 
-import (
-	"bufio"
-	"fmt"
-	"strconv"
-	"strings"
-)
-
-// MetricSample is one series of a Prometheus text exposition.
-type MetricSample struct {
-	Name   string
-	Labels map[string]string
-	Value  float64
-}
-
-// Metrics is a parsed /metrics scrape.
-type Metrics struct {
-	Samples []MetricSample
-	// Types maps a metric family to its # TYPE (counter, gauge, histogram, ...).
-	Types map[string]string
-}
+import "github.com/convsvc/convsvc/internal/promtext"
 
 // Scrape GETs /metrics through the validating client and parses it, failing the test on error.
-func (e *Env) Scrape() Metrics {
+func (e *Env) Scrape() promtext.Metrics {
 	e.T.Helper()
 	r := e.Do("GET", e.Main.MetricsURL(), "", nil)
 	MustStatus(e.T, r, 200, "")
-	m, err := ParseMetrics(string(r.Body))
+	m, err := promtext.Parse(string(r.Body))
 	if err != nil {
 		e.T.Fatal(err)
 	}
 	return m
 }
-
-// ParseMetrics parses the Prometheus text format (what promhttp sends without an Accept header).
-func ParseMetrics(text string) (Metrics, error) {
-	m := Metrics{Types: map[string]string{}}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			if name, typ, ok := strings.Cut(rest, " "); ok {
-				m.Types[name] = typ
-			}
-			continue
-		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return m, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		m.Samples = append(m.Samples, s)
-	}
-	return m, sc.Err()
-}
-
-func parseSample(line string) (MetricSample, error) {
-	s := MetricSample{Labels: map[string]string{}}
-	i := strings.LastIndexByte(line, ' ')
-	if i < 0 {
-		return s, fmt.Errorf("no value")
-	}
-	v, err := strconv.ParseFloat(line[i+1:], 64)
-	if err != nil {
-		return s, err
-	}
-	s.Value = v
-	series := line[:i]
-	open := strings.IndexByte(series, '{')
-	if open < 0 {
-		s.Name = series
-		return s, nil
-	}
-	s.Name = series[:open]
-	rest := strings.TrimSuffix(series[open+1:], "}")
-	for rest != "" {
-		eq := strings.IndexByte(rest, '=')
-		if eq < 0 || eq+1 >= len(rest) || rest[eq+1] != '"' {
-			return s, fmt.Errorf("bad labels")
-		}
-		key := rest[:eq]
-		var val strings.Builder
-		j := eq + 2
-		for ; j < len(rest) && rest[j] != '"'; j++ {
-			if rest[j] == '\\' && j+1 < len(rest) {
-				j++
-				if rest[j] == 'n' {
-					val.WriteByte('\n')
-					continue
-				}
-			}
-			val.WriteByte(rest[j])
-		}
-		s.Labels[key] = val.String()
-		rest = strings.TrimPrefix(rest[min(j+1, len(rest)):], ",")
-	}
-	return s, nil
-}
-
-// Find returns the samples named name whose labels include the given pairs (key, value, ...).
-func (m Metrics) Find(name string, labels ...string) []MetricSample {
-	var out []MetricSample
-next:
-	for _, s := range m.Samples {
-		if s.Name != name {
-			continue
-		}
-		for i := 0; i+1 < len(labels); i += 2 {
-			if s.Labels[labels[i]] != labels[i+1] {
-				continue next
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// Value sums the samples Find returns (0 when there are none).
-func (m Metrics) Value(name string, labels ...string) float64 {
-	var sum float64
-	for _, s := range m.Find(name, labels...) {
-		sum += s.Value
-	}
-	return sum
-}
-
-// Has reports whether any sample is named name.
-func (m Metrics) Has(name string) bool { return len(m.Find(name)) > 0 }
