@@ -147,3 +147,33 @@ func BenchmarkPNGCompression(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConvertSmall is the API benchmark's conversion: a 16x16 PNG to JPEG and to PNG, where
+// the fixed costs of a conversion (buffers, headers, setup) are all there is.
+func BenchmarkConvertSmall(b *testing.B) {
+	dir := b.TempDir()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, testimg.Photo(16, 16)); err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "small.png")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	c := NewCatalog(Limits{})
+	for _, to := range []string{"jpeg", "gif", "webp"} {
+		b.Run("png-"+to, func(b *testing.B) {
+			f, err := os.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := c.Convert(context.Background(), "png", to, Options{}, f, io.Discard, dir); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -92,7 +92,8 @@ type Converter struct {
 	// Lossy marks conversions that can lose information; path search avoids them when it can.
 	Lossy bool
 	// Run reads the whole input from in and streams the result to out; it should return
-	// an *Error for problems the user can fix and honour ctx between stages.
+	// an *Error for problems the user can fix and honour ctx between stages. It must not
+	// touch out once it has returned.
 	Run func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error
 }
 
@@ -486,10 +487,20 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 	return nil // unreachable: Path never returns an empty path without error
 }
 
+// outputBuffers holds runStep's 64 KiB output buffers between conversions, so a small
+// conversion does not allocate more for its buffer than for its pixels. A converter writes
+// nothing once its Run has returned, so the buffer is free again when runStep returns.
+var outputBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+
 // runStep runs one converter with a buffered output, turning panics and plain errors into *Error.
 func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options) (err error) {
 	rw := &recordingWriter{w: out}
-	bw := bufio.NewWriterSize(rw, 64<<10)
+	bw := outputBuffers.Get().(*bufio.Writer)
+	bw.Reset(rw)
+	defer func() {
+		bw.Reset(nil)
+		outputBuffers.Put(bw)
+	}()
 	defer func() {
 		if r := recover(); r != nil {
 			err = errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)

@@ -437,9 +437,15 @@ type inputReader struct {
 	err error
 }
 
+// inputBufferSize is inputReader's buffer for inputs at least that large. A smaller input gets
+// a buffer of its own size: a 1 KiB upload's conversion reads its header and then its pixels
+// through two readers, and 64 KiB buffers for each made up half of what the server allocated
+// while it started and converted small jobs (docs/benchmarks.md, table 5e).
+const inputBufferSize = 64 << 10
+
 func newInputReader(ctx context.Context, in *io.SectionReader) *inputReader {
 	r := &inputReader{ctx: ctx, sr: io.NewSectionReader(in, 0, in.Size())}
-	r.br = bufio.NewReaderSize(readerFunc(r.readRaw), 64<<10)
+	r.br = bufio.NewReaderSize(readerFunc(r.readRaw), int(max(min(in.Size(), inputBufferSize), 16)))
 	return r
 }
 

@@ -217,6 +217,58 @@ func TestReader_DistanceTooFar(t *testing.T) {
 	}
 }
 
+// TestReader_ReusesClosedBuffer: a decoder gets the output buffer a closed one gave back, and
+// what the earlier stream left in it changes nothing: a match reaching before the new
+// stream's start is still corrupt, a good stream decodes as compress/zlib decodes it. A
+// closed decoder's Read fails.
+func TestReader_ReusesClosedBuffer(t *testing.T) {
+	var bw bitWriter // a literal 'a', then length 3 at distance 2: before the start
+	bw.put(1, 1)
+	bw.put(1, 2)
+	bw.putCode(0x30+'a', 8)
+	bw.putCode(1, 7)
+	bw.putCode(1, 5)
+	bw.putCode(0, 7)
+	tooFar := append(append([]byte{0x78, 0x01}, bw.bytes()...), 0, 0, 0, 0)
+	big := samples()["photo"]
+	good := zlibAt(t, []byte("abcabcabc"), 9)
+	want, _, _ := decodeAll(stdOpen, bytes.NewReader(good), 7)
+
+	reused := false
+	for range 20 { // sync.Pool may drop what it was given (the race detector does so on purpose)
+		first, err := NewReader(bytes.NewReader(zlibAt(t, big, 6)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(io.Discard, first); err != nil {
+			t.Fatal(err)
+		}
+		buf := &first.out[0]
+		first.Close()
+		if n, err := first.Read(make([]byte, 10)); n != 0 || err != errClosed {
+			t.Fatalf("Read after Close = %d, %v; want 0, errClosed", n, err)
+		}
+		first.Close() // a second Close gives nothing back twice
+		z, err := NewReader(bytes.NewReader(tooFar))
+		if err != nil {
+			t.Fatal(err)
+		}
+		reused = reused || &z.out[0] == buf
+		if _, err := io.Copy(io.Discard, z); !errors.As(err, new(flate.CorruptInputError)) {
+			t.Fatalf("distance before the start, in a reused buffer: %v, want a flate.CorruptInputError", err)
+		}
+		z.Close()
+		got, err, _ := decodeAll(ourOpen, bytes.NewReader(good), 7)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("after reuse: %q, %v; want %q", got, err, want)
+		}
+		if reused {
+			return
+		}
+	}
+	t.Fatal("no decoder got a closed decoder's buffer in 20 tries")
+}
+
 // bitWriter packs DEFLATE fields, least significant bit first, Huffman codes reversed.
 type bitWriter struct {
 	b  []byte
