@@ -143,6 +143,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 // marshalJSON encodes v without HTML escaping, so signed URLs keep a literal "&" that shell
 // tools can cut out of the body.
 func marshalJSON(v any) ([]byte, error) {
+	if se, ok := v.(selfEncoder); ok {
+		return se.encodeJSON()
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
