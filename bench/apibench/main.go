@@ -515,19 +515,31 @@ func bareRound(self string, clients int, duration time.Duration) (result, error)
 }
 
 // bareServe is the HTTP ceiling: it checks for a bearer token, decodes the JSON body of a
-// create, and answers a fixed job of the same shape and size as convsvc's; no storage.
+// create, and answers what convsvc answers, with no storage: the same status, the same
+// headers (rate limit, request id, nosniff) and a job of the same fields and length, so
+// that both servers write, and the clients parse, the same amount.
 func bareServe(addrFile string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
 	var seq atomic.Int64
-	jobJSON := func(id, status string) map[string]any {
+	stamp := "2026-11-22T19:00:00.123456789Z" // convsvc's timestamps carry nanoseconds
+	jobJSON := func(id, status string, started any) map[string]any {
 		return map[string]any{
 			"id": id, "status": status, "input_format": "png", "target_format": "jpeg", "input_bytes": 100,
-			"attempt": 0, "error_code": nil, "error_message": nil, "expires_at": "2026-11-22T19:00:00Z",
-			"created_at": "2026-11-21T19:00:00Z", "started_at": nil, "finished_at": nil, "output": nil,
+			"options": nil, "attempt": 0, "error_code": nil, "error_message": nil, "expires_at": stamp,
+			"created_at": stamp, "started_at": started, "finished_at": nil, "output": nil,
 		}
+	}
+	headers := func(w http.ResponseWriter) {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("RateLimit-Limit", "120")
+		h.Set("RateLimit-Remaining", "119")
+		h.Set("RateLimit-Reset", "60")
+		h.Set("Request-Id", fmt.Sprintf("req_%024x", seq.Add(1)))
+		h.Set("X-Content-Type-Options", "nosniff")
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
@@ -545,10 +557,9 @@ func bareServe(addrFile string) error {
 			return
 		}
 		id := fmt.Sprintf("job_%024x", seq.Add(1))
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
+		headers(w)
 		json.NewEncoder(w).Encode(map[string]any{
-			"job":               jobJSON(id, "created"),
+			"job":               jobJSON(id, "created", nil),
 			"upload_url":        "http://127.0.0.1:1/uploads/" + id + "?expires=1795000000&size=100&sig=" + strings.Repeat("ab", 32),
 			"upload_expires_in": 900,
 		})
@@ -558,8 +569,8 @@ func bareServe(addrFile string) error {
 			http.Error(w, `{"error":{"code":"unauthorized"}}`, http.StatusUnauthorized)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(jobJSON(r.PathValue("id"), "queued"))
+		headers(w)
+		json.NewEncoder(w).Encode(jobJSON(r.PathValue("id"), "queued", stamp))
 	})
 	if err := os.WriteFile(addrFile+".tmp", []byte(ln.Addr().String()), 0o644); err != nil {
 		return err
