@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"strconv"
 	"strings"
 	"time"
@@ -33,14 +34,26 @@ func (s *Store) DownloadURL(jobID string, size int64, expires time.Time) string 
 func (s *Store) signedURL(method, path string, size int64, expires time.Time) string {
 	exp := strconv.FormatInt(expires.Unix(), 10)
 	sz := strconv.FormatInt(size, 10)
-	return s.publicURL + path + "?expires=" + exp + "&size=" + sz + "&sig=" + hex.EncodeToString(s.sign(method, path, exp, sz))
+	sig := s.sign(method, path, exp, sz)
+	u := make([]byte, 0, len(s.publicURL)+len(path)+len(exp)+len(sz)+len("?expires=&size=&sig=")+2*len(sig))
+	u = append(append(u, s.publicURL...), path...)
+	u = append(append(u, "?expires="...), exp...)
+	u = append(append(u, "&size="...), sz...)
+	u = hex.AppendEncode(append(u, "&sig="...), sig)
+	return string(u)
 }
 
 // sign is HMAC-SHA256 over "METHOD\nPATH\nEXPIRES\nSIZE", the decimal strings as they appear in the URL.
 func (s *Store) sign(method, path, expires, size string) []byte {
-	m := hmac.New(sha256.New, s.secret)
-	m.Write([]byte(method + "\n" + path + "\n" + expires + "\n" + size))
-	return m.Sum(nil)
+	m := s.macs.Get().(hash.Hash)
+	defer s.macs.Put(m)
+	m.Reset()
+	msg := make([]byte, 0, len(method)+len(path)+len(expires)+len(size)+3)
+	msg = append(append(msg, method...), '\n')
+	msg = append(append(msg, path...), '\n')
+	msg = append(append(msg, expires...), '\n')
+	m.Write(append(msg, size...))
+	return m.Sum(make([]byte, 0, sha256.Size))
 }
 
 // signedRequest is what a verified URL grants: one method on one object, for size bytes.

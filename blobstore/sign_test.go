@@ -1,10 +1,13 @@
 package blobstore
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -162,4 +165,33 @@ func TestHTTPStatus(t *testing.T) {
 			t.Errorf("internal detail leaks to the client: %q", msg)
 		}
 	}
+}
+
+// TestSignedURL_IsHMACOfTheRequest: the sig parameter is HMAC-SHA256, keyed with the secret,
+// of "METHOD\nPATH\nEXPIRES\nSIZE", whichever goroutine signs (the Store reuses its HMACs).
+func TestSignedURL_IsHMACOfTheRequest(t *testing.T) {
+	st := newFuzzStore(t)
+	exp := time.Unix(1795334381, 0)
+	want := func(method, path string, size int) string {
+		m := hmac.New(sha256.New, testSecret)
+		fmt.Fprintf(m, "%s\n%s\n%d\n%d", method, path, exp.Unix(), size)
+		return fmt.Sprintf("http://blob.test%s?expires=%d&size=%d&sig=%x", path, exp.Unix(), size, m.Sum(nil))
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				id := fmt.Sprintf("job_%d_%d", g, i)
+				if got, w := st.UploadURL(id, int64(i), exp), want("PUT", "/uploads/"+id, i); got != w {
+					t.Errorf("UploadURL = %s, want %s", got, w)
+					return
+				}
+				if got, w := st.DownloadURL(id, int64(i), exp), want("GET", "/outputs/"+id, i); got != w {
+					t.Errorf("DownloadURL = %s, want %s", got, w)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

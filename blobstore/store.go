@@ -2,7 +2,9 @@ package blobstore
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -52,6 +54,7 @@ type Store struct {
 
 	publicURL string
 	secret    []byte
+	macs      sync.Pool // HMAC-SHA256 with secret: hmac.New pads the key and hashes two blocks each time
 	now       func() time.Time
 	log       *slog.Logger
 	started   func(jobID string) (bool, error)
@@ -115,6 +118,7 @@ func Open(cfg Config) (*Store, error) {
 			return nil, err
 		}
 	}
+	s.macs.New = func() any { return hmac.New(sha256.New, s.secret) }
 	return s, nil
 }
 
