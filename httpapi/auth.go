@@ -84,11 +84,14 @@ func (s *Server) refuseAnon(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, errorf(CodeRateLimited, "too many requests without a valid API key from this address; retry later"))
 }
 
+// setRateHeaders writes the RateLimit-Limit, -Remaining and -Reset headers, spelled as
+// net/http sends them anyway: Set canonicalises "RateLimit-Limit" into a new string on every
+// call, and takes "Ratelimit-Limit" as it is.
 func setRateHeaders(w http.ResponseWriter, d rateDecision) {
 	h := w.Header()
-	h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("RateLimit-Reset", strconv.Itoa(ceilSeconds(d.Reset)))
+	h.Set("Ratelimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("Ratelimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("Ratelimit-Reset", strconv.Itoa(ceilSeconds(d.Reset)))
 }
 
 // ceilSeconds rounds up, so a client that waits that long is never early.
