@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net/http"
 	"strconv"
@@ -315,6 +316,9 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 
 // logTransition logs a job's move to its current status, caused by request r.
 func (s *Server) logTransition(r *http.Request, job store.Job, attrs ...any) {
+	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
 	attrs = append([]any{"request_id", requestID(r), "job_id", job.ID, "attempt", job.Attempt,
 		"status", job.Status, "account_id", job.AccountID}, attrs...)
 	s.log.InfoContext(r.Context(), "job transition", attrs...)
