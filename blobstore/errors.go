@@ -27,6 +27,7 @@ var (
 	errSizeMismatch        = errors.New("blobstore: size mismatch")
 	errSealed              = errors.New("blobstore: upload sealed")
 	errUploadInProgress    = errors.New("blobstore: upload in progress")
+	errNoMetaAttr          = errors.New("blobstore: no metadata attribute")
 	errRangeNotSatisfiable = errors.New("blobstore: range not satisfiable")
 	errPreconditionFailed  = errors.New("blobstore: precondition failed")
 )

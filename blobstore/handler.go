@@ -2,10 +2,8 @@ package blobstore
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"mime"
 	"net/http"
 	"os"
@@ -180,24 +178,6 @@ func (s *Store) get(w http.ResponseWriter, r *http.Request, req signedRequest) e
 	h.Set("Cache-Control", "private, no-cache")
 	http.ServeContent(&jsonErrors{ResponseWriter: w, s: s, r: r}, r, "", fi.ModTime(), f)
 	return nil
-}
-
-// openOutput opens the output and reads its sidecar under the id lock, so the
-// pair is consistent even while PendingOutput.Commit (behind WriteOutput too) replaces them.
-func (s *Store) openOutput(id string) (*os.File, outputSidecar, error) {
-	unlock := s.lockID(id)
-	defer unlock()
-	side, err := s.readSidecar(id)
-	if err != nil {
-		return nil, side, err
-	}
-	f, err := os.Open(filepath.Join(s.outputs, id))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, side, fmt.Errorf("download %s: %w", id, ErrNotFound)
-	} else if err != nil {
-		return nil, side, fmt.Errorf("%w: download %s: %w", ErrStorage, id, err)
-	}
-	return f, side, nil
 }
 
 // jsonErrors turns the plain-text errors http.ServeContent writes into the

@@ -224,6 +224,20 @@ func (t *tempBlob) finish() error {
 	return errors.Join(err, t.f.Close())
 }
 
+// complete writes what is buffered and completes the hash, leaving the file open and not
+// yet durable: for a caller that adds to the file what depends on the hash, then calls
+// syncClose.
+func (t *tempBlob) complete() error {
+	if t.cur.buf != nil {
+		t.ship(true)
+	}
+	t.stop()
+	return t.err
+}
+
+// syncClose makes the file durable and closes it, after complete.
+func (t *tempBlob) syncClose() error { return errors.Join(t.f.Sync(), t.f.Close()) }
+
 // sum is the hex SHA-256 of what was written; call it after finish.
 func (t *tempBlob) sum() string { return hex.EncodeToString(t.hash.Sum(nil)) }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/internal/testenv"
 	"github.com/convsvc/convsvc/internal/testproc"
@@ -106,13 +107,20 @@ func checkStopped(t *testing.T, data string, graceful bool) (jobs []store.Job) {
 			after = page[len(page)-1].ID
 		}
 	}
+	// Opened after the server is gone, as the next start would: its output files and their
+	// metadata (an extended attribute, or a sidecar) must agree with the job records.
+	blobs, err := blobstore.Open(blobstore.Config{Dir: filepath.Join(data, "blobs"), PublicURL: "http://127.0.0.1:1/"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, j := range jobs {
 		if graceful && j.Status == store.StatusRunning {
 			t.Errorf("job %s running after a graceful stop", j.ID)
 		}
 		if j.Status == store.StatusSucceeded {
-			if _, err := os.Stat(filepath.Join(data, "blobs", "outputs", j.ID)); err != nil {
-				t.Errorf("succeeded job %s lacks its output: %v", j.ID, err)
+			out, _, err := blobs.OutputInfo(j.ID)
+			if err != nil || j.Output == nil || out.Bytes != j.Output.Bytes || out.SHA256 != j.Output.SHA256 {
+				t.Errorf("succeeded job %s (output %+v) lacks its output: %+v, %v", j.ID, j.Output, out, err)
 			}
 		}
 	}
