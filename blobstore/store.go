@@ -332,8 +332,8 @@ func (p *PendingOutput) Discard() { p.blob.discard() }
 // Commit syncs the output and makes it the job's, replacing any previous one, with meta for
 // its download. The metadata goes into the file's extended attribute before the one fsync, so
 // the rename that follows publishes data and metadata at once; only where the filesystem has
-// no user attributes is it a sidecar file (with its own create, fsync and rename: a third of
-// what a small conversion's worker did, docs/benchmarks.md, run 7).
+// no user attributes is it a sidecar file (with its own create, fsync and rename: 40% of a
+// small conversion's worker CPU, docs/benchmarks.md, table 5f).
 func (p *PendingOutput) Commit(meta OutputMeta) (out Output, err error) {
 	if err := checkOutputMeta(meta); err != nil {
 		return Output{}, err

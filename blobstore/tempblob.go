@@ -213,9 +213,7 @@ func (t *tempBlob) stop() {
 // finish writes what is buffered, makes the file durable (fsync, which
 // overlaps the hashing of the last chunks), closes it and completes the hash.
 func (t *tempBlob) finish() error {
-	if t.cur.buf != nil {
-		t.ship(true)
-	}
+	t.flush()
 	err := t.err
 	if err == nil {
 		err = t.f.Sync()
@@ -228,17 +226,22 @@ func (t *tempBlob) finish() error {
 // yet durable: for a caller that adds to the file what depends on the hash, then calls
 // syncClose.
 func (t *tempBlob) complete() error {
+	t.flush()
+	t.stop()
+	return t.err
+}
+
+// flush writes the chunk being filled, the last one.
+func (t *tempBlob) flush() {
 	if t.cur.buf != nil {
 		t.ship(true)
 	}
-	t.stop()
-	return t.err
 }
 
 // syncClose makes the file durable and closes it, after complete.
 func (t *tempBlob) syncClose() error { return errors.Join(t.f.Sync(), t.f.Close()) }
 
-// sum is the hex SHA-256 of what was written; call it after finish.
+// sum is the hex SHA-256 of what was written; call it after finish or complete.
 func (t *tempBlob) sum() string { return hex.EncodeToString(t.hash.Sum(nil)) }
 
 // discard stops the hashing, releases the chunks and removes the file unless

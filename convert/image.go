@@ -440,7 +440,7 @@ type inputReader struct {
 // inputBufferSize is inputReader's buffer for inputs at least that large. A smaller input gets
 // a buffer of its own size: a 1 KiB upload's conversion reads its header and then its pixels
 // through two readers, and 64 KiB buffers for each made up half of what the server allocated
-// while it started and converted small jobs (docs/benchmarks.md, table 5e).
+// while it started and converted small jobs (docs/benchmarks.md, table 5f).
 const inputBufferSize = 64 << 10
 
 func newInputReader(ctx context.Context, in *io.SectionReader) *inputReader {

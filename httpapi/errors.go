@@ -141,11 +141,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // marshalJSON encodes v without HTML escaping, so signed URLs keep a literal "&" that shell
-// tools can cut out of the body.
+// tools can cut out of the body; a view that writes its own JSON (selfEncoder) writes it.
 func marshalJSON(v any) ([]byte, error) {
 	if se, ok := v.(selfEncoder); ok {
 		return se.encodeJSON()
 	}
+	return reflectJSON(v)
+}
+
+// reflectJSON is marshalJSON through encoding/json alone.
+func reflectJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -10,35 +8,25 @@ import (
 
 // The job views write their own JSON. Every job endpoint answers with jobs, and encoding/json's
 // reflection over jobView was 5% of the server's CPU for a create and for a start under load
-// (docs/benchmarks.md, table 5e). The bytes are exactly what encoding/json writes for the same
-// fields with HTML escaping off, as marshalJSON sets it; FuzzJobViewJSON compares the two.
+// (docs/benchmarks.md, table 5f). The bytes are exactly what encoding/json writes for the same
+// fields with HTML escaping off (reflectJSON); FuzzJobViewJSON compares the two. A job with a
+// time encoding/json refuses (a year past 9999) goes through reflectJSON, to fail as it fails.
 
-// selfEncoder is a response that writes its own JSON; marshalJSON takes that instead of
-// encoding/json's, whose MarshalJSON route validates and copies the bytes once more.
+// selfEncoder is a response that writes its own JSON, which marshalJSON takes.
 type selfEncoder interface {
 	encodeJSON() ([]byte, error)
 }
 
-// plainJobView and plainReservationView are the views without their own encoding, for the
-// times encoding/json refuses (a year past 9999: it fails the response, and so do they).
-type (
-	plainJobView         jobView
-	plainReservationView reservationView
-)
-
-// MarshalJSON writes the job without reflection, for encoding/json.
-func (v jobView) MarshalJSON() ([]byte, error) { return v.encodeJSON() }
-
 func (v jobView) encodeJSON() ([]byte, error) {
 	if !v.timesFit() {
-		return marshalJSON(plainJobView(v))
+		return reflectJSON(v)
 	}
 	return v.appendJSON(make([]byte, 0, 512)), nil
 }
 
 func (v reservationView) encodeJSON() ([]byte, error) {
 	if !v.Job.timesFit() {
-		return marshalJSON(plainReservationView(v))
+		return reflectJSON(v)
 	}
 	b := append(make([]byte, 0, 768), `{"job":`...)
 	b = v.Job.appendJSON(b)
@@ -53,7 +41,7 @@ func (v jobListView) encodeJSON() ([]byte, error) {
 	b := append(make([]byte, 0, 64+512*len(v.Data)), `{"data":[`...)
 	for i := range v.Data {
 		if !v.Data[i].timesFit() {
-			return marshalJSON(plainJobListView(v))
+			return reflectJSON(v)
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -64,9 +52,6 @@ func (v jobListView) encodeJSON() ([]byte, error) {
 	b = strconv.AppendBool(b, v.HasMore)
 	return append(b, '}'), nil
 }
-
-// plainJobListView is jobListView without its own encoding; its jobs still have theirs.
-type plainJobListView jobListView
 
 // timesFit reports whether every time of the job is in the years RFC 3339 can write.
 func (v *jobView) timesFit() bool {
@@ -162,12 +147,9 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// appendJSONValue writes v with encoding/json, HTML escaping off as in marshalJSON: a string
-// with characters it escapes, or a job's options. Neither can fail to encode.
+// appendJSONValue writes v with reflectJSON: a string with characters encoding/json escapes,
+// or a job's options. Neither can fail to encode.
 func appendJSONValue(b []byte, v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.Encode(v)
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+	js, _ := reflectJSON(v)
+	return append(b, js...)
 }
