@@ -14,8 +14,10 @@
 // and a start phase (POST /v1/jobs/{id}/start for every job, until done or -duration). The
 // rate limit is 120 creates+starts+cancels per key per rolling minute, so each key is given at
 // most 60 jobs (120 writes); -keys must cover the run. Rounds rotate the order of the three.
+// -versus adds a fourth contender, another server binary, so that two builds are compared in
+// the same rounds rather than in runs minutes apart.
 //
-//	go run ./bench/apibench [-clients 64] [-keys 600] [-duration 10s] [-rounds 3] [-start-order client|created]
+//	go run ./bench/apibench [-clients 64] [-keys 600] [-duration 10s] [-rounds 3] [-start-order client|created] [-bin BIN] [-versus BIN]
 package main
 
 import (
@@ -56,6 +58,9 @@ const perKeyJobs = 60
 // prebuilt is the -bin flag: a server binary to use instead of building one.
 var prebuilt string
 
+// versusBin is the -versus flag: a second server binary measured as one more contender.
+var versusBin string
+
 // startOrder is the -start-order flag: the order the start phase takes the jobs in.
 var startOrder string
 
@@ -67,6 +72,7 @@ func main() {
 	serveBare := flag.String("serve-bare", "", "internal: serve the bare handler and write its address to this file")
 	flag.StringVar(&startOrder, "start-order", "client", "order of the start phase: client (each create goroutine's jobs together, so a group commit of starts touches jobs from all over the create phase) or created (the order the jobs were created in, as clients that create, upload and start at once would)")
 	binFlag := flag.String("bin", "", "server binary to run instead of building convsvc (e.g. bench/serveprof for a server-side CPU profile)")
+	flag.StringVar(&versusBin, "versus", "", "a second server binary (e.g. an older build) run as one more contender in every round, to compare two builds in the same sitting")
 	flag.Parse()
 	prebuilt = *binFlag
 	if *serveBare != "" {
@@ -97,8 +103,9 @@ type phase struct {
 	serverCPU, clientCPU float64
 	// writes and commits are convsvc's store writes and the bbolt transactions that carried
 	// them during the phase (from /metrics): writes/commits is the group commit's size.
-	// conversions is how many conversions the workers finished meanwhile.
-	writes, commits, conversions float64
+	// pages is how many pages bbolt wrote to the file for them (data pages and the meta
+	// page, each one pwrite); conversions is how many conversions the workers finished meanwhile.
+	writes, commits, pages, conversions float64
 }
 
 func (p phase) rate() float64 { return float64(p.ok) / p.elapsed.Seconds() }
@@ -112,7 +119,8 @@ func (p phase) cpuNote() string {
 		1e6*p.serverCPU/float64(p.ok), 1e6*p.clientCPU/float64(p.ok),
 		100*(p.serverCPU+p.clientCPU)/p.elapsed.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 	if p.commits > 0 {
-		note += fmt.Sprintf(", %.0f commits/s of %.1f writes each, %.0f conversions finished", p.commits/p.elapsed.Seconds(), p.writes/p.commits, p.conversions)
+		note += fmt.Sprintf(", %.0f commits/s of %.1f writes and %.1f pages each, %.0f conversions finished",
+			p.commits/p.elapsed.Seconds(), p.writes/p.commits, p.pages/p.commits, p.conversions)
 	}
 	return note
 }
@@ -134,15 +142,16 @@ func measured(pid int, metricsURL string, run func() phase) phase {
 	cut()
 	p.serverCPU, p.clientCPU = benchkit.ProcCPU(pid)-s0, benchkit.ProcCPU(os.Getpid())-c0
 	after := scrapeCounters(metricsURL)
-	p.writes, p.commits, p.conversions = after.writes-before.writes, after.commits-before.commits, after.conversions-before.conversions
+	p.writes, p.commits, p.pages = after.writes-before.writes, after.commits-before.commits, after.pages-before.pages
+	p.conversions = after.conversions - before.conversions
 	return p
 }
 
 // counters are the figures of convsvc's /metrics the phases report.
-type counters struct{ writes, commits, conversions float64 }
+type counters struct{ writes, commits, pages, conversions float64 }
 
-// scrapeCounters reads convsvc's store write and write transaction counters and its finished
-// conversions (summed over their labels) from its /metrics: zeros for a server without them,
+// scrapeCounters reads convsvc's store write and write transaction counters, bbolt's page
+// writes and its finished conversions (summed over their labels) from its /metrics: zeros for a server without them,
 // or an empty URL.
 func scrapeCounters(metricsURL string) (c counters) {
 	if metricsURL == "" {
@@ -161,6 +170,7 @@ func scrapeCounters(metricsURL string) (c counters) {
 	return counters{
 		writes:      m.Value("convsvc_store_writes_total"),
 		commits:     m.Value("convsvc_store_write_transactions_total"),
+		pages:       m.Value("convsvc_bolt_writes_total"),
 		conversions: m.Value("convsvc_conversions_total"),
 	}
 }
@@ -194,12 +204,16 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 	fmt.Printf("%d clients, %d keys (rate limit: 120 creates+starts+cancels per key per rolling minute, so each key creates and starts at most %d jobs), create phase %v\n\n",
 		clients, nkeys, perKeyJobs, duration)
 	order := []string{"convsvc", "bare", "bbolt"}
+	if versusBin != "" {
+		order = append(order, "versus")
+	}
 	all := map[string][]result{}
 	bolts := map[string][]float64{}
 	var loads []string
 	for round := range rounds {
 		loads = append(loads, strings.Fields(benchkit.LoadAvg())[0])
 		for _, who := range order {
+			benchkit.Settle()
 			switch who {
 			case "convsvc":
 				r, err := convsvcRound(bin, work, clients, nkeys, duration)
@@ -208,6 +222,13 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 				}
 				all[who] = append(all[who], r)
 				fmt.Fprintf(os.Stderr, "round %d convsvc: %.0f creates+starts/s (load %s)\n", round+1, r.combined(), benchkit.LoadAvg())
+			case "versus":
+				r, err := convsvcRound(versusBin, work, clients, nkeys, duration)
+				if err != nil {
+					return fmt.Errorf("versus: %w", err)
+				}
+				all[who] = append(all[who], r)
+				fmt.Fprintf(os.Stderr, "round %d versus: %.0f creates+starts/s (load %s)\n", round+1, r.combined(), benchkit.LoadAvg())
 			case "bare":
 				r, err := bareRound(self, clients, duration)
 				if err != nil {
@@ -245,7 +266,10 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 	for _, c := range []struct {
 		name string
 		rs   []result
-	}{{"convsvc", cv}, {"bare net/http handler", bare}} {
+	}{{"convsvc", cv}, {"bare net/http handler", bare}, {"versus " + versusBin, all["versus"]}} {
+		if len(c.rs) == 0 {
+			continue
+		}
 		var each []string
 		for _, r := range c.rs {
 			each = append(each, fmt.Sprintf("%.0f", r.combined()))
@@ -273,10 +297,21 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 		med(cv, result.combined)/med(bare, result.combined))
 	fmt.Printf("convsvc creates+starts/s / bbolt records/s (store settings), per round: %s; of medians: %.2f\n",
 		strings.Join(boltRatios, ", "), med(cv, result.combined)/bestBolt)
+	if vs := all["versus"]; len(vs) > 0 {
+		var each []string
+		for i := range min(len(cv), len(vs)) {
+			each = append(each, fmt.Sprintf("%.2f", cv[i].combined()/vs[i].combined()))
+		}
+		fmt.Printf("convsvc / versus (creates+starts/s), per round: %s; of medians: %.2f\n", strings.Join(each, ", "),
+			med(cv, result.combined)/med(vs, result.combined))
+	}
 	fmt.Println()
 	for i, r := range cv {
 		fmt.Printf("- convsvc round %d: %s; uploads between the phases (not in the rate): %d at %.0f/s, p50 %.2f ms, p99 %.2f ms; errors: %s\n",
 			i+1, r.note, r.upload.ok, r.upload.rate(), ms(r.upload, 50), ms(r.upload, 99), errString(r.create.errs, r.start.errs, r.upload.errs))
+	}
+	for i, r := range all["versus"] {
+		fmt.Printf("- versus round %d: %s; errors: %s\n", i+1, r.note, errString(r.create.errs, r.start.errs, r.upload.errs))
 	}
 	for i, r := range bare {
 		fmt.Printf("- bare round %d: %s; errors: %s\n", i+1, r.note, errString(r.create.errs, r.start.errs))

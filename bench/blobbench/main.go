@@ -126,7 +126,7 @@ func run(sizes []int64, rounds int) error {
 		for range rounds {
 			loads = append(loads, strings.Fields(benchkit.LoadAvg())[0])
 			for _, who := range order {
-				settle()
+				benchkit.Settle()
 				var s sample
 				switch who {
 				case "convsvc":
@@ -177,7 +177,7 @@ func run(sizes []int64, rounds int) error {
 		for range rounds {
 			loads = append(loads, strings.Fields(benchkit.LoadAvg())[0])
 			for _, who := range order {
-				settle()
+				benchkit.Settle()
 				var s sample
 				switch who {
 				case "convsvc":
@@ -225,12 +225,6 @@ func run(sizes []int64, rounds int) error {
 	fmt.Printf("\nconvsvc server VmHWM (peak RSS since start) at the end: %d MiB\n", benchkit.HWMKiB(p.Pid())>>10)
 	fmt.Printf("load average at end: %s\n", benchkit.LoadAvg())
 	return nil
-}
-
-// settle flushes dirty pages left by the previous transfer so it does not slow the next.
-func settle() {
-	syscall.Sync()
-	time.Sleep(time.Second)
 }
 
 func medMBps(ss []sample) float64 {

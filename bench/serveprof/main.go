@@ -9,6 +9,10 @@
 //	go build -o /tmp/serveprof ./bench/serveprof
 //	CONVSVC_CPUPROFILE=/tmp/api.pprof go run ./bench/apibench -bin /tmp/serveprof -rounds 1
 //	go tool pprof -top /tmp/serveprof /tmp/api.pprof.1   # the create phase
+//
+// With $CONVSVC_TRACE set as well, each cut also records an execution trace of the next
+// second into $CONVSVC_TRACE.1, .2, ...: what the goroutines waited on (go tool trace
+// -pprof=sync|sched|syscall FILE) and how busy the store's writer was (bench/writertrace).
 package main
 
 import (
@@ -19,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -54,6 +59,9 @@ func main() {
 				pprof.StopCPUProfile()
 				f.Close()
 				f = startProfile(fmt.Sprintf("%s.%d", path, n))
+				if tp := os.Getenv("CONVSVC_TRACE"); tp != "" {
+					traceSecond(fmt.Sprintf("%s.%d", tp, n))
+				}
 			}
 		}()
 	}
@@ -70,6 +78,21 @@ func main() {
 	if err := m.Shutdown(drain); err != nil {
 		fmt.Fprintln(os.Stderr, "serveprof:", err)
 	}
+}
+
+// traceSecond records an execution trace of the next second into a new file at path (when
+// no trace is running already: a phase shorter than that gets none).
+func traceSecond(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	if err := trace.Start(f); err != nil {
+		fmt.Fprintln(os.Stderr, "serveprof: trace:", err)
+		f.Close()
+		return
+	}
+	time.AfterFunc(time.Second, func() { trace.Stop(); f.Close() })
 }
 
 // startProfile starts the CPU profile into a new file at path.
