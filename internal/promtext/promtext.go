@@ -1,12 +1,19 @@
 // Package promtext reads the Prometheus text exposition format that /metrics serves, for the
-// tests and the benchmarks that check convsvc's metrics.
+// tests and the benchmarks that check convsvc's metrics. Prometheus's own parser
+// (prometheus/common/expfmt) reads the text, so a scrape that parses here is one a Prometheus
+// server takes; this package only flattens its metric families into the samples of the text.
 package promtext
 
 import (
-	"bufio"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // Sample is one series of a Prometheus text exposition.
@@ -18,6 +25,9 @@ type Sample struct {
 
 // Metrics is a parsed /metrics scrape.
 type Metrics struct {
+	// Samples are the series as the text writes them: a histogram's are name_bucket (with
+	// its le label), name_sum and name_count, a summary's name (with quantile), name_sum and
+	// name_count. Families come in name order.
 	Samples []Sample
 	// Types maps a metric family to its # TYPE (counter, gauge, histogram, ...).
 	Types map[string]string
@@ -25,70 +35,58 @@ type Metrics struct {
 
 // Parse parses the Prometheus text format (what promhttp sends without an Accept header).
 func Parse(text string) (Metrics, error) {
-	m := Metrics{Types: map[string]string{}}
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, "# TYPE "); ok {
-			if name, typ, ok := strings.Cut(rest, " "); ok {
-				m.Types[name] = typ
-			}
-			continue
-		}
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return m, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		m.Samples = append(m.Samples, s)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return Metrics{}, fmt.Errorf("metrics: %w", err)
 	}
-	return m, sc.Err()
+	m := Metrics{Types: map[string]string{}}
+	for _, name := range slices.Sorted(maps.Keys(families)) {
+		f := families[name]
+		m.Types[name] = strings.ToLower(f.GetType().String())
+		for _, metric := range f.GetMetric() {
+			m.Samples = append(m.Samples, samples(name, f.GetType(), metric)...)
+		}
+	}
+	return m, nil
 }
 
-func parseSample(line string) (Sample, error) {
-	s := Sample{Labels: map[string]string{}}
-	i := strings.LastIndexByte(line, ' ')
-	if i < 0 {
-		return s, fmt.Errorf("no value")
+// samples writes out one metric of a family as the text's series.
+func samples(name string, typ dto.MetricType, metric *dto.Metric) []Sample {
+	labels := map[string]string{}
+	for _, l := range metric.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
 	}
-	v, err := strconv.ParseFloat(line[i+1:], 64)
-	if err != nil {
-		return s, err
-	}
-	s.Value = v
-	series := line[:i]
-	open := strings.IndexByte(series, '{')
-	if open < 0 {
-		s.Name = series
-		return s, nil
-	}
-	s.Name = series[:open]
-	rest := strings.TrimSuffix(series[open+1:], "}")
-	for rest != "" {
-		eq := strings.IndexByte(rest, '=')
-		if eq < 0 || eq+1 >= len(rest) || rest[eq+1] != '"' {
-			return s, fmt.Errorf("bad labels")
+	sample := func(suffix string, v float64, extra ...string) Sample {
+		ls := maps.Clone(labels)
+		for i := 0; i+1 < len(extra); i += 2 {
+			ls[extra[i]] = extra[i+1]
 		}
-		key := rest[:eq]
-		var val strings.Builder
-		j := eq + 2
-		for ; j < len(rest) && rest[j] != '"'; j++ {
-			if rest[j] == '\\' && j+1 < len(rest) {
-				j++
-				if rest[j] == 'n' {
-					val.WriteByte('\n')
-					continue
-				}
-			}
-			val.WriteByte(rest[j])
-		}
-		s.Labels[key] = val.String()
-		rest = strings.TrimPrefix(rest[min(j+1, len(rest)):], ",")
+		return Sample{Name: name + suffix, Labels: ls, Value: v}
 	}
-	return s, nil
+	bound := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	switch typ {
+	case dto.MetricType_COUNTER:
+		return []Sample{sample("", metric.GetCounter().GetValue())}
+	case dto.MetricType_GAUGE:
+		return []Sample{sample("", metric.GetGauge().GetValue())}
+	case dto.MetricType_HISTOGRAM, dto.MetricType_GAUGE_HISTOGRAM:
+		h := metric.GetHistogram()
+		var out []Sample
+		for _, b := range h.GetBucket() {
+			out = append(out, sample("_bucket", float64(b.GetCumulativeCount())+b.GetCumulativeCountFloat(), "le", bound(b.GetUpperBound())))
+		}
+		return append(out, sample("_sum", h.GetSampleSum()), sample("_count", float64(h.GetSampleCount())+h.GetSampleCountFloat()))
+	case dto.MetricType_SUMMARY:
+		s := metric.GetSummary()
+		var out []Sample
+		for _, q := range s.GetQuantile() {
+			out = append(out, sample("", q.GetValue(), "quantile", bound(q.GetQuantile())))
+		}
+		return append(out, sample("_sum", s.GetSampleSum()), sample("_count", float64(s.GetSampleCount())))
+	default:
+		return []Sample{sample("", metric.GetUntyped().GetValue())}
+	}
 }
 
 // Find returns the samples named name whose labels include the given pairs (key, value, ...).
