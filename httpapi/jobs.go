@@ -285,7 +285,6 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, &Error{Code: CodeStorageUnavailable, Message: "object storage is not answering; retry with backoff", Err: err})
 		return
 	}
-	hash := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts))
 	params := store.CreateJobParams{
 		AccountID:      key.AccountID,
 		InputFormat:    input,
@@ -293,7 +292,11 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		InputBytes:     size,
 		Options:        rawOpts,
 		IdempotencyKey: idemKey,
-		RequestHash:    hex.EncodeToString(hash[:]),
+	}
+	if idemKey != "" {
+		// Only a repeat under the same Idempotency-Key compares requests.
+		hash := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts))
+		params.RequestHash = hex.EncodeToString(hash[:])
 	}
 	began := s.now()
 	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -43,5 +44,22 @@ func TestMethodLabel(t *testing.T) {
 		if got := methodLabel(m); got != want {
 			t.Errorf("methodLabel(%q) = %q, want %q", m, got, want)
 		}
+	}
+}
+
+// A generated request id is "req_" and 24 lowercase hex digits (12 random bytes), new each time,
+// and passes the check a caller's own id must pass.
+func TestNewRequestID(t *testing.T) {
+	seen := map[string]bool{}
+	for range 1000 {
+		id := newRequestID()
+		hexPart, ok := strings.CutPrefix(id, "req_")
+		if !ok || len(hexPart) != 24 || strings.Trim(hexPart, "0123456789abcdef") != "" || !validRequestID(id) {
+			t.Fatalf("request id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("request id %q twice", id)
+		}
+		seen[id] = true
 	}
 }

@@ -46,13 +46,18 @@ func randomBase62(n int) string {
 
 // keyChecksum encodes the CRC-32 of the random part as six base62 characters.
 func keyChecksum(random string) string {
+	c := checksumOf(random)
+	return string(c[:])
+}
+
+// checksumOf is keyChecksum without the string, for ParseKey, which every request runs.
+func checksumOf(random string) (out [keyChecksumLen]byte) {
 	sum := uint64(crc32.ChecksumIEEE([]byte(random)))
-	out := make([]byte, keyChecksumLen)
 	for i := keyChecksumLen - 1; i >= 0; i-- {
 		out[i] = base62Alphabet[sum%62]
 		sum /= 62
 	}
-	return string(out)
+	return out
 }
 
 // NewKeySecret returns a fresh live key: prefix, 32 random base62 characters and a checksum.
@@ -61,19 +66,28 @@ func NewKeySecret() string {
 	return KeyPrefix + random + keyChecksum(random)
 }
 
+// isBase62 tells the characters of base62Alphabet from every other byte.
+var isBase62 = func() (t [256]bool) {
+	for i := range len(base62Alphabet) {
+		t[base62Alphabet[i]] = true
+	}
+	return t
+}()
+
 // ParseKey checks that s has the live-key shape and a valid checksum, without any lookup.
+// Every request with a key runs it, so it allocates nothing.
 func ParseKey(s string) error {
 	if len(s) != KeyLen || !strings.HasPrefix(s, KeyPrefix) {
 		return ErrMalformedKey
 	}
 	body := s[len(KeyPrefix):]
 	for i := 0; i < len(body); i++ {
-		if strings.IndexByte(base62Alphabet, body[i]) < 0 {
+		if !isBase62[body[i]] {
 			return ErrMalformedKey
 		}
 	}
 	random, sum := body[:keyRandomLen], body[keyRandomLen:]
-	if keyChecksum(random) != sum {
+	if want := checksumOf(random); string(want[:]) != sum {
 		return ErrMalformedKey
 	}
 	return nil

@@ -55,8 +55,44 @@ func FuzzParseKey(f *testing.F) {
 	f.Add("cs_live_")
 	f.Add("Bearer cs_live_x")
 	f.Fuzz(func(t *testing.T, s string) {
-		if ParseKey(s) == nil && (len(s) != KeyLen || !strings.HasPrefix(s, KeyPrefix)) {
+		ok := ParseKey(s) == nil
+		if ok && (len(s) != KeyLen || !strings.HasPrefix(s, KeyPrefix)) {
 			t.Fatalf("accepted %q", s)
 		}
+		// The shape and checksum as the key's definition states them, written out slowly.
+		want := len(s) == KeyLen && strings.HasPrefix(s, KeyPrefix)
+		if want {
+			body := s[len(KeyPrefix):]
+			for _, c := range body {
+				want = want && strings.ContainsRune(base62Alphabet, c)
+			}
+			want = want && keyChecksum(body[:keyRandomLen]) == body[keyRandomLen:]
+		}
+		if ok != want {
+			t.Fatalf("ParseKey(%q) ok = %v, want %v", s, ok, want)
+		}
 	})
+}
+
+// Every request with a key parses it: the one allocation left is hash/crc32's copy of the
+// random part (it passes the bytes through a function variable, so they escape).
+func TestParseKey_Allocs(t *testing.T) {
+	key := NewKeySecret()
+	if n := testing.AllocsPerRun(100, func() {
+		if ParseKey(key) != nil {
+			t.Fatal("fresh key refused")
+		}
+	}); n > 1 {
+		t.Errorf("ParseKey allocates %v times, want at most 1", n)
+	}
+}
+
+func BenchmarkParseKey(b *testing.B) {
+	key := NewKeySecret()
+	b.ReportAllocs()
+	for b.Loop() {
+		if ParseKey(key) != nil {
+			b.Fatal("fresh key refused")
+		}
+	}
 }
