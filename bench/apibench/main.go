@@ -215,20 +215,14 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 		for _, who := range order {
 			benchkit.Settle()
 			switch who {
-			case "convsvc":
-				r, err := convsvcRound(bin, work, clients, nkeys, duration)
+			case "convsvc", "versus":
+				server := map[string]string{"convsvc": bin, "versus": versusBin}[who]
+				r, err := convsvcRound(server, work, clients, nkeys, duration)
 				if err != nil {
-					return fmt.Errorf("convsvc: %w", err)
+					return fmt.Errorf("%s: %w", who, err)
 				}
 				all[who] = append(all[who], r)
-				fmt.Fprintf(os.Stderr, "round %d convsvc: %.0f creates+starts/s (load %s)\n", round+1, r.combined(), benchkit.LoadAvg())
-			case "versus":
-				r, err := convsvcRound(versusBin, work, clients, nkeys, duration)
-				if err != nil {
-					return fmt.Errorf("versus: %w", err)
-				}
-				all[who] = append(all[who], r)
-				fmt.Fprintf(os.Stderr, "round %d versus: %.0f creates+starts/s (load %s)\n", round+1, r.combined(), benchkit.LoadAvg())
+				fmt.Fprintf(os.Stderr, "round %d %s: %.0f creates+starts/s (load %s)\n", round+1, who, r.combined(), benchkit.LoadAvg())
 			case "bare":
 				r, err := bareRound(self, clients, duration)
 				if err != nil {
