@@ -132,7 +132,7 @@ func (p phase) cpuNote() string {
 func measured(pid int, metricsURL string, run func() phase) phase {
 	cut := func() {
 		if os.Getenv("CONVSVC_CPUPROFILE") != "" {
-			syscall.Kill(pid, syscall.SIGUSR1)
+			benchkit.SendCut(pid)
 		}
 	}
 	cut()

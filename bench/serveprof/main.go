@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/convsvc/convsvc/bench/internal/benchkit"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -52,7 +53,9 @@ func main() {
 		f := startProfile(path)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 		cut := make(chan os.Signal, 1)
-		signal.Notify(cut, syscall.SIGUSR1)
+		if benchkit.CutSignal != nil {
+			signal.Notify(cut, benchkit.CutSignal)
+		}
 		go func() {
 			for n := 1; ; n++ {
 				<-cut

@@ -1,0 +1,23 @@
+//go:build unix
+
+package benchkit
+
+import (
+	"os"
+	"syscall"
+	"time"
+)
+
+// Settle flushes the dirty pages a previous contender left and waits a second, so that their
+// writeback does not slow the fsyncs of the next one.
+func Settle() {
+	syscall.Sync()
+	time.Sleep(time.Second)
+}
+
+// CutSignal is the signal bench/serveprof takes as "start a new profile file" (nil where
+// there is none to send).
+var CutSignal os.Signal = syscall.SIGUSR1
+
+// SendCut sends CutSignal to the process pid.
+func SendCut(pid int) error { return syscall.Kill(pid, syscall.SIGUSR1) }
