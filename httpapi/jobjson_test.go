@@ -48,25 +48,22 @@ func FuzzJobViewJSON(f *testing.F) {
 	f.Add("ok", "queued", "é", "", int64(math.MaxInt64), int64(math.MinInt64), uint8(0x15))
 	f.Fuzz(func(t *testing.T, id, status, errMsg, url string, nums, nanos int64, nils uint8) {
 		v := fuzzJobView(id, status, errMsg, url, nums, nanos, nils)
-		got, gerr := marshalJSON(v)
-		want, werr := reflectJSON(v)
-		if (gerr == nil) != (werr == nil) || !bytes.Equal(got, want) {
-			t.Fatalf("job:\n got %s (%v)\nwant %s (%v)", got, gerr, want, werr)
-		}
-		r := reservationView{Job: v, UploadURL: url + errMsg, UploadExpiresIn: int(nums % 900)}
-		got, gerr = marshalJSON(r)
-		want, werr = reflectJSON(r)
-		if (gerr == nil) != (werr == nil) || !bytes.Equal(got, want) {
-			t.Fatalf("reservation:\n got %s (%v)\nwant %s (%v)", got, gerr, want, werr)
-		}
-		l := jobListView{Data: []jobView{v, fuzzJobView(url, errMsg, id, status, nums/3, nanos/5, ^nils)}, HasMore: nils&1 == 0}
-		got, gerr = marshalJSON(l)
-		want, werr = reflectJSON(l)
-		if (gerr == nil) != (werr == nil) || !bytes.Equal(got, want) {
-			t.Fatalf("list:\n got %s (%v)\nwant %s (%v)", got, gerr, want, werr)
-		}
-		if gerr == nil && !json.Valid(got) {
-			t.Fatalf("invalid JSON %s", got)
+		for _, view := range []struct {
+			name string
+			v    any
+		}{
+			{"job", v},
+			{"reservation", reservationView{Job: v, UploadURL: url + errMsg, UploadExpiresIn: int(nums % 900)}},
+			{"list", jobListView{Data: []jobView{v, fuzzJobView(url, errMsg, id, status, nums/3, nanos/5, ^nils)}, HasMore: nils&1 == 0}},
+		} {
+			got, gerr := marshalJSON(view.v)
+			want, werr := reflectJSON(view.v)
+			if (gerr == nil) != (werr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("%s:\n got %s (%v)\nwant %s (%v)", view.name, got, gerr, want, werr)
+			}
+			if gerr == nil && !json.Valid(got) {
+				t.Fatalf("%s: invalid JSON %s", view.name, got)
+			}
 		}
 	})
 }
@@ -91,24 +88,18 @@ func TestJobViewJSON_YearPast9999(t *testing.T) {
 	}
 }
 
-// BenchmarkJobViewJSON is a start's response body: the view of a queued job.
+// BenchmarkJobViewJSON is a start's response body, the view of a queued job: written by the
+// view itself (marshalJSON) and through encoding/json's reflection, as before.
 func BenchmarkJobViewJSON(b *testing.B) {
 	v := fuzzJobView("job_0VbgaKDZq1KayMsTx6fxmo1S", "queued", "", "", 100, 1795334381529281825, 0xff&^4)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := marshalJSON(v); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkJobViewJSON_Reflection is the same through encoding/json's reflection, as before.
-func BenchmarkJobViewJSON_Reflection(b *testing.B) {
-	v := fuzzJobView("job_0VbgaKDZq1KayMsTx6fxmo1S", "queued", "", "", 100, 1795334381529281825, 0xff&^4)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := reflectJSON(v); err != nil {
-			b.Fatal(err)
-		}
+	for name, encode := range map[string]func(any) ([]byte, error){"self": marshalJSON, "reflection": reflectJSON} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := encode(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -108,27 +108,32 @@ func Observed(h http.Handler, o Observe) http.Handler {
 				o.Metrics.requests.WithLabelValues(o.Server, method, route, strconv.Itoa(rec.status)).Inc()
 				o.Metrics.duration.WithLabelValues(o.Server, method, route).Observe(elapsed.Seconds())
 			}
-			// The attributes are built only for a logger that writes them (not at
-			// --log-level warn): boxing them was a dozen allocations per request.
-			if o.Logger.Enabled(r.Context(), slog.LevelInfo) {
-				attrs := []any{
-					"request_id", id, "method", method, "route", route, "status", rec.status,
-					"duration_ms", float64(elapsed.Microseconds()) / 1000, "bytes", rec.bytes,
-				}
-				if acct := info.accountID.Load(); acct != nil {
-					attrs = append(attrs, "account_id", *acct)
-				}
-				if v != nil {
-					attrs = append(attrs, "aborted", true)
-				}
-				o.Logger.InfoContext(r.Context(), "request", attrs...)
-			}
+			logRequest(o.Logger, r, info, method, route, rec, elapsed, v != nil)
 			if v != nil {
 				panic(v)
 			}
 		}()
 		h.ServeHTTP(rec, r)
 	})
+}
+
+// logRequest writes the request's log line. The attributes are built only for a logger that
+// writes them (not at --log-level warn): boxing them was a dozen allocations per request.
+func logRequest(log *slog.Logger, r *http.Request, info *requestInfo, method, route string, rec *statusRecorder, elapsed time.Duration, aborted bool) {
+	if !log.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	attrs := []any{
+		"request_id", info.id, "method", method, "route", route, "status", rec.status,
+		"duration_ms", float64(elapsed.Microseconds()) / 1000, "bytes", rec.bytes,
+	}
+	if acct := info.accountID.Load(); acct != nil {
+		attrs = append(attrs, "account_id", *acct)
+	}
+	if aborted {
+		attrs = append(attrs, "aborted", true)
+	}
+	log.InfoContext(r.Context(), "request", attrs...)
 }
 
 // methodLabel keeps the method label's values few: an unusual method is "other".

@@ -151,8 +151,8 @@ func measured(pid int, metricsURL string, run func() phase) phase {
 type counters struct{ writes, commits, pages, conversions float64 }
 
 // scrapeCounters reads convsvc's store write and write transaction counters, bbolt's page
-// writes and its finished conversions (summed over their labels) from its /metrics: zeros for a server without them,
-// or an empty URL.
+// writes and its finished conversions (summed over their labels) from its /metrics: zeros for
+// a server without them, or an empty URL.
 func scrapeCounters(metricsURL string) (c counters) {
 	if metricsURL == "" {
 		return c
@@ -216,7 +216,10 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 			benchkit.Settle()
 			switch who {
 			case "convsvc", "versus":
-				server := map[string]string{"convsvc": bin, "versus": versusBin}[who]
+				server := bin
+				if who == "versus" {
+					server = versusBin
+				}
 				r, err := convsvcRound(server, work, clients, nkeys, duration)
 				if err != nil {
 					return fmt.Errorf("%s: %w", who, err)

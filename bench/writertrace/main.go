@@ -1,8 +1,10 @@
 // Command writertrace reads an execution trace of convsvc (bench/serveprof's $CONVSVC_TRACE)
 // and says how the store's single writer spent the traced time: the goroutine that commits a
 // group (store.groupCommit's lead and commit) running, in a system call (bbolt's page writes
-// and fdatasyncs), runnable but waiting for a processor, or blocked. A writer that is busy for
-// nearly all of the trace is the API's bottleneck: every create and start waits for it.
+// and fdatasyncs), runnable but waiting for a processor, or blocked. A writer busy for nearly
+// all of the trace is not by itself the API's limit: run 8 in docs/benchmarks.md found it busy
+// ~90% of the time, yet a build without fsyncs was no faster, since the waits are what make
+// the groups large.
 //
 //	CONVSVC_TRACE=/tmp/api.trace CONVSVC_CPUPROFILE=/tmp/api.pprof go run ./bench/apibench -bin /tmp/serveprof -rounds 1
 //	go run ./bench/writertrace /tmp/api.trace.3   # the start phase's first second

@@ -15,9 +15,11 @@ func Settle() {
 	time.Sleep(time.Second)
 }
 
-// CutSignal is the signal bench/serveprof takes as "start a new profile file" (nil where
-// there is none to send).
-var CutSignal os.Signal = syscall.SIGUSR1
+// cutSignal is the signal bench/serveprof takes as "start a new profile file".
+const cutSignal = syscall.SIGUSR1
+
+// CutSignal is cutSignal for signal.Notify (nil where there is none to send).
+var CutSignal os.Signal = cutSignal
 
 // SendCut sends CutSignal to the process pid.
-func SendCut(pid int) error { return syscall.Kill(pid, syscall.SIGUSR1) }
+func SendCut(pid int) error { return syscall.Kill(pid, cutSignal) }
