@@ -98,6 +98,10 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 			if e.Value == "" {
 				e.Value = "http://" + o.cfg.BlobListen
 			}
+		case "gc-heap-floor":
+			if os.Getenv("GOGC") != "" {
+				e.Value += " (off: GOGC is set)"
+			}
 		case "admin-token":
 			switch {
 			case e.Value != "":

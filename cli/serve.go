@@ -11,14 +11,16 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 )
 
 // serveOptions are the flags of serve.
 type serveOptions struct {
-	cfg       service.Config
-	logFormat string
-	logLevel  string
+	cfg         service.Config
+	logFormat   string
+	logLevel    string
+	gcHeapFloor sizeFlag // see internal/gcfloor
 }
 
 func newServeCommand() *cobra.Command {
@@ -53,6 +55,8 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.Int64Var(&o.cfg.DefaultSpendCapCents, "default-spend-cap-cents", service.DefaultSpendCapCents, "monthly spend cap of the default account")
 	f.Int64Var(&o.cfg.MaxPixels, "max-pixels", service.DefaultMaxPixels, "largest image accepted, in pixels (width x height)")
 	f.Var((*sizeFlag)(&o.cfg.MaxConversionMemory), "max-conversion-memory", "memory running conversions may hold together, e.g. 4GiB (default: half of the machine's memory); conversions beyond it wait")
+	o.gcHeapFloor = gcfloor.DefaultFloor
+	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)
@@ -84,6 +88,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	o.cfg.OnDefaultKey = func(accountID, key string) {
 		fmt.Fprintf(out, "Created account \"default\" (%s) with API key:\n\n    %s\n\nIt is shown only this once; keep it.\n\n", accountID, key)
 	}
+	gcfloor.Set(uint64(o.gcHeapFloor))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	m, err := service.Run(o.cfg)

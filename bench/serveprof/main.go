@@ -1,15 +1,18 @@
 // Command serveprof is `convsvc serve` with a CPU profile: it runs the same service.Run the
-// binary runs, takes the flags testproc passes (serve --data --listen --blob-listen
-// [--log-level] [--workers]), prints the same "serving" line, and profiles the whole process
-// until SIGTERM, when it writes the profile to $CONVSVC_CPUPROFILE and drains. SIGUSR1 cuts
-// the profile: what was recorded so far is written and a new one starts in
-// $CONVSVC_CPUPROFILE.1, .2, ... (apibench sends it between its phases). The benchmarks take
-// it in place of the binary with -bin, to show where the server's time goes under load:
+// binary runs with serve's default GC heap floor, takes the flags testproc passes (serve
+// --data --listen --blob-listen [--log-level] [--workers]), prints the same "serving" line,
+// and profiles the whole process until SIGTERM, when it writes the profile to
+// $CONVSVC_CPUPROFILE and drains. SIGUSR1 cuts the profile: what was recorded so far is
+// written and a new one starts in $CONVSVC_CPUPROFILE.1, .2, ... (apibench sends it between
+// its phases). The benchmarks take it in place of the binary with -bin, to show where the
+// server's time goes under load:
 //
 //	go build -o /tmp/serveprof ./bench/serveprof
 //	CONVSVC_CPUPROFILE=/tmp/api.pprof go run ./bench/apibench -bin /tmp/serveprof -rounds 1
 //	go tool pprof -top /tmp/serveprof /tmp/api.pprof.1   # the create phase
 //
+// With $CONVSVC_MEMPROFILE set as well, each cut writes the allocations so far into
+// $CONVSVC_MEMPROFILE.1, .2, ...; a phase's own are the difference of its two cuts' files.
 // With $CONVSVC_TRACE set as well, each cut also records an execution trace of the next
 // second into $CONVSVC_TRACE.1, .2, ...: what the goroutines waited on (go tool trace
 // -pprof=sync|sched|syscall FILE) and how busy the store's writer was (bench/writertrace).
@@ -28,6 +31,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
+	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -49,6 +53,7 @@ func main() {
 		fail(err)
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	gcfloor.Set(gcfloor.DefaultFloor) // as serve's default --gc-heap-floor
 	if path := os.Getenv("CONVSVC_CPUPROFILE"); path != "" {
 		f := startProfile(path)
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
@@ -64,6 +69,9 @@ func main() {
 				f = startProfile(fmt.Sprintf("%s.%d", path, n))
 				if tp := os.Getenv("CONVSVC_TRACE"); tp != "" {
 					traceSecond(fmt.Sprintf("%s.%d", tp, n))
+				}
+				if mp := os.Getenv("CONVSVC_MEMPROFILE"); mp != "" {
+					writeAllocs(fmt.Sprintf("%s.%d", mp, n))
 				}
 			}
 		}()
@@ -96,6 +104,20 @@ func traceSecond(path string) {
 		return
 	}
 	time.AfterFunc(time.Second, func() { trace.Stop(); f.Close() })
+}
+
+// writeAllocs writes the allocations so far (the allocs profile, cumulative since the
+// start) into a new file at path; the allocations of one phase are the difference of the
+// files written at its two cuts (go tool pprof -sample_index=alloc_space -diff_base A B).
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fail(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fail(err)
+	}
 }
 
 // startProfile starts the CPU profile into a new file at path.
