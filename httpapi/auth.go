@@ -88,10 +88,14 @@ func (s *Server) refuseAnon(w http.ResponseWriter, r *http.Request) {
 // net/http sends them anyway: Set canonicalises "RateLimit-Limit" into a new string on every
 // call, and takes "Ratelimit-Limit" as it is.
 func setRateHeaders(w http.ResponseWriter, d rateDecision) {
+	// One backing array for the three values (each header gets a full one-element slice of
+	// it, so an Add to one cannot write into the next).
+	v := make([]string, 3)
+	v[0], v[1], v[2] = strconv.Itoa(d.Limit), strconv.Itoa(d.Remaining), strconv.Itoa(ceilSeconds(d.Reset))
 	h := w.Header()
-	h.Set("Ratelimit-Limit", strconv.Itoa(d.Limit))
-	h.Set("Ratelimit-Remaining", strconv.Itoa(d.Remaining))
-	h.Set("Ratelimit-Reset", strconv.Itoa(ceilSeconds(d.Reset)))
+	h["Ratelimit-Limit"] = v[0:1:1]
+	h["Ratelimit-Remaining"] = v[1:2:2]
+	h["Ratelimit-Reset"] = v[2:3:3]
 }
 
 // ceilSeconds rounds up, so a client that waits that long is never early.

@@ -15,7 +15,7 @@ import (
 
 // readJSONBody reads a bounded JSON body and checks its Content-Type.
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return nil, errorf(CodeUnsupportedMediaType, "send the body as JSON with Content-Type: application/json")

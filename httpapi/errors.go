@@ -171,9 +171,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	writeRaw(w, status, body)
 }
 
+// jsonContentType and noSniff are shared header values: the map holds the same one-element
+// slices for every response instead of a new pair each time. Nothing writes into a header
+// value in place (Header.Add appends, which copies a full slice; net/http clones the map
+// when the header is written), so sharing them is safe.
+var (
+	jsonContentType = []string{"application/json"}
+	noSniff         = []string{"nosniff"}
+)
+
 func writeRaw(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["X-Content-Type-Options"] = noSniff
 	w.WriteHeader(status)
 	w.Write(body)
 	w.Write([]byte("\n"))

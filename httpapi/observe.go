@@ -105,7 +105,7 @@ func Observed(h http.Handler, o Observe) http.Handler {
 			}
 			method := methodLabel(r.Method)
 			if o.Metrics != nil {
-				o.Metrics.requests.WithLabelValues(o.Server, method, route, strconv.Itoa(rec.status)).Inc()
+				o.Metrics.requests.WithLabelValues(o.Server, method, route, statusLabel(rec.status)).Inc()
 				o.Metrics.duration.WithLabelValues(o.Server, method, route).Observe(elapsed.Seconds())
 			}
 			logRequest(o.Logger, r, info, method, route, rec, elapsed, v != nil)
@@ -148,12 +148,28 @@ func methodLabel(m string) string {
 
 // StorageRoute names the object-storage route of r: /uploads/:id, /outputs/:id or unmatched.
 func StorageRoute(r *http.Request) string {
-	for _, prefix := range []string{"/uploads/", "/outputs/"} {
+	for _, route := range [...]string{"/uploads/:id", "/outputs/:id"} {
+		prefix := strings.TrimSuffix(route, ":id")
 		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
-			return prefix + ":id"
+			return route
 		}
 	}
 	return RouteUnmatched
+}
+
+// statusLabel is the status code as a metric label, without an allocation for the usual ones.
+func statusLabel(code int) string {
+	switch code {
+	case http.StatusOK:
+		return "200"
+	case http.StatusCreated:
+		return "201"
+	case http.StatusAccepted:
+		return "202"
+	case http.StatusNoContent:
+		return "204"
+	}
+	return strconv.Itoa(code)
 }
 
 // setRoute records the matched route template for the request log and metrics.

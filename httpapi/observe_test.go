@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTemplateOf(t *testing.T) {
@@ -61,5 +63,36 @@ func TestNewRequestID(t *testing.T) {
 			t.Fatalf("request id %q twice", id)
 		}
 		seen[id] = true
+	}
+}
+
+func TestStatusLabel(t *testing.T) {
+	for _, code := range []int{200, 201, 202, 204, 304, 400, 404, 429, 500, 503} {
+		if got := statusLabel(code); got != strconv.Itoa(code) {
+			t.Errorf("statusLabel(%d) = %q", code, got)
+		}
+	}
+}
+
+// The shared header values must survive what handlers and net/http do to a response's header.
+func TestSharedHeaderValuesStayUnchanged(t *testing.T) {
+	w := httptest.NewRecorder()
+	setRateHeaders(w, rateDecision{Limit: 120, Remaining: 7, Reset: 30 * time.Second})
+	writeRaw(w, 200, []byte("{}"))
+	h := w.Header()
+	h.Add("Content-Type", "text/plain")
+	h.Add("X-Content-Type-Options", "other")
+	h.Add("Ratelimit-Limit", "1")
+	h.Add("Ratelimit-Remaining", "2")
+	if jsonContentType[0] != "application/json" || len(jsonContentType) != 1 || noSniff[0] != "nosniff" || len(noSniff) != 1 {
+		t.Fatalf("shared values changed: %q %q", jsonContentType, noSniff)
+	}
+	if got := h.Values("Ratelimit-Reset"); len(got) != 1 || got[0] != "30" {
+		t.Fatalf("Ratelimit-Reset = %q after adding to its neighbours, want [30]", got)
+	}
+	w2 := httptest.NewRecorder()
+	writeRaw(w2, 200, []byte("{}"))
+	if got := w2.Header().Values("Content-Type"); len(got) != 1 || got[0] != "application/json" {
+		t.Fatalf("next response's Content-Type = %q", got)
 	}
 }

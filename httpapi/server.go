@@ -252,9 +252,11 @@ func setAccount(r *http.Request, accountID string) {
 }
 
 func newRequestID() string {
-	b := make([]byte, 12)
-	rand.Read(b)
-	return "req_" + hex.EncodeToString(b)
+	var b [12]byte
+	rand.Read(b[:])
+	id := [4 + 2*len(b)]byte{'r', 'e', 'q', '_'}
+	hex.Encode(id[4:], b[:])
+	return string(id[:])
 }
 
 // validRequestID accepts a caller's id only if it is short and plain, so logs stay clean.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -202,6 +201,23 @@ func (f field) str() (string, error) {
 	return string(f.bytes), nil
 }
 
+// enum reads a string field that is usually one of known, and returns that constant (no
+// copy) when it is.
+func (f field) enum(known []string) (string, error) {
+	if f.typ != protowire.BytesType {
+		return "", f.wrongType()
+	}
+	for _, k := range known {
+		if string(f.bytes) == k {
+			return k, nil
+		}
+	}
+	return string(f.bytes), nil
+}
+
+// jobStatuses are the values enum finds for a job's status.
+var jobStatuses = []string{StatusCreated, StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled}
+
 func (f field) integer() (int64, error) {
 	if f.typ != protowire.VarintType {
 		return 0, f.wrongType()
@@ -230,7 +246,7 @@ func decodeJob(b []byte, job *Job) error {
 			n, err = f.integer()
 			job.Seq = uint64(n)
 		case jobFieldStatus:
-			job.Status, err = f.str()
+			job.Status, err = f.enum(jobStatuses)
 		case jobFieldInputFormat:
 			job.InputFormat, err = f.str()
 		case jobFieldTargetFormat:
@@ -308,7 +324,13 @@ func appendAccount(b []byte, acct *Account) []byte {
 }
 
 func appendMonths(b []byte, num protowire.Number, months map[string]int64) []byte {
-	for _, m := range slices.Sorted(maps.Keys(months)) {
+	var buf [8]string // most accounts have a few months: sorted on the stack
+	keys := buf[:0]
+	for m := range months {
+		keys = append(keys, m)
+	}
+	slices.Sort(keys)
+	for _, m := range keys {
 		cents := uint64(months[m])
 		size := protowire.SizeTag(monthFieldMonth) + protowire.SizeBytes(len(m)) +
 			protowire.SizeTag(monthFieldCents) + protowire.SizeVarint(cents)
