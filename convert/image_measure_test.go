@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
+	"github.com/convsvc/convsvc/internal/cputime"
 )
 
 // TestImageMeasure measures what the memory estimates and the report rest on, each figure in
@@ -123,9 +123,9 @@ func measureChild(t *testing.T, pair string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		start, startCPU := time.Now(), cpuTime()
+		start, startCPU := time.Now(), cputime.Self()
 		err = c.Convert(context.Background(), from, to, opts, f, io.Discard, t.TempDir())
-		times[i], cpu[i] = time.Since(start), cpuTime()-startCPU
+		times[i], cpu[i] = time.Since(start), cputime.Self()-startCPU
 		f.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -135,15 +135,6 @@ func measureChild(t *testing.T, pair string) {
 		}
 	}
 	fmt.Printf("MEASURE base=%d peak=%d first=%d second=%d firstcpu=%d secondcpu=%d\n", base, peak, times[0], times[1], cpu[0], cpu[1])
-}
-
-// cpuTime is the user and system CPU time this process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func ms(d time.Duration) float64 { return d.Seconds() * 1000 }
@@ -171,12 +162,12 @@ func procStatus(t *testing.T, field string) int64 {
 func TestImage_WASMLazy(t *testing.T) {
 	if os.Getenv("CONVSVC_LAZY_CHILD") != "" {
 		base := procStatus(t, "VmRSS")
-		start := cpuTime()
+		start := cputime.Self()
 		c := NewCatalog(Limits{})
 		if err := c.Convert(context.Background(), "png", "jpeg", Options{}, openFile(t, "../testdata/images/sample.png"), io.Discard, t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
-		fmt.Printf("LAZY grew=%d cpu=%d\n", procStatus(t, "VmHWM")-base, cpuTime()-start)
+		fmt.Printf("LAZY grew=%d cpu=%d\n", procStatus(t, "VmHWM")-base, cputime.Self()-start)
 		return
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestImage_WASMLazy$", "-test.v")

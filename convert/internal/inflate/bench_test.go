@@ -6,10 +6,10 @@ import (
 	"image/png"
 	"io"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
+	"github.com/convsvc/convsvc/internal/cputime"
 )
 
 // photoIDAT is the zlib stream of a 1000x1000 testimg.Photo as image/png writes it (RGB,
@@ -39,7 +39,7 @@ func BenchmarkReader_Photo1MP(b *testing.B) {
 	b.SetBytes(int64(len(z)))
 	b.ReportAllocs()
 	row := make([]byte, rowLen)
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	for b.Loop() {
 		zr, err := NewReader(bytes.NewReader(z))
 		if err != nil {
@@ -54,7 +54,7 @@ func BenchmarkReader_Photo1MP(b *testing.B) {
 			}
 		}
 	}
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Self()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // headerState is the decoder's input state at the start of a dynamic block's header.
@@ -111,7 +111,7 @@ func dynamicHeaders(t testing.TB) []headerState {
 func BenchmarkDynamicTables(b *testing.B) {
 	states := dynamicHeaders(b)
 	d := &Reader{}
-	cpu0 := cpuTime()
+	cpu0 := cputime.Self()
 	for b.Loop() {
 		for i := range states {
 			s := &states[i]
@@ -122,16 +122,7 @@ func BenchmarkDynamicTables(b *testing.B) {
 		}
 	}
 	// CPU time moves less than wall time on a shared machine.
-	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
-}
-
-// cpuTime returns the process's user+system CPU time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	b.ReportMetric(float64(cputime.Self()-cpu0)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkAdler32Update checksums 600 KB of photo-like rows.

@@ -8,10 +8,10 @@ import (
 	"image/draw"
 	"image/jpeg"
 	"io"
-	"syscall"
 	"testing"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
+	"github.com/convsvc/convsvc/internal/cputime"
 )
 
 // photoRGBA is testimg.Photo as an *image.RGBA (what the PNG decoder gives for opaque RGB).
@@ -44,7 +44,7 @@ func BenchmarkEncode(b *testing.B) {
 				b.ResetTimer()
 				b.SetBytes(int64(s.w * s.h * 4))
 				b.ReportAllocs()
-				cpu0 := cpuTime()
+				cpu0 := cputime.Self()
 				for b.Loop() {
 					buf.Reset()
 					if err := e.enc(&buf, m, &jpeg.Options{Quality: 85}); err != nil {
@@ -52,19 +52,10 @@ func BenchmarkEncode(b *testing.B) {
 					}
 				}
 				// CPU time moves less than wall time on a shared machine.
-				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(cputime.Self()-cpu0)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
-}
-
-// cpuTime returns the process's user+system CPU time in nanoseconds.
-func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
 // BenchmarkEncodeTypes compares image/jpeg and jpegenc at 1 MP on the other image types
@@ -96,14 +87,14 @@ func BenchmarkEncodeTypes(b *testing.B) {
 		}{{"stdlib", jpeg.Encode}, {"jpegenc", Encode}} {
 			b.Run(im.name+"/"+e.name, func(b *testing.B) {
 				var buf bytes.Buffer
-				cpu0 := cpuTime()
+				cpu0 := cputime.Self()
 				for b.Loop() {
 					buf.Reset()
 					if err := e.enc(&buf, im.m, &jpeg.Options{Quality: 85}); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(cputime.Self()-cpu0)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
