@@ -84,12 +84,11 @@ func (s *Server) refuseAnon(w http.ResponseWriter, r *http.Request) {
 	s.writeError(w, r, errorf(CodeRateLimited, "too many requests without a valid API key from this address; retry later"))
 }
 
-// setRateHeaders writes the RateLimit-Limit, -Remaining and -Reset headers, spelled as
-// net/http sends them anyway: Set canonicalises "RateLimit-Limit" into a new string on every
-// call, and takes "Ratelimit-Limit" as it is.
+// setRateHeaders writes the RateLimit-Limit, -Remaining and -Reset headers into the map
+// directly, so under their canonical keys ("Ratelimit-Limit", as Header.Set would make
+// them). The three values share one backing array; each header gets a full one-element
+// slice of it, so an Add to one cannot write into the next.
 func setRateHeaders(w http.ResponseWriter, d rateDecision) {
-	// One backing array for the three values (each header gets a full one-element slice of
-	// it, so an Add to one cannot write into the next).
 	v := make([]string, 3)
 	v[0], v[1], v[2] = strconv.Itoa(d.Limit), strconv.Itoa(d.Remaining), strconv.Itoa(ceilSeconds(d.Reset))
 	h := w.Header()

@@ -139,6 +139,7 @@ func knownStatus(b []byte) (string, bool) {
 	return "", false
 }
 
+// allStatuses are the job statuses, in the order a job goes through them.
 var allStatuses = []string{StatusCreated, StatusUploaded, StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled}
 
 // DBStats returns bbolt's counters: transactions, page allocation and the freelist.

@@ -215,9 +215,6 @@ func (f field) enum(known []string) (string, error) {
 	return string(f.bytes), nil
 }
 
-// jobStatuses are the values enum finds for a job's status.
-var jobStatuses = []string{StatusCreated, StatusQueued, StatusRunning, StatusSucceeded, StatusFailed, StatusCancelled}
-
 func (f field) integer() (int64, error) {
 	if f.typ != protowire.VarintType {
 		return 0, f.wrongType()
@@ -246,7 +243,7 @@ func decodeJob(b []byte, job *Job) error {
 			n, err = f.integer()
 			job.Seq = uint64(n)
 		case jobFieldStatus:
-			job.Status, err = f.enum(jobStatuses)
+			job.Status, err = f.enum(allStatuses)
 		case jobFieldInputFormat:
 			job.InputFormat, err = f.str()
 		case jobFieldTargetFormat:

@@ -26,10 +26,9 @@ import (
 const DefaultFloor = 32 << 20
 
 var (
-	mu      sync.Mutex
-	floor   uint64 // 0: off
-	percent int    // the percent last set, 0 before the first
-	armed   bool   // a sentinel is waiting for the next collection
+	mu    sync.Mutex
+	floor uint64 // 0: off
+	armed bool   // a sentinel is waiting for the next collection
 )
 
 // Set makes the collector let the heap grow to floor bytes before collecting, and never
@@ -44,9 +43,7 @@ func Set(bytes uint64) bool {
 	defer mu.Unlock()
 	floor = bytes
 	if floor == 0 {
-		if percent != 0 {
-			setPercent(100)
-		}
+		debug.SetGCPercent(100) // GOGC is unset, so 100 is the runtime's own default
 		return false
 	}
 	tuneLocked()
@@ -91,19 +88,15 @@ func arm() {
 	}, struct{}{})
 }
 
-// tuneLocked sets the percent for the live heap the last collection marked.
+// tuneLocked sets the percent for the live heap the last collection marked, unless it is
+// the percent already in force.
 func tuneLocked() {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return // a runtime without the metric: leave the default
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return // a runtime without the metrics: leave the default
 	}
-	if p := PercentFor(s[0].Value.Uint64(), floor); p != percent {
-		setPercent(p)
+	if p := PercentFor(s[0].Value.Uint64(), floor); uint64(p) != s[1].Value.Uint64() {
+		debug.SetGCPercent(p)
 	}
-}
-
-func setPercent(p int) {
-	debug.SetGCPercent(p)
-	percent = p
 }

@@ -62,8 +62,13 @@ func TestSet_SmallHeapCollectsLessOften(t *testing.T) {
 func TestSet_LargeHeapCollectsAsByDefault(t *testing.T) {
 	t.Setenv("GOGC", "")
 	stopTuning(t)
+	runtime.GC() // so that the live heap is measured before Set tunes for it
 	if !gcfloor.Set(16 << 20) {
 		t.Fatal("Set = false without GOGC in the environment")
+	}
+	// Only the tuning after a collection can bring the percent back to 100 from here.
+	if p := gcPercent(); p <= 100 {
+		t.Fatalf("GC percent = %d right after Set with a small heap, want > 100", p)
 	}
 	live := make([]byte, 64<<20) // four times the floor, kept alive until the check
 	for i := range live {
