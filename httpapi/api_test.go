@@ -602,6 +602,11 @@ func TestAPI_Operations(t *testing.T) {
 	if r.Map(t)["openapi"] == nil {
 		t.Fatal("not an OpenAPI document")
 	}
+	for name, want := range map[string]string{"Content-Type": "application/json", "X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=300"} {
+		if got := r.Header.Values(name); len(got) != 1 || got[0] != want {
+			t.Errorf("openapi.json %s = %q, want %q", name, got, want)
+		}
+	}
 	must(t, e.Do("GET", "/v1/nope", "", nil), 404, "not_found")
 	must(t, e.Do("DELETE", "/v1/jobs", e.Key, nil), 405, "method_not_allowed")
 }

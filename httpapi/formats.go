@@ -70,8 +70,12 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httproute
 	writeJSON(w, http.StatusOK, readyView{Status: "ready", Reasons: []string{}})
 }
 
+// handleOpenAPI serves the OpenAPI document with the headers of every other JSON answer, and
+// lets caches keep it for five minutes.
 func (s *Server) handleOpenAPI(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "public, max-age=300")
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["X-Content-Type-Options"] = noSniff
+	h.Set("Cache-Control", "public, max-age=300")
 	w.Write(OpenAPIDocument)
 }

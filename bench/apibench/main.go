@@ -9,7 +9,8 @@
 //     db.Batch at MaxBatchSize 64 / MaxBatchDelay 2 ms (the store's settings until it got its
 //     own timer-less group commit), bbolt's defaults (1000, 10 ms), and one db.Update per record.
 //
-// Each round starts a fresh convsvc, makes -keys accounts with one key each, then runs a create
+// Each round starts a fresh convsvc, makes -keys keys (one account each, or spread evenly over
+// -accounts accounts), then runs a create
 // phase (POST /v1/jobs for -duration), uploads a 16x16 PNG to every job created (timed apart),
 // and a start phase (POST /v1/jobs/{id}/start for every job, until done or -duration). The
 // rate limit is 120 creates+starts+cancels per key per rolling minute, so each key is given at
@@ -17,7 +18,10 @@
 // -versus adds a fourth contender, another server binary, so that two builds are compared in
 // the same rounds rather than in runs minutes apart.
 //
-//	go run ./bench/apibench [-clients 64] [-keys 600] [-duration 10s] [-rounds 3] [-start-order client|created] [-bin BIN] [-versus BIN]
+// -accounts below -keys shows what the account records cost: every create rewrites its account's
+// record, so with one account per key a group commit rewrites a B+tree leaf per account it touches.
+//
+//	go run ./bench/apibench [-clients 64] [-keys 600] [-accounts 600] [-duration 10s] [-rounds 3] [-start-order client|created] [-bin BIN] [-versus BIN]
 package main
 
 import (
@@ -64,9 +68,13 @@ var versusBin string
 // startOrder is the -start-order flag: the order the start phase takes the jobs in.
 var startOrder string
 
+// naccounts is the -accounts flag: how many accounts convsvc's keys belong to.
+var naccounts int
+
 func main() {
 	clients := flag.Int("clients", 64, "concurrent clients")
-	nkeys := flag.Int("keys", 600, "accounts with one key each (each key creates and starts at most 60 jobs)")
+	nkeys := flag.Int("keys", 600, "keys (each key creates and starts at most 60 jobs)")
+	flag.IntVar(&naccounts, "accounts", 0, "accounts the keys are spread over evenly (default: one per key)")
 	duration := flag.Duration("duration", 10*time.Second, "length of the create phase (the start phase ends when every job started or after as long)")
 	rounds := flag.Int("rounds", 3, "rounds; each rotates the order of convsvc, bare handler and bbolt")
 	serveBare := flag.String("serve-bare", "", "internal: serve the bare handler and write its address to this file")
@@ -85,6 +93,9 @@ func main() {
 	if *nkeys < 64 {
 		fmt.Fprintln(os.Stderr, "apibench: use at least 64 keys")
 		os.Exit(2)
+	}
+	if naccounts <= 0 || naccounts > *nkeys {
+		naccounts = *nkeys
 	}
 	if err := run(*clients, *nkeys, *duration, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "apibench:", err)
@@ -201,8 +212,8 @@ func run(clients, nkeys int, duration time.Duration, rounds int) error {
 		return err
 	}
 	benchkit.Header(os.Stdout, "API: creates and starts per second")
-	fmt.Printf("%d clients, %d keys (rate limit: 120 creates+starts+cancels per key per rolling minute, so each key creates and starts at most %d jobs), create phase %v\n\n",
-		clients, nkeys, perKeyJobs, duration)
+	fmt.Printf("%d clients, %d keys in %d accounts (rate limit: 120 creates+starts+cancels per key per rolling minute, so each key creates and starts at most %d jobs), create phase %v\n\n",
+		clients, nkeys, naccounts, perKeyJobs, duration)
 	order := []string{"convsvc", "bare", "bbolt"}
 	if versusBin != "" {
 		order = append(order, "versus")
@@ -472,7 +483,7 @@ func convsvcRound(bin, work string, clients, nkeys int, duration time.Duration) 
 	}
 	ctx := context.Background()
 	hc := benchkit.NewHTTPClient(clients, time.Minute)
-	keys, err := benchkit.CreateKeys(ctx, hc, p.URL, strings.TrimSpace(string(token)), nkeys, 1<<40)
+	keys, err := benchkit.CreateKeysIn(ctx, hc, p.URL, strings.TrimSpace(string(token)), nkeys, naccounts, 1<<40)
 	if err != nil {
 		return result{}, err
 	}

@@ -278,8 +278,14 @@ func (j Job) Finished() bool {
 // CreateKeys makes n accounts with a spend cap of capCents and one key each on the convsvc at
 // baseURL, authorised by the admin token; it returns the keys.
 func CreateKeys(ctx context.Context, hc *http.Client, baseURL, adminToken string, n int, capCents int64) ([]string, error) {
-	keys := make([]string, n)
-	for i := range keys {
+	return CreateKeysIn(ctx, hc, baseURL, adminToken, n, n, capCents)
+}
+
+// CreateKeysIn makes accounts accounts with a spend cap of capCents and n keys spread over them
+// in turn (key i belongs to account i mod accounts), and returns the keys.
+func CreateKeysIn(ctx context.Context, hc *http.Client, baseURL, adminToken string, n, accounts int, capCents int64) ([]string, error) {
+	ids := make([]string, accounts)
+	for i := range ids {
 		var acct struct {
 			ID string `json:"id"`
 		}
@@ -288,10 +294,14 @@ func CreateKeys(ctx context.Context, hc *http.Client, baseURL, adminToken string
 		if err != nil {
 			return nil, fmt.Errorf("create account: %w", err)
 		}
+		ids[i] = acct.ID
+	}
+	keys := make([]string, n)
+	for i := range keys {
 		var key struct {
 			Key string `json:"key"`
 		}
-		if err := DoJSON(ctx, hc, "POST", baseURL+"/v1/admin/accounts/"+acct.ID+"/keys", adminToken, nil, &key); err != nil {
+		if err := DoJSON(ctx, hc, "POST", baseURL+"/v1/admin/accounts/"+ids[i%accounts]+"/keys", adminToken, nil, &key); err != nil {
 			return nil, fmt.Errorf("create key: %w", err)
 		}
 		keys[i] = key.Key
