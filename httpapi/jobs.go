@@ -317,14 +317,16 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 	writeRaw(w, resp.Status, resp.Body)
 }
 
-// logTransition logs a job's move to its current status, caused by request r.
-func (s *Server) logTransition(r *http.Request, job store.Job, attrs ...any) {
+// logTransition logs a job's move to its current status, caused by request r, with extra
+// attributes after the job's.
+func (s *Server) logTransition(r *http.Request, job store.Job, extra ...slog.Attr) {
 	if !s.log.Enabled(r.Context(), slog.LevelInfo) {
 		return
 	}
-	attrs = append([]any{"request_id", requestID(r), "job_id", job.ID, "attempt", job.Attempt,
-		"status", job.Status, "account_id", job.AccountID}, attrs...)
-	s.log.InfoContext(r.Context(), "job transition", attrs...)
+	var buf [6]slog.Attr
+	attrs := append(buf[:0], slog.String("request_id", requestID(r)), slog.String("job_id", job.ID),
+		slog.Int("attempt", job.Attempt), slog.String("status", job.Status), slog.String("account_id", job.AccountID))
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "job transition", append(attrs, extra...)...)
 }
 
 // movedSince reports whether t (a transition's time) is at or after began, i.e. whether this
@@ -436,7 +438,7 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 		return
 	}
 	if errors.Is(err, store.ErrSizeMismatch) && movedSince(job.FinishedAt, began) {
-		s.logTransition(r, job, "reason", CodeSizeMismatch)
+		s.logTransition(r, job, slog.String("reason", CodeSizeMismatch))
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -459,7 +461,7 @@ func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, ps http
 		return
 	}
 	if movedSince(job.FinishedAt, began) {
-		s.logTransition(r, job, "reason", "cancel_request")
+		s.logTransition(r, job, slog.String("reason", "cancel_request"))
 	}
 	s.cfg.Workers.Cancel(job.ID)
 	writeJSON(w, http.StatusOK, s.viewJob(job))

@@ -1,7 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,5 +99,59 @@ func TestSharedHeaderValuesStayUnchanged(t *testing.T) {
 	writeRaw(w2, 200, []byte("{}"))
 	if got := w2.Header().Values("Content-Type"); len(got) != 1 || got[0] != "application/json" {
 		t.Fatalf("next response's Content-Type = %q", got)
+	}
+}
+
+// logLineFixture is a keyed request's log line inputs: the request, its info and its recorder.
+func logLineFixture() (*slog.Logger, *bytes.Buffer, *http.Request, *requestInfo, *statusRecorder) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	r := httptest.NewRequest("POST", "/v1/jobs/job_1/start", nil)
+	info := &requestInfo{id: "req_0123456789abcdef01234567"}
+	acct := "acct_0123456789abcdef"
+	info.accountID.Store(&acct)
+	return log, &buf, r, info, &statusRecorder{status: 200, bytes: 512}
+}
+
+// TestLogRequestLine pins the request line's fields, names and JSON types.
+func TestLogRequestLine(t *testing.T) {
+	log, buf, r, info, rec := logLineFixture()
+	logRequest(log, r, info, "POST", "/v1/jobs/:id/start", rec, 2410*time.Microsecond, true)
+	var got map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, buf)
+	}
+	delete(got, "time")
+	want := map[string]any{
+		"level": "INFO", "msg": "request", "request_id": "req_0123456789abcdef01234567", "method": "POST",
+		"route": "/v1/jobs/:id/start", "status": 200.0, "duration_ms": 2.41, "bytes": 512.0,
+		"account_id": "acct_0123456789abcdef", "aborted": true,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("request line\n got %v\nwant %v", got, want)
+	}
+	buf.Reset()
+	logRequest(log, r, info, "POST", "/v1/jobs/:id/start", rec, time.Millisecond, false)
+	if strings.Contains(buf.String(), "aborted") {
+		t.Errorf("a finished request's line says aborted: %s", buf)
+	}
+}
+
+// BenchmarkLogRequest is the request line every API and object-storage request writes at
+// --log-level info (the default), in both log formats.
+func BenchmarkLogRequest(b *testing.B) {
+	_, buf, r, info, rec := logLineFixture()
+	for _, format := range []string{"text", "json"} {
+		b.Run(format, func(b *testing.B) {
+			log := slog.New(slog.NewTextHandler(buf, nil))
+			if format == "json" {
+				log = slog.New(slog.NewJSONHandler(buf, nil))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				buf.Reset()
+				logRequest(log, r, info, "POST", "/v1/jobs/:id/start", rec, 2410*time.Microsecond, false)
+			}
+		})
 	}
 }

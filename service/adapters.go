@@ -73,7 +73,7 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 		return err
 	}
 	if job.ErrorCode != "" {
-		logTransition(q.log, job, "error_code", job.ErrorCode)
+		logTransition(q.log, job, slog.String("error_code", job.ErrorCode))
 	} else {
 		logTransition(q.log, job)
 	}
@@ -108,10 +108,13 @@ func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
 	q.metrics.conversion(o.Task.InputFormat, o.Task.TargetFormat, outcome, d)
 }
 
-// logTransition logs a job's move to its current status with its id and attempt.
-func logTransition(log *slog.Logger, job store.Job, attrs ...any) {
-	attrs = append([]any{"job_id", job.ID, "attempt", job.Attempt, "status", job.Status, "account_id", job.AccountID}, attrs...)
-	log.Info("job transition", attrs...)
+// logTransition logs a job's move to its current status with its id and attempt, and extra
+// attributes after them.
+func logTransition(log *slog.Logger, job store.Job, extra ...slog.Attr) {
+	var buf [5]slog.Attr
+	attrs := append(buf[:0], slog.String("job_id", job.ID), slog.Int("attempt", job.Attempt),
+		slog.String("status", job.Status), slog.String("account_id", job.AccountID))
+	log.LogAttrs(context.Background(), slog.LevelInfo, "job transition", append(attrs, extra...)...)
 }
 
 // jobFiles lets the worker pool read inputs and write outputs in the blob store.
