@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/convsvc/convsvc/internal/gcfloor"
 )
 
 // configEntry is one serve setting as convsvc config shows it.
@@ -99,7 +101,7 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 				e.Value = "http://" + o.cfg.BlobListen
 			}
 		case "gc-heap-floor":
-			if os.Getenv("GOGC") != "" {
+			if gcfloor.OverriddenByGOGC() {
 				e.Value += " (off: GOGC is set)"
 			}
 		case "admin-token":

@@ -324,9 +324,15 @@ func (s *Server) logTransition(r *http.Request, job store.Job, extra ...slog.Att
 		return
 	}
 	var buf [6]slog.Attr
-	attrs := append(buf[:0], slog.String("request_id", requestID(r)), slog.String("job_id", job.ID),
-		slog.Int("attempt", job.Attempt), slog.String("status", job.Status), slog.String("account_id", job.AccountID))
+	attrs := AppendJobAttrs(append(buf[:0], slog.String("request_id", requestID(r))), job)
 	s.log.LogAttrs(r.Context(), slog.LevelInfo, "job transition", append(attrs, extra...)...)
+}
+
+// AppendJobAttrs appends what every "job transition" log line says of the job (id, attempt,
+// status, account), for the API's lines and the workers' alike.
+func AppendJobAttrs(attrs []slog.Attr, job store.Job) []slog.Attr {
+	return append(attrs, slog.String("job_id", job.ID), slog.Int("attempt", job.Attempt),
+		slog.String("status", job.Status), slog.String("account_id", job.AccountID))
 }
 
 // movedSince reports whether t (a transition's time) is at or after began, i.e. whether this

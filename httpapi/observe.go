@@ -147,12 +147,17 @@ func methodLabel(m string) string {
 	return "other"
 }
 
+// storageRoutes are object storage's routes and the path prefix each matches.
+var storageRoutes = [...]struct{ prefix, route string }{
+	{"/uploads/", "/uploads/:id"},
+	{"/outputs/", "/outputs/:id"},
+}
+
 // StorageRoute names the object-storage route of r: /uploads/:id, /outputs/:id or unmatched.
 func StorageRoute(r *http.Request) string {
-	for _, route := range [...]string{"/uploads/:id", "/outputs/:id"} {
-		prefix := strings.TrimSuffix(route, ":id")
-		if rest, ok := strings.CutPrefix(r.URL.Path, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
-			return route
+	for _, s := range storageRoutes {
+		if rest, ok := strings.CutPrefix(r.URL.Path, s.prefix); ok && rest != "" && !strings.Contains(rest, "/") {
+			return s.route
 		}
 	}
 	return RouteUnmatched

@@ -11,6 +11,7 @@ import (
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
 )
 
@@ -112,8 +113,7 @@ func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
 // attributes after them.
 func logTransition(log *slog.Logger, job store.Job, extra ...slog.Attr) {
 	var buf [5]slog.Attr
-	attrs := append(buf[:0], slog.String("job_id", job.ID), slog.Int("attempt", job.Attempt),
-		slog.String("status", job.Status), slog.String("account_id", job.AccountID))
+	attrs := httpapi.AppendJobAttrs(buf[:0], job)
 	log.LogAttrs(context.Background(), slog.LevelInfo, "job transition", append(attrs, extra...)...)
 }
 

@@ -201,18 +201,12 @@ func (f field) str() (string, error) {
 	return string(f.bytes), nil
 }
 
-// enum reads a string field that is usually one of known, and returns that constant (no
-// copy) when it is.
-func (f field) enum(known []string) (string, error) {
-	if f.typ != protowire.BytesType {
-		return "", f.wrongType()
+// status reads a job status field: one of the status constants (no copy) when it names one.
+func (f field) status() (string, error) {
+	if s, ok := knownStatus(f.bytes); ok && f.typ == protowire.BytesType {
+		return s, nil
 	}
-	for _, k := range known {
-		if string(f.bytes) == k {
-			return k, nil
-		}
-	}
-	return string(f.bytes), nil
+	return f.str()
 }
 
 func (f field) integer() (int64, error) {
@@ -243,7 +237,7 @@ func decodeJob(b []byte, job *Job) error {
 			n, err = f.integer()
 			job.Seq = uint64(n)
 		case jobFieldStatus:
-			job.Status, err = f.enum(allStatuses)
+			job.Status, err = f.status()
 		case jobFieldInputFormat:
 			job.InputFormat, err = f.str()
 		case jobFieldTargetFormat:

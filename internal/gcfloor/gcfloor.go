@@ -29,6 +29,8 @@ var (
 	mu    sync.Mutex
 	floor uint64 // 0: off
 	armed bool   // a sentinel is waiting for the next collection
+	// afterTune, when set (by tests), runs under mu after each collection's tuning.
+	afterTune func()
 )
 
 // Set makes the collector let the heap grow to floor bytes before collecting, and never
@@ -36,7 +38,7 @@ var (
 // GOGC it does nothing and returns false: the operator's choice wins. Set(0) turns the
 // floor off again (GOGC=100) and returns false. GOMEMLIMIT applies either way.
 func Set(bytes uint64) bool {
-	if os.Getenv("GOGC") != "" {
+	if OverriddenByGOGC() {
 		return false
 	}
 	mu.Lock()
@@ -53,6 +55,9 @@ func Set(bytes uint64) bool {
 	}
 	return true
 }
+
+// OverriddenByGOGC reports whether GOGC in the environment turns the floor off.
+func OverriddenByGOGC() bool { return os.Getenv("GOGC") != "" }
 
 // heapMinimum is the runtime's smallest heap goal at GOGC=100; it scales with the percent
 // (4 MiB at 100, 400 MiB at 10000), so it caps the percent a small floor can use.
@@ -84,6 +89,9 @@ func arm() {
 			return
 		}
 		tuneLocked()
+		if afterTune != nil {
+			afterTune()
+		}
 		arm()
 	}, struct{}{})
 }

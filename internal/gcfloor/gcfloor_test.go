@@ -16,15 +16,27 @@ func gcPercent() int {
 	return int(s[0].Value.Uint64())
 }
 
-// percentAfterGC collects until the tuner (which runs after a collection, on the finalizer
-// goroutine) has moved the percent to one that ok accepts, or fails after 5 s.
+// percentAfterGC collects, and waits for the tuning that follows (it runs on the runtime's
+// cleanup goroutine and says when it has run), until the percent is one that ok accepts; it
+// gives up after 5 s.
 func percentAfterGC(t *testing.T, ok func(int) bool) int {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	tuned := make(chan struct{}, 1)
+	gcfloor.OnTuned(t.Cleanup, func() {
+		select {
+		case tuned <- struct{}{}:
+		default:
+		}
+	})
+	timeout := time.After(5 * time.Second)
 	for {
 		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-		if p := gcPercent(); ok(p) || time.Now().After(deadline) {
+		select {
+		case <-tuned:
+		case <-timeout:
+			return gcPercent()
+		}
+		if p := gcPercent(); ok(p) {
 			return p
 		}
 	}
