@@ -22,8 +22,9 @@ import (
 )
 
 const (
-	pageSize  = 4096
-	filePages = 16384 // 64 MiB
+	pageSize   = 4096
+	filePages  = 16384      // 64 MiB
+	tmpfsMagic = 0x01021994 // statfs f_type of tmpfs
 )
 
 func main() {
@@ -48,6 +49,13 @@ func run(dir, counts string, n int) error {
 	}
 	if n < 1 {
 		return fmt.Errorf("-n %d: need at least one commit", n)
+	}
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		return err
+	}
+	if fs.Type == tmpfsMagic {
+		fmt.Fprintf(os.Stderr, "fsyncpages: %s is on tmpfs, where fdatasync does nothing; pass -dir on a disk\n", dir)
 	}
 	f, err := os.CreateTemp(dir, ".fsyncpages-*")
 	if err != nil {
