@@ -82,6 +82,8 @@ func run(dir, counts string, n int) error {
 			if scattered {
 				layout = "scattered"
 			}
+			slices.Sort(data)
+			slices.Sort(meta)
 			fmt.Printf("| %d | %s | %s | %s | %s | %s |\n", p, layout,
 				us(pct(data, 50)), us(pct(data, 90)), us(pct(meta, 50)), us(pct(meta, 90)))
 		}
@@ -122,10 +124,7 @@ func measure(f *os.File, p, n int, scattered bool) (data, meta []time.Duration, 
 	return data, meta, nil
 }
 
-func pct(d []time.Duration, p int) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
-}
+// pct is the p-th percentile of sorted.
+func pct(sorted []time.Duration, p int) time.Duration { return sorted[(len(sorted)-1)*p/100] }
 
 func us(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d)/float64(time.Microsecond)) }
