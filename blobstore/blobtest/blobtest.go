@@ -160,6 +160,21 @@ func want4xx(t *testing.T, what string, r Result) {
 	if r.Status < 400 || r.Status > 499 {
 		t.Fatalf("%s: status %d, want 4xx; body %s", what, r.Status, r.Body)
 	}
+	t.Logf("%s: %d %s", what, r.Status, errorCode(r.Body))
+}
+
+// errorCode picks the error code out of a JSON ("code":"...") or S3 XML (<Code>...</Code>)
+// error body, for the log that documents each backend's answers.
+func errorCode(body []byte) string {
+	s := string(body)
+	for _, m := range [][2]string{{`"code":"`, `"`}, {"<Code>", "</Code>"}} {
+		if _, rest, ok := strings.Cut(s, m[0]); ok {
+			if code, _, ok := strings.Cut(rest, m[1]); ok {
+				return code
+			}
+		}
+	}
+	return ""
 }
 
 func testUploadExactSize(t *testing.T, b Backend) {

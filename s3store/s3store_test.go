@@ -1,0 +1,297 @@
+package s3store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/convsvc/convsvc/blobstore"
+	"github.com/convsvc/convsvc/blobstore/blobtest"
+	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/s3store"
+)
+
+func TestMain(m *testing.M) { os.Exit(tests3.Main(m)) }
+
+// newStore returns a Store on a fresh bucket under a prefix, with its own scratch dir.
+func newStore(t *testing.T, versioned bool) (*s3store.Store, tests3.Bucket, string) {
+	t.Helper()
+	bk := tests3.NewBucket(t, tests3.Options{Versioned: versioned})
+	scratch := t.TempDir()
+	st, err := s3store.New(s3store.Options{
+		Endpoint: bk.Endpoint, Region: bk.Region, Bucket: bk.Name, Prefix: "/convsvc/",
+		AccessKey: bk.AccessKey, SecretKey: bk.SecretKey, PathStyle: true, ScratchDir: scratch,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, bk, scratch
+}
+
+// TestConformance runs the object-storage conformance suite on S3, in an unversioned and in
+// a versioned bucket.
+func TestConformance(t *testing.T) {
+	for _, versioned := range []bool{false, true} {
+		name := map[bool]string{false: "Unversioned", true: "Versioned"}[versioned]
+		t.Run(name, func(t *testing.T) {
+			blobtest.Run(t, func(t *testing.T) blobtest.Backend {
+				st, _, _ := newStore(t, versioned)
+				return s3Backend{st}
+			})
+		})
+	}
+}
+
+// s3Backend adapts *s3store.Store to the suite.
+type s3Backend struct{ st *s3store.Store }
+
+func (b s3Backend) UploadURL(id string, size int64, expires time.Time) (string, error) {
+	return b.st.UploadURL(id, size, expires)
+}
+
+func (b s3Backend) Seal(id string) (int64, error) {
+	size := int64(-1)
+	err := b.st.Seal(id, func(info s3store.UploadInfo) error { size = info.Size; return nil })
+	return size, err
+}
+
+func (b s3Backend) WriteOutput(id string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+	p, err := b.st.CreateOutput(id, attempt)
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	defer p.Discard()
+	if _, err := p.Write(data); err != nil {
+		return blobstore.Output{}, err
+	}
+	return p.Commit(meta)
+}
+
+func (b s3Backend) DownloadURL(id string, attempt int, _ blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error) {
+	return b.st.DownloadURL(id, attempt, meta.Filename, meta.ContentType, expires)
+}
+
+func (b s3Backend) Delete(id string) error    { return b.st.Delete(id) }
+func (b s3Backend) JobIDs() ([]string, error) { return b.st.JobIDs() }
+func (b s3Backend) Check() error              { return b.st.Check() }
+
+// TestUploadURL_DeterministicAndBound: the URL depends only on its arguments, signs the size
+// as Content-Length, and is valid exactly until expires (X-Amz-Date = expires - 900 s).
+func TestUploadURL_DeterministicAndBound(t *testing.T) {
+	st, _, _ := newStore(t, false)
+	expires := time.Date(2026, 11, 25, 18, 15, 0, 0, time.UTC)
+	u1, err := st.UploadURL("job_abc", 1234, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // the SDK's clock moves on; the URL must not
+	u2, err := st.UploadURL("job_abc", 1234, expires)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u1 != u2 {
+		t.Fatalf("two reads gave different URLs:\n%s\n%s", u1, u2)
+	}
+	pu, err := url.Parse(u1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pu.Query()
+	if got := q.Get("X-Amz-Date"); got != "20261125T180000Z" {
+		t.Errorf("X-Amz-Date = %s, want 20261125T180000Z (expires - 900 s)", got)
+	}
+	if got := q.Get("X-Amz-Expires"); got != "900" {
+		t.Errorf("X-Amz-Expires = %s, want 900", got)
+	}
+	if got := q.Get("X-Amz-SignedHeaders"); !strings.Contains(got, "content-length") {
+		t.Errorf("X-Amz-SignedHeaders = %s, want content-length signed", got)
+	}
+	if !strings.HasSuffix(pu.Path, "/convsvc/uploads/job_abc") {
+		t.Errorf("path = %s, want .../convsvc/uploads/job_abc", pu.Path)
+	}
+	if _, err := st.UploadURL("../etc", 1, expires); !errors.Is(err, blobstore.ErrInvalidID) {
+		t.Errorf("UploadURL(../etc) error = %v, want ErrInvalidID", err)
+	}
+}
+
+// TestUploadURL_ValidUntilExpires: a URL that expires in a few seconds still uploads.
+func TestUploadURL_ValidUntilExpires(t *testing.T) {
+	st, _, _ := newStore(t, false)
+	id := blobtest.NewJobID()
+	u, err := st.UploadURL(id, 3, time.Now().Add(30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := blobtest.Put(t, u, []byte("abc")); r.Status != 200 {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestOpenInput_PinnedAtSeal: a PUT after Seal (the URL is still valid) must not change what
+// is converted: in a versioned bucket OpenInput returns the sealed version's bytes, in an
+// unversioned one it fails with ErrInputChanged (If-Match).
+func TestOpenInput_PinnedAtSeal(t *testing.T) {
+	for _, versioned := range []bool{false, true} {
+		name := map[bool]string{false: "Unversioned", true: "Versioned"}[versioned]
+		t.Run(name, func(t *testing.T) {
+			st, bk, scratch := newStore(t, versioned)
+			id := blobtest.NewJobID()
+			orig, later := blobtest.RandomBytes(200_000), blobtest.RandomBytes(200_000)
+			u, err := st.UploadURL(id, int64(len(orig)), time.Now().Add(10*time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := blobtest.Put(t, u, orig); r.Status != 200 {
+				t.Fatalf("PUT: %d %s", r.Status, r.Body)
+			}
+			var info s3store.UploadInfo
+			if err := st.Seal(id, func(i s3store.UploadInfo) error { info = i; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if info.Size != int64(len(orig)) || info.ETag == "" || (info.VersionID != "") != versioned {
+				t.Fatalf("Seal gave %+v; want size %d, an ETag, version id iff versioned", info, len(orig))
+			}
+			// Unchanged: OpenInput returns the bytes, at offset 0, leaving no name in scratch.
+			f, err := st.OpenInput(id, info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(f)
+			f.Close()
+			if err != nil || !bytes.Equal(got, orig) {
+				t.Fatalf("OpenInput read %d bytes, %v; want the %d uploaded", len(got), err, len(orig))
+			}
+			wantEmptyDir(t, scratch)
+
+			if r := blobtest.Put(t, u, later); r.Status != 200 {
+				t.Fatalf("second PUT: %d %s", r.Status, r.Body)
+			}
+			f, err = st.OpenInput(id, info)
+			if versioned {
+				if err != nil {
+					t.Fatalf("OpenInput after a later PUT: %v; want the sealed version", err)
+				}
+				got, err := io.ReadAll(f)
+				f.Close()
+				if err != nil || !bytes.Equal(got, orig) {
+					t.Fatalf("OpenInput after a later PUT read other bytes (%d, %v); want the sealed version", len(got), err)
+				}
+			} else if !errors.Is(err, s3store.ErrInputChanged) {
+				if f != nil {
+					f.Close()
+				}
+				t.Fatalf("OpenInput after a later PUT = %v; want ErrInputChanged", err)
+			}
+			wantEmptyDir(t, scratch)
+
+			// Delete removes every version, not just the current one.
+			if err := st.Delete(id); err != nil {
+				t.Fatal(err)
+			}
+			vs, err := bk.Client().ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String(bk.Name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(vs.Versions) + len(vs.DeleteMarkers); n != 0 {
+				t.Fatalf("after Delete the bucket holds %d versions or delete markers, want 0", n)
+			}
+		})
+	}
+}
+
+func TestOpenInput_Missing(t *testing.T) {
+	st, _, scratch := newStore(t, false)
+	_, err := st.OpenInput(blobtest.NewJobID(), s3store.UploadInfo{Size: 1, ETag: `"abc"`})
+	if !errors.Is(err, blobstore.ErrNotFound) && !errors.Is(err, s3store.ErrInputChanged) {
+		t.Fatalf("OpenInput of nothing = %v; want ErrNotFound (or ErrInputChanged)", err)
+	}
+	wantEmptyDir(t, scratch)
+}
+
+// TestOutputs_PerAttempt: a stale attempt's commit never replaces another attempt's output.
+func TestOutputs_PerAttempt(t *testing.T) {
+	st, _, scratch := newStore(t, false)
+	b := s3Backend{st}
+	id := blobtest.NewJobID()
+	meta := blobstore.OutputMeta{ContentType: "text/plain", Filename: "a.txt"}
+	if _, err := b.WriteOutput(id, 2, []byte("second"), meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WriteOutput(id, 1, []byte("first, late"), meta); err != nil {
+		t.Fatal(err)
+	}
+	u, err := st.DownloadURL(id, 2, meta.Filename, meta.ContentType, time.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := blobtest.Get(t, u); r.Status != 200 || string(r.Body) != "second" {
+		t.Fatalf("attempt 2's output: %d %q; want 200 \"second\"", r.Status, r.Body)
+	}
+	// Discard leaves nothing, in scratch or in the bucket.
+	p, err := st.CreateOutput(id, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Write([]byte("dropped"))
+	p.Discard()
+	u3, _ := st.DownloadURL(id, 3, "", "", time.Now().Add(time.Minute))
+	if r := blobtest.Get(t, u3); r.Status != 404 {
+		t.Fatalf("discarded output: %d; want 404", r.Status)
+	}
+	wantEmptyDir(t, scratch)
+}
+
+// TestStorageErrors: an unreachable endpoint and a missing bucket are ErrStorage, which also
+// matches blobstore.ErrStorage.
+func TestStorageErrors(t *testing.T) {
+	_, bk, _ := newStore(t, false)
+	for name, opts := range map[string]s3store.Options{
+		"missing bucket": {Endpoint: bk.Endpoint, Bucket: bk.Name + "-missing"},
+		"wrong secret":   {Endpoint: bk.Endpoint, Bucket: bk.Name, SecretKey: "wrong-secret-key"},
+		"closed port":    {Endpoint: "http://127.0.0.1:1", Bucket: bk.Name},
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts.Region, opts.AccessKey, opts.PathStyle = bk.Region, bk.AccessKey, true
+			if opts.SecretKey == "" {
+				opts.SecretKey = bk.SecretKey
+			}
+			opts.ScratchDir, opts.OpTimeout = t.TempDir(), 20*time.Second
+			st, err := s3store.New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for op, err := range map[string]error{
+				"Check":  st.Check(),
+				"JobIDs": func() error { _, err := st.JobIDs(); return err }(),
+			} {
+				if !errors.Is(err, s3store.ErrStorage) || !errors.Is(err, blobstore.ErrStorage) {
+					t.Errorf("%s = %v; want ErrStorage", op, err)
+				}
+			}
+		})
+	}
+	if _, err := s3store.New(s3store.Options{Endpoint: bk.Endpoint}); err == nil {
+		t.Errorf("New without region, bucket and keys succeeded")
+	}
+}
+
+func wantEmptyDir(t *testing.T, dir string) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("scratch file left behind: %s", filepath.Join(dir, e.Name()))
+	}
+}
