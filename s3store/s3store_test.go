@@ -3,11 +3,14 @@ package s3store_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -295,3 +298,68 @@ func wantEmptyDir(t *testing.T, dir string) {
 		t.Errorf("scratch file left behind: %s", filepath.Join(dir, e.Name()))
 	}
 }
+
+// TestLargeObjects_BoundedMemory: a 64 MiB input is downloaded and a 64 MiB output uploaded
+// by streaming through the scratch dir, not through memory.
+func TestLargeObjects_BoundedMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 128 MiB")
+	}
+	const size = 64 << 20
+	st, _, scratch := newStore(t, false)
+	id := blobtest.NewJobID()
+	data := blobtest.RandomBytes(size)
+	u, err := st.UploadURL(id, size, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := blobtest.Put(t, u, data); r.Status != 200 {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+	var info s3store.UploadInfo
+	if err := st.Seal(id, func(i s3store.UploadInfo) error { info = i; return nil }); err != nil {
+		t.Fatal(err)
+	}
+
+	allocated := func(fn func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		fn()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	var f *os.File
+	n := allocated(func() { f, err = st.OpenInput(id, info) })
+	t.Logf("OpenInput of %d bytes allocated %d bytes", size, n)
+	if n > 16<<20 {
+		t.Errorf("OpenInput of %d bytes allocated %d bytes; want it streamed (< 16 MiB)", size, n)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	if n, err := io.Copy(h, f); err != nil || n != size || !bytes.Equal(h.Sum(nil), sha256Of(data)) {
+		t.Fatalf("OpenInput gave %d bytes (%v), or other bytes", n, err)
+	}
+	f.Close()
+
+	p, err := st.CreateOutput(id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	var out blobstore.Output
+	n = allocated(func() { out, err = p.Commit(blobstore.OutputMeta{ContentType: "application/octet-stream"}) })
+	t.Logf("Commit of %d bytes allocated %d bytes", size, n)
+	if n > 16<<20 {
+		t.Errorf("Commit of %d bytes allocated %d bytes; want it streamed (< 16 MiB)", size, n)
+	}
+	if err != nil || out.Bytes != size || out.SHA256 != hex.EncodeToString(sha256Of(data)) {
+		t.Fatalf("Commit = %+v, %v", out, err)
+	}
+	wantEmptyDir(t, scratch)
+}
+
+func sha256Of(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
