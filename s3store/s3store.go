@@ -255,10 +255,14 @@ func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
 	defer cancel()
 	h, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.UploadKey(jobID))})
 	if err != nil {
-		if isNotFound(err) {
-			return fmt.Errorf("seal %s: no upload: %w", jobID, blobstore.ErrNotFound)
+		if !isNotFound(err) {
+			return fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
 		}
-		return fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
+		// A HEAD answer has no body, so a missing bucket is a bare 404 too: tell them apart.
+		if _, berr := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); berr != nil {
+			return fmt.Errorf("%w: seal %s: bucket %s: %w", ErrStorage, jobID, s.bucket, berr)
+		}
+		return fmt.Errorf("seal %s: no upload: %w", jobID, blobstore.ErrNotFound)
 	}
 	info := UploadInfo{Size: aws.ToInt64(h.ContentLength), ETag: aws.ToString(h.ETag), VersionID: aws.ToString(h.VersionId)}
 	if info.VersionID == "null" { // S3's id of an object written while versioning was off

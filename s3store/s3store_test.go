@@ -6,12 +6,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -215,8 +219,8 @@ func TestOpenInput_PinnedAtSeal(t *testing.T) {
 func TestOpenInput_Missing(t *testing.T) {
 	st, _, scratch := newStore(t, false)
 	_, err := st.OpenInput(blobtest.NewJobID(), s3store.UploadInfo{Size: 1, ETag: `"abc"`})
-	if !errors.Is(err, blobstore.ErrNotFound) && !errors.Is(err, s3store.ErrInputChanged) {
-		t.Fatalf("OpenInput of nothing = %v; want ErrNotFound (or ErrInputChanged)", err)
+	if !errors.Is(err, blobstore.ErrNotFound) {
+		t.Fatalf("OpenInput of nothing = %v; want ErrNotFound", err)
 	}
 	wantEmptyDir(t, scratch)
 }
@@ -276,6 +280,21 @@ func TestStorageErrors(t *testing.T) {
 			for op, err := range map[string]error{
 				"Check":  st.Check(),
 				"JobIDs": func() error { _, err := st.JobIDs(); return err }(),
+				"Seal":   st.Seal(blobtest.NewJobID(), func(s3store.UploadInfo) error { return nil }),
+				"Delete": st.Delete(blobtest.NewJobID()),
+				"OpenInput": func() error {
+					_, err := st.OpenInput(blobtest.NewJobID(), s3store.UploadInfo{ETag: `"x"`})
+					return err
+				}(),
+				"Commit": func() error {
+					p, err := st.CreateOutput(blobtest.NewJobID(), 1)
+					if err != nil {
+						return err
+					}
+					p.Write([]byte("x"))
+					_, err = p.Commit(blobstore.OutputMeta{})
+					return err
+				}(),
 			} {
 				if !errors.Is(err, s3store.ErrStorage) || !errors.Is(err, blobstore.ErrStorage) {
 					t.Errorf("%s = %v; want ErrStorage", op, err)
@@ -363,3 +382,103 @@ func TestLargeObjects_BoundedMemory(t *testing.T) {
 }
 
 func sha256Of(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+
+// TestUploadURL_SameOnEveryNode: two Stores with the same options (two nodes) give the same URL.
+func TestUploadURL_SameOnEveryNode(t *testing.T) {
+	st, bk, _ := newStore(t, false)
+	other, err := s3store.New(s3store.Options{
+		Endpoint: bk.Endpoint, Region: bk.Region, Bucket: bk.Name, Prefix: "convsvc",
+		AccessKey: bk.AccessKey, SecretKey: bk.SecretKey, PathStyle: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires := time.Now().Add(5 * time.Minute).Truncate(time.Second)
+	u1, err1 := st.UploadURL("job_same", 10, expires)
+	u2, err2 := other.UploadURL("job_same", 10, expires.In(time.FixedZone("X", 3600)))
+	if err1 != nil || err2 != nil || u1 != u2 {
+		t.Fatalf("two nodes gave different upload URLs (%v, %v):\n%s\n%s", err1, err2, u1, u2)
+	}
+	if r := blobtest.Put(t, u2, []byte("0123456789")); r.Status != 200 {
+		t.Fatalf("PUT through the other node's URL: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestJobIDs_PagedAndPrefixed: JobIDs pages through more than one ListObjectsV2 page (1000
+// keys) and sees only keys under its prefix; Delete leaves other prefixes alone.
+func TestJobIDs_PagedAndPrefixed(t *testing.T) {
+	bk := tests3.NewBucket(t, tests3.Options{})
+	var lists atomic.Int32
+	st, err := s3store.New(s3store.Options{
+		Endpoint: bk.Endpoint, Region: bk.Region, Bucket: bk.Name, Prefix: "convsvc",
+		AccessKey: bk.AccessKey, SecretKey: bk.SecretKey, PathStyle: true,
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.URL.Query().Get("list-type") == "2" {
+				lists.Add(1)
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := bk.Client()
+	put := func(key string) error {
+		_, err := cl.PutObject(context.Background(), &s3.PutObjectInput{Bucket: aws.String(bk.Name), Key: aws.String(key), Body: strings.NewReader("x")})
+		return err
+	}
+	const n = 1210 // 1089 under uploads/ (two pages of at most 1000), 121 under outputs/
+	var want []string
+	keys := make(chan string)
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var first error
+			for k := range keys {
+				if err := put(k); err != nil && first == nil {
+					first = err
+				}
+			}
+			errs <- first
+		}()
+	}
+	for i := range n {
+		id := fmt.Sprintf("job_%05d", i)
+		want = append(want, id)
+		if i%10 == 9 {
+			keys <- "convsvc/outputs/" + id + "/1" // an output only
+		} else {
+			keys <- "convsvc/uploads/" + id
+		}
+	}
+	// Not convsvc's: other prefixes, and names that are not job ids.
+	for _, k := range []string{"uploads/job_noprefix", "other/uploads/job_other", "convsvc/uploads/notajob", "convsvc/outputs/job_"} {
+		keys <- k
+	}
+	close(keys)
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := st.JobIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, want) {
+		t.Fatalf("JobIDs gave %d ids (first %v); want the %d under the prefix", len(ids), ids[:min(3, len(ids))], n)
+	}
+	if got := lists.Load(); got < 3 {
+		t.Errorf("JobIDs made %d ListObjectsV2 requests for %d keys; want pages of at most 1000", got, n)
+	}
+	if err := st.Delete("job_noprefix"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bk.Name), Key: aws.String("uploads/job_noprefix")}); err != nil {
+		t.Fatalf("Delete under prefix convsvc/ removed uploads/job_noprefix: %v", err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
