@@ -134,7 +134,11 @@ func NewBucket(t testing.TB, opts Options) Bucket {
 	cl := srv.Client()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := cl.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+	in := &s3.CreateBucketInput{Bucket: aws.String(name)}
+	if srv.Region != "us-east-1" { // AWS wants the region named anywhere else
+		in.CreateBucketConfiguration = &types.CreateBucketConfiguration{LocationConstraint: types.BucketLocationConstraint(srv.Region)}
+	}
+	if _, err := cl.CreateBucket(ctx, in); err != nil {
 		t.Fatalf("tests3: create bucket %s on %s: %v", name, srv.Endpoint, err)
 	}
 	t.Cleanup(func() {
