@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -89,6 +90,45 @@ func Put(t testing.TB, u string, body []byte) Result {
 		t.Fatal(err)
 	}
 	return do(t, req)
+}
+
+// PutChunked PUTs body to u with chunked transfer encoding, without Content-Length.
+func PutChunked(t testing.TB, u string, body []byte) Result {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, u, io.MultiReader(bytes.NewReader(body))) // length unknown: chunked
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.ContentLength != 0 || req.TransferEncoding != nil {
+		t.Fatalf("request length %d, %v: want an unknown length", req.ContentLength, req.TransferEncoding)
+	}
+	return do(t, req)
+}
+
+// PutCut sends a PUT to u that announces length bytes, sends only part, and closes its side;
+// it returns once the server has closed the connection (so it is done with the request).
+func PutCut(t testing.TB, u string, length int64, part []byte) {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", pu.Host, 30*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", pu.Host, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
+	fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", pu.RequestURI(), pu.Host, length)
+	if _, err := conn.Write(part); err != nil {
+		t.Fatalf("write part: %v", err)
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatalf("close write: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("waiting for the server to close the cut PUT: %v", err)
+	}
 }
 
 // Get GETs u with extra headers (name, value pairs).
@@ -222,6 +262,8 @@ func testUploadWrongLength(t *testing.T, b Backend) {
 	want4xx(t, "PUT 1001 bytes to a URL for 1000", Put(t, u, RandomBytes(1001)))
 	want4xx(t, "PUT 999 bytes to a URL for 1000", Put(t, u, RandomBytes(999)))
 	want4xx(t, "PUT 0 bytes to a URL for 1000", Put(t, u, nil))
+	want4xx(t, "PUT 1000 bytes chunked (no Content-Length)", PutChunked(t, u, RandomBytes(1000)))
+	PutCut(t, u, 1000, RandomBytes(10))
 	wantNothingSealed(t, b, id)
 	// A wrong-length PUT after a good one leaves the good one in place.
 	good := RandomBytes(1000)
@@ -229,6 +271,7 @@ func testUploadWrongLength(t *testing.T, b Backend) {
 		t.Fatalf("PUT 1000 bytes: %d %s", r.Status, r.Body)
 	}
 	want4xx(t, "PUT 1001 bytes after a good upload", Put(t, u, RandomBytes(1001)))
+	PutCut(t, u, 1000, RandomBytes(500))
 	if size, err := b.Seal(id); err != nil || size != 1000 {
 		t.Fatalf("Seal = %d, %v; want 1000, nil", size, err)
 	}
