@@ -262,6 +262,7 @@ func startLocal(bin string) (Server, error) {
 		cmd := exec.Command(bin, "--port", addr, "posix", "--versioning-dir", versions, root)
 		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+localAccessKey, "ROOT_SECRET_KEY="+localSecretKey)
 		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = procAttr()
 		if err := cmd.Start(); err != nil {
 			logf.Close()
 			return Server{}, fmt.Errorf("start %s: %w", bin, err)
