@@ -1,0 +1,467 @@
+// Package blobtest is the conformance suite of convsvc's object storage: one set of tests that
+// every backend (the local blobstore, S3-compatible storage) passes through its own small
+// adapter, in the model of litestream's replica client tests.
+//
+// The suite drives the backends the way clients and workers do: uploads go through the upload
+// URL over real HTTP, downloads through the download URL. Where the backends answer a fault
+// differently, the suite asserts what both promise, not the exact status:
+//
+//	fault                           local blobstore              S3 (versitygw, MinIO, AWS)
+//	body longer/shorter than signed 400 size_mismatch (JSON)     403 SignatureDoesNotMatch (XML)
+//	expired URL                     403 url_expired (JSON)       403 AccessDenied (XML)
+//	tampered signature              403 invalid_signature        403 SignatureDoesNotMatch
+//
+// In every row the suite asserts a 4xx and that nothing was stored.
+package blobtest
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/blobstore"
+)
+
+// Backend adapts one object storage to the suite. Each method does what the job lifecycle
+// does at that point; the adapter hides differences in signatures (Seal's callback, per-attempt
+// outputs).
+type Backend interface {
+	// UploadURL is the URL a client PUTs the job's input to, valid until expires.
+	UploadURL(jobID string, size int64, expires time.Time) (string, error)
+	// Seal seals the job's upload as a start does and returns the size the backend reported
+	// to the start callback; it returns an error wrapping blobstore.ErrNotFound, without
+	// calling back, when nothing was uploaded.
+	Seal(jobID string) (int64, error)
+	// WriteOutput stores data as the output of the job's attempt and returns what Commit returned.
+	WriteOutput(jobID string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error)
+	// DownloadURL is the URL that serves the output of the job's attempt until expires.
+	DownloadURL(jobID string, attempt int, out blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error)
+	// Delete removes everything of the job.
+	Delete(jobID string) error
+	// JobIDs lists the ids of the jobs that have any object.
+	JobIDs() ([]string, error)
+	// Check is the readiness check.
+	Check() error
+}
+
+// Run runs the suite; newBackend returns a fresh, empty backend for each subtest.
+func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
+	t.Run("UploadExactSize", func(t *testing.T) { testUploadExactSize(t, newBackend(t)) })
+	t.Run("UploadReplacedBeforeSeal", func(t *testing.T) { testUploadReplaced(t, newBackend(t)) })
+	t.Run("UploadWrongLength", func(t *testing.T) { testUploadWrongLength(t, newBackend(t)) })
+	t.Run("UploadExpired", func(t *testing.T) { testUploadExpired(t, newBackend(t)) })
+	t.Run("UploadTampered", func(t *testing.T) { testUploadTampered(t, newBackend(t)) })
+	t.Run("SealNothingUploaded", func(t *testing.T) { testSealNothing(t, newBackend(t)) })
+	t.Run("OutputDownload", func(t *testing.T) { testOutputDownload(t, newBackend(t)) })
+	t.Run("DownloadExpired", func(t *testing.T) { testDownloadExpired(t, newBackend(t)) })
+	t.Run("DeleteRemovesEverything", func(t *testing.T) { testDelete(t, newBackend(t)) })
+	t.Run("JobIDs", func(t *testing.T) { testJobIDs(t, newBackend(t)) })
+	t.Run("Check", func(t *testing.T) {
+		if err := newBackend(t).Check(); err != nil {
+			t.Fatalf("Check: %v", err)
+		}
+	})
+}
+
+// Result is an HTTP answer as the suite saw it.
+type Result struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Put PUTs body to u with Content-Length len(body), as a client does.
+func Put(t testing.TB, u string, body []byte) Result {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, u, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return do(t, req)
+}
+
+// PutChunked PUTs body to u with chunked transfer encoding, without Content-Length.
+func PutChunked(t testing.TB, u string, body []byte) Result {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, u, io.MultiReader(bytes.NewReader(body))) // length unknown: chunked
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.ContentLength != 0 || req.TransferEncoding != nil {
+		t.Fatalf("request length %d, %v: want an unknown length", req.ContentLength, req.TransferEncoding)
+	}
+	return do(t, req)
+}
+
+// PutCut sends a PUT to u that announces length bytes, sends only part, and closes its side;
+// it returns once the server has closed the connection (so it is done with the request).
+func PutCut(t testing.TB, u string, length int64, part []byte) {
+	t.Helper()
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", pu.Host, 30*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", pu.Host, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Minute))
+	fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: %d\r\n\r\n", pu.RequestURI(), pu.Host, length)
+	if _, err := conn.Write(part); err != nil {
+		t.Fatalf("write part: %v", err)
+	}
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatalf("close write: %v", err)
+	}
+	if _, err := io.Copy(io.Discard, conn); err != nil {
+		t.Fatalf("waiting for the server to close the cut PUT: %v", err)
+	}
+}
+
+// Get GETs u with extra headers (name, value pairs).
+func Get(t testing.TB, u string, header ...string) Result {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return do(t, req)
+}
+
+func do(t testing.TB, req *http.Request) Result {
+	t.Helper()
+	c := &http.Client{Timeout: 2 * time.Minute}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, redact(req.URL), err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read body: %v", req.Method, redact(req.URL), err)
+	}
+	return Result{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// redact drops the query (the signature) from a URL for messages.
+func redact(u *url.URL) string { c := *u; c.RawQuery = ""; return c.String() }
+
+var idSeq = func() string { b := make([]byte, 6); _, _ = rand.Read(b); return hex.EncodeToString(b) }
+
+// NewJobID returns a fresh valid job id.
+func NewJobID() string { return "job_" + idSeq() }
+
+// RandomBytes returns n random bytes.
+func RandomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// Upload presigns and PUTs data for a new job and fails t unless it is stored (2xx).
+func Upload(t testing.TB, b Backend, jobID string, data []byte) {
+	t.Helper()
+	u, err := b.UploadURL(jobID, int64(len(data)), time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatalf("UploadURL: %v", err)
+	}
+	if r := Put(t, u, data); r.Status/100 != 2 {
+		t.Fatalf("PUT upload: %d %s", r.Status, r.Body)
+	}
+}
+
+// wantNothingSealed asserts that Seal finds nothing uploaded for the job.
+func wantNothingSealed(t *testing.T, b Backend, jobID string) {
+	t.Helper()
+	size, err := b.Seal(jobID)
+	if !errors.Is(err, blobstore.ErrNotFound) {
+		t.Fatalf("Seal = %d, %v; want nothing uploaded (blobstore.ErrNotFound)", size, err)
+	}
+}
+
+func want4xx(t *testing.T, what string, r Result) {
+	t.Helper()
+	if r.Status < 400 || r.Status > 499 {
+		t.Fatalf("%s: status %d, want 4xx; body %s", what, r.Status, r.Body)
+	}
+	t.Logf("%s: %d %s", what, r.Status, errorCode(r.Body))
+}
+
+// errorCode picks the error code out of a JSON ("code":"...") or S3 XML (<Code>...</Code>)
+// error body, for the log that documents each backend's answers.
+func errorCode(body []byte) string {
+	s := string(body)
+	for _, m := range [][2]string{{`"code":"`, `"`}, {"<Code>", "</Code>"}} {
+		if _, rest, ok := strings.Cut(s, m[0]); ok {
+			if code, _, ok := strings.Cut(rest, m[1]); ok {
+				return code
+			}
+		}
+	}
+	return ""
+}
+
+func testUploadExactSize(t *testing.T, b Backend) {
+	id := NewJobID()
+	data := RandomBytes(1000)
+	Upload(t, b, id, data)
+	size, err := b.Seal(id)
+	if err != nil || size != 1000 {
+		t.Fatalf("Seal = %d, %v; want 1000, nil", size, err)
+	}
+	// An empty file is a valid upload of 0 bytes.
+	id0 := NewJobID()
+	Upload(t, b, id0, nil)
+	if size, err := b.Seal(id0); err != nil || size != 0 {
+		t.Fatalf("Seal of an empty upload = %d, %v; want 0, nil", size, err)
+	}
+}
+
+// testUploadReplaced: until the start, a second PUT through the same URL replaces the first.
+func testUploadReplaced(t *testing.T, b Backend) {
+	id := NewJobID()
+	u, err := b.UploadURL(id, 64, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u2, _ := b.UploadURL(id, 64, time.Now().Add(10*time.Minute).Add(time.Second)); u2 == u {
+		t.Errorf("UploadURL ignores expires: the same URL for two expiry times")
+	}
+	for i := range 2 {
+		if r := Put(t, u, RandomBytes(64)); r.Status/100 != 2 {
+			t.Fatalf("PUT %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	if size, err := b.Seal(id); err != nil || size != 64 {
+		t.Fatalf("Seal = %d, %v; want 64, nil", size, err)
+	}
+}
+
+func testUploadWrongLength(t *testing.T, b Backend) {
+	id := NewJobID()
+	u, err := b.UploadURL(id, 1000, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want4xx(t, "PUT 1001 bytes to a URL for 1000", Put(t, u, RandomBytes(1001)))
+	want4xx(t, "PUT 999 bytes to a URL for 1000", Put(t, u, RandomBytes(999)))
+	want4xx(t, "PUT 0 bytes to a URL for 1000", Put(t, u, nil))
+	want4xx(t, "PUT 1000 bytes chunked (no Content-Length)", PutChunked(t, u, RandomBytes(1000)))
+	PutCut(t, u, 1000, RandomBytes(10))
+	wantNothingSealed(t, b, id)
+	// A wrong-length PUT after a good one leaves the good one in place.
+	good := RandomBytes(1000)
+	if r := Put(t, u, good); r.Status/100 != 2 {
+		t.Fatalf("PUT 1000 bytes: %d %s", r.Status, r.Body)
+	}
+	want4xx(t, "PUT 1001 bytes after a good upload", Put(t, u, RandomBytes(1001)))
+	PutCut(t, u, 1000, RandomBytes(500))
+	if size, err := b.Seal(id); err != nil || size != 1000 {
+		t.Fatalf("Seal = %d, %v; want 1000, nil", size, err)
+	}
+}
+
+func testUploadExpired(t *testing.T, b Backend) {
+	id := NewJobID()
+	u, err := b.UploadURL(id, 10, time.Now().Add(-2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want4xx(t, "PUT to an expired URL", Put(t, u, RandomBytes(10)))
+	wantNothingSealed(t, b, id)
+}
+
+func testUploadTampered(t *testing.T, b Backend) {
+	id := NewJobID()
+	u, err := b.UploadURL(id, 10, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pu, err := url.Parse(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := pu.Query()
+	sigName := ""
+	for _, name := range []string{"sig", "X-Amz-Signature"} {
+		if q.Has(name) {
+			sigName = name
+		}
+	}
+	if sigName == "" {
+		t.Fatalf("no signature parameter in the upload URL's query (%v)", slices.Collect(mapsKeys(q)))
+	}
+	sig := []byte(q.Get(sigName))
+	sig[0] = map[bool]byte{true: '1', false: '0'}[sig[0] == '0']
+	q.Set(sigName, string(sig))
+	tampered := *pu
+	tampered.RawQuery = q.Encode()
+	want4xx(t, "PUT with a changed signature", Put(t, tampered.String(), RandomBytes(10)))
+
+	// Another job's URL does not upload to this job.
+	other, err := b.UploadURL(NewJobID(), 10, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	po, _ := url.Parse(other)
+	moved := *pu
+	moved.RawQuery = po.RawQuery
+	want4xx(t, "PUT with another job's signature", Put(t, moved.String(), RandomBytes(10)))
+	wantNothingSealed(t, b, id)
+}
+
+func mapsKeys(v url.Values) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range v {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func testSealNothing(t *testing.T, b Backend) {
+	wantNothingSealed(t, b, NewJobID())
+}
+
+func testOutputDownload(t *testing.T, b Backend) {
+	id := NewJobID()
+	data := RandomBytes(3000)
+	meta := blobstore.OutputMeta{ContentType: "image/webp", Filename: id + ".webp"}
+	out, err := b.WriteOutput(id, 1, data, meta)
+	if err != nil {
+		t.Fatalf("WriteOutput: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	if out.Bytes != 3000 || out.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("Commit = %+v; want 3000 bytes, sha256 %x", out, sum)
+	}
+	u, err := b.DownloadURL(id, 1, out, meta, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatalf("DownloadURL: %v", err)
+	}
+	r := Get(t, u)
+	if r.Status != http.StatusOK || !bytes.Equal(r.Body, data) {
+		t.Fatalf("GET output: %d, %d bytes; want 200 and the 3000 bytes written", r.Status, len(r.Body))
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "image/webp" {
+		t.Errorf("Content-Type = %q, want image/webp", ct)
+	}
+	disp, params, err := mime.ParseMediaType(r.Header.Get("Content-Disposition"))
+	if err != nil || disp != "attachment" || params["filename"] != id+".webp" {
+		t.Errorf("Content-Disposition = %q; want attachment with filename %s.webp", r.Header.Get("Content-Disposition"), id)
+	}
+	if r.Header.Get("ETag") == "" {
+		t.Errorf("no ETag on the download")
+	}
+	r = Get(t, u, "Range", "bytes=100-199")
+	if r.Status != http.StatusPartialContent || !bytes.Equal(r.Body, data[100:200]) {
+		t.Fatalf("GET Range bytes=100-199: %d, %d bytes; want 206 and bytes 100..199", r.Status, len(r.Body))
+	}
+	if cr := r.Header.Get("Content-Range"); cr != "bytes 100-199/3000" {
+		t.Errorf("Content-Range = %q, want bytes 100-199/3000", cr)
+	}
+	// A tampered download URL is refused.
+	pu, _ := url.Parse(u)
+	pu.Path = strings.Replace(pu.Path, id, id+"x", 1)
+	want4xx(t, "GET with a changed path", Get(t, pu.String()))
+}
+
+func testDownloadExpired(t *testing.T, b Backend) {
+	id := NewJobID()
+	meta := blobstore.OutputMeta{ContentType: "text/plain", Filename: id + ".txt"}
+	out, err := b.WriteOutput(id, 1, []byte("hello"), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := b.DownloadURL(id, 1, out, meta, time.Now().Add(-2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Get(t, u)
+	want4xx(t, "GET an expired download URL", r)
+	if bytes.Contains(r.Body, []byte("hello")) {
+		t.Fatalf("an expired URL served the output")
+	}
+}
+
+func testDelete(t *testing.T, b Backend) {
+	id := NewJobID()
+	other := id + "0" // its id starts with id's: Delete must not touch it
+	for _, j := range []string{id, other} {
+		Upload(t, b, j, RandomBytes(100))
+	}
+	meta := blobstore.OutputMeta{ContentType: "text/plain"}
+	var urls []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		out, err := b.WriteOutput(id, attempt, []byte(fmt.Sprintf("attempt %d", attempt)), meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := b.DownloadURL(id, attempt, out, meta, time.Now().Add(10*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, u)
+	}
+	if err := b.Delete(id); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	wantNothingSealed(t, b, id)
+	for i, u := range urls {
+		want4xx(t, fmt.Sprintf("GET attempt %d's output after Delete", i+1), Get(t, u))
+	}
+	ids, err := b.JobIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []string{other}) {
+		t.Fatalf("JobIDs after Delete(%s) = %v; want only %s", id, ids, other)
+	}
+	if size, err := b.Seal(other); err != nil || size != 100 {
+		t.Fatalf("Seal(%s) after Delete(%s) = %d, %v; want 100, nil", other, id, size, err)
+	}
+	if err := b.Delete(id); err != nil {
+		t.Fatalf("Delete of a deleted job: %v", err)
+	}
+	if err := b.Delete(NewJobID()); err != nil {
+		t.Fatalf("Delete of an unknown job: %v", err)
+	}
+}
+
+func testJobIDs(t *testing.T, b Backend) {
+	ids, err := b.JobIDs()
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("JobIDs of an empty store = %v, %v; want none", ids, err)
+	}
+	up, outOnly := NewJobID(), NewJobID()
+	Upload(t, b, up, RandomBytes(5))
+	if _, err := b.WriteOutput(outOnly, 1, []byte("x"), blobstore.OutputMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WriteOutput(outOnly, 2, []byte("y"), blobstore.OutputMeta{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{up, outOnly}
+	slices.Sort(want)
+	ids, err = b.JobIDs()
+	if err != nil || !slices.Equal(ids, want) {
+		t.Fatalf("JobIDs = %v, %v; want %v", ids, err, want)
+	}
+}

@@ -1,0 +1,576 @@
+// Package s3store is convsvc's object storage on any S3-compatible endpoint (AWS S3, MinIO,
+// Ceph RGW, versitygw, ...): presigned upload and download URLs from the S3 API itself, sealing
+// by HeadObject, inputs read back by ETag or version id, outputs under a per-attempt key.
+//
+// # Layout
+//
+//	PREFIX/uploads/{id}             the job's input, PUT by the client through the upload URL
+//	PREFIX/outputs/{id}/{attempt}   the output of one attempt, PUT by the worker that ran it
+//
+// PREFIX is Options.Prefix without leading or trailing slashes; when empty the keys start at
+// uploads/ and outputs/.
+//
+// # Presigned URLs
+//
+// UploadURL presigns a PUT with the size signed as Content-Length, so S3 itself refuses a body
+// of any other length (403 SignatureDoesNotMatch). The URL is signed with X-Amz-Date =
+// expires - 900 s and X-Amz-Expires = 900, so it is valid exactly until expires, and the same
+// job gives the same URL on every read. DownloadURL presigns a GET the same way, with
+// response-content-type and response-content-disposition overrides.
+//
+// # Sealing
+//
+// A presigned URL cannot be revoked, so a PUT after start still lands. Seal therefore records
+// what was there at start (size, ETag and, in a versioned bucket, the version id) and OpenInput
+// reads exactly that object: by version id, or with If-Match on the ETag, which fails with
+// ErrInputChanged when the object was replaced.
+//
+// # Errors
+//
+// Failures of S3 or the network wrap ErrStorage (which also matches blobstore.ErrStorage); a
+// missing object wraps blobstore.ErrNotFound, an invalid id is blobstore.ErrInvalidID.
+package s3store
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/convsvc/convsvc/blobstore"
+)
+
+// URLTTL is how long a presigned URL is valid: SPEC's upload_expires_in, and the API's
+// download URL lifetime.
+const URLTTL = 900 * time.Second
+
+// Sentinel errors; match them with errors.Is.
+var (
+	// ErrStorage wraps every failure of S3 or of the way to it that is not the API client's
+	// fault (unreachable endpoint, 5xx, refused credentials, a missing bucket). It also matches
+	// blobstore.ErrStorage, so callers that know only the local store answer "storage unavailable".
+	ErrStorage = fmt.Errorf("s3store: object storage unavailable: %w", blobstore.ErrStorage)
+	// ErrInputChanged means the upload was replaced after Seal recorded it (If-Match failed),
+	// so the recorded input can no longer be read.
+	ErrInputChanged = errors.New("s3store: the upload changed after the job started")
+)
+
+// Options configure a Store.
+type Options struct {
+	Endpoint  string // e.g. "http://127.0.0.1:9000"; empty means AWS's endpoint for Region
+	Region    string // e.g. "us-east-1" (required)
+	Bucket    string // required
+	Prefix    string // key prefix, e.g. "convsvc"; slashes at either end are ignored
+	AccessKey string // required
+	SecretKey string // required
+	// PathStyle addresses the bucket as ENDPOINT/BUCKET/KEY rather than BUCKET.ENDPOINT/KEY;
+	// MinIO, versitygw and most self-hosted servers need it.
+	PathStyle bool
+	// ScratchDir holds inputs downloaded for conversion and outputs before their upload;
+	// default os.TempDir().
+	ScratchDir string
+	// HTTPClient is used for every request; default the SDK's.
+	HTTPClient *http.Client
+	// OpTimeout bounds each metadata request (HEAD, LIST, DELETE); default 30 s. Transfers of
+	// inputs and outputs are not bounded by it.
+	OpTimeout time.Duration
+}
+
+// Store is object storage in one bucket under one prefix. It is safe for concurrent use.
+type Store struct {
+	client    *s3.Client
+	presign   *s3.PresignClient
+	bucket    string
+	prefix    string // "" or "PREFIX/"
+	scratch   string
+	opTimeout time.Duration
+}
+
+// New returns a Store for opts; it does not contact the server (see Check).
+func New(opts Options) (*Store, error) {
+	var missing []string
+	for _, f := range []struct{ name, v string }{
+		{"Region", opts.Region}, {"Bucket", opts.Bucket}, {"AccessKey", opts.AccessKey}, {"SecretKey", opts.SecretKey},
+	} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("s3store: options %s are empty", strings.Join(missing, ", "))
+	}
+	o := s3.Options{
+		Region:                     opts.Region,
+		Credentials:                credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, ""),
+		UsePathStyle:               opts.PathStyle,
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+	}
+	if opts.Endpoint != "" {
+		o.BaseEndpoint = aws.String(strings.TrimRight(opts.Endpoint, "/"))
+	}
+	if opts.HTTPClient != nil {
+		o.HTTPClient = opts.HTTPClient
+	}
+	client := s3.New(o)
+	s := &Store{
+		client:    client,
+		presign:   s3.NewPresignClient(client),
+		bucket:    opts.Bucket,
+		scratch:   opts.ScratchDir,
+		opTimeout: opts.OpTimeout,
+	}
+	if p := strings.Trim(opts.Prefix, "/"); p != "" {
+		s.prefix = p + "/"
+	}
+	if s.scratch == "" {
+		s.scratch = os.TempDir()
+	}
+	if s.opTimeout <= 0 {
+		s.opTimeout = 30 * time.Second
+	}
+	return s, nil
+}
+
+// UploadKey is the key of the job's input.
+func (s *Store) UploadKey(jobID string) string { return s.prefix + "uploads/" + jobID }
+
+// OutputKey is the key of the output of the job's attempt.
+func (s *Store) OutputKey(jobID string, attempt int) string {
+	return s.outputDir(jobID) + strconv.Itoa(attempt)
+}
+
+func (s *Store) outputDir(jobID string) string { return s.prefix + "outputs/" + jobID + "/" }
+
+// validID matches blobstore's job ids: ^job_[A-Za-z0-9]{1,64}$.
+var validID = regexp.MustCompile(`^job_[A-Za-z0-9]{1,64}$`).MatchString
+
+// fixedTimePresigner signs with a given time instead of the SDK's clock, which makes a URL
+// depend only on its inputs.
+type fixedTimePresigner struct {
+	signer *v4.Signer
+	at     time.Time
+}
+
+// PresignHTTP implements s3.HTTPPresignerV4.
+func (p fixedTimePresigner) PresignHTTP(ctx context.Context, cred aws.Credentials, r *http.Request,
+	payloadHash, service, region string, _ time.Time, optFns ...func(*v4.SignerOptions),
+) (string, http.Header, error) {
+	return p.signer.PresignHTTP(ctx, cred, r, payloadHash, service, region, p.at, optFns...)
+}
+
+// signedUntil makes a presign valid from expires-URLTTL to expires.
+func signedUntil(expires time.Time) func(*s3.PresignOptions) {
+	return func(o *s3.PresignOptions) {
+		o.Expires = URLTTL
+		o.Presigner = fixedTimePresigner{signer: v4.NewSigner(), at: expires.Add(-URLTTL).UTC()}
+	}
+}
+
+// UploadURL returns the presigned PUT that accepts the job's input until expires; the body
+// must be exactly size bytes (Content-Length is signed). The same arguments give the same URL.
+func (s *Store) UploadURL(jobID string, size int64, expires time.Time) (string, error) {
+	if !validID(jobID) {
+		return "", blobstore.ErrInvalidID
+	}
+	if size < 0 {
+		return "", fmt.Errorf("s3store: upload size %d is negative", size)
+	}
+	req, err := s.presign.PresignPutObject(context.Background(), &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(s.UploadKey(jobID)),
+		ContentLength: aws.Int64(size),
+	}, signedUntil(expires))
+	if err != nil {
+		return "", fmt.Errorf("s3store: presign upload %s: %w", jobID, err)
+	}
+	return req.URL, nil
+}
+
+// DownloadURL returns the presigned GET of the output of the job's attempt, valid until
+// expires, whose response carries contentType and an attachment disposition with filename.
+func (s *Store) DownloadURL(jobID string, attempt int, filename, contentType string, expires time.Time) (string, error) {
+	if !validID(jobID) {
+		return "", blobstore.ErrInvalidID
+	}
+	in := &s3.GetObjectInput{
+		Bucket:                     aws.String(s.bucket),
+		Key:                        aws.String(s.OutputKey(jobID, attempt)),
+		ResponseContentDisposition: aws.String(contentDisposition(filename)),
+	}
+	if contentType != "" {
+		in.ResponseContentType = aws.String(contentType)
+	}
+	req, err := s.presign.PresignGetObject(context.Background(), in, signedUntil(expires))
+	if err != nil {
+		return "", fmt.Errorf("s3store: presign download %s: %w", jobID, err)
+	}
+	return req.URL, nil
+}
+
+// contentDisposition is "attachment", with the filename when there is one.
+func contentDisposition(filename string) string {
+	if filename != "" {
+		if v := mime.FormatMediaType("attachment", map[string]string{"filename": filename}); v != "" {
+			return v
+		}
+	}
+	return "attachment"
+}
+
+// UploadInfo is what Seal found at the upload key: the object the job converts.
+type UploadInfo struct {
+	Size      int64
+	ETag      string // as S3 returns it, with quotes
+	VersionID string // "" unless the bucket is versioned
+}
+
+// Seal reads the size, ETag and version id of the job's upload and calls start with them, so
+// the job store can record them with the start. Seal returns an error wrapping
+// blobstore.ErrNotFound, without calling start, when nothing was uploaded, and otherwise
+// start's error.
+func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
+	if !validID(jobID) {
+		return blobstore.ErrInvalidID
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	defer cancel()
+	h, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.UploadKey(jobID))})
+	if err != nil {
+		if !isNotFound(err) {
+			return fmt.Errorf("%w: seal %s: %w", ErrStorage, jobID, err)
+		}
+		// A HEAD answer has no body, so a missing bucket is a bare 404 too: tell them apart.
+		if _, berr := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); berr != nil {
+			return fmt.Errorf("%w: seal %s: bucket %s: %w", ErrStorage, jobID, s.bucket, berr)
+		}
+		return fmt.Errorf("seal %s: no upload: %w", jobID, blobstore.ErrNotFound)
+	}
+	info := UploadInfo{Size: aws.ToInt64(h.ContentLength), ETag: aws.ToString(h.ETag), VersionID: aws.ToString(h.VersionId)}
+	if info.VersionID == "null" { // S3's id of an object written while versioning was off
+		info.VersionID = ""
+	}
+	return start(info)
+}
+
+// OpenInput downloads exactly the object Seal recorded (by version id, else by If-Match on
+// the ETag) into the scratch dir and returns it open for reading at offset 0. The file has no
+// name left on Unix (it is removed once open), so closing it frees the space. A replaced upload
+// gives ErrInputChanged, a missing one blobstore.ErrNotFound.
+func (s *Store) OpenInput(jobID string, info UploadInfo) (*os.File, error) {
+	if !validID(jobID) {
+		return nil, blobstore.ErrInvalidID
+	}
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.UploadKey(jobID))}
+	switch {
+	case info.VersionID != "":
+		in.VersionId = aws.String(info.VersionID)
+	case info.ETag != "":
+		in.IfMatch = aws.String(info.ETag)
+	default:
+		return nil, fmt.Errorf("s3store: open input %s: the start recorded neither ETag nor version id", jobID)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		switch {
+		case isPreconditionFailed(err):
+			return nil, fmt.Errorf("open input %s: %w", jobID, ErrInputChanged)
+		case isNotFound(err):
+			return nil, fmt.Errorf("open input %s: %w", jobID, blobstore.ErrNotFound)
+		}
+		return nil, fmt.Errorf("%w: open input %s: %w", ErrStorage, jobID, err)
+	}
+	defer out.Body.Close()
+	if info.ETag != "" && aws.ToString(out.ETag) != info.ETag {
+		return nil, fmt.Errorf("open input %s: ETag %s, recorded %s: %w", jobID, aws.ToString(out.ETag), info.ETag, ErrInputChanged)
+	}
+	f, err := os.CreateTemp(s.scratch, "in-"+jobID+"-*")
+	if err != nil {
+		return nil, fmt.Errorf("s3store: open input %s: scratch file: %w", jobID, err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	n, err := io.Copy(f, out.Body) // io.Copy's 32 KiB buffer: memory stays bounded
+	if err != nil {
+		return nil, fmt.Errorf("%w: open input %s: read: %w", ErrStorage, jobID, err)
+	}
+	if n != info.Size {
+		return nil, fmt.Errorf("open input %s: %d bytes, recorded %d: %w", jobID, n, info.Size, ErrInputChanged)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("s3store: open input %s: %w", jobID, err)
+	}
+	keep = true
+	_ = os.Remove(f.Name()) // open files outlive their name on Unix; elsewhere this fails harmlessly
+	return f, nil
+}
+
+// PendingOutput is an output being written to a scratch file; Commit uploads it under the
+// attempt's key, Discard drops it. One goroutine writes it and then calls Commit or Discard
+// (Discard after Commit does nothing).
+type PendingOutput struct {
+	s       *Store
+	jobID   string
+	attempt int
+	f       *os.File
+	h       hash.Hash
+	n       int64
+	err     error // the first write error
+	done    bool
+}
+
+// CreateOutput starts the output of the job's attempt; nothing of it is stored until Commit.
+func (s *Store) CreateOutput(jobID string, attempt int) (*PendingOutput, error) {
+	if !validID(jobID) {
+		return nil, blobstore.ErrInvalidID
+	}
+	if attempt < 0 {
+		return nil, fmt.Errorf("s3store: attempt %d is negative", attempt)
+	}
+	f, err := os.CreateTemp(s.scratch, "out-"+jobID+"-*")
+	if err != nil {
+		return nil, fmt.Errorf("s3store: write output %s: scratch file: %w", jobID, err)
+	}
+	return &PendingOutput{s: s, jobID: jobID, attempt: attempt, f: f, h: sha256.New()}, nil
+}
+
+// Write appends to the output; an error is the scratch disk's.
+func (p *PendingOutput) Write(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	n, err := p.f.Write(b)
+	p.h.Write(b[:n])
+	p.n += int64(n)
+	if err != nil {
+		p.err = fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+	}
+	return n, p.err
+}
+
+// Discard removes the scratch file; it does nothing after Commit.
+func (p *PendingOutput) Discard() {
+	if p.done {
+		return
+	}
+	p.done = true
+	p.f.Close()
+	os.Remove(p.f.Name())
+}
+
+// Commit uploads the output with one PutObject under the attempt's key, with meta's content
+// type and an attachment disposition, and removes the scratch file. An earlier attempt's
+// output is never replaced. It returns the size and SHA-256 (also stored as the object's
+// x-amz-meta-sha256).
+func (p *PendingOutput) Commit(meta blobstore.OutputMeta) (blobstore.Output, error) {
+	if p.done {
+		return blobstore.Output{}, fmt.Errorf("s3store: output %s already committed or discarded", p.jobID)
+	}
+	defer p.Discard()
+	if p.err != nil {
+		return blobstore.Output{}, p.err
+	}
+	ct := meta.ContentType
+	if ct == "" {
+		ct = "application/octet-stream"
+	} else if _, _, err := mime.ParseMediaType(ct); err != nil {
+		return blobstore.Output{}, fmt.Errorf("s3store: output content type %q: %w", ct, err)
+	}
+	out := blobstore.Output{Bytes: p.n, SHA256: hex.EncodeToString(p.h.Sum(nil))}
+	if _, err := p.f.Seek(0, io.SeekStart); err != nil {
+		return blobstore.Output{}, fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+	}
+	_, err := p.s.client.PutObject(context.Background(), &s3.PutObjectInput{
+		Bucket:             aws.String(p.s.bucket),
+		Key:                aws.String(p.s.OutputKey(p.jobID, p.attempt)),
+		Body:               p.f,
+		ContentLength:      aws.Int64(p.n),
+		ContentType:        aws.String(ct),
+		ContentDisposition: aws.String(contentDisposition(meta.Filename)),
+		Metadata:           map[string]string{"sha256": out.SHA256},
+	})
+	if err != nil {
+		return blobstore.Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, p.jobID, err)
+	}
+	return out, nil
+}
+
+// Delete removes every object of the job: its upload and the outputs of all attempts, with
+// every version of each in a versioned bucket. Objects that do not exist are fine.
+func (s *Store) Delete(jobID string) error {
+	if !validID(jobID) {
+		return blobstore.ErrInvalidID
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	defer cancel()
+	var errs []error
+	for _, prefix := range []string{s.UploadKey(jobID), s.outputDir(jobID)} {
+		objs, err := s.listVersions(ctx, prefix)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, o := range objs {
+			// uploads/job_1 is also a prefix of uploads/job_12: only the exact key is the job's.
+			if prefix == s.UploadKey(jobID) && o.key != prefix {
+				continue
+			}
+			in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(o.key)}
+			if o.version != "" {
+				in.VersionId = aws.String(o.version)
+			}
+			if _, err := s.client.DeleteObject(ctx, in); err != nil && !isNotFound(err) {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: delete %s: %w", ErrStorage, jobID, err)
+	}
+	return nil
+}
+
+type objectVersion struct{ key, version string }
+
+// listVersions lists every version and delete marker under prefix; where the server has no
+// ListObjectVersions (NotImplemented), it lists the current objects instead.
+func (s *Store) listVersions(ctx context.Context, prefix string) ([]objectVersion, error) {
+	var objs []objectVersion
+	vp := s3.NewListObjectVersionsPaginator(s.client, &s3.ListObjectVersionsInput{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
+	for vp.HasMorePages() {
+		page, err := vp.NextPage(ctx)
+		if err != nil {
+			if apiCode(err) == "NotImplemented" {
+				return s.listCurrent(ctx, prefix)
+			}
+			return nil, fmt.Errorf("list %s: %w", prefix, err)
+		}
+		for _, v := range page.Versions {
+			objs = append(objs, objectVersion{aws.ToString(v.Key), aws.ToString(v.VersionId)})
+		}
+		for _, v := range page.DeleteMarkers {
+			objs = append(objs, objectVersion{aws.ToString(v.Key), aws.ToString(v.VersionId)})
+		}
+	}
+	return objs, nil
+}
+
+func (s *Store) listCurrent(ctx context.Context, prefix string) ([]objectVersion, error) {
+	var objs []objectVersion
+	err := s.list(ctx, prefix, func(o types.Object) {
+		objs = append(objs, objectVersion{key: aws.ToString(o.Key)})
+	})
+	return objs, err
+}
+
+// list calls fn for every current object under prefix, page by page (ListObjectsV2).
+func (s *Store) list(ctx context.Context, prefix string, fn func(types.Object)) error {
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(prefix)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("list %s: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			fn(o)
+		}
+	}
+	return nil
+}
+
+// JobIDs lists, sorted and without duplicates, every job id that has an object under the
+// prefix (an upload or an output of any attempt), so a sweep can delete objects whose job is
+// gone. It pages through ListObjectsV2; a bucket lifecycle rule is the cheaper backstop.
+func (s *Store) JobIDs() ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opTimeout)
+	defer cancel()
+	seen := make(map[string]struct{})
+	for _, dir := range []string{"uploads/", "outputs/"} {
+		err := s.list(ctx, s.prefix+dir, func(o types.Object) {
+			rest := strings.TrimPrefix(aws.ToString(o.Key), s.prefix+dir)
+			id, _, _ := strings.Cut(rest, "/")
+			if validID(id) {
+				seen[id] = struct{}{}
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStorage, err)
+		}
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Check proves the bucket is reachable with the credentials (HeadBucket).
+func (s *Store) Check() error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	defer cancel()
+	if _, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.bucket)}); err != nil {
+		return fmt.Errorf("%w: check bucket %s: %w", ErrStorage, s.bucket, err)
+	}
+	return nil
+}
+
+// apiCode is the S3 error code of err, or "".
+func apiCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// httpStatusOf is the HTTP status of S3's answer, or 0 when there was none.
+func httpStatusOf(err error) int {
+	var re interface{ HTTPStatusCode() int }
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func isNotFound(err error) bool {
+	var nsk *types.NoSuchKey
+	var nf *types.NotFound
+	if errors.As(err, &nsk) || errors.As(err, &nf) {
+		return true
+	}
+	switch apiCode(err) {
+	case "NoSuchKey", "NotFound", "NoSuchVersion":
+		return true
+	}
+	return httpStatusOf(err) == http.StatusNotFound && apiCode(err) != "NoSuchBucket"
+}
+
+func isPreconditionFailed(err error) bool {
+	return apiCode(err) == "PreconditionFailed" || httpStatusOf(err) == http.StatusPreconditionFailed
+}
