@@ -24,4 +24,6 @@ func HashKey(secret string) [sha256.Size]byte { return hashKey(secret) }
 func MonthOf(t time.Time) string { return monthOf(t) }
 
 // ValidateAccount checks an account's name and spend cap as CreateAccount does.
-func ValidateAccount(name string, spendCapCents int64) error { return validateAccount(name, spendCapCents) }
+func ValidateAccount(name string, spendCapCents int64) error {
+	return validateAccount(name, spendCapCents)
+}
