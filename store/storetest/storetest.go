@@ -1057,10 +1057,10 @@ func testRetention(t *testing.T, newStore NewFunc) {
 	}
 	wake, release := f.s.WaitChange(created.ID)
 	defer release()
-	// Wait until the jobs are past their expiry: Job then hides them.
+	// Wait until the newest job is past its expiry (so are the older ones): Job then hides it.
 	deadline := time.Now().Add(waitBound)
 	for {
-		_, err := f.s.Job(f.acct.ID, done.ID)
+		_, err := f.s.Job(f.acct.ID, created.ID)
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		} else if err != nil {
