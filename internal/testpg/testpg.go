@@ -3,9 +3,10 @@
 // With CONVSVC_TEST_POSTGRES_URL set (a postgres:// URL of a role that may CREATE DATABASE),
 // every database is created on that server and dropped at the test's cleanup. Otherwise the
 // first call starts one private server for the whole test binary from Debian's postgresql
-// package (initdb and pg_ctl from the newest /usr/lib/postgresql/*/bin, a temporary data
+// package (initdb and postgres from the newest /usr/lib/postgresql/*/bin, a temporary data
 // directory, a free loopback port, fsync off), and Main stops it and removes its directory
-// when the tests end. Each call creates its own database, so tests can run in parallel.
+// when the tests end; if the binary dies first, the server gets SIGQUIT (its parent-death
+// signal) and shuts down at once, leaving only its directory under $TMPDIR. Each call creates its own database, so tests can run in parallel.
 //
 // When PostgreSQL is not installed the test is skipped, except under CI=true, where it fails:
 // CI must run every backend.
@@ -137,6 +138,9 @@ type server struct {
 	dir  string // temporary directory: data/ and the socket
 	port int
 	cred *syscall.Credential // the postgres user when running as root
+
+	cmd    *exec.Cmd  // the postmaster
+	exited chan error // its Wait result
 }
 
 func (s *server) url(db string) string {
@@ -159,7 +163,7 @@ func binDir() (string, error) {
 	return filepath.Dir(matches[len(matches)-1]), nil
 }
 
-// startServer runs initdb and pg_ctl start (as user postgres when root, since initdb refuses
+// startServer runs initdb and then postgres (as user postgres when root, since both refuse
 // to run as root) on a free loopback port.
 func startServer() (*server, error) {
 	bin, err := binDir()
@@ -196,25 +200,80 @@ func startServer() (*server, error) {
 			os.RemoveAll(dir)
 			return nil, err
 		}
-		opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off"+
-			" -c full_page_writes=off -c max_connections=300 -c shared_buffers=32MB", s.port, s.dir)
-		out, err := s.run("pg_ctl", "-D", s.data(), "-l", filepath.Join(s.dir, "server.log"), "-w", "-t", "60", "-o", opts, "start")
+		err = s.startPostgres()
 		if err == nil {
 			return s, nil
 		}
 		if attempt == 3 {
-			log, _ := os.ReadFile(filepath.Join(s.dir, "server.log"))
 			os.RemoveAll(dir)
-			return nil, fmt.Errorf("pg_ctl start: %w\n%s\n%s", err, out, log)
+			return nil, err
 		}
 	}
 }
 
-// stop shuts the server down at once (its data is thrown away) and removes its directory.
-func (s *server) stop() error {
-	out, err := s.run("pg_ctl", "-D", s.data(), "-m", "immediate", "-w", "stop")
+// startPostgres runs the postmaster as a child that gets SIGQUIT (PostgreSQL's immediate
+// shutdown) if this test binary dies without Main's cleanup (a -timeout panic, a kill), and
+// waits until it accepts connections.
+func (s *server) startPostgres() error {
+	logPath := filepath.Join(s.dir, "server.log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
-		err = fmt.Errorf("pg_ctl stop: %w\n%s", err, out)
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data(), "-p", strconv.Itoa(s.port), "-k", s.dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
+		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=32MB")
+	cmd.Dir = s.dir
+	cmd.Env = append(os.Environ(), "LC_ALL=C", "TZ=UTC")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGQUIT, Setpgid: true}
+	if s.cred != nil {
+		cmd.SysProcAttr.Credential = s.cred
+		cmd.Env = append(cmd.Env, "HOME="+s.dir, "USER=postgres")
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		conn, err := pgx.Connect(ctx, s.url("postgres"))
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			s.cmd, s.exited = cmd, exited
+			return nil
+		}
+		select {
+		case werr := <-exited:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("postgres exited at start (%v):\n%s", werr, log)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Signal(syscall.SIGQUIT)
+			<-exited
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("postgres not ready within 60s: %w\n%s", err, log)
+		}
+	}
+}
+
+// stop shuts the server down at once (SIGQUIT, PostgreSQL's immediate shutdown: its data is
+// thrown away) and removes its directory.
+func (s *server) stop() error {
+	var err error
+	if err = s.cmd.Process.Signal(syscall.SIGQUIT); err == nil {
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+			err = errors.New("postgres did not stop within 30s of SIGQUIT; killed")
+		}
 	}
 	return errors.Join(err, os.RemoveAll(s.dir))
 }
