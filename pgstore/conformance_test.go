@@ -5,12 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store/storetest"
 )
 
 func TestMain(m *testing.M) { testpg.Main(m) }
+
+// The PostgreSQL store is a drop-in store for the API and for the suite.
+var (
+	_ httpapi.Store     = (*pgstore.Store)(nil)
+	_ storetest.Backend = (*pgstore.Store)(nil)
+)
 
 // open opens a Store on url, closed at t's cleanup.
 func open(t testing.TB, url string, o pgstore.Options) *pgstore.Store {

@@ -8,6 +8,8 @@ import (
 	"github.com/convsvc/convsvc/store/storetest"
 )
 
+var _ storetest.Backend = (*store.Store)(nil)
+
 // TestConformance runs the store conformance suite against the bbolt store.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
