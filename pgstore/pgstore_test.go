@@ -498,3 +498,28 @@ func TestRevokeAcrossNodes(t *testing.T) {
 		t.Fatal("the database holds something other than the key's SHA-256")
 	}
 }
+
+// TestErrorsWrapped: a failure of the database is ErrUnavailable; the caller's errors stay
+// the store's sentinels.
+func TestErrorsWrapped(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	s, err := pgstore.Open(ctx, url, pgstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Account("acct_nosuchaccount"); !errors.Is(err, store.ErrNotFound) || errors.Is(err, pgstore.ErrUnavailable) {
+		t.Fatalf("unknown account: %v", err)
+	}
+	if _, err := s.Backup(nil, nil); !errors.Is(err, pgstore.ErrNotSupported) {
+		t.Fatalf("backup: %v", err)
+	}
+	s.Close()
+	if _, err := s.CreateAccount("acme", 1); !errors.Is(err, pgstore.ErrUnavailable) {
+		t.Fatalf("create account on a closed pool: %v, want ErrUnavailable", err)
+	}
+	if err := s.Ping(); !errors.Is(err, pgstore.ErrUnavailable) {
+		t.Fatalf("ping on a closed pool: %v, want ErrUnavailable", err)
+	}
+}
