@@ -314,3 +314,16 @@ func (s *Store) AllowWrite(keyID string, limit int, window time.Duration) (allow
 	}
 	return false, 0, max(oldest.Add(window).Sub(now), 0), nil
 }
+
+// PurgeRateWindows deletes the windows of keys with no write inside the last window, so the
+// table holds only keys that wrote recently; the sweeper calls it now and then.
+func (s *Store) PurgeRateWindows(window time.Duration) (int, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `DELETE FROM rate_windows
+		WHERE times[cardinality(times)] <= clock_timestamp() - $1 * interval '1 microsecond'`, micros(window))
+	if err != nil {
+		return 0, wrap("purge rate windows", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

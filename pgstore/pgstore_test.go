@@ -384,6 +384,10 @@ func TestAllowWriteExact(t *testing.T) {
 			t.Fatalf("write %d in a 2 per second window: %v %v, want %v", i+1, ok, err, want)
 		}
 	}
+	// key_c's window is busy (it refused a write just now); key_a's minute-long one too.
+	if n, err := s.PurgeRateWindows(time.Minute); err != nil || n != 0 {
+		t.Fatalf("purge busy windows: %d, %v", n, err)
+	}
 	deadline := time.Now().Add(waitBound)
 	for {
 		ok, _, _, err := s.AllowWrite("key_c", 2, time.Second)
@@ -397,6 +401,25 @@ func TestAllowWriteExact(t *testing.T) {
 			t.Fatal("the 1s window did not open again")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	// Once a key's last write is older than the window, its row goes: key_a, key_b and key_c
+	// (which wrote just now) all go within a few seconds, each exactly once.
+	deadline = time.Now().Add(waitBound)
+	purged := 0
+	for purged < 3 {
+		n, err := s.PurgeRateWindows(time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		purged += n
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 idle windows purged within %v", purged, waitBound)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var left int
+	if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM rate_windows`).Scan(&left); err != nil || purged != 3 || left != 0 {
+		t.Fatalf("purged %d windows, %d left, %v; want 3 and 0", purged, left, err)
 	}
 }
 
