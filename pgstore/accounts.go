@@ -1,0 +1,329 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+const accountCols = `id, name, spend_cap_cents, reserved_cents, created_at`
+
+func scanAccount(row pgx.Row) (store.Account, error) {
+	var a store.Account
+	err := row.Scan(&a.ID, &a.Name, &a.SpendCapCents, &a.ReservedCents, &a.CreatedAt)
+	if isNoRows(err) {
+		return store.Account{}, store.ErrNotFound
+	}
+	a.CreatedAt = a.CreatedAt.UTC()
+	a.MonthlySpend = map[string]int64{}
+	return a, err
+}
+
+// loadSpend fills the accounts' MonthlySpend and PurgedSuccesses from month_spend.
+func loadSpend(ctx context.Context, q pgx.Tx, accts []store.Account) error {
+	if len(accts) == 0 {
+		return nil
+	}
+	byID := map[string]*store.Account{}
+	ids := make([]string, len(accts))
+	for i := range accts {
+		byID[accts[i].ID] = &accts[i]
+		ids[i] = accts[i].ID
+	}
+	rows, err := q.Query(ctx, `SELECT account_id, month, cents, purged_successes FROM month_spend WHERE account_id = ANY($1)`, ids)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, month string
+		var cents, purged int64
+		if err := rows.Scan(&id, &month, &cents, &purged); err != nil {
+			return err
+		}
+		a := byID[id]
+		if cents != 0 {
+			a.MonthlySpend[month] = cents
+		}
+		if purged != 0 {
+			if a.PurgedSuccesses == nil {
+				a.PurgedSuccesses = map[string]int64{}
+			}
+			a.PurgedSuccesses[month] = purged
+		}
+	}
+	return rows.Err()
+}
+
+// CreateAccount adds an account with the given monthly spend cap.
+func (s *Store) CreateAccount(name string, spendCapCents int64) (store.Account, error) {
+	if err := store.ValidateAccount(name, spendCapCents); err != nil {
+		return store.Account{}, err
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	acct, err := scanAccount(s.pool.QueryRow(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at)
+		VALUES ($1, $2, $3, now()) RETURNING `+accountCols, store.NewAccountID(), strings.TrimSpace(name), spendCapCents))
+	if err != nil {
+		return store.Account{}, wrap("create account", err)
+	}
+	return acct, nil
+}
+
+// Account returns one account with its monthly spend.
+func (s *Store) Account(id string) (store.Account, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var acct store.Account
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if acct, err = scanAccount(tx.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1`, id)); err != nil {
+			return err
+		}
+		accts := []store.Account{acct}
+		err = loadSpend(ctx, tx, accts)
+		acct = accts[0]
+		return err
+	})
+	if err != nil {
+		return store.Account{}, wrap("account", err)
+	}
+	return acct, nil
+}
+
+// Accounts returns every account, oldest first.
+func (s *Store) Accounts() ([]store.Account, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var out []store.Account
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+accountCols+` FROM accounts ORDER BY created_at, seq`)
+		if err != nil {
+			return err
+		}
+		if out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Account, error) { return scanAccount(row) }); err != nil {
+			return err
+		}
+		return loadSpend(ctx, tx, out)
+	})
+	if err != nil {
+		return nil, wrap("accounts", err)
+	}
+	return out, nil
+}
+
+// UpdateAccount changes an account's name and/or spend cap; nil leaves a field as it is.
+func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (store.Account, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var acct store.Account
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if acct, err = scanAccount(tx.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1 FOR UPDATE`, id)); err != nil {
+			return err
+		}
+		if name != nil {
+			acct.Name = *name
+		}
+		if spendCapCents != nil {
+			acct.SpendCapCents = *spendCapCents
+		}
+		if err := store.ValidateAccount(acct.Name, acct.SpendCapCents); err != nil {
+			return err
+		}
+		acct.Name = strings.TrimSpace(acct.Name)
+		if _, err := tx.Exec(ctx, `UPDATE accounts SET name = $2, spend_cap_cents = $3 WHERE id = $1`, id, acct.Name, acct.SpendCapCents); err != nil {
+			return err
+		}
+		accts := []store.Account{acct}
+		err = loadSpend(ctx, tx, accts)
+		acct = accts[0]
+		return err
+	})
+	if err != nil {
+		return store.Account{}, wrap("update account", err)
+	}
+	return acct, nil
+}
+
+const keyCols = `id, account_id, prefix, hash, created_at, revoked_at`
+
+func scanKey(row pgx.Row) (store.APIKey, error) {
+	var k store.APIKey
+	err := row.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Hash, &k.CreatedAt, &k.RevokedAt)
+	if isNoRows(err) {
+		return store.APIKey{}, store.ErrNotFound
+	}
+	k.CreatedAt = k.CreatedAt.UTC()
+	k.RevokedAt = utcPtr(k.RevokedAt)
+	return k, err
+}
+
+// createKey inserts a new key for an existing account in tx (ErrNotFound otherwise).
+func createKey(ctx context.Context, tx pgx.Tx, accountID string) (store.APIKey, string, error) {
+	secret := store.NewKeySecret()
+	hash := store.HashKey(secret)
+	key, err := scanKey(tx.QueryRow(ctx, `INSERT INTO api_keys (id, account_id, prefix, hash, created_at)
+		SELECT $1, $2, $3, $4, now() WHERE EXISTS (SELECT 1 FROM accounts WHERE id = $2) RETURNING `+keyCols,
+		store.NewKeyID(), accountID, secret[:store.KeyDisplayPrefixLen], hash[:]))
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	return key, secret, nil
+}
+
+// CreateKey issues a new live key for the account and returns its record and the secret,
+// which is never stored (only its SHA-256) and cannot be shown again.
+func (s *Store) CreateKey(accountID string) (store.APIKey, string, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var key store.APIKey
+	var secret string
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		key, secret, err = createKey(ctx, tx, accountID)
+		return err
+	})
+	if err != nil {
+		return store.APIKey{}, "", wrap("create key", err)
+	}
+	return key, secret, nil
+}
+
+// Keys lists an account's keys, oldest first.
+func (s *Store) Keys(accountID string) ([]store.APIKey, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var out []store.APIKey
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)`, accountID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return store.ErrNotFound
+		}
+		rows, err := tx.Query(ctx, `SELECT `+keyCols+` FROM api_keys WHERE account_id = $1 ORDER BY seq`, accountID)
+		if err != nil {
+			return err
+		}
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.APIKey, error) { return scanKey(row) })
+		return err
+	})
+	if err != nil {
+		return nil, wrap("keys", err)
+	}
+	return out, nil
+}
+
+// RevokeKey revokes a key; revoking it again changes nothing. No node caches keys, so the
+// revocation holds on every node as soon as it returns.
+func (s *Store) RevokeKey(keyID string) (store.APIKey, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	key, err := scanKey(s.pool.QueryRow(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+		WHERE id = $1 RETURNING `+keyCols, keyID))
+	if err != nil {
+		return store.APIKey{}, wrap("revoke key", err)
+	}
+	return key, nil
+}
+
+// Authenticate resolves a live key to its record by the SHA-256 of the secret. A malformed,
+// unknown or revoked key is ErrUnauthorized.
+func (s *Store) Authenticate(secret string) (store.APIKey, error) {
+	if err := store.ParseKey(secret); err != nil {
+		return store.APIKey{}, fmt.Errorf("%w: %w", store.ErrUnauthorized, err)
+	}
+	hash := store.HashKey(secret)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	key, err := scanKey(s.pool.QueryRow(ctx, `SELECT `+keyCols+` FROM api_keys WHERE hash = $1`, hash[:]))
+	if err == store.ErrNotFound {
+		return store.APIKey{}, store.ErrUnauthorized
+	} else if err != nil {
+		return store.APIKey{}, wrap("authenticate", err)
+	}
+	if key.RevokedAt != nil {
+		return store.APIKey{}, fmt.Errorf("%w: key revoked", store.ErrUnauthorized)
+	}
+	return key, nil
+}
+
+// EnsureDefaultAccount creates account "default" and one key when the database has no
+// account, under an advisory lock so that nodes starting together create it once. It returns
+// the new key's secret, or "" when accounts already existed.
+func (s *Store) EnsureDefaultAccount(spendCapCents int64) (store.Account, string, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var acct store.Account
+	var secret string
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		acct, secret = store.Account{}, ""
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockDefaultAccount); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts)`).Scan(&exists); err != nil || exists {
+			return err
+		}
+		var err error
+		acct, err = scanAccount(tx.QueryRow(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at)
+			VALUES ($1, $2, $3, now()) RETURNING `+accountCols, store.NewAccountID(), store.DefaultAccountName, spendCapCents))
+		if err != nil {
+			return err
+		}
+		_, secret, err = createKey(ctx, tx, acct.ID)
+		return err
+	})
+	if err != nil {
+		return store.Account{}, "", wrap("ensure default account", err)
+	}
+	return acct, secret, nil
+}
+
+// AllowWrite counts one write against the key's rolling window of the given length and
+// reports whether it is allowed: at most limit writes in any window, exact across every node
+// (one statement, serialised by the key's row lock, on the database's clock). remaining is how
+// many more the window takes now; reset is when the oldest counted write leaves it.
+func (s *Store) AllowWrite(keyID string, limit int, window time.Duration) (allowed bool, remaining int, reset time.Duration, err error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var count int
+	var oldest, now time.Time
+	err = s.pool.QueryRow(ctx, `INSERT INTO rate_windows AS r (key_id, times) VALUES ($1, ARRAY[clock_timestamp()])
+		ON CONFLICT (key_id) DO UPDATE SET times =
+			ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond' ORDER BY t) || clock_timestamp()
+		WHERE cardinality(ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond')) < $2
+		RETURNING cardinality(times), times[1], clock_timestamp()`, keyID, limit, micros(window)).Scan(&count, &oldest, &now)
+	if err == nil {
+		return true, limit - count, oldest.Add(window).Sub(now), nil
+	}
+	if !isNoRows(err) {
+		return false, 0, 0, wrap("rate window", err)
+	}
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT min(t) FROM unnest(times) t WHERE t > clock_timestamp() - $2 * interval '1 microsecond'),
+		clock_timestamp() FROM rate_windows WHERE key_id = $1`, keyID, micros(window)).Scan(&oldest, &now)
+	if err != nil {
+		return false, 0, 0, wrap("rate window", err)
+	}
+	return false, 0, max(oldest.Add(window).Sub(now), 0), nil
+}
+
+// PurgeRateWindows deletes the windows of keys with no write inside the last window, so the
+// table holds only keys that wrote recently; the sweeper calls it now and then.
+func (s *Store) PurgeRateWindows(window time.Duration) (int, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `DELETE FROM rate_windows
+		WHERE times[cardinality(times)] <= clock_timestamp() - $1 * interval '1 microsecond'`, micros(window))
+	if err != nil {
+		return 0, wrap("purge rate windows", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,534 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// jobCols are the columns scanJob reads, in its order.
+const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
+	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256`
+
+// currentMonth is the ledger's month of the transaction's time, in UTC.
+const currentMonth = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')`
+
+// scanJob reads one row of jobCols; no row is store.ErrNotFound.
+func scanJob(row pgx.Row) (store.Job, error) {
+	var j store.Job
+	var seq int64
+	var opts []byte
+	var outBytes *int64
+	var outSHA *string
+	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
+		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA)
+	if isNoRows(err) {
+		return store.Job{}, store.ErrNotFound
+	} else if err != nil {
+		return store.Job{}, err
+	}
+	j.Seq = uint64(seq)
+	if opts != nil {
+		j.Options = json.RawMessage(opts)
+	}
+	if outBytes != nil && outSHA != nil {
+		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA}
+	}
+	j.CreatedAt, j.ExpiresAt = j.CreatedAt.UTC(), j.ExpiresAt.UTC()
+	j.StartedAt, j.FinishedAt = utcPtr(j.StartedAt), utcPtr(j.FinishedAt)
+	return j, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// lockOwnJob reads and locks one of the account's live jobs; another account's job or an
+// expired one is ErrNotFound.
+func lockOwnJob(ctx context.Context, tx pgx.Tx, accountID, jobID string) (store.Job, error) {
+	return scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs
+		WHERE id = $1 AND account_id = $2 AND expires_at > now() FOR UPDATE`, jobID, accountID))
+}
+
+// lockAccountSpend locks the account's row and returns its cap, reservations and this
+// month's spend. The spend is read by a statement after the lock was granted, so it sees
+// every finish that committed before (a finish moves a cent while holding the same lock).
+func lockAccountSpend(ctx context.Context, tx pgx.Tx, accountID string) (capCents, reserved, spent int64, err error) {
+	err = tx.QueryRow(ctx, `SELECT spend_cap_cents, reserved_cents FROM accounts WHERE id = $1 FOR UPDATE`, accountID).Scan(&capCents, &reserved)
+	if isNoRows(err) {
+		return 0, 0, 0, store.ErrNotFound
+	} else if err != nil {
+		return 0, 0, 0, err
+	}
+	err = tx.QueryRow(ctx, `SELECT coalesce((SELECT cents FROM month_spend WHERE account_id = $1 AND month = `+currentMonth+`), 0)`, accountID).Scan(&spent)
+	return capCents, reserved, spent, err
+}
+
+// CreateJob reserves one cent and creates a job in state created; see store.Store.CreateJob.
+// The cap check and the reservation happen under the account's row lock, so the cap is exact
+// across nodes. With an Idempotency-Key, render runs inside the transaction and the key, the
+// job and its reservation commit together.
+func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error) {
+	if p.InputBytes < 1 || p.InputBytes > store.MaxInputBytes {
+		return store.Job{}, store.Response{}, fmt.Errorf("%w: input_bytes %d out of range", store.ErrInvalidArgument, p.InputBytes)
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var job store.Job
+	var resp store.Response
+	var renderErr error
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		job, resp, renderErr = store.Job{}, store.Response{}, nil
+		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, p.AccountID)
+		if err != nil {
+			return err
+		}
+		if p.IdempotencyKey != "" {
+			var hash, jobID string
+			err := tx.QueryRow(ctx, `SELECT request_hash, job_id, response_status, response_body FROM idempotency_keys
+				WHERE account_id = $1 AND key = $2 AND created_at > now() - $3 * interval '1 microsecond'`,
+				p.AccountID, p.IdempotencyKey, micros(s.opts.IdempotencyTTL)).Scan(&hash, &jobID, &resp.Status, &resp.Body)
+			if err == nil {
+				if hash != p.RequestHash {
+					return store.ErrIdempotencyMismatch
+				}
+				job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, jobID))
+				if err == store.ErrNotFound {
+					err = nil // the job expired since; the replayed response still stands
+				}
+				return err
+			} else if !isNoRows(err) {
+				return err
+			}
+		}
+		if spent+reserved+1 > capCents {
+			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month", store.ErrLimitReached, spent, reserved, capCents)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE accounts SET reserved_cents = reserved_cents + 1 WHERE id = $1`, p.AccountID); err != nil {
+			return err
+		}
+		var opts []byte
+		if p.Options != nil {
+			opts = p.Options
+		}
+		job, err = scanJob(tx.QueryRow(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options, created_at, expires_at)
+			VALUES ($1, $2, 'created', $3, $4, $5, $6, now(), now() + $7 * interval '1 microsecond') RETURNING `+jobCols,
+			store.NewJobID(time.Now()), p.AccountID, p.InputFormat, p.TargetFormat, p.InputBytes, opts, micros(s.opts.Retention)))
+		if err != nil {
+			return err
+		}
+		if p.IdempotencyKey == "" {
+			return nil // rendered after the commit
+		}
+		if resp, err = render(job); err != nil {
+			renderErr = fmt.Errorf("render response: %w", err)
+			return renderErr
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO idempotency_keys (account_id, key, request_hash, job_id, response_status, response_body, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, now())
+			ON CONFLICT (account_id, key) DO UPDATE SET request_hash = excluded.request_hash, job_id = excluded.job_id,
+				response_status = excluded.response_status, response_body = excluded.response_body, created_at = excluded.created_at`,
+			p.AccountID, p.IdempotencyKey, p.RequestHash, job.ID, resp.Status, resp.Body)
+		return err
+	})
+	if renderErr != nil {
+		return store.Job{}, store.Response{}, renderErr
+	}
+	if err != nil {
+		return store.Job{}, store.Response{}, wrap("create job", err)
+	}
+	if p.IdempotencyKey == "" {
+		if resp, err = render(job); err != nil {
+			return store.Job{}, store.Response{}, fmt.Errorf("render response: %w", err)
+		}
+	}
+	return job, resp, nil
+}
+
+// Job returns one of the account's live jobs; another account's job or an expired one is ErrNotFound.
+func (s *Store) Job(accountID, jobID string) (store.Job, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	job, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 AND account_id = $2 AND expires_at > now()`, jobID, accountID))
+	return job, wrap("job", err)
+}
+
+// ListJobs returns a page of the account's live jobs, newest first, and whether more follow.
+func (s *Store) ListJobs(accountID string, p store.ListParams) ([]store.Job, bool, error) {
+	if p.Limit <= 0 {
+		p.Limit = 20
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	out := []store.Job{}
+	hasMore := false
+	err := s.readTx(ctx, func(tx pgx.Tx) error {
+		out, hasMore = out[:0], false
+		before := int64(-1) // every seq
+		if p.StartingAfter != "" {
+			err := tx.QueryRow(ctx, `SELECT seq FROM jobs WHERE id = $1 AND account_id = $2 AND expires_at > now()`, p.StartingAfter, accountID).Scan(&before)
+			if isNoRows(err) {
+				return store.ErrNotFound
+			} else if err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs
+			WHERE account_id = $1 AND expires_at > now() AND ($2 < 0 OR seq < $2) AND ($3 = '' OR status = $3)
+			ORDER BY seq DESC LIMIT $4`, accountID, before, p.Status, p.Limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			job, err := scanJob(rows)
+			if err != nil {
+				return err
+			}
+			if len(out) == p.Limit {
+				hasMore = true
+				break
+			}
+			out = append(out, job)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, false, wrap("list jobs", err)
+	}
+	return out, hasMore, nil
+}
+
+// StartJob moves a created job whose upload holds uploadedSize bytes to queued; see
+// store.Store.StartJob. A size other than input_bytes cancels the job with ErrSizeMismatch.
+func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (store.Job, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var job store.Job
+	var mismatch bool
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		mismatch = false
+		if job, err = lockOwnJob(ctx, tx, accountID, jobID); err != nil {
+			return err
+		}
+		if job.Status != store.StatusCreated {
+			return nil
+		}
+		if uploadedSize != job.InputBytes {
+			mismatch = true
+			return s.finish(ctx, tx, &job, store.StatusCancelled, "", fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes), nil)
+		}
+		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, accountID)
+		if err != nil {
+			return err
+		}
+		if spent+reserved > capCents {
+			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month", store.ErrLimitReached, spent, reserved, capCents)
+		}
+		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = now() WHERE id = $1 RETURNING `+jobCols, jobID))
+		if err != nil {
+			return err
+		}
+		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
+	})
+	if err != nil {
+		return store.Job{}, wrap("start job", err)
+	}
+	s.signal(job.ID)
+	if mismatch {
+		return job, store.ErrSizeMismatch
+	}
+	return job, nil
+}
+
+// ClaimJob moves the oldest queued job (first started first) to running, leased to this node
+// for Options.Lease, and counts the pickup in attempt. Concurrent claimers on any node skip
+// each other's locked rows, so no job is claimed twice. ok is false when nothing is queued.
+func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		ok = false
+		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'running', attempt = attempt + 1,
+				lease_owner = $1, lease_expires_at = clock_timestamp() + $2 * interval '1 microsecond'
+			WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND expires_at > now()
+				ORDER BY started_at, seq FOR UPDATE SKIP LOCKED LIMIT 1)
+			RETURNING `+jobCols, s.opts.NodeID, micros(s.opts.Lease)))
+		if err == store.ErrNotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		ok = true
+		return notify(ctx, tx, "j:"+job.ID)
+	})
+	if err != nil {
+		return store.Job{}, false, wrap("claim job", err)
+	}
+	if ok {
+		s.signal(job.ID)
+	}
+	return job, ok, nil
+}
+
+// Heartbeat renews this node's lease on a running job's attempt. It returns false when the
+// job is no longer this node's to run (cancelled, expired, finished or claimed again after
+// the lease lapsed): the worker should stop.
+func (s *Store) Heartbeat(jobID string, attempt int) (bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET lease_expires_at = clock_timestamp() + $4 * interval '1 microsecond'
+		WHERE id = $1 AND attempt = $2 AND status = 'running' AND lease_owner = $3`, jobID, attempt, s.opts.NodeID, micros(s.opts.Lease))
+	if err != nil {
+		return false, wrap("heartbeat", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// ReapExpiredLeases requeues the running jobs whose lease lapsed (their node stopped or
+// stalled), keeping their place in the queue, or fails them expired_or_exhausted once attempt
+// reached maxAttempts, releasing their cents in the same statement. Every node may run it.
+func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, err error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		requeued, failed = nil, nil
+		rows, err := tx.Query(ctx, `WITH expired AS (
+				SELECT id, account_id, attempt FROM jobs
+				WHERE status = 'running' AND lease_expires_at < clock_timestamp()
+				ORDER BY lease_expires_at FOR UPDATE SKIP LOCKED LIMIT 500),
+			failed AS (
+				UPDATE jobs j SET status = 'failed', finished_at = now(), error_code = $2,
+					error_message = format('the conversion was interrupted %s times (--max-attempts %s)', e.attempt, $1::int),
+					lease_owner = NULL, lease_expires_at = NULL
+				FROM expired e WHERE j.id = e.id AND e.attempt >= $1 RETURNING j.id, j.account_id),
+			released AS (
+				UPDATE accounts a SET reserved_cents = a.reserved_cents - f.n
+				FROM (SELECT account_id, count(*) AS n FROM failed GROUP BY account_id) f WHERE a.id = f.account_id),
+			requeued AS (
+				UPDATE jobs j SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL
+				FROM expired e WHERE j.id = e.id AND e.attempt < $1 RETURNING j.id)
+			SELECT id, true FROM failed UNION ALL SELECT id, false FROM requeued`, maxAttempts, store.CodeExpiredOrExhausted)
+		if err != nil {
+			return err
+		}
+		var payloads []string
+		for rows.Next() {
+			var id string
+			var isFailed bool
+			if err := rows.Scan(&id, &isFailed); err != nil {
+				rows.Close()
+				return err
+			}
+			if isFailed {
+				failed = append(failed, id)
+				payloads = append(payloads, "j:"+id)
+			} else {
+				requeued = append(requeued, id)
+				payloads = append(payloads, "j:"+id, "q:"+id)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return notify(ctx, tx, payloads...)
+	})
+	if err != nil {
+		return nil, nil, wrap("reap leases", err)
+	}
+	s.signal(append(requeued, failed...)...)
+	return requeued, failed, nil
+}
+
+// FinishJob records how a running job's attempt ended: success turns its reservation into
+// this month's spend, failure releases it. A job no longer running that attempt (cancelled,
+// reaped, claimed again) is ErrInvalidState.
+func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var job store.Job
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID)); err != nil {
+			return err
+		}
+		if job.Status != store.StatusRunning || job.Attempt != attempt {
+			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if o.ErrorCode == "" {
+			if o.Output == nil {
+				return fmt.Errorf("%w: success without output", store.ErrInvalidArgument)
+			}
+			return s.finish(ctx, tx, &job, store.StatusSucceeded, "", "", o.Output)
+		}
+		return s.finish(ctx, tx, &job, store.StatusFailed, o.ErrorCode, o.ErrorMessage, nil)
+	})
+	if err != nil {
+		return store.Job{}, wrap("finish job", err)
+	}
+	s.signal(job.ID)
+	return job, nil
+}
+
+// CancelJob cancels one of the account's unfinished jobs and releases its reservation.
+// Cancelling a cancelled job returns it unchanged; a succeeded or failed job is ErrInvalidState.
+func (s *Store) CancelJob(accountID, jobID string) (store.Job, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var job store.Job
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if job, err = lockOwnJob(ctx, tx, accountID, jobID); err != nil {
+			return err
+		}
+		switch job.Status {
+		case store.StatusCancelled:
+			return nil
+		case store.StatusSucceeded, store.StatusFailed:
+			return fmt.Errorf("%w: job already %s", store.ErrInvalidState, job.Status)
+		}
+		return s.finish(ctx, tx, &job, store.StatusCancelled, "", "", nil)
+	})
+	if err != nil {
+		return store.Job{}, wrap("cancel job", err)
+	}
+	s.signal(job.ID)
+	return job, nil
+}
+
+// finish moves a locked unfinished job to a final state with its spend movement, in tx.
+func (s *Store) finish(ctx context.Context, tx pgx.Tx, job *store.Job, status, code, message string, out *store.Output) error {
+	switch job.Status {
+	case store.StatusCreated, store.StatusQueued, store.StatusRunning:
+	default:
+		return fmt.Errorf("%w: job %s already %s", store.ErrInvalidState, job.ID, job.Status)
+	}
+	tag, err := tx.Exec(ctx, `UPDATE accounts SET reserved_cents = reserved_cents - 1 WHERE id = $1 AND reserved_cents >= 1`, job.AccountID)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("ledger broken: account %s has no reservation for job %s", job.AccountID, job.ID)
+	}
+	var outBytes *int64
+	var outSHA *string
+	if status == store.StatusSucceeded {
+		if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents) VALUES ($1, `+currentMonth+`, 1)
+			ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + 1`, job.AccountID); err != nil {
+			return err
+		}
+		outBytes, outSHA = &out.Bytes, &out.SHA256
+	}
+	if message == "" {
+		message = job.ErrorMessage
+	}
+	updated, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, finished_at = now(), error_code = $3, error_message = $4,
+			output_bytes = $5, output_sha256 = $6, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA))
+	if err != nil {
+		return err
+	}
+	*job = updated
+	payloads := []string{"j:" + job.ID}
+	if status == store.StatusCancelled {
+		payloads = append(payloads, "c:"+job.ID)
+	}
+	return notify(ctx, tx, payloads...)
+}
+
+// ExpireJobs deletes up to limit jobs whose expires_at has passed (by the database's clock);
+// an unfinished one first fails expired_or_exhausted, releasing its reservation, and a
+// succeeded one is counted in its month's purged_successes so the ledger stays checkable. It
+// returns the deleted ids so their files go too, and more when limit was reached.
+func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		deleted, more = nil, false
+		rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE expires_at <= now()
+			ORDER BY expires_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
+		if err != nil {
+			return err
+		}
+		jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Job, error) { return scanJob(row) })
+		if err != nil {
+			return err
+		}
+		for _, job := range jobs {
+			switch job.Status {
+			case store.StatusCreated, store.StatusQueued, store.StatusRunning:
+				if err := s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, "the job expired before it finished", nil); err != nil {
+					return err
+				}
+			case store.StatusSucceeded:
+				if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, purged_successes) VALUES ($1, $2, 1)
+					ON CONFLICT (account_id, month) DO UPDATE SET purged_successes = month_spend.purged_successes + 1`,
+					job.AccountID, store.MonthOf(*job.FinishedAt)); err != nil {
+					return err
+				}
+			}
+			deleted = append(deleted, job.ID)
+		}
+		if len(deleted) == 0 {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, deleted); err != nil {
+			return err
+		}
+		payloads := make([]string, len(deleted))
+		for i, id := range deleted {
+			payloads[i] = "j:" + id
+		}
+		more = len(deleted) == limit
+		return notify(ctx, tx, payloads...)
+	})
+	if err != nil {
+		return nil, false, wrap("expire jobs", err)
+	}
+	s.signal(deleted...)
+	return deleted, more, nil
+}
+
+// PurgeIdempotencyKeys forgets Idempotency-Keys older than their time to live.
+func (s *Store) PurgeIdempotencyKeys() (int, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE created_at <= now() - $1 * interval '1 microsecond'`, micros(s.opts.IdempotencyTTL))
+	if err != nil {
+		return 0, wrap("purge idempotency keys", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// JobExists reports whether a job record exists (expired or not); the orphan sweep uses it.
+func (s *Store) JobExists(jobID string) (bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`, jobID).Scan(&ok)
+	return ok, wrap("job exists", err)
+}
+
+// JobStarted reports whether the job was ever started, and false for a job that does not exist.
+func (s *Store) JobStarted(jobID string) (bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var started bool
+	err := s.pool.QueryRow(ctx, `SELECT started_at IS NOT NULL FROM jobs WHERE id = $1`, jobID).Scan(&started)
+	if isNoRows(err) {
+		return false, nil
+	}
+	return started, wrap("job started", err)
+}

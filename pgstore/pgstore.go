@@ -1,0 +1,302 @@
+// Package pgstore keeps convsvc's accounts, API keys, jobs, spend ledger, job queue and rate
+// windows in PostgreSQL, so that any number of stateless nodes can share them. It speaks the
+// types and sentinel errors of package store, so httpapi takes either backend.
+//
+// Every method is one transaction: a job's state change and its spend movement commit
+// together, with the row lock of the account serialising spend across nodes. The database's
+// clock, not a node's, decides months, expiry, leases and rate windows. Running jobs hold a
+// lease (owner and expiry) that the worker renews with Heartbeat; ReapExpiredLeases, run by
+// every node, requeues or fails the jobs of a node that stopped. Every state change sends a
+// NOTIFY on channel "convsvc"; each Store keeps one listening connection that wakes WaitChange
+// callers and Subscribe callbacks, and after a reconnect wakes them all, since notifications
+// sent while it was away are lost.
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Advisory lock keys (pg_advisory_lock takes a bigint): arbitrary, fixed, convsvc's own.
+const (
+	lockMigrate        int64 = 0x636f6e7673760001 // "convsv" 1
+	lockDefaultAccount int64 = 0x636f6e7673760002
+)
+
+// notifyChannel is the LISTEN/NOTIFY channel of every state change. A payload is a kind
+// letter, a colon and a job id: "j" the job changed, "q" it was queued, "c" it was cancelled.
+const notifyChannel = "convsvc"
+
+// ErrUnavailable wraps every error that is the database's, not the caller's: a lost
+// connection, a timeout, a failed statement. httpapi maps it to 503.
+var ErrUnavailable = errors.New("database unavailable")
+
+// ErrNotSupported is returned by methods that only the embedded store has (Backup).
+var ErrNotSupported = errors.New("not supported by the PostgreSQL store")
+
+// Options configures a Store.
+type Options struct {
+	// Retention is how long a job and its files live after creation (default 24h).
+	Retention time.Duration
+	// IdempotencyTTL is how long an Idempotency-Key is remembered (default 24h).
+	IdempotencyTTL time.Duration
+	// Lease is how long a claimed job stays this node's without a Heartbeat (default 30s).
+	Lease time.Duration
+	// NodeID names this node as the owner of its leases (default host name, pid and a random part).
+	NodeID string
+	// MaxConns bounds the connection pool (default: pgxpool's, max(4, CPUs)).
+	MaxConns int32
+	// Timeout bounds each method's work in the database (default 30s).
+	Timeout time.Duration
+	// Logger receives the listener's reconnects (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Store is the PostgreSQL-backed state of the service. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	opts Options
+	log  *slog.Logger
+
+	mu          sync.Mutex
+	waiters     map[string]map[chan struct{}]struct{}
+	subscribers map[int]func(Event)
+	nextSub     int
+	listenerPID uint32
+
+	stop       context.CancelFunc
+	listenDone chan struct{}
+}
+
+// Open connects to the database at url (a postgres:// URL or key=value string), applies the
+// migrations it lacks under an advisory lock (so nodes starting together apply each once),
+// and starts listening for changes.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	if opts.Retention <= 0 {
+		opts.Retention = 24 * time.Hour
+	}
+	if opts.IdempotencyTTL <= 0 {
+		opts.IdempotencyTTL = 24 * time.Hour
+	}
+	if opts.Lease <= 0 {
+		opts.Lease = 30 * time.Second
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.NodeID == "" {
+		host, _ := os.Hostname()
+		opts.NodeID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), randomHex(4))
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: database URL: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w: %w", ErrUnavailable, err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: %w: %w", ErrUnavailable, err)
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	s := &Store{
+		pool: pool, opts: opts, log: opts.Logger,
+		waiters:     map[string]map[chan struct{}]struct{}{},
+		subscribers: map[int]func(Event){},
+		stop:        stop,
+		listenDone:  make(chan struct{}),
+	}
+	ready := make(chan error, 1)
+	go s.listen(lctx, ready)
+	select {
+	case err = <-ready:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("pgstore: listen: %w: %w", ErrUnavailable, err)
+	}
+	return s, nil
+}
+
+// Close stops the listener and closes the pool.
+func (s *Store) Close() error {
+	s.stop()
+	<-s.listenDone
+	s.pool.Close()
+	return nil
+}
+
+// Retention is how long jobs live after creation.
+func (s *Store) Retention() time.Duration { return s.opts.Retention }
+
+// NodeID is this Store's lease owner name.
+func (s *Store) NodeID() string { return s.opts.NodeID }
+
+// Lease is how long a claim lasts without a Heartbeat.
+func (s *Store) Lease() time.Duration { return s.opts.Lease }
+
+// Pool is the connection pool, for tests and tools.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Backup is not supported: back up PostgreSQL with its own tools (pg_dump).
+func (s *Store) Backup(io.Writer, func(int64)) (int64, error) {
+	return 0, fmt.Errorf("backup: %w (use pg_dump)", ErrNotSupported)
+}
+
+// migrate applies the embedded migrations the database lacks, in order, each in its own
+// transaction, while holding a session advisory lock.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, lockMigrate); err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, lockMigrate)
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return fmt.Errorf("schema_migrations: %w", err)
+	}
+	var current int
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return err
+	}
+	files, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	slices.Sort(files)
+	latest := 0
+	for _, file := range files {
+		name := strings.TrimPrefix(file, "migrations/")
+		version, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with its number", name)
+		}
+		latest = max(latest, version)
+		if version <= current {
+			continue
+		}
+		sql, err := migrations.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, version, name)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %s: %w", name, err)
+		}
+	}
+	if current > latest {
+		return fmt.Errorf("database schema %d is newer than this binary's %d", current, latest)
+	}
+	return nil
+}
+
+// ctx bounds one method's work.
+func (s *Store) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), s.opts.Timeout)
+}
+
+// tx runs fn in a transaction, again (up to 5 times) when PostgreSQL aborts it for a
+// serialization failure or a deadlock; fn must set every result it returns afresh.
+func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		var pgErr *pgconn.PgError
+		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
+			continue
+		}
+		return err
+	}
+}
+
+// readTx runs fn in one read-only repeatable-read transaction: a consistent snapshot.
+func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+// callerErrors are the sentinels that are the caller's doing; anything else from the
+// database is wrapped in ErrUnavailable.
+var callerErrors = []error{store.ErrNotFound, store.ErrUnauthorized, store.ErrLimitReached, store.ErrSizeMismatch,
+	store.ErrInvalidState, store.ErrIdempotencyMismatch, store.ErrInvalidArgument}
+
+// wrap names the operation and marks a database failure ErrUnavailable; nil stays nil.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	for _, target := range callerErrors {
+		if errors.Is(err, target) {
+			return err
+		}
+	}
+	return fmt.Errorf("pgstore: %s: %w: %w", op, ErrUnavailable, err)
+}
+
+// notify sends the payloads at the commit of tx.
+func notify(ctx context.Context, tx pgx.Tx, payloads ...string) error {
+	if len(payloads) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) AS p`, payloads)
+	return err
+}
+
+// Ping proves the database takes writes by committing a small one.
+func (s *Store) Ping() error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `INSERT INTO ping (id, at) VALUES (1, now()) ON CONFLICT (id) DO UPDATE SET at = excluded.at`)
+	return wrap("ping", err)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func isNoRows(err error) bool { return errors.Is(err, pgx.ErrNoRows) }
+
+// micros is d for SQL: `$n * interval '1 microsecond'`.
+func micros(d time.Duration) int64 { return d.Microseconds() }

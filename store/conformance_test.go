@@ -1,0 +1,28 @@
+package store_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/store/storetest"
+)
+
+var _ storetest.Backend = (*store.Store)(nil)
+
+// TestConformance runs the store conformance suite against the bbolt store.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
+		s, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := s.Check(); err != nil {
+				t.Errorf("bbolt check: %v", err)
+			}
+			s.Close()
+		})
+		return s
+	})
+}
