@@ -88,7 +88,10 @@ func TestAPI_CreateJob_Errors(t *testing.T) {
 		{"trailing data", `{"input_format":"png","target_format":"jpeg","input_bytes":10} {}`, 400, "invalid_request"},
 		{"empty body", ``, 400, "invalid_request"},
 		{"deep nesting", strings.Repeat("[", 5000) + strings.Repeat("]", 5000), 400, "invalid_request"},
-		{"non-UTF-8", "{\"input_format\":\"\xff\xfe\",\"target_format\":\"jpeg\",\"input_bytes\":10}", 400, "unsupported_format"},
+		{"non-UTF-8", "{\"input_format\":\"\xff\xfe\",\"target_format\":\"jpeg\",\"input_bytes\":10}", 400, "invalid_request"},
+		{"field name in another case", `{"input_format":"png","target_format":"jpeg","Input_Bytes":10}`, 400, "invalid_request"},
+		{"duplicated field", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"input_bytes":20}`, 400, "invalid_request"},
+		{"duplicated option", `{"input_format":"png","target_format":"webp","input_bytes":10,"options":{"quality":5,"quality":95}}`, 400, "invalid_request"},
 		{"huge body", `{"input_format":"` + strings.Repeat("a", 70000) + `"}`, 413, "request_too_large"},
 	}
 	for _, tt := range tests {
@@ -619,6 +622,9 @@ func TestAPI_Admin(t *testing.T) {
 	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, map[string]any{"name": "", "spend_cap_cents": 5}), 400, "invalid_request")
 	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, map[string]any{"name": "x", "spend_cap_cents": -1}), 400, "invalid_request")
 	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, map[string]any{"name": "x"}), 400, "invalid_request")
+	// Exact JSON: a name in another case, or twice, is refused, not read one way or the other.
+	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, `{"name":"x","Spend_Cap_Cents":5}`), 400, "invalid_request")
+	must(t, e.Do("POST", "/v1/admin/accounts", e.AdminToken, `{"name":"x","spend_cap_cents":5,"spend_cap_cents":999999}`), 400, "invalid_request")
 	acct, _ := e.NewAccount(5)
 	r := e.Do("GET", "/v1/admin/accounts", e.AdminToken, nil)
 	must(t, r, 200, "")
