@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,7 +47,10 @@ type Config struct {
 	// (0: half of the machine's memory).
 	MaxConversionMemory int64
 	SweepInterval       time.Duration
-	Logger              *slog.Logger
+	// TrustedProxies are the reverse proxies whose Forwarded / X-Forwarded-For header names
+	// the client for per-address limits (httpapi.Config.TrustedProxies).
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -238,6 +242,7 @@ func (m *Main) open() error {
 		Ready:          m.notReadyReasons,
 		Metrics:        m.metrics.http,
 		MetricsHandler: metricsHandler,
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	blobHandler := countBytes(m.blobs.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
