@@ -423,8 +423,8 @@ func TestAPI_Cancel(t *testing.T) {
 		t.Fatalf("%s", r.Body)
 	}
 	must(t, e.Do("POST", "/v1/jobs/"+created.Job.ID+"/cancel", e.Key, nil), 200, "")
-	// The upload URL of a cancelled job no longer matters: start returns it unchanged.
-	must(t, e.Upload(created.UploadURL, data), 200, "")
+	// A cancelled job takes no upload (issue 18), and start returns it unchanged.
+	must(t, e.Upload(created.UploadURL, data), 409, "job_finished")
 	r = e.Start(e.Key, created.Job.ID)
 	must(t, r, 200, "")
 	if r.Map(t)["status"] != "cancelled" {

@@ -187,8 +187,9 @@ func (m *Main) open() error {
 	m.apiURL = publicURL(cfg.PublicURL, apiLn)
 	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
 
-	// Started: the job store's start commit is what seals an upload (blobstore.Seal).
-	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
+	// JobState: the job store's start commit is what seals an upload (blobstore.Seal), and a
+	// finished job takes none (cleanup.go).
+	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, JobState: uploadState(m.store)})
 	if err != nil {
 		apiLn.Close()
 		blobLn.Close()
@@ -233,8 +234,8 @@ func (m *Main) open() error {
 	}
 
 	m.api = httpapi.New(httpapi.Config{
-		Store:          m.store,
-		Blobs:          m.blobs,
+		Store:          apiStore{m.store, m.blobs, m.log},
+		Blobs:          apiBlobs{m.blobs, m.log},
 		Catalog:        m.catalog,
 		Workers:        m.pool,
 		Logger:         m.log,
@@ -432,6 +433,7 @@ func (m *Main) Sweep() {
 			break
 		}
 	}
+	m.sweepDeadInputs()
 	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
 		m.log.Error("purge idempotency keys", "error", err)
 	}
