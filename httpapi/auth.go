@@ -17,9 +17,14 @@ import (
 // keyHandler is a route handler that runs for an authenticated API key.
 type keyHandler func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey)
 
-// bearer returns the token of an "Authorization: Bearer" header, or "" when there is none.
+// bearer returns the token of an "Authorization: Bearer" header, or "" when there is none or
+// more than one: with two, a proxy and the server could each authenticate a different one.
 func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 {
+		return ""
+	}
+	h := values[0]
 	const prefix = "bearer "
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return ""

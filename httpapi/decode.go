@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -126,6 +127,23 @@ func parseInteger(raw json.RawMessage) (*big.Int, bool) {
 	}
 	n, _ := f.Int(nil)
 	return n, true
+}
+
+// strictQuery parses the request's query and refuses what two readers could read differently:
+// a malformed query (encoding/json's sibling net/url drops a pair with a semicolon or a bad
+// escape without a word) and a parameter given twice (r.URL.Query().Get takes the first, many
+// proxies and frameworks the last).
+func strictQuery(r *http.Request) (url.Values, error) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidRequest, Message: "the query string is malformed: separate parameters with & and percent-encode values", Err: err}
+	}
+	for name, values := range q {
+		if len(values) > 1 {
+			return nil, errorf(CodeInvalidRequest, fmt.Sprintf("query parameter %s appears more than once; send each parameter once", strconv.Quote(name)))
+		}
+	}
+	return q, nil
 }
 
 // maxJSONDepth bounds how deeply checkExactKeys follows nested arrays and objects; no request
