@@ -92,3 +92,24 @@ func TestCLI_ConfigAcceptsSaneConfiguration(t *testing.T) {
 		t.Errorf("config does not show the proxies:\n%s", out)
 	}
 }
+
+// TestCLI_ConvertRefusesNonsenseFlags: convert --parallel -3 used to run one at a time and
+// --timeout 0 to time every file out at once; both are refused before anything starts.
+func TestCLI_ConvertRefusesNonsenseFlags(t *testing.T) {
+	for _, tc := range []struct{ args, want []string }{
+		{[]string{"--parallel", "-3"}, []string{"--parallel", "1 to 256"}},
+		{[]string{"--parallel", "0"}, []string{"--parallel", "1 to 256"}},
+		{[]string{"--timeout", "0s"}, []string{"--timeout", "above 0"}},
+		{[]string{"--timeout", "-1m"}, []string{"--timeout", "above 0"}},
+	} {
+		_, err := run(t, append([]string{"convert", "nothing-here.png", "--to", "jpeg", "--server", "http://127.0.0.1:1", "--key", "cs_live_x"}, tc.args...)...)
+		if err == nil {
+			t.Fatalf("convert %v: no error", tc.args)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("convert %v: %q does not say %q", tc.args, err, w)
+			}
+		}
+	}
+}
