@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/convsvc/convsvc/internal/testenv"
 )
@@ -20,6 +21,21 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 		t.Helper()
 		if _, err := os.Stat(filepath.Join(uploads, id)); !os.IsNotExist(err) {
 			t.Fatalf("uploads/%s: %v, want it removed", id, err)
+		}
+	}
+	// goneSoon is gone for transitions a worker makes: the job reads as finished as soon as its
+	// transaction commits, and the worker removes the input right after.
+	goneSoon := func(t *testing.T, id string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(filepath.Join(uploads, id)); os.IsNotExist(err) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("uploads/%s still there 30 s after the job finished", id)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	tmpEmpty := func(t *testing.T) {
@@ -53,7 +69,7 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 		if j.Status != "succeeded" || j.Output == nil {
 			t.Fatalf("job %+v", j)
 		}
-		gone(t, res.Job.ID)
+		goneSoon(t, res.Job.ID)
 		testenv.MustStatus(t, e.Upload(res.UploadURL, png), 409, "job_finished")
 		e.Main.Sweep()
 		r := e.Do("GET", j.Output.URL, "", nil)
@@ -70,7 +86,7 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 		if j := e.WaitFinished(e.Key, res.Job.ID); j.Status != "failed" {
 			t.Fatalf("job %+v", j)
 		}
-		gone(t, res.Job.ID)
+		goneSoon(t, res.Job.ID)
 		testenv.MustStatus(t, e.Upload(res.UploadURL, junk), 409, "job_finished")
 	})
 	t.Run("size mismatch", func(t *testing.T) {

@@ -63,8 +63,12 @@ func TestStart_SealSurvivesRestart(t *testing.T) {
 	}
 	// Finished: the upload URL is closed and the input is gone; the output stays.
 	testenv.MustStatus(t, e2.Upload(uploadURL, other), 409, "job_finished")
-	if _, err := os.Stat(upload); !os.IsNotExist(err) {
-		t.Fatalf("uploads/%s after success: %v, want it removed", res.Job.ID, err)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(upload); os.IsNotExist(err) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("uploads/%s 30 s after success: %v, want it removed", res.Job.ID, err)
+		}
 	}
 	r := e2.Do("GET", j.Output.URL, "", nil)
 	testenv.MustStatus(t, r, 200, "")
