@@ -44,10 +44,9 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 			"This URL takes exactly %d bytes, the size reserved for the job, but Content-Length is %d. Send the file that was reserved, or reserve a new job for this one.",
 			req.size, r.ContentLength)
 	}
-	if started, err := s.jobStarted(req.id); err != nil {
+	// Refused before a byte of the body is read: a dead job takes no upload.
+	if err := s.checkUpload(req.id); err != nil {
 		return err
-	} else if started {
-		return errSealed
 	}
 	if !s.beginUpload(req.id) {
 		return errUploadInProgress
@@ -95,13 +94,11 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 }
 
 // commitUpload renames a complete temp file to uploads/{id}, replacing any
-// earlier upload, unless the job started (Seal). The caller holds the id lock,
-// which Seal holds while the job store records the start.
+// earlier upload, unless the job started (Seal), finished or is gone. The caller
+// holds the id lock, which Seal holds while the job store records the start.
 func (s *Store) commitUpload(id, tmp string) error {
-	if started, err := s.jobStarted(id); err != nil {
+	if err := s.checkUpload(id); err != nil {
 		return err
-	} else if started {
-		return errSealed
 	}
 	if err := os.Rename(tmp, filepath.Join(s.uploads, id)); err != nil {
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
@@ -112,18 +109,28 @@ func (s *Store) commitUpload(id, tmp string) error {
 	return nil
 }
 
-// jobStarted asks Config.Started whether the job store recorded the job as
-// started, before the body streams and again at commit under the id lock.
-// Without Config.Started nothing is sealed.
-func (s *Store) jobStarted(id string) (bool, error) {
-	if s.started == nil {
-		return false, nil
+// checkUpload asks Config.JobState whether the job still takes an upload, before
+// the body streams and again at commit under the id lock: a started job's upload
+// is sealed, a finished (or cancelled, or expired) job and a job that no longer
+// exists take nothing. Without Config.JobState every upload is taken.
+func (s *Store) checkUpload(id string) error {
+	if s.jobState == nil {
+		return nil
 	}
-	started, err := s.started(id)
+	state, err := s.jobState(id)
 	if err != nil {
-		return false, fmt.Errorf("%w: upload %s: ask the job store whether the job started: %w", ErrStorage, id, err)
+		return fmt.Errorf("%w: upload %s: ask the job store about the job: %w", ErrStorage, id, err)
 	}
-	return started, nil
+	switch state {
+	case JobOpen:
+		return nil
+	case JobStarted:
+		return errSealed
+	case JobFinished:
+		return errJobFinished
+	default:
+		return clientErrorf(ErrNotFound, "The job this URL was issued for no longer exists (it expired or was deleted). Reserve a new job.")
+	}
 }
 
 // beginUpload claims the id for one streaming PUT; false if another holds it.

@@ -35,6 +35,9 @@ type convertOptions struct {
 	verbose   bool
 }
 
+// maxParallel bounds convert --parallel: files in flight at once, each with its own upload.
+const maxParallel = 256
+
 func newConvertCommand() *cobra.Command {
 	var o convertOptions
 	cmd := &cobra.Command{
@@ -72,6 +75,12 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) error {
 	}
 	if o.output != "" && len(inputs) > 1 {
 		return errors.New("-o names one output; with several inputs use --output-dir")
+	}
+	switch {
+	case o.parallel < 1 || o.parallel > maxParallel:
+		return fmt.Errorf("--parallel is %d: use 1 to %d", o.parallel, maxParallel)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout is %s: use a duration above 0, like 15m", o.timeout)
 	}
 	ctx, cancel := context.WithCancel(cmd.Context())
 	defer cancel()

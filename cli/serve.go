@@ -21,6 +21,8 @@ type serveOptions struct {
 	logFormat   string
 	logLevel    string
 	gcHeapFloor sizeFlag // see internal/gcfloor
+	// trustedProxies are --trusted-proxies as given; validate parses them into cfg.
+	trustedProxies []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -57,6 +59,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.Var((*sizeFlag)(&o.cfg.MaxConversionMemory), "max-conversion-memory", "memory running conversions may hold together, e.g. 4GiB (default: half of the machine's memory); conversions beyond it wait")
 	o.gcHeapFloor = gcfloor.DefaultFloor
 	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
+	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "CIDRs or addresses of reverse proxies whose Forwarded / X-Forwarded-For header names the client (default: none; the peer address is the client)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)
@@ -79,6 +82,9 @@ func newLogger(format, level string, w *os.File) (*slog.Logger, error) {
 }
 
 func (o *serveOptions) run(cmd *cobra.Command) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	log, err := newLogger(o.logFormat, o.logLevel, os.Stderr)
 	if err != nil {
 		return err

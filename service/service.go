@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -46,7 +47,10 @@ type Config struct {
 	// (0: half of the machine's memory).
 	MaxConversionMemory int64
 	SweepInterval       time.Duration
-	Logger              *slog.Logger
+	// TrustedProxies are the reverse proxies whose Forwarded / X-Forwarded-For header names
+	// the client for per-address limits (httpapi.Config.TrustedProxies).
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -183,8 +187,9 @@ func (m *Main) open() error {
 	m.apiURL = publicURL(cfg.PublicURL, apiLn)
 	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
 
-	// Started: the job store's start commit is what seals an upload (blobstore.Seal).
-	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
+	// JobState: the job store's start commit is what seals an upload (blobstore.Seal), and a
+	// finished job takes none (cleanup.go).
+	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, JobState: uploadState(m.store)})
 	if err != nil {
 		apiLn.Close()
 		blobLn.Close()
@@ -229,8 +234,8 @@ func (m *Main) open() error {
 	}
 
 	m.api = httpapi.New(httpapi.Config{
-		Store:          m.store,
-		Blobs:          m.blobs,
+		Store:          apiStore{m.store, m.blobs, m.log},
+		Blobs:          apiBlobs{m.blobs, m.log},
 		Catalog:        m.catalog,
 		Workers:        m.pool,
 		Logger:         m.log,
@@ -238,6 +243,7 @@ func (m *Main) open() error {
 		Ready:          m.notReadyReasons,
 		Metrics:        m.metrics.http,
 		MetricsHandler: metricsHandler,
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	blobHandler := countBytes(m.blobs.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
@@ -427,6 +433,7 @@ func (m *Main) Sweep() {
 			break
 		}
 	}
+	m.sweepDeadInputs()
 	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
 		m.log.Error("purge idempotency keys", "error", err)
 	}
