@@ -440,6 +440,25 @@ func (p *ProgressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// ProgressWriter reports the bytes written through it; wrap DownloadTo's writer in one to
+// follow a download.
+type ProgressWriter struct {
+	W        io.Writer
+	Total    int64                   // size of the whole stream, passed on to Progress
+	Progress func(done, total int64) // called after every write that wrote bytes
+	done     int64
+}
+
+// Write writes to W and reports the running total.
+func (p *ProgressWriter) Write(b []byte) (int, error) {
+	n, err := p.W.Write(b)
+	if n > 0 {
+		p.done += int64(n)
+		p.Progress(p.done, p.Total)
+	}
+	return n, err
+}
+
 // Backup streams a consistent copy of the server's database to w (admin token required) and
 // returns its size; the copy is complete when err is nil. convsvc admin backup writes it to a
 // file atomically.
