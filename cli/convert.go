@@ -298,7 +298,7 @@ func (o *convertOptions) readInputs(cmd *cobra.Command, inputs []string, cleanup
 func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*plan) (client.Format, error) {
 	formats, err := c.Formats(ctx)
 	if err != nil {
-		return client.Format{}, fmt.Errorf("list formats: %w", reachable(err, o.server))
+		return client.Format{}, reachable(fmt.Errorf("list formats: %w", err), o.server)
 	}
 	target, ok := findFormat(formats, o.to)
 	if !ok {
