@@ -1,0 +1,110 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/client"
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/service"
+)
+
+// bigInputs writes photo-like PNGs whose conversions to GIF take a second or more each.
+func bigInputs(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	png := testenv.NoisePNG(t, 3000, 3000)
+	for _, name := range names {
+		if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Ctrl-C with the embedded server: the job is cancelled, the server's temporary data dir (the
+// user's file, a database, an admin token) is removed, no output or partial file is left, and
+// the exit status is 130.
+//
+// GOMAXPROCS=1 gives the embedded server one worker, so that of four files some wait queued
+// for seconds: ^C typed once one is queued lands while jobs are unfinished.
+func TestConvert_CtrlCWithEmbeddedServerCleansUp(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"a.png", "b.png", "c.png", "d.png"}
+	bigInputs(t, dir, names...)
+	tmp := t.TempDir()
+	p := startOnPTY(t, dir, []string{"TMPDIR=" + tmp, "GOMAXPROCS=1"}, append([]string{"convert", "--to", "gif"}, names...)...)
+	p.waitOutput(t, "  queued")
+	p.ctrlC(t)
+	if code := p.wait(t); code != 130 {
+		t.Fatalf("exit %d, want 130; terminal: %q", code, p.output())
+	}
+	out := p.output()
+	if !interruptedLine.MatchString(out) {
+		t.Fatalf("terminal: %q", out)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Fatalf("temporary dir still holds %s", entries[0].Name())
+	}
+	// Only inputs and complete outputs: no partial download.
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if n := e.Name(); !strings.HasSuffix(n, ".png") && !strings.Contains(out, "-> "+n+" (") {
+			t.Errorf("the working dir holds %s, which no finished conversion wrote", n)
+		}
+	}
+}
+
+var interruptedLine = regexp.MustCompile(`convsvc: interrupted: cancelled [1-4] unfinished job\(s\), removed temporary files`)
+
+// Ctrl-C with --server: the job in flight is cancelled on the server, so it is not charged.
+func TestConvert_CtrlCWithServerCancelsTheJob(t *testing.T) {
+	// One worker, busy with three slow jobs queued first: the command's job waits queued.
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
+	dir := t.TempDir()
+	bigInputs(t, dir, "big.png")
+	c := &client.Client{BaseURL: e.URL, Key: e.Key}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	blocker := testenv.NoisePNG(t, 3000, 3000)
+	var blockers []string
+	for range 3 {
+		res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "gif", InputBytes: int64(len(blocker))}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Upload(ctx, res.UploadURL, bytes.NewReader(blocker), int64(len(blocker))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.StartJob(ctx, res.Job.ID); err != nil {
+			t.Fatal(err)
+		}
+		blockers = append(blockers, res.Job.ID)
+	}
+	p := startOnPTY(t, dir, []string{"CONVSVC_URL=" + e.URL, "CONVSVC_KEY=" + e.Key}, "convert", "big.png", "--to", "gif")
+	p.waitOutput(t, "  queued")
+	p.ctrlC(t)
+	if code := p.wait(t); code != 130 {
+		t.Fatalf("exit %d, want 130; terminal: %q", code, p.output())
+	}
+	if out := p.output(); !strings.Contains(out, "convsvc: interrupted: cancelled 1 unfinished job(s), removed temporary files") {
+		t.Fatalf("terminal: %q", out)
+	}
+	var mine []client.Job
+	for _, j := range jobsOf(t, e) {
+		if !slices.Contains(blockers, j.ID) {
+			mine = append(mine, j)
+		}
+	}
+	if len(mine) != 1 || mine[0].Status != client.StatusCancelled || mine[0].Output != nil {
+		t.Fatalf("the command's jobs on the server: %+v, want one cancelled", mine)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("the working dir holds %d entries, want only big.png", len(entries))
+	}
+}
