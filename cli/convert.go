@@ -494,8 +494,19 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 	if !o.opts.IsZero() {
 		req.Options = &o.opts
 	}
-	res, err := c.CreateJob(ctx, req, randomToken())
+	idem := randomToken()
+	res, err := c.CreateJob(ctx, req, idem)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Interrupted during the create: the server may have reserved the job without the
+			// answer arriving. The same Idempotency-Key returns that job (or reserves one), so
+			// that the caller can cancel it rather than leave it holding its reservation.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if again, aerr := c.CreateJob(actx, req, idem); aerr == nil {
+				return again.Job, err
+			}
+		}
 		return client.Job{}, err
 	}
 	job := res.Job

@@ -108,3 +108,25 @@ func TestConvert_CtrlCWithServerCancelsTheJob(t *testing.T) {
 		t.Fatalf("the working dir holds %d entries, want only big.png", len(entries))
 	}
 }
+
+// On a terminal, convert rewrites one progress line in place (\r) through the reservation, the
+// upload with bytes and percent, the job's states and the download, then clears it and prints
+// the summary line; nothing follows the summary.
+func TestConvert_ProgressOnATerminal(t *testing.T) {
+	dir := workdir(t)
+	p := startOnPTY(t, dir, nil, "convert", "sample.png", "--to", "jpeg")
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; terminal: %q", code, p.output())
+	}
+	out := p.output()
+	for _, want := range []string{"\rsample.png  reserving", "\rsample.png  upload  0 B/6.7 KiB  0%", "\rsample.png  upload  6.7 KiB/6.7 KiB  100%", "\rsample.png  download  "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("terminal lacks %q: %q", want, out)
+		}
+	}
+	if !progressEnd.MatchString(out) {
+		t.Fatalf("terminal does not end with the cleared line and the summary: %q", out)
+	}
+}
+
+var progressEnd = regexp.MustCompile(`\r +\rsample\.png -> sample\.jpg \(\d+ bytes, job_\w+\)\r\n$`)

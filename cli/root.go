@@ -85,24 +85,11 @@ func envName(flag string) string {
 // CONVSVC_URL, CONVSVC_API_KEY for CONVSVC_KEY.
 var envAliases = map[string]string{"CONVSVC_URL": "CONVSVC_SERVER", "CONVSVC_KEY": "CONVSVC_API_KEY"}
 
-// lookupEnv reads a flag's environment twin, or its alias.
-func lookupEnv(name string) (string, string, bool) {
-	if v, ok := os.LookupEnv(name); ok {
-		return name, v, true
-	}
-	if alias, ok := envAliases[name]; ok {
-		if v, ok := os.LookupEnv(alias); ok {
-			return alias, v, true
-		}
-	}
-	return name, "", false
-}
-
 // secretFlags may also be read from the file named by their _FILE twin.
 var secretFlags = map[string]bool{"admin-token": true, "key": true}
 
-// applyEnv sets every flag not given on the command line from its CONVSVC_* twin (or, for
-// secrets, from the file named by CONVSVC_*_FILE).
+// applyEnv sets every flag not given on the command line from its CONVSVC_* twin, else (for
+// secrets) from the file named by CONVSVC_*_FILE, else from the twin's older alias.
 func applyEnv(cmd *cobra.Command) error {
 	var errs []error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -110,10 +97,13 @@ func applyEnv(cmd *cobra.Command) error {
 			return
 		}
 		name := envName(f.Name)
-		if from, v, ok := lookupEnv(name); ok {
+		set := func(from, v string) {
 			if err := f.Value.Set(v); err != nil {
 				errs = append(errs, fmt.Errorf("%s=%q: %w", from, v, err))
 			}
+		}
+		if v, ok := os.LookupEnv(name); ok {
+			set(name, v)
 			return
 		}
 		if path, ok := os.LookupEnv(name + "_FILE"); ok && secretFlags[f.Name] {
@@ -124,6 +114,12 @@ func applyEnv(cmd *cobra.Command) error {
 			}
 			if err := f.Value.Set(strings.TrimSpace(string(b))); err != nil {
 				errs = append(errs, err)
+			}
+			return
+		}
+		if alias, ok := envAliases[name]; ok {
+			if v, ok := os.LookupEnv(alias); ok {
+				set(alias, v)
 			}
 		}
 	})
