@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -124,5 +126,48 @@ func TestDocs_LinksStayInsideTheRepository(t *testing.T) {
 				t.Errorf("%s links to %s, which does not exist", filepath.Base(f), target)
 			}
 		}
+	}
+}
+
+// The README's curl walkthrough runs as written against a real server: only the key line is
+// given the server's key, and API comes from the environment (the block defaults it).
+func TestDocs_READMECurlWalkthrough(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("no curl")
+	}
+	root := testenv.RepoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "### API walkthrough with curl")
+	if !ok {
+		t.Fatal("README has no curl walkthrough")
+	}
+	_, rest, _ = strings.Cut(rest, "```sh\n")
+	script, _, _ := strings.Cut(rest, "```")
+	e := testenv.Start(t)
+	keyLine := regexp.MustCompile(`(?m)^export KEY=cs_live_\.\.\..*$`)
+	if !keyLine.MatchString(script) {
+		t.Fatalf("the walkthrough's key line changed:\n%s", script)
+	}
+	script = keyLine.ReplaceAllString(script, "export KEY="+e.Key)
+	tmp := t.TempDir()
+	cmd := exec.Command("bash", "-e", "-o", "pipefail", "-c", script)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "API="+e.URL, "TMPDIR="+tmp)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("walkthrough: %v\n%s", err, out)
+	}
+	jpgs, _ := filepath.Glob(filepath.Join(tmp, "*", "sample.jpg"))
+	if len(jpgs) != 1 {
+		t.Fatalf("the walkthrough wrote no sample.jpg under its temp dir:\n%s", out)
+	}
+	if jpg, _ := os.ReadFile(jpgs[0]); !bytes.HasPrefix(jpg, []byte{0xFF, 0xD8}) {
+		t.Fatalf("sample.jpg is not a JPEG:\n%s", out)
+	}
+	if !strings.Contains(string(out), `"status":"succeeded"`) {
+		t.Fatalf("the job did not succeed:\n%s", out)
 	}
 }
