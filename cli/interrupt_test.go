@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,3 +131,26 @@ func TestConvert_ProgressOnATerminal(t *testing.T) {
 }
 
 var progressEnd = regexp.MustCompile(`\r +\rsample\.png -> sample\.jpg \(\d+ bytes, job_\w+\)\r\n$`)
+
+// SIGTERM (a service manager, kill) ends convert as Ctrl-C does: jobs cancelled, temporary
+// files removed, exit 130.
+func TestConvert_SIGTERMCleansUpLikeCtrlC(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"a.png", "b.png", "c.png", "d.png"}
+	bigInputs(t, dir, names...)
+	tmp := t.TempDir()
+	p := startOnPTY(t, dir, []string{"TMPDIR=" + tmp, "GOMAXPROCS=1"}, append([]string{"convert", "--to", "gif"}, names...)...)
+	p.waitOutput(t, "  queued")
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != 130 {
+		t.Fatalf("exit %d, want 130; terminal: %q", code, p.output())
+	}
+	if !interruptedLine.MatchString(p.output()) {
+		t.Fatalf("terminal: %q", p.output())
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Fatalf("temporary dir still holds %s", entries[0].Name())
+	}
+}

@@ -15,6 +15,9 @@ import (
 // version reports what Go stamped into the binary: built with VCS stamping, the commit and its
 // time are the checkout's HEAD.
 func TestVersion_ReportsCommitAndTimeFromBuildInfo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary once more; -short skips it")
+	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
