@@ -302,7 +302,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 	}
 	target, ok := findFormat(formats, o.to)
 	if !ok {
-		return client.Format{}, fmt.Errorf("unknown target format %q; `convsvc formats` lists them", o.to)
+		return client.Format{}, unknownFormat(formats, "unknown target format %q", o.to)
 	}
 	detail, err := c.Format(ctx, target.ID)
 	if err != nil {
@@ -377,7 +377,7 @@ func (o *convertOptions) inputFormat(formats []client.Format, p *plan) (string, 
 	if o.from != "" {
 		f, ok := findFormat(formats, o.from)
 		if !ok {
-			return "", fmt.Errorf("unknown input format %q (--from); `convsvc formats` lists them", o.from)
+			return "", unknownFormat(formats, "unknown input format %q (--from)", o.from)
 		}
 		return f.ID, nil
 	}
@@ -574,6 +574,22 @@ func findFormat(formats []client.Format, id string) (client.Format, bool) {
 	}
 	// Accept an extension too (--to jpg).
 	return formatByExtension(formats, strings.TrimPrefix(strings.ToLower(id), "."))
+}
+
+// unknownFormat says that name (in the words of what, a format with one %q) is no format,
+// naming the format ids within two edits of it.
+func unknownFormat(formats []client.Format, what, name string) error {
+	lower := strings.ToLower(strings.TrimPrefix(name, "."))
+	var near []string
+	for _, f := range formats {
+		if len(f.ID) > 2 && levenshtein(lower, f.ID) <= 2 {
+			near = append(near, f.ID)
+		}
+	}
+	if len(near) == 0 {
+		return fmt.Errorf(what+"; `convsvc formats` lists them", name)
+	}
+	return fmt.Errorf(what+"; did you mean %s? (`convsvc formats` lists them)", name, strings.Join(near, " or "))
 }
 
 func formatByExtension(formats []client.Format, ext string) (client.Format, bool) {

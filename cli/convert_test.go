@@ -139,6 +139,7 @@ func TestConvert_ChecksEverythingBeforeReserving(t *testing.T) {
 			"sample.png: cannot convert png to wav; png converts to: avif, bmp, gif, ico, jpeg, pdf, ppm, qoi, tiff, webp"},
 		{[]string{"notes.xyz", "--to", "jpeg"}, "notes.xyz: cannot tell the format from extension \"xyz\"; pass --from"},
 		{[]string{"sample.png", "--to", "nope"}, "unknown target format \"nope\"; `convsvc formats` lists them"},
+		{[]string{"sample.png", "--to", "jepg"}, "unknown target format \"jepg\"; did you mean jpeg? (`convsvc formats` lists them)"},
 	}
 	for _, tc := range cases {
 		out, _, code, err := runIn(t, dir, append([]string{"convert"}, tc.args...)...)
