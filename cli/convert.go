@@ -67,7 +67,12 @@ func newConvertCommand() *cobra.Command {
 			"  convsvc convert *.png --to gif --output-dir out/\n" +
 			"  cat scan.pdf | convsvc convert - --from pdf --to png --page 2 -o - > page2.png\n" +
 			"  CONVSVC_URL=http://127.0.0.1:8080 CONVSVC_KEY=cs_live_... convsvc convert scan.tiff --to png -o scan.png",
-		Args: cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("convert needs at least one INPUT file (- reads standard input), as in: convsvc convert photo.png --to jpeg")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	f := cmd.Flags()

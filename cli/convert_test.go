@@ -239,6 +239,7 @@ func TestCLI_MessagesSayWhatToDo(t *testing.T) {
 		{[]string{"admin", "accounts", "show"}, `unknown command "show" for "convsvc admin accounts"; its commands are create, get, list, update`},
 		{[]string{"admin", "account", "list"}, `unknown command "account" for "convsvc admin"; did you mean "accounts"?`},
 		{[]string{"convrt", "x.png"}, `unknown command "convrt" for "convsvc"; did you mean "convert"?`},
+		{[]string{"convert", "--to", "jpeg"}, "convert needs at least one INPUT file (- reads standard input), as in: convsvc convert photo.png --to jpeg"},
 	}
 	for _, tc := range cases {
 		_, _, code, err := runIn(t, dir, tc.args...)
