@@ -322,6 +322,12 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 	var errs []error
 	sources := map[string]client.Format{}
 	outputs := map[string]string{} // cleaned output path -> input
+	inputs := map[string]string{}  // cleaned input path -> input
+	for _, p := range plans {
+		if p.input != stdio {
+			inputs[absPath(p.input)] = p.input
+		}
+	}
 	for _, p := range plans {
 		from, err := o.inputFormat(formats, p)
 		if err != nil {
@@ -360,9 +366,11 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		if p.out == stdio {
 			continue
 		}
-		key := filepath.Clean(p.out)
-		if abs, err := filepath.Abs(key); err == nil {
-			key = abs
+		key := absPath(p.out)
+		if in, ok := inputs[key]; ok {
+			// Even with --force: the input may still be being read.
+			errs = append(errs, fmt.Errorf("%s: its output %s is the input %s; choose another with -o or --output-dir", p.input, p.out, in))
+			continue
 		}
 		if other, dup := outputs[key]; dup {
 			errs = append(errs, fmt.Errorf("%s and %s would both be written to %s; convert them in separate runs with --output-dir or -o", other, p.input, p.out))
@@ -374,6 +382,14 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		}
 	}
 	return target, errors.Join(errs...)
+}
+
+// absPath is path made absolute and clean, to compare paths written differently.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return filepath.Clean(path)
 }
 
 // inputFormat is --from, else the format of the file's extension, else (standard input, or a

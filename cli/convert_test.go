@@ -130,6 +130,10 @@ func TestConvert_ChecksEverythingBeforeReserving(t *testing.T) {
 		{[]string{"sample.png", "--to", "jpeg", "-o", "missing/out.jpg"},
 			"output directory missing does not exist; create it first (mkdir -p missing)"},
 		{[]string{"empty.png", "--to", "jpeg"}, "empty.png is empty (0 bytes): there is nothing to convert"},
+		{[]string{"a/x.png", "sample.png", "--to", "png", "--from", "png"}, "a/x.png: cannot convert png to png; png converts to: avif, bmp, gif, ico, jpeg, pdf, ppm, qoi, tiff, webp\n" +
+			"sample.png: cannot convert png to png; png converts to: avif, bmp, gif, ico, jpeg, pdf, ppm, qoi, tiff, webp"},
+		{[]string{"sample.png", "--to", "jpeg", "-o", "./sample.png", "--force"},
+			"sample.png: its output ./sample.png is the input sample.png; choose another with -o or --output-dir"},
 		{[]string{"nothere.png", "--to", "jpeg"}, "nothere.png: no such file"},
 		{[]string{"sample.png", "--to", "gif", "--quality", "50"},
 			"options.quality: not accepted when converting to gif (accepted: width, height, fit, page, dpi)"},
