@@ -81,7 +81,7 @@ func newLogger(format, level string, w *os.File) (*slog.Logger, error) {
 	}
 }
 
-func (o *serveOptions) run(cmd *cobra.Command) error {
+func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 	if err := o.validate(); err != nil {
 		return err
 	}
@@ -94,6 +94,24 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	o.cfg.OnDefaultKey = func(accountID, key string) {
 		fmt.Fprintf(out, "Created account \"default\" (%s) with API key:\n\n    %s\n\nIt is shown only this once; keep it.\n\n", accountID, key)
 	}
+	serving := func(api, blob string) {
+		fmt.Fprintf(out, "convsvc serving the API on %s and object storage on %s\n", api, blob)
+	}
+	if o.logFormat == "json" {
+		// Everything serve writes is then JSON, one object per line: the notices go to stdout
+		// as they do in text, and a failure is logged rather than printed.
+		notice := slog.New(slog.NewJSONHandler(out, nil))
+		o.cfg.OnDefaultKey = func(accountID, key string) {
+			notice.Warn("created account \"default\"; its API key is shown only this once, keep it", "account_id", accountID, "api_key", key)
+		}
+		serving = func(api, blob string) { notice.Info("convsvc serving", "api_url", api, "blob_url", blob) }
+		defer func() {
+			if err != nil {
+				log.Error("serve failed", "error", err.Error())
+				err = reportedError{err}
+			}
+		}()
+	}
 	gcfloor.Set(uint64(o.gcHeapFloor))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -101,7 +119,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "convsvc serving the API on %s and object storage on %s\n", m.URL(), m.BlobURL())
+	serving(m.URL(), m.BlobURL())
 	<-ctx.Done()
 	stop()
 	log.Info("shutting down", "drain_timeout", o.cfg.DrainTimeout.String())
