@@ -143,3 +143,18 @@ func (p pendingOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {
 
 // DeleteOutput removes a job's files.
 func (f jobFiles) DeleteOutput(jobID string) error { return f.blobs.Delete(jobID) }
+
+// apiStore is the store as the API sees it: creating a job tells the sweeper its expiry.
+type apiStore struct {
+	*store.Store
+	created func(expiresAt time.Time)
+}
+
+// CreateJob creates the job, then wakes the sweeper if the job expires before its next pass.
+func (s apiStore) CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error) {
+	job, resp, err := s.Store.CreateJob(p, render)
+	if err == nil {
+		s.created(job.ExpiresAt)
+	}
+	return job, resp, err
+}

@@ -118,7 +118,11 @@ type Main struct {
 	blobURL  string
 	metURL   string
 	draining atomic.Bool
-	stop     chan struct{}
+	// sweepAt is when the sweeper will next look for expired jobs (unix nanoseconds); a job
+	// created with an earlier expires_at wakes it through expiryWake.
+	sweepAt    atomic.Int64
+	expiryWake chan struct{}
+	stop       chan struct{}
 	wg       sync.WaitGroup
 	closed   sync.Once
 }
@@ -126,7 +130,7 @@ type Main struct {
 // Run opens the data dir, recovers jobs a crash left running, and starts serving. It does not block.
 func Run(cfg Config) (*Main, error) {
 	cfg.Defaults()
-	m := &Main{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	m := &Main{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), expiryWake: make(chan struct{}, 1)}
 	if err := m.open(); err != nil {
 		m.Close()
 		return nil, err
@@ -229,7 +233,7 @@ func (m *Main) open() error {
 	}
 
 	m.api = httpapi.New(httpapi.Config{
-		Store:          m.store,
+		Store:          apiStore{Store: m.store, created: m.jobCreated},
 		Blobs:          m.blobs,
 		Catalog:        m.catalog,
 		Workers:        m.pool,
@@ -389,24 +393,82 @@ func (m *Main) Close() error {
 	return err
 }
 
-// sweepLoop deletes expired jobs and their files, forgets old idempotency keys, removes blob
-// files that no job owns, and lets the rate limiter forget idle keys.
+// minExpiryGap is the least time between two expiry passes, so that jobs expiring one after
+// another are deleted in groups, not each in its own write transaction.
+const minExpiryGap = 100 * time.Millisecond
+
+// sweepLoop deletes expired jobs and their files when they expire: it sleeps until the
+// earliest expires_at in the store (or a job created with an earlier one wakes it). Every
+// SweepInterval it also forgets old idempotency keys, removes blob files that no job owns,
+// and lets the rate limiter forget idle keys.
 func (m *Main) sweepLoop() {
 	defer m.wg.Done()
-	t := time.NewTicker(m.cfg.SweepInterval)
-	defer t.Stop()
+	full := time.NewTicker(m.cfg.SweepInterval)
+	defer full.Stop()
+	due := time.NewTimer(m.cfg.SweepInterval)
+	defer due.Stop()
+	m.Sweep()
 	for {
-		m.Sweep()
+		m.armExpiry(due)
 		select {
 		case <-m.stop:
 			return
-		case <-t.C:
+		case <-full.C:
+			m.Sweep()
+		case <-due.C:
+			m.expireDue()
+		case <-m.expiryWake:
 		}
 	}
 }
 
-// Sweep runs one retention pass.
+// armExpiry sets t to fire at the store's earliest expiry, at least minExpiryGap from now,
+// and at most SweepInterval from now.
+func (m *Main) armExpiry(t *time.Timer) {
+	wait := m.cfg.SweepInterval
+	at, ok, err := m.store.NextExpiry()
+	if err != nil {
+		m.log.Error("read next expiry", "error", err)
+	} else if ok {
+		wait = min(max(time.Until(at), minExpiryGap), m.cfg.SweepInterval)
+	}
+	m.sweepAt.Store(time.Now().Add(wait).UnixNano())
+	t.Reset(wait)
+}
+
+// jobCreated wakes the sweeper when a new job expires before its next pass.
+func (m *Main) jobCreated(expiresAt time.Time) {
+	if expiresAt.UnixNano() >= m.sweepAt.Load() {
+		return
+	}
+	select {
+	case m.expiryWake <- struct{}{}:
+	default:
+	}
+}
+
+// Sweep runs one whole retention pass: expired jobs, idempotency keys, orphaned files and idle
+// rate-limiter state.
 func (m *Main) Sweep() {
+	m.expireDue()
+	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
+		m.log.Error("purge idempotency keys", "error", err)
+	}
+	ids, err := m.blobs.JobIDs()
+	if err != nil {
+		m.log.Warn("list blob files", "error", err)
+	}
+	for _, id := range ids {
+		if ok, err := m.store.JobExists(id); err == nil && !ok {
+			m.blobs.Delete(id)
+		}
+	}
+	m.api.Prune()
+}
+
+// expireDue deletes every job whose expires_at has passed, and its files; an unfinished one
+// fails expired_or_exhausted first and its reservation is released.
+func (m *Main) expireDue() {
 	for {
 		ids, more, err := m.store.ExpireJobs(500)
 		if err != nil {
@@ -424,22 +486,9 @@ func (m *Main) Sweep() {
 			m.log.Info("expired jobs deleted", "count", len(ids))
 		}
 		if len(ids) < 500 && !more {
-			break
+			return
 		}
 	}
-	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
-		m.log.Error("purge idempotency keys", "error", err)
-	}
-	ids, err := m.blobs.JobIDs()
-	if err != nil {
-		m.log.Warn("list blob files", "error", err)
-	}
-	for _, id := range ids {
-		if ok, err := m.store.JobExists(id); err == nil && !ok {
-			m.blobs.Delete(id)
-		}
-	}
-	m.api.Prune()
 }
 
 // publicURL is the configured URL, or http://ADDR of the listener.
