@@ -123,8 +123,8 @@ type Main struct {
 	sweepAt    atomic.Int64
 	expiryWake chan struct{}
 	stop       chan struct{}
-	wg       sync.WaitGroup
-	closed   sync.Once
+	wg         sync.WaitGroup
+	closed     sync.Once
 }
 
 // Run opens the data dir, recovers jobs a crash left running, and starts serving. It does not block.
