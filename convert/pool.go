@@ -18,7 +18,40 @@ import (
 const (
 	CodeConversionFailed = "conversion_failed"
 	CodeWorkerShutdown   = "worker_shutdown"
+	// CodeStorageError means the output could not be stored (disk full, read-only directory):
+	// the input is not at fault, so the queue should retry the job, not fail it.
+	CodeStorageError = "storage_error"
 )
+
+// StorageError is a failure of the file store to keep an output. Files implementations wrap
+// their own faults in it (creating, writing or committing an output), so the pool can tell
+// them from a converter's refusal of its input.
+type StorageError struct{ Err error }
+
+// Error describes the fault.
+func (e *StorageError) Error() string { return "storing the output: " + e.Err.Error() }
+
+// Unwrap returns the file store's error.
+func (e *StorageError) Unwrap() error { return e.Err }
+
+// storageFault returns the file store's fault behind err or recorded by out, if there is one.
+// An OutputFile may record the first fault of its writes with a StorageErr method, for
+// converters that do not wrap the errors of their writer.
+func storageFault(err error, out OutputFile) error {
+	if se := (*StorageError)(nil); errors.As(err, &se) {
+		return se
+	}
+	if f, ok := out.(interface{ StorageErr() error }); ok {
+		return f.StorageErr()
+	}
+	return nil
+}
+
+// storageOutcome reports a storage fault: the queue returns the job for another attempt.
+func storageOutcome(log *slog.Logger, err error) Outcome {
+	log.Warn("storing the output failed; the job goes back to the queue", "err", err)
+	return Outcome{Code: CodeStorageError, Message: "the service could not store the output (a storage fault, not the input's)"}
+}
 
 // Task is a job a worker has claimed.
 type Task struct {
@@ -41,7 +74,8 @@ type OutputMeta struct {
 	Filename    string // "<jobID>.<first extension of the target format>"
 }
 
-// Outcome is what a worker reports for a task. Code is "" on success, else "conversion_failed" or "worker_shutdown".
+// Outcome is what a worker reports for a task. Code is "" on success, else
+// "conversion_failed", "worker_shutdown" or "storage_error".
 type Outcome struct {
 	Task    Task
 	Output  *Output // set on success only
@@ -345,6 +379,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 	out, err := p.f.CreateOutput(t.JobID)
 	if err != nil {
 		in.Close()
+		if se := storageFault(err, nil); se != nil {
+			return storageOutcome(log, se)
+		}
 		log.Error("starting the output failed", "err", err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}
 	}
@@ -383,6 +420,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 		return p.stopped(ctx, log)
 	}
 	if res.err != nil {
+		if se := storageFault(res.err, res.out); se != nil {
+			return storageOutcome(log, se)
+		}
 		var ce *Error
 		if errors.As(res.err, &ce) {
 			log.Info("conversion failed", "err", res.err)
@@ -403,6 +443,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 	if err != nil {
 		if ctx.Err() != nil {
 			return p.stopped(ctx, log)
+		}
+		if se := storageFault(err, res.out); se != nil {
+			return storageOutcome(log, se)
 		}
 		log.Error("storing the output failed", "err", err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}

@@ -207,7 +207,7 @@ func (m *Main) open() error {
 		Timeout:    cfg.ConversionTimeout,
 		ScratchDir: scratch,
 		Logger:     m.log,
-	}, m.catalog, newJobQueue(m.store, m.blobs, m.log, m.metrics), jobFiles{blobs: m.blobs})
+	}, m.catalog, newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts), jobFiles{blobs: m.blobs})
 
 	var metLn net.Listener
 	metricsHandler := m.metrics.handler(m.log)
