@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 )
@@ -57,6 +58,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.Var((*sizeFlag)(&o.cfg.MaxConversionMemory), "max-conversion-memory", "memory running conversions may hold together, e.g. 4GiB (default: half of the machine's memory); conversions beyond it wait")
 	o.gcHeapFloor = gcfloor.DefaultFloor
 	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
+	f.DurationVar(&o.cfg.StorageProgressTimeout, "storage-progress-timeout", blobstore.DefaultProgressTimeout, "cut an object-storage upload or download that moves less than 64 KiB in this time (a stalled client); its temporary file goes and a retry can proceed")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)

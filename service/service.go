@@ -46,7 +46,10 @@ type Config struct {
 	// (0: half of the machine's memory).
 	MaxConversionMemory int64
 	SweepInterval       time.Duration
-	Logger              *slog.Logger
+	// StorageProgressTimeout cuts an object-storage upload or download that moves less than
+	// 64 KiB in this time (default blobstore.DefaultProgressTimeout; negative: never).
+	StorageProgressTimeout time.Duration
+	Logger                 *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -244,11 +247,12 @@ func (m *Main) open() error {
 		MetricsHandler: metricsHandler,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
-	blobHandler := countBytes(m.blobs.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+	blobHandler := countBytes(m.blobs.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
 	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
 		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
 	}), m.log)
-	// Object storage uploads up to 2 GB: no whole-request read timeout there, only idle ones.
+	// Object storage uploads up to 2 GB: no whole-request read timeout there, only the
+	// handler's progress deadlines (--storage-progress-timeout) and the idle ones.
 	m.blobSrv.ReadTimeout = 0
 	m.blobSrv.WriteTimeout = 0
 
