@@ -98,6 +98,18 @@ func (p slogPrinter) Println(v ...any) {
 	p.log.Error("metrics", "error", args)
 }
 
+// countRefused exports a listener's refused connections (nothing when it has no cap).
+func (m *metrics) countRefused(listener string, l *connLimiter) {
+	if l == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "convsvc_connections_refused_total",
+		Help:        "Connections answered 503 and closed because the listener or the client's address was at its cap (--max-connections, --max-connections-per-address).",
+		ConstLabels: prometheus.Labels{"listener": listener},
+	}, func() float64 { return float64(l.Refused()) }))
+}
+
 // conversion records one ended conversion.
 func (m *metrics) conversion(input, target, outcome string, d time.Duration) {
 	m.conversions.WithLabelValues(input, target, outcome).Inc()

@@ -49,7 +49,13 @@ type Config struct {
 	// StorageProgressTimeout cuts an object-storage upload or download that moves less than
 	// 64 KiB in this time (default blobstore.DefaultProgressTimeout; negative: never).
 	StorageProgressTimeout time.Duration
-	Logger                 *slog.Logger
+	// MaxConnections caps each listener's open connections (API, object storage); 0 sizes it
+	// from the open-file limit, which serve raises to its hard limit; negative: no cap.
+	MaxConnections int
+	// MaxConnectionsPerAddress caps one client address's open connections on each listener
+	// (default DefaultMaxConnectionsPerAddress; negative: no cap).
+	MaxConnectionsPerAddress int
+	Logger                   *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -99,6 +105,9 @@ func (c *Config) Defaults() {
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = 30 * time.Second
 	}
+	if c.MaxConnectionsPerAddress == 0 {
+		c.MaxConnectionsPerAddress = DefaultMaxConnectionsPerAddress
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -123,11 +132,13 @@ type Main struct {
 	draining atomic.Bool
 	// sweepAt is when the sweeper will next look for expired jobs (unix nanoseconds); a job
 	// created with an earlier expires_at wakes it through expiryWake.
-	sweepAt    atomic.Int64
-	expiryWake chan struct{}
-	stop       chan struct{}
-	wg         sync.WaitGroup
-	closed     sync.Once
+	sweepAt atomic.Int64
+	// apiLimit and blobLimit cap the listeners' connections (nil: no cap).
+	apiLimit, blobLimit *connLimiter
+	expiryWake          chan struct{}
+	stop                chan struct{}
+	wg                  sync.WaitGroup
+	closed              sync.Once
 }
 
 // Run opens the data dir, recovers jobs a crash left running, and starts serving. It does not block.
@@ -189,6 +200,7 @@ func (m *Main) open() error {
 	}
 	m.apiURL = publicURL(cfg.PublicURL, apiLn)
 	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
+	apiLn, blobLn = m.limitConnections(apiLn, blobLn)
 
 	// Started: the job store's start commit is what seals an upload (blobstore.Seal).
 	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
@@ -211,6 +223,9 @@ func (m *Main) open() error {
 		ScratchDir: scratch,
 		Logger:     m.log,
 	}, m.catalog, newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts), jobFiles{blobs: m.blobs})
+
+	m.metrics.countRefused("api", m.apiLimit)
+	m.metrics.countRefused("storage", m.blobLimit)
 
 	var metLn net.Listener
 	metricsHandler := m.metrics.handler(m.log)
@@ -267,6 +282,38 @@ func (m *Main) open() error {
 	m.log.Info("convsvc serving", "api", m.apiURL, "object_storage", m.blobURL, "metrics", m.MetricsURL(), "data", cfg.DataDir, "workers", cfg.Workers)
 	return nil
 }
+
+// limitConnections raises the open-file limit and caps both listeners' connections within it
+// (Config.MaxConnections, MaxConnectionsPerAddress), keeping descriptors for the database,
+// blob files and conversions.
+func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.Listener) {
+	cfg := m.cfg
+	fileLimit, err := raiseFileLimit()
+	if err != nil {
+		m.log.Warn("could not raise the open-file limit to its hard limit", "limit", fileLimit, "error", err)
+	}
+	budget := connectionBudget(fileLimit, cfg.Workers)
+	max := cfg.MaxConnections
+	switch {
+	case max == 0:
+		max = budget
+	case max > budget && fileLimit > 0:
+		m.log.Warn("--max-connections leaves too few file descriptors for the database, files and conversions; raise the open-file limit (ulimit -n) or lower it",
+			"max_connections", max, "open_file_limit", fileLimit, "suggested", budget)
+	case max < 0:
+		max = 0
+	}
+	perAddr := max0(cfg.MaxConnectionsPerAddress)
+	m.log.Info("connection limits", "open_file_limit", fileLimit, "max_connections", max, "max_connections_per_address", perAddr)
+	if max == 0 && perAddr == 0 {
+		return apiLn, blobLn
+	}
+	m.apiLimit = newConnLimiter(apiLn, "api", max, perAddr, m.log)
+	m.blobLimit = newConnLimiter(blobLn, "storage", max, perAddr, m.log)
+	return m.apiLimit, m.blobLimit
+}
+
+func max0(n int) int { return max(n, 0) }
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
