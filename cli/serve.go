@@ -60,7 +60,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
 	f.DurationVar(&o.cfg.StorageProgressTimeout, "storage-progress-timeout", blobstore.DefaultProgressTimeout, "cut an object-storage upload or download that moves less than 64 KiB in this time (a stalled client); its temporary file goes and a retry can proceed")
 	f.IntVar(&o.cfg.MaxConnections, "max-connections", 0, "open connections each listener takes; more are answered 503 and closed (default: sized from the open-file limit, at most 10000; -1: no cap)")
-	f.IntVar(&o.cfg.MaxConnectionsPerAddress, "max-connections-per-address", service.DefaultMaxConnectionsPerAddress, "open connections one client address may hold on each listener (raise it behind a reverse proxy; -1: no cap)")
+	f.IntVar(&o.cfg.MaxConnectionsPerAddress, "max-connections-per-address", 0, "open connections one client address may hold on each listener (default: 256 or a quarter of --max-connections, whichever is smaller; raise it behind a reverse proxy; -1: no cap)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)

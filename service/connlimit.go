@@ -22,8 +22,9 @@ const (
 	// fdHeadroom is how many descriptors stay for the database, blob files, conversions'
 	// scratch files and the listeners themselves, besides 4 per worker.
 	fdHeadroom = 256
-	// maxShedding bounds the goroutines answering refused connections; beyond it a refused
-	// connection is closed without an answer.
+	// maxShedding bounds the goroutines answering refused connections (each holds its
+	// descriptor for at most 1.25 s); beyond it a refused connection is closed without an
+	// answer.
 	maxShedding = 64
 )
 
@@ -130,6 +131,7 @@ func (l *connLimiter) refuse(c net.Conn, addr string, overAll bool) {
 		if cw, ok := c.(interface{ CloseWrite() error }); ok {
 			cw.CloseWrite()
 		}
+		c.SetReadDeadline(time.Now().Add(250 * time.Millisecond))
 		io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 	}()
 }

@@ -53,7 +53,8 @@ type Config struct {
 	// from the open-file limit, which serve raises to its hard limit; negative: no cap.
 	MaxConnections int
 	// MaxConnectionsPerAddress caps one client address's open connections on each listener
-	// (default DefaultMaxConnectionsPerAddress; negative: no cap).
+	// (0: DefaultMaxConnectionsPerAddress or a quarter of MaxConnections, whichever is
+	// smaller, so one address never fills a listener; negative: no cap).
 	MaxConnectionsPerAddress int
 	Logger                   *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
@@ -104,9 +105,6 @@ func (c *Config) Defaults() {
 	}
 	if c.SweepInterval <= 0 {
 		c.SweepInterval = 30 * time.Second
-	}
-	if c.MaxConnectionsPerAddress == 0 {
-		c.MaxConnectionsPerAddress = DefaultMaxConnectionsPerAddress
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -293,27 +291,33 @@ func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.L
 		m.log.Warn("could not raise the open-file limit to its hard limit", "limit", fileLimit, "error", err)
 	}
 	budget := connectionBudget(fileLimit, cfg.Workers)
-	max := cfg.MaxConnections
+	limit := cfg.MaxConnections
 	switch {
-	case max == 0:
-		max = budget
-	case max > budget && fileLimit > 0:
+	case limit == 0:
+		limit = budget
+	case limit > budget && fileLimit > 0:
 		m.log.Warn("--max-connections leaves too few file descriptors for the database, files and conversions; raise the open-file limit (ulimit -n) or lower it",
-			"max_connections", max, "open_file_limit", fileLimit, "suggested", budget)
-	case max < 0:
-		max = 0
+			"max_connections", limit, "open_file_limit", fileLimit, "suggested", budget)
+	case limit < 0:
+		limit = 0
 	}
-	perAddr := max0(cfg.MaxConnectionsPerAddress)
-	m.log.Info("connection limits", "open_file_limit", fileLimit, "max_connections", max, "max_connections_per_address", perAddr)
-	if max == 0 && perAddr == 0 {
+	perAddr := cfg.MaxConnectionsPerAddress
+	switch {
+	case perAddr == 0 && limit > 0:
+		perAddr = min(DefaultMaxConnectionsPerAddress, max(limit/4, 1))
+	case perAddr == 0:
+		perAddr = DefaultMaxConnectionsPerAddress
+	case perAddr < 0:
+		perAddr = 0
+	}
+	m.log.Info("connection limits", "open_file_limit", fileLimit, "max_connections", limit, "max_connections_per_address", perAddr)
+	if limit == 0 && perAddr == 0 {
 		return apiLn, blobLn
 	}
-	m.apiLimit = newConnLimiter(apiLn, "api", max, perAddr, m.log)
-	m.blobLimit = newConnLimiter(blobLn, "storage", max, perAddr, m.log)
+	m.apiLimit = newConnLimiter(apiLn, "api", limit, perAddr, m.log)
+	m.blobLimit = newConnLimiter(blobLn, "storage", limit, perAddr, m.log)
 	return m.apiLimit, m.blobLimit
 }
-
-func max0(n int) int { return max(n, 0) }
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
