@@ -216,9 +216,10 @@ func notFound(err error, message string) error {
 	return err
 }
 
-// handleBackup streams a consistent copy of the database: one read transaction, so jobs and
-// the ledger in the copy agree however busy the service is. Restore by stopping the service
-// and putting the file at DATA/convsvc.db (docs/operations.md).
+// handleBackup streams a consistent copy of the database: one read transaction copies it to a
+// temporary file, so jobs and the ledger in the copy agree however busy the service is, and
+// no transaction waits on a slow client (store.Backup). Restore by stopping the service and
+// putting the file at DATA/convsvc.db (docs/operations.md).
 func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	started := false
 	name := "convsvc-" + s.now().UTC().Format("20060102-150405") + ".db"
