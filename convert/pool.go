@@ -120,6 +120,9 @@ type PoolConfig struct {
 	Timeout time.Duration
 	// PollInterval is how often an idle worker looks for work without being notified; default 1s.
 	PollInterval time.Duration
+	// StoragePause is how long a worker waits before its next claim after an output could not
+	// be stored (storage_error), so a full disk is not retried at once; default 1s.
+	StoragePause time.Duration
 	// ScratchDir holds each task's temporary files; default os.TempDir().
 	ScratchDir string
 	// Logger receives job transitions; default slog.Default().
@@ -167,6 +170,9 @@ func NewPool(cfg PoolConfig, cat *Catalog, q Queue, f Files) *Pool {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
+	}
+	if cfg.StoragePause <= 0 {
+		cfg.StoragePause = time.Second
 	}
 	if cfg.ScratchDir == "" {
 		cfg.ScratchDir = os.TempDir()
@@ -272,7 +278,15 @@ func (p *Pool) worker() {
 		case ok:
 			// More jobs may be queued: pass the wake-up on to another idle worker.
 			p.Notify()
-			p.safeRunTask(task)
+			if p.safeRunTask(task) == CodeStorageError {
+				// The disk failed the output: give it a moment before the next claim.
+				timer.Reset(p.cfg.StoragePause)
+				select {
+				case <-p.claimCtx.Done():
+					return
+				case <-timer.C:
+				}
+			}
 			continue
 		}
 		timer.Reset(p.cfg.PollInterval)
@@ -285,14 +299,15 @@ func (p *Pool) worker() {
 	}
 }
 
-// safeRunTask runs a task, keeping the worker alive should the queue or file store panic.
-func (p *Pool) safeRunTask(t Task) {
+// safeRunTask runs a task, keeping the worker alive should the queue or file store panic, and
+// returns its outcome code.
+func (p *Pool) safeRunTask(t Task) (code string) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("panic while reporting a job", "job_id", t.JobID, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	p.runTask(t)
+	return p.runTask(t)
 }
 
 // convResult is what the conversion goroutine hands back to its worker.
@@ -301,8 +316,8 @@ type convResult struct {
 	err error
 }
 
-// runTask converts one claimed task and reports its outcome; it never panics.
-func (p *Pool) runTask(t Task) {
+// runTask converts one claimed task, reports its outcome and returns its code; it never panics.
+func (p *Pool) runTask(t Task) string {
 	start := time.Now()
 	log := p.log.With("job_id", t.JobID, "attempt", t.Attempt, "from", t.InputFormat, "to", t.TargetFormat)
 	log.Info("job running")
@@ -337,7 +352,11 @@ func (p *Pool) runTask(t Task) {
 	o.Task = t
 
 	outcome := "succeeded"
-	if o.Code != "" {
+	switch o.Code {
+	case "":
+	case CodeStorageError:
+		outcome = "storage_error" // the queue decides: retried, or failed once attempts are used up
+	default:
 		outcome = "failed"
 	}
 	if err := p.finish(o); err != nil {
@@ -346,9 +365,10 @@ func (p *Pool) runTask(t Task) {
 		if o.Output != nil {
 			p.deleteOutput(log, t.JobID)
 		}
-		return
+		return o.Code
 	}
 	log.Info("job finished", "outcome", outcome, "duration", time.Since(start), "code", o.Code, "message", o.Message)
+	return o.Code
 }
 
 func (p *Pool) finish(o Outcome) error {

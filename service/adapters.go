@@ -101,7 +101,11 @@ func (q *jobQueue) requeue(o convert.Outcome) error {
 		return err
 	}
 	reason := "storage_error"
-	if !requeued {
+	switch {
+	case requeued:
+	case !time.Now().Before(job.ExpiresAt):
+		reason = "expired"
+	default:
 		reason = "storage_error_max_attempts"
 	}
 	logTransition(q.log, job, slog.String("reason", reason))
