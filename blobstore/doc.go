@@ -69,6 +69,7 @@
 //	409 upload_sealed          PUT after the job was started (Seal)
 //	409 job_finished           PUT after the job finished, was cancelled or expired
 //	409 upload_in_progress     another PUT to the same id is still streaming
+//	408 transfer_stalled       the PUT body made no progress (64 KiB) within the progress timeout; nothing kept
 //	412 precondition_failed    GET with a failing If-Match / If-Unmodified-Since
 //	416 range_not_satisfiable  GET with a Range outside the file
 //	503 storage_unavailable    the disk failed (Store methods wrap such errors with ErrStorage)

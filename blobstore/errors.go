@@ -28,6 +28,7 @@ var (
 	errSealed              = errors.New("blobstore: upload sealed")
 	errJobFinished         = errors.New("blobstore: job finished")
 	errUploadInProgress    = errors.New("blobstore: upload in progress")
+	errTransferStalled     = errors.New("blobstore: transfer stalled")
 	errNoMetaAttr          = errors.New("blobstore: no metadata attribute")
 	errRangeNotSatisfiable = errors.New("blobstore: range not satisfiable")
 	errPreconditionFailed  = errors.New("blobstore: precondition failed")
@@ -83,6 +84,9 @@ func httpStatus(err error) (status int, code, msg string) {
 	case errors.Is(err, errUploadInProgress):
 		return http.StatusConflict, "upload_in_progress",
 			"Another upload to this URL is still in progress. Wait for it to finish, then retry if needed."
+	case errors.Is(err, errTransferStalled):
+		return http.StatusRequestTimeout, "transfer_stalled",
+			"The transfer made no progress for too long and was cut. Send the whole file again."
 	case errors.Is(err, errRangeNotSatisfiable):
 		return http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable",
 			"The requested byte range lies outside the file. Request a range within its size, or omit the Range header."

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 )
@@ -60,6 +61,9 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	o.gcHeapFloor = gcfloor.DefaultFloor
 	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
 	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "CIDRs or addresses of reverse proxies whose Forwarded / X-Forwarded-For header names the client (default: none; the peer address is the client)")
+	f.DurationVar(&o.cfg.StorageProgressTimeout, "storage-progress-timeout", blobstore.DefaultProgressTimeout, "cut an object-storage upload or download that moves less than 64 KiB in this time (a stalled client); its temporary file goes and a retry can proceed")
+	f.IntVar(&o.cfg.MaxConnections, "max-connections", 0, "open connections each listener takes; more are answered 503 and closed (default: sized from the open-file limit, at most 10000; -1: no cap)")
+	f.IntVar(&o.cfg.MaxConnectionsPerAddress, "max-connections-per-address", 0, "open connections one client address may hold on each listener (default: 256 or a quarter of --max-connections, whichever is smaller; raise it behind a reverse proxy; -1: no cap)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)

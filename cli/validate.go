@@ -24,6 +24,7 @@ const (
 	maxPixelsLimit        = 1 << 40
 	minConversionMemory   = 16 << 20
 	maxTrustedProxyPrefix = 1024
+	maxConnections        = 1 << 20
 )
 
 // validate checks every serve setting, from flags and environment alike, and parses the ones
@@ -88,6 +89,17 @@ func (o *serveOptions) validate() error {
 	}
 	if m := c.MaxConversionMemory; m != 0 && m < minConversionMemory {
 		bad("max-conversion-memory", "is %d bytes: use 0 (half of the machine's memory) or at least 16MiB", m)
+	}
+	if c.StorageProgressTimeout == 0 || c.StorageProgressTimeout > maxTimeout {
+		bad("storage-progress-timeout", "is %s: use a duration above 0 and at most 24h, like 60s, or a negative one (-1s) to turn the check off", c.StorageProgressTimeout)
+	}
+	for _, n := range []struct {
+		flag  string
+		value int
+	}{{"max-connections", c.MaxConnections}, {"max-connections-per-address", c.MaxConnectionsPerAddress}} {
+		if n.value < -1 || n.value > maxConnections {
+			bad(n.flag, "is %d: use 0 (sized from the open-file limit), 1 to %d, or -1 (no cap)", n.value, maxConnections)
+		}
 	}
 	if o.gcHeapFloor < 0 {
 		bad("gc-heap-floor", "is %d bytes: use 0 (off) or a size like 64MiB", int64(o.gcHeapFloor))

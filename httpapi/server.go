@@ -32,10 +32,10 @@ type Store interface {
 
 	CreateAccount(name string, spendCapCents int64) (store.Account, error)
 	Account(id string) (store.Account, error)
-	Accounts() ([]store.Account, error)
+	AccountsPage(p store.PageParams) ([]store.Account, bool, error)
 	UpdateAccount(id string, name *string, spendCapCents *int64) (store.Account, error)
 	CreateKey(accountID string) (store.APIKey, string, error)
-	Keys(accountID string) ([]store.APIKey, error)
+	KeysPage(accountID string, p store.PageParams) ([]store.APIKey, bool, error)
 	RevokeKey(keyID string) (store.APIKey, error)
 
 	Backup(w io.Writer, size func(int64)) (int64, error)

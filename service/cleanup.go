@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/store"
@@ -41,11 +42,22 @@ func dropInput(blobs *blobstore.Store, log *slog.Logger, job store.Job) {
 	}
 }
 
-// apiStore is the job store as the API sees it: a cancel also drops the job's input.
+// apiStore is the job store as the API sees it: creating a job tells the sweeper its expiry,
+// and a cancel also drops the job's input.
 type apiStore struct {
 	*store.Store
-	blobs *blobstore.Store
-	log   *slog.Logger
+	blobs   *blobstore.Store
+	log     *slog.Logger
+	created func(expiresAt time.Time)
+}
+
+// CreateJob creates the job, then wakes the sweeper if the job expires before its next pass.
+func (a apiStore) CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error) {
+	job, resp, err := a.Store.CreateJob(p, render)
+	if err == nil && a.created != nil {
+		a.created(job.ExpiresAt)
+	}
+	return job, resp, err
 }
 
 // CancelJob cancels the job and removes its input.
