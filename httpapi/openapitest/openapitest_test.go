@@ -185,7 +185,7 @@ func TestDocument_Valid(t *testing.T) {
 		"request_too_large", "unsupported_media_type", "rate_limited", "internal_error", "storage_unavailable",
 	}
 	storageCodes := append(slices.Clone(apiCodes),
-		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished")
+		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled")
 	for _, tc := range []struct {
 		schema string
 		want   []string
@@ -229,7 +229,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 		"unauthorized": {"401", "403"}, "limit_reached": {"403"}, "not_found": {"404"}, "method_not_allowed": {"405"},
 		"invalid_state": {"409"}, "idempotency_mismatch": {"409"}, "request_too_large": {"413"},
 		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
-		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"},
+		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"}, "transfer_stalled": {"408"},
 		"length_required": {"411"},
 	}
 	resolve := func(r response) response {
@@ -444,13 +444,13 @@ var exchanges = []exchange{
 
 	// Admin: schemas without 3.1-only keywords take kin-openapi's other validator.
 	{name: "keys", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{apiKey(), with(apiKey(), "revoked_at", "2026-11-02T11:00:00Z")}})},
+		handler: reply(200, nil, map[string]any{"data": []any{apiKey(), with(apiKey(), "revoked_at", "2026-11-02T11:00:00Z")}, "has_more": false})},
 	{name: "key revoked_at not a date", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", "soon")}}), wantErr: "doesn't match"},
+		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", "soon")}, "has_more": false}), wantErr: "doesn't match"},
 	{name: "key revoked_at a number", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", 5)}}), wantErr: "doesn't match"},
+		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", 5)}, "has_more": false}), wantErr: "doesn't match"},
 	{name: "key missing revoked_at", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{without(apiKey(), "revoked_at")}}), wantErr: "revoked_at"},
+		handler: reply(200, nil, map[string]any{"data": []any{without(apiKey(), "revoked_at")}, "has_more": false}), wantErr: "revoked_at"},
 	{name: "revoke", method: "DELETE", path: "/v1/admin/keys/key_1", header: bearer,
 		handler: reply(200, nil, with(apiKey(), "revoked_at", "2026-11-02T11:00:00Z"))},
 	{name: "revoke leaving revoked_at null", method: "DELETE", path: "/v1/admin/keys/key_1", header: bearer,
