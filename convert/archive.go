@@ -55,16 +55,6 @@ var archiveFormats = []struct{ id, name string }{
 	{"zip", "ZIP"}, {"tar", "tar"}, {"tgz", "tar.gz"}, {"tzst", "tar.zst"},
 }
 
-func init() {
-	// Magics the sniffer does not know yet: what "it looks like" names for archives.
-	magics = append(magics,
-		magic{name: "Zstandard", prefix: "\x28\xb5\x2f\xfd"},
-		magic{name: "xz", prefix: "\xfd7zXZ\x00"},
-		magic{name: "bzip2", prefix: "BZh"},
-		magic{id: "tar", name: "tar", prefix: strings.Repeat("?", 257) + "ustar", mask: strings.Repeat("?", 257) + "....."},
-	)
-}
-
 // registerArchiveFormats adds the archive formats and their converters.
 func registerArchiveFormats(c *Catalog) {
 	c.AddFormat(Format{ID: "zip", Name: "ZIP archive", Category: CategoryArchive, Extensions: []string{"zip"}, MIME: "application/zip"})
@@ -108,18 +98,18 @@ func newArchiveBudget(inputSize int64) *archiveBudget {
 }
 
 func (b *archiveBudget) overError(what string) error {
-	return errorf(nil, "archive %s more than %s when unpacked, over the limit for this input (%d times its size, at most %s): a compression bomb?",
-		what, byteSize(b.limit), ArchiveMaxRatio, byteSize(ArchiveMaxTotalBytes))
+	return Errorf(nil, "archive %s more than %s when unpacked, over the limit for this input (%d times its size, at most %s): a compression bomb?",
+		what, ByteSize(b.limit), ArchiveMaxRatio, ByteSize(ArchiveMaxTotalBytes))
 }
 
 // admit checks an entry's stated size against the limits before its data is read.
 func (b *archiveBudget) admit(name string, size int64) error {
 	b.entries++
 	if b.entries > ArchiveMaxEntries {
-		return errorf(nil, "archive has more than %d entries, over the limit", ArchiveMaxEntries)
+		return Errorf(nil, "archive has more than %d entries, over the limit", ArchiveMaxEntries)
 	}
 	if size < 0 || size > ArchiveMaxEntryBytes {
-		return errorf(nil, "archive entry %q is %s when unpacked, over the %s limit for one entry", name, byteSize(size), byteSize(ArchiveMaxEntryBytes))
+		return Errorf(nil, "archive entry %q is %s when unpacked, over the %s limit for one entry", name, ByteSize(size), ByteSize(ArchiveMaxEntryBytes))
 	}
 	if b.total+size > b.limit {
 		return b.overError("expands to")
@@ -155,13 +145,13 @@ func safeEntryName(raw string) (name string, skip bool, err error) {
 	n := strings.ReplaceAll(raw, `\`, "/")
 	switch {
 	case n == "" || strings.ContainsRune(n, 0):
-		return "", false, errorf(nil, "archive entry %q has an invalid name", raw)
+		return "", false, Errorf(nil, "archive entry %q has an invalid name", raw)
 	case strings.HasPrefix(n, "/") || len(n) >= 2 && n[1] == ':' && (n[0]|0x20) >= 'a' && (n[0]|0x20) <= 'z':
-		return "", false, errorf(nil, "archive entry %q has an absolute path, which would leave the archive's root", raw)
+		return "", false, Errorf(nil, "archive entry %q has an absolute path, which would leave the archive's root", raw)
 	}
 	for _, elem := range strings.Split(n, "/") {
 		if elem == ".." {
-			return "", false, errorf(nil, "archive entry %q climbs out of the archive's root with \"..\"", raw)
+			return "", false, Errorf(nil, "archive entry %q climbs out of the archive's root with \"..\"", raw)
 		}
 	}
 	dir := strings.HasSuffix(n, "/")
@@ -231,37 +221,37 @@ func archiveCopyError(ctx context.Context, from, name string, b *archiveBudget, 
 	case errors.Is(err, errArchiveBudget):
 		return b.overError("expands to")
 	case errors.Is(err, zip.ErrChecksum):
-		return errorf(err, "archive entry %q is damaged (its checksum does not match)", name)
+		return Errorf(err, "archive entry %q is damaged (its checksum does not match)", name)
 	case errors.Is(err, zip.ErrFormat), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, tar.ErrWriteTooLong):
-		return errorf(err, "archive entry %q is damaged or truncated (its data does not match its stated size)", name)
+		return Errorf(err, "archive entry %q is damaged or truncated (its data does not match its stated size)", name)
 	}
 	var fe flate.CorruptInputError
 	if errors.As(err, &fe) {
-		return errorf(err, "archive entry %q is damaged (its compressed data is corrupt)", name)
+		return Errorf(err, "archive entry %q is damaged (its compressed data is corrupt)", name)
 	}
-	return errorf(err, "could not repack archive entry %q", name)
+	return Errorf(err, "could not repack archive entry %q", name)
 }
 
 // openArchive returns a function yielding the entries of an archive in order.
 func openArchive(ctx context.Context, from string, in *io.SectionReader, b *archiveBudget) (func() (*archiveEntry, error), func(), error) {
-	head := make([]byte, sniffLen)
+	head := make([]byte, SniffLen)
 	n, _ := in.ReadAt(head, 0)
 	head = head[:n]
 	nop := func() {}
 	name := archiveName(from)
 	if n == 0 {
-		return nil, nop, errorf(nil, "input is not a valid %s file (it is empty)", name)
+		return nil, nop, Errorf(nil, "input is not a valid %s file (it is empty)", name)
 	}
 	looks := func() error {
-		_, what := sniff(head)
+		_, what := Sniff(head)
 		if what == "unrecognised data" {
-			return errorf(nil, "input is not a valid %s file (unrecognised data)", name)
+			return Errorf(nil, "input is not a valid %s file (unrecognised data)", name)
 		}
-		return errorf(nil, "input is not a valid %s file (it looks like %s)", name, what)
+		return Errorf(nil, "input is not a valid %s file (it looks like %s)", name, what)
 	}
 	switch from {
 	case "zip":
-		if id, _ := sniff(head); id != "zip" {
+		if id, _ := Sniff(head); id != "zip" {
 			return nil, nop, looks()
 		}
 		next, err := openZip(ctx, in, b)
@@ -275,9 +265,9 @@ func openArchive(ctx context.Context, from string, in *io.SectionReader, b *arch
 		if !bytes.HasPrefix(head, []byte{0x1f, 0x8b}) {
 			return nil, nop, looks()
 		}
-		zr, err := gzip.NewReader(bufio.NewReaderSize(&cancelReader{ctx: ctx, r: io.NewSectionReader(in, 0, in.Size())}, 64<<10))
+		zr, err := gzip.NewReader(bufio.NewReaderSize(&ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())}, 64<<10))
 		if err != nil {
-			return nil, nop, errorf(err, "input is not a valid tar.gz file (its gzip header is damaged)")
+			return nil, nop, Errorf(err, "input is not a valid tar.gz file (its gzip header is damaged)")
 		}
 		cr := &countingReader{ctx: ctx, r: zr, b: b}
 		next, err := compressedTar(ctx, cr, b, "tar.gz", "gzip")
@@ -286,16 +276,16 @@ func openArchive(ctx context.Context, from string, in *io.SectionReader, b *arch
 		if !bytes.HasPrefix(head, []byte("\x28\xb5\x2f\xfd")) {
 			return nil, nop, looks()
 		}
-		zr, err := zstd.NewReader(bufio.NewReaderSize(&cancelReader{ctx: ctx, r: io.NewSectionReader(in, 0, in.Size())}, 64<<10),
+		zr, err := zstd.NewReader(bufio.NewReaderSize(&ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())}, 64<<10),
 			zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(archiveMaxWindow), zstd.WithDecoderLowmem(true))
 		if err != nil {
-			return nil, nop, errorf(err, "input is not a valid tar.zst file (%v)", err)
+			return nil, nop, Errorf(err, "input is not a valid tar.zst file (%v)", err)
 		}
 		cr := &countingReader{ctx: ctx, r: zr, b: b}
 		next, err := compressedTar(ctx, cr, b, "tar.zst", "Zstandard")
 		return next, zr.Close, err
 	}
-	return nil, nop, errorf(ErrUnsupported, "cannot read %s archives", from)
+	return nil, nop, Errorf(ErrUnsupported, "cannot read %s archives", from)
 }
 
 func archiveName(id string) string {
@@ -318,13 +308,13 @@ func compressedTar(ctx context.Context, r io.Reader, b *archiveBudget, name, cod
 		if errors.Is(err, errArchiveBudget) {
 			return nil, b.overError("expands to")
 		}
-		return nil, errorf(err, "input is not a valid %s file (its %s data is damaged or empty)", name, codec)
+		return nil, Errorf(err, "input is not a valid %s file (its %s data is damaged or empty)", name, codec)
 	}
 	if !isTarHeader(head) && !bytes.Equal(head, make([]byte, len(head))) {
-		if _, what := sniff(head); what != "unrecognised data" {
-			return nil, errorf(nil, "input is a %s file, but what it holds is not a tar archive (it looks like %s)", codec, what)
+		if _, what := Sniff(head); what != "unrecognised data" {
+			return nil, Errorf(nil, "input is a %s file, but what it holds is not a tar archive (it looks like %s)", codec, what)
 		}
-		return nil, errorf(nil, "input is a %s file, but what it holds is not a tar archive", codec)
+		return nil, Errorf(nil, "input is a %s file, but what it holds is not a tar archive", codec)
 	}
 	return tarEntries(ctx, br, b, name), nil
 }
@@ -366,31 +356,31 @@ func tarEntries(ctx context.Context, r io.Reader, b *archiveBudget, name string)
 				case errors.Is(err, errArchiveBudget):
 					return nil, b.overError("expands to")
 				case errors.Is(err, io.ErrUnexpectedEOF):
-					return nil, errorf(err, "input is not a valid %s file (it is truncated)", name)
+					return nil, Errorf(err, "input is not a valid %s file (it is truncated)", name)
 				}
 				var fe flate.CorruptInputError
 				if errors.As(err, &fe) {
-					return nil, errorf(err, "input is not a valid %s file (its compressed data is corrupt)", name)
+					return nil, Errorf(err, "input is not a valid %s file (its compressed data is corrupt)", name)
 				}
-				return nil, errorf(err, "input is not a valid %s file (%v)", name, strings.TrimPrefix(err.Error(), "archive/tar: "))
+				return nil, Errorf(err, "input is not a valid %s file (%v)", name, strings.TrimPrefix(err.Error(), "archive/tar: "))
 			}
 			switch h.Typeflag {
 			case tar.TypeXGlobalHeader:
 				continue
 			case tar.TypeSymlink:
-				return nil, errorf(nil, "archive entry %q is a symbolic link (to %q), which is not allowed", h.Name, h.Linkname)
+				return nil, Errorf(nil, "archive entry %q is a symbolic link (to %q), which is not allowed", h.Name, h.Linkname)
 			case tar.TypeLink:
-				return nil, errorf(nil, "archive entry %q is a hard link (to %q), which is not allowed", h.Name, h.Linkname)
+				return nil, Errorf(nil, "archive entry %q is a hard link (to %q), which is not allowed", h.Name, h.Linkname)
 			case tar.TypeChar, tar.TypeBlock:
-				return nil, errorf(nil, "archive entry %q is a device file, which is not allowed", h.Name)
+				return nil, Errorf(nil, "archive entry %q is a device file, which is not allowed", h.Name)
 			case tar.TypeFifo:
-				return nil, errorf(nil, "archive entry %q is a FIFO, which is not allowed", h.Name)
+				return nil, Errorf(nil, "archive entry %q is a FIFO, which is not allowed", h.Name)
 			case tar.TypeReg, tar.TypeDir, tar.TypeGNUSparse:
 			default:
 				if h.Typeflag == tar.TypeRegA {
 					break
 				}
-				return nil, errorf(nil, "archive entry %q has type %q, which is not supported (only files and directories)", h.Name, string(h.Typeflag))
+				return nil, Errorf(nil, "archive entry %q has type %q, which is not supported (only files and directories)", h.Name, string(h.Typeflag))
 			}
 			n, skip, err := safeEntryName(h.Name)
 			if err != nil {
@@ -399,7 +389,7 @@ func tarEntries(ctx context.Context, r io.Reader, b *archiveBudget, name string)
 			dir := h.Typeflag == tar.TypeDir
 			if skip {
 				if !dir {
-					return nil, errorf(nil, "archive entry %q has an invalid name", h.Name)
+					return nil, Errorf(nil, "archive entry %q has an invalid name", h.Name)
 				}
 				continue
 			}
@@ -426,11 +416,11 @@ func openZip(ctx context.Context, in *io.SectionReader, b *archiveBudget) (func(
 		if errors.Is(err, zip.ErrInsecurePath) {
 			// Go only reports this when GODEBUG zipinsecurepath=0; our own check names the entry.
 		} else {
-			return nil, errorf(err, "input is not a valid ZIP file (%v)", strings.TrimPrefix(err.Error(), "zip: "))
+			return nil, Errorf(err, "input is not a valid ZIP file (%v)", strings.TrimPrefix(err.Error(), "zip: "))
 		}
 	}
 	if len(zr.File) > ArchiveMaxEntries {
-		return nil, errorf(nil, "archive has %d entries, over the limit of %d", len(zr.File), ArchiveMaxEntries)
+		return nil, Errorf(nil, "archive has %d entries, over the limit of %d", len(zr.File), ArchiveMaxEntries)
 	}
 	var total uint64
 	type span struct {
@@ -441,21 +431,21 @@ func openZip(ctx context.Context, in *io.SectionReader, b *archiveBudget) (func(
 	for _, f := range zr.File {
 		total += f.UncompressedSize64
 		if f.UncompressedSize64 > ArchiveMaxEntryBytes {
-			return nil, errorf(nil, "archive entry %q is %s when unpacked, over the %s limit for one entry", f.Name, byteSize(int64(min(f.UncompressedSize64, 1<<62))), byteSize(ArchiveMaxEntryBytes))
+			return nil, Errorf(nil, "archive entry %q is %s when unpacked, over the %s limit for one entry", f.Name, ByteSize(int64(min(f.UncompressedSize64, 1<<62))), ByteSize(ArchiveMaxEntryBytes))
 		}
 		if total > uint64(b.limit) {
 			return nil, b.overError("states it expands to")
 		}
 		off, err := f.DataOffset()
 		if err != nil {
-			return nil, errorf(err, "input is not a valid ZIP file (entry %q has a damaged local header)", f.Name)
+			return nil, Errorf(err, "input is not a valid ZIP file (entry %q has a damaged local header)", f.Name)
 		}
 		spans = append(spans, span{off, off + int64(f.CompressedSize64), f.Name})
 	}
 	slices.SortFunc(spans, func(a, c span) int { return int(min(max(a.start-c.start, -1), 1)) })
 	for i := 1; i < len(spans); i++ {
 		if spans[i].start < spans[i-1].end {
-			return nil, errorf(nil, "archive entries %q and %q share their data, a trick of zip bombs; the archive is refused", spans[i-1].name, spans[i].name)
+			return nil, Errorf(nil, "archive entries %q and %q share their data, a trick of zip bombs; the archive is refused", spans[i-1].name, spans[i].name)
 		}
 	}
 	zr.RegisterDecompressor(zip.Deflate, func(r io.Reader) io.ReadCloser { return flate.NewReader(r) })
@@ -482,15 +472,15 @@ func openZip(ctx context.Context, in *io.SectionReader, b *archiveBudget) (func(
 			mode := f.Mode()
 			switch {
 			case mode&fs.ModeSymlink != 0:
-				return nil, errorf(nil, "archive entry %q is a symbolic link, which is not allowed", f.Name)
+				return nil, Errorf(nil, "archive entry %q is a symbolic link, which is not allowed", f.Name)
 			case mode&(fs.ModeDevice|fs.ModeCharDevice) != 0:
-				return nil, errorf(nil, "archive entry %q is a device file, which is not allowed", f.Name)
+				return nil, Errorf(nil, "archive entry %q is a device file, which is not allowed", f.Name)
 			case mode&fs.ModeNamedPipe != 0:
-				return nil, errorf(nil, "archive entry %q is a FIFO, which is not allowed", f.Name)
+				return nil, Errorf(nil, "archive entry %q is a FIFO, which is not allowed", f.Name)
 			case mode&(fs.ModeSocket|fs.ModeIrregular) != 0:
-				return nil, errorf(nil, "archive entry %q is not a regular file, which is not allowed", f.Name)
+				return nil, Errorf(nil, "archive entry %q is not a regular file, which is not allowed", f.Name)
 			case f.Flags&1 != 0:
-				return nil, errorf(nil, "archive entry %q is encrypted, which is not supported", f.Name)
+				return nil, Errorf(nil, "archive entry %q is encrypted, which is not supported", f.Name)
 			}
 			if skip {
 				continue
@@ -511,9 +501,9 @@ func openZip(ctx context.Context, in *io.SectionReader, b *archiveBudget) (func(
 				rc, err := f.Open()
 				if err != nil {
 					if errors.Is(err, zip.ErrAlgorithm) {
-						return nil, errorf(err, "archive entry %q uses compression method %d, which is not supported (only stored, deflate and zstd)", f.Name, f.Method)
+						return nil, Errorf(err, "archive entry %q uses compression method %d, which is not supported (only stored, deflate and zstd)", f.Name, f.Method)
 					}
-					return nil, errorf(err, "archive entry %q is damaged (%v)", f.Name, err)
+					return nil, Errorf(err, "archive entry %q is damaged (%v)", f.Name, err)
 				}
 				open = rc
 				e.body = &countingReader{ctx: ctx, r: rc, b: b}
@@ -539,7 +529,7 @@ type archiveWriter interface {
 }
 
 func newArchiveWriter(ctx context.Context, to string, out io.Writer) (archiveWriter, error) {
-	w := &cancelWriter{ctx: ctx, w: out}
+	w := &ContextWriter{Ctx: ctx, W: out}
 	switch to {
 	case "zip":
 		zw := zip.NewWriter(w)
@@ -560,7 +550,7 @@ func newArchiveWriter(ctx context.Context, to string, out io.Writer) (archiveWri
 		}
 		return &tarArchiveWriter{tw: tar.NewWriter(zw), outer: zw}, nil
 	}
-	return nil, errorf(ErrUnsupported, "cannot write %s archives", to)
+	return nil, Errorf(ErrUnsupported, "cannot write %s archives", to)
 }
 
 // deflaters reuses flate writers: each holds about a megabyte of tables, and a zip has one

@@ -109,13 +109,13 @@ func openAudio(ctx context.Context, codec *audioCodec, in *io.SectionReader) (pc
 	inf := s.info()
 	switch {
 	case inf.channels < 1 || inf.channels > AudioMaxChannels:
-		return nil, errorf(nil, "input has %d audio channels; at most %d are supported", inf.channels, AudioMaxChannels)
+		return nil, Errorf(nil, "input has %d audio channels; at most %d are supported", inf.channels, AudioMaxChannels)
 	case inf.rate < 1 || inf.rate > AudioMaxRate:
-		return nil, errorf(nil, "input has a sample rate of %d Hz; from 1 to %d Hz is supported", inf.rate, AudioMaxRate)
+		return nil, Errorf(nil, "input has a sample rate of %d Hz; from 1 to %d Hz is supported", inf.rate, AudioMaxRate)
 	case inf.bits < 4 || inf.bits > 32:
-		return nil, errorf(nil, "input has %d bits per sample; from 4 to 32 are supported", inf.bits)
+		return nil, Errorf(nil, "input has %d bits per sample; from 4 to 32 are supported", inf.bits)
 	case inf.frames > AudioMaxSamples/int64(inf.channels):
-		return nil, errorf(nil, "input is %s of %d-channel audio at %d Hz, over the limit of %d samples", duration(inf.frames, inf.rate), inf.channels, inf.rate, int64(AudioMaxSamples))
+		return nil, Errorf(nil, "input is %s of %d-channel audio at %d Hz, over the limit of %d samples", duration(inf.frames, inf.rate), inf.channels, inf.rate, int64(AudioMaxSamples))
 	}
 	return s, nil
 }
@@ -141,30 +141,30 @@ func countFrames(ctx context.Context, s pcmSource) (int64, error) {
 		}
 		n += int64(len(block[0]))
 		if n > AudioMaxSamples/int64(s.info().channels) {
-			return 0, errorf(nil, "input holds more than %d samples, over the limit", int64(AudioMaxSamples))
+			return 0, Errorf(nil, "input holds more than %d samples, over the limit", int64(AudioMaxSamples))
 		}
 	}
 }
 
 // expectAudio checks an input's magic bytes; FLAC and MP3 may start with an ID3v2 tag.
 func expectAudio(in *io.SectionReader, id, name string) error {
-	head := make([]byte, sniffLen)
+	head := make([]byte, SniffLen)
 	n, _ := in.ReadAt(head, 0)
 	head = head[:n]
 	if n == 0 {
-		return errorf(nil, "input is not a valid %s file (it is empty)", name)
+		return Errorf(nil, "input is not a valid %s file (it is empty)", name)
 	}
-	got, gotName := sniff(head)
+	got, gotName := Sniff(head)
 	if got == "mp3" && string(head[:min(3, n)]) == "ID3" && n >= 10 {
 		// Look past the tag: FLAC files may carry one too.
 		size := int64(head[6]&0x7f)<<21 | int64(head[7]&0x7f)<<14 | int64(head[8]&0x7f)<<7 | int64(head[9]&0x7f) + 10
 		if head[5]&0x10 != 0 {
 			size += 10
 		}
-		after := make([]byte, sniffLen)
+		after := make([]byte, SniffLen)
 		m, _ := in.ReadAt(after, size)
 		if m > 0 {
-			if a, aName := sniff(after[:m]); a != "" {
+			if a, aName := Sniff(after[:m]); a != "" {
 				got, gotName = a, aName
 			}
 		}
@@ -174,19 +174,19 @@ func expectAudio(in *io.SectionReader, id, name string) error {
 		case bytesContains(head, "\x01vorbis"):
 			return nil
 		case bytesContains(head, "OpusHead"):
-			return errorf(nil, "input is an Ogg Opus file; only Ogg Vorbis is supported")
+			return Errorf(nil, "input is an Ogg Opus file; only Ogg Vorbis is supported")
 		case bytesContains(head, "\x7fFLAC"):
-			return errorf(nil, "input is an Ogg FLAC file; only Ogg Vorbis is supported")
+			return Errorf(nil, "input is an Ogg FLAC file; only Ogg Vorbis is supported")
 		}
-		return errorf(nil, "input is an Ogg file without a Vorbis stream; only Ogg Vorbis is supported")
+		return Errorf(nil, "input is an Ogg file without a Vorbis stream; only Ogg Vorbis is supported")
 	}
 	if got == id {
 		return nil
 	}
 	if gotName == "unrecognised data" {
-		return errorf(nil, "input is not a valid %s file (unrecognised data)", name)
+		return Errorf(nil, "input is not a valid %s file (unrecognised data)", name)
 	}
-	return errorf(nil, "input is not a valid %s file (it looks like %s)", name, gotName)
+	return Errorf(nil, "input is not a valid %s file (it looks like %s)", name, gotName)
 }
 
 func bytesContains(b []byte, s string) bool {
@@ -208,9 +208,9 @@ func audioDecodeError(ctx context.Context, name string, err error) error {
 		return err
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errorf(err, "input is not a valid %s file (it is truncated)", name)
+		return Errorf(err, "input is not a valid %s file (it is truncated)", name)
 	}
-	return errorf(err, "input is not a valid %s file (%v)", name, err)
+	return Errorf(err, "input is not a valid %s file (%v)", name, err)
 }
 
 // ---- WAV output ----
@@ -227,7 +227,7 @@ func wavHeader(inf pcmInfo, frames int64) ([]byte, int64, error) {
 	headerLen := 12 + 8 + fmtLen + 8
 	pad := dataLen & 1
 	if int64(headerLen)+dataLen+pad-8 > 0xFFFFFFFF {
-		return nil, 0, errorf(nil, "the audio is %s, more than the 4 GiB a WAV file holds; convert to FLAC instead", byteSize(dataLen))
+		return nil, 0, Errorf(nil, "the audio is %s, more than the 4 GiB a WAV file holds; convert to FLAC instead", ByteSize(dataLen))
 	}
 	le := binary.LittleEndian
 	h := make([]byte, headerLen)
@@ -269,7 +269,7 @@ func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error
 	if err != nil {
 		return err
 	}
-	cw := &cancelWriter{ctx: ctx, w: w}
+	cw := &ContextWriter{Ctx: ctx, W: w}
 	if _, err := cw.Write(h); err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error
 		n := len(block[0])
 		written += int64(n)
 		if written > frames {
-			return errorf(nil, "the input holds more samples than its header says (%d)", frames)
+			return Errorf(nil, "the input holds more samples than its header says (%d)", frames)
 		}
 		need := n * inf.channels * container
 		if cap(buf) < need {
@@ -317,7 +317,7 @@ func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error
 		}
 	}
 	if written != frames {
-		return errorf(nil, "the input holds %d samples per channel, but its header says %d", written, frames)
+		return Errorf(nil, "the input holds %d samples per channel, but its header says %d", written, frames)
 	}
 	if pad != 0 {
 		_, err := cw.Write([]byte{0})

@@ -23,7 +23,7 @@ func openFLAC(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 	if err := expectAudio(in, "flac", "FLAC"); err != nil {
 		return nil, err
 	}
-	r := bufio.NewReaderSize(&cancelReader{ctx: ctx, r: io.NewSectionReader(in, 0, in.Size())}, 64<<10)
+	r := bufio.NewReaderSize(&ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())}, 64<<10)
 	stream, err := flac.New(r)
 	if err != nil {
 		return nil, audioDecodeError(ctx, "FLAC", err)
@@ -48,7 +48,7 @@ func (s *flacSource) read() ([][]int32, error) {
 	f, err := s.stream.ParseNext()
 	if err == io.EOF {
 		if s.inf.frames >= 0 && s.total != s.inf.frames {
-			return nil, errorf(nil, "input is not a valid FLAC file (it holds %d samples per channel, but its header says %d; is it truncated?)", s.total, s.inf.frames)
+			return nil, Errorf(nil, "input is not a valid FLAC file (it holds %d samples per channel, but its header says %d; is it truncated?)", s.total, s.inf.frames)
 		}
 		return nil, io.EOF
 	}
@@ -56,15 +56,15 @@ func (s *flacSource) read() ([][]int32, error) {
 		return nil, audioDecodeError(s.ctx, "FLAC", err)
 	}
 	if len(f.Subframes) != s.inf.channels {
-		return nil, errorf(nil, "input is not a valid FLAC file (a frame has %d channels, the stream %d)", len(f.Subframes), s.inf.channels)
+		return nil, Errorf(nil, "input is not a valid FLAC file (a frame has %d channels, the stream %d)", len(f.Subframes), s.inf.channels)
 	}
 	if int(f.BitsPerSample) != s.inf.bits && f.BitsPerSample != 0 {
-		return nil, errorf(nil, "input is not a valid FLAC file (a frame has %d bits per sample, the stream %d)", f.BitsPerSample, s.inf.bits)
+		return nil, Errorf(nil, "input is not a valid FLAC file (a frame has %d bits per sample, the stream %d)", f.BitsPerSample, s.inf.bits)
 	}
 	n := len(f.Subframes[0].Samples)
 	for i, sf := range f.Subframes {
 		if len(sf.Samples) != n {
-			return nil, errorf(nil, "input is not a valid FLAC file (its channels differ in length)")
+			return nil, Errorf(nil, "input is not a valid FLAC file (its channels differ in length)")
 		}
 		s.chans[i] = sf.Samples
 	}
@@ -73,7 +73,7 @@ func (s *flacSource) read() ([][]int32, error) {
 	}
 	s.total += int64(n)
 	if s.total > AudioMaxSamples/int64(s.inf.channels) {
-		return nil, errorf(nil, "input holds more than %d samples, over the limit", int64(AudioMaxSamples))
+		return nil, Errorf(nil, "input holds more than %d samples, over the limit", int64(AudioMaxSamples))
 	}
 	return s.chans, nil
 }
@@ -92,7 +92,7 @@ func writeFLAC(ctx context.Context, w io.Writer, s pcmSource) error {
 	switch inf.bits {
 	case 8, 12, 16, 20, 24:
 	default:
-		return errorf(nil, "the input has %d-bit samples, but FLAC output supports 8, 12, 16, 20 or 24 bits", inf.bits)
+		return Errorf(nil, "the input has %d-bit samples, but FLAC output supports 8, 12, 16, 20 or 24 bits", inf.bits)
 	}
 	si := &meta.StreamInfo{
 		BlockSizeMin:  audioBlock,
@@ -107,7 +107,7 @@ func writeFLAC(ctx context.Context, w io.Writer, s pcmSource) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cw := &cancelWriter{ctx: ctx, w: w}
+	cw := &ContextWriter{Ctx: ctx, W: w}
 	enc, err := flac.NewEncoder(cw, si)
 	if err != nil {
 		return flacWriteError(ctx, err)
@@ -182,10 +182,10 @@ func writeFLAC(ctx context.Context, w io.Writer, s pcmSource) error {
 		return err
 	}
 	if inf.frames > 0 && total != inf.frames {
-		return errorf(nil, "the input holds %d samples per channel, but its header says %d", total, inf.frames)
+		return Errorf(nil, "the input holds %d samples per channel, but its header says %d", total, inf.frames)
 	}
 	if total == 0 {
-		return errorf(nil, "the input holds no audio")
+		return Errorf(nil, "the input holds no audio")
 	}
 	return flacWriteError(ctx, enc.Close())
 }

@@ -89,7 +89,7 @@ func openOgg(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 	}
 	ch := r.Channels()
 	if ch < 1 || ch > AudioMaxChannels {
-		return nil, errorf(nil, "input has %d audio channels; at most %d are supported", ch, AudioMaxChannels)
+		return nil, Errorf(nil, "input has %d audio channels; at most %d are supported", ch, AudioMaxChannels)
 	}
 	s := &oggSource{ctx: ctx, r: r, inf: pcmInfo{rate: r.SampleRate(), channels: ch, bits: 16, frames: r.Length()}}
 	if s.inf.frames <= 0 {

@@ -65,7 +65,7 @@ func checkAudioOutput(to string) func(t *testing.T, source, output string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id, name := sniff(out); id != to {
+		if id, name := Sniff(out); id != to {
 			t.Fatalf("output sniffs as %s", name)
 		}
 		gotInf, got := decodeAudio(t, to, out)

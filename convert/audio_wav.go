@@ -29,7 +29,7 @@ func openWAV(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 		return nil, err
 	}
 	bad := func(format string, args ...any) error {
-		return errorf(nil, "input is not a valid WAV file ("+format+")", args...)
+		return Errorf(nil, "input is not a valid WAV file ("+format+")", args...)
 	}
 	le := binary.LittleEndian
 	size := in.Size()
@@ -86,7 +86,7 @@ func openWAV(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 			if avail := size - body; n > avail {
 				// 0 and 0xFFFFFFFF are what streaming writers put before they know the length.
 				if n != 0xFFFFFFFF {
-					return nil, bad("its header claims %s of audio, but the file holds %s", byteSize(n), byteSize(max(avail, 0)))
+					return nil, bad("its header claims %s of audio, but the file holds %s", ByteSize(n), ByteSize(max(avail, 0)))
 				}
 				dataLen = avail
 			} else if n == 0 && avail > 0 {
@@ -108,19 +108,19 @@ func openWAV(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 	case tag == 0xFFFE && bytes.Equal(subformat, wavSubformatFloat):
 		float = true
 	case tag == 0xFFFE:
-		return nil, errorf(nil, "input is a WAV file with a compressed subformat, which is not supported (only PCM and float)")
+		return nil, Errorf(nil, "input is a WAV file with a compressed subformat, which is not supported (only PCM and float)")
 	default:
-		return nil, errorf(nil, "input is a WAV file with compression (format tag %d), which is not supported (only PCM and float)", tag)
+		return nil, Errorf(nil, "input is a WAV file with compression (format tag %d), which is not supported (only PCM and float)", tag)
 	}
 	if channels < 1 || channels > AudioMaxChannels {
-		return nil, errorf(nil, "input has %d audio channels; at most %d are supported", channels, AudioMaxChannels)
+		return nil, Errorf(nil, "input has %d audio channels; at most %d are supported", channels, AudioMaxChannels)
 	}
 	container := bits / 8
 	switch {
 	case float && bits != 32 && bits != 64,
 		!float && (bits%8 != 0 || bits < 8 || bits > 32),
 		validBits < 1 || validBits > bits || float && validBits != bits:
-		return nil, errorf(nil, "input is a WAV file with %d-bit samples (%d valid), which is not supported", bits, validBits)
+		return nil, Errorf(nil, "input is a WAV file with %d-bit samples (%d valid), which is not supported", bits, validBits)
 	case blockAlign != channels*container:
 		return nil, bad("its block alignment %d does not match %d channels of %d bits", blockAlign, channels, bits)
 	}
@@ -157,9 +157,9 @@ func (s *wavSource) read() ([][]int32, error) {
 	raw := s.raw[:n*s.inf.channels*s.container]
 	if _, err := io.ReadFull(s.r, raw); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, errorf(err, "input is not a valid WAV file (it is truncated)")
+			return nil, Errorf(err, "input is not a valid WAV file (it is truncated)")
 		}
-		return nil, errorf(err, "could not read the input")
+		return nil, Errorf(err, "could not read the input")
 	}
 	s.left -= int64(n)
 	for c := range s.chans {

@@ -95,15 +95,15 @@ func BenchmarkConvert(b *testing.B) {
 				}
 				defer f.Close()
 				b.ReportAllocs()
-				var out countingWriter
-				out.w = io.Discard
+				var out CountingWriter
+				out.W = io.Discard
 				for b.Loop() {
-					out.n = 0
+					out.N = 0
 					if err := c.Convert(context.Background(), from, to, opts, f, &out, dir); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(out.n), "out-bytes")
+				b.ReportMetric(float64(out.N), "out-bytes")
 			})
 		}
 	}
@@ -134,16 +134,16 @@ func BenchmarkPNGCompression(b *testing.B) {
 		src := lvl.src
 		b.Run(lvl.name, func(b *testing.B) {
 			b.ReportAllocs()
-			var out countingWriter
-			out.w = io.Discard
+			var out CountingWriter
+			out.W = io.Discard
 			enc := png.Encoder{CompressionLevel: lvl.l, BufferPool: pngBuffers}
 			for b.Loop() {
-				out.n = 0
+				out.N = 0
 				if err := enc.Encode(&out, src); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(out.n), "out-bytes")
+			b.ReportMetric(float64(out.N), "out-bytes")
 		})
 	}
 }

@@ -22,7 +22,7 @@ func TestDefaultConversionMemory(t *testing.T) {
 		t.Errorf("DefaultConversionMemory() = %d, over half of MemTotal %d", got, total)
 	}
 	t.Logf("default conversion memory budget: %s", bytesize.Format(got))
-	if l := (Limits{}).normalized(); l.MaxConversionMemory != got {
+	if l := (Limits{}).Normalized(); l.MaxConversionMemory != got {
 		t.Errorf("normalized MaxConversionMemory = %d, want %d", l.MaxConversionMemory, got)
 	}
 }

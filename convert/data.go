@@ -65,7 +65,7 @@ func registerDataFormats(c *Catalog) {
 			if from.ID == to {
 				continue
 			}
-			if _, taken := c.converter(Step{From: from.ID, To: to}); taken {
+			if _, taken := c.ConverterFor(Step{From: from.ID, To: to}); taken {
 				continue
 			}
 			typed := !slices.Contains([]string{"csv", "tsv", "xml"}, from.ID)
@@ -82,7 +82,7 @@ func dataRun(from, to string) func(context.Context, *io.SectionReader, io.Writer
 		err := dataConvert(ctx, from, to, in, out)
 		var le *lossError
 		if errors.As(err, &le) {
-			return errorf(err, "%s -> %s: %s", from, to, le.msg)
+			return Errorf(err, "%s -> %s: %s", from, to, le.msg)
 		}
 		return err
 	}
@@ -166,7 +166,7 @@ func openTableReader(ctx context.Context, from string, in *io.SectionReader) (ta
 // newTableWriter writes a table in a table format.
 func newTableWriter(ctx context.Context, to string, out io.Writer) (tableWriter, func(), error) {
 	nop := func() {}
-	bw := func() *bufio.Writer { return bufio.NewWriterSize(&cancelWriter{ctx: ctx, w: out}, 64<<10) }
+	bw := func() *bufio.Writer { return bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: out}, 64<<10) }
 	switch to {
 	case "csv":
 		return newCSVTableWriter(ctx, out, ','), nop, nil
@@ -185,7 +185,7 @@ func newTableWriter(ctx context.Context, to string, out io.Writer) (tableWriter,
 	case "html":
 		return &htmlTableWriter{bw: bw()}, nop, nil
 	}
-	return nil, nop, errorf(ErrUnsupported, "cannot write %s as a table", to)
+	return nil, nop, Errorf(ErrUnsupported, "cannot write %s as a table", to)
 }
 
 // readTree reads a tree format whole.
@@ -204,7 +204,7 @@ func readTree(ctx context.Context, from string, in *io.SectionReader) (any, erro
 	case "xml":
 		return decodeXMLTree(ctx, data)
 	}
-	return nil, errorf(ErrUnsupported, "cannot read %s as a tree", from)
+	return nil, Errorf(ErrUnsupported, "cannot read %s as a tree", from)
 }
 
 // writeTree writes a tree format.
@@ -219,7 +219,7 @@ func writeTree(ctx context.Context, to string, out io.Writer, tree any) error {
 	case "xml":
 		return writeXMLTree(ctx, out, tree)
 	}
-	return errorf(ErrUnsupported, "cannot write %s as a tree", to)
+	return Errorf(ErrUnsupported, "cannot write %s as a tree", to)
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -228,44 +228,18 @@ var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
 // says what it looks like. Only binary inputs are named by their magic: short text magics
 // such as "BM" or "ID3" can begin a CSV header too.
 func checkTextHead(data []byte, format string) error {
-	head := data[:min(len(data), sniffLen)]
+	head := data[:min(len(data), SniffLen)]
 	if len(head) == 0 {
 		return nil
 	}
 	if bytes.HasPrefix(head, []byte{0xFF, 0xFE}) || bytes.HasPrefix(head, []byte{0xFE, 0xFF}) {
-		return errorf(nil, "input is not a valid %s file (it is UTF-16 text; save it as UTF-8)", format)
+		return Errorf(nil, "input is not a valid %s file (it is UTF-16 text; save it as UTF-8)", format)
 	}
-	if looksLikeText(head) {
+	if LooksLikeText(head) {
 		return nil
 	}
-	if _, name := sniff(head); name != "unrecognised data" && name != "text" {
-		return errorf(nil, "input is not a valid %s file (it looks like %s)", format, name)
+	if _, name := Sniff(head); name != "unrecognised data" && name != "text" {
+		return Errorf(nil, "input is not a valid %s file (it looks like %s)", format, name)
 	}
-	return errorf(nil, "input is not a valid %s file (it is not UTF-8 text)", format)
-}
-
-// cancelWriter fails writes once ctx is done, so a streaming encoder stops soon after.
-type cancelWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c *cancelWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
-}
-
-// cancelReader fails reads once ctx is done, so a decoding loop stops soon after.
-type cancelReader struct {
-	ctx context.Context
-	r   io.Reader
-}
-
-func (c *cancelReader) Read(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.r.Read(p)
+	return Errorf(nil, "input is not a valid %s file (it is not UTF-8 text)", format)
 }

@@ -23,15 +23,15 @@ func benchConverter(b *testing.B, run func(context.Context, *io.SectionReader, i
 	b.Helper()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(input)))
-	var out countingWriter
-	out.w = io.Discard
+	var out CountingWriter
+	out.W = io.Discard
 	for b.Loop() {
-		out.n = 0
+		out.N = 0
 		if err := run(context.Background(), io.NewSectionReader(bytes.NewReader(input), 0, int64(len(input))), &out, Params{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(out.n), "out-bytes")
+	b.ReportMetric(float64(out.N), "out-bytes")
 }
 
 func BenchmarkData(b *testing.B) {

@@ -158,7 +158,7 @@ func newCSVTableReader(ctx context.Context, in *io.SectionReader, sep rune) (*cs
 	if sep == '\t' {
 		name = "TSV"
 	}
-	head := make([]byte, sniffLen)
+	head := make([]byte, SniffLen)
 	n, _ := in.ReadAt(head, 0)
 	if err := checkTextHead(head[:n], name); err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func newCSVTableReader(ctx context.Context, in *io.SectionReader, sep rune) (*cs
 		return nil, t.error(err)
 	}
 	if len(rec) > DataMaxColumns {
-		return nil, errorf(nil, "input has %d columns, over the limit of %d", len(rec), DataMaxColumns)
+		return nil, Errorf(nil, "input has %d columns, over the limit of %d", len(rec), DataMaxColumns)
 	}
 	t.cols = make([]string, len(rec))
 	copy(t.cols, rec) // ReuseRecord: the strings themselves are not reused
@@ -209,7 +209,7 @@ func (t *csvTableReader) next() ([]any, error) {
 
 func (t *csvTableReader) error(err error) error {
 	if errors.Is(err, errRecordTooLong) {
-		return errorf(err, "input has a record longer than %s (after byte %d); is it really %s?", byteSize(DataMaxRecordBytes), t.r.InputOffset(), t.name)
+		return Errorf(err, "input has a record longer than %s (after byte %d); is it really %s?", ByteSize(DataMaxRecordBytes), t.r.InputOffset(), t.name)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
@@ -217,11 +217,11 @@ func (t *csvTableReader) error(err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		if errors.Is(pe.Err, csv.ErrFieldCount) {
-			return errorf(err, "input is not a valid %s file (line %d has a different number of fields than the header's %d; every row needs the same number of fields)", t.name, pe.StartLine, len(t.cols))
+			return Errorf(err, "input is not a valid %s file (line %d has a different number of fields than the header's %d; every row needs the same number of fields)", t.name, pe.StartLine, len(t.cols))
 		}
-		return errorf(err, "input is not a valid %s file (line %d, column %d: %v)", t.name, pe.Line, pe.Column, pe.Err)
+		return Errorf(err, "input is not a valid %s file (line %d, column %d: %v)", t.name, pe.Line, pe.Column, pe.Err)
 	}
-	return errorf(err, "could not read the input")
+	return Errorf(err, "could not read the input")
 }
 
 type csvTableWriter struct {
@@ -232,7 +232,7 @@ type csvTableWriter struct {
 }
 
 func newCSVTableWriter(ctx context.Context, out io.Writer, sep rune) *csvTableWriter {
-	bw := bufio.NewWriterSize(&cancelWriter{ctx: ctx, w: out}, 64<<10)
+	bw := bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: out}, 64<<10)
 	w := csv.NewWriter(bw)
 	w.Comma = sep
 	w.UseCRLF = sep == ',' // RFC 4180; TSV lines end in LF
@@ -287,7 +287,7 @@ type jsonRowsWriter struct {
 }
 
 func newJSONRowsWriter(ctx context.Context, out io.Writer, ndjson bool) *jsonRowsWriter {
-	return &jsonRowsWriter{bw: bufio.NewWriterSize(&cancelWriter{ctx: ctx, w: out}, 64<<10), ndjson: ndjson}
+	return &jsonRowsWriter{bw: bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: out}, 64<<10), ndjson: ndjson}
 }
 
 func (j *jsonRowsWriter) begin(cols []string) error {
@@ -396,7 +396,7 @@ func newJSONTableReader(ctx context.Context, in *io.SectionReader, ndjson bool) 
 	if ndjson {
 		t.name = "NDJSON"
 	}
-	head := make([]byte, sniffLen)
+	head := make([]byte, SniffLen)
 	n, _ := in.ReadAt(head, 0)
 	if err := checkTextHead(head[:n], t.name); err != nil {
 		return nil, err
@@ -457,21 +457,21 @@ func (t *jsonTableReader) syntax(err error) error {
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		if t.dec.InputOffset() == 0 {
-			return errorf(err, "input is not a valid %s file (it is empty)", t.name)
+			return Errorf(err, "input is not a valid %s file (it is empty)", t.name)
 		}
-		return errorf(err, "input is not a valid %s file (it ends in the middle of a value)", t.name)
+		return Errorf(err, "input is not a valid %s file (it ends in the middle of a value)", t.name)
 	}
 	off := t.dec.InputOffset()
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		off = se.Offset
 	}
-	return errorf(err, "input is not a valid %s file (at byte %d: %s)", t.name, off, strings.TrimPrefix(err.Error(), "json: "))
+	return Errorf(err, "input is not a valid %s file (at byte %d: %s)", t.name, off, strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // start positions the reader at the first row.
 func (t *jsonTableReader) start() error {
-	r := bufio.NewReaderSize(&cancelReader{ctx: t.ctx, r: io.NewSectionReader(t.in, 0, t.in.Size())}, 64<<10)
+	r := bufio.NewReaderSize(&ContextReader{Ctx: t.ctx, R: io.NewSectionReader(t.in, 0, t.in.Size())}, 64<<10)
 	if b, err := r.Peek(3); err == nil && bytes.Equal(b, utf8BOM) {
 		r.Discard(3)
 	}
@@ -486,7 +486,7 @@ func (t *jsonTableReader) start() error {
 	t.tablePath = "$"
 	for {
 		if t.wrapped > DataMaxDepth {
-			return errorf(nil, "input is nested more than %d levels deep", DataMaxDepth)
+			return Errorf(nil, "input is nested more than %d levels deep", DataMaxDepth)
 		}
 		tok, err := t.token()
 		if err != nil {
@@ -613,7 +613,7 @@ func (t *jsonTableReader) cell(path, key string, v json.Token) error {
 		return lossf("value at %s is %s, but a table cell cannot hold one (only text, numbers, booleans and null)", childPath(path, key), tokenKind(d))
 	}
 	if t.seen[key] {
-		return errorf(nil, "input is not a valid %s file (key %q appears twice in the object at %s)", t.name, key, path)
+		return Errorf(nil, "input is not a valid %s file (key %q appears twice in the object at %s)", t.name, key, path)
 	}
 	t.seen[key] = true
 	i, ok := t.index[key]
@@ -622,7 +622,7 @@ func (t *jsonTableReader) cell(path, key string, v json.Token) error {
 			return fmt.Errorf("input changed between passes")
 		}
 		if len(t.cols) >= DataMaxColumns {
-			return errorf(nil, "input has more than %d distinct keys, over the column limit", DataMaxColumns)
+			return Errorf(nil, "input has more than %d distinct keys, over the column limit", DataMaxColumns)
 		}
 		i = len(t.cols)
 		t.index[key] = i
@@ -655,7 +655,7 @@ func (t *jsonTableReader) finish() error {
 		if err != nil {
 			return t.syntax(err)
 		}
-		return errorf(nil, "input is not a valid %s file (more data after the first value; is it NDJSON?)", t.name)
+		return Errorf(nil, "input is not a valid %s file (more data after the first value; is it NDJSON?)", t.name)
 	}
 	t.done = true
 	return io.EOF
@@ -677,7 +677,7 @@ func (t *jsonTableReader) scanLine() error {
 		path := "line " + strconv.Itoa(t.lineNo)
 		tok, err := t.dec.Token()
 		if err != nil {
-			return errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
+			return Errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
 		}
 		if tok != json.Delim('{') {
 			return lossf("line %d holds %s, but a table needs one object per line", t.lineNo, tokenKind(tok))
@@ -686,11 +686,11 @@ func (t *jsonTableReader) scanLine() error {
 		for t.dec.More() {
 			kt, err := t.dec.Token()
 			if err != nil {
-				return errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
+				return Errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
 			}
 			vt, err := t.dec.Token()
 			if err != nil {
-				return errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
+				return Errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
 			}
 			key := kt.(string)
 			if err := t.cell("$", key, vt); err != nil {
@@ -702,21 +702,21 @@ func (t *jsonTableReader) scanLine() error {
 			}
 		}
 		if _, err := t.dec.Token(); err != nil {
-			return errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
+			return Errorf(err, "input is not a valid NDJSON file (line %d: %s)", t.lineNo, strings.TrimPrefix(err.Error(), "json: "))
 		}
 		if _, err := t.dec.Token(); err != io.EOF {
-			return errorf(err, "input is not a valid NDJSON file (line %d holds more than one value)", t.lineNo)
+			return Errorf(err, "input is not a valid NDJSON file (line %d holds more than one value)", t.lineNo)
 		}
 		return nil
 	}
 	if err := t.sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return errorf(err, "input has a line longer than %s (line %d)", byteSize(DataMaxRecordBytes), t.lineNo+1)
+			return Errorf(err, "input has a line longer than %s (line %d)", ByteSize(DataMaxRecordBytes), t.lineNo+1)
 		}
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 			return err
 		}
-		return errorf(err, "could not read the input")
+		return Errorf(err, "could not read the input")
 	}
 	return io.EOF
 }
@@ -769,7 +769,7 @@ func newTreeTable(v any) (*treeTable, error) {
 			}
 			if _, ok := t.idx[m.key]; !ok {
 				if len(t.cols) >= DataMaxColumns {
-					return nil, errorf(nil, "input has more than %d distinct keys, over the column limit", DataMaxColumns)
+					return nil, Errorf(nil, "input has more than %d distinct keys, over the column limit", DataMaxColumns)
 				}
 				t.idx[m.key] = len(t.cols)
 				t.cols = append(t.cols, m.key)
@@ -825,7 +825,7 @@ func (c *treeCollector) row(vals []any) error {
 	}
 	c.nodes += len(obj) + 1
 	if c.nodes > DataMaxNodes {
-		return errorf(nil, "input holds more than %d values, over the limit for %s output", DataMaxNodes, c.target)
+		return Errorf(nil, "input holds more than %d values, over the limit for %s output", DataMaxNodes, c.target)
 	}
 	c.rows = append(c.rows, obj)
 	return nil

@@ -18,8 +18,6 @@ import (
 	toml "github.com/pelletier/go-toml/v2"
 	"github.com/pelletier/go-toml/v2/unstable"
 	yaml "go.yaml.in/yaml/v3"
-
-	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
 // The tree model shared by json, yaml, toml and xml. A value is one of:
@@ -177,22 +175,13 @@ func readTreeInput(ctx context.Context, in *io.SectionReader, name string) ([]by
 		limit = DataMaxYAMLBytes
 	}
 	if in.Size() > limit {
-		return nil, errorf(nil, "input is %s, over the %s limit for %s", byteSize(in.Size()), byteSize(limit), name)
+		return nil, Errorf(nil, "input is %s, over the %s limit for %s", ByteSize(in.Size()), ByteSize(limit), name)
 	}
 	data := make([]byte, in.Size())
 	if _, err := in.ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, errorf(err, "could not read the input")
+		return nil, Errorf(err, "could not read the input")
 	}
 	return data, ctx.Err()
-}
-
-// byteSize formats a byte count for messages: "64 MiB", "1.5 GiB", "312 bytes".
-func byteSize(n int64) string {
-	v, unit := bytesize.Binary(n)
-	if unit == "" {
-		return fmt.Sprintf("%d bytes", n)
-	}
-	return strings.TrimSuffix(strconv.FormatFloat(v, 'f', 1, 64), ".0") + " " + unit
 }
 
 // nodeCounter enforces DataMaxNodes and DataMaxDepth while a tree is built.
@@ -204,10 +193,10 @@ type nodeCounter struct {
 func (c *nodeCounter) add(depth int) error {
 	c.nodes++
 	if depth > DataMaxDepth {
-		return errorf(nil, "input is nested more than %d levels deep", DataMaxDepth)
+		return Errorf(nil, "input is nested more than %d levels deep", DataMaxDepth)
 	}
 	if c.nodes > DataMaxNodes {
-		return errorf(nil, "input holds more than %d values", DataMaxNodes)
+		return Errorf(nil, "input holds more than %d values", DataMaxNodes)
 	}
 	if c.nodes&0xffff == 0 {
 		return c.ctx.Err()
@@ -233,7 +222,7 @@ func decodeJSONTree(ctx context.Context, data []byte) (any, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		off := dec.InputOffset()
 		line, col := lineCol(data, off)
-		return nil, errorf(err, "input is not a valid JSON file (more data after the first value, at line %d, column %d; is it NDJSON?)", line, col)
+		return nil, Errorf(err, "input is not a valid JSON file (more data after the first value, at line %d, column %d; is it NDJSON?)", line, col)
 	}
 	return v, nil
 }
@@ -266,11 +255,11 @@ func jsonValue(dec *json.Decoder, c *nodeCounter, depth int) (any, error) {
 						}
 					}
 					if seen[key] {
-						return nil, errorf(nil, "input is not a valid JSON file (key %q appears twice in one object)", key)
+						return nil, Errorf(nil, "input is not a valid JSON file (key %q appears twice in one object)", key)
 					}
 					seen[key] = true
 				} else if _, dup := obj.get(key); dup {
-					return nil, errorf(nil, "input is not a valid JSON file (key %q appears twice in one object)", key)
+					return nil, Errorf(nil, "input is not a valid JSON file (key %q appears twice in one object)", key)
 				}
 				v, err := jsonValue(dec, c, depth+1)
 				if err != nil {
@@ -311,12 +300,12 @@ func jsonError(data []byte, dec *json.Decoder, err error) error {
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		if len(bytes.TrimSpace(data)) == 0 {
-			return errorf(err, "input is not a valid JSON file (it is empty)")
+			return Errorf(err, "input is not a valid JSON file (it is empty)")
 		}
-		return errorf(err, "input is not a valid JSON file (it ends in the middle of a value)")
+		return Errorf(err, "input is not a valid JSON file (it ends in the middle of a value)")
 	}
 	line, col := lineCol(data, off)
-	return errorf(err, "input is not a valid JSON file (line %d, column %d: %s)", line, col, strings.TrimPrefix(err.Error(), "json: "))
+	return Errorf(err, "input is not a valid JSON file (line %d, column %d: %s)", line, col, strings.TrimPrefix(err.Error(), "json: "))
 }
 
 // lineCol turns a byte offset into a 1-based line and column.
@@ -330,7 +319,7 @@ func lineCol(data []byte, off int64) (line, col int) {
 
 // writeJSONTree writes v as indented JSON.
 func writeJSONTree(ctx context.Context, w io.Writer, v any) error {
-	bw := bufio.NewWriterSize(&cancelWriter{ctx: ctx, w: w}, 32<<10)
+	bw := bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: w}, 32<<10)
 	buf := make([]byte, 0, 256)
 	var err error
 	buf, err = appendJSONValue(buf, v, "$", 0, bw)
@@ -482,13 +471,13 @@ func decodeYAMLTree(ctx context.Context, data []byte) (any, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil // an empty document is null
 		}
-		return nil, errorf(err, "input is not a valid YAML file (%s)", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, Errorf(err, "input is not a valid YAML file (%s)", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, errorf(nil, "input holds more than one YAML document (line %d starts another); convert one document at a time", extra.Line)
+		return nil, Errorf(nil, "input holds more than one YAML document (line %d starts another); convert one document at a time", extra.Line)
 	} else if !errors.Is(err, io.EOF) {
-		return nil, errorf(err, "input is not a valid YAML file (%s)", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, Errorf(err, "input is not a valid YAML file (%s)", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	y := &yamlConv{c: nodeCounter{ctx: ctx}}
 	return y.value(&doc, 0)
@@ -521,7 +510,7 @@ func (y *yamlConv) value(n *yaml.Node, depth int) (any, error) {
 		y.aliased++
 	}
 	if y.aliased > 100 && y.c.nodes > 1000 && float64(y.aliased)/float64(y.c.nodes) > allowedAliasRatio(y.c.nodes) {
-		return nil, errorf(nil, "input is not a valid YAML file (its aliases expand to too many values, as in a \"billion laughs\" attack)")
+		return nil, Errorf(nil, "input is not a valid YAML file (its aliases expand to too many values, as in a \"billion laughs\" attack)")
 	}
 	switch n.Kind {
 	case yaml.DocumentNode:
@@ -531,7 +520,7 @@ func (y *yamlConv) value(n *yaml.Node, depth int) (any, error) {
 		return y.value(n.Content[0], depth)
 	case yaml.AliasNode:
 		if n.Alias == nil {
-			return nil, errorf(nil, "input is not a valid YAML file (unknown alias at line %d)", n.Line)
+			return nil, Errorf(nil, "input is not a valid YAML file (unknown alias at line %d)", n.Line)
 		}
 		y.aliasDepth++
 		v, err := y.value(n.Alias, depth+1)
@@ -552,7 +541,7 @@ func (y *yamlConv) value(n *yaml.Node, depth int) (any, error) {
 	case yaml.ScalarNode:
 		return yamlScalar(n)
 	}
-	return nil, errorf(nil, "input is not a valid YAML file (unexpected node at line %d)", n.Line)
+	return nil, Errorf(nil, "input is not a valid YAML file (unexpected node at line %d)", n.Line)
 }
 
 func (y *yamlConv) mapping(n *yaml.Node, depth int) (any, error) {
@@ -570,7 +559,7 @@ func (y *yamlConv) mapping(n *yaml.Node, depth int) (any, error) {
 			return nil, err
 		}
 		if _, dup := index[key]; dup {
-			return nil, errorf(nil, "input is not a valid YAML file (key %q appears twice in the mapping at line %d)", key, n.Line)
+			return nil, Errorf(nil, "input is not a valid YAML file (key %q appears twice in the mapping at line %d)", key, n.Line)
 		}
 		val, err := y.value(v, depth+1)
 		if err != nil {
@@ -592,7 +581,7 @@ func (y *yamlConv) mapping(n *yaml.Node, depth int) (any, error) {
 			}
 			mo, ok := v.(object)
 			if !ok {
-				return nil, errorf(nil, "input is not a valid YAML file (a merge key at line %d does not refer to a mapping)", s.Line)
+				return nil, Errorf(nil, "input is not a valid YAML file (a merge key at line %d does not refer to a mapping)", s.Line)
 			}
 			for _, mm := range mo {
 				if _, set := index[mm.key]; !set {
@@ -627,13 +616,13 @@ func yamlScalar(n *yaml.Node) (any, error) {
 	case "!!bool":
 		var b bool
 		if err := n.Decode(&b); err != nil {
-			return nil, errorf(err, "input is not a valid YAML file (line %d: %q is not a boolean)", n.Line, n.Value)
+			return nil, Errorf(err, "input is not a valid YAML file (line %d: %q is not a boolean)", n.Line, n.Value)
 		}
 		return b, nil
 	case "!!int":
 		var v any
 		if err := n.Decode(&v); err != nil {
-			return nil, errorf(err, "input is not a valid YAML file (line %d: %q is not an integer)", n.Line, n.Value)
+			return nil, Errorf(err, "input is not a valid YAML file (line %d: %q is not an integer)", n.Line, n.Value)
 		}
 		switch v := v.(type) {
 		case int:
@@ -652,7 +641,7 @@ func yamlScalar(n *yaml.Node) (any, error) {
 	case "!!float":
 		var f float64
 		if err := n.Decode(&f); err != nil {
-			return nil, errorf(err, "input is not a valid YAML file (line %d: %q is not a number)", n.Line, n.Value)
+			return nil, Errorf(err, "input is not a valid YAML file (line %d: %q is not a number)", n.Line, n.Value)
 		}
 		if math.IsInf(f, 0) || math.IsNaN(f) {
 			return f, nil
@@ -670,7 +659,7 @@ func yamlScalar(n *yaml.Node) (any, error) {
 // about a hundred times the input's size in memory (2.6 GB for 27 MB of JSON). Strings are
 // plain where that cannot be read as anything else, double-quoted with JSON escapes otherwise.
 func writeYAMLTree(ctx context.Context, w io.Writer, v any) error {
-	yw := &yamlWriter{w: bufio.NewWriterSize(&cancelWriter{ctx: ctx, w: w}, 32<<10)}
+	yw := &yamlWriter{w: bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: w}, 32<<10)}
 	if err := yw.item(v, 0, true); err != nil {
 		return err
 	}
@@ -824,9 +813,9 @@ func decodeTOMLTree(ctx context.Context, data []byte) (any, error) {
 		var de *toml.DecodeError
 		if errors.As(err, &de) {
 			line, col := de.Position()
-			return nil, errorf(err, "input is not a valid TOML file (line %d, column %d: %s)", line, col, de.Error())
+			return nil, Errorf(err, "input is not a valid TOML file (line %d, column %d: %s)", line, col, de.Error())
 		}
-		return nil, errorf(err, "input is not a valid TOML file (%v)", err)
+		return nil, Errorf(err, "input is not a valid TOML file (%v)", err)
 	}
 	order := tomlKeyOrder(data)
 	c := &nodeCounter{ctx: ctx}
@@ -971,7 +960,7 @@ func writeTOMLTree(ctx context.Context, w io.Writer, v any) error {
 	if !ok {
 		return lossf("the top level is %s, but TOML needs a table", kindOf(v))
 	}
-	tw := &tomlWriter{w: bufio.NewWriterSize(&cancelWriter{ctx: ctx, w: w}, 32<<10)}
+	tw := &tomlWriter{w: bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: w}, 32<<10)}
 	if err := tw.table(root, nil, "$", false); err != nil {
 		return err
 	}

@@ -49,23 +49,23 @@ type xlsxTableReader struct {
 // checkXLSXPackage looks into the zip before excelize does: that it is an xlsx, and that
 // its parts stay within the limits, so a zip bomb is refused before anything is inflated.
 func checkXLSXPackage(in *io.SectionReader) error {
-	head := make([]byte, sniffLen)
+	head := make([]byte, SniffLen)
 	n, _ := in.ReadAt(head, 0)
-	if id, name := sniff(head[:n]); id != "zip" {
+	if id, name := Sniff(head[:n]); id != "zip" {
 		if n == 0 {
-			return errorf(nil, "input is not a valid XLSX file (it is empty)")
+			return Errorf(nil, "input is not a valid XLSX file (it is empty)")
 		}
-		return errorf(nil, "input is not a valid XLSX file (it looks like %s)", name)
+		return Errorf(nil, "input is not a valid XLSX file (it looks like %s)", name)
 	}
 	if in.Size() > XLSXMaxInputBytes {
-		return errorf(nil, "input is %s, over the %s limit for XLSX files", byteSize(in.Size()), byteSize(XLSXMaxInputBytes))
+		return Errorf(nil, "input is %s, over the %s limit for XLSX files", ByteSize(in.Size()), ByteSize(XLSXMaxInputBytes))
 	}
 	zr, err := zip.NewReader(in, in.Size())
 	if err != nil {
-		return errorf(err, "input is not a valid XLSX file (its zip structure is damaged)")
+		return Errorf(err, "input is not a valid XLSX file (its zip structure is damaged)")
 	}
 	if len(zr.File) > XLSXMaxParts {
-		return errorf(nil, "input is not a valid XLSX file (it has %d parts, over the limit of %d)", len(zr.File), XLSXMaxParts)
+		return Errorf(nil, "input is not a valid XLSX file (it has %d parts, over the limit of %d)", len(zr.File), XLSXMaxParts)
 	}
 	var total uint64
 	workbook := false
@@ -76,14 +76,14 @@ func checkXLSXPackage(in *io.SectionReader) error {
 		}
 		total += f.UncompressedSize64
 		if total > XLSXMaxUnzippedBytes {
-			return errorf(nil, "input unzips to more than %s, over the limit for XLSX files (a zip bomb?)", byteSize(XLSXMaxUnzippedBytes))
+			return Errorf(nil, "input unzips to more than %s, over the limit for XLSX files (a zip bomb?)", ByteSize(XLSXMaxUnzippedBytes))
 		}
 		if name == "xl/sharedstrings.xml" && f.UncompressedSize64 > XLSXMaxSharedStringsBytes {
-			return errorf(nil, "input's shared strings unzip to %s, over the limit of %s", byteSize(int64(f.UncompressedSize64)), byteSize(XLSXMaxSharedStringsBytes))
+			return Errorf(nil, "input's shared strings unzip to %s, over the limit of %s", ByteSize(int64(f.UncompressedSize64)), ByteSize(XLSXMaxSharedStringsBytes))
 		}
 	}
 	if !workbook {
-		return errorf(nil, "input is not a valid XLSX file (it is a zip without xl/workbook.xml)")
+		return Errorf(nil, "input is not a valid XLSX file (it is a zip without xl/workbook.xml)")
 	}
 	return nil
 }
@@ -92,7 +92,7 @@ func newXLSXTableReader(ctx context.Context, in *io.SectionReader) (*xlsxTableRe
 	if err := checkXLSXPackage(in); err != nil {
 		return nil, err
 	}
-	f, err := excelize.OpenReader(&cancelReader{ctx: ctx, r: io.NewSectionReader(in, 0, in.Size())}, excelize.Options{
+	f, err := excelize.OpenReader(&ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())}, excelize.Options{
 		UnzipSizeLimit:    XLSXMaxUnzippedBytes,
 		UnzipXMLSizeLimit: 16 << 20, // larger worksheets go to temporary files
 	})
@@ -101,19 +101,19 @@ func newXLSXTableReader(ctx context.Context, in *io.SectionReader) (*xlsxTableRe
 			return nil, ctx.Err()
 		}
 		if errors.Is(err, excelize.ErrWorkbookFileFormat) {
-			return nil, errorf(err, "input is not a valid XLSX file (it may be encrypted or an older .xls)")
+			return nil, Errorf(err, "input is not a valid XLSX file (it may be encrypted or an older .xls)")
 		}
-		return nil, errorf(err, "input is not a valid XLSX file (%v)", err)
+		return nil, Errorf(err, "input is not a valid XLSX file (%v)", err)
 	}
 	t := &xlsxTableReader{f: f, ctx: ctx}
 	sheets := f.GetSheetList()
 	if len(sheets) == 0 {
 		f.Close()
-		return nil, errorf(nil, "input is not a valid XLSX file (it has no worksheet)")
+		return nil, Errorf(nil, "input is not a valid XLSX file (it has no worksheet)")
 	}
 	if t.rows, err = f.Rows(sheets[0]); err != nil {
 		f.Close()
-		return nil, errorf(err, "input is not a valid XLSX file (its first worksheet cannot be read: %v)", err)
+		return nil, Errorf(err, "input is not a valid XLSX file (its first worksheet cannot be read: %v)", err)
 	}
 	header, err := t.nextRaw()
 	if err == io.EOF {
@@ -149,10 +149,10 @@ func (t *xlsxTableReader) nextRaw() ([]string, error) {
 		}
 		cells, err := t.rows.Columns()
 		if err != nil {
-			return nil, errorf(err, "input is not a valid XLSX file (row %d: %v)", t.rowNo, err)
+			return nil, Errorf(err, "input is not a valid XLSX file (row %d: %v)", t.rowNo, err)
 		}
 		if len(cells) > DataMaxColumns {
-			return nil, errorf(nil, "input has %d columns, over the limit of %d", len(cells), DataMaxColumns)
+			return nil, Errorf(nil, "input has %d columns, over the limit of %d", len(cells), DataMaxColumns)
 		}
 		if len(cells) == 0 {
 			t.empties++
@@ -166,7 +166,7 @@ func (t *xlsxTableReader) nextRaw() ([]string, error) {
 		return cells, nil
 	}
 	if err := t.rows.Error(); err != nil {
-		return nil, errorf(err, "input is not a valid XLSX file (%v)", err)
+		return nil, Errorf(err, "input is not a valid XLSX file (%v)", err)
 	}
 	return nil, io.EOF
 }
@@ -296,7 +296,7 @@ func (x *xlsxTableWriter) end() error {
 	if err := x.sw.Flush(); err != nil {
 		return err
 	}
-	return x.f.Write(&cancelWriter{ctx: x.ctx, w: x.out})
+	return x.f.Write(&ContextWriter{Ctx: x.ctx, W: x.out})
 }
 
 func (x *xlsxTableWriter) close() { x.f.Close() }

@@ -61,7 +61,7 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 		if errors.As(err, &se) {
 			line, msg = se.Line, se.Msg
 		}
-		return errorf(err, "input is not a valid XML file (line %d: %s)", line, msg)
+		return Errorf(err, "input is not a valid XML file (line %d: %s)", line, msg)
 	}
 	for {
 		tok, err := dec.RawToken()
@@ -74,7 +74,7 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if len(stack) == 0 && rootName != "" {
-				return nil, errorf(nil, "input is not a valid XML file (a second root element <%s> follows <%s>)", xmlName(t.Name), rootName)
+				return nil, Errorf(nil, "input is not a valid XML file (a second root element <%s> follows <%s>)", xmlName(t.Name), rootName)
 			}
 			if err := c.add(len(stack)); err != nil {
 				return nil, err
@@ -83,7 +83,7 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 			for _, a := range t.Attr {
 				key := "@" + xmlName(a.Name)
 				if _, dup := f.obj.get(key); dup {
-					return nil, errorf(nil, "input is not a valid XML file (attribute %s appears twice on <%s>)", key[1:], f.name)
+					return nil, Errorf(nil, "input is not a valid XML file (attribute %s appears twice on <%s>)", key[1:], f.name)
 				}
 				f.obj = append(f.obj, member{key, a.Value})
 			}
@@ -94,7 +94,7 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 		case xml.EndElement:
 			if len(stack) == 0 || stack[len(stack)-1].name != xmlName(t.Name) {
 				line, _ := dec.InputPos()
-				return nil, errorf(nil, "input is not a valid XML file (line %d: unexpected end element </%s>)", line, xmlName(t.Name))
+				return nil, Errorf(nil, "input is not a valid XML file (line %d: unexpected end element </%s>)", line, xmlName(t.Name))
 			}
 			f := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
@@ -144,7 +144,7 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 		case xml.CharData:
 			if len(stack) == 0 {
 				if len(bytes.TrimSpace(t)) != 0 {
-					return nil, errorf(nil, "input is not a valid XML file (text outside the root element)")
+					return nil, Errorf(nil, "input is not a valid XML file (text outside the root element)")
 				}
 				continue
 			}
@@ -154,16 +154,16 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 			}
 			f.size += len(t)
 			if f.size > DataMaxTreeBytes {
-				return nil, errorf(nil, "input holds more text than the %s limit", byteSize(DataMaxTreeBytes))
+				return nil, Errorf(nil, "input holds more text than the %s limit", ByteSize(DataMaxTreeBytes))
 			}
 			f.chunks = append(f.chunks, string(t))
 		}
 	}
 	if len(stack) > 0 {
-		return nil, errorf(nil, "input is not a valid XML file (it ends inside <%s>)", stack[len(stack)-1].name)
+		return nil, Errorf(nil, "input is not a valid XML file (it ends inside <%s>)", stack[len(stack)-1].name)
 	}
 	if rootName == "" {
-		return nil, errorf(nil, "input is not a valid XML file (it has no root element)")
+		return nil, Errorf(nil, "input is not a valid XML file (it has no root element)")
 	}
 	return object{{rootName, root}}, nil
 }
@@ -178,18 +178,18 @@ func xmlName(n xml.Name) string {
 
 // checkXMLHead checks that the input looks like XML: optional BOM and whitespace, then '<'.
 func checkXMLHead(data []byte) error {
-	head := data[:min(len(data), sniffLen)]
+	head := data[:min(len(data), SniffLen)]
 	if len(head) == 0 {
-		return errorf(nil, "input is not a valid XML file (it is empty)")
+		return Errorf(nil, "input is not a valid XML file (it is empty)")
 	}
 	t := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n")
 	if len(t) > 0 && t[0] == '<' {
 		return nil
 	}
-	if _, name := sniff(head); name != "text" {
-		return errorf(nil, "input is not a valid XML file (it looks like %s)", name)
+	if _, name := Sniff(head); name != "text" {
+		return Errorf(nil, "input is not a valid XML file (it looks like %s)", name)
 	}
-	return errorf(nil, "input is not a valid XML file (it does not start with '<')")
+	return Errorf(nil, "input is not a valid XML file (it does not start with '<')")
 }
 
 // writeXMLTree writes v as an indented XML document.
@@ -212,7 +212,7 @@ func writeXMLTree(ctx context.Context, w io.Writer, v any) error {
 	if _, isArr := root[0].val.([]any); isArr {
 		return lossf("the top-level member %q is an array, but XML needs exactly one root element", root[0].key)
 	}
-	xw := &xmlWriter{w: bufio.NewWriterSize(&cancelWriter{ctx: ctx, w: w}, 32<<10)}
+	xw := &xmlWriter{w: bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: w}, 32<<10)}
 	xw.buf = append(xw.buf, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"...)
 	if err := xw.element(root[0].key, root[0].val, childPath("$", root[0].key), 0); err != nil {
 		return err

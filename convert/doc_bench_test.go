@@ -92,16 +92,16 @@ func BenchmarkDocuments(b *testing.B) {
 			fi, _ := f.Stat()
 			b.SetBytes(fi.Size())
 			b.ReportAllocs()
-			var out countingWriter
-			out.w = discard{}
+			var out CountingWriter
+			out.W = discard{}
 			dir := b.TempDir()
 			for b.Loop() {
-				out.n = 0
+				out.N = 0
 				if err := c.Convert(context.Background(), tc.from, tc.to, Options{}, f, &out, dir); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(out.n), "out-bytes")
+			b.ReportMetric(float64(out.N), "out-bytes")
 		})
 	}
 }

@@ -96,23 +96,23 @@ type docxPackage struct {
 
 // openDOCX checks that in is a DOCX and reads its auxiliary parts.
 func openDOCX(ctx context.Context, in *io.SectionReader) (*docxPackage, error) {
-	head := make([]byte, sniffLen)
+	head := make([]byte, SniffLen)
 	n, err := in.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, errorf(err, "could not read the input")
+		return nil, Errorf(err, "could not read the input")
 	}
 	if n == 0 {
-		return nil, errorf(nil, "input is empty")
+		return nil, Errorf(nil, "input is empty")
 	}
-	if id, name := sniff(head[:n]); id != "zip" {
+	if id, name := Sniff(head[:n]); id != "zip" {
 		if name == "unrecognised data" {
-			return nil, errorf(nil, "input is not a valid DOCX file (unrecognised data)")
+			return nil, Errorf(nil, "input is not a valid DOCX file (unrecognised data)")
 		}
-		return nil, errorf(nil, "input is not a valid DOCX file (it looks like %s)", name)
+		return nil, Errorf(nil, "input is not a valid DOCX file (it looks like %s)", name)
 	}
 	zr, err := zip.NewReader(in, in.Size())
 	if err != nil {
-		return nil, errorf(err, "input is not a valid DOCX file (its ZIP structure is broken: %v)", err)
+		return nil, Errorf(err, "input is not a valid DOCX file (its ZIP structure is broken: %v)", err)
 	}
 	p := &docxPackage{ctx: ctx, zr: zr, files: map[string]*zip.File{}, styles: map[string]docxStyle{},
 		ordered: map[string]map[string]bool{}, links: map[string]string{}}
@@ -126,7 +126,7 @@ func openDOCX(ctx context.Context, in *io.SectionReader) (*docxPackage, error) {
 		p.main = target
 	}
 	if p.files[p.main] == nil {
-		return nil, errorf(nil, "input is not a valid DOCX file (%s)", p.describeOther())
+		return nil, Errorf(nil, "input is not a valid DOCX file (%s)", p.describeOther())
 	}
 	if err := p.readStyles(); err != nil {
 		return nil, err
@@ -199,15 +199,15 @@ func (p *docxPackage) decodePart(name string, max int64, optional bool, handle f
 		if optional {
 			return nil
 		}
-		return errorf(nil, "input is not a valid DOCX file (it has no %s)", name)
+		return Errorf(nil, "input is not a valid DOCX file (it has no %s)", name)
 	}
-	tooLarge := errorf(errPartTooLarge, "the DOCX part %s expands to more than %s, over the limit", name, bytesize.Format(max))
+	tooLarge := Errorf(errPartTooLarge, "the DOCX part %s expands to more than %s, over the limit", name, bytesize.Format(max))
 	if f.UncompressedSize64 > uint64(max) {
 		return tooLarge
 	}
 	rc, err := f.Open()
 	if err != nil {
-		return errorf(err, "input is not a valid DOCX file (%s cannot be read: %v)", name, err)
+		return Errorf(err, "input is not a valid DOCX file (%s cannot be read: %v)", name, err)
 	}
 	defer rc.Close()
 	lr := &limitedPart{r: rc, left: max, name: name, ctx: p.ctx}
@@ -225,23 +225,23 @@ func (p *docxPackage) decodePart(name string, max int64, optional bool, handle f
 			case errors.Is(err, errPartTooLarge):
 				return tooLarge
 			case errors.Is(err, zip.ErrFormat) || errors.Is(err, zip.ErrChecksum):
-				return errorf(err, "input is not a valid DOCX file (the part %s does not match its ZIP header: it is larger than declared or corrupt)", name)
+				return Errorf(err, "input is not a valid DOCX file (the part %s does not match its ZIP header: it is larger than declared or corrupt)", name)
 			case p.ctx.Err() != nil:
 				return p.ctx.Err()
 			}
-			return errorf(err, "input is not a valid DOCX file (%s is not valid XML: %v)", name, err)
+			return Errorf(err, "input is not a valid DOCX file (%s is not valid XML: %v)", name, err)
 		}
 		switch tok.(type) {
 		case xml.StartElement:
 			if depth++; depth > docxMaxDepth {
-				return errorf(errTooDeep, "the DOCX part %s nests elements more than %d deep", name, docxMaxDepth)
+				return Errorf(errTooDeep, "the DOCX part %s nests elements more than %d deep", name, docxMaxDepth)
 			}
 		case xml.EndElement:
 			depth--
 		case xml.Directive:
 			// <!DOCTYPE> and <!ENTITY> have no place in OOXML; encoding/xml would not expand
 			// them anyway.
-			return errorf(nil, "input is not a valid DOCX file (%s declares a DTD)", name)
+			return Errorf(nil, "input is not a valid DOCX file (%s declares a DTD)", name)
 		}
 		if err := handle(d, tok); err != nil {
 			return err
@@ -919,7 +919,7 @@ func docxToText(ctx context.Context, in *io.SectionReader, out io.Writer, _ Para
 	if err != nil {
 		return err
 	}
-	w := &mdTextWriter{ctx: ctx, w: bufio.NewWriterSize(&ctxWriter{ctx: ctx, w: out}, 64<<10)}
+	w := &mdTextWriter{ctx: ctx, w: bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: out}, 64<<10)}
 	docxText(w, d.blocks, "")
 	if w.err != nil {
 		return w.err

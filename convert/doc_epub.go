@@ -267,7 +267,7 @@ func (b *epubBook) image(src string) string {
 	if !ok {
 		return ""
 	}
-	id, _ := sniff(data[:min(len(data), sniffLen)])
+	id, _ := Sniff(data[:min(len(data), SniffLen)])
 	t, ok := epubImageTypes[id]
 	if !ok {
 		return ""
@@ -280,7 +280,7 @@ func (b *epubBook) image(src string) string {
 // write writes the book's files; mimetype comes first and uncompressed, as EPUB requires.
 func (b *epubBook) write(out io.Writer) error {
 	now := time.Now().UTC().Truncate(time.Second)
-	zw := zip.NewWriter(&ctxWriter{ctx: b.ctx, w: out})
+	zw := zip.NewWriter(&ContextWriter{Ctx: b.ctx, W: out})
 	file := func(name string, store bool, content string) error {
 		h := &zip.FileHeader{Name: name, Method: zip.Deflate, Modified: now}
 		if store {

@@ -46,7 +46,7 @@ func readHTML(ctx context.Context, in *io.SectionReader) (*html.Node, []byte, er
 	}
 	doc, err := html.Parse(bytes.NewReader(src))
 	if err != nil {
-		return nil, nil, errorf(err, "input is not a valid HTML file (%v)", err)
+		return nil, nil, Errorf(err, "input is not a valid HTML file (%v)", err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
@@ -58,7 +58,7 @@ func readHTML(ctx context.Context, in *io.SectionReader) (*html.Node, []byte, er
 func parseHTMLFragment(s string) (*html.Node, error) {
 	doc, err := html.Parse(strings.NewReader(s))
 	if err != nil {
-		return nil, errorf(err, "the document could not be converted")
+		return nil, Errorf(err, "the document could not be converted")
 	}
 	return doc, nil
 }
@@ -179,7 +179,7 @@ func htmlToMarkdownBytes(ctx context.Context, doc *html.Node) ([]byte, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errorf(err, "the HTML could not be converted to Markdown")
+		return nil, Errorf(err, "the HTML could not be converted to Markdown")
 	}
 	return md, nil
 }

@@ -91,10 +91,10 @@ func mdGuard(src []byte) error {
 			break
 		}
 		if depth > mdMaxNesting && !inFence {
-			return errorf(errTooDeep, "the Markdown nests lists or quotes more than %d levels deep (line %d)", mdMaxNesting, lineNo)
+			return Errorf(errTooDeep, "the Markdown nests lists or quotes more than %d levels deep (line %d)", mdMaxNesting, lineNo)
 		}
 		if col > mdMaxIndent && !inFence {
-			return errorf(errTooDeep, "the Markdown indents line %d by %d columns, over the %d column limit", lineNo, col, mdMaxIndent)
+			return Errorf(errTooDeep, "the Markdown indents line %d by %d columns, over the %d column limit", lineNo, col, mdMaxIndent)
 		}
 		rest := bytes.TrimRight(line[i:], " \t")
 
@@ -118,13 +118,13 @@ func mdGuard(src []byte) error {
 		}
 		if n := tableDelimiterColumns(rest); n > 0 {
 			if n > mdMaxTableColumns {
-				return errorf(nil, "the Markdown has a table of %d columns (line %d), over the %d column limit", n, lineNo, mdMaxTableColumns)
+				return Errorf(nil, "the Markdown has a table of %d columns (line %d), over the %d column limit", n, lineNo, mdMaxTableColumns)
 			}
 			tableCols = n
 		}
 		if tableCols > 0 {
 			if cells += tableCols; cells > mdMaxTableCells {
-				return errorf(nil, "the Markdown's tables have more than %d cells (line %d)", mdMaxTableCells, lineNo)
+				return Errorf(nil, "the Markdown's tables have more than %d cells (line %d)", mdMaxTableCells, lineNo)
 			}
 		}
 		for j := 0; j < len(rest); j++ {
@@ -134,7 +134,7 @@ func mdGuard(src []byte) error {
 			case '[':
 				marks++
 				if brackets++; brackets > mdMaxBrackets {
-					return errorf(errTooDeep, "the Markdown nests brackets more than %d deep (line %d)", mdMaxBrackets, lineNo)
+					return Errorf(errTooDeep, "the Markdown nests brackets more than %d deep (line %d)", mdMaxBrackets, lineNo)
 				}
 			case ']':
 				marks++
@@ -144,7 +144,7 @@ func mdGuard(src []byte) error {
 			}
 		}
 		if marks > mdMaxInlineMarks {
-			return errorf(nil, "the Markdown paragraph ending at line %d has more than %d emphasis, link and code markers; split it into smaller paragraphs", lineNo, mdMaxInlineMarks)
+			return Errorf(nil, "the Markdown paragraph ending at line %d has more than %d emphasis, link and code markers; split it into smaller paragraphs", lineNo, mdMaxInlineMarks)
 		}
 	}
 	return nil
@@ -382,7 +382,7 @@ type mdTextWriter struct {
 }
 
 func writeMarkdownText(ctx context.Context, out io.Writer, doc ast.Node, src []byte) error {
-	w := &mdTextWriter{ctx: ctx, src: src, w: bufio.NewWriterSize(&ctxWriter{ctx: ctx, w: out}, 64<<10)}
+	w := &mdTextWriter{ctx: ctx, src: src, w: bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: out}, 64<<10)}
 	w.blocks(doc, "", "")
 	if w.err != nil {
 		return w.err

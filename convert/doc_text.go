@@ -17,15 +17,6 @@ import (
 	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
-func init() {
-	// Names for files users upload in place of documents; sniff() tries these after its own.
-	magics = append(magics,
-		magic{name: "PostScript", prefix: "%!PS"},
-		magic{name: "RTF", prefix: "{\\rtf"},
-		magic{name: "a legacy Microsoft Office file (.doc/.xls/.ppt)", prefix: "\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"},
-	)
-}
-
 // formatName is how a format is called in messages: "Markdown", "PDF".
 func formatName(id string) string {
 	switch id {
@@ -70,11 +61,11 @@ func readRawText(ctx context.Context, in *io.SectionReader, format string, max i
 // readInput reads a whole input of at most max bytes.
 func readInput(ctx context.Context, in *io.SectionReader, format string, max int64) ([]byte, error) {
 	if in.Size() > max {
-		return nil, errorf(nil, "the %s input is %s, over the %s limit", formatName(format), bytesize.Format(in.Size()), bytesize.Format(max))
+		return nil, Errorf(nil, "the %s input is %s, over the %s limit", formatName(format), bytesize.Format(in.Size()), bytesize.Format(max))
 	}
 	data := make([]byte, in.Size())
 	if _, err := io.ReadFull(io.NewSectionReader(in, 0, in.Size()), data); err != nil {
-		return nil, errorf(err, "could not read the input")
+		return nil, Errorf(err, "could not read the input")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -110,7 +101,7 @@ func decodeText(data []byte, format string) ([]byte, error) {
 	}
 	out, err := enc.NewDecoder().Bytes(data)
 	if err != nil {
-		return nil, errorf(err, "input is not a valid %s file (its text encoding could not be read)", name)
+		return nil, Errorf(err, "input is not a valid %s file (its text encoding could not be read)", name)
 	}
 	if err := checkNotBinary(out, name); err != nil {
 		return nil, err
@@ -128,14 +119,14 @@ var (
 // checkNotBinary refuses data that sniffs as a binary format, has NUL bytes or is mostly
 // control characters, naming what it looks like.
 func checkNotBinary(data []byte, name string) error {
-	head := data[:min(len(data), sniffLen)]
-	_, what := sniff(head)
-	textual := looksLikeText(head)
+	head := data[:min(len(data), SniffLen)]
+	_, what := Sniff(head)
+	textual := LooksLikeText(head)
 	if !textualSniffs[what] && !(weakMagics[what] && textual) {
-		return errorf(nil, "input is not a valid %s file (it looks like %s)", name, what)
+		return Errorf(nil, "input is not a valid %s file (it looks like %s)", name, what)
 	}
 	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return errorf(nil, "input is not a valid %s file (it has a NUL byte at offset %d, so it looks like binary data)", name, i)
+		return Errorf(nil, "input is not a valid %s file (it has a NUL byte at offset %d, so it looks like binary data)", name, i)
 	}
 	if !textual {
 		controls := 0
@@ -145,7 +136,7 @@ func checkNotBinary(data []byte, name string) error {
 			}
 		}
 		if controls*10 > len(head) {
-			return errorf(nil, "input is not a valid %s file (it looks like binary data)", name)
+			return Errorf(nil, "input is not a valid %s file (it looks like binary data)", name)
 		}
 	}
 	return nil

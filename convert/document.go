@@ -66,10 +66,10 @@ type docRun = func(ctx context.Context, in *io.SectionReader, out io.Writer, p P
 func budgetedRun(c *Catalog, estimate func(size int64) int64, run docRun) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
 		est := int64(baseConversionMemory) + estimate(in.Size())
-		if err := c.budget.acquire(ctx, est, "converting this "+bytesize.Format(in.Size())+" document"); err != nil {
+		if err := c.AcquireMemory(ctx, est, "converting this "+bytesize.Format(in.Size())+" document"); err != nil {
 			return err
 		}
-		defer c.budget.release(est)
+		defer c.ReleaseMemory(est)
 		return run(ctx, in, out, p)
 	}
 }

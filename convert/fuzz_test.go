@@ -23,7 +23,7 @@ func FuzzDecodeImage(f *testing.F) {
 		ctx := context.Background()
 		in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
 		formats := []string{"png"}
-		if id, _ := sniff(data); id != "" && id != "png" && imageCodecByID(id) != nil {
+		if id, _ := Sniff(data); id != "" && id != "png" && imageCodecByID(id) != nil {
 			formats = append(formats, id)
 		}
 		for _, format := range formats {

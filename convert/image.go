@@ -177,7 +177,7 @@ func registerImageConverters(c *Catalog) {
 // when both formats hold them; otherwise the first frame is converted.
 func imageRun(c *Catalog, src, dst *imageCodec) func(context.Context, *io.SectionReader, io.Writer, Params) error {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
-		lim := p.Limits.normalized()
+		lim := p.Limits.Normalized()
 		cfg, err := readImageHeader(ctx, in, src, lim)
 		if err != nil {
 			return err
@@ -202,11 +202,11 @@ func imageRun(c *Catalog, src, dst *imageCodec) func(context.Context, *io.Sectio
 			}
 		}
 		if dst.maxSide > 0 && (dw > dst.maxSide || dh > dst.maxSide) {
-			return errorf(nil, "%s images are at most %dx%d pixels and this one would be %dx%d; set width and height to make it smaller",
+			return Errorf(nil, "%s images are at most %dx%d pixels and this one would be %dx%d; set width and height to make it smaller",
 				dst.name, dst.maxSide, dst.maxSide, dw, dh)
 		}
 		if dst.maxPixels > 0 && int64(dw)*int64(dh) > dst.maxPixels {
-			return errorf(nil, "%s images are written up to %s megapixels and this one would be %dx%d; set width and height to make it smaller",
+			return Errorf(nil, "%s images are written up to %s megapixels and this one would be %dx%d; set width and height to make it smaller",
 				dst.name, megapixels(float64(dst.maxPixels)), dw, dh)
 		}
 
@@ -215,10 +215,10 @@ func imageRun(c *Catalog, src, dst *imageCodec) func(context.Context, *io.Sectio
 		if frames > 1 {
 			what = fmt.Sprintf("converting this %d-frame %dx%d %s to %s", frames, cfg.Width, cfg.Height, src.name, dst.name)
 		}
-		if err := c.budget.acquire(ctx, est, what); err != nil {
+		if err := c.AcquireMemory(ctx, est, what); err != nil {
 			return err
 		}
-		defer c.budget.release(est)
+		defer c.ReleaseMemory(est)
 
 		if frames > 1 {
 			a, err := decodeImageFrames(ctx, in, src, cfg, frames)
@@ -279,9 +279,9 @@ func memoryEstimate(src, dst *imageCodec, frames int, srcPx, dstPx int64, resize
 func decodeImageAs(ctx context.Context, in *io.SectionReader, format string, lim Limits) (image.Image, error) {
 	codec := imageCodecByID(format)
 	if codec == nil {
-		return nil, errorf(ErrUnsupported, "%s is not a readable image format", format)
+		return nil, Errorf(ErrUnsupported, "%s is not a readable image format", format)
 	}
-	return decodeImage(ctx, in, codec, lim.normalized())
+	return decodeImage(ctx, in, codec, lim.Normalized())
 }
 
 // imageCodecByID returns the codec of a raster format, or nil.
@@ -305,20 +305,20 @@ func decodeImage(ctx context.Context, in *io.SectionReader, codec *imageCodec, l
 // readImageHeader sniffs the input, reads its header and checks its size and structure; no
 // pixel is decoded.
 func readImageHeader(ctx context.Context, in *io.SectionReader, codec *imageCodec, lim Limits) (image.Config, error) {
-	head := make([]byte, sniffLen)
+	head := make([]byte, SniffLen)
 	n, err := in.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return image.Config{}, errorf(err, "could not read the input")
+		return image.Config{}, Errorf(err, "could not read the input")
 	}
 	head = head[:n]
 	if n == 0 {
-		return image.Config{}, errorf(nil, "input is empty")
+		return image.Config{}, Errorf(nil, "input is empty")
 	}
-	if id, name := sniff(head); id != codec.id {
+	if id, name := Sniff(head); id != codec.id {
 		if name == "unrecognised data" {
-			return image.Config{}, errorf(nil, "input is not a valid %s file (unrecognised data)", codec.name)
+			return image.Config{}, Errorf(nil, "input is not a valid %s file (unrecognised data)", codec.name)
 		}
-		return image.Config{}, errorf(nil, "input is not a valid %s file (it looks like %s)", codec.name, name)
+		return image.Config{}, Errorf(nil, "input is not a valid %s file (it looks like %s)", codec.name, name)
 	}
 
 	src := newInputReader(ctx, in)
@@ -354,7 +354,7 @@ func decodePixels(ctx context.Context, in *io.SectionReader, codec *imageCodec, 
 	// Decoders size the image from the header already checked; make sure of it.
 	b := img.Bounds()
 	if b.Dx() != cfg.Width || b.Dy() != cfg.Height {
-		return nil, errorf(fmt.Errorf("header says %dx%d, decoded %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
+		return nil, Errorf(fmt.Errorf("header says %dx%d, decoded %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
 			"input is not a valid %s file (its size is inconsistent)", codec.name)
 	}
 	return img, nil
@@ -383,10 +383,10 @@ func guardConfig(f func(io.Reader) (image.Config, error), r io.Reader) (cfg imag
 // without overflowing.
 func checkPixels(w, h int, lim Limits) error {
 	if w <= 0 || h <= 0 {
-		return errorf(nil, "image has invalid dimensions %dx%d", w, h)
+		return Errorf(nil, "image has invalid dimensions %dx%d", w, h)
 	}
 	if int64(w) > lim.MaxPixels/int64(h) {
-		return errorf(nil, "image is %dx%d = %s megapixels, over the %s megapixel limit",
+		return Errorf(nil, "image is %dx%d = %s megapixels, over the %s megapixel limit",
 			w, h, megapixels(float64(w)*float64(h)), megapixels(float64(lim.MaxPixels)))
 	}
 	return nil
@@ -412,12 +412,12 @@ func decodeError(ctx context.Context, codec *imageCodec, r *inputReader, err err
 	}
 	if r.err != nil {
 		// The file itself could not be read: our problem, not the user's.
-		return errorf(r.err, "could not read the input")
+		return Errorf(r.err, "could not read the input")
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return errorf(err, "input is not a valid %s file (it is truncated)", codec.name)
+		return Errorf(err, "input is not a valid %s file (it is truncated)", codec.name)
 	}
-	return errorf(err, "input is not a valid %s file (%v)", codec.name, err)
+	return Errorf(err, "input is not a valid %s file (%v)", codec.name, err)
 }
 
 // sizedReaderAt is random access to the whole input; *inputReader is one.
@@ -548,7 +548,7 @@ func checkTIFFTiles(in sizedReaderAt, cfg image.Config) error {
 	}
 	limit := max(int64(cfg.Width+16)*int64(cfg.Height+16), 1<<16)
 	if tw <= 0 || th <= 0 || tw > limit/th {
-		return errorf(nil, "input is not a valid TIFF file (its %dx%d tiles are out of proportion to the %dx%d image)",
+		return Errorf(nil, "input is not a valid TIFF file (its %dx%d tiles are out of proportion to the %dx%d image)",
 			tw, th, cfg.Width, cfg.Height)
 	}
 	return nil
@@ -566,7 +566,7 @@ func checkBMP(in sizedReaderAt, cfg image.Config) error {
 	bpp := int64(binary.LittleEndian.Uint16(hdr[28:]))
 	rowBytes := (int64(cfg.Width)*bpp + 31) / 32 * 4
 	if need := offset + rowBytes*int64(cfg.Height); bpp > 0 && need > in.Size() {
-		return errorf(io.ErrUnexpectedEOF, "input is not a valid BMP file (it is truncated: %dx%d pixels need %d bytes, the file has %d)",
+		return Errorf(io.ErrUnexpectedEOF, "input is not a valid BMP file (it is truncated: %dx%d pixels need %d bytes, the file has %d)",
 			cfg.Width, cfg.Height, need, in.Size())
 	}
 	return nil
@@ -611,7 +611,7 @@ func encodePNG(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cw := &ctxWriter{ctx: ctx, w: w}
+	cw := &ContextWriter{Ctx: ctx, W: w}
 	if pngenc.Supported(img) {
 		// 8-bit RGBA, NRGBA and Gray (nearly every output): band-parallel, filters and deflate
 		// chosen per band by content; measured 2-6x faster than image/png on 12 MP photos, output
@@ -636,7 +636,7 @@ func encodeJPEG(ctx context.Context, w io.Writer, img image.Image, opts Options)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cw := &ctxWriter{ctx: ctx, w: w}
+	cw := &ContextWriter{Ctx: ctx, W: w}
 	if b := img.Bounds(); int64(b.Dx())*int64(b.Dy()) < jpegStripMinPixels {
 		return jpegenc.Encode(cw, img, jpegOptions(opts))
 	}
@@ -651,7 +651,7 @@ func encodeGIF(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return gif.Encode(&ctxWriter{ctx: ctx, w: w}, pm, nil)
+	return gif.Encode(&ContextWriter{Ctx: ctx, W: w}, pm, nil)
 }
 
 func encodeBMP(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
@@ -673,7 +673,7 @@ func encodeBMP(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return bmp.Encode(&ctxWriter{ctx: ctx, w: w}, img)
+	return bmp.Encode(&ContextWriter{Ctx: ctx, W: w}, img)
 }
 
 // encodeBMPAlpha writes a 32-bit BMP with a BITMAPV4HEADER whose bit masks declare the alpha
@@ -687,7 +687,7 @@ func encodeBMPAlpha(ctx context.Context, w io.Writer, m *image.NRGBA) error {
 	rowLen := 4 * width
 	imageSize := int64(rowLen) * int64(height)
 	if headerLen+imageSize > math.MaxUint32 {
-		return errorf(nil, "image is too large for BMP")
+		return Errorf(nil, "image is too large for BMP")
 	}
 	var h [headerLen]byte
 	le := binary.LittleEndian
@@ -708,7 +708,7 @@ func encodeBMPAlpha(ctx context.Context, w io.Writer, m *image.NRGBA) error {
 	le.PutUint32(h[62:], 0x000000ff) // blue
 	le.PutUint32(h[66:], 0xff000000) // alpha
 	le.PutUint32(h[70:], 0x73524742) // LCS_sRGB
-	cw := &ctxWriter{ctx: ctx, w: w}
+	cw := &ContextWriter{Ctx: ctx, W: w}
 	if _, err := cw.Write(h[:]); err != nil {
 		return err
 	}
@@ -734,7 +734,7 @@ func encodeTIFF(ctx context.Context, w io.Writer, img image.Image, _ Options) er
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cw := &ctxWriter{ctx: ctx, w: w}
+	cw := &ContextWriter{Ctx: ctx, W: w}
 	if tiffenc.Supported(img) {
 		// 8-bit RGBA, NRGBA and Gray: Deflate strips (with the horizontal predictor on photos)
 		// compressed in parallel, RGB for opaque images; measured 2.5-6x faster than x/image/tiff
@@ -744,17 +744,4 @@ func encodeTIFF(ctx context.Context, w io.Writer, img image.Image, _ Options) er
 	// 16-bit and paletted images: x/image/tiff, one Deflate strip held in memory until its size
 	// is known.
 	return tiff.Encode(cw, img, &tiff.Options{Compression: tiff.Deflate})
-}
-
-// ctxWriter stops a streaming encoder soon after ctx is done.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c *ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }

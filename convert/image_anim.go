@@ -38,13 +38,13 @@ func countImageFrames(in *io.SectionReader, codec *imageCodec, cfg image.Config,
 	})
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, errorf(err, "input is not a valid %s file (it is truncated)", codec.name)
+			return 0, Errorf(err, "input is not a valid %s file (it is truncated)", codec.name)
 		}
 		var ce *Error
 		if errors.As(err, &ce) {
 			return 0, err
 		}
-		return 0, errorf(err, "input is not a valid %s file (%v)", codec.name, err)
+		return 0, Errorf(err, "input is not a valid %s file (%v)", codec.name, err)
 	}
 	if n <= 1 {
 		return 1, nil
@@ -56,11 +56,11 @@ func countImageFrames(in *io.SectionReader, codec *imageCodec, cfg image.Config,
 // the pixel limit, since every frame is decoded to a full canvas.
 func checkImageFrames(n, w, h int, lim Limits) error {
 	if n > MaxFrames {
-		return errorf(nil, "animation has %d frames, over the limit of %d", n, MaxFrames)
+		return Errorf(nil, "animation has %d frames, over the limit of %d", n, MaxFrames)
 	}
 	px := int64(w) * int64(h)
 	if px > 0 && int64(n) > lim.MaxPixels/px {
-		return errorf(nil, "animation has %d frames of %dx%d = %s megapixels in all, over the %s megapixel limit",
+		return Errorf(nil, "animation has %d frames of %dx%d = %s megapixels in all, over the %s megapixel limit",
 			n, w, h, megapixels(float64(n)*float64(px)), megapixels(float64(lim.MaxPixels)))
 	}
 	return nil
@@ -78,12 +78,12 @@ func decodeImageFrames(ctx context.Context, in *io.SectionReader, codec *imageCo
 		return nil, decodeError(ctx, codec, src, err)
 	}
 	if len(a.frames) == 0 || len(a.frames) > frames {
-		return nil, errorf(fmt.Errorf("counted %d frames, decoded %d", frames, len(a.frames)),
+		return nil, Errorf(fmt.Errorf("counted %d frames, decoded %d", frames, len(a.frames)),
 			"input is not a valid %s file (its frame count is inconsistent)", codec.name)
 	}
 	for _, f := range a.frames {
 		if b := f.Bounds(); b.Dx() != cfg.Width || b.Dy() != cfg.Height {
-			return nil, errorf(fmt.Errorf("header says %dx%d, decoded a %dx%d frame", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
+			return nil, Errorf(fmt.Errorf("header says %dx%d, decoded a %dx%d frame", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
 				"input is not a valid %s file (its size is inconsistent)", codec.name)
 		}
 	}
@@ -286,5 +286,5 @@ func encodeGIFAll(ctx context.Context, w io.Writer, a *animation, _ Options) err
 	}
 	b := a.frames[0].Bounds()
 	g.Config = image.Config{Width: b.Dx(), Height: b.Dy()} // no global palette: each frame has its own
-	return gif.EncodeAll(&ctxWriter{ctx: ctx, w: w}, g)
+	return gif.EncodeAll(&ContextWriter{Ctx: ctx, W: w}, g)
 }

@@ -73,7 +73,7 @@ func encodeAVIF(ctx context.Context, w io.Writer, img image.Image, opts Options)
 		return err
 	}
 	return guardCodec("AVIF encoder", func() error {
-		return avif.Encode(&ctxWriter{ctx: ctx, w: w}, m, avif.Options{
+		return avif.Encode(&ContextWriter{Ctx: ctx, W: w}, m, avif.Options{
 			Quality:           quality,
 			QualityAlpha:      quality,
 			Speed:             avifSpeed,

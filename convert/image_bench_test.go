@@ -46,15 +46,15 @@ func BenchmarkWebPLossless(b *testing.B) {
 		} {
 			b.Run(name+"/"+enc.name, func(b *testing.B) {
 				b.ReportAllocs()
-				var out countingWriter
-				out.w = io.Discard
+				var out CountingWriter
+				out.W = io.Discard
 				for b.Loop() {
-					out.n = 0
+					out.N = 0
 					if err := enc.f(&out, src); err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(out.n), "out-bytes")
+				b.ReportMetric(float64(out.N), "out-bytes")
 			})
 		}
 	}
@@ -68,16 +68,16 @@ func BenchmarkAVIFSpeed(b *testing.B) {
 		for _, speed := range []int{6, 8, 10} {
 			b.Run(name+"/speed-"+strconv.Itoa(speed), func(b *testing.B) {
 				b.ReportAllocs()
-				var out countingWriter
-				out.w = io.Discard
+				var out CountingWriter
+				out.W = io.Discard
 				for b.Loop() {
-					out.n = 0
+					out.N = 0
 					err := avif.Encode(&out, rgba, avif.Options{Quality: AVIFQuality, QualityAlpha: AVIFQuality, Speed: speed, ChromaSubsampling: image.YCbCrSubsampleRatio420})
 					if err != nil {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(out.n), "out-bytes")
+				b.ReportMetric(float64(out.N), "out-bytes")
 			})
 		}
 	}

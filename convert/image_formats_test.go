@@ -51,7 +51,7 @@ func TestImage_Sniff(t *testing.T) {
 		{"\x00\x00\x01\x00\x01\x00\x10\x10\x00\x07\x01\x00\x20\x00\x68\x04\x00\x00\x16\x00\x00\x00", "", "ICO"}, // reserved byte set
 	}
 	for _, tt := range tests {
-		id, name := sniff([]byte(tt.data))
+		id, name := Sniff([]byte(tt.data))
 		if id != tt.id || name != tt.name {
 			t.Errorf("sniff(%q) = %q, %q; want %q, %q", tt.data, id, name, tt.id, tt.name)
 		}
@@ -67,7 +67,7 @@ func TestImage_Sniff(t *testing.T) {
 		if strings.HasSuffix(p, ".heic") {
 			want = "heic"
 		}
-		if id, name := sniff(data); id != want {
+		if id, name := Sniff(data); id != want {
 			t.Errorf("%s sniffs as %q (%s), want %q", p, id, name, want)
 		}
 	}
@@ -181,7 +181,7 @@ func mustDecodeFrames(t *testing.T, path, format string) *animation {
 	fi, _ := f.Stat()
 	in := io.NewSectionReader(f, 0, fi.Size())
 	codec := imageCodecByID(format)
-	lim := Limits{}.normalized()
+	lim := Limits{}.Normalized()
 	cfg, err := readImageHeader(context.Background(), in, codec, lim)
 	if err != nil {
 		t.Fatal(err)

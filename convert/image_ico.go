@@ -39,7 +39,7 @@ func checkICODirectory(r sizedReaderAt) error {
 		return errors.New("ico: no images")
 	}
 	if n > icoMaxEntries {
-		return errorf(nil, "input is not a valid ICO file (it lists %d images; at most %d are accepted)", n, icoMaxEntries)
+		return Errorf(nil, "input is not a valid ICO file (it lists %d images; at most %d are accepted)", n, icoMaxEntries)
 	}
 	dir := make([]byte, 16*n)
 	if _, err := r.ReadAt(dir, 6); err != nil {
@@ -66,5 +66,5 @@ func encodeICO(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return guardCodec("ICO encoder", func() error { return ico.Encode(&ctxWriter{ctx: ctx, w: w}, m) })
+	return guardCodec("ICO encoder", func() error { return ico.Encode(&ContextWriter{Ctx: ctx, W: w}, m) })
 }

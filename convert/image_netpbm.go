@@ -47,7 +47,7 @@ func readPNMHeader(r sizedReaderAt) (pnmHeader, error) {
 		}
 		return h, nil
 	}
-	if !isPNMSpace(p.peek()) {
+	if !netpbmSpace(p.peek()) {
 		return pnmHeader{}, errors.New("netpbm: no whitespace after the magic number")
 	}
 	fields := []*int{&h.width, &h.height, &h.maxval}
@@ -60,7 +60,7 @@ func readPNMHeader(r sizedReaderAt) (pnmHeader, error) {
 		}
 	}
 	// Exactly one whitespace character separates the header from the raster.
-	if !isPNMSpace(p.peek()) {
+	if !netpbmSpace(p.peek()) {
 		return pnmHeader{}, p.eofOr(errors.New("netpbm: no whitespace after the header"))
 	}
 	p.pos++
@@ -108,7 +108,7 @@ func (p *pnmParser) eofOr(err error) error {
 func (p *pnmParser) number() (int, error) {
 	for {
 		switch c := p.peek(); {
-		case isPNMSpace(c):
+		case netpbmSpace(c):
 			p.pos++
 			continue
 		case c == '#':
@@ -381,7 +381,7 @@ func skipPNMSpace(br *bufio.Reader) (byte, error) {
 			return 0, err
 		}
 		switch {
-		case isPNMSpace(c):
+		case netpbmSpace(c):
 		case c == '#':
 			for c != '\n' && c != '\r' {
 				if c, err = br.ReadByte(); err != nil {
@@ -484,7 +484,7 @@ func samplesToImage(pix []byte, stride int, rect image.Rectangle, channels, samp
 // through a channel and is about 20 times slower. 16-bit sources are written with maxval 65535,
 // others with 255; PPM has no alpha, so transparent pixels are laid over white, as for JPEG.
 func encodePPM(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
-	bw := bufio.NewWriterSize(&ctxWriter{ctx: ctx, w: w}, 64<<10)
+	bw := bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: w}, 64<<10)
 	b := img.Bounds()
 	wide := false
 	switch img.(type) {
@@ -545,4 +545,9 @@ func encodePPM(ctx context.Context, w io.Writer, img image.Image, _ Options) err
 		bw.Write(row)
 	}
 	return bw.Flush()
+}
+
+// netpbmSpace reports whether c is whitespace in a Netpbm header.
+func netpbmSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }

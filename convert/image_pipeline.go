@@ -46,7 +46,7 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	img := d.Image()
 	b := img.Bounds()
 	if b.Dx() != cfg.Width || b.Dy() != cfg.Height {
-		return true, errorf(fmt.Errorf("header says %dx%d, the decoder allocated %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
+		return true, Errorf(fmt.Errorf("header says %dx%d, the decoder allocated %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
 			"input is not a valid %s file (its size is inconsistent)", codec.name)
 	}
 	sub, gray := pngStrips(img)
@@ -60,7 +60,7 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 		done <- err
 	}()
 
-	encErr := jpegstrip.EncodeStrips(ctx, &ctxWriter{ctx: ctx, w: out}, b, gray, jpegOptions(opts), 0,
+	encErr := jpegstrip.EncodeStrips(ctx, &ContextWriter{Ctx: ctx, W: out}, b, gray, jpegOptions(opts), 0,
 		func(ctx context.Context, r image.Rectangle) (image.Image, error) {
 			if err := rows.wait(ctx, r.Max.Y); err != nil {
 				return nil, err

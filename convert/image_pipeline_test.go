@@ -135,7 +135,7 @@ func runPipeline(ctx context.Context, t testing.TB, data []byte, w io.Writer, op
 	t.Helper()
 	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
 	codec := imageCodecByID("png")
-	cfg, err := readImageHeader(ctx, in, codec, Limits{}.normalized())
+	cfg, err := readImageHeader(ctx, in, codec, Limits{}.Normalized())
 	if err != nil {
 		return true, err
 	}
@@ -283,7 +283,7 @@ func TestPNGToJPEG_CorruptFiles(t *testing.T) {
 			in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
 			codec := imageCodecByID("png")
 			var wantErr error
-			cfg, err := readImageHeader(context.Background(), in, codec, Limits{}.normalized())
+			cfg, err := readImageHeader(context.Background(), in, codec, Limits{}.Normalized())
 			if err == nil {
 				_, wantErr = decodePixels(context.Background(), in, codec, cfg)
 			}
@@ -363,7 +363,7 @@ func TestPNGToJPEG_StopsCleanly(t *testing.T) {
 		defer cancel()
 		in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
 		codec := imageCodecByID("png")
-		cfg, err := readImageHeader(ctx, in, codec, Limits{}.normalized())
+		cfg, err := readImageHeader(ctx, in, codec, Limits{}.Normalized())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -437,7 +437,7 @@ func BenchmarkPNGToJPEG12MP(b *testing.B) {
 		data := encodePNGBytes(b, src)
 		codec := imageCodecByID("png")
 		in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
-		cfg, err := readImageHeader(context.Background(), in, codec, Limits{}.normalized())
+		cfg, err := readImageHeader(context.Background(), in, codec, Limits{}.Normalized())
 		if err != nil {
 			b.Fatal(err)
 		}

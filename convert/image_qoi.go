@@ -57,7 +57,7 @@ func checkQOI(r sizedReaderAt, cfg image.Config) error {
 		return fmt.Errorf("qoi: no end marker: %w", io.ErrUnexpectedEOF)
 	}
 	if px := int64(cfg.Width) * int64(cfg.Height); px > qoiMaxRun*data {
-		return errorf(nil, "input is not a valid QOI file (%dx%d pixels cannot come from %d bytes of data)", cfg.Width, cfg.Height, data)
+		return Errorf(nil, "input is not a valid QOI file (%dx%d pixels cannot come from %d bytes of data)", cfg.Width, cfg.Height, data)
 	}
 	return nil
 }
@@ -72,7 +72,7 @@ func decodeQOI(_ context.Context, r io.Reader, _ image.Config) (image.Image, err
 func encodeQOI(ctx context.Context, w io.Writer, img image.Image, _ Options) error {
 	m := toNRGBA(to8bit(img))
 	b := m.Bounds()
-	bw := bufio.NewWriterSize(&ctxWriter{ctx: ctx, w: w}, 64<<10)
+	bw := bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: w}, 64<<10)
 	var h [qoiHeaderLen]byte
 	copy(h[:], "qoif")
 	binary.BigEndian.PutUint32(h[4:], uint32(b.Dx()))

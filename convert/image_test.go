@@ -274,7 +274,7 @@ func checkImageOutput(id string) func(t *testing.T, source, output string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, _ := sniff(data); got != id {
+		if got, _ := Sniff(data); got != id {
 			t.Fatalf("output sniffs as %q, want %s", got, id)
 		}
 		src := decodeSample(t, source)

@@ -169,7 +169,7 @@ func decodeWebPAll(_ context.Context, r io.Reader, _ image.Config) (*animation, 
 		return nil, err
 	}
 	if int64(info.frames)*int64(info.width)*int64(info.height) > webpMaxAnimPixels {
-		return nil, errorf(nil, "animation has %d frames of %dx%d, over the %s megapixels an animated WebP may have in all",
+		return nil, Errorf(nil, "animation has %d frames of %dx%d, over the %s megapixels an animated WebP may have in all",
 			info.frames, info.width, info.height, megapixels(webpMaxAnimPixels))
 	}
 	d, err := gwebp.DecodeAll(io.NewSectionReader(ra, 0, ra.Size()))
@@ -200,7 +200,7 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts Options)
 	if webpLossless(opts) {
 		// nativewebp's palette path panics on a fully transparent *image.Paletted: give it NRGBA.
 		m := packedNRGBA(img)
-		return guardCodec("WebP encoder", func() error { return nativewebp.Encode(&ctxWriter{ctx: ctx, w: w}, m, nil) })
+		return guardCodec("WebP encoder", func() error { return nativewebp.Encode(&ContextWriter{Ctx: ctx, W: w}, m, nil) })
 	}
 	quality := WebPQuality
 	if opts.Quality != 0 {
@@ -229,7 +229,7 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts Options)
 		m = packedNRGBA(img)
 	}
 	return guardCodec("WebP encoder", func() error {
-		return gwebp.Encode(&ctxWriter{ctx: ctx, w: w}, m, gwebp.Options{Quality: quality, Method: webpMethod})
+		return gwebp.Encode(&ContextWriter{Ctx: ctx, W: w}, m, gwebp.Options{Quality: quality, Method: webpMethod})
 	})
 }
 
@@ -247,7 +247,7 @@ func encodeWebPAll(ctx context.Context, w io.Writer, a *animation, opts Options)
 			// Every frame is a full canvas, blended over the previous one: clear it first.
 			na.Disposals = append(na.Disposals, 1)
 		}
-		return guardCodec("WebP encoder", func() error { return nativewebp.EncodeAll(&ctxWriter{ctx: ctx, w: w}, na, nil) })
+		return guardCodec("WebP encoder", func() error { return nativewebp.EncodeAll(&ContextWriter{Ctx: ctx, W: w}, na, nil) })
 	}
 	quality := WebPQuality
 	if opts.Quality != 0 {
@@ -258,7 +258,7 @@ func encodeWebPAll(ctx context.Context, w io.Writer, a *animation, opts Options)
 		ga.Image = append(ga.Image, packedNRGBA(f))
 	}
 	return guardCodec("WebP encoder", func() error {
-		err := gwebp.EncodeAll(&ctxWriter{ctx: ctx, w: w}, ga, gwebp.Options{Quality: quality, Method: webpMethod})
+		err := gwebp.EncodeAll(&ContextWriter{Ctx: ctx, W: w}, ga, gwebp.Options{Quality: quality, Method: webpMethod})
 		if errors.Is(err, gwebp.ErrEncode) {
 			return fmt.Errorf("libwebp could not encode the %d-frame animation: %w", len(a.frames), err)
 		}

@@ -299,7 +299,7 @@ func docCheckEPUB(t *testing.T, source, output string) {
 func docCheckRaster(codec *imageCodec) func(*testing.T, string, string) {
 	return func(t *testing.T, source, output string) {
 		data := docReadOutput(t, output)
-		if got, _ := sniff(data); got != codec.id {
+		if got, _ := Sniff(data); got != codec.id {
 			t.Fatalf("output sniffs as %q, want %s", got, codec.id)
 		}
 		img, _ := decodeOutput(t, codec.id, data)

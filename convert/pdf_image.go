@@ -29,7 +29,7 @@ func rasterPagePoints(w, h int) (pw, ph float64) {
 // its alpha channel as a soft mask.
 func rasterToPDF(c *Catalog, codec *imageCodec) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
-		lim := p.Limits.normalized()
+		lim := p.Limits.Normalized()
 		cfg, err := readImageHeader(ctx, in, codec, lim)
 		if err != nil {
 			return err
@@ -39,10 +39,10 @@ func rasterToPDF(c *Catalog, codec *imageCodec) docRun {
 		if !passthrough {
 			est += int64(float64(cfg.Width) * float64(cfg.Height) * (codec.decodeCost + 12))
 		}
-		if err := c.budget.acquire(ctx, est, fmt.Sprintf("putting this %dx%d %s in a PDF", cfg.Width, cfg.Height, codec.name)); err != nil {
+		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("putting this %dx%d %s in a PDF", cfg.Width, cfg.Height, codec.name)); err != nil {
 			return err
 		}
-		defer c.budget.release(est)
+		defer c.ReleaseMemory(est)
 
 		var data []byte
 		opts := fpdf.ImageOptions{ImageType: "PNG"}
@@ -50,7 +50,7 @@ func rasterToPDF(c *Catalog, codec *imageCodec) docRun {
 			opts.ImageType = "JPG"
 			data = make([]byte, in.Size())
 			if _, err := in.ReadAt(data, 0); err != nil && err != io.EOF {
-				return errorf(err, "could not read the input")
+				return Errorf(err, "could not read the input")
 			}
 		} else {
 			img, err := decodePixels(ctx, in, codec, cfg)
@@ -76,8 +76,8 @@ func rasterToPDF(c *Catalog, codec *imageCodec) docRun {
 		f.RegisterImageOptionsReader("image", opts, bytes.NewReader(data))
 		f.ImageOptions("image", 0, 0, pw, ph, false, opts, 0, "")
 		if err := f.Error(); err != nil {
-			return errorf(err, "input is not a valid %s file (%v)", codec.name, err)
+			return Errorf(err, "input is not a valid %s file (%v)", codec.name, err)
 		}
-		return f.Output(&ctxWriter{ctx: ctx, w: out})
+		return f.Output(&ContextWriter{Ctx: ctx, W: out})
 	}
 }

@@ -123,7 +123,7 @@ func newPDFDoc(ctx context.Context, lim Limits, title string) (*pdfDoc, error) {
 		f.SetTitle(pdfSafeText(title), true)
 	}
 	f.SetCreationDate(time.Now().UTC())
-	d := &pdfDoc{ctx: ctx, f: f, lim: lim.normalized(), lastLevel: -1, added: map[*pdfFont]bool{}}
+	d := &pdfDoc{ctx: ctx, f: f, lim: lim.Normalized(), lastLevel: -1, added: map[*pdfFont]bool{}}
 	d.pageW, d.pageH = f.GetPageSize()
 	d.left, d.right = pdfMargin, d.pageW-pdfMargin
 	f.SetFooterFunc(func() {
@@ -143,7 +143,7 @@ func (d *pdfDoc) bottom() float64 { return d.pageH - pdfMargin }
 
 func (d *pdfDoc) newPage() {
 	if d.f.PageCount() >= MaxPDFPages {
-		d.fail(errorf(nil, "the document would be more than %d pages long", MaxPDFPages))
+		d.fail(Errorf(nil, "the document would be more than %d pages long", MaxPDFPages))
 		return
 	}
 	d.f.AddPage()
@@ -186,7 +186,7 @@ func (d *pdfDoc) finish(w io.Writer) error {
 	if err := d.ctx.Err(); err != nil {
 		return err
 	}
-	if err := d.f.Output(&ctxWriter{ctx: d.ctx, w: w}); err != nil {
+	if err := d.f.Output(&ContextWriter{Ctx: d.ctx, W: w}); err != nil {
 		return fmt.Errorf("writing the PDF: %w", err)
 	}
 	return nil
@@ -645,7 +645,7 @@ func (d *pdfDoc) addImageData(uri string) *pdfImage {
 // addImageBytes registers an encoded image: JPEG as it is, anything else this package decodes
 // as an 8-bit PNG (fpdf reads neither 16-bit nor interlaced PNG).
 func (d *pdfDoc) addImageBytes(data []byte) *pdfImage {
-	id, _ := sniff(data[:min(len(data), sniffLen)])
+	id, _ := Sniff(data[:min(len(data), SniffLen)])
 	codec := imageCodecByID(id)
 	if codec == nil || codec.decode == nil {
 		return nil

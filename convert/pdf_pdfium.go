@@ -108,35 +108,35 @@ func openPDF(ctx context.Context, in *io.SectionReader) (*pdfSession, error) {
 	head := make([]byte, 1024)
 	n, err := in.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, errorf(err, "could not read the input")
+		return nil, Errorf(err, "could not read the input")
 	}
 	head = head[:n]
 	if n == 0 {
-		return nil, errorf(nil, "input is empty")
+		return nil, Errorf(nil, "input is empty")
 	}
 	if !bytes.Contains(head, []byte("%PDF-")) {
-		switch _, name := sniff(head); name {
+		switch _, name := Sniff(head); name {
 		case "unrecognised data", "an empty file":
-			return nil, errorf(nil, "input is not a valid PDF file (unrecognised data)")
+			return nil, Errorf(nil, "input is not a valid PDF file (unrecognised data)")
 		default:
-			return nil, errorf(nil, "input is not a valid PDF file (it looks like %s)", name)
+			return nil, Errorf(nil, "input is not a valid PDF file (it looks like %s)", name)
 		}
 	}
 	pool, err := getPDFium()
 	if err != nil {
-		return nil, errorf(err, "the PDF engine could not start")
+		return nil, Errorf(err, "the PDF engine could not start")
 	}
 	inst, err := pool.GetInstanceWithContext(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errorf(err, "the PDF engine could not start")
+		return nil, Errorf(err, "the PDF engine could not start")
 	}
 	calls, ok := inst.GetImplementation().(pdfiumCalls)
 	if !ok {
 		inst.Close()
-		return nil, errorf(fmt.Errorf("%T lacks the functions used", inst.GetImplementation()), "the PDF engine could not start")
+		return nil, Errorf(fmt.Errorf("%T lacks the functions used", inst.GetImplementation()), "the PDF engine could not start")
 	}
 	s := &pdfSession{ctx: ctx, inst: inst, calls: calls, killDone: make(chan struct{})}
 	s.stopKill = context.AfterFunc(ctx, func() {
@@ -156,11 +156,11 @@ func openPDF(ctx context.Context, in *io.SectionReader) (*pdfSession, error) {
 		}
 		switch {
 		case errors.Is(err, pdfiumerrors.ErrPassword):
-			return nil, errorf(err, "the PDF is protected by a password")
+			return nil, Errorf(err, "the PDF is protected by a password")
 		case errors.Is(err, pdfiumerrors.ErrSecurity):
-			return nil, errorf(err, "the PDF uses an unsupported security handler")
+			return nil, Errorf(err, "the PDF uses an unsupported security handler")
 		}
-		return nil, errorf(err, "input is not a valid PDF file (PDFium could not open it)")
+		return nil, Errorf(err, "input is not a valid PDF file (PDFium could not open it)")
 	}
 	s.doc = doc.Document
 	var count *responses.FPDF_GetPageCount
@@ -175,7 +175,7 @@ func openPDF(ctx context.Context, in *io.SectionReader) (*pdfSession, error) {
 	s.pages = count.PageCount
 	if s.pages <= 0 {
 		s.close()
-		return nil, errorf(nil, "input is not a valid PDF file (it has no pages)")
+		return nil, Errorf(nil, "input is not a valid PDF file (it has no pages)")
 	}
 	return s, nil
 }
@@ -194,7 +194,7 @@ func (s *pdfSession) failure(err error, msg string, args ...any) error {
 	if cerr := s.ctx.Err(); cerr != nil {
 		return cerr
 	}
-	return errorf(err, msg, args...)
+	return Errorf(err, msg, args...)
 }
 
 // close closes the document and discards the instance, unless it was killed.
@@ -223,7 +223,7 @@ func (s *pdfSession) pageSize(i int) (w, h float64, err error) {
 		return 0, 0, s.failure(err, "page %d of the PDF could not be read", i+1)
 	}
 	if !(size.Width > 0 && size.Height > 0) || math.IsInf(size.Width, 0) || math.IsInf(size.Height, 0) {
-		return 0, 0, errorf(nil, "page %d of the PDF has an invalid size", i+1)
+		return 0, 0, Errorf(nil, "page %d of the PDF has an invalid size", i+1)
 	}
 	return size.Width, size.Height, nil
 }
@@ -300,11 +300,11 @@ type pdfRenderPlan struct {
 // the page exists, and the rendered and output sizes are within the pixel limit and the
 // target format's largest side.
 func planRender(s *pdfSession, p Params, dst *imageCodec) (pdfRenderPlan, error) {
-	lim := p.Limits.normalized()
+	lim := p.Limits.Normalized()
 	opts := p.Options
 	pl := pdfRenderPlan{page: max(opts.Page, 1) - 1, dpi: opts.DPI}
 	if pl.page >= s.pages {
-		return pl, errorf(nil, "the PDF has %s, so there is no page %d", plural(s.pages, "page"), pl.page+1)
+		return pl, Errorf(nil, "the PDF has %s, so there is no page %d", plural(s.pages, "page"), pl.page+1)
 	}
 	w, h, err := s.pageSize(pl.page)
 	if err != nil {
@@ -320,7 +320,7 @@ func planRender(s *pdfSession, p Params, dst *imageCodec) (pdfRenderPlan, error)
 	}
 	pl.rw, pl.rh = renderedSize(w, h, pl.dpi)
 	if err := checkPixels(pl.rw, pl.rh, lim); err != nil {
-		return pl, errorf(nil, "page %d rendered at %d dpi would be %dx%d pixels, over the %s megapixel limit; set a lower dpi",
+		return pl, Errorf(nil, "page %d rendered at %d dpi would be %dx%d pixels, over the %s megapixel limit; set a lower dpi",
 			pl.page+1, pl.dpi, pl.rw, pl.rh, megapixels(float64(lim.MaxPixels)))
 	}
 	if dst.fitMaxSide && opts.Width == 0 && opts.Height == 0 && (pl.rw > dst.maxSide || pl.rh > dst.maxSide) {
@@ -332,7 +332,7 @@ func planRender(s *pdfSession, p Params, dst *imageCodec) (pdfRenderPlan, error)
 		return pl, err
 	}
 	if dst.maxSide > 0 && (pl.dw > dst.maxSide || pl.dh > dst.maxSide) {
-		return pl, errorf(nil, "%s images are at most %dx%d pixels and page %d would be %dx%d; set a lower dpi or a width and height",
+		return pl, Errorf(nil, "%s images are at most %dx%d pixels and page %d would be %dx%d; set a lower dpi or a width and height",
 			dst.name, dst.maxSide, dst.maxSide, pl.page+1, pl.dw, pl.dh)
 	}
 	rpx, dpx := float64(pl.rw)*float64(pl.rh), float64(pl.dw)*float64(pl.dh)
@@ -358,12 +358,12 @@ func pdfToRaster(c *Catalog, dst *imageCodec) docRun {
 			return err
 		}
 		what := fmt.Sprintf("rendering page %d of this PDF at %d dpi as %s", pl.page+1, pl.dpi, dst.name)
-		if err := c.budget.acquire(ctx, pl.estimate, what); err != nil {
+		if err := c.AcquireMemory(ctx, pl.estimate, what); err != nil {
 			return err
 		}
-		defer c.budget.release(pl.estimate)
+		defer c.ReleaseMemory(pl.estimate)
 		return s.render(pl.page, pl.dpi, func(img image.Image) error {
-			img, err := resize(ctx, img, pl.opts, p.Limits.normalized())
+			img, err := resize(ctx, img, pl.opts, p.Limits.Normalized())
 			if err != nil {
 				return err
 			}
@@ -380,9 +380,9 @@ func pdfToText(ctx context.Context, in *io.SectionReader, out io.Writer, _ Param
 	}
 	defer s.close()
 	if s.pages > MaxPDFPages {
-		return errorf(nil, "the PDF has %d pages, over the %d page limit", s.pages, MaxPDFPages)
+		return Errorf(nil, "the PDF has %d pages, over the %d page limit", s.pages, MaxPDFPages)
 	}
-	bw := bufio.NewWriterSize(&ctxWriter{ctx: ctx, w: out}, 64<<10)
+	bw := bufio.NewWriterSize(&ContextWriter{Ctx: ctx, W: out}, 64<<10)
 	for i := range s.pages {
 		t, err := s.text(i)
 		if err != nil {
@@ -402,7 +402,7 @@ func registerPDFPageArchive(c *Catalog) {
 	if _, ok := c.Format("zip"); !ok {
 		return
 	}
-	if _, ok := c.converter(Step{From: fmtPDF, To: "zip"}); ok {
+	if _, ok := c.ConverterFor(Step{From: fmtPDF, To: "zip"}); ok {
 		return
 	}
 	c.AddConverter(Converter{From: fmtPDF, To: "zip", Lossy: true, Run: pdfToPageArchive(c)})
@@ -419,9 +419,9 @@ func pdfToPageArchive(c *Catalog) docRun {
 		}
 		defer s.close()
 		if s.pages > MaxPDFPages {
-			return errorf(nil, "the PDF has %d pages, over the %d page limit", s.pages, MaxPDFPages)
+			return Errorf(nil, "the PDF has %d pages, over the %d page limit", s.pages, MaxPDFPages)
 		}
-		zw := zip.NewWriter(&ctxWriter{ctx: ctx, w: out})
+		zw := zip.NewWriter(&ContextWriter{Ctx: ctx, W: out})
 		for i := range s.pages {
 			pp := p
 			pp.Options.Page = i + 1
@@ -430,11 +430,11 @@ func pdfToPageArchive(c *Catalog) docRun {
 			if err != nil {
 				return err
 			}
-			if err := c.budget.acquire(ctx, pl.estimate, fmt.Sprintf("rendering page %d of this PDF at %d dpi", i+1, pl.dpi)); err != nil {
+			if err := c.AcquireMemory(ctx, pl.estimate, fmt.Sprintf("rendering page %d of this PDF at %d dpi", i+1, pl.dpi)); err != nil {
 				return err
 			}
 			err = func() error {
-				defer c.budget.release(pl.estimate)
+				defer c.ReleaseMemory(pl.estimate)
 				w, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("page-%04d.png", i+1), Method: zip.Store})
 				if err != nil {
 					return err

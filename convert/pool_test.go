@@ -129,7 +129,7 @@ func (f *fakeFiles) CreateOutput(jobID string) (OutputFile, error) {
 		return nil, err
 	}
 	h := sha256.New()
-	return &fakeOutput{f: f, jobID: jobID, tmp: tmp, hash: h, cw: &countingWriter{w: io.MultiWriter(tmp, h)}}, nil
+	return &fakeOutput{f: f, jobID: jobID, tmp: tmp, hash: h, cw: &CountingWriter{W: io.MultiWriter(tmp, h)}}, nil
 }
 
 // fakeOutput is an output file under fakeFiles' out/ until Commit renames it into place.
@@ -138,7 +138,7 @@ type fakeOutput struct {
 	jobID string
 	tmp   *os.File
 	hash  hash.Hash
-	cw    *countingWriter
+	cw    *CountingWriter
 	kept  bool
 }
 
@@ -159,7 +159,7 @@ func (o *fakeOutput) Commit(meta OutputMeta) (Output, error) {
 	if hook != nil {
 		hook(o.jobID)
 	}
-	return Output{Bytes: o.cw.n, SHA256: hex.EncodeToString(o.hash.Sum(nil))}, nil
+	return Output{Bytes: o.cw.N, SHA256: hex.EncodeToString(o.hash.Sum(nil))}, nil
 }
 
 func (o *fakeOutput) Discard() {

@@ -35,7 +35,7 @@ func TestSniff(t *testing.T) {
 		{"", "", "an empty file"},
 	}
 	for _, tt := range tests {
-		id, name := sniff([]byte(tt.data))
+		id, name := Sniff([]byte(tt.data))
 		if id != tt.id || name != tt.name {
 			t.Errorf("sniff(%q) = %q, %q; want %q, %q", tt.data, id, name, tt.id, tt.name)
 		}

@@ -120,7 +120,7 @@ type svgWriter struct {
 // element count, else it writes the sanitised file to w.
 func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, int, error) {
 	invalid := func(err error, why string, args ...any) error {
-		return errorf(err, "input is not a valid SVG file ("+why+")", args...)
+		return Errorf(err, "input is not a valid SVG file ("+why+")", args...)
 	}
 	d := xml.NewDecoder(bytes.NewReader(data))
 	d.Strict = true
@@ -148,14 +148,14 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 		switch t := tok.(type) {
 		case xml.Directive:
 			if bytes.Contains(bytes.ToUpper(t), []byte("ENTITY")) {
-				return nil, 0, errorf(nil, "the SVG declares XML entities in a DTD, which are not allowed")
+				return nil, 0, Errorf(nil, "the SVG declares XML entities in a DTD, which are not allowed")
 			}
 		case xml.StartElement:
 			if elements++; elements > svgMaxElements {
-				return nil, 0, errorf(nil, "the SVG has more than %d elements", svgMaxElements)
+				return nil, 0, Errorf(nil, "the SVG has more than %d elements", svgMaxElements)
 			}
 			if depth++; depth > svgMaxDepth {
-				return nil, 0, errorf(errTooDeep, "the SVG nests elements more than %d deep", svgMaxDepth)
+				return nil, 0, Errorf(errTooDeep, "the SVG nests elements more than %d deep", svgMaxDepth)
 			}
 			if elements%4096 == 0 && ctx.Err() != nil {
 				return nil, 0, ctx.Err()
@@ -197,7 +197,7 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 					continue
 				}
 				if w.expanded += n; w.expanded > svgMaxElements {
-					return nil, 0, errorf(nil, "the SVG has more than %d elements once its <use> elements are expanded", svgMaxElements)
+					return nil, 0, Errorf(nil, "the SVG has more than %d elements once its <use> elements are expanded", svgMaxElements)
 				}
 			}
 			if len(w.stack) == 0 {
@@ -310,7 +310,7 @@ func svgRootInfo(se xml.StartElement) (svgInfo, error) {
 		info.vbW, info.vbH = w, h
 	}
 	if !(w > 0 && h > 0) || w > svgMaxSide || h > svgMaxSide {
-		return info, errorf(nil, "the SVG's size %gx%g is out of range", w, h)
+		return info, Errorf(nil, "the SVG's size %gx%g is out of range", w, h)
 	}
 	info.w, info.h = w, h
 	info.stretch = strings.TrimSpace(par) == "none"
@@ -372,7 +372,7 @@ func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
 		return err
 	})
 	if err != nil {
-		return nil, errorf(err, "input is not a valid SVG file (%v)", err)
+		return nil, Errorf(err, "input is not a valid SVG file (%v)", err)
 	}
 	// A dash pattern shorter than a pixel would split a long path into millions of dashes.
 	for i := range icon.SVGPaths {
@@ -433,7 +433,7 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, errorf(err, "the SVG could not be drawn")
+		return nil, Errorf(err, "the SVG could not be drawn")
 	}
 	return img, nil
 }
@@ -442,7 +442,7 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 // at the width and height asked for, and writes it in dst's format.
 func svgToRaster(c *Catalog, dst *imageCodec) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
-		lim := p.Limits.normalized()
+		lim := p.Limits.Normalized()
 		s, err := readSVG(ctx, in)
 		if err != nil {
 			return err
@@ -453,7 +453,7 @@ func svgToRaster(c *Catalog, dst *imageCodec) docRun {
 		}
 		iw, ih := s.info.w*float64(dpi)/svgDefaultDPI, s.info.h*float64(dpi)/svgDefaultDPI
 		if iw > math.MaxInt32/2 || ih > math.MaxInt32/2 {
-			return errorf(nil, "the SVG at %d dpi would be %.0fx%.0f pixels, over the %s megapixel limit", dpi, iw, ih, megapixels(float64(lim.MaxPixels)))
+			return Errorf(nil, "the SVG at %d dpi would be %.0fx%.0f pixels, over the %s megapixel limit", dpi, iw, ih, megapixels(float64(lim.MaxPixels)))
 		}
 		bw, bh := max(1, int(math.Ceil(iw-1e-9))), max(1, int(math.Ceil(ih-1e-9)))
 		opts := p.Options
@@ -465,14 +465,14 @@ func svgToRaster(c *Catalog, dst *imageCodec) docRun {
 			return err
 		}
 		if dst.maxSide > 0 && (w > dst.maxSide || h > dst.maxSide) {
-			return errorf(nil, "%s images are at most %dx%d pixels and this SVG would be %dx%d; set a width and height",
+			return Errorf(nil, "%s images are at most %dx%d pixels and this SVG would be %dx%d; set a width and height",
 				dst.name, dst.maxSide, dst.maxSide, w, h)
 		}
 		est := int64(float64(baseConversionMemory+dst.fixedCost) + float64(w)*float64(h)*(4+dst.encodeCost) + 4*float64(in.Size()))
-		if err := c.budget.acquire(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d as %s", w, h, dst.name)); err != nil {
+		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d as %s", w, h, dst.name)); err != nil {
 			return err
 		}
-		defer c.budget.release(est)
+		defer c.ReleaseMemory(est)
 		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit)
 		if err != nil {
 			return err
@@ -485,7 +485,7 @@ func svgToRaster(c *Catalog, dst *imageCodec) docRun {
 // when that would pass the pixel limit) and embedded as a lossless PNG.
 func svgToPDF(c *Catalog) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
-		lim := p.Limits.normalized()
+		lim := p.Limits.Normalized()
 		s, err := readSVG(ctx, in)
 		if err != nil {
 			return err
@@ -499,10 +499,10 @@ func svgToPDF(c *Catalog) docRun {
 			return err
 		}
 		est := int64(float64(baseConversionMemory) + float64(w)*float64(h)*20 + 4*float64(in.Size()))
-		if err := c.budget.acquire(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d for a PDF", w, h)); err != nil {
+		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d for a PDF", w, h)); err != nil {
 			return err
 		}
-		defer c.budget.release(est)
+		defer c.ReleaseMemory(est)
 		img, err := s.render(ctx, float64(w), float64(h), w, h, FitFill)
 		if err != nil {
 			return err
@@ -532,6 +532,6 @@ func svgToPDF(c *Catalog) docRun {
 		if err := f.Error(); err != nil {
 			return fmt.Errorf("writing the PDF: %w", err)
 		}
-		return f.Output(&ctxWriter{ctx: ctx, w: out})
+		return f.Output(&ContextWriter{Ctx: ctx, W: out})
 	}
 }
