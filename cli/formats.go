@@ -14,6 +14,7 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -102,9 +103,9 @@ func newFormatsCommand() *cobra.Command {
 				server = os.Getenv("CONVSVC_URL")
 			}
 			if markdown {
-				return writeFormatsMarkdown(cmd.OutOrStdout(), convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels}))
+				return writeFormatsMarkdown(cmd.OutOrStdout(), standard.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels}))
 			}
-			var src formatSource = localFormats{convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
+			var src formatSource = localFormats{standard.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
 			if server != "" {
 				src = remoteFormats{&client.Client{BaseURL: server}}
 			}

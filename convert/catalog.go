@@ -44,6 +44,15 @@ func Errorf(cause error, format string, args ...any) *Error {
 	return &Error{Message: fmt.Sprintf(format, args...), Err: cause}
 }
 
+// Format categories.
+const (
+	CategoryImage    = "image"
+	CategoryDocument = "document"
+	CategoryData     = "data"
+	CategoryAudio    = "audio"
+	CategoryArchive  = "archive"
+)
+
 // Format describes a file format the service recognizes (JSON shape is the API's Format object).
 type Format struct {
 	ID         string   `json:"id"`
@@ -134,30 +143,6 @@ func NewEmptyCatalog(lim Limits) *Catalog {
 		formats: make(map[string]Format),
 		out:     make(map[string][]Converter),
 	}
-}
-
-// extraRegistrations are added by build-tagged files (the poison converters of the fault tests).
-var extraRegistrations []func(*Catalog)
-
-// NewCatalog returns the built-in registry with all built-in converters.
-func NewCatalog(lim Limits) *Catalog {
-	c := NewEmptyCatalog(lim)
-	for _, f := range builtinFormats {
-		c.AddFormat(f)
-	}
-	for _, f := range recognisedOnlyFormats {
-		c.AddFormat(f)
-	}
-	registerImageConverters(c)
-	registerDocumentFormats(c)
-	registerDataFormats(c)
-	registerAudioFormats(c)
-	registerArchiveFormats(c)
-	registerPDFPageArchive(c) // pdf -> zip of PNG pages needs the archive family's zip format
-	for _, register := range extraRegistrations {
-		register(c)
-	}
-	return c
 }
 
 // Limits returns the limits the catalog's conversions run with.

@@ -73,3 +73,11 @@ func (c *Catalog) AcquireMemory(ctx context.Context, n int64, what string) error
 
 // ReleaseMemory returns n bytes reserved by AcquireMemory to the budget.
 func (c *Catalog) ReleaseMemory(n int64) { c.budget.release(n) }
+
+// MemoryUse reports the catalog's memory budget: the bytes running conversions hold, and how
+// many conversions wait for their share.
+func (c *Catalog) MemoryUse() (held int64, waiting int) {
+	c.budget.mu.Lock()
+	defer c.budget.mu.Unlock()
+	return c.budget.cur, c.budget.waiters.Len()
+}
