@@ -21,9 +21,11 @@ import (
 // Every data format converts to every other directly, and to markdown and html tables when
 // the catalog has those formats. Trees become tables when they are, or wrap, an array of
 // flat objects; tables become trees as an array of objects, which TOML and XML get wrapped
-// as {"rows": {"row": [...]}}. What a target cannot hold (null in TOML, nesting in CSV, a
-// second root in XML, a number beyond 64 bits in TOML) fails with a message that says where,
-// instead of being dropped.
+// as {"rows": {"row": [...]}}. A top level of several members (a configuration file), or of
+// one array, becomes XML inside <root convsvc="members">, which reading XML unwraps again. An
+// object or array in a Markdown, HTML or NDJSON table cell is written as its compact JSON. What
+// a target cannot hold (null in TOML, nesting in CSV, TSV and XLSX cells, a number beyond 64
+// bits in TOML) fails with a message that says where, instead of being dropped.
 
 // dataFormats lists the data formats in registration order.
 var dataFormats = []convert.Format{
@@ -42,6 +44,11 @@ var treeFormats = []string{"json", "yaml", "toml", "xml"}
 
 // tableTargets are written row by row; markdown and html belong to the document family.
 var tableTargets = []string{"csv", "tsv", "xlsx", "ndjson", "markdown", "html"}
+
+// nestedCellTargets write an object or array in a table cell as its compact JSON: Markdown and
+// HTML as the cell's text, NDJSON as the member's value. CSV, TSV and XLSX cells refuse them
+// (they would come back as strings that merely look like JSON).
+var nestedCellTargets = []string{"markdown", "html", "ndjson"}
 
 // untypedTargets hold only text, so numbers and booleans from a typed source become strings.
 var untypedTargets = []string{"csv", "tsv", "xml", "markdown", "html"}
@@ -94,7 +101,7 @@ func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out
 	fromTree := slices.Contains(treeFormats, from)
 	toTable := slices.Contains(tableTargets, to) || to == "json" && !fromTree
 	if toTable {
-		r, closeFn, err := openTableReader(ctx, from, in)
+		r, closeFn, err := openTableReader(ctx, from, in, slices.Contains(nestedCellTargets, to))
 		if err != nil {
 			return err
 		}
@@ -114,7 +121,7 @@ func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out
 		}
 		return writeTree(ctx, to, out, tree)
 	}
-	r, closeFn, err := openTableReader(ctx, from, in)
+	r, closeFn, err := openTableReader(ctx, from, in, false)
 	if err != nil {
 		return err
 	}
@@ -137,8 +144,9 @@ func formatTitle(id string) string {
 	return string(bytes.ToUpper(b))
 }
 
-// openTableReader reads any data format as a table.
-func openTableReader(ctx context.Context, from string, in *io.SectionReader) (tableReader, func(), error) {
+// openTableReader reads any data format as a table. With nested, a cell may hold an object or
+// an array, as a nestedValue; else such a cell fails naming its path.
+func openTableReader(ctx context.Context, from string, in *io.SectionReader, nested bool) (tableReader, func(), error) {
 	nop := func() {}
 	switch from {
 	case "csv":
@@ -148,7 +156,7 @@ func openTableReader(ctx context.Context, from string, in *io.SectionReader) (ta
 		r, err := newCSVTableReader(ctx, in, '\t')
 		return r, nop, err
 	case "json", "ndjson":
-		r, err := newJSONTableReader(ctx, in, from == "ndjson")
+		r, err := newJSONTableReader(ctx, in, from == "ndjson", nested)
 		return r, nop, err
 	case "xlsx":
 		r, err := newXLSXTableReader(ctx, in)
@@ -161,7 +169,7 @@ func openTableReader(ctx context.Context, from string, in *io.SectionReader) (ta
 	if err != nil {
 		return nil, nop, err
 	}
-	r, err := newTreeTable(tree)
+	r, err := newTreeTable(tree, nested)
 	return r, nop, err
 }
 

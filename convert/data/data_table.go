@@ -109,9 +109,14 @@ func significantDigits(s string) int {
 	return n
 }
 
+// nestedValue is an object or array in a table cell, as compact JSON (see nestedCellTargets).
+type nestedValue struct{ json []byte }
+
 // cellText writes a cell as text for CSV, TSV, Markdown and HTML.
 func cellText(v any) string {
 	switch v := v.(type) {
+	case nestedValue:
+		return string(v.json)
 	case string:
 		return v
 	case json.Number:
@@ -371,6 +376,7 @@ type jsonTableReader struct {
 	ctx    context.Context
 	in     *io.SectionReader
 	ndjson bool
+	nested bool   // cells may hold objects and arrays (as nestedValue)
 	name   string // "JSON" or "NDJSON"
 	first  bool   // in the first pass
 	cols   []string
@@ -393,8 +399,8 @@ type jsonTableReader struct {
 	lineNo int
 }
 
-func newJSONTableReader(ctx context.Context, in *io.SectionReader, ndjson bool) (*jsonTableReader, error) {
-	t := &jsonTableReader{ctx: ctx, in: in, ndjson: ndjson, name: "JSON", index: map[string]int{}, seen: map[string]bool{}}
+func newJSONTableReader(ctx context.Context, in *io.SectionReader, ndjson, nested bool) (*jsonTableReader, error) {
+	t := &jsonTableReader{ctx: ctx, in: in, ndjson: ndjson, nested: nested, name: "JSON", index: map[string]int{}, seen: map[string]bool{}}
 	if ndjson {
 		t.name = "NDJSON"
 	}
@@ -551,8 +557,9 @@ func (t *jsonTableReader) scanRow() error {
 			}
 			return t.finish()
 		}
-		if !t.first && t.peeked == nil {
-			// The first pass checked every row: decoding one into a map is faster than tokens.
+		if !t.first && t.peeked == nil && !t.nested {
+			// The first pass checked every row: decoding one into a map is faster than tokens
+			// (but would reorder the members of nested values, so not when cells may hold them).
 			var m map[string]any
 			if err := t.dec.Decode(&m); err != nil {
 				return t.syntax(err)
@@ -611,7 +618,13 @@ func (t *jsonTableReader) scanRow() error {
 
 // cell records one member of a row object.
 func (t *jsonTableReader) cell(path, key string, v json.Token) error {
-	if d, ok := v.(json.Delim); ok {
+	if d, ok := v.(json.Delim); ok && t.nested {
+		raw, err := t.nestedJSON(d)
+		if err != nil {
+			return err
+		}
+		v = nestedValue{raw}
+	} else if ok {
 		return lossf("value at %s is %s, but a table cell cannot hold one (only text, numbers, booleans and null)", childPath(path, key), tokenKind(d))
 	}
 	if t.seen[key] {
@@ -634,6 +647,49 @@ func (t *jsonTableReader) cell(path, key string, v json.Token) error {
 		t.row[i] = v
 	}
 	return nil
+}
+
+// nestedJSON reads the rest of the object or array that open began and returns it as compact
+// JSON. Keys and strings are quoted as appendJSONString does; numbers are kept as written.
+func (t *jsonTableReader) nestedJSON(open json.Delim) ([]byte, error) {
+	buf := []byte{byte(open)}
+	// For each open container: whether it is an object, and how many tokens it has had.
+	type level struct {
+		object bool
+		n      int
+	}
+	stack := []level{{object: open == '{'}}
+	for len(stack) > 0 {
+		tok, err := t.token()
+		if err != nil {
+			return nil, err
+		}
+		top := &stack[len(stack)-1]
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			buf = append(buf, byte(d))
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		switch {
+		case top.object && top.n%2 == 1:
+			buf = append(buf, ':')
+		case top.n > 0:
+			buf = append(buf, ',')
+		}
+		top.n++
+		if len(buf) > DataMaxRecordBytes {
+			return nil, convert.Errorf(nil, "input has a value longer than %s in a table cell", convert.ByteSize(DataMaxRecordBytes))
+		}
+		if d, ok := tok.(json.Delim); ok {
+			buf = append(buf, byte(d))
+			stack = append(stack, level{object: d == '{'})
+			continue
+		}
+		if buf, err = appendJSONScalar(buf, tok, ""); err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // finish checks the wrappers close without other members and nothing follows the table.
@@ -734,7 +790,7 @@ type treeTable struct {
 	idx  map[string]int
 }
 
-func newTreeTable(v any) (*treeTable, error) {
+func newTreeTable(v any, nested bool) (*treeTable, error) {
 	path := "$"
 	for {
 		obj, ok := v.(object)
@@ -762,9 +818,17 @@ func newTreeTable(v any) (*treeTable, error) {
 		if !ok {
 			return nil, lossf("value at %s is %s, but a table needs an array of objects", indexPath(path, i), kindOf(e))
 		}
-		for _, m := range obj {
+		for j, m := range obj {
 			switch m.val.(type) {
 			case object, []any:
+				if nested {
+					raw, err := appendJSONCompact(nil, m.val, childPath(indexPath(path, i), m.key))
+					if err != nil {
+						return nil, err
+					}
+					obj[j].val = nestedValue{raw}
+					break
+				}
 				return nil, lossf("value at %s is %s, but a table cell cannot hold one (only text, numbers, booleans and null)", childPath(indexPath(path, i), m.key), kindOf(m.val))
 			case float64:
 				return nil, lossf("value at %s is %s, which a table cannot hold", childPath(indexPath(path, i), m.key), kindOf(m.val))

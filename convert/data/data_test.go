@@ -116,7 +116,7 @@ func fileSection(t testing.TB, path string) *io.SectionReader {
 // readTableFile reads a file of a data format as header and rows of cell texts.
 func readTableFile(t testing.TB, format, path string) ([]string, [][]string) {
 	t.Helper()
-	r, closeFn, err := openTableReader(context.Background(), format, fileSection(t, path))
+	r, closeFn, err := openTableReader(context.Background(), format, fileSection(t, path), false)
 	if err != nil {
 		t.Fatalf("reading %s as a %s table: %v", path, format, err)
 	}
@@ -336,7 +336,11 @@ func TestData_LossIsAnError(t *testing.T) {
 		{"json", "csv", `42`, "json -> csv: the top level is a number, but a table needs an array of objects"},
 		{"yaml", "csv", "a: 1\nb: [1, 2]\n", "yaml -> csv: value at $[0].b is an array, but a table cell cannot hold one"},
 		{"ndjson", "csv", "{\"a\":1}\n{\"a\":[1]}\n", `ndjson -> csv: value of "a" on line 2 is an array`},
-		{"json", "xml", `{"a": 1, "b": 2}`, `json -> xml: the top level has 2 members ("a", "b"), but XML needs exactly one root element`},
+		{"json", "xml", `"just a string"`, "json -> xml: the top level is a string, but XML needs one root element"},
+		{"json", "xml", `{"a": 1, "@convsvc": 2}`, `json -> xml: the top level has 2 members and one is named "@convsvc", which the XML root wrapper needs for itself`},
+		{"json", "csv", `{"a": 1, "hosts": ["x"]}`, `json -> csv: value at $.hosts is an array, but a table cell cannot hold one`},
+		{"toml", "tsv", "a = 1\nhosts = [\"x\"]\n", `toml -> tsv: value at $[0].hosts is an array, but a table cell cannot hold one`},
+		{"yaml", "ndjson", "a: 1\nb: {c: .nan}\n", "yaml -> ndjson: value at $[0].b.c is NaN, which JSON cannot hold"},
 		{"json", "xml", `{"a": {"b c": 1}}`, `json -> xml: key "b c" at $.a["b c"] is not a valid XML element name`},
 		{"json", "xml", `{"a": {"b": [[1]]}}`, `json -> xml: value at $.a.b[0] is an array inside an array`},
 		{"json", "xml", `{"a": {"b": []}}`, `json -> xml: value at $.a.b is an empty array, which XML cannot hold`},
@@ -377,6 +381,81 @@ func TestData_InvalidInput(t *testing.T) {
 			_, err := runCatalog(t, tt.from, tt.to, []byte(tt.input))
 			wantUserError(t, err, tt.want)
 		})
+	}
+}
+
+// configSample is a plain configuration file: six top-level keys, one a list, one a table.
+var configSample = map[string]string{
+	"json": `{"title": "svc", "port": 8080, "debug": true, "ratio": 0.5, "hosts": ["a", "b|c"], "db": {"user": "u", "pool": 4}}`,
+	"yaml": "title: svc\nport: 8080\ndebug: true\nratio: 0.5\nhosts: [a, b|c]\ndb: {user: u, pool: 4}\n",
+	"toml": "title = \"svc\"\nport = 8080\ndebug = true\nratio = 0.5\nhosts = [\"a\", \"b|c\"]\n\n[db]\nuser = \"u\"\npool = 4\n",
+}
+
+// TestData_ConfigFilesAsXML checks that several top-level members get the documented root
+// wrapper, and that reading it back gives the members again.
+func TestData_ConfigFilesAsXML(t *testing.T) {
+	want := "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<root convsvc=\"members\">\n  <title>svc</title>\n  <port>8080</port>\n  <debug>true</debug>\n  <ratio>0.5</ratio>\n  <hosts>a</hosts>\n  <hosts>b|c</hosts>\n  <db>\n    <user>u</user>\n    <pool>4</pool>\n  </db>\n</root>\n"
+	wantJSON := "{\n  \"title\": \"svc\",\n  \"port\": \"8080\",\n  \"debug\": \"true\",\n  \"ratio\": \"0.5\",\n  \"hosts\": [\n    \"a\",\n    \"b|c\"\n  ],\n  \"db\": {\n    \"user\": \"u\",\n    \"pool\": \"4\"\n  }\n}\n"
+	for _, from := range []string{"json", "yaml", "toml"} {
+		t.Run(from, func(t *testing.T) {
+			got := dataConvertOK(t, from, "xml", configSample[from])
+			if got != want {
+				t.Fatalf("got\n%s\nwant\n%s", got, want)
+			}
+			if back := dataConvertOK(t, "xml", "json", got); back != wantJSON {
+				t.Fatalf("read back as\n%s\nwant\n%s", back, wantJSON)
+			}
+		})
+	}
+	// One member holding an array is wrapped too; a root of another name, or without the
+	// attribute, is an ordinary element.
+	if got := dataConvertOK(t, "json", "xml", `{"item": [1, 2]}`); !strings.Contains(got, "<root convsvc=\"members\">\n  <item>1</item>\n  <item>2</item>\n</root>") {
+		t.Errorf("one array member: %s", got)
+	}
+	if got := dataConvertOK(t, "xml", "json", "<root><a>1</a><b>2</b></root>"); got != "{\n  \"root\": {\n    \"a\": \"1\",\n    \"b\": \"2\"\n  }\n}\n" {
+		t.Errorf("plain <root>: %s", got)
+	}
+}
+
+// TestData_ConfigFilesAsTables checks that a nested value in a Markdown, HTML or NDJSON cell is
+// written as its compact JSON, and that documents made from those tables convert.
+func TestData_ConfigFilesAsTables(t *testing.T) {
+	for _, from := range []string{"json", "yaml", "toml"} {
+		t.Run(from, func(t *testing.T) {
+			md := dataConvertOK(t, from, "markdown", configSample[from])
+			if want := "| title | port | debug | ratio | hosts | db |\n| --- | --- | --- | --- | --- | --- |\n| svc | 8080 | true | 0.5 | [\"a\",\"b\\|c\"] | {\"user\":\"u\",\"pool\":4} |\n"; md != want {
+				t.Errorf("markdown:\n%s\nwant\n%s", md, want)
+			}
+			html := dataConvertOK(t, from, "html", configSample[from])
+			if !strings.Contains(html, "<td>[&#34;a&#34;,&#34;b|c&#34;]</td>") && !strings.Contains(html, "<td>[&quot;a&quot;,&quot;b|c&quot;]</td>") {
+				t.Errorf("html has no JSON cell for hosts:\n%s", html)
+			}
+			nd := dataConvertOK(t, from, "ndjson", configSample[from])
+			if want := `{"title":"svc","port":8080,"debug":true,"ratio":0.5,"hosts":["a","b|c"],"db":{"user":"u","pool":4}}` + "\n"; nd != want {
+				t.Errorf("ndjson:\n%s\nwant\n%s", nd, want)
+			}
+			for _, to := range []string{"pdf", "txt", "epub"} {
+				if testing.Short() && to != "pdf" {
+					continue
+				}
+				out, err := runCatalog(t, from, to, []byte(configSample[from]))
+				if err != nil || len(out) == 0 {
+					t.Errorf("%s -> %s: %d bytes, %v", from, to, len(out), err)
+				}
+			}
+		})
+	}
+}
+
+// TestData_NDJSONNestedCells checks the streaming NDJSON reader: a nested value in a row becomes
+// the cell's compact JSON for Markdown, and stays a value for JSON lines.
+func TestData_NDJSONNestedCells(t *testing.T) {
+	in := "{\"a\": 1, \"b\": [1, {\"c\": null, \"d\": \"x y\"}]}\n{\"a\": 2}\n"
+	if got, want := dataConvertOK(t, "ndjson", "markdown", in), "| a | b |\n| --- | --- |\n| 1 | [1,{\"c\":null,\"d\":\"x y\"}] |\n| 2 |  |\n"; got != want {
+		t.Errorf("markdown:\n%s\nwant\n%s", got, want)
+	}
+	if got, want := dataConvertOK(t, "json", "ndjson", `[{"a": 1, "b": {"c": [true, 1.5e3]}}]`), `{"a":1,"b":{"c":[true,1.5e3]}}`+"\n"; got != want {
+		t.Errorf("ndjson:\n%s\nwant\n%s", got, want)
 	}
 }
 

@@ -392,9 +392,43 @@ func appendNewline(buf []byte, indent int) []byte {
 	return buf
 }
 
+// appendJSONCompact appends v as JSON without spaces or newlines.
+func appendJSONCompact(buf []byte, v any, path string) ([]byte, error) {
+	var err error
+	switch v := v.(type) {
+	case object:
+		buf = append(buf, '{')
+		for i, m := range v {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, m.key)
+			buf = append(buf, ':')
+			if buf, err = appendJSONCompact(buf, m.val, childPath(path, m.key)); err != nil {
+				return buf, err
+			}
+		}
+		return append(buf, '}'), nil
+	case []any:
+		buf = append(buf, '[')
+		for i, e := range v {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			if buf, err = appendJSONCompact(buf, e, indexPath(path, i)); err != nil {
+				return buf, err
+			}
+		}
+		return append(buf, ']'), nil
+	}
+	return appendJSONScalar(buf, v, path)
+}
+
 // appendJSONScalar appends a scalar; ±Inf and NaN fail, since JSON has no way to write them.
 func appendJSONScalar(buf []byte, v any, path string) ([]byte, error) {
 	switch v := v.(type) {
+	case nestedValue:
+		return append(buf, v.json...), nil
 	case string:
 		return appendJSONString(buf, v), nil
 	case json.Number:

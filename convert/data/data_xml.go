@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -167,6 +168,12 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 	if rootName == "" {
 		return nil, convert.Errorf(nil, "input is not a valid XML file (it has no root element)")
 	}
+	if obj, ok := root.(object); ok && rootName == xmlWrapperName {
+		if v, _ := obj.get("@" + xmlWrapperAttr); v == xmlWrapperValue {
+			i := slices.IndexFunc(obj, func(m member) bool { return m.key == "@"+xmlWrapperAttr })
+			return slices.Delete(obj, i, i+1), nil
+		}
+	}
 	return object{{rootName, root}}, nil
 }
 
@@ -200,23 +207,38 @@ func writeXMLTree(ctx context.Context, w io.Writer, v any) error {
 	if !ok {
 		return lossf("the top level is %s, but XML needs one root element", kindOf(v))
 	}
-	if len(root) != 1 {
-		keys := make([]string, 0, 3)
-		for i, m := range root {
-			if i == 3 {
-				keys = append(keys, "...")
-				break
-			}
-			keys = append(keys, strconv.Quote(m.key))
+	if len(root) != 1 || isArray(root[0].val) {
+		if _, taken := root.get("@" + xmlWrapperAttr); taken {
+			return lossf("the top level has %d members and one is named %q, which the XML root wrapper needs for itself", len(root), "@"+xmlWrapperAttr)
 		}
-		return lossf("the top level has %d members (%s), but XML needs exactly one root element", len(root), strings.Join(keys, ", "))
+		// Several members, or one array (repeated elements): one documented wrapper holds them,
+		// and decodeXMLTree unwraps it again.
+		root = object{{xmlWrapperName, append(object{{"@" + xmlWrapperAttr, xmlWrapperValue}}, root...)}}
+		return writeXMLRoot(ctx, w, root[0].key, root[0].val, "$")
 	}
-	if _, isArr := root[0].val.([]any); isArr {
-		return lossf("the top-level member %q is an array, but XML needs exactly one root element", root[0].key)
-	}
+	return writeXMLRoot(ctx, w, root[0].key, root[0].val, childPath("$", root[0].key))
+}
+
+// isArray reports whether v is an array.
+func isArray(v any) bool {
+	_, ok := v.([]any)
+	return ok
+}
+
+// The wrapper that gives XML its one root when the top level has several members or one array:
+// <root convsvc="members">...</root>. Reading XML back, a root element of that name with that
+// attribute is unwrapped, so json -> xml -> json keeps the members.
+const (
+	xmlWrapperName  = "root"
+	xmlWrapperAttr  = "convsvc"
+	xmlWrapperValue = "members"
+)
+
+// writeXMLRoot writes the document: the declaration and the root element.
+func writeXMLRoot(ctx context.Context, w io.Writer, name string, v any, path string) error {
 	xw := &xmlWriter{w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10)}
 	xw.buf = append(xw.buf, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"...)
-	if err := xw.element(root[0].key, root[0].val, childPath("$", root[0].key), 0); err != nil {
+	if err := xw.element(name, v, path, 0); err != nil {
 		return err
 	}
 	if _, err := xw.w.Write(xw.buf); err != nil {
