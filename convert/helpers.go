@@ -15,8 +15,8 @@ import (
 
 // ContextWriter fails writes once ctx is done, so a streaming encoder stops soon after.
 type ContextWriter struct {
-	Ctx context.Context
-	W   io.Writer
+	Ctx context.Context // the conversion's context
+	W   io.Writer       // where writes go while Ctx lasts
 }
 
 // Write fails with ctx's error once ctx is done, else writes p to W.
@@ -29,8 +29,8 @@ func (c *ContextWriter) Write(p []byte) (int, error) {
 
 // ContextReader fails reads once ctx is done, so a decoding loop stops soon after.
 type ContextReader struct {
-	Ctx context.Context
-	R   io.Reader
+	Ctx context.Context // the conversion's context
+	R   io.Reader       // where reads come from while Ctx lasts
 }
 
 // Read fails with ctx's error once ctx is done, else reads from R.
@@ -52,8 +52,8 @@ func ByteSize(n int64) string {
 
 // CountingWriter counts the bytes written through it.
 type CountingWriter struct {
-	W io.Writer
-	N int64
+	W io.Writer // where writes go
+	N int64     // bytes written so far
 }
 
 // Write writes p to W and counts what was written.

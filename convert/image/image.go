@@ -37,8 +37,10 @@ const JPEGQuality = 85
 // larger (1.76 MB vs 1.65 MB); on a noisy one it is faster and no larger.
 const PNGCompression = png.BestSpeed
 
-// Codec reads and, unless encode is nil, writes one raster format.
+// Codec reads and, unless Encode is nil, writes one raster format. The document family uses
+// the exported fields to embed images in PDFs and to encode rendered pages.
 type Codec struct {
+	// ID is the format id in the catalog: "png".
 	ID   string
 	Name string // as shown to users: "PNG"
 
@@ -56,25 +58,27 @@ type Codec struct {
 	frames    func(r sizedReaderAt) (int, error)
 	decodeAll func(ctx context.Context, r io.Reader, cfg image.Config) (*animation, error)
 
+	// Encode writes img in the format with the job's options; nil for formats only read.
 	Encode    func(ctx context.Context, w io.Writer, img image.Image, opts convert.Options) error
 	encodeAll func(ctx context.Context, w io.Writer, a *animation, opts convert.Options) error // formats that hold animations
 
 	lossy bool // writing this format can lose information
 	// MaxSide is the largest width or height the format stores; 0 means no limit of its own.
 	MaxSide int
-	// FitMaxSide makes outputs larger than maxSide shrink to fit unless the job sets a size.
+	// FitMaxSide makes outputs larger than MaxSide shrink to fit unless the job sets a size.
 	FitMaxSide bool
 	// maxPixels, when set, is the largest output the encoder can write whatever the limits.
 	maxPixels int64
 
 	// Memory estimates for the conversion budget, in bytes per pixel, from the peak RSS of
 	// one conversion over its pixel count (TestImageMeasure, 4000x3000 photo-like images),
-	// rounded up. decodeCost covers the decoder and the decoded image; encodeCost a copy into
+	// rounded up. DecodeCost covers the decoder and the decoded image; EncodeCost a copy into
 	// the encoder's layout and the encoder's own buffers (losslessEncodeCost when the job asks
-	// for lossless). fixedCost is what a codec needs whatever the size: the compiled wasm
-	// module and an instance's memory.
+	// for lossless).
 	DecodeCost, EncodeCost, losslessEncodeCost float64
-	FixedCost                                  int64
+	// FixedCost is what a codec needs whatever the size: the compiled wasm module and an
+	// instance's memory.
+	FixedCost int64
 }
 
 // Codecs lists the raster formats in registration order.
@@ -365,7 +369,7 @@ func DecodePixels(ctx context.Context, in *io.SectionReader, codec *Codec, cfg i
 	return img, nil
 }
 
-// guard runs a codec call, turning a panic into an error: third-party decoders (and
+// GuardCodec runs a codec call, turning a panic into an error: third-party decoders (and
 // wasm2go-translated C, whose traps are panics) must not take the process down on a hostile file.
 func GuardCodec(what string, f func() error) (err error) {
 	defer func() {
@@ -593,6 +597,7 @@ func decodeGIF(_ context.Context, r io.Reader, cfg image.Config) (image.Image, e
 	return canvas, nil
 }
 
+// PNGBuffers is shared by every PNG encode, including the document family's page renders.
 var PNGBuffers = &pngBufferPool{}
 
 // pngBufferPool lets PNG encodes reuse their large zlib and row buffers.
