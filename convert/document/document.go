@@ -91,7 +91,8 @@ func docxEstimate(size int64) int64 {
 // pdfiumEstimate is a PDF read by PDFium: one instance, which reads the input on demand.
 func pdfiumEstimate(int64) int64 { return pdfiumInstanceMemory }
 
-// Register adds the documents, PDF and vector graphics formats and their converters.
+// Register adds the documents, PDF and vector graphics formats and their converters, with
+// rasters to and from every image format already in c (register the image family first).
 func Register(c *convert.Catalog) {
 	for _, f := range documentFormats {
 		c.AddFormat(f)

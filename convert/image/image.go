@@ -163,8 +163,8 @@ func plainDecode(f func(io.Reader) (image.Image, error)) func(context.Context, i
 	return func(_ context.Context, r io.Reader, _ image.Config) (image.Image, error) { return f(r) }
 }
 
-// Register adds a direct converter for every readable raster format to every
-// writable one: decoding once and encoding once beats chaining through an intermediate file.
+// Register adds the image formats and a direct converter for every readable raster format to
+// every writable one: decoding once and encoding once beats chaining through an intermediate file.
 func Register(c *convert.Catalog) {
 	for _, f := range imageFormats {
 		c.AddFormat(f)
