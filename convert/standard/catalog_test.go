@@ -7,6 +7,11 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/archive"
+	"github.com/convsvc/convsvc/convert/audio"
+	"github.com/convsvc/convsvc/convert/data"
+	"github.com/convsvc/convsvc/convert/document"
+	"github.com/convsvc/convsvc/convert/image"
 )
 
 func TestCatalog_Formats(t *testing.T) {
@@ -104,5 +109,55 @@ func TestCatalog_ImagesStopAfterLeavingTheirCategory(t *testing.T) {
 	}
 	if _, err := c.Path("csv", "pdf"); err != nil {
 		t.Errorf("csv -> html -> pdf is a real table rendering: %v", err)
+	}
+}
+
+// TestStandard_EachFamilyAlone builds a catalog of each family alone, as a program that wants
+// only images would: it registers without the others, holds only its own categories (SVG, a
+// vector image, is the document family's), and the standard catalog is exactly the union of
+// the families' formats.
+func TestStandard_EachFamilyAlone(t *testing.T) {
+	families := []struct {
+		name       string
+		register   func(*convert.Catalog)
+		categories []string
+	}{
+		{"image", image.Register, []string{convert.CategoryImage}},
+		{"document", document.Register, []string{convert.CategoryDocument, convert.CategoryImage}},
+		{"data", data.Register, []string{convert.CategoryData}},
+		{"audio", audio.Register, []string{convert.CategoryAudio}},
+		{"archive", archive.Register, []string{convert.CategoryArchive}},
+	}
+	union := map[string]bool{}
+	for _, fam := range families {
+		c := convert.NewEmptyCatalog(convert.Limits{})
+		fam.register(c)
+		fs := c.Formats()
+		if len(fs) == 0 {
+			t.Errorf("%s: no formats", fam.name)
+		}
+		for _, f := range fs {
+			if !slices.Contains(fam.categories, f.Category) {
+				t.Errorf("%s registers %s of category %s", fam.name, f.ID, f.Category)
+			}
+			union[f.ID] = true
+		}
+		for _, f := range fs {
+			for _, to := range c.Targets(f.ID) {
+				if g, _ := c.Format(to); !slices.Contains(fam.categories, g.Category) {
+					t.Errorf("%s alone converts %s to %s (%s)", fam.name, f.ID, to, g.Category)
+				}
+			}
+		}
+	}
+	var got []string
+	for _, f := range NewCatalog(convert.Limits{}).Formats() {
+		got = append(got, f.ID)
+		if !union[f.ID] {
+			t.Errorf("standard catalog has %s, which no family registers", f.ID)
+		}
+	}
+	if len(got) != len(union) {
+		t.Errorf("standard catalog has %d formats, the families %d", len(got), len(union))
 	}
 }
