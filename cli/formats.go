@@ -13,6 +13,7 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -98,9 +99,9 @@ func newFormatsCommand() *cobra.Command {
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if markdown {
-				return writeFormatsMarkdown(cmd.OutOrStdout(), convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels}))
+				return writeFormatsMarkdown(cmd.OutOrStdout(), standard.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels}))
 			}
-			var src formatSource = localFormats{convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
+			var src formatSource = localFormats{standard.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
 			if server != "" {
 				src = remoteFormats{&client.Client{BaseURL: server}}
 			}

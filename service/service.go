@@ -22,6 +22,7 @@ import (
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
 )
@@ -212,7 +213,7 @@ func (m *Main) open() error {
 		blobLn.Close()
 		return fmt.Errorf("open blob store: %w", err)
 	}
-	m.catalog = convert.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory})
+	m.catalog = standard.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory})
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	os.RemoveAll(scratch) // whatever a crash left behind
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
