@@ -43,7 +43,7 @@ var allowedImports = map[string][]string{
 	"pgstore":            {"store"},
 	"s3store":            {"blobstore"},
 	"store/storetest":    {"store"},
-	"blobstore/blobtest": {},
+	"blobstore/blobtest": {"blobstore"},
 	"client":             {},
 	"internal/*":         {"internal/*", "client", "httpapi", "httpapi/openapitest", "service", "store"},
 	"httpapi":            {"convert", "store", "blobstore", "httpapi/*"},
