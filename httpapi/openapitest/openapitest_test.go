@@ -185,7 +185,7 @@ func TestDocument_Valid(t *testing.T) {
 		"request_too_large", "unsupported_media_type", "rate_limited", "internal_error", "storage_unavailable",
 	}
 	storageCodes := append(slices.Clone(apiCodes),
-		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required")
+		"invalid_signature", "url_expired", "upload_sealed", "job_finished", "upload_in_progress", "length_required")
 	for _, tc := range []struct {
 		schema string
 		want   []string
@@ -229,7 +229,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 		"unauthorized": {"401", "403"}, "limit_reached": {"403"}, "not_found": {"404"}, "method_not_allowed": {"405"},
 		"invalid_state": {"409"}, "idempotency_mismatch": {"409"}, "request_too_large": {"413"},
 		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
-		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"},
+		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "job_finished": {"409"}, "upload_in_progress": {"409"},
 		"length_required": {"411"},
 	}
 	resolve := func(r response) response {
@@ -270,7 +270,18 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 				if status[0] < '4' || !ok || len(mt.Schema.AllOf) == 0 || !strings.HasSuffix(mt.Schema.AllOf[0].Ref, "Error") {
 					continue
 				}
-				codes := mt.Schema.Properties.Error.Properties.Code.Enum
+				// The narrowing is the second allOf member, typed in full so that
+				// generators keep code and message typed (issue 22).
+				if len(mt.Schema.AllOf) != 2 {
+					t.Errorf("%s: error response is allOf of %d schemas, want the error schema and its narrowing", where, len(mt.Schema.AllOf))
+					continue
+				}
+				n := mt.Schema.AllOf[1]
+				if n.Type != "object" || n.Properties.Error.Type != "object" || n.Properties.Error.Properties.Code.Type != "string" ||
+					n.Properties.Error.Properties.Message.Type != "string" {
+					t.Errorf("%s: error narrowing is not typed in full: %+v", where, n)
+				}
+				codes := n.Properties.Error.Properties.Code.Enum
 				if len(codes) == 0 {
 					t.Errorf("%s: error response does not pin its codes", where)
 				}
@@ -290,17 +301,23 @@ type response struct {
 	Content map[string]struct {
 		Schema struct {
 			AllOf []struct {
-				Ref string `json:"$ref"`
+				Ref        string `json:"$ref"`
+				Type       string `json:"type"`
+				Properties struct {
+					Error struct {
+						Type       string `json:"type"`
+						Properties struct {
+							Code struct {
+								Type string   `json:"type"`
+								Enum []string `json:"enum"`
+							} `json:"code"`
+							Message struct {
+								Type string `json:"type"`
+							} `json:"message"`
+						} `json:"properties"`
+					} `json:"error"`
+				} `json:"properties"`
 			} `json:"allOf"`
-			Properties struct {
-				Error struct {
-					Properties struct {
-						Code struct {
-							Enum []string `json:"enum"`
-						} `json:"code"`
-					} `json:"properties"`
-				} `json:"error"`
-			} `json:"properties"`
 		} `json:"schema"`
 	} `json:"content"`
 }
