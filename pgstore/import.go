@@ -108,7 +108,7 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		}
 		for _, j := range d.Jobs {
 			if j.Status == store.StatusRunning {
-				return fmt.Errorf("job %s is running: requeue it before the import", j.ID)
+				return fmt.Errorf("%w: job %s is running: requeue it before the import", store.ErrInvalidArgument, j.ID)
 			}
 			var opts []byte
 			if j.Options != nil {
@@ -133,8 +133,8 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		return checkImport(ctx, tx, d)
 	})
 	if err != nil {
-		if errors.Is(err, ErrNotEmpty) {
-			return ImportCounts{}, err
+		if errors.Is(err, ErrNotEmpty) || errors.Is(err, ErrImportCheck) {
+			return ImportCounts{}, fmt.Errorf("pgstore: import: %w", err)
 		}
 		return ImportCounts{}, wrap("import", err)
 	}
@@ -151,7 +151,7 @@ func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
 	}
 	if accounts != len(d.Accounts) || keys != len(d.Keys) || jobs != len(d.Jobs) {
 		return fmt.Errorf("%w: the target holds %d accounts, %d keys, %d jobs after copying %d, %d, %d",
-			errImportCheck, accounts, keys, jobs, len(d.Accounts), len(d.Keys), len(d.Jobs))
+			ErrImportCheck, accounts, keys, jobs, len(d.Accounts), len(d.Keys), len(d.Jobs))
 	}
 	var problems []error
 	rows, err := tx.Query(ctx, `SELECT a.id, a.reserved_cents, count(j.id) FROM accounts a
@@ -200,10 +200,11 @@ func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
 		return err
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %w", errImportCheck, errors.Join(problems...))
+		return fmt.Errorf("%w: %w", ErrImportCheck, errors.Join(problems...))
 	}
 	return nil
 }
 
-// errImportCheck marks a check of the imported rows that failed; the import rolls back.
-var errImportCheck = errors.New("imported data fails the ledger check")
+// ErrImportCheck means the imported rows failed the counts or the ledger check inside the
+// import's transaction, which was therefore rolled back.
+var ErrImportCheck = errors.New("imported data fails the ledger check")
