@@ -99,7 +99,7 @@ func envOrFile(name string) (string, error) {
 func printMigrateReport(cmd *cobra.Command, m *migrateOptions, rep migrate.Report) {
 	w := cmd.OutOrStdout()
 	if m.database != "" {
-		fmt.Fprintf(w, "database: copied %d accounts, %d keys (%d revoked), %d months of spend, %d unfinished jobs (%d running ones requeued)\n",
+		fmt.Fprintf(w, "database: copied %d accounts, %d keys (%d revoked), %d months of spend, %d unfinished jobs (%d of them were running: queued again)\n",
 			rep.Accounts, rep.Keys, rep.RevokedKeys, rep.Months, rep.UnfinishedJobs, rep.Requeued)
 		fmt.Fprintf(w, "database: not copied: %d finished jobs (%d successes kept in the ledger as purged)\n", rep.FinishedJobs, rep.PurgedAdded)
 		fmt.Fprintln(w, "database: ledger verified")
