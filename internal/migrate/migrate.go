@@ -34,6 +34,9 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
+// openTimeout bounds connecting to PostgreSQL and applying its migrations.
+const openTimeout = time.Minute
+
 // ErrTargetNotEmpty means a target already holds accounts, keys, jobs or job objects and
 // Options.Replace was not set.
 var ErrTargetNotEmpty = errors.New("the target already holds data")
@@ -67,8 +70,11 @@ type Report struct {
 	Inputs         int // input files copied to object storage
 	InputBytes     int64
 	MissingInputs  []string // started jobs whose input file was not in the data dir
-	FinishedJobs   int      // finished jobs not copied
-	PurgedAdded    int64    // successes among them, added to the months' purged-success counts
+	// Uploads is what S3 answered for each input copied (size, ETag, version id): what Seal
+	// records at start, for when the job store keeps it for started jobs.
+	Uploads      map[string]s3store.UploadInfo
+	FinishedJobs int   // finished jobs not copied
+	PurgedAdded  int64 // successes among them, added to the months' purged-success counts
 }
 
 // ParseObjectStorage parses s3://BUCKET/PREFIX into the bucket and the key prefix.
@@ -115,7 +121,10 @@ func Run(ctx context.Context, o Options) (Report, error) {
 
 	var pg *pgstore.Store
 	if o.DatabaseURL != "" {
-		if pg, err = pgstore.Open(ctx, o.DatabaseURL, pgstore.Options{}); err != nil {
+		openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+		pg, err = pgstore.Open(openCtx, o.DatabaseURL, pgstore.Options{})
+		cancel()
+		if err != nil {
 			return rep, err
 		}
 		defer pg.Close()
@@ -157,7 +166,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	}
 	if objs != nil {
 		for _, job := range data.Jobs {
-			n, found, err := copyInput(ctx, objs, filepath.Join(o.DataDir, "blobs"), job.ID)
+			info, found, err := copyInput(ctx, objs, filepath.Join(o.DataDir, "blobs"), job.ID)
 			if err != nil {
 				undo()
 				return rep, err
@@ -169,8 +178,12 @@ func Run(ctx context.Context, o Options) (Report, error) {
 				continue
 			}
 			copied = append(copied, job.ID)
+			if rep.Uploads == nil {
+				rep.Uploads = map[string]s3store.UploadInfo{}
+			}
+			rep.Uploads[job.ID] = info
 			rep.Inputs++
-			rep.InputBytes += n
+			rep.InputBytes += info.Size
 		}
 	}
 	if pg != nil {
@@ -246,7 +259,7 @@ func plan(d store.Dump) (pgstore.ImportData, Report) {
 // copyInput copies the job's input file from the local blob store under blobDir (the sealed
 // inputs/{id} of an older version, else uploads/{id}) to the job's upload key, then reads
 // the object back and compares SHA-256s. found is false when the job has no file.
-func copyInput(ctx context.Context, objs *s3store.Store, blobDir, jobID string) (n int64, found bool, err error) {
+func copyInput(ctx context.Context, objs *s3store.Store, blobDir, jobID string) (info s3store.UploadInfo, found bool, err error) {
 	var f *os.File
 	for _, dir := range []string{"inputs", "uploads"} {
 		f, err = os.Open(filepath.Join(blobDir, dir, jobID))
@@ -254,41 +267,41 @@ func copyInput(ctx context.Context, objs *s3store.Store, blobDir, jobID string) 
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return 0, false, fmt.Errorf("input of %s: %w", jobID, err)
+			return s3store.UploadInfo{}, false, fmt.Errorf("input of %s: %w", jobID, err)
 		}
 	}
 	if f == nil {
-		return 0, false, nil
+		return s3store.UploadInfo{}, false, nil
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return 0, false, fmt.Errorf("input of %s: %w", jobID, err)
+		return s3store.UploadInfo{}, false, fmt.Errorf("input of %s: %w", jobID, err)
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return 0, false, fmt.Errorf("input of %s: %w", jobID, err)
+		return s3store.UploadInfo{}, false, fmt.Errorf("input of %s: %w", jobID, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return 0, false, fmt.Errorf("input of %s: %w", jobID, err)
+		return s3store.UploadInfo{}, false, fmt.Errorf("input of %s: %w", jobID, err)
 	}
-	info, err := objs.ImportInput(ctx, jobID, f, st.Size())
+	info, err = objs.ImportInput(ctx, jobID, f, st.Size())
 	if err != nil {
-		return 0, false, err
+		return s3store.UploadInfo{}, false, err
 	}
 	back, err := objs.OpenInput(jobID, info)
 	if err != nil {
-		return 0, false, fmt.Errorf("read back the input of %s: %w", jobID, err)
+		return s3store.UploadInfo{}, false, fmt.Errorf("read back the input of %s: %w", jobID, err)
 	}
 	defer back.Close()
 	h2 := sha256.New()
 	if _, err := io.Copy(h2, back); err != nil {
-		return 0, false, fmt.Errorf("read back the input of %s: %w", jobID, err)
+		return s3store.UploadInfo{}, false, fmt.Errorf("read back the input of %s: %w", jobID, err)
 	}
 	if string(h.Sum(nil)) != string(h2.Sum(nil)) {
-		return 0, false, fmt.Errorf("input of %s: the object read back differs from the file", jobID)
+		return s3store.UploadInfo{}, false, fmt.Errorf("input of %s: the object read back differs from the file", jobID)
 	}
-	return st.Size(), true, nil
+	return info, true, nil
 }
 
 // verifyDatabase checks the committed database: the ledger holds (pgstore.VerifyLedger)

@@ -285,6 +285,11 @@ func TestMigrate(t *testing.T) {
 		if err != nil || rep.Inputs != len(src.inputs) {
 			t.Fatalf("run into an empty prefix: %+v %v; want %d inputs", rep, err, len(src.inputs))
 		}
+		for id, data := range src.inputs {
+			if u := rep.Uploads[id]; u.Size != int64(len(data)) || u.ETag == "" {
+				t.Errorf("upload info of %s = %+v, want size %d and an ETag", id, u, len(data))
+			}
+		}
 	})
 
 	t.Run("a serving data dir is refused", func(t *testing.T) {
