@@ -292,6 +292,32 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 
+	t.Run("a failure leaves both targets empty", func(t *testing.T) {
+		dbURL := testpg.NewDatabase(t)
+		pg, err := pgstore.Open(ctx, dbURL, pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pg.Close()
+		// A constraint the data dir's jobs break makes the import fail after the inputs
+		// were copied.
+		if _, err := pg.Pool().Exec(ctx, `ALTER TABLE jobs ADD CONSTRAINT no_png CHECK (input_format <> 'png')`); err != nil {
+			t.Fatal(err)
+		}
+		bk := tests3.NewBucket(t, tests3.Options{})
+		_, err = migrate.Run(ctx, migrate.Options{DataDir: src.dir, DatabaseURL: dbURL, ObjectStorage: s3Options(bk, "p")})
+		if err == nil || !strings.Contains(err.Error(), "no_png") {
+			t.Fatalf("err = %v, want the constraint's failure", err)
+		}
+		if has, err := pg.HasData(); err != nil || has {
+			t.Errorf("database after the failure: HasData = %v, %v; want empty", has, err)
+		}
+		list, err := bk.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk.Name)})
+		if err != nil || len(list.Contents) != 0 {
+			t.Errorf("bucket after the failure holds %d objects (%v), want none", len(list.Contents), err)
+		}
+	})
+
 	t.Run("a serving data dir is refused", func(t *testing.T) {
 		st, err := store.Open(filepath.Join(src.dir, "convsvc.db"), store.Options{})
 		if err != nil {
