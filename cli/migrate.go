@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/convsvc/convsvc/internal/migrate"
 	"github.com/convsvc/convsvc/s3store"
 )
 
@@ -40,9 +39,9 @@ func newAdminMigrateCommand(o *adminOptions) *cobra.Command {
 			"    --object-storage s3://convsvc-files/prod --s3-endpoint http://minio:9000",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := migrate.Options{DataDir: o.dataDir, DatabaseURL: m.database, Replace: m.replace}
+			opts := MigrateOptions{DataDir: o.dataDir, DatabaseURL: m.database, Replace: m.replace}
 			if m.objectStorage != "" {
-				bucket, prefix, err := migrate.ParseObjectStorage(m.objectStorage)
+				bucket, prefix, err := parseObjectStorage(m.objectStorage)
 				if err != nil {
 					return err
 				}
@@ -62,7 +61,7 @@ func newAdminMigrateCommand(o *adminOptions) *cobra.Command {
 					AccessKey: access, SecretKey: secret, PathStyle: m.s3PathStyle,
 				}
 			}
-			rep, err := migrate.Run(cmd.Context(), opts)
+			rep, err := Migrate(cmd.Context(), opts)
 			if err != nil {
 				return err
 			}
@@ -96,7 +95,7 @@ func envOrFile(name string) (string, error) {
 	return "", nil
 }
 
-func printMigrateReport(cmd *cobra.Command, m *migrateOptions, rep migrate.Report) {
+func printMigrateReport(cmd *cobra.Command, m *migrateOptions, rep MigrateReport) {
 	w := cmd.OutOrStdout()
 	if m.database != "" {
 		fmt.Fprintf(w, "database: copied %d accounts, %d keys (%d revoked), %d months of spend, %d unfinished jobs (%d of them were running: queued again)\n",

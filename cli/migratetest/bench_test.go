@@ -1,4 +1,4 @@
-package migrate_test
+package migratetest
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/migrate"
+	"github.com/convsvc/convsvc/cli"
 	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/store"
 )
@@ -14,7 +14,7 @@ import (
 // BenchmarkMigrateDatabase copies a data dir of 1,000 accounts with a key each and 10,000
 // unfinished jobs (half created, half queued) into a fresh PostgreSQL database per iteration.
 //
-//	go test ./internal/migrate -run '^$' -bench MigrateDatabase -benchtime 3x
+//	go test ./cli/migratetest -run '^$' -bench MigrateDatabase -benchtime 3x
 func BenchmarkMigrateDatabase(b *testing.B) {
 	dir := filepath.Join(b.TempDir(), "data")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -54,7 +54,7 @@ func BenchmarkMigrateDatabase(b *testing.B) {
 		b.StopTimer()
 		url := testpg.NewDatabase(b)
 		b.StartTimer()
-		rep, err := migrate.Run(context.Background(), migrate.Options{DataDir: dir, DatabaseURL: url})
+		rep, err := cli.Migrate(context.Background(), cli.MigrateOptions{DataDir: dir, DatabaseURL: url})
 		if err != nil {
 			b.Fatal(err)
 		}

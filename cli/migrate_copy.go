@@ -1,6 +1,10 @@
-// Package migrate is `convsvc admin migrate`: it copies a stopped service's data dir (the
-// bbolt file and the local blob store) into PostgreSQL, into S3-compatible object storage,
-// or into both, so a self-hoster who moves up keeps their accounts, keys and ledger.
+package cli
+
+// The copy behind `convsvc admin migrate` (migrate.go has the command): a stopped service's
+// data dir (the bbolt file and the local blob store) into PostgreSQL, into S3-compatible
+// object storage, or into both, so a self-hoster who moves up keeps their accounts, keys and
+// ledger. It lives in cli because cli may import every storage package (the layout rule
+// of convert/layout_test.go); its tests are in cli/migratetest, which runs PostgreSQL and S3.
 //
 // What is copied: every account (id, name, spend cap, created_at, reservations), every key
 // (id, prefix, SHA-256 hash, created_at, revoked_at; secrets were never stored), each
@@ -13,7 +17,6 @@
 //
 // The database part is one PostgreSQL transaction that ends with a ledger check, so a
 // failure leaves the database as it was. Objects copied before a failure are deleted again.
-package migrate
 
 import (
 	"context"
@@ -34,15 +37,15 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-// openTimeout bounds connecting to PostgreSQL and applying its migrations.
-const openTimeout = time.Minute
+// migrateOpenTimeout bounds connecting to PostgreSQL and applying its migrations.
+const migrateOpenTimeout = time.Minute
 
-// ErrTargetNotEmpty means a target already holds accounts, keys, jobs or job objects and
+// ErrMigrateTargetNotEmpty means a target already holds accounts, keys, jobs or job objects and
 // Options.Replace was not set.
-var ErrTargetNotEmpty = errors.New("the target already holds data")
+var ErrMigrateTargetNotEmpty = errors.New("the target already holds data")
 
-// Options say what to copy where.
-type Options struct {
+// MigrateOptions say what Migrate copies where.
+type MigrateOptions struct {
 	// DataDir is the stopped service's data dir: DataDir/convsvc.db and DataDir/blobs.
 	DataDir string
 	// DatabaseURL is the PostgreSQL target (postgres://...); empty leaves the database out.
@@ -59,8 +62,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Report counts what Run copied.
-type Report struct {
+// MigrateReport counts what Migrate copied.
+type MigrateReport struct {
 	Accounts       int
 	Keys           int
 	RevokedKeys    int
@@ -77,8 +80,8 @@ type Report struct {
 	PurgedAdded  int64 // successes among them, added to the months' purged-success counts
 }
 
-// ParseObjectStorage parses s3://BUCKET/PREFIX into the bucket and the key prefix.
-func ParseObjectStorage(raw string) (bucket, prefix string, err error) {
+// parseObjectStorage parses s3://BUCKET/PREFIX into the bucket and the key prefix.
+func parseObjectStorage(raw string) (bucket, prefix string, err error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "", "", fmt.Errorf("object storage %q: %w", raw, err)
@@ -89,9 +92,10 @@ func ParseObjectStorage(raw string) (bucket, prefix string, err error) {
 	return u.Host, strings.Trim(u.Path, "/"), nil
 }
 
-// Run copies the data dir into the targets and verifies them; see the package comment.
-func Run(ctx context.Context, o Options) (Report, error) {
-	var rep Report
+// Migrate copies the data dir into the targets and verifies them; see the comment at the
+// top of this file.
+func Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
+	var rep MigrateReport
 	if o.DatabaseURL == "" && o.ObjectStorage == nil {
 		return rep, errors.New("nothing to do: give a database (--database postgres://...) and/or object storage (--object-storage s3://BUCKET/PREFIX)")
 	}
@@ -117,11 +121,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	data, rep := plan(dump)
+	data, rep := planMigration(dump)
 
 	var pg *pgstore.Store
 	if o.DatabaseURL != "" {
-		openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+		openCtx, cancel := context.WithTimeout(ctx, migrateOpenTimeout)
 		pg, err = pgstore.Open(openCtx, o.DatabaseURL, pgstore.Options{})
 		cancel()
 		if err != nil {
@@ -133,7 +137,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, err
 		}
 		if has && !o.Replace {
-			return rep, fmt.Errorf("database: %w (accounts, keys or jobs); nothing copied", ErrTargetNotEmpty)
+			return rep, fmt.Errorf("database: %w (accounts, keys or jobs); nothing copied", ErrMigrateTargetNotEmpty)
 		}
 	}
 	var objs *s3store.Store
@@ -149,7 +153,7 @@ func Run(ctx context.Context, o Options) (Report, error) {
 			return rep, err
 		}
 		if len(ids) > 0 && !o.Replace {
-			return rep, fmt.Errorf("object storage: %w (objects of %d jobs under the prefix); nothing copied", ErrTargetNotEmpty, len(ids))
+			return rep, fmt.Errorf("object storage: %w (objects of %d jobs under the prefix); nothing copied", ErrMigrateTargetNotEmpty, len(ids))
 		}
 		for _, id := range ids {
 			if err := objs.Delete(id); err != nil {
@@ -200,11 +204,11 @@ func Run(ctx context.Context, o Options) (Report, error) {
 	return rep, nil
 }
 
-// plan turns the dump into what is imported: accounts and keys as they are, unfinished jobs
+// planMigration turns the dump into what is imported: accounts and keys as they are, unfinished jobs
 // (running ones requeued), and the successes of the finished jobs left behind added to
 // their months' purged-success counts.
-func plan(d store.Dump) (pgstore.ImportData, Report) {
-	rep := Report{Accounts: len(d.Accounts), Keys: len(d.Keys)}
+func planMigration(d store.Dump) (pgstore.ImportData, MigrateReport) {
+	rep := MigrateReport{Accounts: len(d.Accounts), Keys: len(d.Keys)}
 	for _, k := range d.Keys {
 		if k.RevokedAt != nil {
 			rep.RevokedKeys++

@@ -1,4 +1,4 @@
-package migrate_test
+package migratetest
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/convsvc/convsvc/cli"
-	"github.com/convsvc/convsvc/internal/migrate"
 	"github.com/convsvc/convsvc/internal/testenv"
 	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/internal/tests3"
@@ -25,6 +24,10 @@ import (
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
 )
+
+// Package migratetest holds only tests: `convsvc admin migrate` (cli.Migrate) against a data
+// dir made by the real service, a real PostgreSQL and a real S3 server. They are apart from
+// cli's own tests so that TestMain can be testpg.Main.
 
 // TestMain stops the private PostgreSQL server at the end (testpg.Main); the local S3 server
 // is stopped by TestMigrate, the only test that uses it (tests3.Main would need m.Run too).
@@ -222,7 +225,7 @@ func TestMigrate(t *testing.T) {
 		root.SetArgs(args)
 		root.SetOut(io.Discard)
 		root.SetErr(io.Discard)
-		if err := root.Execute(); !errors.Is(err, migrate.ErrTargetNotEmpty) {
+		if err := root.Execute(); !errors.Is(err, cli.ErrMigrateTargetNotEmpty) {
 			t.Fatalf("second run: %v, want ErrTargetNotEmpty", err)
 		}
 		if n := countJobs(t, pg); n != 4 {
@@ -256,8 +259,8 @@ func TestMigrate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = migrate.Run(ctx, migrate.Options{DataDir: src.dir, DatabaseURL: dbURL})
-		if !errors.Is(err, migrate.ErrTargetNotEmpty) {
+		_, err = cli.Migrate(ctx, cli.MigrateOptions{DataDir: src.dir, DatabaseURL: dbURL})
+		if !errors.Is(err, cli.ErrMigrateTargetNotEmpty) {
 			t.Fatalf("err = %v, want ErrTargetNotEmpty", err)
 		}
 		var n int
@@ -276,12 +279,12 @@ func TestMigrate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = migrate.Run(ctx, migrate.Options{DataDir: src.dir, ObjectStorage: s3Options(bk, "p")})
-		if !errors.Is(err, migrate.ErrTargetNotEmpty) {
+		_, err = cli.Migrate(ctx, cli.MigrateOptions{DataDir: src.dir, ObjectStorage: s3Options(bk, "p")})
+		if !errors.Is(err, cli.ErrMigrateTargetNotEmpty) {
 			t.Fatalf("err = %v, want ErrTargetNotEmpty", err)
 		}
 		// Another prefix of the same bucket is empty: accepted, inputs only.
-		rep, err := migrate.Run(ctx, migrate.Options{DataDir: src.dir, ObjectStorage: s3Options(bk, "q")})
+		rep, err := cli.Migrate(ctx, cli.MigrateOptions{DataDir: src.dir, ObjectStorage: s3Options(bk, "q")})
 		if err != nil || rep.Inputs != len(src.inputs) {
 			t.Fatalf("run into an empty prefix: %+v %v; want %d inputs", rep, err, len(src.inputs))
 		}
@@ -305,7 +308,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		bk := tests3.NewBucket(t, tests3.Options{})
-		_, err = migrate.Run(ctx, migrate.Options{DataDir: src.dir, DatabaseURL: dbURL, ObjectStorage: s3Options(bk, "p")})
+		_, err = cli.Migrate(ctx, cli.MigrateOptions{DataDir: src.dir, DatabaseURL: dbURL, ObjectStorage: s3Options(bk, "p")})
 		if err == nil || !strings.Contains(err.Error(), "no_png") {
 			t.Fatalf("err = %v, want the constraint's failure", err)
 		}
@@ -324,14 +327,14 @@ func TestMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		_, err = migrate.Run(ctx, migrate.Options{DataDir: src.dir, DatabaseURL: "postgres://127.0.0.1:1/none", LockTimeout: 50 * time.Millisecond})
+		_, err = cli.Migrate(ctx, cli.MigrateOptions{DataDir: src.dir, DatabaseURL: "postgres://127.0.0.1:1/none", LockTimeout: 50 * time.Millisecond})
 		if !errors.Is(err, store.ErrLocked) || !strings.Contains(err.Error(), "stop convsvc serve first") {
 			t.Fatalf("err = %v, want ErrLocked saying to stop the server", err)
 		}
 	})
 
 	t.Run("no target", func(t *testing.T) {
-		if _, err := migrate.Run(ctx, migrate.Options{DataDir: src.dir}); err == nil || !strings.Contains(err.Error(), "nothing to do") {
+		if _, err := cli.Migrate(ctx, cli.MigrateOptions{DataDir: src.dir}); err == nil || !strings.Contains(err.Error(), "nothing to do") {
 			t.Fatalf("err = %v, want nothing to do", err)
 		}
 	})
