@@ -1,0 +1,113 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convsvc/convsvc/s3store"
+)
+
+// migrateOptions are the flags of `convsvc admin migrate`.
+type migrateOptions struct {
+	database      string
+	objectStorage string
+	s3Endpoint    string
+	s3Region      string
+	s3PathStyle   bool
+	replace       bool
+}
+
+func newAdminMigrateCommand(o *adminOptions) *cobra.Command {
+	m := &migrateOptions{}
+	cmd := &cobra.Command{
+		Use:   "migrate --database postgres://... and/or --object-storage s3://BUCKET/PREFIX",
+		Short: "Copy a stopped server's data dir into PostgreSQL and/or S3 (moving up)",
+		Long: "Copy the data dir given by --data (stop the server first: its lock on the database file\n" +
+			"is checked) into PostgreSQL, S3-compatible object storage, or both: accounts, hashed keys,\n" +
+			"monthly spend history, and unfinished jobs with their input files (running jobs go back\n" +
+			"to the queue). Finished jobs and outputs are not copied; their successes stay in the\n" +
+			"ledger. A target that already holds data is refused unless --replace-target is given.\n" +
+			"The database part is one transaction, checked before it commits. S3 credentials come\n" +
+			"from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE twins).\n" +
+			"See docs/scaling.md, \"Moving up: convsvc admin migrate\".",
+		Example: "  convsvc admin migrate --data /var/lib/convsvc \\\n" +
+			"    --database postgres://convsvc@db/convsvc \\\n" +
+			"    --object-storage s3://convsvc-files/prod --s3-endpoint http://minio:9000",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts := MigrateOptions{DataDir: o.dataDir, DatabaseURL: m.database, Replace: m.replace}
+			if m.objectStorage != "" {
+				bucket, prefix, err := parseObjectStorage(m.objectStorage)
+				if err != nil {
+					return err
+				}
+				access, err := envOrFile("AWS_ACCESS_KEY_ID")
+				if err != nil {
+					return err
+				}
+				secret, err := envOrFile("AWS_SECRET_ACCESS_KEY")
+				if err != nil {
+					return err
+				}
+				if access == "" || secret == "" {
+					return errors.New("object storage: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE twins)")
+				}
+				opts.ObjectStorage = &s3store.Options{
+					Endpoint: m.s3Endpoint, Region: m.s3Region, Bucket: bucket, Prefix: prefix,
+					AccessKey: access, SecretKey: secret, PathStyle: m.s3PathStyle,
+				}
+			}
+			rep, err := Migrate(cmd.Context(), opts)
+			if err != nil {
+				return err
+			}
+			printMigrateReport(cmd, m, rep)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&m.database, "database", "", "PostgreSQL target, postgres://USER:PASSWORD@HOST/DB")
+	f.StringVar(&m.objectStorage, "object-storage", "", "S3 target, s3://BUCKET/PREFIX")
+	f.StringVar(&m.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:9000 (default AWS)")
+	f.StringVar(&m.s3Region, "s3-region", "us-east-1", "S3 region")
+	f.BoolVar(&m.s3PathStyle, "s3-path-style", true, "address the bucket as ENDPOINT/BUCKET (MinIO, Ceph, versitygw)")
+	f.BoolVar(&m.replace, "replace-target", false, "delete what the targets already hold, then copy (default: refuse a target with data)")
+	withEnvHelp(f)
+	return cmd
+}
+
+// envOrFile reads the variable, else the file named by its _FILE twin.
+func envOrFile(name string) (string, error) {
+	if v := os.Getenv(name); v != "" {
+		return v, nil
+	}
+	if path := os.Getenv(name + "_FILE"); path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("%s_FILE: %w", name, err)
+		}
+		return strings.TrimSpace(string(b)), nil
+	}
+	return "", nil
+}
+
+func printMigrateReport(cmd *cobra.Command, m *migrateOptions, rep MigrateReport) {
+	w := cmd.OutOrStdout()
+	if m.database != "" {
+		fmt.Fprintf(w, "database: copied %d accounts, %d keys (%d revoked), %d months of spend, %d unfinished jobs (%d of them were running: queued again)\n",
+			rep.Accounts, rep.Keys, rep.RevokedKeys, rep.Months, rep.UnfinishedJobs, rep.Requeued)
+		fmt.Fprintf(w, "database: not copied: %d finished jobs (%d successes kept in the ledger as purged)\n", rep.FinishedJobs, rep.PurgedAdded)
+		fmt.Fprintln(w, "database: ledger verified")
+	}
+	if m.objectStorage != "" {
+		fmt.Fprintf(w, "object storage: copied %d input files (%d bytes), each read back and compared by SHA-256\n", rep.Inputs, rep.InputBytes)
+	}
+	if len(rep.MissingInputs) > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d started jobs had no input file in the data dir (they will fail when run): %s\n",
+			len(rep.MissingInputs), strings.Join(rep.MissingInputs, ", "))
+	}
+}

@@ -1,0 +1,210 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// ErrNotEmpty means an import's target database already holds accounts, keys or jobs.
+var ErrNotEmpty = errors.New("the target database already holds data")
+
+// ImportData is what `convsvc admin migrate` copies into the database: accounts with their
+// ids, names, caps, created_at, reservations, monthly spend and purged-success counts; keys
+// with their ids, prefixes, hashes and revocations; jobs with their ids and every field.
+type ImportData struct {
+	Accounts []store.Account
+	Keys     []store.APIKey
+	// Jobs are inserted in this order, which becomes their order in listings (seq). A job may
+	// be created, queued, succeeded, failed or cancelled; a running one must be requeued by
+	// the caller first, since its lease belonged to a process that is gone.
+	Jobs []store.Job
+}
+
+// ImportCounts says what Import wrote.
+type ImportCounts struct {
+	Accounts int
+	Keys     int
+	Jobs     int
+	Months   int // month_spend rows (account and month)
+}
+
+// HasData reports whether the database holds any account, key or job.
+func (s *Store) HasData() (bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var has bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts) OR EXISTS (SELECT 1 FROM api_keys)
+		OR EXISTS (SELECT 1 FROM jobs)`).Scan(&has)
+	return has, wrap("has data", err)
+}
+
+// Import writes d in one transaction, keeping every id, hash and time as given. Without
+// replace it refuses (ErrNotEmpty) a database that holds accounts, keys or jobs; with replace
+// it first deletes all of them (and the idempotency keys and rate windows) in the same
+// transaction. Before committing it checks, in the transaction, that the counts are d's and
+// that the ledger holds: reserved_cents equals each account's unfinished jobs and each
+// month's spend equals its successes plus purged successes. Any failure rolls everything
+// back, so the database is left as it was. ctx bounds the whole import.
+func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportCounts, error) {
+	var counts ImportCounts
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		counts = ImportCounts{}
+		// One import at a time, and none while another one is checking emptiness.
+		if _, err := tx.Exec(ctx, `LOCK TABLE accounts, api_keys, jobs, month_spend IN EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		if replace {
+			if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys; DELETE FROM rate_windows; DELETE FROM jobs;
+				DELETE FROM api_keys; DELETE FROM month_spend; DELETE FROM accounts`); err != nil {
+				return fmt.Errorf("empty the target: %w", err)
+			}
+		} else {
+			var has bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM accounts) OR EXISTS (SELECT 1 FROM api_keys)
+				OR EXISTS (SELECT 1 FROM jobs)`).Scan(&has); err != nil {
+				return err
+			}
+			if has {
+				return ErrNotEmpty
+			}
+		}
+		for _, a := range d.Accounts {
+			if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at)
+				VALUES ($1, $2, $3, $4, $5)`, a.ID, a.Name, a.SpendCapCents, a.ReservedCents, a.CreatedAt.UTC()); err != nil {
+				return fmt.Errorf("account %s: %w", a.ID, err)
+			}
+			counts.Accounts++
+			months := map[string]bool{}
+			for m, n := range a.MonthlySpend {
+				months[m] = months[m] || n != 0
+			}
+			for m, n := range a.PurgedSuccesses {
+				months[m] = months[m] || n != 0
+			}
+			for _, m := range slices.Sorted(maps.Keys(months)) {
+				if !months[m] {
+					continue
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents, purged_successes) VALUES ($1, $2, $3, $4)`,
+					a.ID, m, a.MonthlySpend[m], a.PurgedSuccesses[m]); err != nil {
+					return fmt.Errorf("account %s month %s: %w", a.ID, m, err)
+				}
+				counts.Months++
+			}
+		}
+		for _, k := range d.Keys {
+			if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, account_id, prefix, hash, created_at, revoked_at)
+				VALUES ($1, $2, $3, $4, $5, $6)`, k.ID, k.AccountID, k.Prefix, k.Hash, k.CreatedAt.UTC(), utcPtr(k.RevokedAt)); err != nil {
+				return fmt.Errorf("key %s: %w", k.ID, err)
+			}
+			counts.Keys++
+		}
+		for _, j := range d.Jobs {
+			if j.Status == store.StatusRunning {
+				return fmt.Errorf("%w: job %s is running: requeue it before the import", store.ErrInvalidArgument, j.ID)
+			}
+			var opts []byte
+			if j.Options != nil {
+				opts = j.Options
+			}
+			var outBytes *int64
+			var outSHA *string
+			if j.Output != nil {
+				outBytes, outSHA = &j.Output.Bytes, &j.Output.SHA256
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,
+					attempt, error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+				j.ID, j.AccountID, j.Status, j.InputFormat, j.TargetFormat, j.InputBytes, opts,
+				j.Attempt, j.ErrorCode, j.ErrorMessage, j.CreatedAt.UTC(), utcPtr(j.StartedAt), utcPtr(j.FinishedAt),
+				j.ExpiresAt.UTC(), outBytes, outSHA)
+			if err != nil {
+				return fmt.Errorf("job %s: %w", j.ID, err)
+			}
+			counts.Jobs++
+		}
+		return checkImport(ctx, tx, d)
+	})
+	if err != nil {
+		if errors.Is(err, ErrNotEmpty) || errors.Is(err, ErrImportCheck) {
+			return ImportCounts{}, fmt.Errorf("pgstore: import: %w", err)
+		}
+		return ImportCounts{}, wrap("import", err)
+	}
+	return counts, nil
+}
+
+// checkImport verifies, inside the import's transaction, that the tables hold exactly d's
+// rows and that the ledger invariants hold for them.
+func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
+	var accounts, keys, jobs int
+	if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM api_keys), (SELECT count(*) FROM jobs)`).
+		Scan(&accounts, &keys, &jobs); err != nil {
+		return err
+	}
+	if accounts != len(d.Accounts) || keys != len(d.Keys) || jobs != len(d.Jobs) {
+		return fmt.Errorf("%w: the target holds %d accounts, %d keys, %d jobs after copying %d, %d, %d",
+			ErrImportCheck, accounts, keys, jobs, len(d.Accounts), len(d.Keys), len(d.Jobs))
+	}
+	var problems []error
+	rows, err := tx.Query(ctx, `SELECT a.id, a.reserved_cents, count(j.id) FROM accounts a
+		LEFT JOIN jobs j ON j.account_id = a.id AND j.status IN ('created', 'queued', 'running')
+		GROUP BY a.id, a.reserved_cents HAVING a.reserved_cents <> count(j.id)`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id string
+		var reserved, unfinished int64
+		if err := rows.Scan(&id, &reserved, &unfinished); err != nil {
+			rows.Close()
+			return err
+		}
+		problems = append(problems, fmt.Errorf("account %s reserves %d cents for %d unfinished jobs", id, reserved, unfinished))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	rows, err = tx.Query(ctx, `WITH want AS (
+			SELECT account_id, month, sum(n) AS n FROM (
+				SELECT account_id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, count(*) AS n
+					FROM jobs WHERE status = 'succeeded' GROUP BY 1, 2
+				UNION ALL SELECT account_id, month, purged_successes FROM month_spend) x
+			GROUP BY 1, 2),
+		got AS (SELECT account_id, month, cents AS n FROM month_spend)
+		SELECT coalesce(w.account_id, g.account_id), coalesce(w.month, g.month), coalesce(g.n, 0), coalesce(w.n, 0)
+		FROM want w FULL JOIN got g ON w.account_id = g.account_id AND w.month = g.month
+		WHERE coalesce(w.n, 0) <> coalesce(g.n, 0)`)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var id, month string
+		var spent, successes int64
+		if err := rows.Scan(&id, &month, &spent, &successes); err != nil {
+			rows.Close()
+			return err
+		}
+		problems = append(problems, fmt.Errorf("account %s spent %d cents in %s for %d successes", id, spent, month, successes))
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %w", ErrImportCheck, errors.Join(problems...))
+	}
+	return nil
+}
+
+// ErrImportCheck means the imported rows failed the counts or the ledger check inside the
+// import's transaction, which was therefore rolled back.
+var ErrImportCheck = errors.New("imported data fails the ledger check")
