@@ -100,6 +100,10 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 			if e.Value == "" {
 				e.Value = "http://" + o.cfg.BlobListen
 			}
+		case "cors-origins":
+			if len(o.cfg.CORSOrigins) == 0 {
+				e.Value = "(the origin of --public-url)"
+			}
 		case "gc-heap-floor":
 			if gcfloor.OverriddenByGOGC() {
 				e.Value += " (off: GOGC is set)"

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -47,6 +48,9 @@ type Config struct {
 	MaxConversionMemory int64
 	SweepInterval       time.Duration
 	Logger              *slog.Logger
+	// CORSOrigins are the web origins whose pages may upload to and download from object
+	// storage (scheme://host[:port], or "*"); empty means the API's own origin, for its page.
+	CORSOrigins []string
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -240,7 +244,11 @@ func (m *Main) open() error {
 		MetricsHandler: metricsHandler,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
-	blobHandler := countBytes(m.blobs.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+	corsOrigins := cfg.CORSOrigins
+	if len(corsOrigins) == 0 {
+		corsOrigins = []string{originOf(m.apiURL)}
+	}
+	blobHandler := countBytes(m.blobs.CORS(m.blobs.Handler(), corsOrigins), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
 	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
 		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
 	}), m.log)
@@ -448,6 +456,15 @@ func publicURL(configured string, ln net.Listener) string {
 		return strings.TrimRight(configured, "/")
 	}
 	return "http://" + ln.Addr().String()
+}
+
+// originOf is the scheme://host[:port] of a base URL, the form browsers send in Origin.
+func originOf(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return base
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // loadOrCreateSecret reads a token file, or creates one (0600) with a random token.
