@@ -113,6 +113,7 @@ type Server struct {
 	reads   *slidingLimiter
 	anon    *slidingLimiter
 	storage storageProbe
+	csp     string // the web page's Content-Security-Policy
 }
 
 // New builds a Server.
@@ -141,6 +142,8 @@ func New(cfg Config) *Server {
 		anon:   newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
 	}
 	s.storage.check = cfg.Blobs.Check
+	// The page uploads to and downloads from object storage: its origin joins connect-src.
+	s.csp = pageCSP(originOf(cfg.Blobs.UploadURL("job_0", 1, cfg.Now().Add(UploadURLTTL))))
 	s.routes()
 	return s
 }
@@ -172,6 +175,8 @@ func (s *Server) routes() {
 		})
 	}
 
+	handle("GET", "/", s.handleWeb)
+	handle("GET", "/web/:file", s.handleWeb)
 	handle("GET", "/healthz", s.handleHealth)
 	handle("GET", "/readyz", s.handleReady)
 	if s.cfg.MetricsHandler != nil {
