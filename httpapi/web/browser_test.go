@@ -179,6 +179,9 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	if got := eval[string](t, ctx, `document.querySelector("#item-1 .download").textContent`); !strings.HasPrefix(got, "Download holiday photo.jpg") {
 		t.Errorf("link text %q", got)
 	}
+	if got := eval[string](t, ctx, `document.activeElement.className`); got != "download" {
+		t.Errorf("focus after the conversion is on %q, want the download link", got)
+	}
 	// Only the buttons that apply are shown (and reachable by keyboard).
 	if got := eval[string](t, ctx, `[...document.querySelectorAll("#item-1 .actions button")].filter((b) => b.offsetParent !== null).map((b) => b.textContent).join(",")`); got != "Convert,Remove" {
 		t.Errorf("buttons shown after the conversion: %s", got)
@@ -244,6 +247,18 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	waitFor(t, ctx, "the unsupported pair's error", `document.querySelector("#item-2 .error").textContent !== ""`)
 	if got := eval[string](t, ctx, `document.querySelector("#item-2 .error").textContent`); !strings.Contains(got, "cannot be converted") || !strings.Contains(got, "unsupported_format") {
 		t.Errorf("unsupported pair error %q", got)
+	}
+
+	// A spent cap: the API's limit_reached message, on the account of another key.
+	_, capped := e.NewAccount(1)
+	e.Create(capped, "png", "jpeg", 10) // reserves the account's only cent
+	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; undefined`)
+	within(t, ctx, time.Minute, "submit the capped key", chromedp.SendKeys("#key", capped+"\n"))
+	waitFor(t, ctx, "the capped key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	within(t, ctx, time.Minute, "convert on a spent cap", chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the spent cap's error", `document.querySelector("#item-1 .error").textContent !== ""`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-1 .error").textContent`); !strings.Contains(got, "limit_reached") {
+		t.Errorf("spent cap error %q", got)
 	}
 
 	// Phone-sized: nothing wider than the screen.
