@@ -305,7 +305,7 @@ func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Jo
 		if onChange != nil && last == "" {
 			path = "/v1/jobs/" + url.PathEscape(id) // learn the status first
 		} else if onChange != nil {
-			path += "&changed_from=" + url.QueryEscape(last)
+			path += "&changed_from=" + url.QueryEscape(string(last)) // string(): last is a Status on main
 		}
 		err := c.do(ctx, http.MethodGet, path, nil, nil, &job)
 		if err != nil {

@@ -23,7 +23,7 @@ func TestClient_WaitJobSeesEveryMove(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var seen []string
-	job, err := c.WaitJob(ctx, res.Job.ID, func(j client.Job) { seen = append(seen, j.Status) })
+	job, err := c.WaitJob(ctx, res.Job.ID, func(j client.Job) { seen = append(seen, string(j.Status)) })
 	if err != nil {
 		t.Fatal(err)
 	}
