@@ -21,8 +21,8 @@ import (
 )
 
 // screenshot, when set, is where the test saves a PNG of the page after a conversion
-// (the README's docs/img/web-page.png is made with -screenshot).
-var screenshot = flag.String("screenshot", "", "save a screenshot of the page to this PNG file")
+// (the README's picture is made with -screenshot docs/img/web-page.png).
+var screenshot = flag.String("screenshot", "", "save a screenshot of the page to this PNG file (relative to the repository root)")
 
 // chromiumPath finds Debian's chromium (or another Chrome); without one the test is skipped,
 // except under CI=true, where a missing browser is a failure.
@@ -91,13 +91,16 @@ func eval[T any](t *testing.T, ctx context.Context, expr string) T {
 }
 
 // waitFor polls a JavaScript predicate until it is true; generous bounds for a busy machine.
+// On failure it reports what the page shows: the key's status and every item's state and error.
 func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
 	t.Helper()
-	within(t, ctx, 3*time.Minute, "wait for "+what,
-		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingTimeout(2*time.Minute), chromedp.WithPollingInterval(50*time.Millisecond))(ctx, tg)
-			return err
-		}))
+	tctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	_, err := chromedp.Run(tctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingTimeout(2*time.Minute), chromedp.WithPollingInterval(50*time.Millisecond)))
+	if err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#key-status").textContent + " | " + [...document.querySelectorAll(".item")].map((li) => li.querySelector(".name").textContent + ": state=" + li.querySelector(".state").dataset.status + " " + JSON.stringify(li.querySelector(".state").textContent) + " error=" + JSON.stringify(li.querySelector(".error").textContent) + " upload=" + li.querySelector("progress").value).join(" | ")`))
+		t.Fatalf("wait for %s: %v; the page shows: %s", what, err, shown)
+	}
 }
 
 // TestBrowser_ConvertThroughThePage drives the page at GET / in headless Chromium against a
@@ -130,7 +133,7 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	}
 
 	// The right key, kept in sessionStorage only.
-	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; undefined`)
+	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; document.querySelector("#key-status").textContent = ""; undefined`)
 	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
 	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
 	if got := eval[string](t, ctx, `sessionStorage.getItem("convsvc.apiKey") + "|" + document.cookie + "|" + location.href`); got != e.Key+"||"+e.URL+"/" {
@@ -191,7 +194,11 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("screenshot: %v", err)
 		}
-		if err := os.WriteFile(*screenshot, png, 0o644); err != nil {
+		path := *screenshot
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(testenv.RepoRoot(t), path) // relative to the repository, not the package
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,7 +223,7 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 		t.Errorf("downloaded sha256 %x, job output %s", sum, job.Output.SHA256)
 	}
 
-	// The cancel button: a slow conversion is cancelled while it runs.
+	// The cancel button: a slow conversion is cancelled once started (queued or running).
 	slow := filepath.Join(t.TempDir(), "noise.png")
 	if err := os.WriteFile(slow, testenv.NoisePNG(t, 4500, 3000), 0o600); err != nil {
 		t.Fatal(err)
@@ -225,9 +232,9 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	waitFor(t, ctx, "the targets of the slow file", `document.querySelector("#item-2-target option[value=gif]") !== null`)
 	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-2-target"); s.value = "gif"; s.dispatchEvent(new Event("change")); })()`)
 	within(t, ctx, time.Minute, "convert the slow file", chromedp.Click("#item-2 .convert"))
-	waitFor(t, ctx, "the slow job running", `document.querySelector("#item-2 .state").dataset.status === "running"`)
+	waitFor(t, ctx, "the slow job started", `["queued", "running"].includes(document.querySelector("#item-2 .state").dataset.status)`)
 	if got := eval[string](t, ctx, `[...document.querySelectorAll("#item-2 .actions button")].filter((b) => b.offsetParent !== null).map((b) => b.textContent).join(",") + "|" + document.activeElement.className`); got != "Cancel,Remove|cancel" {
-		t.Errorf("buttons shown while running, and the focus: %s", got)
+		t.Errorf("buttons shown while converting, and the focus: %s", got)
 	}
 	within(t, ctx, time.Minute, "cancel", chromedp.Click("#item-2 .cancel"))
 	waitFor(t, ctx, "the cancelled state", `document.querySelector("#item-2 .state").dataset.status === "cancelled"`)
@@ -252,13 +259,33 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	// A spent cap: the API's limit_reached message, on the account of another key.
 	_, capped := e.NewAccount(1)
 	e.Create(capped, "png", "jpeg", 10) // reserves the account's only cent
-	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; undefined`)
+	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; document.querySelector("#key-status").textContent = ""; undefined`)
 	within(t, ctx, time.Minute, "submit the capped key", chromedp.SendKeys("#key", capped+"\n"))
 	waitFor(t, ctx, "the capped key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
 	within(t, ctx, time.Minute, "convert on a spent cap", chromedp.Click("#item-1 .convert"))
 	waitFor(t, ctx, "the spent cap's error", `document.querySelector("#item-1 .error").textContent !== ""`)
 	if got := eval[string](t, ctx, `document.querySelector("#item-1 .error").textContent`); !strings.Contains(got, "limit_reached") {
 		t.Errorf("spent cap error %q", got)
+	}
+
+	// Rate limited: the API's message and the wait from Retry-After.
+	_, busy := e.NewAccount(100_000)
+	for i := 0; ; i++ {
+		r := e.Do("POST", "/v1/jobs", busy, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10})
+		if r.Status == 429 {
+			break
+		}
+		if r.Status != 200 || i > 1000 {
+			t.Fatalf("create %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; document.querySelector("#key-status").textContent = ""; undefined`)
+	within(t, ctx, time.Minute, "submit the rate-limited key", chromedp.SendKeys("#key", busy+"\n"))
+	waitFor(t, ctx, "the rate-limited key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	within(t, ctx, time.Minute, "convert while rate limited", chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the rate limit's error", `document.querySelector("#item-1 .error").textContent.includes("rate_limited")`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-1 .error").textContent`); !strings.Contains(got, "Try again in ") {
+		t.Errorf("rate limit error %q lacks the wait", got)
 	}
 
 	// Phone-sized: nothing wider than the screen.
