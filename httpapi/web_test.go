@@ -17,7 +17,7 @@ func TestWeb_PageAndFiles(t *testing.T) {
 	wantCSP := "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self' " +
 		e.Main.BlobURL() + "; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
 	for _, c := range []struct{ path, ctype, contains string }{
-		{"/", "text/html; charset=utf-8", `<script src="/web/app.js" defer></script>`},
+		{"/", "text/html; charset=utf-8", `<script src="web/app.js" defer></script>`},
 		{"/web/app.js", "text/javascript; charset=utf-8", "changed_from="},
 		{"/web/app.css", "text/css; charset=utf-8", ".visually-hidden"},
 	} {

@@ -68,7 +68,8 @@
     }
     let resp;
     try {
-      resp = await fetch(path, init);
+      // Relative to the page, so it also works behind a proxy that serves it under a prefix.
+      resp = await fetch(path.replace(/^\//, ""), init);
     } catch (e) {
       throw new APIError("The server did not answer (" + e.message + ").");
     }
