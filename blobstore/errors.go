@@ -32,6 +32,7 @@ var (
 	errNoMetaAttr          = errors.New("blobstore: no metadata attribute")
 	errRangeNotSatisfiable = errors.New("blobstore: range not satisfiable")
 	errPreconditionFailed  = errors.New("blobstore: precondition failed")
+	errCORSRefused         = errors.New("blobstore: cross-origin request refused")
 )
 
 // clientError gives a handler error a message for the client that is more
@@ -93,6 +94,9 @@ func httpStatus(err error) (status int, code, msg string) {
 	case errors.Is(err, errPreconditionFailed):
 		return http.StatusPreconditionFailed, "precondition_failed",
 			"The file no longer matches the If-Match or If-Unmodified-Since condition. Fetch it again without the condition."
+	case errors.Is(err, errCORSRefused):
+		return http.StatusForbidden, "cors_refused",
+			"This origin or method may not use object storage from a browser."
 	case errors.Is(err, ErrStorage):
 		return http.StatusServiceUnavailable, "storage_unavailable",
 			"Object storage could not complete the request. Retry with backoff."

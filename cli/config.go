@@ -103,6 +103,10 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 			}
 		case "trusted-proxies":
 			e.Value = strings.Trim(e.Value, "[]")
+		case "cors-origins":
+			if len(o.cfg.CORSOrigins) == 0 {
+				e.Value = "(the origin of --public-url)"
+			}
 		case "gc-heap-floor":
 			if gcfloor.OverriddenByGOGC() {
 				e.Value += " (off: GOGC is set)"

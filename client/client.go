@@ -339,11 +339,19 @@ func (c *Client) GetJob(ctx context.Context, id string, wait time.Duration) (Job
 	return out, err
 }
 
-// WaitJob polls until the job finishes; onChange (optional) sees every new status.
+// WaitJob polls until the job finishes; onChange (optional) sees every new status, as it
+// happens: then each call after the first returns at the job's next move (changed_from).
 func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Job, error) {
 	var last Status
 	for {
-		job, err := c.GetJob(ctx, id, 30*time.Second)
+		var job Job
+		path := "/v1/jobs/" + url.PathEscape(id) + "?wait=30"
+		if onChange != nil && last == "" {
+			path = "/v1/jobs/" + url.PathEscape(id) // learn the status first
+		} else if onChange != nil {
+			path += "&changed_from=" + url.QueryEscape(string(last)) // string(): last is a Status on main
+		}
+		err := c.do(ctx, http.MethodGet, path, nil, nil, &job)
 		if err != nil {
 			return job, err
 		}

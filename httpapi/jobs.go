@@ -356,13 +356,22 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request, ps httprou
 		}
 		wait = time.Duration(n) * time.Second
 	}
+	// changed_from=STATUS returns as soon as the job's status is no longer STATUS, so a client
+	// sees every move (queued, running, done) without polling. A finished job is answered at
+	// once: its status never changes again.
+	changedFrom := r.URL.Query().Get("changed_from")
+	if changedFrom != "" && !validStatus(changedFrom) {
+		s.writeError(w, r, errorf(CodeInvalidRequest, "changed_from must be one of created, queued, running, succeeded, failed, cancelled"))
+		return
+	}
 	id := ps.ByName("id")
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
+		// Subscribe before reading, so a change between the read and the wait is not missed.
 		changed, release := s.cfg.Store.WaitChange(id)
 		job, err := s.cfg.Store.Job(key.AccountID, id)
-		if err != nil || job.Finished() || wait == 0 {
+		if err != nil || job.Finished() || wait == 0 || (changedFrom != "" && job.Status != changedFrom) {
 			release()
 			if err != nil {
 				s.writeError(w, r, err)
@@ -419,6 +428,16 @@ func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request, _ httpro
 		out.Data = append(out.Data, s.viewJob(j))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// validStatus reports whether v is a job status of the contract.
+func validStatus(v string) bool {
+	switch v {
+	case store.StatusCreated, store.StatusUploaded, store.StatusQueued, store.StatusRunning,
+		store.StatusSucceeded, store.StatusFailed, store.StatusCancelled:
+		return true
+	}
+	return false
 }
 
 func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {

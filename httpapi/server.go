@@ -119,6 +119,7 @@ type Server struct {
 	// adminFails counts failed admin authentication per address, apart from anon.
 	adminFails *slidingLimiter
 	storage    storageProbe
+	csp        string // the web page's Content-Security-Policy
 }
 
 // New builds a Server.
@@ -149,6 +150,8 @@ func New(cfg Config) *Server {
 		adminFails: newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
 	}
 	s.storage.check = cfg.Blobs.Check
+	// The page uploads to and downloads from object storage: its origin joins connect-src.
+	s.csp = pageCSP(originOf(cfg.Blobs.UploadURL("job_0", 1, cfg.Now().Add(UploadURLTTL))))
 	s.routes()
 	return s
 }
@@ -180,6 +183,8 @@ func (s *Server) routes() {
 		})
 	}
 
+	handle("GET", "/", s.handleWeb)
+	handle("GET", "/web/:file", s.handleWeb)
 	handle("GET", "/healthz", s.handleHealth)
 	handle("GET", "/readyz", s.handleReady)
 	if s.cfg.MetricsHandler != nil {

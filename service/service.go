@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -61,7 +62,10 @@ type Config struct {
 	// (0: DefaultMaxConnectionsPerAddress or a quarter of MaxConnections, whichever is
 	// smaller, so one address never fills a listener; negative: no cap).
 	MaxConnectionsPerAddress int
-	Logger                   *slog.Logger
+	// CORSOrigins are the web origins whose pages may upload to and download from object
+	// storage (scheme://host[:port], or "*"); empty means the API's own origin, for its page.
+	CORSOrigins []string
+	Logger      *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -267,7 +271,11 @@ func (m *Main) open() error {
 		TrustedProxies: cfg.TrustedProxies,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
-	blobHandler := countBytes(m.blobs.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+	corsOrigins := cfg.CORSOrigins
+	if len(corsOrigins) == 0 {
+		corsOrigins = []string{originOf(m.apiURL)}
+	}
+	blobHandler := countBytes(m.blobs.CORS(m.blobs.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), corsOrigins), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
 	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
 		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
 	}), m.log)
@@ -560,6 +568,15 @@ func publicURL(configured string, ln net.Listener) string {
 		return strings.TrimRight(configured, "/")
 	}
 	return "http://" + ln.Addr().String()
+}
+
+// originOf is the scheme://host[:port] of a base URL, the form browsers send in Origin.
+func originOf(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return base
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 // loadOrCreateSecret reads a token file, or creates one (0600) with a random token.

@@ -185,7 +185,7 @@ func TestDocument_Valid(t *testing.T) {
 		"request_too_large", "unsupported_media_type", "rate_limited", "internal_error", "storage_unavailable",
 	}
 	storageCodes := append(slices.Clone(apiCodes),
-		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled")
+		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled", "cors_refused")
 	for _, tc := range []struct {
 		schema string
 		want   []string
@@ -230,7 +230,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 		"invalid_state": {"409"}, "idempotency_mismatch": {"409"}, "request_too_large": {"413"},
 		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
 		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"}, "transfer_stalled": {"408"},
-		"length_required": {"411"},
+		"length_required": {"411"}, "cors_refused": {"403"},
 	}
 	resolve := func(r response) response {
 		if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {

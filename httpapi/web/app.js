@@ -1,0 +1,575 @@
+// convsvc web page: converts files through this server's own API. Plain JavaScript, no
+// dependencies. The API key lives in sessionStorage only (never in a URL or a cookie); files
+// are uploaded straight to object storage through the signed upload URL the API returns.
+"use strict";
+
+(() => {
+  const KEY = "convsvc.apiKey";
+  const WAIT = 30; // seconds a status request may be held (the API allows up to 60)
+  const FETCH_DOWNLOAD_MAX = 512 * 1024 * 1024; // larger outputs download by plain navigation
+  const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
+  const OPTION_INPUTS = {
+    quality: { label: "Quality (1-100)", min: 1, max: 100 },
+    width: { label: "Width (px)", min: 1, max: 32768 },
+    height: { label: "Height (px)", min: 1, max: 32768 },
+    page: { label: "Page", min: 1, only: ["pdf"] },
+    dpi: { label: "DPI (10-1200)", min: 10, max: 1200, only: ["pdf", "svg"] },
+  };
+
+  const $ = (sel, root = document) => root.querySelector(sel);
+  let formatList = null; // promise of the GET /v1/formats list
+  const formatDetails = new Map(); // id -> promise of GET /v1/formats/{id}
+  let seq = 0;
+
+  /** An error the API or object storage answered, with its own message. */
+  class APIError extends Error {
+    constructor(message, code, status) {
+      super(message);
+      this.code = code || "";
+      this.status = status || 0;
+    }
+  }
+
+  function apiKey() {
+    return sessionStorage.getItem(KEY) || "";
+  }
+
+  function randomID() {
+    const b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  }
+
+  // errorFrom builds an APIError from a refused answer: the service's own message, and for a
+  // rate limit the wait that Retry-After gives.
+  function errorFrom(status, text, retryAfter) {
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch (_) {
+      data = null;
+    }
+    const err = data && data.error;
+    let msg = (err && err.message) || text || "HTTP " + status;
+    if (status === 429 && retryAfter) {
+      msg += " Try again in " + retryAfter + " s.";
+    }
+    const code = (err && err.code) || "";
+    return new APIError(code ? msg + " (" + code + ")" : msg, code, status);
+  }
+
+  async function api(method, path, body, headers = {}) {
+    const init = { method, headers: { ...headers }, cache: "no-store" };
+    const key = apiKey();
+    if (key) init.headers.Authorization = "Bearer " + key;
+    if (body !== undefined) {
+      init.headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(body);
+    }
+    let resp;
+    try {
+      // Relative to the page, so it also works behind a proxy that serves it under a prefix.
+      resp = await fetch(path.replace(/^\//, ""), init);
+    } catch (e) {
+      throw new APIError("The server did not answer (" + e.message + ").");
+    }
+    const text = await resp.text();
+    if (!resp.ok) throw errorFrom(resp.status, text, resp.headers.get("Retry-After"));
+    return text ? JSON.parse(text) : null;
+  }
+
+  function formats() {
+    if (!formatList) {
+      formatList = api("GET", "/v1/formats").catch((e) => {
+        formatList = null;
+        throw e;
+      });
+    }
+    return formatList;
+  }
+
+  function formatDetail(id) {
+    if (!formatDetails.has(id)) {
+      const p = api("GET", "/v1/formats/" + encodeURIComponent(id));
+      p.catch(() => formatDetails.delete(id));
+      formatDetails.set(id, p);
+    }
+    return formatDetails.get(id);
+  }
+
+  // sniff picks the format of a file from its extension, else from its MIME type.
+  function sniff(file, list) {
+    const dot = file.name.lastIndexOf(".");
+    const ext = dot > 0 ? file.name.slice(dot + 1).toLowerCase() : "";
+    let f = ext && list.find((f) => f.extensions.includes(ext));
+    if (!f && file.type) f = list.find((f) => f.mime === file.type);
+    return f ? f.id : "";
+  }
+
+  function bytes(n) {
+    const units = ["bytes", "KiB", "MiB", "GiB"];
+    let i = 0;
+    while (n >= 1024 && i < units.length - 1) {
+      n /= 1024;
+      i++;
+    }
+    return (i === 0 ? n : n.toFixed(1)) + " " + units[i];
+  }
+
+  function announce(text) {
+    const el = $("#announce");
+    el.textContent = "";
+    setTimeout(() => (el.textContent = text), 50);
+  }
+
+  // ---- the API key ----
+
+  function setupKey() {
+    const form = $("#key-form");
+    const input = $("#key");
+    const status = $("#key-status");
+    if (apiKey()) {
+      input.value = apiKey();
+      status.textContent = "Using the key saved in this tab.";
+    }
+    form.addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const key = input.value.trim();
+      if (!key) {
+        status.textContent = "Paste a key first.";
+        input.focus();
+        return;
+      }
+      sessionStorage.setItem(KEY, key);
+      status.textContent = "Checking the key…";
+      try {
+        await api("GET", "/v1/jobs?limit=1");
+        status.textContent = "Key accepted; it is kept in this tab only.";
+      } catch (err) {
+        status.textContent = "The key was refused: " + err.message;
+        input.focus();
+      }
+    });
+    $("#forget").addEventListener("click", () => {
+      sessionStorage.removeItem(KEY);
+      input.value = "";
+      status.textContent = "Key forgotten.";
+      input.focus();
+    });
+  }
+
+  // ---- files ----
+
+  function setupFiles() {
+    const drop = $("#drop");
+    const input = $("#files");
+    input.addEventListener("change", () => {
+      addFiles(input.files);
+      input.value = "";
+    });
+    for (const ev of ["dragenter", "dragover"]) {
+      drop.addEventListener(ev, (e) => {
+        e.preventDefault();
+        drop.classList.add("over");
+      });
+    }
+    for (const ev of ["dragleave", "drop"]) {
+      drop.addEventListener(ev, () => drop.classList.remove("over"));
+    }
+    drop.addEventListener("drop", (e) => {
+      e.preventDefault();
+      addFiles(e.dataTransfer.files);
+    });
+    // A file dropped beside the zone must not replace the page.
+    document.addEventListener("dragover", (e) => e.preventDefault());
+    document.addEventListener("drop", (e) => e.preventDefault());
+  }
+
+  function addFiles(files) {
+    const list = Array.from(files || []);
+    if (!list.length) return;
+    let first = null;
+    for (const f of list) {
+      const it = addItem(f);
+      first = first || it;
+    }
+    $("#empty").hidden = true;
+    announce(list.length === 1 ? "1 file added." : list.length + " files added.");
+    first.inputSel.focus();
+  }
+
+  function addItem(file) {
+    const id = ++seq;
+    const node = $("#item-template").content.firstElementChild.cloneNode(true);
+    const it = {
+      id,
+      file,
+      node,
+      job: null,
+      xhr: null,
+      cancelled: false,
+      inputSel: $(".input", node),
+      targetSel: $(".target", node),
+      optionsBox: $(".options", node),
+      optionFields: $(".option-fields", node),
+      convertBtn: $(".convert", node),
+      cancelBtn: $(".cancel", node),
+      removeBtn: $(".remove", node),
+      progressRow: $(".progress-row", node),
+      progress: $(".upload", node),
+      progressText: $(".upload-text", node),
+      state: $(".state", node),
+      error: $(".error", node),
+      result: $(".result", node),
+      link: $(".download", node),
+    };
+    const pid = "item-" + id;
+    node.id = pid;
+    node.setAttribute("aria-labelledby", pid + "-name");
+    $(".name", node).id = pid + "-name";
+    $(".name", node).textContent = file.name;
+    $(".meta", node).textContent = bytes(file.size) + (file.type ? ", " + file.type : "");
+    const bind = (labelSel, el, suffix) => {
+      el.id = pid + "-" + suffix;
+      $(labelSel, node).htmlFor = el.id;
+    };
+    bind(".l-input", it.inputSel, "input");
+    bind(".l-target", it.targetSel, "target");
+    bind(".l-progress", it.progress, "progress");
+    it.convertBtn.setAttribute("aria-describedby", pid + "-name");
+    it.cancelBtn.setAttribute("aria-describedby", pid + "-name");
+    it.removeBtn.setAttribute("aria-describedby", pid + "-name");
+
+    it.inputSel.addEventListener("change", () => loadTargets(it));
+    it.targetSel.addEventListener("change", () => loadOptions(it));
+    it.convertBtn.addEventListener("click", () => convert(it));
+    it.cancelBtn.addEventListener("click", () => cancel(it));
+    it.removeBtn.addEventListener("click", () => remove(it));
+    it.link.addEventListener("click", (e) => download(it, e));
+    $("#items").appendChild(node);
+    loadFormats(it);
+    return it;
+  }
+
+  function remove(it) {
+    if (it.xhr || (it.job && !FINISHED.has(it.job.status))) return;
+    const next = it.node.nextElementSibling || it.node.previousElementSibling;
+    it.node.remove();
+    if (!$("#items").children.length) $("#empty").hidden = false;
+    announce(it.file.name + " removed.");
+    (next ? $(".convert", next) : $("#files")).focus();
+  }
+
+  function option(sel, value, text) {
+    const o = document.createElement("option");
+    o.value = value;
+    o.textContent = text;
+    sel.appendChild(o);
+    return o;
+  }
+
+  async function loadFormats(it) {
+    try {
+      const list = await formats();
+      it.inputSel.replaceChildren();
+      option(it.inputSel, "", "Choose the file's format");
+      for (const f of list) option(it.inputSel, f.id, f.name + " (" + f.id + ")");
+      it.inputSel.value = sniff(it.file, list);
+      await loadTargets(it);
+    } catch (err) {
+      showError(it, err);
+    }
+  }
+
+  async function loadTargets(it) {
+    const input = it.inputSel.value;
+    it.targetSel.replaceChildren();
+    if (!input) {
+      option(it.targetSel, "", "Choose the input format first");
+      it.convertBtn.disabled = true;
+      return loadOptions(it);
+    }
+    try {
+      const [detail, list] = await Promise.all([formatDetail(input), formats()]);
+      if (it.inputSel.value !== input) return;
+      const names = new Map(list.map((f) => [f.id, f.name]));
+      if (!detail.targets.length) {
+        option(it.targetSel, "", "No conversions from this format");
+      }
+      for (const t of detail.targets) option(it.targetSel, t, (names.get(t) || t) + " (" + t + ")");
+      it.convertBtn.disabled = !detail.targets.length;
+      await loadOptions(it);
+    } catch (err) {
+      showError(it, err);
+    }
+  }
+
+  // loadOptions shows the options the chosen target takes (GET /v1/formats/{target}.options),
+  // without those that only mean something for other inputs.
+  async function loadOptions(it) {
+    it.optionFields.replaceChildren();
+    it.optionsBox.hidden = true;
+    const target = it.targetSel.value;
+    if (!target) return;
+    let detail;
+    try {
+      detail = await formatDetail(target);
+    } catch (err) {
+      showError(it, err);
+      return;
+    }
+    if (it.targetSel.value !== target) return;
+    const input = it.inputSel.value;
+    for (const name of detail.options) {
+      const spec = OPTION_INPUTS[name];
+      if (spec && spec.only && !spec.only.includes(input)) continue;
+      const field = document.createElement("div");
+      field.className = "field";
+      const label = document.createElement("label");
+      const fid = "item-" + it.id + "-opt-" + name;
+      label.htmlFor = fid;
+      let control;
+      if (name === "fit") {
+        label.textContent = "Fit (needs width and height)";
+        control = document.createElement("select");
+        option(control, "", "default (contain)");
+        for (const v of ["contain", "cover", "fill"]) option(control, v, v);
+      } else if (name === "lossless") {
+        field.classList.add("check");
+        label.textContent = "Lossless";
+        control = document.createElement("input");
+        control.type = "checkbox";
+      } else {
+        label.textContent = spec ? spec.label : name;
+        control = document.createElement("input");
+        control.type = "number";
+        control.inputMode = "numeric";
+        if (spec && spec.min !== undefined) control.min = spec.min;
+        if (spec && spec.max !== undefined) control.max = spec.max;
+        control.placeholder = "default";
+      }
+      control.id = fid;
+      control.dataset.option = name;
+      if (control.type === "checkbox") field.append(control, label);
+      else field.append(label, control);
+      it.optionFields.appendChild(field);
+    }
+    it.optionsBox.hidden = !it.optionFields.children.length;
+  }
+
+  function readOptions(it) {
+    const opts = {};
+    for (const el of it.optionFields.querySelectorAll("[data-option]")) {
+      const name = el.dataset.option;
+      if (el.type === "checkbox") {
+        if (el.checked) opts[name] = true;
+      } else if (el.tagName === "SELECT") {
+        if (el.value) opts[name] = el.value;
+      } else if (el.value !== "") {
+        opts[name] = Number(el.value);
+      }
+    }
+    return Object.keys(opts).length ? opts : undefined;
+  }
+
+  // ---- a conversion ----
+
+  const STATE_TEXT = {
+    created: "Reserved; uploading the file…",
+    uploaded: "Uploaded.",
+    queued: "Queued: waiting for a worker.",
+    running: "Converting…",
+    succeeded: "Done.",
+    cancelled: "Cancelled.",
+  };
+
+  function showJob(it, job) {
+    it.job = job;
+    let text = STATE_TEXT[job.status] || job.status;
+    if (job.status === "failed") {
+      text = "Failed: " + (job.error_message || "the conversion failed") + (job.error_code ? " (" + job.error_code + ")" : "");
+    }
+    it.state.dataset.status = job.status;
+    it.state.textContent = text;
+  }
+
+  function showError(it, err) {
+    it.error.textContent = err.message;
+  }
+
+  function setBusy(it, busy) {
+    it.convertBtn.hidden = busy;
+    it.cancelBtn.hidden = !busy;
+    it.cancelBtn.disabled = false;
+    it.removeBtn.disabled = busy;
+    it.inputSel.disabled = busy;
+    it.targetSel.disabled = busy;
+    for (const el of it.optionFields.querySelectorAll("input, select")) el.disabled = busy;
+  }
+
+  async function convert(it) {
+    it.error.textContent = "";
+    it.result.hidden = true;
+    it.cancelled = false;
+    it.job = null;
+    if (!apiKey()) {
+      showError(it, new APIError("Paste an API key above first."));
+      $("#key").focus();
+      return;
+    }
+    setBusy(it, true);
+    it.cancelBtn.focus();
+    it.state.dataset.status = "";
+    it.state.textContent = "Reserving a job…";
+    try {
+      const body = {
+        input_format: it.inputSel.value,
+        target_format: it.targetSel.value,
+        input_bytes: it.file.size,
+      };
+      const opts = readOptions(it);
+      if (opts) body.options = opts;
+      const res = await api("POST", "/v1/jobs", body, { "Idempotency-Key": randomID() });
+      showJob(it, res.job);
+      if (it.cancelled) {
+        await cancelJob(it);
+        return;
+      }
+      await upload(it, res.upload_url);
+      if (it.cancelled) return;
+      let job = await api("POST", "/v1/jobs/" + res.job.id + "/start");
+      showJob(it, job);
+      // Each request returns at the job's next move (changed_from), so every state shows.
+      while (!FINISHED.has(job.status)) {
+        job = await api("GET", "/v1/jobs/" + job.id + "?wait=" + WAIT + "&changed_from=" + job.status);
+        showJob(it, job);
+      }
+      if (job.status === "succeeded") await showResult(it, job);
+    } catch (err) {
+      if (!it.cancelled) {
+        showError(it, err);
+        if (!it.job || !FINISHED.has(it.job.status)) it.state.textContent = "";
+      }
+    } finally {
+      it.xhr = null;
+      const refocus = document.activeElement === it.cancelBtn || document.activeElement === document.body;
+      setBusy(it, false);
+      it.progressRow.hidden = it.progress.value === 0;
+      if (refocus) (it.result.hidden ? it.convertBtn : it.link).focus();
+    }
+  }
+
+  // upload PUTs the file to the signed URL with XMLHttpRequest, whose upload events give the
+  // byte progress that fetch does not.
+  function upload(it, url) {
+    it.progressRow.hidden = false;
+    it.progress.value = 0;
+    it.progress.max = it.file.size;
+    it.progressText.textContent = "0 of " + bytes(it.file.size);
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      it.xhr = xhr;
+      xhr.open("PUT", url);
+      xhr.upload.addEventListener("progress", (e) => {
+        if (!e.lengthComputable) return;
+        it.progress.value = e.loaded;
+        it.progressText.textContent = bytes(e.loaded) + " of " + bytes(e.total);
+      });
+      xhr.addEventListener("load", () => {
+        it.xhr = null;
+        if (xhr.status >= 200 && xhr.status < 300) {
+          it.progress.value = it.file.size;
+          it.progressText.textContent = "Uploaded " + bytes(it.file.size) + ".";
+          resolve();
+        } else {
+          reject(errorFrom(xhr.status, xhr.responseText, xhr.getResponseHeader("Retry-After")));
+        }
+      });
+      xhr.addEventListener("error", () => {
+        it.xhr = null;
+        reject(new APIError("The upload to object storage failed: the network failed, or storage refused this page's origin (the operator allows it with --cors-origins)."));
+      });
+      xhr.addEventListener("abort", () => {
+        it.xhr = null;
+        reject(new APIError("Upload cancelled.", "cancelled"));
+      });
+      xhr.send(it.file);
+    });
+  }
+
+  async function cancelJob(it) {
+    try {
+      showJob(it, await api("POST", "/v1/jobs/" + it.job.id + "/cancel"));
+    } catch (err) {
+      if (err.code === "invalid_state") {
+        showJob(it, await api("GET", "/v1/jobs/" + it.job.id));
+      } else {
+        showError(it, err);
+      }
+    }
+  }
+
+  async function cancel(it) {
+    it.cancelled = true;
+    it.cancelBtn.disabled = true;
+    if (it.xhr) it.xhr.abort();
+    if (it.job) {
+      await cancelJob(it);
+    } else {
+      it.state.textContent = "Cancelling…";
+    }
+  }
+
+  function outputName(it, job, list) {
+    const f = list.find((f) => f.id === job.target_format);
+    const ext = f && f.extensions.length ? f.extensions[0] : job.target_format;
+    const dot = it.file.name.lastIndexOf(".");
+    const base = dot > 0 ? it.file.name.slice(0, dot) : it.file.name;
+    return (base || job.id) + "." + ext;
+  }
+
+  async function showResult(it, job) {
+    const name = outputName(it, job, await formats());
+    it.outputName = name;
+    it.link.href = job.output.url;
+    it.link.download = name;
+    it.link.textContent = "Download " + name + " (" + bytes(job.output.bytes) + ")";
+    it.result.hidden = false;
+  }
+
+  // download saves the output under the input's name with the target's extension: a
+  // cross-origin link's download attribute is ignored, so the page fetches the file (object
+  // storage allows this origin) and saves it from a blob: URL. Very large files, or a failed
+  // fetch, fall back to the link itself (then the file is named after the job).
+  async function download(it, e) {
+    if (!it.job || !it.job.output || it.job.output.bytes > FETCH_DOWNLOAD_MAX || it.saving) return;
+    e.preventDefault();
+    it.saving = true;
+    it.error.textContent = "";
+    try {
+      const job = await api("GET", "/v1/jobs/" + it.job.id); // a freshly signed URL
+      if (!job.output) throw new APIError("The output is gone (the job expired).");
+      it.link.href = job.output.url;
+      const resp = await fetch(job.output.url, { cache: "no-store" });
+      if (!resp.ok) throw errorFrom(resp.status, await resp.text(), null);
+      const blob = await resp.blob();
+      const url = URL.createObjectURL(blob);
+      const a = document.createElement("a");
+      a.href = url;
+      a.download = it.outputName;
+      a.hidden = true;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+      announce("Saving " + it.outputName + ".");
+    } catch (err) {
+      showError(it, err);
+    } finally {
+      it.saving = false;
+    }
+  }
+
+  setupKey();
+  setupFiles();
+})();

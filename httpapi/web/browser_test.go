@@ -1,0 +1,298 @@
+package web_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/chromedp"
+
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/service"
+)
+
+// screenshot, when set, is where the test saves a PNG of the page after a conversion
+// (the README's picture is made with -screenshot docs/img/web-page.png).
+var screenshot = flag.String("screenshot", "", "save a screenshot of the page to this PNG file (relative to the repository root)")
+
+// chromiumPath finds Debian's chromium (or another Chrome); without one the test is skipped,
+// except under CI=true, where a missing browser is a failure.
+func chromiumPath(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no chromium on PATH: install Debian's chromium package (apt-get install -y chromium)")
+	}
+	t.Skip("no chromium on PATH: apt-get install -y chromium to run the browser test")
+	return ""
+}
+
+// startBrowser starts headless Chromium with a fresh profile, phone-sized, with downloads
+// saved under their suggested names in dir.
+func startBrowser(t *testing.T, dir string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromiumPath(t)),
+		chromedp.NoSandbox, // tests run as root in CI containers
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(390, 844),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser, bound to ctx, not to a timeout
+		t.Fatalf("start chromium: %v", err)
+	}
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior:     browser.SetDownloadBehaviorBehaviorAllow,
+		DownloadPath: dir,
+	}); err != nil {
+		t.Fatalf("set download behaviour: %v", err)
+	}
+	return ctx
+}
+
+// within runs steps with a deadline, failing the test with what on error.
+func within(t *testing.T, ctx context.Context, d time.Duration, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	if err := chromedp.Do(tctx, steps...); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// eval runs a JavaScript expression and decodes its value.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(tctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript predicate until it is true; generous bounds for a busy machine.
+// On failure it reports what the page shows: the key's status and every item's state and error.
+func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	_, err := chromedp.Run(tctx, chromedp.Poll[chromedp.Void](predicate, chromedp.WithPollingTimeout(2*time.Minute), chromedp.WithPollingInterval(50*time.Millisecond)))
+	if err != nil {
+		shown, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#key-status").textContent + " | " + [...document.querySelectorAll(".item")].map((li) => li.querySelector(".name").textContent + ": state=" + li.querySelector(".state").dataset.status + " " + JSON.stringify(li.querySelector(".state").textContent) + " error=" + JSON.stringify(li.querySelector(".error").textContent) + " upload=" + li.querySelector("progress").value).join(" | ")`))
+		t.Fatalf("wait for %s: %v; the page shows: %s", what, err, shown)
+	}
+}
+
+// TestBrowser_ConvertThroughThePage drives the page at GET / in headless Chromium against a
+// whole service: a bad key shows the API's own message; a real PNG picked in the file input is
+// converted to JPEG with an option, its upload goes straight to object storage (CORS), the
+// state follows the job, and the downloaded file has the job's output bytes and the input's
+// name; a slow conversion is stopped with the cancel button.
+func TestBrowser_ConvertThroughThePage(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
+	downloads := t.TempDir()
+	ctx := startBrowser(t, downloads)
+
+	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
+	// CSP violations after load (uploads, downloads, API calls) are collected and must be none.
+	eval[chromedp.Void](t, ctx, `window.__csp = []; document.addEventListener("securitypolicyviolation", (ev) => window.__csp.push(ev.violatedDirective + " " + ev.blockedURI)); undefined`)
+
+	// A wrong key: the page shows the API's own message.
+	bad := e.Do("GET", "/v1/jobs?limit=1", "cs_wrong_key", nil)
+	var badBody struct {
+		Error struct{ Code, Message string }
+	}
+	json.Unmarshal(bad.Body, &badBody)
+	if bad.Status != 403 || badBody.Error.Message == "" {
+		t.Fatalf("the API's answer to a wrong key: %d %s", bad.Status, bad.Body)
+	}
+	within(t, ctx, time.Minute, "submit a wrong key", chromedp.SendKeys("#key", "cs_wrong_key\n"))
+	waitFor(t, ctx, "the wrong key's error", `document.querySelector("#key-status").textContent.startsWith("The key was refused")`)
+	if got := eval[string](t, ctx, `document.querySelector("#key-status").textContent`); !strings.Contains(got, badBody.Error.Message) || !strings.Contains(got, "unauthorized") {
+		t.Errorf("key status %q lacks the API's message %q", got, badBody.Error.Message)
+	}
+
+	// The right key, kept in sessionStorage only.
+	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; document.querySelector("#key-status").textContent = ""; undefined`)
+	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
+	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	if got := eval[string](t, ctx, `sessionStorage.getItem("convsvc.apiKey") + "|" + document.cookie + "|" + location.href`); got != e.Key+"||"+e.URL+"/" {
+		t.Errorf("key storage: %q", got)
+	}
+
+	// Pick a real PNG: the page sniffs png, offers its targets, and jpeg's options.
+	input := filepath.Join(t.TempDir(), "holiday photo.png")
+	if err := os.WriteFile(input, testenv.Sample(t, "images/sample.png"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, time.Minute, "pick the file", chromedp.SetUploadFiles("#files", []string{input}))
+	waitFor(t, ctx, "the targets of png", `document.querySelector("#item-1-target option[value=jpeg]") !== null`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-1-input").value`); got != "png" {
+		t.Fatalf("sniffed input format %q, want png", got)
+	}
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-1-target"); s.value = "jpeg"; s.dispatchEvent(new Event("change")); })()`)
+	waitFor(t, ctx, "jpeg's quality option", `document.querySelector("#item-1-opt-quality") !== null`)
+	if got := eval[string](t, ctx, `document.querySelector("label[for=item-1-opt-quality]").textContent`); got == "" {
+		t.Error("the quality option has no label")
+	}
+	// The state's moves are recorded as the page shows them.
+	eval[chromedp.Void](t, ctx, `window.__states = []; new MutationObserver(() => { const s = document.querySelector("#item-1 .state").dataset.status; if (s && window.__states[window.__states.length-1] !== s) window.__states.push(s); }).observe(document.querySelector("#item-1 .state"), {attributes: true, childList: true, characterData: true, subtree: true}); undefined`)
+	within(t, ctx, time.Minute, "convert", chromedp.SendKeys("#item-1-opt-quality", "80"), chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the download link", `!document.querySelector("#item-1 .result").hidden`)
+
+	jobs := e.Do("GET", "/v1/jobs?limit=1", e.Key, nil)
+	var list struct{ Data []testenv.Job }
+	jobs.JSON(t, &list)
+	if len(list.Data) != 1 || list.Data[0].Status != "succeeded" || list.Data[0].Output == nil {
+		t.Fatalf("the job: %s", jobs.Body)
+	}
+	job := list.Data[0]
+	var withOpts struct{ Data []map[string]any }
+	jobs.JSON(t, &withOpts)
+	if opts, _ := withOpts.Data[0]["options"].(map[string]any); opts["quality"] != 80.0 || job.InputFormat != "png" || job.TargetFormat != "jpeg" {
+		t.Errorf("job %s: %s to %s with options %v", job.ID, job.InputFormat, job.TargetFormat, withOpts.Data[0]["options"])
+	}
+	if got := eval[float64](t, ctx, `document.querySelector("#item-1-progress").value`); int64(got) != int64(len(testenv.Sample(t, "images/sample.png"))) {
+		t.Errorf("upload progress ends at %v bytes", got)
+	}
+	states := eval[[]string](t, ctx, `window.__states`)
+	if len(states) < 2 || states[0] != "created" || states[len(states)-1] != "succeeded" {
+		t.Errorf("states shown: %v, want created ... succeeded", states)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("#item-1 .download").textContent`); !strings.HasPrefix(got, "Download holiday photo.jpg") {
+		t.Errorf("link text %q", got)
+	}
+	if got := eval[string](t, ctx, `document.activeElement.className`); got != "download" {
+		t.Errorf("focus after the conversion is on %q, want the download link", got)
+	}
+	// Only the buttons that apply are shown (and reachable by keyboard).
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#item-1 .actions button")].filter((b) => b.offsetParent !== null).map((b) => b.textContent).join(",")`); got != "Convert,Remove" {
+		t.Errorf("buttons shown after the conversion: %s", got)
+	}
+	if *screenshot != "" {
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		path := *screenshot
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(testenv.RepoRoot(t), path) // relative to the repository, not the package
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The download: the input's name with the target's extension, the job's bytes.
+	within(t, ctx, time.Minute, "download", chromedp.Click("#item-1 .download"))
+	saved := filepath.Join(downloads, "holiday photo.jpg")
+	deadline := time.Now().Add(2 * time.Minute)
+	var data []byte
+	for {
+		var err error
+		if data, err = os.ReadFile(saved); err == nil && int64(len(data)) == job.Output.Bytes {
+			break
+		}
+		if time.Now().After(deadline) {
+			entries, _ := os.ReadDir(downloads)
+			t.Fatalf("no %s of %d bytes after 2 minutes (dir: %v)", saved, job.Output.Bytes, entries)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != job.Output.SHA256 {
+		t.Errorf("downloaded sha256 %x, job output %s", sum, job.Output.SHA256)
+	}
+
+	// The cancel button: a slow conversion is cancelled once started (queued or running).
+	slow := filepath.Join(t.TempDir(), "noise.png")
+	if err := os.WriteFile(slow, testenv.NoisePNG(t, 4500, 3000), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, time.Minute, "pick the slow file", chromedp.SetUploadFiles("#files", []string{slow}))
+	waitFor(t, ctx, "the targets of the slow file", `document.querySelector("#item-2-target option[value=gif]") !== null`)
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-2-target"); s.value = "gif"; s.dispatchEvent(new Event("change")); })()`)
+	within(t, ctx, time.Minute, "convert the slow file", chromedp.Click("#item-2 .convert"))
+	waitFor(t, ctx, "the slow job started", `["queued", "running"].includes(document.querySelector("#item-2 .state").dataset.status)`)
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#item-2 .actions button")].filter((b) => b.offsetParent !== null).map((b) => b.textContent).join(",") + "|" + document.activeElement.className`); got != "Cancel,Remove|cancel" {
+		t.Errorf("buttons shown while converting, and the focus: %s", got)
+	}
+	within(t, ctx, time.Minute, "cancel", chromedp.Click("#item-2 .cancel"))
+	waitFor(t, ctx, "the cancelled state", `document.querySelector("#item-2 .state").dataset.status === "cancelled"`)
+	jobs = e.Do("GET", "/v1/jobs?limit=1", e.Key, nil)
+	jobs.JSON(t, &list)
+	if len(list.Data) != 1 || list.Data[0].ID == job.ID || list.Data[0].Status != "cancelled" {
+		t.Errorf("after cancel: %s", jobs.Body)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("#item-2 .error").textContent`); got != "" {
+		t.Errorf("cancel showed an error: %q", got)
+	}
+
+	// An unsupported pair is refused with the API's message: pick a file whose format has
+	// no conversions, or force a target the input does not reach.
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-2-target"); const o = document.createElement("option"); o.value = "mp3"; s.appendChild(o); s.value = "mp3"; s.dispatchEvent(new Event("change")); })()`)
+	within(t, ctx, time.Minute, "convert to an unsupported target", chromedp.Click("#item-2 .convert"))
+	waitFor(t, ctx, "the unsupported pair's error", `document.querySelector("#item-2 .error").textContent !== ""`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-2 .error").textContent`); !strings.Contains(got, "cannot be converted") || !strings.Contains(got, "unsupported_format") {
+		t.Errorf("unsupported pair error %q", got)
+	}
+
+	// A spent cap: the API's limit_reached message, on the account of another key.
+	_, capped := e.NewAccount(1)
+	e.Create(capped, "png", "jpeg", 10) // reserves the account's only cent
+	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; document.querySelector("#key-status").textContent = ""; undefined`)
+	within(t, ctx, time.Minute, "submit the capped key", chromedp.SendKeys("#key", capped+"\n"))
+	waitFor(t, ctx, "the capped key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	within(t, ctx, time.Minute, "convert on a spent cap", chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the spent cap's error", `document.querySelector("#item-1 .error").textContent !== ""`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-1 .error").textContent`); !strings.Contains(got, "limit_reached") {
+		t.Errorf("spent cap error %q", got)
+	}
+
+	// Rate limited: the API's message and the wait from Retry-After.
+	_, busy := e.NewAccount(100_000)
+	for i := 0; ; i++ {
+		r := e.Do("POST", "/v1/jobs", busy, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10})
+		if r.Status == 429 {
+			break
+		}
+		if r.Status != 200 || i > 1000 {
+			t.Fatalf("create %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	eval[chromedp.Void](t, ctx, `document.querySelector("#key").value = ""; document.querySelector("#key-status").textContent = ""; undefined`)
+	within(t, ctx, time.Minute, "submit the rate-limited key", chromedp.SendKeys("#key", busy+"\n"))
+	waitFor(t, ctx, "the rate-limited key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	within(t, ctx, time.Minute, "convert while rate limited", chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the rate limit's error", `document.querySelector("#item-1 .error").textContent.includes("rate_limited")`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-1 .error").textContent`); !strings.Contains(got, "Try again in ") {
+		t.Errorf("rate limit error %q lacks the wait", got)
+	}
+
+	// Phone-sized: nothing wider than the screen.
+	if got := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`); !got {
+		t.Errorf("the page scrolls sideways at %v px", eval[float64](t, ctx, `window.innerWidth`))
+	}
+	if got := eval[[]string](t, ctx, `window.__csp`); len(got) != 0 {
+		t.Errorf("Content-Security-Policy violations: %v", got)
+	}
+}

@@ -1,0 +1,3 @@
+// Package web holds the files of the web page that httpapi embeds and serves at GET /
+// (index.html, app.js, app.css), and the test that drives the page in headless Chromium.
+package web
