@@ -272,7 +272,7 @@ func htmlToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	if err != nil {
 		return err
 	}
-	d, err := newPDFDoc(ctx, p.Limits, title)
+	d, err := newPDFDoc(ctx, p, title)
 	if err != nil {
 		return err
 	}
@@ -286,5 +286,5 @@ func markdownToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p c
 	if err != nil {
 		return err
 	}
-	return markdownPDF(ctx, out, doc, src, p.Limits)
+	return markdownPDF(ctx, out, doc, src, p)
 }
