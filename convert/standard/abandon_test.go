@@ -99,11 +99,12 @@ func bigSVG(n int) []byte {
 }
 
 // TestAbandon_CPUFallsToIdle starts many slow conversions of every family at once (images
-// quantized or re-encoded, audio encoded, documents laid out, SVG rasterized), cancels them
+// quantized, audio encoded, documents laid out, SVG rasterized, a PDF page rendered), cancels them
 // once they all run, and requires every converter to return within a generous bound and the
 // process's CPU to fall to idle: the CPU consumed in a window after the last one returned must
 // be under a tenth of a core, and all of them together may burn only a little CPU between the
-// cancel and their return. The AVIF and lossy WebP encoders are left out: they are C
+// cancel and their return. The PDF page is rendered by PDFium in wazero, whose instance is
+// killed when the context ends. The AVIF and lossy WebP encoders are left out: they are C
 // translated to Go (wasm2go) with no way to interrupt them, bounded by their pixel limits
 // and by the worker slot an abandoned conversion keeps (docs/reliability.md).
 func TestAbandon_CPUFallsToIdle(t *testing.T) {
@@ -116,14 +117,29 @@ func TestAbandon_CPUFallsToIdle(t *testing.T) {
 	md := bigMarkdown(20000)
 	htm := bigHTML(40000)
 	svg := bigSVG(20000)
+	pdf, err := os.ReadFile(filepath.Join("..", "..", "testdata", "hostile", "doc-render-bomb.pdf"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []slowInput{
 		{"png->gif", "png", "gif", img}, {"png->gif", "png", "gif", img},
 		{"wav->flac", "wav", "flac", wav}, {"wav->flac", "wav", "flac", wav},
 		{"md->pdf", "markdown", "pdf", md}, {"md->pdf", "markdown", "pdf", md},
 		{"html->pdf", "html", "pdf", htm}, {"html->pdf", "html", "pdf", htm}, {"html->markdown", "html", "markdown", htm},
 		{"svg->png", "svg", "png", svg}, {"svg->png", "svg", "png", svg},
+		{"pdf->png", "pdf", "png", pdf},
 	}
 	dir := t.TempDir()
+	// PDFium compiles its WebAssembly on first use (seconds of CPU, once per process, not
+	// interruptible): do that before the measurement with a quick PDF -> text.
+	warm, err := os.Open(filepath.Join("..", "..", "testdata", "documents", "sample.pdf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer warm.Close()
+	if err := cat.Convert(context.Background(), "pdf", "txt", convert.Options{}, warm, io.Discard, dir); err != nil {
+		t.Logf("warming PDFium: %v", err)
+	}
 	type result struct {
 		name string
 		err  error
