@@ -74,3 +74,43 @@ func TestEmbeddedImage_Budget(t *testing.T) {
 		})
 	}
 }
+
+// TestEmbeddedImage_NotDecoded: the other embedding paths never decode an embedded image in
+// the process, so a small PNG declaring 10000x10000 pixels (over a 64 MiB budget and at the
+// pixel limit) costs them nothing: Markdown -> EPUB packages its bytes as they are, and an SVG
+// <image> is removed before the SVG is parsed. Both convert under a 64 MiB budget, the budget
+// given back.
+func TestEmbeddedImage_NotDecoded(t *testing.T) {
+	img := solidPNG(t, 10000, 10000)
+	uri := "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)
+	c := testCatalog(convert.Limits{MaxConversionMemory: 64 << 20})
+
+	out, err := docConvertData(t, c, "markdown", "epub", []byte("# Title\n\n![picture]("+uri+")\n"), convert.Options{})
+	if err != nil {
+		t.Fatalf("markdown -> epub: %v", err)
+	}
+	if !bytes.Contains(out, []byte("images/img-001.png")) {
+		t.Error("the EPUB does not package the image")
+	}
+
+	svg := `<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="64" height="64">` +
+		`<rect width="64" height="64" fill="#0a0"/><image width="64" height="64" href="` + uri + `" xlink:href="` + uri + `"/></svg>`
+	out, err = docConvertData(t, c, "svg", "png", []byte(svg), convert.Options{})
+	if err != nil {
+		t.Fatalf("svg -> png: %v", err)
+	}
+	got, err := png.Decode(bytes.NewReader(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := got.Bounds(); b.Dx() != 64 || b.Dy() != 64 {
+		t.Errorf("svg -> png is %v, want the 64x64 drawing", b)
+	}
+	if r, g, _, _ := got.At(32, 32).RGBA(); r>>8 != 0 || g>>8 != 0xaa {
+		t.Errorf("pixel = %v, want the green rect (the image removed)", got.At(32, 32))
+	}
+	if held, waiting := c.MemoryUse(); held != 0 || waiting != 0 {
+		t.Errorf("budget after the conversions: %d bytes held, %d waiting", held, waiting)
+	}
+}
+
