@@ -113,4 +113,3 @@ func TestEmbeddedImage_NotDecoded(t *testing.T) {
 		t.Errorf("budget after the conversions: %d bytes held, %d waiting", held, waiting)
 	}
 }
-
