@@ -173,3 +173,30 @@ func (b *memBudget) inUse() int64 {
 	defer b.mu.Unlock()
 	return b.cur
 }
+
+// EmbeddedMemory is the catalog's conversion memory budget as a converter sees it for the
+// resources embedded in its input (a data: URI image in Markdown, HTML or a document), so
+// that every decode goes through the same budget as a direct conversion.
+type EmbeddedMemory struct{ b *memBudget }
+
+// Reserve reserves n bytes for decoding one embedded resource described by what, and returns
+// the function that gives them back. Like a direct conversion, it fails at once with an *Error
+// when n alone exceeds the whole budget (--max-conversion-memory). Unlike one it never waits:
+// the conversion already holds its share, and waiting for a second share while holding the
+// first could deadlock two conversions. It may take the budget past its size for the moment;
+// other conversions then wait until it is given back. The zero EmbeddedMemory (a converter
+// run outside a catalog) reserves nothing.
+func (m EmbeddedMemory) Reserve(n int64, what string) (release func(), err error) {
+	if m.b == nil {
+		return func() {}, nil
+	}
+	if n > m.b.size {
+		return nil, Errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); make the image smaller",
+			what, bytesize.Format(n), bytesize.Format(m.b.size))
+	}
+	m.b.mu.Lock()
+	m.b.cur += n
+	m.b.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { m.b.release(n) }) }, nil
+}

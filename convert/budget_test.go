@@ -119,3 +119,50 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// TestEmbeddedMemory_Reserve: an embedded resource's reservation fails at once over the whole
+// budget, never waits (it may overdraw), holds back direct conversions until it is given
+// back, and gives back once however often release is called.
+func TestEmbeddedMemory_Reserve(t *testing.T) {
+	b := newMemBudget(100)
+	m := EmbeddedMemory{b}
+	if _, err := m.Reserve(101, "decoding this image"); err == nil {
+		t.Fatal("Reserve over the whole budget succeeded")
+	} else if ce := (*Error)(nil); !errors.As(err, &ce) {
+		t.Fatalf("err = %T %v, want *Error", err, err)
+	}
+	if err := b.acquire(context.Background(), 80, "conversion"); err != nil {
+		t.Fatal(err)
+	}
+	release, err := m.Reserve(60, "decoding this image") // overdraws: 140 of 100, without waiting
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := b.inUse(); got != 140 {
+		t.Fatalf("in use = %d, want 140", got)
+	}
+	b.release(80)
+	granted := make(chan error, 1)
+	go func() { granted <- b.acquire(context.Background(), 50, "next conversion") }()
+	select {
+	case err := <-granted:
+		t.Fatalf("a conversion got 50 while the embedded image held 60 of 100: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release()
+	release() // a second call does nothing
+	select {
+	case err := <-granted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting conversion was not granted after the release")
+	}
+	if got := b.inUse(); got != 50 {
+		t.Errorf("in use = %d, want 50", got)
+	}
+	if r, err := (EmbeddedMemory{}).Reserve(1<<40, "x"); err != nil || r == nil {
+		t.Errorf("zero EmbeddedMemory: %v", err)
+	}
+}

@@ -491,7 +491,7 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 			err = Errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
 		}
 	}()
-	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts})
+	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts, Embedded: EmbeddedMemory{c.budget}})
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -33,5 +33,12 @@
 // Files.CreateOutput starts it, under a context that ends on timeout, Cancel or the end of the
 // shutdown drain. The worker reports as soon as that context ends, so a converter that ignores
 // it cannot hold the job; such a stray finishes in the background and discards its output and
-// temporary files. Only a conversion that completed in time is committed.
+// temporary files. Its worker waits for it before claiming another job (until the end of the
+// shutdown drain), so strays never outnumber the workers and their memory share stays counted;
+// PoolConfig.StrayReturned and Pool.Strays report them. Only a conversion that completed in
+// time is committed.
+//
+// Resources embedded in an input (an image in a document) are decoded under the same pixel
+// limit and memory budget as a direct conversion: Params.Embedded reserves their share
+// without waiting.
 package convert

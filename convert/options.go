@@ -114,4 +114,7 @@ func (o Options) ValidateInput(input string) error {
 type Params struct {
 	Limits
 	Options Options
+	// Embedded reserves the memory of resources a converter decodes inside its input (images
+	// in a document) from the same budget as direct conversions.
+	Embedded EmbeddedMemory
 }

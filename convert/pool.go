@@ -127,6 +127,10 @@ type PoolConfig struct {
 	ScratchDir string
 	// Logger receives job transitions; default slog.Default().
 	Logger *slog.Logger
+	// StrayReturned, when set, is called each time an abandoned conversion (timed out,
+	// cancelled or stopped by shutdown while its converter ignored the context) finally returns,
+	// with how long it ran past the moment it was abandoned. It must not block.
+	StrayReturned func(overrun time.Duration)
 }
 
 // Pool runs conversions for queued jobs on a fixed number of worker goroutines.
@@ -149,6 +153,8 @@ type Pool struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
 	killed  bool // drain timeout passed: every conversion is stopped at once
+	// killedCh is closed with killed: workers stop waiting for their abandoned conversions.
+	killedCh chan struct{}
 
 	strays atomic.Int64 // conversions abandoned on timeout or cancel that have not returned yet
 }
@@ -193,6 +199,7 @@ func NewPool(cfg PoolConfig, cat *Catalog, q Queue, f Files) *Pool {
 		stopClaims:  cancel,
 		workersDone: make(chan struct{}),
 		running:     make(map[string]context.CancelCauseFunc),
+		killedCh:    make(chan struct{}),
 	}
 }
 
@@ -248,6 +255,9 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	p.mu.Lock()
+	if !p.killed {
+		close(p.killedCh)
+	}
 	p.killed = true
 	n := len(p.running)
 	for _, cancel := range p.running {
@@ -340,6 +350,7 @@ func (p *Pool) runTask(t Task) string {
 	}()
 
 	var o Outcome
+	var stray <-chan struct{} // closed when an abandoned conversion has really returned
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -347,9 +358,13 @@ func (p *Pool) runTask(t Task) string {
 				o = Outcome{Code: CodeConversionFailed, Message: "internal error"}
 			}
 		}()
-		o = p.convert(ctx, log, t)
+		o, stray = p.convert(ctx, log, t)
 	}()
 	o.Task = t
+	// The job's outcome is reported at once; the worker's slot (and the memory share the
+	// converter holds until it returns) stays taken until the abandoned conversion returns,
+	// so a cancelled or timed-out conversion never runs beside the worker's next job.
+	defer p.awaitStray(log, stray)
 
 	outcome := "succeeded"
 	switch o.Code {
@@ -384,13 +399,32 @@ func (p *Pool) deleteOutput(log *slog.Logger, jobID string) {
 	}
 }
 
+// awaitStray waits until an abandoned conversion has returned (stray is nil when there is
+// none), or until shutdown's drain timeout stops waiting for anything.
+func (p *Pool) awaitStray(log *slog.Logger, stray <-chan struct{}) {
+	if stray == nil {
+		return
+	}
+	select {
+	case <-stray:
+		return
+	default:
+	}
+	log.Warn("the conversion ignores its cancellation; the worker waits for it to return")
+	select {
+	case <-stray:
+	case <-p.killedCh:
+	}
+}
+
 // convert runs the conversion in its own goroutine so that a converter ignoring ctx cannot hold
-// the task past its timeout, then stores the result. The outcome lacks only Task.
-func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
+// the task's outcome past its timeout, then stores the result. The outcome lacks only Task.
+// When the conversion is abandoned, the returned channel is closed once its goroutine returns.
+func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, <-chan struct{}) {
 	in, err := p.f.OpenInput(t.JobID)
 	if err != nil {
 		log.Error("opening the input failed", "err", err)
-		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not read the input"}
+		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not read the input"}, nil
 	}
 	// The converter writes the output where Files keeps it until it is committed, so it is
 	// written once. Intermediate files of a multi-step path go straight into the scratch
@@ -400,15 +434,18 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 	if err != nil {
 		in.Close()
 		if se := storageFault(err, nil); se != nil {
-			return storageOutcome(log, se)
+			return storageOutcome(log, se), nil
 		}
 		log.Error("starting the output failed", "err", err)
-		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}
+		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}, nil
 	}
 
 	results := make(chan convResult)
 	abandoned := make(chan struct{})
+	returned := make(chan struct{})
+	var abandonedAt atomic.Int64 // UnixNano of the abandon, set before abandoned is closed
 	go func() {
+		defer close(returned)
 		// This goroutine owns in and, until it hands it over, the output; Convert removes its
 		// intermediate files itself. An abandoned conversion cleans up when it returns.
 		res := convResult{out: out}
@@ -422,6 +459,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 			case <-abandoned:
 				out.Discard()
 				p.strays.Add(-1)
+				if p.cfg.StrayReturned != nil {
+					p.cfg.StrayReturned(time.Since(time.Unix(0, abandonedAt.Load())))
+				}
 			}
 		}()
 		res.err = p.cat.Convert(ctx, t.InputFormat, t.TargetFormat, t.Options, in, out, p.cfg.ScratchDir)
@@ -432,24 +472,25 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 	case res = <-results:
 	case <-ctx.Done():
 		p.strays.Add(1)
+		abandonedAt.Store(time.Now().UnixNano())
 		close(abandoned)
-		return p.stopped(ctx, log)
+		return p.stopped(ctx, log), returned
 	}
 	defer res.out.Discard()
 	if ctx.Err() != nil {
-		return p.stopped(ctx, log)
+		return p.stopped(ctx, log), nil
 	}
 	if res.err != nil {
 		if se := storageFault(res.err, res.out); se != nil {
-			return storageOutcome(log, se)
+			return storageOutcome(log, se), nil
 		}
 		var ce *Error
 		if errors.As(res.err, &ce) {
 			log.Info("conversion failed", "err", res.err)
-			return Outcome{Code: CodeConversionFailed, Message: ce.Message}
+			return Outcome{Code: CodeConversionFailed, Message: ce.Message}, nil
 		}
 		log.Error("conversion failed", "err", res.err)
-		return Outcome{Code: CodeConversionFailed, Message: "internal error"}
+		return Outcome{Code: CodeConversionFailed, Message: "internal error"}, nil
 	}
 
 	meta := OutputMeta{ContentType: "application/octet-stream", Filename: t.JobID}
@@ -462,20 +503,20 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 	output, err := res.out.Commit(meta)
 	if err != nil {
 		if ctx.Err() != nil {
-			return p.stopped(ctx, log)
+			return p.stopped(ctx, log), nil
 		}
 		if se := storageFault(err, res.out); se != nil {
-			return storageOutcome(log, se)
+			return storageOutcome(log, se), nil
 		}
 		log.Error("storing the output failed", "err", err)
-		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}
+		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}, nil
 	}
 	if ctx.Err() != nil {
 		// Stopped after the output was stored: a cancelled job must not keep it.
 		p.deleteOutput(log, t.JobID)
-		return p.stopped(ctx, log)
+		return p.stopped(ctx, log), nil
 	}
-	return Outcome{Output: &output}
+	return Outcome{Output: &output}, nil
 }
 
 // stopped describes why a task's context ended before its conversion did.

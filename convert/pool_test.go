@@ -353,7 +353,9 @@ func TestPool_RealImageConversion(t *testing.T) {
 }
 
 func TestPool_TimeoutIgnoringContext(t *testing.T) {
-	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1, Timeout: 100 * time.Millisecond})
+	overruns := make(chan time.Duration, 1)
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1, Timeout: 100 * time.Millisecond,
+		StrayReturned: func(d time.Duration) { overruns <- d }})
 	fx.job(t, "job_stuck", "stuck", 0, "x")
 	fx.job(t, "job_next", "b", 0, "next")
 	start := time.Now()
@@ -362,22 +364,41 @@ func TestPool_TimeoutIgnoringContext(t *testing.T) {
 	if o.Task.JobID != "job_stuck" || o.Code != convert.CodeConversionFailed || o.Message != "conversion timed out after 100ms; raise --conversion-timeout" {
 		t.Fatalf("outcome = %+v", o)
 	}
-	if d := time.Since(start); d > time.Second {
+	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("timeout reported after %v", d)
 	}
-	// The worker moves on while the stuck conversion is still running.
-	o = fx.q.wait(t, 5*time.Second)
-	if o.Task.JobID != "job_next" || o.Code != "" {
-		t.Fatalf("next outcome = %+v", o)
-	}
+	// The outcome is reported at once, but the worker's slot stays taken while the abandoned
+	// conversion still runs: the next job waits for it.
 	if fx.p.Strays() != 1 {
 		t.Errorf("Strays = %d, want 1", fx.p.Strays())
+	}
+	select {
+	case o := <-fx.q.finished:
+		t.Fatalf("the worker ran the next job beside its abandoned conversion: %+v", o)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if n := fx.q.queuedCount(); n != 1 {
+		t.Errorf("%d jobs queued, want the next one still queued", n)
 	}
 	if _, ok := fx.f.output("job_stuck"); ok {
 		t.Error("timed-out job has an output")
 	}
 	close(fx.cat.release)
-	waitFor(t, "the stray conversion to finish", func() bool { return fx.p.Strays() == 0 })
+	o = fx.q.wait(t, 5*time.Second)
+	if o.Task.JobID != "job_next" || o.Code != "" {
+		t.Fatalf("next outcome = %+v", o)
+	}
+	if fx.p.Strays() != 0 {
+		t.Errorf("Strays = %d after the stray returned, want 0", fx.p.Strays())
+	}
+	select {
+	case d := <-overruns:
+		if d < 250*time.Millisecond {
+			t.Errorf("overrun = %v, want at least the 300ms the stray was held", d)
+		}
+	default:
+		t.Error("StrayReturned was not called")
+	}
 	fx.assertScratchEmpty(t)
 	if _, ok := fx.f.output("job_stuck"); ok {
 		t.Error("stray conversion stored an output")

@@ -206,12 +206,15 @@ func TestFaults_DrainLetsRunningJobsFinish(t *testing.T) {
 	}
 }
 
-// TestFaults_PoisonJobs: a converter that panics or hangs fails its job and the worker lives on.
+// TestFaults_PoisonJobs: a converter that panics fails its job and the worker lives on. A
+// converter that hangs ignoring its context fails its job ("timed out") at once, but keeps its
+// worker until it really returns (issue 18 item 1): /metrics counts it, the other worker takes
+// the next job, and once every worker holds a stray nothing more runs.
 func TestFaults_PoisonJobs(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	p := testproc.Serve(t, binary, data, "--workers", "1", "--conversion-timeout", "500ms")
+	p := testproc.Serve(t, binary, data, "--workers", "2", "--conversion-timeout", "500ms", "--drain-timeout", "1s")
 	c := &client.Client{BaseURL: p.URL, Key: p.Key}
-	for _, tt := range []struct{ from, message string }{
+	for i, tt := range []struct{ from, message string }{
 		{"poison-panic", "internal error"},
 		{"poison-hang", "timed out"},
 	} {
@@ -220,11 +223,24 @@ func TestFaults_PoisonJobs(t *testing.T) {
 		if j.Status != "failed" || *j.ErrorCode != "conversion_failed" || !strings.Contains(*j.ErrorMessage, tt.message) {
 			t.Fatalf("%s: %+v %s", tt.from, j, deref(j.ErrorMessage))
 		}
-		// The one worker is free again.
+		// A worker is free for the next job.
 		ok := mustSubmit(t, c, "poison-slow", "poison-out", []byte("y"))
 		if j := waitStatus(t, c, ok, ""); j.Status != "succeeded" {
 			t.Fatalf("after %s the next job %+v", tt.from, j)
 		}
+		waitMetric(t, p.URL, "convsvc_conversions_abandoned_running", i) // the hang is a stray
+	}
+	// A second hang takes the other worker: both are held, so a new job waits.
+	id := mustSubmit(t, c, "poison-hang", "poison-out", []byte("x"))
+	if j := waitStatus(t, c, id, ""); j.Status != "failed" || !strings.Contains(deref(j.ErrorMessage), "timed out") {
+		t.Fatalf("second hang: %+v", j)
+	}
+	waitMetric(t, p.URL, "convsvc_conversions_abandoned_running", 2)
+	waitMetric(t, p.URL, "convsvc_workers_busy", 2)
+	next := mustSubmit(t, c, "poison-slow", "poison-out", []byte("z"))
+	time.Sleep(2 * time.Second) // poison-slow takes 300 ms; it must not start at all
+	if j, err := c.GetJob(context.Background(), next, 0); err != nil || j.Status != "queued" {
+		t.Fatalf("with every worker held by a stray, the next job is %+v (%v), want queued", j, err)
 	}
 	p.Signal(syscall.SIGTERM, 30*time.Second)
 	checkStopped(t, data, true)
@@ -352,6 +368,34 @@ func waitLongPolls(t *testing.T, url string, n int) {
 			t.Fatalf("/metrics never showed %d parked long-polls (last error: %v)", n, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitMetric waits until /metrics shows the unlabelled metric name at value want.
+func waitMetric(t *testing.T, url, name string, want int) {
+	t.Helper()
+	line := fmt.Sprintf("\n%s %d\n", name, want)
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for {
+		resp, err := http.Get(url + "/metrics")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			last = string(body)
+			if strings.Contains(last, line) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			for _, l := range strings.Split(last, "\n") {
+				if strings.HasPrefix(l, name+" ") {
+					t.Fatalf("/metrics never showed %s %d; last: %s", name, want, l)
+				}
+			}
+			t.Fatalf("/metrics never showed %s %d (last error: %v)", name, want, err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

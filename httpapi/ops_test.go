@@ -122,6 +122,7 @@ func TestOps_MetricsMoveWithTraffic(t *testing.T) {
 		"convsvc_bolt_read_tx_total": "counter", "convsvc_bolt_open_read_tx": "gauge",
 		"convsvc_bolt_freelist_free_pages": "gauge", "convsvc_bolt_page_alloc_bytes_total": "counter",
 		"convsvc_bolt_writes_total": "counter", "convsvc_workers": "gauge", "convsvc_workers_busy": "gauge",
+		"convsvc_conversions_abandoned_running": "gauge", "convsvc_conversions_abandoned_overrun_seconds": "histogram",
 		"convsvc_store_writes_total": "counter", "convsvc_store_write_transactions_total": "counter", "convsvc_long_polls_waiting": "gauge",
 		"go_goroutines": "gauge", "process_resident_memory_bytes": "gauge", "go_build_info": "gauge",
 	} {

@@ -24,6 +24,8 @@ type metrics struct {
 	blobBytes   *prometheus.CounterVec
 	// storageErrors counts faults of the blob store's disk, by operation (output).
 	storageErrors *prometheus.CounterVec
+	// strayOverrun observes how long each abandoned conversion ran past its abandon.
+	strayOverrun prometheus.Histogram
 }
 
 // Outcomes of a conversion, the values of the outcome label.
@@ -34,7 +36,7 @@ const (
 	outcomeError     = "error"     // the outcome could not be recorded (database error)
 )
 
-func newMetrics(st *store.Store, workers int, running func() int) *metrics {
+func newMetrics(st *store.Store, workers int, running, strays func() int) *metrics {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
 		reg:  reg,
@@ -57,6 +59,11 @@ func newMetrics(st *store.Store, workers int, running func() int) *metrics {
 		Name: "convsvc_storage_errors_total",
 		Help: "Faults of the blob store's disk (full, read-only) while storing a conversion's output, by operation; the job went back to the queue.",
 	}, []string{"op"})
+	m.strayOverrun = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "convsvc_conversions_abandoned_overrun_seconds",
+		Help:    "How long each abandoned conversion (cancelled, timed out or stopped by shutdown) kept running after it was given up, until its converter returned; its worker stayed busy meanwhile.",
+		Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
 	m.storageErrors.WithLabelValues("output")
 	m.blobBytes.WithLabelValues("upload")
 	m.blobBytes.WithLabelValues("download")
@@ -64,7 +71,11 @@ func newMetrics(st *store.Store, workers int, running func() int) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),
-		m.conversions, m.convSeconds, m.blobBytes, m.storageErrors,
+		m.conversions, m.convSeconds, m.blobBytes, m.storageErrors, m.strayOverrun,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "convsvc_conversions_abandoned_running",
+			Help: "Abandoned conversions (cancelled, timed out or stopped by shutdown) whose converter has not returned yet; each holds its worker and its memory share.",
+		}, func() float64 { return float64(strays()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "convsvc_workers",
 			Help: "Conversion workers configured (--workers).",
@@ -109,6 +120,9 @@ func (m *metrics) countRefused(listener string, l *connLimiter) {
 		ConstLabels: prometheus.Labels{"listener": listener},
 	}, func() float64 { return float64(l.Refused()) }))
 }
+
+// strayReturned records an abandoned conversion that returned d after it was given up.
+func (m *metrics) strayReturned(d time.Duration) { m.strayOverrun.Observe(d.Seconds()) }
 
 // conversion records one ended conversion.
 func (m *metrics) conversion(input, target, outcome string, d time.Duration) {

@@ -224,12 +224,13 @@ func (m *Main) open() error {
 		return fmt.Errorf("create scratch dir: %w", err)
 	}
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
-	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() })
+	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() }, func() int { return m.pool.Strays() })
 	m.pool = convert.NewPool(convert.PoolConfig{
-		Workers:    cfg.Workers,
-		Timeout:    cfg.ConversionTimeout,
-		ScratchDir: scratch,
-		Logger:     m.log,
+		Workers:       cfg.Workers,
+		Timeout:       cfg.ConversionTimeout,
+		ScratchDir:    scratch,
+		Logger:        m.log,
+		StrayReturned: m.metrics.strayReturned,
 	}, m.catalog, newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts), jobFiles{blobs: m.blobs})
 
 	m.metrics.countRefused("api", m.apiLimit)

@@ -93,7 +93,7 @@ func FuzzMarkdown(f *testing.F) {
 			t.Fatal(err)
 		}
 		if len(src) < 4096 {
-			err := markdownPDF(ctx, io.Discard, doc, src, convert.Limits{MaxPixels: 1 << 20})
+			err := markdownPDF(ctx, io.Discard, doc, src, convert.Params{Limits: convert.Limits{MaxPixels: 1 << 20}})
 			docFuzzErr(t, "pdf", err)
 		}
 	})

@@ -3,6 +3,7 @@ package document
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/url"
 	"strings"
@@ -20,12 +21,32 @@ import (
 
 // htmlMarkdown converts HTML to CommonMark with GitHub tables and strikethrough, which the
 // library's default drops. It is safe for concurrent use.
-var htmlMarkdown = converter.NewConverter(converter.WithPlugins(
-	base.NewBasePlugin(),
-	commonmark.NewCommonmarkPlugin(),
-	table.NewTablePlugin(),
-	strikethrough.NewStrikethroughPlugin(),
-))
+var htmlMarkdown = func() *converter.Converter {
+	c := converter.NewConverter(converter.WithPlugins(
+		base.NewBasePlugin(),
+		commonmark.NewCommonmarkPlugin(),
+		table.NewTablePlugin(),
+		strikethrough.NewStrikethroughPlugin(),
+	))
+	// The library never looks at the context it is given: a renderer that runs first for every
+	// node (and a check between the pre-render pass and rendering) stops an abandoned
+	// conversion, unwinding with errHTMLStopped, which htmlToMarkdownBytes recovers.
+	c.Register.Renderer(func(ctx converter.Context, _ converter.Writer, _ *html.Node) converter.RenderStatus {
+		if ctx.Err() != nil {
+			panic(errHTMLStopped)
+		}
+		return converter.RenderTryNext
+	}, 0)
+	c.Register.PreRenderer(func(ctx converter.Context, _ *html.Node) {
+		if ctx.Err() != nil {
+			panic(errHTMLStopped)
+		}
+	}, converter.PriorityLate+100)
+	return c
+}()
+
+// errHTMLStopped unwinds an HTML-to-Markdown conversion whose context ended.
+var errHTMLStopped = errors.New("html to markdown: context ended")
 
 // htmlDropped are elements removed with everything inside before an HTML input is converted:
 // active content, embedded documents and references to other resources. Nothing they point
@@ -176,7 +197,7 @@ func nodeText(n *html.Node) string {
 
 // htmlToMarkdownBytes converts a parsed and cleaned document to Markdown.
 func htmlToMarkdownBytes(ctx context.Context, doc *html.Node) ([]byte, error) {
-	md, err := htmlMarkdown.ConvertNode(doc, converter.WithContext(ctx))
+	md, err := convertHTMLNode(ctx, doc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -184,6 +205,20 @@ func htmlToMarkdownBytes(ctx context.Context, doc *html.Node) ([]byte, error) {
 		return nil, convert.Errorf(err, "the HTML could not be converted to Markdown")
 	}
 	return md, nil
+}
+
+// convertHTMLNode runs htmlMarkdown on doc, returning ctx's error when the context ended
+// during the conversion.
+func convertHTMLNode(ctx context.Context, doc *html.Node) (md []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if r != errHTMLStopped { //nolint:errorlint // the sentinel itself is what was panicked
+				panic(r)
+			}
+			md, err = nil, ctx.Err()
+		}
+	}()
+	return htmlMarkdown.ConvertNode(doc, converter.WithContext(ctx))
 }
 
 func htmlToMarkdown(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
@@ -237,7 +272,7 @@ func htmlToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	if err != nil {
 		return err
 	}
-	d, err := newPDFDoc(ctx, p.Limits, title)
+	d, err := newPDFDoc(ctx, p, title)
 	if err != nil {
 		return err
 	}
@@ -251,5 +286,5 @@ func markdownToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p c
 	if err != nil {
 		return err
 	}
-	return markdownPDF(ctx, out, doc, src, p.Limits)
+	return markdownPDF(ctx, out, doc, src, p)
 }

@@ -72,7 +72,7 @@ func textToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 		return err
 	}
 	text := string(normalizeNewlines(src))
-	d, err := newPDFDoc(ctx, p.Limits, textTitle(text))
+	d, err := newPDFDoc(ctx, p, textTitle(text))
 	if err != nil {
 		return err
 	}

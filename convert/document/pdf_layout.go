@@ -84,6 +84,7 @@ type pdfDoc struct {
 	ctx context.Context
 	f   *fpdf.Fpdf
 	lim convert.Limits
+	mem convert.EmbeddedMemory // the budget each embedded image is decoded under
 
 	pageW, pageH float64
 	left, right  float64 // current text column
@@ -112,7 +113,7 @@ type marker struct {
 	st   inlineStyle
 }
 
-func newPDFDoc(ctx context.Context, lim convert.Limits, title string) (*pdfDoc, error) {
+func newPDFDoc(ctx context.Context, p convert.Params, title string) (*pdfDoc, error) {
 	for _, fnt := range pdfFonts {
 		if err := fnt.load(); err != nil {
 			return nil, err
@@ -126,7 +127,7 @@ func newPDFDoc(ctx context.Context, lim convert.Limits, title string) (*pdfDoc, 
 		f.SetTitle(pdfSafeText(title), true)
 	}
 	f.SetCreationDate(time.Now().UTC())
-	d := &pdfDoc{ctx: ctx, f: f, lim: lim.Normalized(), lastLevel: -1, added: map[*pdfFont]bool{}}
+	d := &pdfDoc{ctx: ctx, f: f, lim: p.Limits.Normalized(), mem: p.Embedded, lastLevel: -1, added: map[*pdfFont]bool{}}
 	d.pageW, d.pageH = f.GetPageSize()
 	d.left, d.right = pdfMargin, d.pageW-pdfMargin
 	f.SetFooterFunc(func() {
@@ -658,16 +659,20 @@ func (d *pdfDoc) addImageBytes(data []byte) *pdfImage {
 	if err != nil {
 		return nil
 	}
-	// No share of the memory budget here: the conversion holds one already, and waiting for
-	// a second while holding the first could deadlock. The pixel limit bounds each image,
-	// decoded one at a time.
-	d.images++
-	name := "img" + strconv.Itoa(d.images)
 	opts := fpdf.ImageOptions{ImageType: "PNG"}
 	var enc []byte
 	if id == "jpeg" && cfg.ColorModel != color.CMYKModel {
 		enc, opts.ImageType = data, "JPG"
 	} else {
+		// The same pixel limit (ReadHeader above) and memory budget as a direct conversion of
+		// the image to PDF (rasterToPDF), checked from the header before anything is decoded.
+		// An image over either is left out: a document's images never fail its conversion.
+		release, err := d.mem.Reserve(embeddedImageEstimate(codec, cfg, len(data)),
+			fmt.Sprintf("decoding this embedded %dx%d %s", cfg.Width, cfg.Height, codec.Name))
+		if err != nil {
+			return nil
+		}
+		defer release()
 		img, err := convimage.DecodePixels(d.ctx, in, codec, cfg)
 		if err != nil {
 			return nil
@@ -676,12 +681,20 @@ func (d *pdfDoc) addImageBytes(data []byte) *pdfImage {
 			return nil
 		}
 	}
+	d.images++
+	name := "img" + strconv.Itoa(d.images)
 	info := d.f.RegisterImageOptionsReader(name, opts, bytes.NewReader(enc))
 	if info == nil || d.f.Err() {
 		d.f.ClearError()
 		return nil
 	}
 	return &pdfImage{name: name, w: float64(cfg.Width) * 0.75, h: float64(cfg.Height) * 0.75}
+}
+
+// embeddedImageEstimate is the memory an embedded image takes to decode and re-encode for a
+// PDF, estimated as rasterToPDF does for the image on its own.
+func embeddedImageEstimate(codec *convimage.Codec, cfg image.Config, size int) int64 {
+	return 2*int64(size) + int64(float64(cfg.Width)*float64(cfg.Height)*(codec.DecodeCost+12))
 }
 
 // encodePDFPNG encodes img as a non-interlaced 8-bit PNG, the kind fpdf embeds.
@@ -733,8 +746,8 @@ type mdPDF struct {
 }
 
 // markdownPDF writes a parsed Markdown document as a PDF.
-func markdownPDF(ctx context.Context, w io.Writer, doc ast.Node, src []byte, lim convert.Limits) error {
-	d, err := newPDFDoc(ctx, lim, markdownTitle(doc, src))
+func markdownPDF(ctx context.Context, w io.Writer, doc ast.Node, src []byte, p convert.Params) error {
+	d, err := newPDFDoc(ctx, p, markdownTitle(doc, src))
 	if err != nil {
 		return err
 	}
