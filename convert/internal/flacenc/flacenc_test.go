@@ -251,3 +251,50 @@ func FuzzEncoder(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkEncoder encodes 60 s of 44.1 kHz 16-bit stereo (tones and noise) with one worker
+// and with GOMAXPROCS workers.
+func BenchmarkEncoder(b *testing.B) {
+	const n = 44100 * 60
+	s := signal(n, 2, 16, 3)
+	inf := Info{Rate: 44100, Channels: 2, Bits: 16, Samples: n, BlockSize: 4096, FrameRate: true}
+	chans := [][]int32{make([]int32, 0, 4096), make([]int32, 0, 4096)}
+	for _, workers := range []int{1, 0} {
+		name := "workers=1"
+		if workers == 0 {
+			name = "workers=GOMAXPROCS"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(n * 2 * 2)
+			var size int
+			for b.Loop() {
+				var out countWriter
+				e, err := NewEncoder(&out, inf, workers)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for off := 0; off < n; off += 4096 {
+					m := min(4096, n-off)
+					chans[0], chans[1] = chans[0][:0], chans[1][:0]
+					for i := range m {
+						chans[0] = append(chans[0], s[2*(off+i)])
+						chans[1] = append(chans[1], s[2*(off+i)+1])
+					}
+					if err := e.Write(chans); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := e.Close(); err != nil {
+					b.Fatal(err)
+				}
+				size = int(out)
+			}
+			b.ReportMetric(float64(size), "out-bytes")
+		})
+	}
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }

@@ -388,8 +388,27 @@ func crc8(p []byte) uint8 {
 	return c
 }
 
+// crc16Slices[k][b] is the CRC-16 of byte b followed by k zero bytes, for slicing by 8.
+var crc16Slices = func() (t [8][256]uint16) {
+	t[0] = crc16Table
+	for k := 1; k < 8; k++ {
+		for b := range 256 {
+			v := t[k-1][b]
+			t[k][b] = v<<8 ^ crc16Table[byte(v>>8)]
+		}
+	}
+	return
+}()
+
+// crc16 is FLAC's frame CRC (polynomial 0x8005), eight bytes a step.
 func crc16(p []byte) uint16 {
 	var c uint16
+	t := &crc16Slices
+	for len(p) >= 8 {
+		c ^= uint16(p[0])<<8 | uint16(p[1])
+		c = t[7][c>>8] ^ t[6][byte(c)] ^ t[5][p[2]] ^ t[4][p[3]] ^ t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]]
+		p = p[8:]
+	}
 	for _, b := range p {
 		c = c<<8 ^ crc16Table[byte(c>>8)^b]
 	}
