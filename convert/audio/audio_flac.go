@@ -3,17 +3,21 @@ package audio
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 
 	"github.com/mewkiz/flac"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/internal/flacdec"
 	"github.com/convsvc/convsvc/convert/internal/flacenc"
 )
 
-// flacSource decodes a FLAC stream frame by frame (at most 65535 samples per channel each).
+// flacSource decodes a FLAC stream frame by frame (at most 65535 samples per channel each)
+// with convert/internal/flacdec, or with mewkiz/flac for streams deeper than 24 bits.
 type flacSource struct {
 	ctx    context.Context
+	dec    *flacdec.Decoder
 	stream *flac.Stream
 	inf    pcmInfo
 	chans  [][]int32
@@ -23,6 +27,18 @@ type flacSource struct {
 func openFLAC(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 	if err := expectAudio(in, "flac", "FLAC"); err != nil {
 		return nil, err
+	}
+	dec, err := flacdec.NewDecoder(&convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())})
+	if err == nil {
+		fi := dec.Info()
+		s := &flacSource{ctx: ctx, dec: dec, inf: pcmInfo{rate: fi.Rate, channels: fi.Channels, bits: fi.Bits, frames: fi.Samples}}
+		if fi.Samples == 0 {
+			s.inf.frames = -1 // unknown
+		}
+		return s, nil
+	}
+	if !errors.Is(err, flacdec.ErrUnsupported) {
+		return nil, audioDecodeError(ctx, "FLAC", err)
 	}
 	r := bufio.NewReaderSize(&convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())}, 64<<10)
 	stream, err := flac.New(r)
@@ -45,6 +61,9 @@ func (s *flacSource) info() pcmInfo { return s.inf }
 func (s *flacSource) read() ([][]int32, error) {
 	if err := s.ctx.Err(); err != nil {
 		return nil, err
+	}
+	if s.dec != nil {
+		return s.readFlacdec()
 	}
 	f, err := s.stream.ParseNext()
 	if err == io.EOF {
@@ -77,6 +96,25 @@ func (s *flacSource) read() ([][]int32, error) {
 		return nil, convert.Errorf(nil, "input holds more than %d samples, over the limit", int64(AudioMaxSamples))
 	}
 	return s.chans, nil
+}
+
+// readFlacdec is read for the flacdec decoder (which checks channels and depth per frame).
+func (s *flacSource) readFlacdec() ([][]int32, error) {
+	chans, err := s.dec.Next()
+	if err == io.EOF {
+		if s.inf.frames >= 0 && s.total != s.inf.frames {
+			return nil, convert.Errorf(nil, "input is not a valid FLAC file (it holds %d samples per channel, but its header says %d; is it truncated?)", s.total, s.inf.frames)
+		}
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, audioDecodeError(s.ctx, "FLAC", err)
+	}
+	s.total += int64(len(chans[0]))
+	if s.total > AudioMaxSamples/int64(s.inf.channels) {
+		return nil, convert.Errorf(nil, "input holds more than %d samples, over the limit", int64(AudioMaxSamples))
+	}
+	return chans, nil
 }
 
 // writeFLAC encodes s as FLAC in fixed blocks of audioBlock samples with convert/internal/flacenc
