@@ -443,13 +443,30 @@ func fixedRestore(x []int32, order int) {
 }
 
 // lpcRestore turns residuals into samples with the quantised LPC coefficients (64-bit sums).
+// Order 8 (flac -3 to -7) is unrolled; other orders run a loop over reversed coefficients.
 func lpcRestore(x []int32, coef []int64, shift uint) {
 	order := len(coef)
+	if order == 8 {
+		c0, c1, c2, c3, c4, c5, c6, c7 := coef[0], coef[1], coef[2], coef[3], coef[4], coef[5], coef[6], coef[7]
+		for i := 8; i < len(x); i++ {
+			h := x[i-8 : i : i]
+			sum := c0*int64(h[7]) + c1*int64(h[6]) + c2*int64(h[5]) + c3*int64(h[4]) +
+				c4*int64(h[3]) + c5*int64(h[2]) + c6*int64(h[1]) + c7*int64(h[0])
+			x[i] += int32(sum >> shift)
+		}
+		return
+	}
+	var rev [32]int64
+	for j, c := range coef {
+		rev[order-1-j] = c
+	}
+	rc := rev[:order]
 	for i := order; i < len(x); i++ {
-		var sum int64
 		h := x[i-order : i]
-		for j, c := range coef {
-			sum += c * int64(h[order-1-j])
+		rc := rc[:len(h)]
+		var sum int64
+		for j, v := range h {
+			sum += rc[j] * int64(v)
 		}
 		x[i] += int32(sum >> shift)
 	}
