@@ -642,30 +642,33 @@ var synthDtbl = [512]float32{
 }
 
 func (f *Frame) subbandSynthesis(gr int, ch int, out []byte) {
-	u_vec := f.u_vec[:]
-	s_vec := f.s_vec[:]
+	// convsvc change: array pointers and ranges instead of indexed slices, so the compiler
+	// drops the bounds checks; the same operations in the same order (bit-identical output).
+	u_vec := &f.u_vec
+	s_vec := &f.s_vec
+	vv := &f.v_vec[ch]
 
 	nch := f.header.NumberOfChannels()
 	// Setup the n_win windowing vector and the v_vec intermediate vector
 	for ss := 0; ss < 18; ss++ { // Loop through 18 samples in 32 subbands
-		copy(f.v_vec[ch][64:1024], f.v_vec[ch][0:1024-64])
-		d := f.mainData.Is[gr][ch]
-		for i := 0; i < 32; i++ { // Copy next 32 time samples to a temp vector
+		copy(vv[64:1024], vv[0:1024-64])
+		d := &f.mainData.Is[gr][ch]
+		for i := range s_vec { // Copy next 32 time samples to a temp vector
 			s_vec[i] = d[i*18+ss]
 		}
-		for i := 0; i < 64; i++ { // Matrix multiply input with n_win[][] matrix
+		for i := range synthNWin { // Matrix multiply input with n_win[][] matrix
+			row := &synthNWin[i]
 			sum := float32(0)
-			for j := 0; j < 32; j++ {
-				sum += synthNWin[i][j] * s_vec[j]
+			for j, x := range s_vec {
+				sum += row[j] * x
 			}
-			f.v_vec[ch][i] = sum
+			vv[i] = sum
 		}
-		v := f.v_vec[ch]
 		for i := 0; i < 512; i += 64 { // Build the U vector
-			copy(u_vec[i:i+32], v[(i<<1):(i<<1)+32])
-			copy(u_vec[i+32:i+64], v[(i<<1)+96:(i<<1)+128])
+			copy(u_vec[i:i+32], vv[(i<<1):(i<<1)+32])
+			copy(u_vec[i+32:i+64], vv[(i<<1)+96:(i<<1)+128])
 		}
-		for i := 0; i < 512; i++ { // Window by u_vec[i] with synthDtbl[i]
+		for i := range u_vec { // Window by u_vec[i] with synthDtbl[i]
 			u_vec[i] *= synthDtbl[i]
 		}
 		for i := 0; i < 32; i++ { // Calc 32 samples,store in outdata vector
