@@ -7,7 +7,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/hajimehoshi/go-mp3"
+	"github.com/convsvc/convsvc/convert/internal/mp3dec"
 	"github.com/jfreymuth/oggvorbis"
 
 	"github.com/convsvc/convsvc/convert"
@@ -17,7 +17,7 @@ import (
 // headers once to learn the length.
 type mp3Source struct {
 	ctx   context.Context
-	dec   *mp3.Decoder
+	dec   *mp3dec.Decoder
 	inf   pcmInfo
 	raw   []byte
 	chans [][]int32
@@ -29,7 +29,7 @@ func openMP3(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 		return nil, err
 	}
 	// go-mp3 seeks to scan the whole file for its length: give it a section of its own.
-	dec, err := mp3.NewDecoder(&cancelReadSeeker{ctx: ctx, rs: io.NewSectionReader(in, 0, in.Size())})
+	dec, err := mp3dec.NewDecoder(&cancelReadSeeker{ctx: ctx, rs: io.NewSectionReader(in, 0, in.Size())})
 	if err != nil {
 		return nil, audioDecodeError(ctx, "MP3", err)
 	}

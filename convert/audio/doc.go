@@ -2,8 +2,9 @@
 // decoded and encoded as a stream of PCM blocks. WAV and FLAC round-trip exactly; the lossy
 // inputs decode to 16-bit PCM.
 //
-// Modules: mewkiz/flac (FLAC reading and writing), hajimehoshi/go-mp3, jfreymuth/oggvorbis;
-// WAV is the package's own.
+// Codecs: FLAC through convert/internal/flacenc and flacdec (mewkiz/flac for streams deeper
+// than 24 bits), MP3 through convert/internal/mp3dec (hajimehoshi/go-mp3, copied and sped up),
+// Ogg Vorbis through jfreymuth/oggvorbis; WAV is the package's own.
 //
 // Limits: AudioMaxChannels, AudioMaxRate and AudioMaxSamples bound what a header may announce,
 // checked before decoding; streams stop soon after their context ends.

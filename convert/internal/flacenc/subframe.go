@@ -1,0 +1,416 @@
+package flacenc
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// maxPartOrder bounds the Rice partition order tried (16-sample partitions at 4096).
+const maxPartOrder = 8
+
+// subframe writes x (bps bits per sample) as the cheapest of a constant, a fixed-predictor
+// or a verbatim subframe.
+func (f *frameEncoder) subframe(x []int32, bps int) {
+	bw := &f.bw
+	n := len(x)
+	mask := uint64(1)<<uint(bps) - 1
+	constant := true
+	for _, v := range x[1:] {
+		if v != x[0] {
+			constant = false
+			break
+		}
+	}
+	if constant {
+		bw.write(0, 8)
+		bw.write(uint64(uint32(x[0]))&mask, uint(bps))
+		return
+	}
+	verbatim := uint64(n * bps)
+	if n > 2*4 {
+		order := bestFixedOrder(x)
+		cost := f.residualPlan(x, order)
+		cost += uint64(8 + order*bps + 6)
+		if cost < verbatim+8 {
+			f.writeFixed(x, order, bps)
+			return
+		}
+	}
+	bw.write(1<<1, 8)
+	for _, v := range x {
+		bw.write(uint64(uint32(v))&mask, uint(bps))
+	}
+}
+
+// bestFixedOrder returns the fixed predictor order (0 to 4) whose residuals have the smallest
+// sum of magnitudes, computed for all five orders in one pass (as libFLAC does).
+func bestFixedOrder(x []int32) int {
+	var s0, s1, s2, s3, s4 uint64
+	// Differences of successive orders, carried across samples.
+	p0 := x[3]
+	p1 := x[3] - x[2]
+	p2 := p1 - (x[2] - x[1])
+	p3 := p2 - ((x[2] - x[1]) - (x[1] - x[0]))
+	for _, e0 := range x[4:] {
+		e1 := e0 - p0
+		e2 := e1 - p1
+		e3 := e2 - p2
+		e4 := e3 - p3
+		s0 += absU(e0)
+		s1 += absU(e1)
+		s2 += absU(e2)
+		s3 += absU(e3)
+		s4 += absU(e4)
+		p0, p1, p2, p3 = e0, e1, e2, e3
+	}
+	order, best := 0, s0
+	for o, s := range [...]uint64{s1, s2, s3, s4} {
+		if s < best {
+			order, best = o+1, s
+		}
+	}
+	return order
+}
+
+func absU(v int32) uint64 {
+	m := v >> 31
+	return uint64(uint32((v ^ m) - m))
+}
+
+// residualPlan computes the residuals of the fixed predictor of the given order into f.fold
+// (zigzag-folded), chooses the Rice partition order and parameters into f.bestK, and
+// returns the estimated bits of the residual section (without the 6 bits of method and order).
+func (f *frameEncoder) residualPlan(x []int32, order int) uint64 {
+	n := len(x)
+	f.fold = growU(f.fold, n-order)
+	u := f.fold
+	switch order {
+	case 0:
+		for i, v := range x {
+			u[i] = fold(v)
+		}
+	case 1:
+		for i := 1; i < n; i++ {
+			u[i-1] = fold(x[i] - x[i-1])
+		}
+	case 2:
+		for i := 2; i < n; i++ {
+			u[i-2] = fold(x[i] - 2*x[i-1] + x[i-2])
+		}
+	case 3:
+		for i := 3; i < n; i++ {
+			u[i-3] = fold(x[i] - 3*x[i-1] + 3*x[i-2] - x[i-3])
+		}
+	case 4:
+		for i := 4; i < n; i++ {
+			u[i-4] = fold(x[i] - 4*x[i-1] + 6*x[i-2] - 4*x[i-3] + x[i-4])
+		}
+	}
+
+	// The highest usable partition order: the block divides evenly and the first
+	// partition holds at least one residual.
+	maxP := 0
+	for p := 1; p <= maxPartOrder; p++ {
+		if n%(1<<p) != 0 || n>>p <= order {
+			break
+		}
+		maxP = p
+	}
+	// Sums of the folded residuals per partition at maxP, then merged pairwise downwards.
+	np := 1 << maxP
+	f.sums = growU64(f.sums, 2*np)
+	sums := f.sums
+	psize := n >> maxP
+	pos := 0
+	for i := range np {
+		m := psize
+		if i == 0 {
+			m -= order
+		}
+		var s uint64
+		for _, v := range u[pos : pos+m] {
+			s += uint64(v)
+		}
+		sums[i] = s
+		pos += m
+	}
+	f.ks = growU8(f.ks, np)
+	f.bestK = growU8(f.bestK, np)
+	bestCost := ^uint64(0)
+	bestP := 0
+	level := sums[:np]
+	next := sums[np:]
+	for p := maxP; p >= 0; p-- {
+		parts := 1 << p
+		psize := n >> p
+		var cost uint64
+		maxK := uint8(0)
+		for i := range parts {
+			m := psize
+			if i == 0 {
+				m -= order
+			}
+			k, c := riceParam(level[i], uint64(m))
+			f.ks[i] = k
+			maxK = max(maxK, k)
+			cost += c + 4
+		}
+		if maxK > 14 {
+			cost += uint64(parts)
+		}
+		if cost < bestCost {
+			bestCost, bestP = cost, p
+			copy(f.bestK, f.ks[:parts])
+		}
+		if p > 0 {
+			for i := range parts / 2 {
+				next[i] = level[2*i] + level[2*i+1]
+			}
+			level, next = next[:parts/2], level
+		}
+	}
+	f.bestP = bestP
+	return bestCost
+}
+
+// riceParam returns the Rice parameter for m folded residuals summing to s, and the
+// estimated bits of coding them: m*(k+1) + s>>k, which bounds the exact cost from above.
+func riceParam(s, m uint64) (uint8, uint64) {
+	if m == 0 {
+		return 0, 0
+	}
+	kk := bits.Len64(s / m)
+	bestK, bestC := 0, ^uint64(0)
+	for k := max(kk-2, 0); k <= min(kk, 30); k++ {
+		c := m*uint64(k+1) + s>>uint(k)
+		if c < bestC {
+			bestK, bestC = k, c
+		}
+	}
+	return uint8(bestK), bestC
+}
+
+// writeFixed writes a fixed-predictor subframe whose residuals residualPlan left in f.fold.
+func (f *frameEncoder) writeFixed(x []int32, order, bps int) {
+	bw := &f.bw
+	mask := uint64(1)<<uint(bps) - 1
+	bw.write(uint64(8|order)<<1, 8)
+	for _, v := range x[:order] {
+		bw.write(uint64(uint32(v))&mask, uint(bps))
+	}
+	parts := 1 << f.bestP
+	paramBits := uint(4)
+	for _, k := range f.bestK[:parts] {
+		if k > 14 {
+			paramBits = 5
+		}
+	}
+	bw.write(uint64(paramBits-4)<<4|uint64(f.bestP), 6)
+	psize := len(x) >> f.bestP
+	u := f.fold
+	pos := 0
+	for i, k := range f.bestK[:parts] {
+		m := psize
+		if i == 0 {
+			m -= order
+		}
+		bw.write(uint64(k), paramBits)
+		kk := uint(k)
+		lowMask := uint32(1)<<kk - 1
+		for _, v := range u[pos : pos+m] {
+			q := uint(v >> kk)
+			if q+kk+1 <= 63 {
+				bw.write(uint64(1<<kk|v&lowMask), q+kk+1)
+				continue
+			}
+			for q >= 32 {
+				bw.write(0, 32)
+				q -= 32
+			}
+			bw.write(0, q)
+			bw.write(uint64(1<<kk|v&lowMask), kk+1)
+		}
+		pos += m
+	}
+}
+
+func fold(v int32) uint32 { return uint32(v<<1) ^ uint32(v>>31) }
+
+func grow(s []int32, n int) []int32 {
+	if cap(s) < n {
+		return make([]int32, n)
+	}
+	return s[:n]
+}
+
+func growU(s []uint32, n int) []uint32 {
+	if cap(s) < n {
+		return make([]uint32, n)
+	}
+	return s[:n]
+}
+
+func growU64(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	return s[:n]
+}
+
+func growU8(s []uint8, n int) []uint8 {
+	if cap(s) < n {
+		return make([]uint8, n)
+	}
+	return s[:n]
+}
+
+// bitWriter appends bits MSB first to buf through a 64-bit accumulator.
+type bitWriter struct {
+	buf []byte
+	acc uint64
+	n   uint // bits held in acc (< 64)
+}
+
+func (b *bitWriter) reset(buf []byte) { b.buf, b.acc, b.n = buf, 0, 0 }
+
+// write appends the low nb bits of v (nb <= 63; v has no bits above nb).
+func (b *bitWriter) write(v uint64, nb uint) {
+	if b.n+nb < 64 {
+		b.acc = b.acc<<nb | v
+		b.n += nb
+		return
+	}
+	rem := 64 - b.n
+	b.acc = b.acc<<rem | v>>(nb-rem)
+	b.buf = binary.BigEndian.AppendUint64(b.buf, b.acc)
+	b.n = nb - rem
+	b.acc = v & (uint64(1)<<b.n - 1)
+}
+
+// pad fills to a byte boundary with zeros and moves whole bytes to buf.
+func (b *bitWriter) pad() {
+	if r := b.n % 8; r != 0 {
+		b.write(0, 8-r)
+	}
+	b.flushBytes()
+}
+
+// flushBytes moves the (byte-aligned) accumulator to buf and returns len(buf).
+func (b *bitWriter) flushBytes() int {
+	for b.n > 0 {
+		b.n -= 8
+		b.buf = append(b.buf, byte(b.acc>>b.n))
+	}
+	b.acc = 0
+	return len(b.buf)
+}
+
+// writeUTF8 writes v in FLAC's extended UTF-8 coding (up to 36 bits).
+func writeUTF8(b *bitWriter, v uint64) {
+	if v < 0x80 {
+		b.write(v, 8)
+		return
+	}
+	nb := 2
+	for v >= 1<<(5*nb+1) {
+		nb++
+	}
+	lead := (uint64(0xFF00) >> nb) & 0xFF
+	b.write(lead|v>>(6*(nb-1)), 8)
+	for i := nb - 2; i >= 0; i-- {
+		b.write(0x80|(v>>(6*i))&0x3F, 8)
+	}
+}
+
+// stereoMode picks the channel assignment with the smallest second-order residuals, as
+// libFLAC's adaptive mid/side does by estimate.
+func stereoMode(l, r []int32) int {
+	var sumL, sumR, sumM, sumS uint64
+	for i := 2; i < len(l); i++ {
+		l0, l1, l2 := l[i], l[i-1], l[i-2]
+		r0, r1, r2 := r[i], r[i-1], r[i-2]
+		sumL += absU(l0 - 2*l1 + l2)
+		sumR += absU(r0 - 2*r1 + r2)
+		sumM += absU((l0+r0)>>1 - 2*((l1+r1)>>1) + (l2+r2)>>1)
+		sumS += absU((l0 - r0) - 2*(l1-r1) + (l2 - r2))
+	}
+	best, mode := sumL+sumR, 1
+	if c := sumL + sumS; c < best {
+		best, mode = c, chanLeftSide
+	}
+	if c := sumS + sumR; c < best {
+		best, mode = c, chanSideRight
+	}
+	if c := sumM + sumS; c < best {
+		mode = chanMidSide
+	}
+	return mode
+}
+
+// rateCodes are the frame-header codes of common sample rates. 24 and 176.4 kHz are left to
+// STREAMINFO, because mewkiz/flac logs a line for every such frame it decodes.
+var rateCodes = map[int]uint64{
+	88200: 1, 192000: 3, 8000: 4, 16000: 5, 22050: 6, 32000: 8, 44100: 9, 48000: 10, 96000: 11,
+}
+
+// depthCodes are the frame-header codes of sample depths (0: see STREAMINFO).
+var depthCodes = [33]uint8{8: 1, 12: 2, 16: 4, 20: 5, 24: 6}
+
+var crc8Table, crc16Table = func() (t8 [256]uint8, t16 [256]uint16) {
+	for i := range 256 {
+		c8 := uint8(i)
+		for range 8 {
+			if c8&0x80 != 0 {
+				c8 = c8<<1 ^ 0x07
+			} else {
+				c8 <<= 1
+			}
+		}
+		t8[i] = c8
+		c16 := uint16(i) << 8
+		for range 8 {
+			if c16&0x8000 != 0 {
+				c16 = c16<<1 ^ 0x8005
+			} else {
+				c16 <<= 1
+			}
+		}
+		t16[i] = c16
+	}
+	return
+}()
+
+func crc8(p []byte) uint8 {
+	var c uint8
+	for _, b := range p {
+		c = crc8Table[c^b]
+	}
+	return c
+}
+
+// crc16Slices[k][b] is the CRC-16 of byte b followed by k zero bytes, for slicing by 8.
+var crc16Slices = func() (t [8][256]uint16) {
+	t[0] = crc16Table
+	for k := 1; k < 8; k++ {
+		for b := range 256 {
+			v := t[k-1][b]
+			t[k][b] = v<<8 ^ crc16Table[byte(v>>8)]
+		}
+	}
+	return
+}()
+
+// crc16 is FLAC's frame CRC (polynomial 0x8005), eight bytes a step.
+func crc16(p []byte) uint16 {
+	var c uint16
+	t := &crc16Slices
+	for len(p) >= 8 {
+		c ^= uint16(p[0])<<8 | uint16(p[1])
+		c = t[7][c>>8] ^ t[6][byte(c)] ^ t[5][p[2]] ^ t[4][p[3]] ^ t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]]
+		p = p[8:]
+	}
+	for _, b := range p {
+		c = c<<8 ^ crc16Table[byte(c>>8)^b]
+	}
+	return c
+}
