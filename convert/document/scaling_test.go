@@ -31,7 +31,9 @@ func TestDocument_Scaling(t *testing.T) {
 		})
 	}
 	mdHeadings := func(n int) []byte {
-		return rep(n, "", "", func(i int) string { return fmt.Sprintf("# Chapter %d\n\nText of chapter %d.\n\n## Section %d\n\n- item\n- item\n\n", i, i, i) })
+		return rep(n, "", "", func(i int) string {
+			return fmt.Sprintf("# Chapter %d\n\nText of chapter %d.\n\n## Section %d\n\n- item\n- item\n\n", i, i, i)
+		})
 	}
 	mdTable := func(n int) []byte {
 		return rep(n, "| a | b | c |\n|---|---|---|\n", "", func(i int) string { return fmt.Sprintf("| %d | x%d | [l](https://e.com/%d) |\n", i, i, i) })
