@@ -1,8 +1,13 @@
 package document
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
+
+	"github.com/yuin/goldmark/ast"
 
 	"github.com/convsvc/convsvc/convert"
 )
@@ -121,4 +126,29 @@ func TestScriptLink(t *testing.T) {
 			t.Errorf("scriptLink(%q) = %v, want %v", dest, got, want)
 		}
 	}
+}
+
+// FuzzScriptLinks converts arbitrary HTML to Markdown and reads the Markdown back: no link
+// in it may lead to a script or document target (scriptLink), however the HTML spelled it.
+func FuzzScriptLinks(f *testing.F) {
+	f.Add([]byte(linkHTML))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ctx := context.Background()
+		var md bytes.Buffer
+		err := htmlToMarkdown(ctx, io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), &md, convert.Params{})
+		docFuzzErr(t, "markdown", err)
+		if err != nil {
+			return
+		}
+		doc, err := parseMarkdown(ctx, md.Bytes())
+		if err != nil {
+			return // our own output over a guard's limit; not this target's concern
+		}
+		_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+			if l, ok := n.(*ast.Link); ok && entering && scriptLink(string(l.Destination)) {
+				t.Fatalf("HTML -> Markdown kept the link target %q:\n%s", l.Destination, md.Bytes())
+			}
+			return ast.WalkContinue, nil
+		})
+	})
 }
