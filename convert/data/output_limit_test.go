@@ -80,6 +80,9 @@ func TestData_OutputAmplificationRefused(t *testing.T) {
 		{"sparse rows", "xlsx", "csv", craftXLSX(t, sparse.String(), nil)},
 		{"shared strings", "xlsx", "csv", craftXLSX(t, shared.String(), []string{strings.Repeat("x", 32000)})},
 		{"shared strings to json", "xlsx", "json", craftXLSX(t, shared.String(), []string{strings.Repeat("x", 32000)})},
+		// Every row its own key: the union of 12,000 columns pads every row.
+		{"json rows of distinct keys to csv", "json", "csv", distinctKeys(12_000)},
+		{"yaml aliases to json", "yaml", "json", yamlAliases()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,4 +100,29 @@ func TestData_OutputAmplificationRefused(t *testing.T) {
 			t.Logf("%d-byte input refused after %d bytes: %v", len(tc.in), len(out), err)
 		})
 	}
+}
+
+// distinctKeys is a JSON array of n objects, each with one key no other has.
+func distinctKeys(n int) []byte {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"k%d":1}`, i)
+	}
+	b.WriteString("]")
+	return []byte(b.String())
+}
+
+// yamlAliases is a YAML file that names one 60,000-character string once and refers to it
+// 2,000 times: each alias is a few bytes, its expansion the whole string.
+func yamlAliases() []byte {
+	var b strings.Builder
+	b.WriteString("base: &s " + strings.Repeat("y", 60_000) + "\nrefs:\n")
+	for range 2_000 {
+		b.WriteString("  - *s\n")
+	}
+	return []byte(b.String())
 }
