@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/convsvc/convsvc/blobstore"
+	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 )
@@ -59,6 +60,9 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.Int64Var(&o.cfg.DefaultSpendCapCents, "default-spend-cap-cents", service.DefaultSpendCapCents, "monthly spend cap of the default account")
 	f.Int64Var(&o.cfg.MaxPixels, "max-pixels", service.DefaultMaxPixels, "largest image accepted, in pixels (width x height)")
 	f.Var((*sizeFlag)(&o.cfg.MaxConversionMemory), "max-conversion-memory", "memory running conversions may hold together, e.g. 4GiB (default: half of the machine's memory); conversions beyond it wait")
+	f.Float64Var(&o.cfg.MaxOutputRatio, "max-output-ratio", convert.DefaultMaxOutputRatio, "most a conversion may write per input byte, above a floor of 64MiB (outputs to raster images are bounded by --max-pixels instead); beyond it the job fails conversion_failed")
+	o.cfg.MaxOutputBytes = convert.DefaultMaxOutputBytes
+	f.Var((*sizeFlag)(&o.cfg.MaxOutputBytes), "max-output-bytes", "largest output one conversion step may write, e.g. 4GiB; beyond it the job fails conversion_failed")
 	o.gcHeapFloor = gcfloor.DefaultFloor
 	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
 	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "CIDRs or addresses of reverse proxies whose Forwarded / X-Forwarded-For header names the client (default: none; the peer address is the client)")

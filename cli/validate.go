@@ -25,6 +25,9 @@ const (
 	minConversionMemory   = 16 << 20
 	maxTrustedProxyPrefix = 1024
 	maxConnections        = 1 << 20
+	minOutputRatio        = 2
+	maxOutputRatio        = 1_000_000
+	minOutputBytes        = 1 << 20
 )
 
 // validate checks every serve setting, from flags and environment alike, and parses the ones
@@ -89,6 +92,12 @@ func (o *serveOptions) validate() error {
 	}
 	if m := c.MaxConversionMemory; m != 0 && m < minConversionMemory {
 		bad("max-conversion-memory", "is %d bytes: use 0 (half of the machine's memory) or at least 16MiB", m)
+	}
+	if r := c.MaxOutputRatio; !(r >= minOutputRatio && r <= maxOutputRatio) {
+		bad("max-output-ratio", "is %v: use %d to %d output bytes per input byte", r, minOutputRatio, maxOutputRatio)
+	}
+	if c.MaxOutputBytes < minOutputBytes {
+		bad("max-output-bytes", "is %d bytes: use at least 1MiB, like 4GiB", c.MaxOutputBytes)
 	}
 	if c.StorageProgressTimeout == 0 || c.StorageProgressTimeout > maxTimeout {
 		bad("storage-progress-timeout", "is %s: use a duration above 0 and at most 24h, like 60s, or a negative one (-1s) to turn the check off", c.StorageProgressTimeout)

@@ -81,6 +81,12 @@ type Limits struct {
 	// are estimated to need together; a conversion that would exceed it waits for others to
 	// finish, and one that alone exceeds it fails. Zero means DefaultConversionMemory().
 	MaxConversionMemory int64
+	// MaxOutputRatio bounds each step's output relative to the conversion's input: a step may
+	// write OutputRatioFloor, or MaxOutputRatio times the input, whichever is more. Steps to
+	// raster images are bounded by MaxPixels instead. Zero means DefaultMaxOutputRatio.
+	MaxOutputRatio float64
+	// MaxOutputBytes bounds each step's output absolutely; zero means DefaultMaxOutputBytes.
+	MaxOutputBytes int64
 }
 
 // Normalized returns l with defaults filled in.
@@ -90,6 +96,12 @@ func (l Limits) Normalized() Limits {
 	}
 	if l.MaxConversionMemory <= 0 {
 		l.MaxConversionMemory = defaultConversionMemory()
+	}
+	if l.MaxOutputRatio <= 0 {
+		l.MaxOutputRatio = DefaultMaxOutputRatio
+	}
+	if l.MaxOutputBytes <= 0 {
+		l.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	return l
 }
@@ -438,6 +450,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 	}
 	var cur io.ReaderAt = in
 	size := fi.Size()
+	inputSize := size
 	for i, s := range path {
 		if err := ctx.Err(); err != nil {
 			return ctxError(ctx)
@@ -448,7 +461,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
-			return c.runStep(ctx, cv, src, out, opts)
+			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
 		if errors.Is(err, os.ErrNotExist) {
@@ -464,7 +477,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 			os.Remove(tmp.Name())
 		}()
 		cw := &CountingWriter{W: tmp}
-		if err := c.runStep(ctx, cv, src, cw, opts); err != nil {
+		if err := c.runStep(ctx, cv, src, c.limitOutput(cw, s, inputSize), opts); err != nil {
 			return err
 		}
 		cur, size = tmp, cw.N
@@ -502,6 +515,9 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 		return ctxError(ctx)
 	}
 	if rw.err != nil {
+		if errors.Is(rw.err, ErrOutputTooLarge) {
+			return rw.err // an *Error naming the limit
+		}
 		return Errorf(rw.err, "could not write the output")
 	}
 	var ce *Error

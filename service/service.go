@@ -48,7 +48,11 @@ type Config struct {
 	// MaxConversionMemory bounds the memory running conversions may hold together, in bytes
 	// (0: half of the machine's memory).
 	MaxConversionMemory int64
-	SweepInterval       time.Duration
+	// MaxOutputRatio and MaxOutputBytes bound what one conversion writes, relative to its
+	// input and absolutely (convert.Limits; 0: convert's defaults).
+	MaxOutputRatio float64
+	MaxOutputBytes int64
+	SweepInterval  time.Duration
 	// TrustedProxies are the reverse proxies whose Forwarded / X-Forwarded-For header names
 	// the client for per-address limits (httpapi.Config.TrustedProxies).
 	TrustedProxies []netip.Prefix
@@ -217,7 +221,8 @@ func (m *Main) open() error {
 		blobLn.Close()
 		return fmt.Errorf("open blob store: %w", err)
 	}
-	m.catalog = standard.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory})
+	m.catalog = standard.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory,
+		MaxOutputRatio: cfg.MaxOutputRatio, MaxOutputBytes: cfg.MaxOutputBytes})
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	os.RemoveAll(scratch) // whatever a crash left behind
 	if err := os.MkdirAll(scratch, 0o700); err != nil {

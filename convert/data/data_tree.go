@@ -62,6 +62,12 @@ const (
 	// DataMaxNodes bounds the values of one tree, aliases expanded. A tree takes about 12
 	// times its JSON text in memory (a 27 MB file peaked at 320-370 MB converting to TOML or XML).
 	DataMaxNodes = 10_000_000
+	// DataMaxTOMLKeyChecks bounds the work go-toml does to check a TOML file's keys: it looks
+	// each key and table header up among every entry made after its parent, so one wide table
+	// or many table headers take quadratic time (8,000 keys in one table: 73 ms; 4x that, 14x
+	// the time). tomlKeyOrder counts those steps the same way and refuses a file past this
+	// (about 75 ms of checking): a table of 8,000 keys passes, one of 9,000 does not.
+	DataMaxTOMLKeyChecks = 32_000_000
 )
 
 // lossError is a value the target format cannot hold; the converter prefixes "from -> to: ".
@@ -844,6 +850,10 @@ func decodeTOMLTree(ctx context.Context, data []byte) (any, error) {
 		return nil, err
 	}
 	data = bytes.TrimPrefix(data, utf8BOM)
+	order, err := tomlKeyOrder(data)
+	if err != nil {
+		return nil, err
+	}
 	var m map[string]any
 	if err := toml.Unmarshal(data, &m); err != nil {
 		var de *toml.DecodeError
@@ -853,24 +863,34 @@ func decodeTOMLTree(ctx context.Context, data []byte) (any, error) {
 		}
 		return nil, convert.Errorf(err, "input is not a valid TOML file (%v)", err)
 	}
-	order := tomlKeyOrder(data)
 	c := &nodeCounter{ctx: ctx}
 	return tomlValue(m, "", order, c, 0)
 }
 
-// tomlKeyOrder maps "parent\x00key" paths to the rank of their first appearance.
-func tomlKeyOrder(data []byte) map[string]int {
+// tomlKeyOrder maps "parent\x00key" paths to the rank of their first appearance. It
+// refuses a file whose keys go-toml would take more than DataMaxTOMLKeyChecks steps to
+// check, before go-toml sees it.
+func tomlKeyOrder(data []byte) (map[string]int, error) {
 	order := map[string]int{}
-	record := func(path []string) {
-		p := ""
+	checks := 0
+	// record notes path; go-toml looks up its parts from the from'th on (a key under the
+	// current table, a table header from the root).
+	record := func(path []string, from int) {
+		p, parent := "", -1
 		for i, k := range path {
 			if i > 0 {
 				p += "\x00"
 			}
 			p += k
-			if _, ok := order[p]; !ok {
-				order[p] = len(order)
+			if i >= from {
+				checks += len(order) - parent - 1 // go-toml scans the entries after the parent's
 			}
+			r, ok := order[p]
+			if !ok {
+				r = len(order)
+				order[p] = r
+			}
+			parent = r
 		}
 	}
 	keyOf := func(it unstable.Iterator) []string {
@@ -887,7 +907,7 @@ func tomlKeyOrder(data []byte) map[string]int {
 			for it := v.Children(); it.Next(); {
 				kv := it.Node()
 				p := append(slices.Clone(path), keyOf(kv.Key())...)
-				record(p)
+				record(p, len(path))
 				walkValue(p, kv.Value())
 			}
 		case unstable.Array:
@@ -904,14 +924,30 @@ func tomlKeyOrder(data []byte) map[string]int {
 		switch e.Kind {
 		case unstable.Table, unstable.ArrayTable:
 			table = keyOf(e.Key())
-			record(table)
+			record(table, 0)
 		case unstable.KeyValue:
 			path := append(slices.Clone(table), keyOf(e.Key())...)
-			record(path)
+			record(path, len(table))
 			walkValue(path, e.Value())
 		}
+		if checks > DataMaxTOMLKeyChecks {
+			return nil, convert.Errorf(nil, "input's keys are too many for their tables (at line %d): checking them for duplicates would take over %d steps (one table with more than about 8,000 keys, or thousands of [table] headers); split wide tables into sub-tables or use JSON", tomlLine(data, e), DataMaxTOMLKeyChecks)
+		}
 	}
-	return order
+	return order, nil
+}
+
+// tomlLine returns the line of an expression's key in data, or 0.
+func tomlLine(data []byte, e *unstable.Node) int {
+	it := e.Key()
+	if !it.Next() {
+		return 0
+	}
+	r := it.Node().Raw
+	if r.Length == 0 || int(r.Offset) > len(data) {
+		return 0
+	}
+	return bytes.Count(data[:r.Offset], []byte("\n")) + 1
 }
 
 func tomlValue(v any, path string, order map[string]int, c *nodeCounter, depth int) (any, error) {

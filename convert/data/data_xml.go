@@ -83,9 +83,20 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 				return nil, err
 			}
 			f := &frame{name: xmlName(t.Name)}
+			var attrSeen map[string]bool // past a few attributes, so that checking stays linear
+			if len(t.Attr) > 8 {
+				attrSeen = make(map[string]bool, len(t.Attr))
+			}
 			for _, a := range t.Attr {
 				key := "@" + xmlName(a.Name)
-				if _, dup := f.obj.get(key); dup {
+				dup := false
+				if attrSeen != nil {
+					dup = attrSeen[key]
+					attrSeen[key] = true
+				} else {
+					_, dup = f.obj.get(key)
+				}
+				if dup {
 					return nil, convert.Errorf(nil, "input is not a valid XML file (attribute %s appears twice on <%s>)", key[1:], f.name)
 				}
 				f.obj = append(f.obj, member{key, a.Value})

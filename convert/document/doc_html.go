@@ -90,7 +90,7 @@ func parseHTMLFragment(s string) (*html.Node, error) {
 // source is not a data: URI, so that no converter ever sees a reference it could be tempted
 // to load. With keepWebImages (HTML to Markdown, where an image reference is content for the
 // reader) images on the web or at relative paths stay as references; file: and other schemes
-// go.
+// go. Links to scripts and documents (scriptLink) lose their target and keep their text.
 func cleanHTML(n *html.Node, keepWebImages bool) {
 	var next *html.Node
 	for c := n.FirstChild; c != nil; c = next {
@@ -115,6 +115,9 @@ func cleanHTML(n *html.Node, keepWebImages bool) {
 			}
 		}
 		cleanHTML(c, keepWebImages)
+	}
+	if n.Parent == nil {
+		dropScriptLinks(n)
 	}
 }
 

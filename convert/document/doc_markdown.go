@@ -355,7 +355,7 @@ func appendInlineText(b *strings.Builder, n ast.Node, src []byte, withURLs bool)
 			start := b.Len()
 			appendInlineText(b, c, src, withURLs)
 			dest := string(c.Destination)
-			if withURLs && dest != "" && !strings.HasPrefix(dest, "#") && !strings.HasSuffix(b.String()[start:], dest) {
+			if withURLs && dest != "" && !strings.HasPrefix(dest, "#") && !scriptLink(dest) && !strings.HasSuffix(b.String()[start:], dest) {
 				b.WriteString(" (" + dest + ")")
 			}
 		case *ast.RawHTML:
