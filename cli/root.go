@@ -47,7 +47,7 @@ func envName(flag string) string {
 }
 
 // secretFlags may also be read from the file named by their _FILE twin.
-var secretFlags = map[string]bool{"admin-token": true, "key": true}
+var secretFlags = map[string]bool{"admin-token": true, "key": true, "database": true}
 
 // applyEnv sets every flag not given on the command line from its CONVSVC_* twin (or, for
 // secrets, from the file named by CONVSVC_*_FILE).

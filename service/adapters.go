@@ -18,13 +18,17 @@ import (
 // jobQueue lets the worker pool claim and finish jobs in the store. It sees every outcome, so
 // it logs the workers' transitions and feeds the conversion metrics.
 type jobQueue struct {
-	store   *store.Store
-	blobs   *blobstore.Store
+	store   JobStore
+	blobs   ObjectStorage
 	log     *slog.Logger
 	metrics *metrics
+	// cancel stops a running conversion (the pool's Cancel); set once the pool exists.
+	cancel func(jobID string) bool
 
 	mu     sync.Mutex
 	claims map[claimKey]time.Time // when each running attempt was claimed
+	// beats stops the heartbeat of each running attempt, on a leased store.
+	beats map[claimKey]func()
 }
 
 type claimKey struct {
@@ -32,8 +36,8 @@ type claimKey struct {
 	attempt int
 }
 
-func newJobQueue(st *store.Store, blobs *blobstore.Store, log *slog.Logger, m *metrics) *jobQueue {
-	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, claims: map[claimKey]time.Time{}}
+func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics) *jobQueue {
+	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, claims: map[claimKey]time.Time{}, beats: map[claimKey]func(){}}
 }
 
 // Claim moves the oldest queued job to running and remembers when, for the duration metric.
@@ -45,6 +49,7 @@ func (q *jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 	q.mu.Lock()
 	q.claims[claimKey{job.ID, job.Attempt}] = time.Now()
 	q.mu.Unlock()
+	q.startHeartbeat(job.ID, job.Attempt)
 	logTransition(q.log, job)
 	task := convert.Task{JobID: job.ID, InputFormat: job.InputFormat, TargetFormat: job.TargetFormat, Attempt: job.Attempt}
 	if len(job.Options) > 0 {
@@ -62,6 +67,7 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 	if o.Code == "" && o.Output != nil {
 		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256}
 	}
+	q.stopHeartbeat(o.Task.JobID, o.Task.Attempt)
 	job, err := q.store.FinishJob(o.Task.JobID, o.Task.Attempt, outcome)
 	q.observe(o, err)
 	if err != nil {
@@ -117,19 +123,15 @@ func logTransition(log *slog.Logger, job store.Job, extra ...slog.Attr) {
 	log.LogAttrs(context.Background(), slog.LevelInfo, "job transition", append(attrs, extra...)...)
 }
 
-// jobFiles lets the worker pool read inputs and write outputs in the blob store.
-type jobFiles struct{ blobs *blobstore.Store }
+// jobFiles lets the worker pool read inputs and write outputs in object storage.
+type jobFiles struct{ blobs ObjectStorage }
 
 // OpenInput opens a job's sealed input.
 func (f jobFiles) OpenInput(jobID string) (*os.File, error) { return f.blobs.OpenInput(jobID) }
 
-// CreateOutput starts a job's output in the blob store.
+// CreateOutput starts a job's output in object storage.
 func (f jobFiles) CreateOutput(jobID string) (convert.OutputFile, error) {
-	p, err := f.blobs.CreateOutput(jobID)
-	if err != nil {
-		return nil, err
-	}
-	return pendingOutput{p}, nil
+	return f.blobs.CreateOutput(jobID)
 }
 
 // pendingOutput is a blob store output with convert's types.

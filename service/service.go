@@ -27,7 +27,13 @@ import (
 
 // Config is every setting of a running service; cli fills it from flags and environment.
 type Config struct {
-	DataDir       string
+	DataDir string
+	// Database is the job database: empty for DATA/convsvc.db (bbolt), a file path for a bbolt
+	// file elsewhere, or a postgres:// URL shared by any number of nodes (docs/scaling.md).
+	Database string
+	// Lease is how long a PostgreSQL claim lasts without a heartbeat (default 30s); the worker
+	// renews it every third of that, and every node requeues jobs whose lease lapsed.
+	Lease         time.Duration
 	Listen        string // API address, e.g. 127.0.0.1:8080 (":0" picks a port)
 	BlobListen    string // object-storage address
 	PublicURL     string // API base URL clients see; default from the listener
@@ -105,8 +111,8 @@ func (c *Config) Defaults() {
 type Main struct {
 	cfg      Config
 	log      *slog.Logger
-	store    *store.Store
-	blobs    *blobstore.Store
+	store    JobStore
+	blobs    ObjectStorage
 	catalog  *convert.Catalog
 	pool     *convert.Pool
 	api      *httpapi.Server
@@ -139,11 +145,10 @@ func (m *Main) open() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	var err error
-	m.store, err = store.Open(filepath.Join(cfg.DataDir, "convsvc.db"), store.Options{Retention: cfg.Retention})
-	if err != nil {
+	if err := m.openJobStore(); err != nil {
 		return err
 	}
+	var err error
 	if cfg.AdminToken == "" {
 		if cfg.AdminToken, err = loadOrCreateSecret(filepath.Join(cfg.DataDir, "admin.token")); err != nil {
 			return fmt.Errorf("admin token: %w", err)
@@ -157,18 +162,15 @@ func (m *Main) open() error {
 	if key != "" && cfg.OnDefaultKey != nil {
 		cfg.OnDefaultKey(acct.ID, key)
 	}
-	requeued, failed, err := m.store.RecoverRunning(cfg.MaxAttempts)
-	if err != nil {
-		return fmt.Errorf("recover running jobs: %w", err)
-	}
-	if len(requeued)+len(failed) > 0 {
-		m.log.Warn("recovered jobs left running by a crash", "requeued", len(requeued), "failed", len(failed))
-	}
-	for _, id := range requeued {
-		m.log.Info("job transition", "job_id", id, "status", store.StatusQueued, "reason", "requeued_after_crash")
-	}
-	for _, id := range failed {
-		m.log.Info("job transition", "job_id", id, "status", store.StatusFailed, "error_code", store.CodeExpiredOrExhausted, "reason", "max_attempts")
+	if rec, ok := m.store.(startupRecoverer); ok {
+		requeued, failed, err := rec.RecoverRunning(cfg.MaxAttempts)
+		if err != nil {
+			return fmt.Errorf("recover running jobs: %w", err)
+		}
+		if len(requeued)+len(failed) > 0 {
+			m.log.Warn("recovered jobs left running by a crash", "requeued", len(requeued), "failed", len(failed))
+		}
+		m.logRequeued(requeued, failed, "requeued_after_crash")
 	}
 
 	apiLn, err := net.Listen("tcp", cfg.Listen)
@@ -184,12 +186,13 @@ func (m *Main) open() error {
 	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
 
 	// Started: the job store's start commit is what seals an upload (blobstore.Seal).
-	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
+	local, err := blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
 	if err != nil {
 		apiLn.Close()
 		blobLn.Close()
 		return fmt.Errorf("open blob store: %w", err)
 	}
+	m.blobs = localObjects{local}
 	m.catalog = convert.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory})
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	os.RemoveAll(scratch) // whatever a crash left behind
@@ -198,12 +201,14 @@ func (m *Main) open() error {
 	}
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
 	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() })
+	queue := newJobQueue(m.store, m.blobs, m.log, m.metrics)
 	m.pool = convert.NewPool(convert.PoolConfig{
 		Workers:    cfg.Workers,
 		Timeout:    cfg.ConversionTimeout,
 		ScratchDir: scratch,
 		Logger:     m.log,
-	}, m.catalog, newJobQueue(m.store, m.blobs, m.log, m.metrics), jobFiles{blobs: m.blobs})
+	}, m.catalog, queue, jobFiles{blobs: m.blobs})
+	queue.cancel = m.pool.Cancel
 
 	var metLn net.Listener
 	metricsHandler := m.metrics.handler(m.log)
@@ -228,7 +233,12 @@ func (m *Main) open() error {
 		metricsHandler = nil // not on the API listener too
 	}
 
+	var writeLimiter httpapi.WriteLimiter
+	if rw, ok := m.store.(rateWindowStore); ok {
+		writeLimiter = rw
+	}
 	m.api = httpapi.New(httpapi.Config{
+		WriteLimiter:   writeLimiter,
 		Store:          m.store,
 		Blobs:          m.blobs,
 		Catalog:        m.catalog,
@@ -240,7 +250,7 @@ func (m *Main) open() error {
 		MetricsHandler: metricsHandler,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
-	blobHandler := countBytes(m.blobs.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+	blobHandler := countBytes(local.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
 	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
 		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
 	}), m.log)
@@ -249,6 +259,7 @@ func (m *Main) open() error {
 	m.blobSrv.WriteTimeout = 0
 
 	m.pool.Start()
+	m.startSharedStore(queue)
 	m.serve(m.apiSrv, apiLn)
 	m.serve(m.blobSrv, blobLn)
 	if m.metSrv != nil {
@@ -303,8 +314,15 @@ func (m *Main) Handler() http.Handler { return m.api }
 // AdminToken is the token that authorises /v1/admin/....
 func (m *Main) AdminToken() string { return m.cfg.AdminToken }
 
-// Store gives tests and admin commands the database.
-func (m *Main) Store() *store.Store { return m.store }
+// Store gives tests and admin commands the bbolt database; nil when the job store is
+// PostgreSQL (see JobStore).
+func (m *Main) Store() *store.Store {
+	st, _ := m.store.(*store.Store)
+	return st
+}
+
+// JobStore is the job database in use, whichever backend it is.
+func (m *Main) JobStore() JobStore { return m.store }
 
 // Catalog is the format registry in use.
 func (m *Main) Catalog() *convert.Catalog { return m.catalog }
@@ -440,6 +458,11 @@ func (m *Main) Sweep() {
 		}
 	}
 	m.api.Prune()
+	if rw, ok := m.store.(rateWindowStore); ok {
+		if _, err := rw.PurgeRateWindows(time.Minute); err != nil {
+			m.log.Warn("purge rate windows", "error", err)
+		}
+	}
 }
 
 // publicURL is the configured URL, or http://ADDR of the listener.
