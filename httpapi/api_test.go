@@ -659,7 +659,7 @@ func TestAPI_RetentionExpiresJobs(t *testing.T) {
 	// The sweeper deleted the records and files; the unfinished job's reservation is released
 	// and the success stays spent.
 	for time.Now().Before(deadline) {
-		if ok, _ := e.Main.Store().JobExists(pending.Job.ID); !ok {
+		if ok, _ := e.Main.JobStore().JobExists(pending.Job.ID); !ok {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)

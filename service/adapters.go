@@ -71,8 +71,10 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 	job, err := q.store.FinishJob(o.Task.JobID, o.Task.Attempt, outcome)
 	q.observe(o, err)
 	if err != nil {
-		if o.Output != nil && (errors.Is(err, store.ErrInvalidState) || errors.Is(err, store.ErrNotFound)) {
-			// Cancelled or expired meanwhile: the result has no job to belong to.
+		if o.Output != nil && (errors.Is(err, store.ErrNotFound) || (errors.Is(err, store.ErrInvalidState) && !q.shared())) {
+			// Cancelled or expired meanwhile: the result has no job to belong to. On a shared
+			// store a refused attempt may be a stale one whose job runs again (same files), so
+			// its files stay until retention deletes the job.
 			if derr := q.blobs.Delete(o.Task.JobID); derr != nil {
 				q.log.Warn("delete orphaned output", "job_id", o.Task.JobID, "error", derr)
 			}
@@ -124,7 +126,12 @@ func logTransition(log *slog.Logger, job store.Job, extra ...slog.Attr) {
 }
 
 // jobFiles lets the worker pool read inputs and write outputs in object storage.
-type jobFiles struct{ blobs ObjectStorage }
+type jobFiles struct {
+	blobs ObjectStorage
+	// shared: the job store is shared by several nodes, where a job whose outcome was refused
+	// may be running again as a newer attempt on the same files.
+	shared bool
+}
 
 // OpenInput opens a job's sealed input.
 func (f jobFiles) OpenInput(jobID string) (*os.File, error) { return f.blobs.OpenInput(jobID) }
@@ -143,5 +150,11 @@ func (p pendingOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {
 	return convert.Output{Bytes: out.Bytes, SHA256: out.SHA256}, err
 }
 
-// DeleteOutput removes a job's files.
-func (f jobFiles) DeleteOutput(jobID string) error { return f.blobs.Delete(jobID) }
+// DeleteOutput removes a job's files after its outcome was refused; on a shared store it
+// leaves them to retention, since a newer attempt of the job may be using them.
+func (f jobFiles) DeleteOutput(jobID string) error {
+	if f.shared {
+		return nil
+	}
+	return f.blobs.Delete(jobID)
+}

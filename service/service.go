@@ -207,7 +207,7 @@ func (m *Main) open() error {
 		Timeout:    cfg.ConversionTimeout,
 		ScratchDir: scratch,
 		Logger:     m.log,
-	}, m.catalog, queue, jobFiles{blobs: m.blobs})
+	}, m.catalog, queue, jobFiles{blobs: m.blobs, shared: queue.shared()})
 	queue.cancel = m.pool.Cancel
 
 	var metLn net.Listener

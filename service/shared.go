@@ -15,6 +15,12 @@ import (
 // (pgstore's default).
 const defaultLease = 30 * time.Second
 
+// shared reports whether the queue's store is shared by several nodes (leases).
+func (q *jobQueue) shared() bool {
+	_, ok := q.store.(leasedStore)
+	return ok
+}
+
 // leaseOf is the store's lease, or 0 when the store has none.
 func leaseOf(st JobStore) time.Duration {
 	ls, ok := st.(leasedStore)
