@@ -2,7 +2,11 @@ package service_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,5 +158,49 @@ func TestShared_LostLeaseStopsConversionAndReaperRequeues(t *testing.T) {
 	}
 	if acct := e.Account(e.AccountID); acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 2.0 {
 		t.Fatalf("ledger %v", acct)
+	}
+}
+
+// TestShared_NodesStartingTogetherCreateOneDefaultAccount: three nodes started at once on an
+// empty database create account "default" once (one key printed), and every node sees it.
+func TestShared_NodesStartingTogetherCreateOneDefaultAccount(t *testing.T) {
+	pg := testenv.Postgres(t)
+	var mu sync.Mutex
+	var created []string
+	nodes := make([]*service.Main, 3)
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		cfg := service.Config{
+			DataDir: filepath.Join(t.TempDir(), "data"), Listen: "127.0.0.1:0", BlobListen: "127.0.0.1:0", Workers: 1,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			OnDefaultKey: func(accountID, key string) {
+				mu.Lock()
+				defer mu.Unlock()
+				created = append(created, accountID)
+			},
+		}
+		pg(&cfg)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = service.Run(cfg)
+		}()
+	}
+	wg.Wait()
+	for i, m := range nodes {
+		if errs[i] != nil {
+			t.Fatalf("node %d: %v", i, errs[i])
+		}
+		t.Cleanup(func() { m.Close() })
+	}
+	if len(created) != 1 {
+		t.Fatalf("default account created %d times", len(created))
+	}
+	for i, m := range nodes {
+		accts, err := m.JobStore().Accounts()
+		if err != nil || len(accts) != 1 || accts[0].ID != created[0] || accts[0].Name != "default" {
+			t.Fatalf("node %d sees %+v, %v", i, accts, err)
+		}
 	}
 }
