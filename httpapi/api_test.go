@@ -670,7 +670,12 @@ func TestAPI_RetentionExpiresJobs(t *testing.T) {
 	}
 	must(t, e.Start(e.Key, pending.Job.ID), 404, "not_found")
 	must(t, e.Do("POST", "/v1/jobs/"+pending.Job.ID+"/cancel", e.Key, nil), 404, "not_found")
+	// The sweeper deletes the records of a batch first, then their files: wait for the files.
 	entries, _ := filepath.Glob(filepath.Join(e.Cfg.DataDir, "blobs", "*", "job_*"))
+	for len(entries) != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		entries, _ = filepath.Glob(filepath.Join(e.Cfg.DataDir, "blobs", "*", "job_*"))
+	}
 	if len(entries) != 0 {
 		t.Fatalf("files left: %v", entries)
 	}
