@@ -17,7 +17,8 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
+# VERSION (optional) overrides the module version `convsvc version` reads from the build info.
+ARG VERSION=
 RUN CGO_ENABLED=0 go build -tags nodynamic -trimpath -ldflags "-s -w -X github.com/convsvc/convsvc/cli.Version=${VERSION}" -o /out/convsvc . \
  && mkdir -p /out/data
 

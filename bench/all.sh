@@ -48,7 +48,7 @@ step blob-profile sh -c "CONVSVC_CPUPROFILE='$OUT/blob-server.pprof' '$OUT/bin/b
 	echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 	go test ./blobstore -run XXX -bench . -benchmem -benchtime 1s
 	echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
-	go test ./convert -run XXX -bench 'BenchmarkConvert/(png-jpeg|jpeg-png|png-gif|png-tiff|png-webp|jpeg-webp)$' -benchmem -benchtime 5x
+	go test ./convert/image -run XXX -bench 'BenchmarkConvert/(png-jpeg|jpeg-png|png-gif|png-tiff|png-webp|jpeg-webp)$' -benchmem -benchtime 5x
 	echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
 	go test ./convert/internal/pngstream -run XXX -bench 'Inflate|Decode' -benchmem -benchtime 5x
 	echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

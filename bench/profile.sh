@@ -21,5 +21,5 @@ for pair in $PAIRS; do
 		"$OUT/convbench" -q 85 -cpuprofile "$OUT/$pair.pprof" "$from" "$to" "$src" "$OUT/out-$pair.$to"
 	go tool pprof -top -nodecount=15 "$OUT/convbench" "$OUT/$pair.pprof" 2>/dev/null | sed -n '/flat%/,$p'
 	go tool pprof -top -cum -nodecount=40 "$OUT/convbench" "$OUT/$pair.pprof" 2>/dev/null |
-		grep -E 'convert\.(decode|encode|ditherFS|medianPalette|to8bit|draw)|image/(png|jpeg|gif)\.(\(\*encoder\)\.writeImage|\(\*decoder\)\.readImagePass|Encode)|x/image/tiff\.Encode|webp\.Encode' || true
+		grep -E 'convert/image\.(decode|encode|ditherFS|medianPalette|To8Bit|draw)|image/(png|jpeg|gif)\.(\(\*encoder\)\.writeImage|\(\*decoder\)\.readImagePass|Encode)|x/image/tiff\.Encode|webp\.Encode' || true
 done

@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 			Dir:       t.TempDir(),
 			PublicURL: "http://" + srv.Listener.Addr().String(),
 			Logger:    slog.New(slog.DiscardHandler),
-			Started:   b.isStarted,
+			JobState:  b.jobState,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -35,17 +35,20 @@ func TestConformance(t *testing.T) {
 }
 
 // localBackend adapts *blobstore.Store to the suite. The local store keeps one output per
-// job, so the attempt is ignored; Config.Started is a set of the ids Seal started.
+// job, so the attempt is ignored; Config.JobState answers from the set of ids Seal started.
 type localBackend struct {
 	st      *blobstore.Store
 	mu      sync.Mutex
 	started map[string]bool
 }
 
-func (b *localBackend) isStarted(id string) (bool, error) {
+func (b *localBackend) jobState(id string) (blobstore.JobState, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.started[id], nil
+	if b.started[id] {
+		return blobstore.JobStarted, nil
+	}
+	return blobstore.JobOpen, nil
 }
 
 func (b *localBackend) UploadURL(id string, size int64, expires time.Time) (string, error) {

@@ -22,10 +22,14 @@
 //
 //   - the file itself is durable: the PUT that stored it fsynced it and the
 //     uploads/ directory before answering, and a job cannot start without it;
-//   - a PUT cannot replace a started job's file: it asks Config.Started (the
+//   - a PUT cannot replace a started job's file: it asks Config.JobState (the
 //     job store) before its body streams and again under the id lock before
 //     the file lands, and is refused with 409 upload_sealed; a PUT that
 //     reaches its commit while Seal runs waits for the lock and is refused;
+//   - a finished, cancelled or expired job takes no upload at all (409
+//     job_finished, before the body is read), and one that no longer exists
+//     neither (404 not_found), so nothing lands outside a live job;
+//     DeleteInput drops a finished job's input and keeps its output;
 //   - OpenInput, which the workers call only for started jobs, opens
 //     inputs/{id} (an earlier version's sealed input), else uploads/{id};
 //   - Delete removes both names, and JobIDs lists ids found under either, so
@@ -55,7 +59,7 @@
 // A malformed query is the client's request being broken (400); anything about
 // the signature's value is a refusal (403):
 //
-//	404 not_found              unknown path, invalid id, no output, or signed size != output size
+//	404 not_found              unknown path, invalid id, no output, signed size != output size, or PUT for a job that no longer exists
 //	405 method_not_allowed     wrong method for the path (Allow header set)
 //	400 invalid_request        query lacks, repeats or adds a parameter; expires or size not a canonical non-negative integer
 //	403 invalid_signature      sig not 64 lowercase hex digits, or not matching method, path, expires and size
@@ -63,7 +67,9 @@
 //	411 length_required        PUT without Content-Length (chunked)
 //	400 size_mismatch          Content-Length or the body's length differs from the signed size
 //	409 upload_sealed          PUT after the job was started (Seal)
+//	409 job_finished           PUT after the job finished, was cancelled or expired
 //	409 upload_in_progress     another PUT to the same id is still streaming
+//	408 transfer_stalled       the PUT body made no progress (64 KiB) within the progress timeout; nothing kept
 //	412 precondition_failed    GET with a failing If-Match / If-Unmodified-Since
 //	416 range_not_satisfiable  GET with a Range outside the file
 //	503 storage_unavailable    the disk failed (Store methods wrap such errors with ErrStorage)

@@ -26,7 +26,9 @@ var (
 	errLengthRequired      = errors.New("blobstore: Content-Length required")
 	errSizeMismatch        = errors.New("blobstore: size mismatch")
 	errSealed              = errors.New("blobstore: upload sealed")
+	errJobFinished         = errors.New("blobstore: job finished")
 	errUploadInProgress    = errors.New("blobstore: upload in progress")
+	errTransferStalled     = errors.New("blobstore: transfer stalled")
 	errNoMetaAttr          = errors.New("blobstore: no metadata attribute")
 	errRangeNotSatisfiable = errors.New("blobstore: range not satisfiable")
 	errPreconditionFailed  = errors.New("blobstore: precondition failed")
@@ -76,9 +78,15 @@ func httpStatus(err error) (status int, code, msg string) {
 	case errors.Is(err, errSealed):
 		return http.StatusConflict, "upload_sealed",
 			"The job was started, so its upload is sealed. Reserve a new job to upload another file."
+	case errors.Is(err, errJobFinished):
+		return http.StatusConflict, "job_finished",
+			"The job has finished, was cancelled or expired, so it takes no upload. Reserve a new job to convert a file."
 	case errors.Is(err, errUploadInProgress):
 		return http.StatusConflict, "upload_in_progress",
 			"Another upload to this URL is still in progress. Wait for it to finish, then retry if needed."
+	case errors.Is(err, errTransferStalled):
+		return http.StatusRequestTimeout, "transfer_stalled",
+			"The transfer made no progress for too long and was cut. Send the whole file again."
 	case errors.Is(err, errRangeNotSatisfiable):
 		return http.StatusRequestedRangeNotSatisfiable, "range_not_satisfiable",
 			"The requested byte range lies outside the file. Request a range within its size, or omit the Range header."

@@ -8,13 +8,21 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // Handler returns the object-storage HTTP handler: PUT /uploads/{id} with an
-// upload URL, GET and HEAD /outputs/{id} with a download URL.
-func (s *Store) Handler() http.Handler { return http.HandlerFunc(s.serveHTTP) }
+// upload URL, GET and HEAD /outputs/{id} with a download URL. Transfers that stop making
+// progress are cut after DefaultProgressTimeout.
+func (s *Store) Handler() http.Handler { return s.HandlerWith(HandlerConfig{}) }
 
-func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
+// HandlerWith is Handler tuned by c.
+func (s *Store) HandlerWith(c HandlerConfig) http.Handler {
+	timeout := c.progressTimeout()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, timeout) })
+}
+
+func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request, progressTimeout time.Duration) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	if r.URL.RawPath != "" { // a re-escaped path is not the URL we signed
 		s.writeError(w, r, ErrNotFound)
@@ -23,9 +31,9 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	req, err := s.verifyURL(r.Method, r.URL.Path, r.URL.RawQuery)
 	if err == nil {
 		if req.upload {
-			err = s.put(w, r, req)
+			err = s.put(w, r, req, progressTimeout)
 		} else {
-			err = s.get(w, r, req)
+			err = s.get(w, r, req, progressTimeout)
 		}
 	}
 	if err != nil {
@@ -34,8 +42,10 @@ func (s *Store) serveHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // put streams the body to a temp file and renames it to uploads/{id}. Nothing
-// but the complete, synced body of the signed size is ever renamed into place.
-func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) error {
+// but the complete, synced body of the signed size is ever renamed into place. A body that
+// stops making progress for progressTimeout is cut (408 transfer_stalled, connection
+// closed), its temp file removed and the URL free for a retry.
+func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest, progressTimeout time.Duration) error {
 	if r.ContentLength < 0 {
 		return errLengthRequired
 	}
@@ -44,10 +54,9 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 			"This URL takes exactly %d bytes, the size reserved for the job, but Content-Length is %d. Send the file that was reserved, or reserve a new job for this one.",
 			req.size, r.ContentLength)
 	}
-	if started, err := s.jobStarted(req.id); err != nil {
+	// Refused before a byte of the body is read: a dead job takes no upload.
+	if err := s.checkUpload(req.id); err != nil {
 		return err
-	} else if started {
-		return errSealed
 	}
 	if !s.beginUpload(req.id) {
 		return errUploadInProgress
@@ -61,10 +70,15 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 	defer cw.discard()
 
 	// size+1 so a body longer than announced is noticed, not silently cut.
-	_, err = cw.ReadFrom(io.LimitReader(r.Body, req.size+1))
+	body := newProgressReader(w, r.Body, progressTimeout)
+	_, err = cw.ReadFrom(io.LimitReader(body, req.size+1))
 	switch {
 	case cw.err != nil:
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, cw.err)
+	case body.stalled:
+		w.Header().Set("Connection", "close")
+		return clientErrorf(errTransferStalled,
+			"The upload stopped after %d of %d bytes: no progress for %s. Send the whole file again.", cw.n, req.size, progressTimeout)
 	case err != nil || cw.n < req.size:
 		return clientErrorf(errSizeMismatch,
 			"The upload ended after %d of the %d bytes announced. Send the whole file again.", cw.n, req.size)
@@ -95,13 +109,11 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest) e
 }
 
 // commitUpload renames a complete temp file to uploads/{id}, replacing any
-// earlier upload, unless the job started (Seal). The caller holds the id lock,
-// which Seal holds while the job store records the start.
+// earlier upload, unless the job started (Seal), finished or is gone. The caller
+// holds the id lock, which Seal holds while the job store records the start.
 func (s *Store) commitUpload(id, tmp string) error {
-	if started, err := s.jobStarted(id); err != nil {
+	if err := s.checkUpload(id); err != nil {
 		return err
-	} else if started {
-		return errSealed
 	}
 	if err := os.Rename(tmp, filepath.Join(s.uploads, id)); err != nil {
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, id, err)
@@ -112,18 +124,28 @@ func (s *Store) commitUpload(id, tmp string) error {
 	return nil
 }
 
-// jobStarted asks Config.Started whether the job store recorded the job as
-// started, before the body streams and again at commit under the id lock.
-// Without Config.Started nothing is sealed.
-func (s *Store) jobStarted(id string) (bool, error) {
-	if s.started == nil {
-		return false, nil
+// checkUpload asks Config.JobState whether the job still takes an upload, before
+// the body streams and again at commit under the id lock: a started job's upload
+// is sealed, a finished (or cancelled, or expired) job and a job that no longer
+// exists take nothing. Without Config.JobState every upload is taken.
+func (s *Store) checkUpload(id string) error {
+	if s.jobState == nil {
+		return nil
 	}
-	started, err := s.started(id)
+	state, err := s.jobState(id)
 	if err != nil {
-		return false, fmt.Errorf("%w: upload %s: ask the job store whether the job started: %w", ErrStorage, id, err)
+		return fmt.Errorf("%w: upload %s: ask the job store about the job: %w", ErrStorage, id, err)
 	}
-	return started, nil
+	switch state {
+	case JobOpen:
+		return nil
+	case JobStarted:
+		return errSealed
+	case JobFinished:
+		return errJobFinished
+	default:
+		return clientErrorf(ErrNotFound, "The job this URL was issued for no longer exists (it expired or was deleted). Reserve a new job.")
+	}
 }
 
 // beginUpload claims the id for one streaming PUT; false if another holds it.
@@ -145,7 +167,7 @@ func (s *Store) endUpload(id string) {
 
 // get serves outputs/{id} with http.ServeContent, which handles Range,
 // conditional requests, HEAD and sendfile.
-func (s *Store) get(w http.ResponseWriter, r *http.Request, req signedRequest) error {
+func (s *Store) get(w http.ResponseWriter, r *http.Request, req signedRequest, progressTimeout time.Duration) error {
 	f, side, err := s.openOutput(req.id)
 	if err != nil {
 		return err
@@ -176,7 +198,10 @@ func (s *Store) get(w http.ResponseWriter, r *http.Request, req signedRequest) e
 	// The URL is a capability: shared caches must not keep the file, and a
 	// re-run job may replace it, so browsers revalidate with the ETag.
 	h.Set("Cache-Control", "private, no-cache")
-	http.ServeContent(&jsonErrors{ResponseWriter: w, s: s, r: r}, r, "", fi.ModTime(), f)
+	// A reader that stops is cut after progressTimeout without progress.
+	pw := &progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: progressTimeout}
+	defer pw.done()
+	http.ServeContent(&jsonErrors{ResponseWriter: pw, s: s, r: r}, r, "", fi.ModTime(), f)
 	return nil
 }
 

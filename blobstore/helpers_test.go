@@ -30,7 +30,7 @@ type testEnv struct {
 	srv *httptest.Server
 	dir string
 	now atomic.Int64 // unix nanoseconds
-	// started stands in for the job store behind Config.Started: seal records its starts.
+	// started stands in for the job store behind Config.JobState: seal records its starts.
 	started *startedSet
 	cfg     Config
 }
@@ -57,7 +57,7 @@ func newTestEnvLogger(t testing.TB, log *slog.Logger) *testEnv {
 	return newTestEnvConfig(t, func(c *Config) { c.Logger = log })
 }
 
-// newTestEnvConfig is newTestEnv with a config adjusted by opt (Logger, Started).
+// newTestEnvConfig is newTestEnv with a config adjusted by opt (Logger, JobState).
 func newTestEnvConfig(t testing.TB, opt func(*Config)) *testEnv {
 	t.Helper()
 	e := &testEnv{t: t, dir: t.TempDir(), started: &startedSet{}}
@@ -69,7 +69,7 @@ func newTestEnvConfig(t testing.TB, opt func(*Config)) *testEnv {
 		Secret:    testSecret,
 		Now:       func() time.Time { return time.Unix(0, e.now.Load()) },
 		Logger:    slog.New(slog.DiscardHandler),
-		Started:   e.started.Started,
+		JobState:  e.started.JobState,
 	}
 	opt(&cfg)
 	e.cfg = cfg

@@ -10,21 +10,26 @@ import (
 	"testing"
 )
 
-// startedSet is a Config.Started backed by a set the test changes.
+// startedSet is a Config.JobState backed by a map the test changes: a job is open until the
+// test starts, finishes or removes it.
 type startedSet struct {
 	mu  sync.Mutex
-	ids map[string]bool
+	ids map[string]JobState
 	err error
 }
 
-func (s *startedSet) start(id string) {
+func (s *startedSet) set(id string, state JobState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ids == nil {
-		s.ids = map[string]bool{}
+		s.ids = map[string]JobState{}
 	}
-	s.ids[id] = true
+	s.ids[id] = state
 }
+
+func (s *startedSet) start(id string)  { s.set(id, JobStarted) }
+func (s *startedSet) finish(id string) { s.set(id, JobFinished) }
+func (s *startedSet) remove(id string) { s.set(id, JobGone) }
 
 func (s *startedSet) fail(err error) {
 	s.mu.Lock()
@@ -32,7 +37,7 @@ func (s *startedSet) fail(err error) {
 	s.mu.Unlock()
 }
 
-func (s *startedSet) Started(id string) (bool, error) {
+func (s *startedSet) JobState(id string) (JobState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ids[id], s.err
@@ -131,7 +136,7 @@ func TestStore_InputsOfEarlierVersions(t *testing.T) {
 	}
 }
 
-// Seal returns start's error as it is, and refuses to seal without Config.Started.
+// Seal returns start's error as it is, and refuses to seal without Config.JobState.
 func TestStore_Seal_StartErrorAndNoStarted(t *testing.T) {
 	e := newTestEnv(t)
 	e.mustUpload("job_abc", "hello")
@@ -141,11 +146,11 @@ func TestStore_Seal_StartErrorAndNoStarted(t *testing.T) {
 	}
 	e.mustUpload("job_abc", "again") // the start failed, so the upload is still open
 
-	plain := newTestEnvConfig(t, func(c *Config) { c.Started = nil })
+	plain := newTestEnvConfig(t, func(c *Config) { c.JobState = nil })
 	plain.mustUpload("job_abc", "hello")
 	called := false
-	if err := plain.st.Seal("job_abc", func(int64) error { called = true; return nil }); !errors.Is(err, errNoStarted) || called {
-		t.Fatalf("Seal without Config.Started = %v (start called: %v), want errNoStarted", err, called)
+	if err := plain.st.Seal("job_abc", func(int64) error { called = true; return nil }); !errors.Is(err, errNoJobState) || called {
+		t.Fatalf("Seal without Config.JobState = %v (start called: %v), want errNoJobState", err, called)
 	}
 }
 

@@ -38,11 +38,25 @@ type Config struct {
 	Secret    []byte           // HMAC-SHA256 key (at least 16 bytes); when nil, loaded from Dir/url.secret, or generated there (0600) on first open
 	Now       func() time.Time // default time.Now; tests inject
 	Logger    *slog.Logger     // default slog.Default(); signatures are never logged
-	// Started reports whether the job store recorded the job as started; an
-	// upload to a started job is refused (see Seal). Seal needs it; a store
-	// that only serves outputs can leave it nil.
-	Started func(jobID string) (bool, error)
+	// JobState asks the job store about the job an upload is for; only a JobOpen
+	// job takes one (see Seal and the PUT handler). Seal needs it; a store that
+	// only serves outputs can leave it nil.
+	JobState func(jobID string) (JobState, error)
 }
+
+// JobState is what the job store says about the job an upload URL was issued for.
+type JobState int
+
+const (
+	// JobOpen: the job was created and waits for its file; a PUT may land.
+	JobOpen JobState = iota
+	// JobStarted: the job started; its upload is its input and is sealed.
+	JobStarted
+	// JobFinished: the job succeeded, failed, was cancelled or expired; it takes no file.
+	JobFinished
+	// JobGone: no such job (never created, or deleted at expiry).
+	JobGone
+)
 
 // Store keeps uploads, sealed inputs and outputs as files under one directory.
 type Store struct {
@@ -58,7 +72,7 @@ type Store struct {
 	macs      sync.Pool // HMAC-SHA256 with secret: hmac.New pads the key and hashes two blocks each time
 	now       func() time.Time
 	log       *slog.Logger
-	started   func(jobID string) (bool, error)
+	jobState  func(jobID string) (JobState, error)
 
 	mu       sync.Mutex
 	locks    map[string]*idLock  // per-id commit locks, refcounted
@@ -88,7 +102,7 @@ func Open(cfg Config) (*Store, error) {
 		publicURL: pub.String(),
 		now:       cfg.Now,
 		log:       cfg.Logger,
-		started:   cfg.Started,
+		jobState:  cfg.JobState,
 		metaAttrs: true,
 		locks:     make(map[string]*idLock),
 		inflight:  make(map[string]struct{}),
@@ -187,14 +201,14 @@ func (s *Store) lockID(id string) (unlock func()) {
 	}
 }
 
-// errNoStarted is Seal's answer when Config.Started is not set: without it nothing would keep
+// errNoJobState is Seal's answer when Config.JobState is not set: without it nothing would keep
 // a later PUT from replacing the input of a started job.
-var errNoStarted = errors.New("blobstore: Seal needs Config.Started")
+var errNoJobState = errors.New("blobstore: Seal needs Config.JobState")
 
 // Seal freezes the job's upload: it runs start with the upload's size while holding the id's
 // lock, and start records the job as started in the job store. From then on no upload to the
-// id can land, because a PUT commits under the same lock and is refused when Config.Started
-// says the job started. The file stays where its PUT put it, uploads/{id}, already durable
+// id can land, because a PUT commits under the same lock and is refused unless Config.JobState
+// says the job is still open. The file stays where its PUT put it, uploads/{id}, already durable
 // (the PUT fsynced it and the directory), so sealing touches no directory: the rename into
 // inputs/ that earlier versions made was 13% of the API server's CPU at 64 clients starting
 // jobs. An input sealed by such a version, inputs/{id}, wins.
@@ -205,8 +219,8 @@ func (s *Store) Seal(jobID string, start func(size int64) error) error {
 	if !validID(jobID) {
 		return ErrInvalidID
 	}
-	if s.started == nil {
-		return errNoStarted
+	if s.jobState == nil {
+		return errNoJobState
 	}
 	unlock := s.lockID(jobID)
 	defer unlock()
@@ -241,7 +255,7 @@ func firstExisting[T any](names []string, op func(string) (T, error)) (v T, err 
 
 // OpenInput opens the input of a started job for reading: inputs/{id} when an
 // earlier version sealed it there, else uploads/{id} (Seal leaves it in place,
-// and Config.Started keeps a PUT from replacing it). ErrNotFound if neither exists.
+// and Config.JobState keeps a PUT from replacing it). ErrNotFound if neither exists.
 func (s *Store) OpenInput(jobID string) (*os.File, error) {
 	if !validID(jobID) {
 		return nil, ErrInvalidID
@@ -464,6 +478,45 @@ func (s *Store) Delete(jobID string) error {
 		return fmt.Errorf("%w: delete %s: %w", ErrStorage, jobID, err)
 	}
 	return nil
+}
+
+// DeleteInput removes the job's upload (and an earlier version's sealed input), keeping its
+// output: once a job has finished its input is dead weight, and a PUT can no longer bring it
+// back (checkUpload). Files that do not exist are fine.
+func (s *Store) DeleteInput(jobID string) error {
+	if !validID(jobID) {
+		return ErrInvalidID
+	}
+	unlock := s.lockID(jobID)
+	defer unlock()
+	err := errors.Join(removeIfExists(filepath.Join(s.uploads, jobID)), removeIfExists(filepath.Join(s.inputs, jobID)))
+	if err != nil {
+		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
+	}
+	return nil
+}
+
+// InputIDs lists, sorted, the ids that have an upload or a sealed input, so a sweep can
+// remove those of finished jobs.
+func (s *Store) InputIDs() ([]string, error) {
+	seen := make(map[string]struct{})
+	for _, dir := range []string{s.uploads, s.inputs} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%w: list %s: %w", ErrStorage, dir, err)
+		}
+		for _, e := range entries {
+			if validID(e.Name()) {
+				seen[e.Name()] = struct{}{}
+			}
+		}
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 // JobIDs lists, sorted and without duplicates, every job id that has any file

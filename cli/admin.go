@@ -151,12 +151,24 @@ func newAdminAccountsCommand(o *adminOptions) *cobra.Command {
 	create.Flags().Int64Var(&capCents, "spend-cap-cents", 1000, "monthly spend cap in cents")
 	create.MarkFlagRequired("name")
 
+	var accountsPage client.PageOptions
 	list := &cobra.Command{
-		Use: "list", Short: "List accounts", Args: cobra.NoArgs,
+		Use:   "list",
+		Short: "List accounts",
+		Long: "List every account, oldest first, as a JSON array. With --limit or --starting-after, print one\n" +
+			"page instead: {\"data\": [...], \"has_more\": bool}.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
 			if err != nil {
 				return err
+			}
+			if accountsPage != (client.PageOptions{}) {
+				page, err := c.AccountsPage(cmd.Context(), accountsPage)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd, page)
 			}
 			accts, err := c.Accounts(cmd.Context())
 			if err != nil {
@@ -165,6 +177,7 @@ func newAdminAccountsCommand(o *adminOptions) *cobra.Command {
 			return printJSON(cmd, accts)
 		},
 	}
+	pageFlags(list, &accountsPage)
 	get := &cobra.Command{
 		Use: "get ACCOUNT_ID", Short: "Show an account with its monthly spend", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -228,12 +241,24 @@ func newAdminKeysCommand(o *adminOptions) *cobra.Command {
 			return printJSON(cmd, key)
 		},
 	}
+	var keysPage client.PageOptions
 	list := &cobra.Command{
-		Use: "list ACCOUNT_ID", Short: "List an account's keys", Args: cobra.ExactArgs(1),
+		Use:   "list ACCOUNT_ID",
+		Short: "List an account's keys",
+		Long: "List every key of the account, oldest first, as a JSON array. With --limit or --starting-after,\n" +
+			"print one page instead: {\"data\": [...], \"has_more\": bool}.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
 				return err
+			}
+			if keysPage != (client.PageOptions{}) {
+				page, err := c.KeysPage(cmd.Context(), args[0], keysPage)
+				if err != nil {
+					return err
+				}
+				return printJSON(cmd, page)
 			}
 			keys, err := c.Keys(cmd.Context(), args[0])
 			if err != nil {
@@ -256,6 +281,13 @@ func newAdminKeysCommand(o *adminOptions) *cobra.Command {
 			return printJSON(cmd, key)
 		},
 	}
+	pageFlags(list, &keysPage)
 	cmd.AddCommand(create, list, revoke)
 	return cmd
+}
+
+// pageFlags adds --limit and --starting-after, which select one page of a list.
+func pageFlags(cmd *cobra.Command, p *client.PageOptions) {
+	cmd.Flags().IntVar(&p.Limit, "limit", 0, "print one page of at most this many (1 to 100)")
+	cmd.Flags().StringVar(&p.StartingAfter, "starting-after", "", "print the page after this id (the last id of the previous page)")
 }

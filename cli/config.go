@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -34,12 +35,12 @@ func newConfigCommand() *cobra.Command {
 		Short: "Print the configuration serve would run with (flags, environment, defaults; secrets masked)",
 		Long: "Print the configuration `convsvc serve` would run with, given the same flags and\n" +
 			"environment: each setting's value and where it came from (flag, env, env_file,\n" +
-			"data_dir or default). Secrets are masked. It checks the values serve checks first\n" +
-			"(log format and level), so it also works as a dry run.",
+			"data_dir or default). Secrets are masked. It refuses exactly the values serve refuses\n" +
+			"(every flag's range), so it also works as a dry run.",
 		Example: "  CONVSVC_LISTEN=0.0.0.0:8080 convsvc config\n  convsvc config --data /var/lib/convsvc --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := newLogger(o.logFormat, o.logLevel, os.Stderr); err != nil {
+			if err := o.validate(); err != nil {
 				return err
 			}
 			entries := effectiveConfig(cmd.Flags(), &o)
@@ -101,6 +102,8 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 			if e.Value == "" {
 				e.Value = "http://" + o.cfg.BlobListen
 			}
+		case "trusted-proxies":
+			e.Value = strings.Trim(e.Value, "[]")
 		case "gc-heap-floor":
 			if gcfloor.OverriddenByGOGC() {
 				e.Value += " (off: GOGC is set)"

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,16 +9,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/convsvc/convsvc/client"
+	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -30,10 +38,19 @@ type convertOptions struct {
 	server    string
 	key       string
 	jsonOut   bool
+	force     bool
 	parallel  int
 	timeout   time.Duration
 	verbose   bool
+	opts      client.Options
+	lossless  bool
 }
+
+// maxParallel bounds convert --parallel: files in flight at once, each with its own upload.
+const maxParallel = 256
+
+// stdio names standard input (as INPUT) and standard output (as -o).
+const stdio = "-"
 
 func newConvertCommand() *cobra.Command {
 	var o convertOptions
@@ -42,19 +59,40 @@ func newConvertCommand() *cobra.Command {
 		Short: "Convert files through the API (an embedded server when --server is not set)",
 		Long: "Convert files through the whole API flow: reserve a job, upload to the signed URL,\n" +
 			"start, wait, download. Without --server it starts an embedded convsvc in a temporary\n" +
-			"data dir, in-process, and still goes through real HTTP.",
-		Example: "  convsvc convert photo.png --to jpeg\n  convsvc convert *.png --to gif --output-dir out/\n" +
+			"data dir, in-process, and still goes through real HTTP.\n\n" +
+			"Everything that can be checked is checked before any job is reserved: the inputs are\n" +
+			"readable and not empty, each pair converts, the options suit the target, the output\n" +
+			"directories exist and are writable, no two inputs write the same output, and no output\n" +
+			"exists already (pass --force to overwrite). INPUT - reads standard input (give --from\n" +
+			"when its format cannot be recognised); -o - writes the result to standard output.\n" +
+			"Ctrl-C (or SIGTERM) cancels the jobs in flight, removes temporary files and exits 130.",
+		Example: "  convsvc convert photo.png --to jpeg --quality 80 --width 1024\n" +
+			"  convsvc convert *.png --to gif --output-dir out/\n" +
+			"  cat scan.pdf | convsvc convert - --from pdf --to png --page 2 -o - > page2.png\n" +
 			"  CONVSVC_URL=http://127.0.0.1:8080 CONVSVC_KEY=cs_live_... convsvc convert scan.tiff --to png -o scan.png",
-		Args: cobra.MinimumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return errors.New("convert needs at least one INPUT file (- reads standard input), as in: convsvc convert photo.png --to jpeg")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.to, "to", "", "target format id (see convsvc formats)")
-	f.StringVar(&o.from, "from", "", "input format id (default: from the file extension)")
-	f.StringVarP(&o.output, "output", "o", "", "output file (one input only; default: INPUT's name with the target's extension, in the current directory)")
+	f.StringVar(&o.to, "to", "", "target format id or extension (see convsvc formats)")
+	f.StringVar(&o.from, "from", "", "input format id (default: from the file extension, or the content for standard input)")
+	f.StringVarP(&o.output, "output", "o", "", "output file, - for standard output (one input only; default: INPUT's name with the target's extension, in the current directory)")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for outputs (default: current directory)")
-	f.StringVar(&o.server, "server", "", "API base URL of a running convsvc (default: an embedded one) [$CONVSVC_URL]")
-	f.StringVar(&o.key, "key", "", "API key for --server [$CONVSVC_KEY, $CONVSVC_KEY_FILE, $CONVSVC_API_KEY]")
+	f.BoolVarP(&o.force, "force", "f", false, "overwrite outputs that exist")
+	f.StringVar(&o.server, "server", "", "API base URL of a running convsvc (default: an embedded one) [$CONVSVC_URL, or $CONVSVC_SERVER]")
+	f.StringVar(&o.key, "key", "", "API key for --server [$CONVSVC_KEY, $CONVSVC_KEY_FILE, or $CONVSVC_API_KEY]")
+	f.IntVar(&o.opts.Quality, "quality", 0, "quality of a lossy target, 1 to 100 (jpeg, webp, avif, jxl, ...)")
+	f.IntVar(&o.opts.Width, "width", 0, "resize to this width in pixels (with only --width, the height keeps the aspect ratio)")
+	f.IntVar(&o.opts.Height, "height", 0, "resize to this height in pixels")
+	f.StringVar(&o.opts.Fit, "fit", "", "with --width and --height: contain, cover or fill")
+	f.IntVar(&o.opts.Page, "page", 0, "page of a PDF input, from 1")
+	f.IntVar(&o.opts.DPI, "dpi", 0, "resolution a PDF or SVG input is rendered at, 10 to 1200")
+	f.BoolVar(&o.lossless, "lossless", false, "lossless encoding (webp, avif, jxl)")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
@@ -63,64 +101,112 @@ func newConvertCommand() *cobra.Command {
 	return cmd
 }
 
-func (o *convertOptions) run(cmd *cobra.Command, inputs []string) error {
-	if o.server == "" {
-		o.server = os.Getenv("CONVSVC_URL")
+// plan is one file to convert, checked before anything is reserved.
+type plan struct {
+	input string // as given; "-" for standard input
+	path  string // the file read (a temporary copy of standard input)
+	size  int64
+	from  string
+	out   string // "-" for standard output
+}
+
+func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
+	if cmd.Flags().Changed("lossless") {
+		o.opts.Lossless = &o.lossless
 	}
-	if o.key == "" {
-		o.key = firstEnv("CONVSVC_KEY", "CONVSVC_API_KEY")
+	if err := o.checkArgs(inputs); err != nil {
+		return err
 	}
-	if o.output != "" && len(inputs) > 1 {
-		return errors.New("-o names one output; with several inputs use --output-dir")
+	parent := cmd.Context()
+	ctx, stopSignals := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	// Whatever happens (an error, Ctrl-C), temporary files go; the deferred calls run in
+	// reverse order, so jobs are cancelled while the embedded server still runs.
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+	interrupted := func() bool { return ctx.Err() != nil && parent.Err() == nil }
+	defer func() {
+		if interrupted() {
+			err = errInterrupted
+		}
+	}()
+
+	plans, err := o.readInputs(cmd, inputs, func(f func()) { cleanups = append(cleanups, f) })
+	if err != nil {
+		return err
 	}
-	ctx, cancel := context.WithCancel(cmd.Context())
-	defer cancel()
 	if o.server == "" {
 		stopEmbedded, err := o.startEmbedded(cmd.ErrOrStderr())
 		if err != nil {
 			return err
 		}
-		defer stopEmbedded()
+		cleanups = append(cleanups, stopEmbedded)
 	} else if o.key == "" {
-		return errors.New("--server needs an API key: pass --key or set CONVSVC_API_KEY")
+		return errors.New("--server needs an API key: pass --key or set CONVSVC_KEY")
 	}
 	c := &client.Client{BaseURL: o.server, Key: o.key}
-	formats, err := c.Formats(ctx)
+	target, err := o.check(ctx, c, plans)
 	if err != nil {
-		return fmt.Errorf("list formats: %w", err)
-	}
-	target, ok := findFormat(formats, o.to)
-	if !ok {
-		return fmt.Errorf("unknown target format %q; run convsvc formats", o.to)
+		return err
 	}
 
 	// On a terminal, one line shows transfers and job states; otherwise stdout carries exactly
-	// one summary line (or JSON Job) per converted file.
-	prog := newProgress(cmd.OutOrStdout())
+	// one summary line (or JSON Job) per converted file. With -o -, stdout is the output, and
+	// the rest goes to stderr.
+	report := cmd.OutOrStdout()
+	if o.output == stdio {
+		report = cmd.ErrOrStderr()
+	}
+	prog := newProgress(report)
 	defer prog.close()
 	var mu sync.Mutex
 	var errs []error
+	var cancelled atomic.Int32
 	sem := make(chan struct{}, max(1, o.parallel))
 	var wg sync.WaitGroup
-	files := make([]*fileProgress, len(inputs))
-	for i, in := range inputs {
-		files[i] = prog.add(in)
+	files := make([]*fileProgress, len(plans))
+	for i, p := range plans {
+		files[i] = prog.add(p.input)
 	}
-	for i, in := range inputs {
+	for i, p := range plans {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			job, out, err := o.convertOne(ctx, c, formats, target, in, prog, files[i])
+			job, err := o.convertOne(ctx, c, target, p, cmd.OutOrStdout(), prog, files[i])
+			if job.ID != "" && !job.Status.Finished() {
+				// Failed or interrupted with the job unfinished: cancel it, so that it is
+				// neither charged nor left holding its reservation.
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				if _, cerr := c.CancelJob(cctx, job.ID); cerr == nil {
+					cancelled.Add(1)
+				}
+				cancel()
+			}
 			if err != nil {
 				prog.finish(files[i], "")
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %s", in, describe(err)))
-				mu.Unlock()
+				if ctx.Err() == nil || !interrupted() {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s: %s", p.input, describe(err)))
+					mu.Unlock()
+				}
 				return
 			}
-			line := fmt.Sprintf("%s -> %s (%d bytes, %s)", in, out, job.Output.Bytes, job.ID)
+			line := fmt.Sprintf("%s -> %s (%d bytes, %s)", p.input, p.out, job.Output.Bytes, job.ID)
+			if o.output == stdio {
+				line = fmt.Sprintf("%s -> standard output (%d bytes, %s)", p.input, job.Output.Bytes, job.ID)
+			}
 			if o.jsonOut {
 				b, _ := json.Marshal(job)
 				line = string(b)
@@ -129,10 +215,270 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) error {
 		}()
 	}
 	wg.Wait()
+	if interrupted() {
+		prog.close()
+		fmt.Fprintf(cmd.ErrOrStderr(), "convsvc: interrupted: cancelled %d unfinished job(s), removed temporary files\n", cancelled.Load())
+		return errInterrupted
+	}
 	return errors.Join(errs...)
 }
 
-// startEmbedded runs a whole convsvc in a temporary data dir on loopback ports.
+// checkArgs checks the arguments that need no file and no server.
+func (o *convertOptions) checkArgs(inputs []string) error {
+	switch {
+	case o.parallel < 1 || o.parallel > maxParallel:
+		return fmt.Errorf("--parallel is %d: use 1 to %d", o.parallel, maxParallel)
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout is %s: use a duration above 0, like 15m", o.timeout)
+	}
+	if o.output != "" && len(inputs) > 1 {
+		return errors.New("-o names one output; with several inputs use --output-dir")
+	}
+	if o.output != "" && o.outputDir != "" {
+		return errors.New("-o and --output-dir exclude each other: -o names the output file itself")
+	}
+	n := 0
+	for _, in := range inputs {
+		if in == stdio {
+			n++
+		}
+	}
+	if n > 1 {
+		return errors.New("standard input (-) can be read only once")
+	}
+	return nil
+}
+
+// readInputs checks that every input is a readable, non-empty regular file, copying standard
+// input to a temporary file (removed by the cleanup it registers) to know its size.
+func (o *convertOptions) readInputs(cmd *cobra.Command, inputs []string, cleanup func(func())) ([]*plan, error) {
+	var errs []error
+	plans := make([]*plan, 0, len(inputs))
+	for _, in := range inputs {
+		p := &plan{input: in, path: in}
+		if in == stdio {
+			tmp, err := os.CreateTemp("", "convsvc-stdin-*")
+			if err != nil {
+				return nil, fmt.Errorf("standard input: %w", err)
+			}
+			cleanup(func() { os.Remove(tmp.Name()) })
+			n, err := io.Copy(tmp, cmd.InOrStdin())
+			if cerr := tmp.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return nil, fmt.Errorf("standard input: %w", err)
+			}
+			p.path, p.size = tmp.Name(), n
+			if n == 0 {
+				errs = append(errs, errors.New("standard input is empty: there is nothing to convert"))
+			}
+			plans = append(plans, p)
+			continue
+		}
+		f, err := os.Open(in)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				err = fmt.Errorf("%s: no such file", in)
+			} else if errors.Is(err, fs.ErrPermission) {
+				err = fmt.Errorf("%s: cannot read it (permission denied)", in)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		st, err := f.Stat()
+		f.Close()
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case st.IsDir():
+			errs = append(errs, fmt.Errorf("%s is a directory; give the files in it", in))
+		case !st.Mode().IsRegular():
+			errs = append(errs, fmt.Errorf("%s is not a regular file", in))
+		case st.Size() == 0:
+			errs = append(errs, fmt.Errorf("%s is empty (0 bytes): there is nothing to convert", in))
+		default:
+			p.size = st.Size()
+			plans = append(plans, p)
+		}
+	}
+	return plans, errors.Join(errs...)
+}
+
+// check resolves the target, each input's format and output, and refuses, before any job is
+// reserved, what would fail later: an unknown format, a pair that does not convert, options
+// the target or input does not take, a missing or read-only output directory, two inputs with
+// one output, and an output that exists (without --force).
+func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*plan) (client.Format, error) {
+	formats, err := c.Formats(ctx)
+	if err != nil {
+		return client.Format{}, reachable(fmt.Errorf("list formats: %w", err), o.server)
+	}
+	target, ok := findFormat(formats, o.to)
+	if !ok {
+		return client.Format{}, unknownFormat(formats, "unknown target format %q", o.to)
+	}
+	detail, err := c.Format(ctx, target.ID)
+	if err != nil {
+		return target, fmt.Errorf("format %s: %w", target.ID, err)
+	}
+	opts := convert.Options{Quality: o.opts.Quality, Width: o.opts.Width, Height: o.opts.Height, Fit: o.opts.Fit,
+		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless}
+	if err := opts.Validate(convert.Format{ID: target.ID, Options: detail.Options}); err != nil {
+		return target, err // the API's own words: options.quality: not accepted when converting to gif (...)
+	}
+
+	var errs []error
+	sources := map[string]client.Format{}
+	outputs := map[string]string{} // cleaned output path -> input
+	inputs := map[string]string{}  // cleaned input path -> input
+	for _, p := range plans {
+		if p.input != stdio {
+			inputs[absPath(p.input)] = p.input
+		}
+	}
+	for _, p := range plans {
+		from, err := o.inputFormat(formats, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.from = from
+		src, ok := sources[from]
+		if !ok {
+			if src, err = c.Format(ctx, from); err != nil {
+				errs = append(errs, fmt.Errorf("%s: format %s: %w", p.input, from, err))
+				continue
+			}
+			sources[from] = src
+		}
+		if from == target.ID || !slices.Contains(src.Targets, target.ID) {
+			reach := "nothing"
+			if len(src.Targets) > 0 {
+				reach = strings.Join(src.Targets, ", ")
+			}
+			errs = append(errs, fmt.Errorf("%s: cannot convert %s to %s; %s converts to: %s", p.input, from, target.ID, from, reach))
+			continue
+		}
+		if err := opts.ValidateInput(from); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.input, err))
+			continue
+		}
+		p.out = o.output
+		if p.out == "" {
+			name := filepath.Base(p.input)
+			if p.input == stdio {
+				name = "stdin"
+			}
+			p.out = filepath.Join(o.outputDir, strings.TrimSuffix(name, filepath.Ext(name))+"."+firstExtension(target))
+		}
+		if p.out == stdio {
+			continue
+		}
+		key := absPath(p.out)
+		if in, ok := inputs[key]; ok {
+			// Even with --force: the input may still be being read.
+			errs = append(errs, fmt.Errorf("%s: its output %s is the input %s; choose another with -o or --output-dir", p.input, p.out, in))
+			continue
+		}
+		if other, dup := outputs[key]; dup {
+			errs = append(errs, fmt.Errorf("%s and %s would both be written to %s; convert them in separate runs with --output-dir or -o", other, p.input, p.out))
+			continue
+		}
+		outputs[key] = p.input
+		if err := checkOutput(p.out, o.force); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return target, errors.Join(errs...)
+}
+
+// absPath is path made absolute and clean, to compare paths written differently.
+func absPath(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return filepath.Clean(path)
+}
+
+// inputFormat is --from, else the format of the file's extension, else (standard input, or a
+// file without a known extension) the format its first bytes show.
+func (o *convertOptions) inputFormat(formats []client.Format, p *plan) (string, error) {
+	if o.from != "" {
+		f, ok := findFormat(formats, o.from)
+		if !ok {
+			return "", unknownFormat(formats, "unknown input format %q (--from)", o.from)
+		}
+		return f.ID, nil
+	}
+	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(p.input)), ".")
+	if p.input != stdio && ext != "" {
+		if f, ok := formatByExtension(formats, ext); ok {
+			return f.ID, nil
+		}
+	}
+	if f, ok := sniff(formats, p.path); ok {
+		return f.ID, nil
+	}
+	if p.input == stdio {
+		return "", errors.New("cannot tell the format of standard input from its content; pass --from")
+	}
+	return "", fmt.Errorf("%s: cannot tell the format from extension %q; pass --from", p.input, ext)
+}
+
+// sniff recognises a file by its first bytes (http.DetectContentType) and the formats' MIME.
+func sniff(formats []client.Format, path string) (client.Format, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return client.Format{}, false
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(bufio.NewReader(f), head)
+	mime, _, _ := strings.Cut(http.DetectContentType(head[:n]), ";")
+	if mime == "application/octet-stream" || strings.HasPrefix(mime, "text/plain") {
+		return client.Format{}, false
+	}
+	for _, fm := range formats {
+		if fm.MIME == mime {
+			return fm, true
+		}
+	}
+	return client.Format{}, false
+}
+
+// checkOutput refuses an output that exists (unless force) or whose directory is missing or
+// not writable.
+func checkOutput(out string, force bool) error {
+	if st, err := os.Stat(out); err == nil {
+		if st.IsDir() {
+			return fmt.Errorf("%s is a directory; -o names the output file (use --output-dir for a directory)", out)
+		}
+		if !force {
+			return fmt.Errorf("%s already exists; pass --force to overwrite it", out)
+		}
+	}
+	dir := filepath.Dir(out)
+	st, err := os.Stat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("output directory %s does not exist; create it first (mkdir -p %s)", dir, dir)
+	} else if err != nil {
+		return fmt.Errorf("output directory %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("output directory %s is not a directory", dir)
+	}
+	probe, err := os.CreateTemp(dir, ".convsvc-probe-*")
+	if err != nil {
+		return fmt.Errorf("cannot write to output directory %s: %w", dir, errors.Unwrap(err))
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	return nil
+}
+
+// startEmbedded runs a whole convsvc in a temporary data dir on loopback ports; the returned
+// function stops it and removes the dir.
 func (o *convertOptions) startEmbedded(logTo io.Writer) (func(), error) {
 	dir, err := os.MkdirTemp("", "convsvc-convert-*")
 	if err != nil {
@@ -163,64 +509,91 @@ func (o *convertOptions) startEmbedded(logTo io.Writer) (func(), error) {
 	}, nil
 }
 
-// convertOne runs reserve, upload, start, wait and download for one file.
-func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, formats []client.Format, target client.Format, in string, prog *progress, fp *fileProgress) (client.Job, string, error) {
+// convertOne runs reserve, upload, start, wait and download for one checked file. The job it
+// returns has an ID once reserved, so that the caller can cancel it when err is not nil.
+func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, target client.Format, p *plan, stdout io.Writer, prog *progress, fp *fileProgress) (client.Job, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	f, err := os.Open(in)
+	f, err := os.Open(p.path)
 	if err != nil {
-		return client.Job{}, "", err
+		return client.Job{}, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return client.Job{}, "", err
-	}
-	if !st.Mode().IsRegular() {
-		return client.Job{}, "", errors.New("not a regular file")
-	}
-	from := o.from
-	if from == "" {
-		ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(in)), ".")
-		fm, ok := formatByExtension(formats, ext)
-		if !ok {
-			return client.Job{}, "", fmt.Errorf("cannot tell the format from extension %q; pass --from", ext)
-		}
-		from = fm.ID
-	}
-	out := o.output
-	if out == "" {
-		base := strings.TrimSuffix(filepath.Base(in), filepath.Ext(in)) + "." + firstExtension(target)
-		out = filepath.Join(o.outputDir, base)
-	}
 	prog.state(fp, "reserving")
-	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: from, TargetFormat: target.ID, InputBytes: st.Size()}, randomToken())
+	req := client.CreateJobRequest{InputFormat: p.from, TargetFormat: target.ID, InputBytes: p.size}
+	if !o.opts.IsZero() {
+		req.Options = &o.opts
+	}
+	idem := randomToken()
+	res, err := c.CreateJob(ctx, req, idem)
 	if err != nil {
-		return client.Job{}, "", err
+		if ctx.Err() != nil {
+			// Interrupted during the create: the server may have reserved the job without the
+			// answer arriving. The same Idempotency-Key returns that job (or reserves one), so
+			// that the caller can cancel it rather than leave it holding its reservation.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if again, aerr := c.CreateJob(actx, req, idem); aerr == nil {
+				return again.Job, err
+			}
+		}
+		return client.Job{}, err
 	}
-	prog.transfer(fp, "upload", 0, st.Size())
-	body := &client.ProgressReader{R: f, Total: st.Size(), Progress: func(done, total int64) { prog.transfer(fp, "upload", done, total) }}
-	if err := c.Upload(ctx, res.UploadURL, body, st.Size()); err != nil {
-		return client.Job{}, "", err
+	job := res.Job
+	prog.transfer(fp, "upload", 0, p.size)
+	body := &client.ProgressReader{R: f, Total: p.size, Progress: func(done, total int64) { prog.transfer(fp, "upload", done, total) }}
+	if err := c.Upload(ctx, res.UploadURL, body, p.size); err != nil {
+		return job, err
 	}
-	started, err := c.StartJob(ctx, res.Job.ID)
+	started, err := c.StartJob(ctx, job.ID)
 	if err != nil {
-		return client.Job{}, "", err
+		return job, err
 	}
-	prog.state(fp, started.Status)
-	job, err := c.WaitJob(ctx, res.Job.ID, func(j client.Job) { prog.state(fp, j.Status) })
+	prog.state(fp, string(started.Status))
+	job, err = c.WaitJob(ctx, job.ID, func(j client.Job) { prog.state(fp, string(j.Status)) })
 	if err != nil {
-		return job, "", err
+		if job.ID == "" {
+			job = started
+		}
+		return job, err
 	}
-	if job.Status != "succeeded" || job.Output == nil {
-		return job, "", fmt.Errorf("job %s %s: %s: %s", job.ID, job.Status, deref(job.ErrorCode), deref(job.ErrorMessage))
+	if job.Status != client.StatusSucceeded || job.Output == nil {
+		return job, fmt.Errorf("job %s %s", job.ID, job.Error())
 	}
 	prog.transfer(fp, "download", 0, job.Output.Bytes)
-	err = c.DownloadWithProgress(ctx, *job.Output, out, func(done, total int64) { prog.transfer(fp, "download", done, total) })
-	if err != nil {
-		return job, "", err
+	progress := func(done, total int64) { prog.transfer(fp, "download", done, total) }
+	if p.out == stdio {
+		_, err = c.DownloadTo(ctx, *job.Output, &client.ProgressWriter{W: stdout, Total: job.Output.Bytes, Progress: progress})
+		return job, err
 	}
-	return job, out, nil
+	return job, o.download(ctx, c, job, p.out, progress)
+}
+
+// download writes the output next to out and moves it into place: with --force by rename (an
+// existing file is replaced), else by hard link, which fails rather than replace a file that
+// appeared while the job ran.
+func (o *convertOptions) download(ctx context.Context, c *client.Client, job client.Job, out string, progress func(done, total int64)) error {
+	if o.force {
+		return c.DownloadWithProgress(ctx, *job.Output, out, progress)
+	}
+	tmp := filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+"."+randomToken()[:8]+".part")
+	defer os.Remove(tmp)
+	if err := c.DownloadWithProgress(ctx, *job.Output, tmp, progress); err != nil {
+		return err
+	}
+	err := os.Link(tmp, out)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("%s appeared while converting; it was left alone (pass --force to overwrite it)", out)
+	default:
+		// No hard links here (some network and FAT file systems): check, then rename.
+		if _, serr := os.Lstat(out); serr == nil {
+			return fmt.Errorf("%s appeared while converting; it was left alone (pass --force to overwrite it)", out)
+		}
+		return os.Rename(tmp, out)
+	}
 }
 
 func findFormat(formats []client.Format, id string) (client.Format, bool) {
@@ -231,6 +604,22 @@ func findFormat(formats []client.Format, id string) (client.Format, bool) {
 	}
 	// Accept an extension too (--to jpg).
 	return formatByExtension(formats, strings.TrimPrefix(strings.ToLower(id), "."))
+}
+
+// unknownFormat says that name (in the words of what, a format with one %q) is no format,
+// naming the format ids within two edits of it.
+func unknownFormat(formats []client.Format, what, name string) error {
+	lower := strings.ToLower(strings.TrimPrefix(name, "."))
+	var near []string
+	for _, f := range formats {
+		if len(f.ID) > 2 && levenshtein(lower, f.ID) <= 2 {
+			near = append(near, f.ID)
+		}
+	}
+	if len(near) == 0 {
+		return fmt.Errorf(what+"; `convsvc formats` lists them", name)
+	}
+	return fmt.Errorf(what+"; did you mean %s? (`convsvc formats` lists them)", name, strings.Join(near, " or "))
 }
 
 func formatByExtension(formats []client.Format, ext string) (client.Format, bool) {
@@ -254,22 +643,6 @@ func firstExtension(f client.Format) string {
 		return f.Extensions[0]
 	}
 	return f.ID
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-func firstEnv(names ...string) string {
-	for _, n := range names {
-		if v := os.Getenv(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func randomToken() string {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -98,25 +98,25 @@ func newFormatsCommand() *cobra.Command {
 		Example: "  convsvc formats\n  convsvc formats png\n  CONVSVC_URL=http://127.0.0.1:8080 convsvc formats --json",
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if server == "" {
-				server = os.Getenv("CONVSVC_URL")
-			}
 			if markdown {
-				return writeFormatsMarkdown(cmd.OutOrStdout(), convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels}))
+				return writeFormatsMarkdown(cmd.OutOrStdout(), standard.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels}))
 			}
-			var src formatSource = localFormats{convert.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
+			var src formatSource = localFormats{standard.NewCatalog(convert.Limits{MaxPixels: service.DefaultMaxPixels})}
 			if server != "" {
 				src = remoteFormats{&client.Client{BaseURL: server}}
 			}
+			var err error
 			if len(args) == 1 {
-				return showFormat(cmd.Context(), cmd.OutOrStdout(), src, args[0], jsonOut)
+				err = showFormat(cmd.Context(), cmd.OutOrStdout(), src, args[0], jsonOut)
+			} else {
+				err = listFormats(cmd.Context(), cmd.OutOrStdout(), src, jsonOut)
 			}
-			return listFormats(cmd.Context(), cmd.OutOrStdout(), src, jsonOut)
+			return reachable(err, server)
 		},
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print JSON (the API's shapes)")
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "print docs/formats.md: every format, pair and option of this binary's catalog")
-	cmd.Flags().StringVar(&server, "server", "", "API base URL of a running convsvc (default: this binary's catalog) [$CONVSVC_URL]")
+	cmd.Flags().StringVar(&server, "server", "", "API base URL of a running convsvc (default: this binary's catalog) [$CONVSVC_URL, or $CONVSVC_SERVER]")
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 )
@@ -22,6 +23,8 @@ type serveOptions struct {
 	logFormat   string
 	logLevel    string
 	gcHeapFloor sizeFlag // see internal/gcfloor
+	// trustedProxies are --trusted-proxies as given; validate parses them into cfg.
+	trustedProxies []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -59,6 +62,10 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.Var((*sizeFlag)(&o.cfg.MaxConversionMemory), "max-conversion-memory", "memory running conversions may hold together, e.g. 4GiB (default: half of the machine's memory); conversions beyond it wait")
 	o.gcHeapFloor = gcfloor.DefaultFloor
 	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
+	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "CIDRs or addresses of reverse proxies whose Forwarded / X-Forwarded-For header names the client (default: none; the peer address is the client)")
+	f.DurationVar(&o.cfg.StorageProgressTimeout, "storage-progress-timeout", blobstore.DefaultProgressTimeout, "cut an object-storage upload or download that moves less than 64 KiB in this time (a stalled client); its temporary file goes and a retry can proceed")
+	f.IntVar(&o.cfg.MaxConnections, "max-connections", 0, "open connections each listener takes; more are answered 503 and closed (default: sized from the open-file limit, at most 10000; -1: no cap)")
+	f.IntVar(&o.cfg.MaxConnectionsPerAddress, "max-connections-per-address", 0, "open connections one client address may hold on each listener (default: 256 or a quarter of --max-connections, whichever is smaller; raise it behind a reverse proxy; -1: no cap)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	withEnvHelp(f)
@@ -99,7 +106,10 @@ func (o *serveOptions) databasePassword() error {
 // that carries none.
 const databasePasswordFileEnv = "CONVSVC_DATABASE_PASSWORD_FILE"
 
-func (o *serveOptions) run(cmd *cobra.Command) error {
+func (o *serveOptions) run(cmd *cobra.Command) (err error) {
+	if err := o.validate(); err != nil {
+		return err
+	}
 	log, err := newLogger(o.logFormat, o.logLevel, os.Stderr)
 	if err != nil {
 		return err
@@ -112,6 +122,24 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	o.cfg.OnDefaultKey = func(accountID, key string) {
 		fmt.Fprintf(out, "Created account \"default\" (%s) with API key:\n\n    %s\n\nIt is shown only this once; keep it.\n\n", accountID, key)
 	}
+	serving := func(api, blob string) {
+		fmt.Fprintf(out, "convsvc serving the API on %s and object storage on %s\n", api, blob)
+	}
+	if o.logFormat == "json" {
+		// Everything serve writes is then JSON, one object per line: the notices go to stdout
+		// as they do in text, and a failure is logged rather than printed.
+		notice := slog.New(slog.NewJSONHandler(out, nil))
+		o.cfg.OnDefaultKey = func(accountID, key string) {
+			notice.Warn("created account \"default\"; its API key is shown only this once, keep it", "account_id", accountID, "api_key", key)
+		}
+		serving = func(api, blob string) { notice.Info("convsvc serving", "api_url", api, "blob_url", blob) }
+		defer func() {
+			if err != nil {
+				log.Error("serve failed", "error", err.Error())
+				err = reportedError{err}
+			}
+		}()
+	}
 	gcfloor.Set(uint64(o.gcHeapFloor))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
@@ -119,7 +147,7 @@ func (o *serveOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "convsvc serving the API on %s and object storage on %s\n", m.URL(), m.BlobURL())
+	serving(m.URL(), m.BlobURL())
 	<-ctx.Done()
 	stop()
 	log.Info("shutting down", "drain_timeout", o.cfg.DrainTimeout.String())

@@ -28,12 +28,31 @@ func (b *sizeFlag) Set(s string) error {
 			break
 		}
 	}
+	// Plain decimals only: ParseFloat also takes NaN, Inf, hex and exponents, and NaN
+	// converted to an int64 is negative.
 	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 || n*float64(factor) > 1<<62 {
+	if !plainDecimal(s) || err != nil || n < 0 || n*float64(factor) > 1<<62 {
 		return fmt.Errorf("not a size: %q (use bytes or a unit like 512MiB, 4GiB)", s)
 	}
 	*b = sizeFlag(n * float64(factor))
 	return nil
+}
+
+// plainDecimal reports whether s is digits with at most one decimal point between digits.
+func plainDecimal(s string) bool {
+	intPart, frac, hasPoint := strings.Cut(s, ".")
+	digits := func(p string) bool {
+		if p == "" {
+			return false
+		}
+		for _, c := range p {
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+		return true
+	}
+	return digits(intPart) && (!hasPoint || digits(frac))
 }
 
 // String prints the size in the largest binary unit that divides it, or "0" for the default.

@@ -17,6 +17,13 @@ func TestSizeFlag(t *testing.T) {
 		{"-1G", 0, false},
 		{"lots", 0, false},
 		{"9999999TiB", 0, false},
+		{"NaN", 0, false}, // ParseFloat takes it, and NaN as an int64 is negative
+		{"nanGiB", 0, false},
+		{"Inf", 0, false},
+		{"0x1p30", 0, false},
+		{"1e9", 0, false},
+		{".5GiB", 0, false},
+		{"1.GiB", 0, false},
 	}
 	for _, tt := range tests {
 		var b sizeFlag

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -31,8 +32,49 @@ type APIKey struct {
 	Key       string     `json:"key,omitempty"`
 }
 
-type list[T any] struct {
-	Data []T `json:"data"`
+// Page is one page of an admin list: the items, oldest first, and whether more follow (pass
+// the last item's id as StartingAfter to get them).
+type Page[T any] struct {
+	Data    []T  `json:"data"`
+	HasMore bool `json:"has_more"`
+}
+
+// PageOptions selects a page: Limit items (1 to 100; 0 for the server's 20) after the item
+// with id StartingAfter ("" for the first page).
+type PageOptions struct {
+	Limit         int
+	StartingAfter string
+}
+
+func (o PageOptions) query() string {
+	q := url.Values{}
+	if o.Limit > 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.StartingAfter != "" {
+		q.Set("starting_after", o.StartingAfter)
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
+}
+
+// all follows the pages of a list from the first to the last.
+func all[T any](ctx context.Context, get func(context.Context, PageOptions) (Page[T], error), id func(T) string) ([]T, error) {
+	out := []T{}
+	opts := PageOptions{Limit: 100}
+	for {
+		p, err := get(ctx, opts)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p.Data...)
+		if !p.HasMore || len(p.Data) == 0 {
+			return out, nil
+		}
+		opts.StartingAfter = id(p.Data[len(p.Data)-1])
+	}
 }
 
 // CreateAccount adds an account (admin token required).
@@ -43,11 +85,16 @@ func (c *Client) CreateAccount(ctx context.Context, name string, spendCapCents i
 	return out, err
 }
 
-// Accounts lists every account.
+// Accounts lists every account, oldest first, following the pages.
 func (c *Client) Accounts(ctx context.Context) ([]Account, error) {
-	var out list[Account]
-	err := c.do(ctx, http.MethodGet, "/v1/admin/accounts", nil, nil, &out)
-	return out.Data, err
+	return all(ctx, c.AccountsPage, func(a Account) string { return a.ID })
+}
+
+// AccountsPage lists one page of the accounts, oldest first.
+func (c *Client) AccountsPage(ctx context.Context, opts PageOptions) (Page[Account], error) {
+	var out Page[Account]
+	err := c.do(ctx, http.MethodGet, "/v1/admin/accounts"+opts.query(), nil, nil, &out)
+	return out, err
 }
 
 // Account reads one account with its monthly spend.
@@ -78,11 +125,18 @@ func (c *Client) CreateKey(ctx context.Context, accountID string) (APIKey, error
 	return out, err
 }
 
-// Keys lists an account's keys (without secrets).
+// Keys lists all of an account's keys (without secrets), oldest first, following the pages.
 func (c *Client) Keys(ctx context.Context, accountID string) ([]APIKey, error) {
-	var out list[APIKey]
-	err := c.do(ctx, http.MethodGet, "/v1/admin/accounts/"+url.PathEscape(accountID)+"/keys", nil, nil, &out)
-	return out.Data, err
+	return all(ctx, func(ctx context.Context, o PageOptions) (Page[APIKey], error) {
+		return c.KeysPage(ctx, accountID, o)
+	}, func(k APIKey) string { return k.ID })
+}
+
+// KeysPage lists one page of an account's keys (without secrets), oldest first.
+func (c *Client) KeysPage(ctx context.Context, accountID string, opts PageOptions) (Page[APIKey], error) {
+	var out Page[APIKey]
+	err := c.do(ctx, http.MethodGet, "/v1/admin/accounts/"+url.PathEscape(accountID)+"/keys"+opts.query(), nil, nil, &out)
+	return out, err
 }
 
 // RevokeKey revokes a key at once.

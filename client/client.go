@@ -25,7 +25,7 @@ type APIError struct {
 	Status int
 	// Code is the stable error code (rate_limited, not_found, ...), or "http_NNN" for a body
 	// that is not the API's error shape (a proxy's page, say).
-	Code string
+	Code ErrorCode
 	// Message is for humans; its wording is not part of the contract.
 	Message string
 	// RequestID is the server's Request-Id for the failed request: quote it when reporting.
@@ -40,8 +40,8 @@ func (e *APIError) Error() string {
 }
 
 // IsCode reports whether err is (or wraps) an *APIError with the given code, such as
-// "rate_limited", "limit_reached" or "not_found".
-func IsCode(err error, code string) bool {
+// CodeRateLimited, CodeLimitReached or CodeNotFound.
+func IsCode(err error, code ErrorCode) bool {
 	var e *APIError
 	return errors.As(err, &e) && e.Code == code
 }
@@ -65,13 +65,15 @@ type Client struct {
 
 // Job is the API's Job object.
 type Job struct {
-	ID           string     `json:"id"`
-	Status       string     `json:"status"`
-	InputFormat  string     `json:"input_format"`
-	TargetFormat string     `json:"target_format"`
-	InputBytes   *int64     `json:"input_bytes"`
+	ID           string `json:"id"`
+	Status       Status `json:"status"`
+	InputFormat  string `json:"input_format"`
+	TargetFormat string `json:"target_format"`
+	InputBytes   *int64 `json:"input_bytes"`
+	// Options are the conversion options the job was created with; nil when there were none.
+	Options      *Options   `json:"options"`
 	Attempt      int        `json:"attempt"`
-	ErrorCode    *string    `json:"error_code"`
+	ErrorCode    *ErrorCode `json:"error_code"`
 	ErrorMessage *string    `json:"error_message"`
 	ExpiresAt    time.Time  `json:"expires_at"`
 	CreatedAt    time.Time  `json:"created_at"`
@@ -82,7 +84,24 @@ type Job struct {
 
 // Finished reports whether the job reached a final state.
 func (j *Job) Finished() bool {
-	return j.Status == "succeeded" || j.Status == "failed" || j.Status == "cancelled"
+	return j.Status.Finished()
+}
+
+// Error describes why a finished job did not succeed ("failed: conversion_failed: ..." or
+// "cancelled"); it is "" for any other job. Unlike dereferencing ErrorCode, it is safe on
+// every job: a cancelled job has no error code.
+func (j *Job) Error() string {
+	if j.Status != StatusFailed && j.Status != StatusCancelled {
+		return ""
+	}
+	s := string(j.Status)
+	if j.ErrorCode != nil {
+		s += ": " + string(*j.ErrorCode)
+	}
+	if j.ErrorMessage != nil && *j.ErrorMessage != "" {
+		s += ": " + *j.ErrorMessage
+	}
+	return s
 }
 
 // Output is a succeeded job's result.
@@ -120,7 +139,32 @@ type CreateJobRequest struct {
 	InputFormat  string `json:"input_format"`
 	TargetFormat string `json:"target_format"`
 	InputBytes   int64  `json:"input_bytes"`
+	// Options (optional) tune the conversion; the target must accept each one that is set
+	// (Format.Options lists them), or the create is refused with invalid_request.
+	Options *Options `json:"options,omitempty"`
 }
+
+// Options tune a conversion; a zero field means the converter's default. Which ones a target
+// accepts is in its Format.Options (GET /v1/formats/{id}).
+type Options struct {
+	// Quality is the lossy encoders' quality, 1 to 100.
+	Quality int `json:"quality,omitempty"`
+	// Width and Height resize the image, 1 to 32768 pixels; with only one, the other follows
+	// the aspect ratio.
+	Width  int `json:"width,omitempty"`
+	Height int `json:"height,omitempty"`
+	// Fit is how an image goes into Width x Height: contain (default), cover or fill.
+	Fit string `json:"fit,omitempty"`
+	// Page is the 1-based page of a PDF input.
+	Page int `json:"page,omitempty"`
+	// DPI is the resolution a PDF or SVG input is rendered at, 10 to 1200.
+	DPI int `json:"dpi,omitempty"`
+	// Lossless asks a WebP/AVIF/JPEG XL encoder for lossless output.
+	Lossless *bool `json:"lossless,omitempty"`
+}
+
+// IsZero reports whether no option is set.
+func (o Options) IsZero() bool { return o == Options{} }
 
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
@@ -215,9 +259,9 @@ func decodeResponse(resp *http.Response, out any) error {
 		}
 		apiErr := &APIError{Status: resp.StatusCode, RequestID: resp.Header.Get("Request-Id")}
 		if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
-			apiErr.Code, apiErr.Message = "http_"+strconv.Itoa(resp.StatusCode), strings.TrimSpace(string(data))
+			apiErr.Code, apiErr.Message = ErrorCode("http_"+strconv.Itoa(resp.StatusCode)), strings.TrimSpace(string(data))
 		} else {
-			apiErr.Code, apiErr.Message = e.Error.Code, e.Error.Message
+			apiErr.Code, apiErr.Message = ErrorCode(e.Error.Code), e.Error.Message
 		}
 		apiErr.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return apiErr
@@ -297,7 +341,7 @@ func (c *Client) GetJob(ctx context.Context, id string, wait time.Duration) (Job
 
 // WaitJob polls until the job finishes; onChange (optional) sees every new status.
 func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Job, error) {
-	last := ""
+	var last Status
 	for {
 		job, err := c.GetJob(ctx, id, 30*time.Second)
 		if err != nil {
@@ -389,6 +433,25 @@ type ProgressReader struct {
 // Read reads from R and reports the running total.
 func (p *ProgressReader) Read(b []byte) (int, error) {
 	n, err := p.R.Read(b)
+	if n > 0 {
+		p.done += int64(n)
+		p.Progress(p.done, p.Total)
+	}
+	return n, err
+}
+
+// ProgressWriter reports the bytes written through it; wrap DownloadTo's writer in one to
+// follow a download.
+type ProgressWriter struct {
+	W        io.Writer
+	Total    int64                   // size of the whole stream, passed on to Progress
+	Progress func(done, total int64) // called after every write that wrote bytes
+	done     int64
+}
+
+// Write writes to W and reports the running total.
+func (p *ProgressWriter) Write(b []byte) (int, error) {
+	n, err := p.W.Write(b)
 	if n > 0 {
 		p.done += int64(n)
 		p.Progress(p.done, p.Total)

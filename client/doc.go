@@ -2,16 +2,22 @@
 // signed URL, start it, wait for it and download the result, plus the admin calls. The
 // convsvc command itself uses it for `convsvc convert` and `convsvc admin`.
 //
-// A whole conversion:
+// A whole conversion in one call, with retries:
 //
-//	c := &client.Client{BaseURL: "http://127.0.0.1:8080", Key: os.Getenv("CONVSVC_API_KEY")}
-//	f, _ := os.Open("photo.png")
-//	st, _ := f.Stat()
-//	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "jpeg", InputBytes: st.Size()}, "order-42")
+//	c := &client.Client{BaseURL: "http://127.0.0.1:8080", Key: os.Getenv("CONVSVC_KEY")}
+//	in, _ := os.Open("photo.png")
+//	st, _ := in.Stat()
+//	out, _ := os.Create("photo.jpg")
+//	job, err := c.Convert(ctx, in, st.Size(), "png", "jpeg", out)
+//
+// The same step by step, with options:
+//
+//	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "jpeg",
+//		InputBytes: st.Size(), Options: &client.Options{Quality: 80, Width: 640}}, "order-42")
 //	if err != nil {
 //		return err
 //	}
-//	if err := c.Upload(ctx, res.UploadURL, f, st.Size()); err != nil {
+//	if err := c.Upload(ctx, res.UploadURL, in, st.Size()); err != nil {
 //		return err
 //	}
 //	if _, err := c.StartJob(ctx, res.Job.ID); err != nil {
@@ -21,15 +27,17 @@
 //	if err != nil {
 //		return err
 //	}
-//	if job.Status != "succeeded" {
-//		return fmt.Errorf("%s: %s", *job.ErrorCode, *job.ErrorMessage)
+//	if job.Status != client.StatusSucceeded {
+//		return fmt.Errorf("job %s", job.Error()) // ErrorCode is nil on a cancelled job
 //	}
 //	return c.Download(ctx, *job.Output, "photo.jpg")
 //
-// Errors the API answers come back as *APIError, whose Code is the API's stable error code;
-// IsCode tests for one:
+// ListJobs walks the account's jobs page by page as an iterator (see its example).
 //
-//	if client.IsCode(err, "limit_reached") { ... }
+// Errors the API answers come back as *APIError, whose Code is the API's stable error code;
+// IsCode tests for one, and the Code* constants name them all:
+//
+//	if client.IsCode(err, client.CodeLimitReached) { ... }
 //
 // JSON calls answered 429 rate_limited or 502 storage_unavailable are retried (Retries times,
 // 4 by default): a 429 waits the server's Retry-After, a 502 backs off exponentially with

@@ -102,7 +102,7 @@ func newMemBudget(size int64) *memBudget {
 // when ctx ends first.
 func (b *memBudget) acquire(ctx context.Context, n int64, what string) error {
 	if n > b.size {
-		return errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); make the image smaller",
+		return Errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); make the image smaller",
 			what, bytesize.Format(n), bytesize.Format(b.size))
 	}
 	b.mu.Lock()

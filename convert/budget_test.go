@@ -3,15 +3,16 @@ package convert
 import (
 	"context"
 	"errors"
-	"io"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/convert/internal/testimg"
 	"github.com/convsvc/convsvc/internal/bytesize"
 )
+
+import ()
+
+import ()
 
 func TestDefaultConversionMemory(t *testing.T) {
 	got := DefaultConversionMemory()
@@ -22,7 +23,7 @@ func TestDefaultConversionMemory(t *testing.T) {
 		t.Errorf("DefaultConversionMemory() = %d, over half of MemTotal %d", got, total)
 	}
 	t.Logf("default conversion memory budget: %s", bytesize.Format(got))
-	if l := (Limits{}).normalized(); l.MaxConversionMemory != got {
+	if l := (Limits{}).Normalized(); l.MaxConversionMemory != got {
 		t.Errorf("normalized MaxConversionMemory = %d, want %d", l.MaxConversionMemory, got)
 	}
 }
@@ -108,103 +109,13 @@ func waiters(b *memBudget) int {
 	return b.waiters.Len()
 }
 
-// blockingWriter holds the first write until released, so a conversion can be caught in the
-// middle of encoding.
-type blockingWriter struct {
-	started chan struct{} // closed at the first write
-	release chan struct{}
-	once    sync.Once
-	n       int
-}
-
-func newBlockingWriter() *blockingWriter {
-	return &blockingWriter{started: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (w *blockingWriter) Write(p []byte) (int, error) {
-	w.once.Do(func() { close(w.started) })
-	<-w.release
-	w.n += len(p)
-	return len(p), nil
-}
-
-// TestImage_MemoryBudget runs two conversions whose estimates together exceed the budget:
-// the second waits until the first has finished, then runs.
-func TestImage_MemoryBudget(t *testing.T) {
-	// A 300x300 PNG to BMP writes 270 KB: more than runStep's 64 KB buffer, so the encoder
-	// itself blocks in the blocking writer while its share of the budget is held.
-	src := encodeTemp(t, testimg.Photo(300, 300))
-	png, bmp := imageCodecByID("png"), imageCodecByID("bmp")
-	est := memoryEstimate(png, bmp, 1, 300*300, 300*300, false, false)
-	c := NewCatalog(Limits{MaxConversionMemory: est * 3 / 2})
-
-	run := func(w io.Writer) chan error {
-		done := make(chan error, 1)
-		go func() {
-			done <- c.Convert(context.Background(), "png", "bmp", Options{}, openFile(t, src), w, t.TempDir())
-		}()
-		return done
-	}
-	first, second := newBlockingWriter(), newBlockingWriter()
-	firstDone := run(first)
-	<-first.started
-	if got := c.budget.inUse(); got != est {
-		t.Fatalf("budget in use %d during the first conversion, want its estimate %d", got, est)
-	}
-	secondDone := run(second)
-	waitFor(t, "the second conversion to wait", func() bool { return waiters(c.budget) == 1 })
-	select {
-	case <-second.started:
-		t.Fatal("the second conversion started while the first held the budget")
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(first.release)
-	if err := <-firstDone; err != nil {
-		t.Fatal(err)
-	}
-	<-second.started
-	close(second.release)
-	if err := <-secondDone; err != nil {
-		t.Fatal(err)
-	}
-	if first.n != second.n || first.n < 270_000 {
-		t.Errorf("wrote %d and %d bytes", first.n, second.n)
-	}
-	if got := c.budget.inUse(); got != 0 {
-		t.Errorf("budget in use %d after both finished", got)
-	}
-
-	// A conversion whose estimate exceeds the whole budget fails at once.
-	c = NewCatalog(Limits{MaxConversionMemory: 1 << 20})
-	err := c.Convert(context.Background(), "png", "bmp", Options{}, openFile(t, src), io.Discard, t.TempDir())
-	var ce *Error
-	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Message, "converting this 300x300 PNG to BMP needs an estimated ") ||
-		!strings.HasSuffix(ce.Message, " of memory, over the 1.0 MiB conversion memory budget (--max-conversion-memory); make the image smaller") {
-		t.Errorf("err = %v, want the budget exceeded", err)
-	}
-}
-
-// TestImage_MemoryEstimates keeps the estimates at or a little above the peak RSS that
-// TestImageMeasure found converting 12-megapixel images (in MiB: PNG to JPEG 47, to WebP 347,
-// to lossless WebP 703, to AVIF 1342; AVIF to PNG 407; JPEG XL to PNG 326; TIFF to PNG 179).
-func TestImage_MemoryEstimates(t *testing.T) {
-	const px = 12_000_000
-	for _, tt := range []struct {
-		from, to string
-		lossless bool
-		lo, hi   int64 // MiB
-	}{
-		{"png", "jpeg", false, 47, 200},
-		{"png", "webp", false, 347, 450},
-		{"png", "webp", true, 703, 850},
-		{"png", "avif", false, 1342, 1600},
-		{"avif", "png", false, 407, 600},
-		{"jxl", "png", false, 326, 450},
-		{"tiff", "png", false, 179, 300},
-	} {
-		est := memoryEstimate(imageCodecByID(tt.from), imageCodecByID(tt.to), 1, px, px, false, tt.lossless)
-		if mb := est >> 20; mb < tt.lo || mb > tt.hi {
-			t.Errorf("%s to %s (lossless %v) at 12 MP: %d MiB, want %d..%d", tt.from, tt.to, tt.lossless, mb, tt.lo, tt.hi)
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

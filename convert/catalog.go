@@ -39,10 +39,19 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// errorf returns an *Error with a formatted user message and the given cause.
-func errorf(cause error, format string, args ...any) *Error {
+// Errorf returns an *Error with a formatted user message and the given cause.
+func Errorf(cause error, format string, args ...any) *Error {
 	return &Error{Message: fmt.Sprintf(format, args...), Err: cause}
 }
+
+// Format categories.
+const (
+	CategoryImage    = "image"
+	CategoryDocument = "document"
+	CategoryData     = "data"
+	CategoryAudio    = "audio"
+	CategoryArchive  = "archive"
+)
 
 // Format describes a file format the service recognizes (JSON shape is the API's Format object).
 type Format struct {
@@ -74,8 +83,8 @@ type Limits struct {
 	MaxConversionMemory int64
 }
 
-// normalized returns l with defaults filled in.
-func (l Limits) normalized() Limits {
+// Normalized returns l with defaults filled in.
+func (l Limits) Normalized() Limits {
 	if l.MaxPixels <= 0 {
 		l.MaxPixels = DefaultMaxPixels
 	}
@@ -127,37 +136,13 @@ type pathResult struct {
 
 // NewEmptyCatalog returns a catalog with no formats and no converters.
 func NewEmptyCatalog(lim Limits) *Catalog {
-	lim = lim.normalized()
+	lim = lim.Normalized()
 	return &Catalog{
 		lim:     lim,
 		budget:  newMemBudget(lim.MaxConversionMemory),
 		formats: make(map[string]Format),
 		out:     make(map[string][]Converter),
 	}
-}
-
-// extraRegistrations are added by build-tagged files (the poison converters of the fault tests).
-var extraRegistrations []func(*Catalog)
-
-// NewCatalog returns the built-in registry with all built-in converters.
-func NewCatalog(lim Limits) *Catalog {
-	c := NewEmptyCatalog(lim)
-	for _, f := range builtinFormats {
-		c.AddFormat(f)
-	}
-	for _, f := range recognisedOnlyFormats {
-		c.AddFormat(f)
-	}
-	registerImageConverters(c)
-	registerDocumentFormats(c)
-	registerDataFormats(c)
-	registerAudioFormats(c)
-	registerArchiveFormats(c)
-	registerPDFPageArchive(c) // pdf -> zip of PNG pages needs the archive family's zip format
-	for _, register := range extraRegistrations {
-		register(c)
-	}
-	return c
 }
 
 // Limits returns the limits the catalog's conversions run with.
@@ -425,8 +410,8 @@ func (c *Catalog) reach(start string, next func(string) []string) []string {
 	return slices.Sorted(maps.Keys(found))
 }
 
-// converter returns the registered converter for one step.
-func (c *Catalog) converter(s Step) (Converter, bool) {
+// ConverterFor returns the registered converter for one step.
+func (c *Catalog) ConverterFor(s Step) (Converter, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	list := c.out[s.From]
@@ -445,11 +430,11 @@ func (c *Catalog) converter(s Step) (Converter, bool) {
 func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) error {
 	path, err := c.Path(from, to)
 	if err != nil {
-		return errorf(err, "cannot convert %s to %s", from, to)
+		return Errorf(err, "cannot convert %s to %s", from, to)
 	}
 	fi, err := in.Stat()
 	if err != nil {
-		return errorf(err, "could not read the input")
+		return Errorf(err, "could not read the input")
 	}
 	var cur io.ReaderAt = in
 	size := fi.Size()
@@ -457,9 +442,9 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 		if err := ctx.Err(); err != nil {
 			return ctxError(ctx)
 		}
-		cv, ok := c.converter(s)
+		cv, ok := c.ConverterFor(s)
 		if !ok {
-			return errorf(ErrUnsupported, "cannot convert %s to %s", s.From, s.To)
+			return Errorf(ErrUnsupported, "cannot convert %s to %s", s.From, s.To)
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
@@ -472,17 +457,17 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 			}
 		}
 		if err != nil {
-			return errorf(err, "could not create a temporary file")
+			return Errorf(err, "could not create a temporary file")
 		}
 		defer func() {
 			tmp.Close()
 			os.Remove(tmp.Name())
 		}()
-		cw := &countingWriter{w: tmp}
+		cw := &CountingWriter{W: tmp}
 		if err := c.runStep(ctx, cv, src, cw, opts); err != nil {
 			return err
 		}
-		cur, size = tmp, cw.n
+		cur, size = tmp, cw.N
 	}
 	return nil // unreachable: Path never returns an empty path without error
 }
@@ -503,7 +488,7 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 	}()
 	defer func() {
 		if r := recover(); r != nil {
-			err = errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
+			err = Errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
 		}
 	}()
 	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts})
@@ -517,13 +502,13 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 		return ctxError(ctx)
 	}
 	if rw.err != nil {
-		return errorf(rw.err, "could not write the output")
+		return Errorf(rw.err, "could not write the output")
 	}
 	var ce *Error
 	if errors.As(err, &ce) {
 		return err
 	}
-	return errorf(err, "converting %s to %s failed", cv.From, cv.To)
+	return Errorf(err, "converting %s to %s failed", cv.From, cv.To)
 }
 
 // ctxError describes why ctx ended as an *Error wrapping its cause.
@@ -546,17 +531,5 @@ func (r *recordingWriter) Write(p []byte) (int, error) {
 	if err != nil && r.err == nil {
 		r.err = err
 	}
-	return n, err
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
 	return n, err
 }

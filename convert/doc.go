@@ -1,5 +1,5 @@
-// Package convert holds the format registry, the conversion graph with its converters, and the
-// worker pool that runs conversions for queued jobs.
+// Package convert is the conversion kernel: the format registry, the conversion graph, options,
+// sniffing, the memory budget, and the worker pool that runs conversions for queued jobs.
 //
 // It knows nothing about storage or HTTP: the pool reaches jobs and files through the small
 // Queue and Files interfaces declared here.
@@ -12,19 +12,20 @@
 // images have a direct converter for every pair (decode once, encode once). docs/formats.md,
 // generated from the registry, lists every format, pair and option.
 //
-// # Families
+// # Kernel and families
 //
-// Each family registers its formats and converters in its own file: images (image*.go:
-// png, jpeg, gif, bmp, tiff, webp, avif, qoi, ppm, ico; jxl in), documents, PDF and SVG
-// (document.go, doc_*.go, pdf_*.go, svg.go), data (data*.go), audio (audio*.go) and archives
-// (archive*.go). Every input is sniffed by its magic bytes first, and every decoder checks
+// This package is the kernel: it registers nothing itself and imports no family. Each family
+// is its own package with one Register function: convert/image, convert/document (which uses
+// convert/image's exported codecs), convert/data, convert/audio and convert/archive.
+// convert/standard assembles them into the catalog the service serves (standard.NewCatalog);
+// a test or a program that wants fewer calls NewEmptyCatalog and the Register functions it
+// needs. docs/architecture.md has the rules, which TestLayout_Imports enforces.
+//
+// Every input is sniffed by its magic bytes first (Sniff, whose table names the formats of
+// every family, so that messages can say what a file looks like), and every decoder checks
 // sizes, frame and page counts and expansion against Limits before allocating. Conversions
 // reserve an estimate of their memory from a budget shared by the catalog
-// (Limits.MaxConversionMemory); the rest wait.
-//
-// 8-bit images stay 8-bit; PNG is written at zlib BestSpeed; JPEG at quality 85 (option
-// quality), alpha composited over white; GIF with a median-cut palette and Floyd-Steinberg
-// dithering.
+// (Limits.MaxConversionMemory, Catalog.AcquireMemory); the rest wait.
 //
 // # Pool
 //

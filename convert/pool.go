@@ -18,7 +18,40 @@ import (
 const (
 	CodeConversionFailed = "conversion_failed"
 	CodeWorkerShutdown   = "worker_shutdown"
+	// CodeStorageError means the output could not be stored (disk full, read-only directory):
+	// the input is not at fault, so the queue should retry the job, not fail it.
+	CodeStorageError = "storage_error"
 )
+
+// StorageError is a failure of the file store to keep an output. Files implementations wrap
+// their own faults in it (creating, writing or committing an output), so the pool can tell
+// them from a converter's refusal of its input.
+type StorageError struct{ Err error }
+
+// Error describes the fault.
+func (e *StorageError) Error() string { return "storing the output: " + e.Err.Error() }
+
+// Unwrap returns the file store's error.
+func (e *StorageError) Unwrap() error { return e.Err }
+
+// storageFault returns the file store's fault behind err or recorded by out, if there is one.
+// An OutputFile may record the first fault of its writes with a StorageErr method, for
+// converters that do not wrap the errors of their writer.
+func storageFault(err error, out OutputFile) error {
+	if se := (*StorageError)(nil); errors.As(err, &se) {
+		return se
+	}
+	if f, ok := out.(interface{ StorageErr() error }); ok {
+		return f.StorageErr()
+	}
+	return nil
+}
+
+// storageOutcome reports a storage fault: the queue returns the job for another attempt.
+func storageOutcome(log *slog.Logger, err error) Outcome {
+	log.Warn("storing the output failed; the job goes back to the queue", "err", err)
+	return Outcome{Code: CodeStorageError, Message: "the service could not store the output (a storage fault, not the input's)"}
+}
 
 // Task is a job a worker has claimed.
 type Task struct {
@@ -41,7 +74,8 @@ type OutputMeta struct {
 	Filename    string // "<jobID>.<first extension of the target format>"
 }
 
-// Outcome is what a worker reports for a task. Code is "" on success, else "conversion_failed" or "worker_shutdown".
+// Outcome is what a worker reports for a task. Code is "" on success, else
+// "conversion_failed", "worker_shutdown" or "storage_error".
 type Outcome struct {
 	Task    Task
 	Output  *Output // set on success only
@@ -86,6 +120,9 @@ type PoolConfig struct {
 	Timeout time.Duration
 	// PollInterval is how often an idle worker looks for work without being notified; default 1s.
 	PollInterval time.Duration
+	// StoragePause is how long a worker waits before its next claim after an output could not
+	// be stored (storage_error), so a full disk is not retried at once; default 1s.
+	StoragePause time.Duration
 	// ScratchDir holds each task's temporary files; default os.TempDir().
 	ScratchDir string
 	// Logger receives job transitions; default slog.Default().
@@ -133,6 +170,9 @@ func NewPool(cfg PoolConfig, cat *Catalog, q Queue, f Files) *Pool {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
+	}
+	if cfg.StoragePause <= 0 {
+		cfg.StoragePause = time.Second
 	}
 	if cfg.ScratchDir == "" {
 		cfg.ScratchDir = os.TempDir()
@@ -238,7 +278,15 @@ func (p *Pool) worker() {
 		case ok:
 			// More jobs may be queued: pass the wake-up on to another idle worker.
 			p.Notify()
-			p.safeRunTask(task)
+			if p.safeRunTask(task) == CodeStorageError {
+				// The disk failed the output: give it a moment before the next claim.
+				timer.Reset(p.cfg.StoragePause)
+				select {
+				case <-p.claimCtx.Done():
+					return
+				case <-timer.C:
+				}
+			}
 			continue
 		}
 		timer.Reset(p.cfg.PollInterval)
@@ -251,14 +299,15 @@ func (p *Pool) worker() {
 	}
 }
 
-// safeRunTask runs a task, keeping the worker alive should the queue or file store panic.
-func (p *Pool) safeRunTask(t Task) {
+// safeRunTask runs a task, keeping the worker alive should the queue or file store panic, and
+// returns its outcome code.
+func (p *Pool) safeRunTask(t Task) (code string) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.log.Error("panic while reporting a job", "job_id", t.JobID, "panic", r, "stack", string(debug.Stack()))
 		}
 	}()
-	p.runTask(t)
+	return p.runTask(t)
 }
 
 // convResult is what the conversion goroutine hands back to its worker.
@@ -267,8 +316,8 @@ type convResult struct {
 	err error
 }
 
-// runTask converts one claimed task and reports its outcome; it never panics.
-func (p *Pool) runTask(t Task) {
+// runTask converts one claimed task, reports its outcome and returns its code; it never panics.
+func (p *Pool) runTask(t Task) string {
 	start := time.Now()
 	log := p.log.With("job_id", t.JobID, "attempt", t.Attempt, "from", t.InputFormat, "to", t.TargetFormat)
 	log.Info("job running")
@@ -303,7 +352,11 @@ func (p *Pool) runTask(t Task) {
 	o.Task = t
 
 	outcome := "succeeded"
-	if o.Code != "" {
+	switch o.Code {
+	case "":
+	case CodeStorageError:
+		outcome = "storage_error" // the queue decides: retried, or failed once attempts are used up
+	default:
 		outcome = "failed"
 	}
 	if err := p.finish(o); err != nil {
@@ -312,9 +365,10 @@ func (p *Pool) runTask(t Task) {
 		if o.Output != nil {
 			p.deleteOutput(log, t.JobID)
 		}
-		return
+		return o.Code
 	}
 	log.Info("job finished", "outcome", outcome, "duration", time.Since(start), "code", o.Code, "message", o.Message)
+	return o.Code
 }
 
 func (p *Pool) finish(o Outcome) error {
@@ -345,6 +399,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 	out, err := p.f.CreateOutput(t.JobID)
 	if err != nil {
 		in.Close()
+		if se := storageFault(err, nil); se != nil {
+			return storageOutcome(log, se)
+		}
 		log.Error("starting the output failed", "err", err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}
 	}
@@ -383,6 +440,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 		return p.stopped(ctx, log)
 	}
 	if res.err != nil {
+		if se := storageFault(res.err, res.out); se != nil {
+			return storageOutcome(log, se)
+		}
 		var ce *Error
 		if errors.As(res.err, &ce) {
 			log.Info("conversion failed", "err", res.err)
@@ -403,6 +463,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) Outcome {
 	if err != nil {
 		if ctx.Err() != nil {
 			return p.stopped(ctx, log)
+		}
+		if se := storageFault(err, res.out); se != nil {
+			return storageOutcome(log, se)
 		}
 		log.Error("storing the output failed", "err", err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}

@@ -1,4 +1,4 @@
-package convert
+package convert_test
 
 import (
 	"bytes"
@@ -17,37 +17,40 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 )
 
 // fakeQueue is an in-memory Queue: FIFO claims, attempts counted, outcomes recorded.
 type fakeQueue struct {
 	mu        sync.Mutex
-	queued    []Task
+	queued    []convert.Task
 	running   map[string]bool
-	outcomes  []Outcome
-	finished  chan Outcome
+	outcomes  []convert.Outcome
+	finished  chan convert.Outcome
 	claimed   []string
 	cancelled map[string]bool
 }
 
 func newFakeQueue() *fakeQueue {
-	return &fakeQueue{running: map[string]bool{}, finished: make(chan Outcome, 100), cancelled: map[string]bool{}}
+	return &fakeQueue{running: map[string]bool{}, finished: make(chan convert.Outcome, 100), cancelled: map[string]bool{}}
 }
 
-func (q *fakeQueue) add(t Task) {
+func (q *fakeQueue) add(t convert.Task) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.queued = append(q.queued, t)
 }
 
-func (q *fakeQueue) Claim(ctx context.Context) (Task, bool, error) {
+func (q *fakeQueue) Claim(ctx context.Context) (convert.Task, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return Task{}, false, err
+		return convert.Task{}, false, err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.queued) == 0 {
-		return Task{}, false, nil
+		return convert.Task{}, false, nil
 	}
 	t := q.queued[0]
 	q.queued = q.queued[1:]
@@ -57,7 +60,7 @@ func (q *fakeQueue) Claim(ctx context.Context) (Task, bool, error) {
 	return t, true, nil
 }
 
-func (q *fakeQueue) Finish(_ context.Context, o Outcome) error {
+func (q *fakeQueue) Finish(_ context.Context, o convert.Outcome) error {
 	q.mu.Lock()
 	ok := q.running[o.Task.JobID] && !q.cancelled[o.Task.JobID]
 	delete(q.running, o.Task.JobID)
@@ -84,14 +87,14 @@ func (q *fakeQueue) queuedCount() int {
 }
 
 // wait returns the next outcome, failing the test after d.
-func (q *fakeQueue) wait(t *testing.T, d time.Duration) Outcome {
+func (q *fakeQueue) wait(t *testing.T, d time.Duration) convert.Outcome {
 	t.Helper()
 	select {
 	case o := <-q.finished:
 		return o
 	case <-time.After(d):
 		t.Fatalf("no outcome within %v", d)
-		return Outcome{}
+		return convert.Outcome{}
 	}
 }
 
@@ -99,7 +102,7 @@ func (q *fakeQueue) wait(t *testing.T, d time.Duration) Outcome {
 type fakeFiles struct {
 	dir         string
 	mu          sync.Mutex
-	meta        map[string]OutputMeta
+	meta        map[string]convert.OutputMeta
 	afterCommit func(jobID string) // called after an output is in place
 }
 
@@ -110,7 +113,7 @@ func newFakeFiles(t *testing.T) *fakeFiles {
 			t.Fatal(err)
 		}
 	}
-	return &fakeFiles{dir: dir, meta: map[string]OutputMeta{}}
+	return &fakeFiles{dir: dir, meta: map[string]convert.OutputMeta{}}
 }
 
 func (f *fakeFiles) put(t *testing.T, jobID string, data []byte) {
@@ -123,13 +126,13 @@ func (f *fakeFiles) OpenInput(jobID string) (*os.File, error) {
 	return os.Open(filepath.Join(f.dir, "in", jobID))
 }
 
-func (f *fakeFiles) CreateOutput(jobID string) (OutputFile, error) {
+func (f *fakeFiles) CreateOutput(jobID string) (convert.OutputFile, error) {
 	tmp, err := os.CreateTemp(filepath.Join(f.dir, "out"), "tmp-*")
 	if err != nil {
 		return nil, err
 	}
 	h := sha256.New()
-	return &fakeOutput{f: f, jobID: jobID, tmp: tmp, hash: h, cw: &countingWriter{w: io.MultiWriter(tmp, h)}}, nil
+	return &fakeOutput{f: f, jobID: jobID, tmp: tmp, hash: h, cw: &convert.CountingWriter{W: io.MultiWriter(tmp, h)}}, nil
 }
 
 // fakeOutput is an output file under fakeFiles' out/ until Commit renames it into place.
@@ -138,18 +141,18 @@ type fakeOutput struct {
 	jobID string
 	tmp   *os.File
 	hash  hash.Hash
-	cw    *countingWriter
+	cw    *convert.CountingWriter
 	kept  bool
 }
 
 func (o *fakeOutput) Write(p []byte) (int, error) { return o.cw.Write(p) }
 
-func (o *fakeOutput) Commit(meta OutputMeta) (Output, error) {
+func (o *fakeOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {
 	if err := o.tmp.Close(); err != nil {
-		return Output{}, err
+		return convert.Output{}, err
 	}
 	if err := os.Rename(o.tmp.Name(), filepath.Join(o.f.dir, "out", o.jobID)); err != nil {
-		return Output{}, err
+		return convert.Output{}, err
 	}
 	o.kept = true
 	o.f.mu.Lock()
@@ -159,7 +162,7 @@ func (o *fakeOutput) Commit(meta OutputMeta) (Output, error) {
 	if hook != nil {
 		hook(o.jobID)
 	}
-	return Output{Bytes: o.cw.n, SHA256: hex.EncodeToString(o.hash.Sum(nil))}, nil
+	return convert.Output{Bytes: o.cw.N, SHA256: hex.EncodeToString(o.hash.Sum(nil))}, nil
 }
 
 func (o *fakeOutput) Discard() {
@@ -186,7 +189,7 @@ func (f *fakeFiles) output(jobID string) ([]byte, bool) {
 // ctx while sleeping ("slow"), ignore ctx until released ("stuck"), panic ("panic") or
 // reject their input ("bad").
 type poolCatalog struct {
-	*Catalog
+	*convert.Catalog
 	release chan struct{} // closing it lets "stuck" conversions return
 	stuckIn chan struct{} // receives when a "stuck" conversion starts
 }
@@ -194,16 +197,16 @@ type poolCatalog struct {
 const slowFor = 300 * time.Millisecond
 
 func newPoolCatalog() *poolCatalog {
-	pc := &poolCatalog{Catalog: NewCatalog(Limits{}), release: make(chan struct{}), stuckIn: make(chan struct{}, 10)}
+	pc := &poolCatalog{Catalog: standard.NewCatalog(convert.Limits{}), release: make(chan struct{}), stuckIn: make(chan struct{}, 10)}
 	for _, id := range []string{"a", "b", "slow", "stuck", "panic", "bad"} {
-		pc.AddFormat(Format{ID: id, Name: id, Category: "data", Extensions: []string{id + "ext"}, MIME: "x/" + id})
+		pc.AddFormat(convert.Format{ID: id, Name: id, Category: "data", Extensions: []string{id + "ext"}, MIME: "x/" + id})
 	}
-	copyRun := func(_ context.Context, in *io.SectionReader, out io.Writer, _ Params) error {
+	copyRun := func(_ context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
 		_, err := io.Copy(out, in)
 		return err
 	}
-	pc.AddConverter(Converter{From: "a", To: "b", Run: copyRun})
-	pc.AddConverter(Converter{From: "a", To: "slow", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
+	pc.AddConverter(convert.Converter{From: "a", To: "b", Run: copyRun})
+	pc.AddConverter(convert.Converter{From: "a", To: "slow", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -211,16 +214,16 @@ func newPoolCatalog() *poolCatalog {
 		}
 		return copyRun(ctx, in, out, p)
 	}})
-	pc.AddConverter(Converter{From: "a", To: "stuck", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error {
+	pc.AddConverter(convert.Converter{From: "a", To: "stuck", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		pc.stuckIn <- struct{}{}
 		<-pc.release // ignores ctx on purpose
 		return copyRun(ctx, in, out, p)
 	}})
-	pc.AddConverter(Converter{From: "a", To: "panic", Run: func(context.Context, *io.SectionReader, io.Writer, Params) error {
+	pc.AddConverter(convert.Converter{From: "a", To: "panic", Run: func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
 		panic("converter bug")
 	}})
-	pc.AddConverter(Converter{From: "a", To: "bad", Run: func(context.Context, *io.SectionReader, io.Writer, Params) error {
-		return &Error{Message: "input is bad"}
+	pc.AddConverter(convert.Converter{From: "a", To: "bad", Run: func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
+		return &convert.Error{Message: "input is bad"}
 	}})
 	return pc
 }
@@ -229,18 +232,18 @@ type poolFixture struct {
 	cat     *poolCatalog
 	q       *fakeQueue
 	f       *fakeFiles
-	p       *Pool
+	p       *convert.Pool
 	scratch string
 }
 
-func newPoolFixture(t *testing.T, cfg PoolConfig) *poolFixture {
+func newPoolFixture(t *testing.T, cfg convert.PoolConfig) *poolFixture {
 	t.Helper()
 	fx := &poolFixture{cat: newPoolCatalog(), q: newFakeQueue(), f: newFakeFiles(t), scratch: t.TempDir()}
 	cfg.ScratchDir = fx.scratch
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	fx.p = NewPool(cfg, fx.cat.Catalog, fx.q, fx.f)
+	fx.p = convert.NewPool(cfg, fx.cat.Catalog, fx.q, fx.f)
 	t.Cleanup(func() {
 		select {
 		case <-fx.cat.release:
@@ -257,7 +260,7 @@ func newPoolFixture(t *testing.T, cfg PoolConfig) *poolFixture {
 // job queues a job converting data from a to target.
 func (fx *poolFixture) job(t *testing.T, id, target string, attempt int, data string) {
 	fx.f.put(t, id, []byte(data))
-	fx.q.add(Task{JobID: id, InputFormat: "a", TargetFormat: target, Attempt: attempt})
+	fx.q.add(convert.Task{JobID: id, InputFormat: "a", TargetFormat: target, Attempt: attempt})
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -281,7 +284,7 @@ func (fx *poolFixture) assertScratchEmpty(t *testing.T) {
 }
 
 func TestPool_OldestFirstAttemptAndOutput(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
 	fx.job(t, "job_1", "b", 0, "one")
 	fx.job(t, "job_2", "b", 2, "two")
 	fx.job(t, "job_3", "b", 0, "three")
@@ -308,7 +311,7 @@ func TestPool_OldestFirstAttemptAndOutput(t *testing.T) {
 		fx.f.mu.Lock()
 		meta := fx.f.meta[want.id]
 		fx.f.mu.Unlock()
-		if meta != (OutputMeta{ContentType: "x/b", Filename: want.id + ".bext"}) {
+		if meta != (convert.OutputMeta{ContentType: "x/b", Filename: want.id + ".bext"}) {
 			t.Errorf("meta = %+v", meta)
 		}
 	}
@@ -316,17 +319,17 @@ func TestPool_OldestFirstAttemptAndOutput(t *testing.T) {
 }
 
 func TestPool_RealImageConversion(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 2})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 2})
 	data, err := os.ReadFile("../testdata/images/sample.png")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fx.f.put(t, "job_img", data)
-	fx.q.add(Task{JobID: "job_img", InputFormat: "png", TargetFormat: "jpeg"})
+	fx.q.add(convert.Task{JobID: "job_img", InputFormat: "png", TargetFormat: "jpeg"})
 	fx.f.put(t, "job_lie", data)
-	fx.q.add(Task{JobID: "job_lie", InputFormat: "gif", TargetFormat: "png"})
+	fx.q.add(convert.Task{JobID: "job_lie", InputFormat: "gif", TargetFormat: "png"})
 	fx.p.Start()
-	got := map[string]Outcome{}
+	got := map[string]convert.Outcome{}
 	for range 2 {
 		o := fx.q.wait(t, 5*time.Second)
 		got[o.Task.JobID] = o
@@ -341,22 +344,22 @@ func TestPool_RealImageConversion(t *testing.T) {
 	fx.f.mu.Lock()
 	meta := fx.f.meta["job_img"]
 	fx.f.mu.Unlock()
-	if meta != (OutputMeta{ContentType: "image/jpeg", Filename: "job_img.jpg"}) {
+	if meta != (convert.OutputMeta{ContentType: "image/jpeg", Filename: "job_img.jpg"}) {
 		t.Errorf("meta = %+v", meta)
 	}
-	if o := got["job_lie"]; o.Code != CodeConversionFailed || o.Message != "input is not a valid GIF file (it looks like PNG)" {
+	if o := got["job_lie"]; o.Code != convert.CodeConversionFailed || o.Message != "input is not a valid GIF file (it looks like PNG)" {
 		t.Errorf("mislabelled input: %+v", o)
 	}
 }
 
 func TestPool_TimeoutIgnoringContext(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1, Timeout: 100 * time.Millisecond})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1, Timeout: 100 * time.Millisecond})
 	fx.job(t, "job_stuck", "stuck", 0, "x")
 	fx.job(t, "job_next", "b", 0, "next")
 	start := time.Now()
 	fx.p.Start()
 	o := fx.q.wait(t, 5*time.Second)
-	if o.Task.JobID != "job_stuck" || o.Code != CodeConversionFailed || o.Message != "conversion timed out after 100ms; raise --conversion-timeout" {
+	if o.Task.JobID != "job_stuck" || o.Code != convert.CodeConversionFailed || o.Message != "conversion timed out after 100ms; raise --conversion-timeout" {
 		t.Fatalf("outcome = %+v", o)
 	}
 	if d := time.Since(start); d > time.Second {
@@ -382,7 +385,7 @@ func TestPool_TimeoutIgnoringContext(t *testing.T) {
 }
 
 func TestPool_Cancel(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
 	fx.job(t, "job_c", "slow", 0, "x")
 	fx.p.Start()
 	waitFor(t, "the job to run", func() bool { return fx.p.Running() == 1 })
@@ -394,7 +397,7 @@ func TestPool_Cancel(t *testing.T) {
 		t.Fatal("Cancel returned false for a running job")
 	}
 	o := fx.q.wait(t, 5*time.Second)
-	if o.Code != CodeConversionFailed || o.Message != "cancelled" || o.Output != nil {
+	if o.Code != convert.CodeConversionFailed || o.Message != "cancelled" || o.Output != nil {
 		t.Errorf("outcome = %+v, want conversion_failed/cancelled", o)
 	}
 	waitFor(t, "Running to drop", func() bool { return fx.p.Running() == 0 })
@@ -405,7 +408,7 @@ func TestPool_Cancel(t *testing.T) {
 }
 
 func TestPool_CancelAfterOutputStored(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
 	fx.f.afterCommit = func(id string) {
 		fx.q.cancel(id)
 		fx.p.Cancel(id)
@@ -413,7 +416,7 @@ func TestPool_CancelAfterOutputStored(t *testing.T) {
 	fx.job(t, "job_late", "b", 0, "x")
 	fx.p.Start()
 	o := fx.q.wait(t, 5*time.Second)
-	if o.Code != CodeConversionFailed || o.Message != "cancelled" {
+	if o.Code != convert.CodeConversionFailed || o.Message != "cancelled" {
 		t.Errorf("outcome = %+v, want conversion_failed/cancelled", o)
 	}
 	if _, ok := fx.f.output("job_late"); ok {
@@ -422,7 +425,7 @@ func TestPool_CancelAfterOutputStored(t *testing.T) {
 }
 
 func TestPool_FinishRefusedDeletesOutput(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
 	fx.job(t, "job_gone", "b", 0, "x")
 	fx.q.cancel("job_gone") // cancelled in the store without the pool hearing of it
 	fx.p.Start()
@@ -434,14 +437,14 @@ func TestPool_FinishRefusedDeletesOutput(t *testing.T) {
 }
 
 func TestPool_PanicAndUserErrorContained(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
 	fx.job(t, "job_panic", "panic", 0, "x")
 	fx.job(t, "job_bad", "bad", 0, "x")
 	fx.job(t, "job_ok", "b", 0, "x")
 	fx.p.Start()
 	want := []struct{ id, code, msg string }{
-		{"job_panic", CodeConversionFailed, "internal error while converting a to panic"},
-		{"job_bad", CodeConversionFailed, "input is bad"},
+		{"job_panic", convert.CodeConversionFailed, "internal error while converting a to panic"},
+		{"job_bad", convert.CodeConversionFailed, "input is bad"},
 		{"job_ok", "", ""},
 	}
 	for _, w := range want {
@@ -454,17 +457,17 @@ func TestPool_PanicAndUserErrorContained(t *testing.T) {
 }
 
 func TestPool_MissingInput(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1})
-	fx.q.add(Task{JobID: "job_noinput", InputFormat: "a", TargetFormat: "b"})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
+	fx.q.add(convert.Task{JobID: "job_noinput", InputFormat: "a", TargetFormat: "b"})
 	fx.p.Start()
 	o := fx.q.wait(t, 5*time.Second)
-	if o.Code != CodeConversionFailed || !strings.HasPrefix(o.Message, "internal error") {
+	if o.Code != convert.CodeConversionFailed || !strings.HasPrefix(o.Message, "internal error") {
 		t.Errorf("outcome = %+v", o)
 	}
 }
 
 func TestPool_ShutdownDrains(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 1})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
 	fx.job(t, "job_s", "slow", 0, "x")
 	fx.job(t, "job_queued", "b", 0, "x")
 	fx.p.Start()
@@ -485,7 +488,7 @@ func TestPool_ShutdownDrains(t *testing.T) {
 }
 
 func TestPool_ShutdownStopsAfterDrainTimeout(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 2})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 2})
 	fx.job(t, "job_stuck", "stuck", 0, "x")
 	fx.job(t, "job_slow", "slow", 0, "x")
 	fx.job(t, "job_queued", "b", 0, "x")
@@ -503,7 +506,7 @@ func TestPool_ShutdownStopsAfterDrainTimeout(t *testing.T) {
 	}
 	for range 2 {
 		o := fx.q.wait(t, time.Second)
-		if o.Code != CodeWorkerShutdown || o.Message != "stopped by shutdown after the drain timeout; raise --drain-timeout" {
+		if o.Code != convert.CodeWorkerShutdown || o.Message != "stopped by shutdown after the drain timeout; raise --drain-timeout" {
 			t.Errorf("outcome = %+v, want worker_shutdown", o)
 		}
 	}
@@ -516,7 +519,7 @@ func TestPool_ShutdownStopsAfterDrainTimeout(t *testing.T) {
 }
 
 func TestPool_NotifyWakesIdleWorker(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 2, PollInterval: time.Hour})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 2, PollInterval: time.Hour})
 	fx.p.Start()
 	time.Sleep(20 * time.Millisecond) // let the workers find the queue empty and sleep
 	fx.job(t, "job_n", "b", 0, "x")
@@ -538,7 +541,7 @@ func TestPool_NotifyWakesIdleWorker(t *testing.T) {
 }
 
 func TestPool_WorkersRunConcurrently(t *testing.T) {
-	fx := newPoolFixture(t, PoolConfig{Workers: 3, PollInterval: time.Hour})
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 3, PollInterval: time.Hour})
 	fx.p.Start()
 	time.Sleep(10 * time.Millisecond)
 	for i := range 3 {
@@ -554,7 +557,7 @@ func TestPool_WorkersRunConcurrently(t *testing.T) {
 }
 
 func TestPool_ShutdownWithoutStart(t *testing.T) {
-	p := NewPool(PoolConfig{Logger: slog.New(slog.DiscardHandler)}, NewCatalog(Limits{}), newFakeQueue(), newFakeFiles(t))
+	p := convert.NewPool(convert.PoolConfig{Logger: slog.New(slog.DiscardHandler)}, standard.NewCatalog(convert.Limits{}), newFakeQueue(), newFakeFiles(t))
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}

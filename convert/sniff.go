@@ -2,11 +2,12 @@ package convert
 
 import (
 	"bytes"
+	"strings"
 	"unicode/utf8"
 )
 
-// sniffLen is how many leading bytes sniff looks at.
-const sniffLen = 512
+// SniffLen is how many leading bytes sniff looks at.
+const SniffLen = 512
 
 // magic is one signature: data matching prefix at offset (with '?' in mask positions
 // matching anything) is the named kind.
@@ -52,16 +53,25 @@ var magics = []magic{
 	{name: "SQLite", prefix: "SQLite format 3\x00"},
 	{name: "ELF executable", prefix: "\x7fELF"},
 	{name: "Windows executable", prefix: "MZ"},
+	// What "it looks like" names for archives nothing converts, and tar by its ustar header.
+	{name: "Zstandard", prefix: "\x28\xb5\x2f\xfd"},
+	{name: "xz", prefix: "\xfd7zXZ\x00"},
+	{name: "bzip2", prefix: "BZh"},
+	{id: "tar", name: "tar", prefix: strings.Repeat("?", 257) + "ustar", mask: strings.Repeat("?", 257) + "....."},
+	// Files users upload in place of documents.
+	{name: "PostScript", prefix: "%!PS"},
+	{name: "RTF", prefix: "{\\rtf"},
+	{name: "a legacy Microsoft Office file (.doc/.xls/.ppt)", prefix: "\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"},
 }
 
-// sniff names what data looks like: our format id when it is one of ours (else ""), and a
+// Sniff names what data looks like: our format id when it is one of ours (else ""), and a
 // human name ("JPEG", "text", "unrecognised data"). It only looks at the first sniffLen bytes.
-func sniff(data []byte) (id, name string) {
+func Sniff(data []byte) (id, name string) {
 	if len(data) == 0 {
 		return "", "an empty file"
 	}
-	if len(data) > sniffLen {
-		data = data[:sniffLen]
+	if len(data) > SniffLen {
+		data = data[:SniffLen]
 	}
 	if id, name := sniffImage(data); name != "" {
 		return id, name
@@ -75,7 +85,7 @@ func sniff(data []byte) (id, name string) {
 	if len(data) >= 2 && data[0] == 0xff && data[1]&0xe0 == 0xe0 && data[1]&0x06 != 0 {
 		return "mp3", "MP3"
 	}
-	if looksLikeText(data) {
+	if LooksLikeText(data) {
 		t := bytes.TrimLeft(data, "\xef\xbb\xbf \t\r\n")
 		lower := bytes.ToLower(t[:min(len(t), 64)])
 		switch {
@@ -106,8 +116,8 @@ func matchMagic(data []byte, m magic) bool {
 	return true
 }
 
-// looksLikeText reports whether data is UTF-8 without control characters other than whitespace.
-func looksLikeText(data []byte) bool {
+// LooksLikeText reports whether data is UTF-8 without control characters other than whitespace.
+func LooksLikeText(data []byte) bool {
 	// A multi-byte rune may be cut at the end of the sniffed window.
 	for i := 0; i < utf8.UTFMax && len(data) > 0 && !utf8.Valid(data); i++ {
 		data = data[:len(data)-1]

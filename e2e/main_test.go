@@ -59,7 +59,7 @@ func waitStatus(t *testing.T, c *client.Client, id, want string) client.Job {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Status == want || (want == "" && j.Finished()) {
+		if string(j.Status) == want || (want == "" && j.Finished()) {
 			return j
 		}
 		if time.Now().After(deadline) {

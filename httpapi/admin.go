@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"mime"
 	"net/http"
 	"slices"
@@ -41,8 +42,24 @@ type newKeyView struct {
 	Key string `json:"key"`
 }
 
+// listView is one page of an admin list, shaped like the job list.
 type listView[T any] struct {
-	Data []T `json:"data"`
+	Data    []T  `json:"data"`
+	HasMore bool `json:"has_more"`
+}
+
+// pageParams reads limit (1 to 100, default 20) and starting_after from the query.
+func pageParams(r *http.Request) (store.PageParams, error) {
+	q := r.URL.Query()
+	p := store.PageParams{Limit: 20, StartingAfter: q.Get("starting_after")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return p, errorf(CodeInvalidRequest, "limit must be a whole number from 1 to 100")
+		}
+		p.Limit = n
+	}
+	return p, nil
 }
 
 func (s *Server) viewAccount(a store.Account) accountView {
@@ -101,12 +118,20 @@ func (s *Server) handleCreateAccount(w http.ResponseWriter, r *http.Request, _ h
 }
 
 func (s *Server) handleListAccounts(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	accts, err := s.cfg.Store.Accounts()
+	p, err := pageParams(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := listView[accountView]{Data: []accountView{}}
+	accts, more, err := s.cfg.Store.AccountsPage(p)
+	if errors.Is(err, store.ErrNotFound) {
+		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: "starting_after names no account", Err: err})
+		return
+	} else if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := listView[accountView]{Data: []accountView{}, HasMore: more}
 	for _, a := range accts {
 		out.Data = append(out.Data, s.viewAccount(a))
 	}
@@ -150,12 +175,24 @@ func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request, ps http
 }
 
 func (s *Server) handleListKeys(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	keys, err := s.cfg.Store.Keys(ps.ByName("id"))
+	p, err := pageParams(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	accountID := ps.ByName("id")
+	keys, more, err := s.cfg.Store.KeysPage(accountID, p)
+	if errors.Is(err, store.ErrNotFound) && p.StartingAfter != "" {
+		if _, aerr := s.cfg.Store.Account(accountID); aerr == nil {
+			s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: "starting_after names no key of this account", Err: err})
+			return
+		}
+	}
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
 	}
-	out := listView[keyView]{Data: []keyView{}}
+	out := listView[keyView]{Data: []keyView{}, HasMore: more}
 	for _, k := range keys {
 		out.Data = append(out.Data, viewKey(k))
 	}
@@ -179,9 +216,10 @@ func notFound(err error, message string) error {
 	return err
 }
 
-// handleBackup streams a consistent copy of the database: one read transaction, so jobs and
-// the ledger in the copy agree however busy the service is. Restore by stopping the service
-// and putting the file at DATA/convsvc.db (docs/operations.md).
+// handleBackup streams a consistent copy of the database: one read transaction copies it to a
+// temporary file, so jobs and the ledger in the copy agree however busy the service is, and
+// no transaction waits on a slow client (store.Backup). Restore by stopping the service and
+// putting the file at DATA/convsvc.db (docs/operations.md).
 func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	started := false
 	name := "convsvc-" + s.now().UTC().Format("20060102-150405") + ".db"

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -16,9 +17,14 @@ import (
 // keyHandler is a route handler that runs for an authenticated API key.
 type keyHandler func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey)
 
-// bearer returns the token of an "Authorization: Bearer" header, or "" when there is none.
+// bearer returns the token of an "Authorization: Bearer" header, or "" when there is none or
+// more than one: with two, a proxy and the server could each authenticate a different one.
 func bearer(r *http.Request) string {
-	h := r.Header.Get("Authorization")
+	values := r.Header.Values("Authorization")
+	if len(values) != 1 {
+		return ""
+	}
+	h := values[0]
 	const prefix = "bearer "
 	if len(h) <= len(prefix) || !strings.EqualFold(h[:len(prefix)], prefix) {
 		return ""
@@ -27,33 +33,27 @@ func bearer(r *http.Request) string {
 }
 
 // withKey authenticates the API key and applies the key's write or read rate limit.
-// Callers without a valid key spend their address's budget, never a key's.
+// A request with a valid key is limited per key only, whatever its address did: behind a
+// proxy or NAT one careless client must not lock out everyone else. Only failed
+// authentication (no key, a bad or revoked key) spends the address's budget (clientKey), and
+// once that is spent further failures are 429 rather than 401 or 403.
 func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		now := s.now()
-		addr := clientAddr(r)
 		token := bearer(r)
 		if token == "" {
-			d := s.anon.Allow(addr, now)
-			setRateHeaders(w, d)
-			if !d.Allowed {
-				s.refuseAnon(w, r)
-				return
+			if s.failedAuth(w, r, s.anon, budgetAddress, now) {
+				s.writeError(w, r, &Error{Code: CodeUnauthorized, Status: http.StatusUnauthorized,
+					Message: "send the API key as Authorization: Bearer cs_live_..."})
 			}
-			s.writeError(w, r, &Error{Code: CodeUnauthorized, Status: http.StatusUnauthorized,
-				Message: "send the API key as Authorization: Bearer cs_live_..."})
-			return
-		}
-		if d := s.anon.Peek(addr, now); !d.Allowed {
-			setRateHeaders(w, d)
-			s.refuseAnon(w, r)
 			return
 		}
 		key, err := s.cfg.Store.Authenticate(token)
 		if err != nil {
-			// Without a valid key the caller spends its address's budget and sees that budget.
-			setRateHeaders(w, s.anon.Allow(addr, now))
-			s.writeError(w, r, err)
+			// A store failure is not the caller's: it spends no budget.
+			if !errors.Is(err, store.ErrUnauthorized) || s.failedAuth(w, r, s.anon, budgetAddress, now) {
+				s.writeError(w, r, err)
+			}
 			return
 		}
 		setAccount(r, key.AccountID)
@@ -85,11 +85,27 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 	}
 }
 
-func (s *Server) refuseAnon(w http.ResponseWriter, r *http.Request) {
-	s.cfg.Metrics.rateLimitedInc(budgetAddress)
-	d := s.anon.Peek(clientAddr(r), s.now())
-	w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(d.Reset)))
-	s.writeError(w, r, errorf(CodeRateLimited, "too many requests without a valid API key from this address; retry later"))
+// failedAuth counts a failed authentication against the caller's address in limiter and
+// reports whether the caller is still within that budget; if not, it has answered 429.
+func (s *Server) failedAuth(w http.ResponseWriter, r *http.Request, limiter *slidingLimiter, budget string, now time.Time) bool {
+	d := limiter.Allow(s.clientKey(r), now)
+	setRateHeaders(w, d)
+	if d.Allowed {
+		return true
+	}
+	s.refuseAddress(w, r, d, budget)
+	return false
+}
+
+// refuseAddress answers 429 for an address whose failed-authentication budget is spent.
+func (s *Server) refuseAddress(w http.ResponseWriter, r *http.Request, d rateDecision, budget string) {
+	s.cfg.Metrics.rateLimitedInc(budget)
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, ceilSeconds(d.Reset))))
+	msg := "too many requests without a valid API key from this address; retry later"
+	if budget == budgetAdmin {
+		msg = "too many requests with a wrong admin token from this address; retry later"
+	}
+	s.writeError(w, r, errorf(CodeRateLimited, msg))
 }
 
 // setRateHeaders writes the RateLimit-Limit, -Remaining and -Reset headers into the map
@@ -110,27 +126,34 @@ func ceilSeconds(d time.Duration) int {
 	return int((d + time.Second - 1) / time.Second)
 }
 
-// withAdmin checks the admin token in constant time; bad tokens spend the address's budget.
+// withAdmin checks the admin token in constant time. The admin API has its own budget of
+// failed authentications per address (adminFails), which bad API keys do not spend and which
+// a wrong admin token does not take from API clients. Once an address has spent it, its
+// tokens are not even compared until the window frees a slot, so a weak operator-chosen token
+// cannot be guessed at speed; the price is that the operator behind the same address waits
+// out that minute too.
 func (s *Server) withAdmin(h httprouter.Handle) httprouter.Handle {
 	want := sha256.Sum256([]byte(s.cfg.AdminToken))
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
 		now := s.now()
-		addr := clientAddr(r)
-		if !s.anon.Peek(addr, now).Allowed {
-			s.refuseAnon(w, r)
+		if d := s.adminFails.Peek(s.clientKey(r), now); !d.Allowed {
+			setRateHeaders(w, d)
+			s.refuseAddress(w, r, d, budgetAdmin)
 			return
 		}
 		token := bearer(r)
 		if token == "" {
-			s.anon.Allow(addr, now)
-			s.writeError(w, r, &Error{Code: CodeUnauthorized, Status: http.StatusUnauthorized,
-				Message: "send the admin token as Authorization: Bearer <token> (see DATA/admin.token)"})
+			if s.failedAuth(w, r, s.adminFails, budgetAdmin, now) {
+				s.writeError(w, r, &Error{Code: CodeUnauthorized, Status: http.StatusUnauthorized,
+					Message: "send the admin token as Authorization: Bearer <token> (see DATA/admin.token)"})
+			}
 			return
 		}
 		got := sha256.Sum256([]byte(token))
 		if s.cfg.AdminToken == "" || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			s.anon.Allow(addr, now)
-			s.writeError(w, r, errorf(CodeUnauthorized, "the admin token is wrong"))
+			if s.failedAuth(w, r, s.adminFails, budgetAdmin, now) {
+				s.writeError(w, r, errorf(CodeUnauthorized, "the admin token is wrong"))
+			}
 			return
 		}
 		h(w, r, ps)

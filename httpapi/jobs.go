@@ -343,7 +343,12 @@ func movedSince(t *time.Time, began time.Time) bool {
 
 func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
 	var wait time.Duration
-	if v := r.URL.Query().Get("wait"); v != "" {
+	q, err := strictQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if v := q.Get("wait"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > int(maxWait/time.Second) {
 			s.writeError(w, r, errorf(CodeInvalidRequest, "wait must be a whole number of seconds from 0 to 60"))
@@ -380,7 +385,11 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request, ps httprou
 }
 
 func (s *Server) handleListJobs(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
-	q := r.URL.Query()
+	q, err := strictQuery(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	p := store.ListParams{Limit: 20, StartingAfter: q.Get("starting_after"), Status: q.Get("status")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -33,10 +33,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"server", "method", "route"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "convsvc_http_rate_limited_total",
-			Help: "Requests refused with 429 rate_limited, by budget: write and read (per key), address (per client address without a valid key).",
+			Help: "Requests refused with 429 rate_limited, by budget: write and read (per key), address (failed API authentication per client address), admin (failed admin authentication per client address).",
 		}, []string{"budget"}),
 	}
-	for _, b := range []string{budgetWrite, budgetRead, budgetAddress} {
+	for _, b := range []string{budgetWrite, budgetRead, budgetAddress, budgetAdmin} {
 		m.rateLimited.WithLabelValues(b) // present from the start, so rate() works on the first 429
 	}
 	reg.MustRegister(m.requests, m.duration, m.rateLimited)
@@ -48,6 +48,7 @@ const (
 	budgetWrite   = "write"
 	budgetRead    = "read"
 	budgetAddress = "address"
+	budgetAdmin   = "admin"
 )
 
 // rateLimited counts a 429; m may be nil.

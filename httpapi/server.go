@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -32,10 +32,10 @@ type Store interface {
 
 	CreateAccount(name string, spendCapCents int64) (store.Account, error)
 	Account(id string) (store.Account, error)
-	Accounts() ([]store.Account, error)
+	AccountsPage(p store.PageParams) ([]store.Account, bool, error)
 	UpdateAccount(id string, name *string, spendCapCents *int64) (store.Account, error)
 	CreateKey(accountID string) (store.APIKey, string, error)
-	Keys(accountID string) ([]store.APIKey, error)
+	KeysPage(accountID string, p store.PageParams) ([]store.APIKey, bool, error)
 	RevokeKey(keyID string) (store.APIKey, error)
 
 	Backup(w io.Writer, size func(int64)) (int64, error)
@@ -102,6 +102,10 @@ type Config struct {
 	// MetricsHandler, when set, serves GET /metrics (Prometheus text); nil leaves /metrics to
 	// another listener (--metrics-listen).
 	MetricsHandler http.Handler
+	// TrustedProxies are the peers whose Forwarded or X-Forwarded-For header names the client
+	// address the per-address limits use (clientKey); from any other peer those headers are
+	// ignored.
+	TrustedProxies []netip.Prefix
 }
 
 // Server is the API's http.Handler.
@@ -114,7 +118,9 @@ type Server struct {
 	writes  *slidingLimiter
 	reads   *slidingLimiter
 	anon    *slidingLimiter
-	storage storageProbe
+	// adminFails counts failed admin authentication per address, apart from anon.
+	adminFails *slidingLimiter
+	storage    storageProbe
 }
 
 // New builds a Server.
@@ -141,6 +147,8 @@ func New(cfg Config) *Server {
 		writes: newSlidingLimiter(cfg.WriteLimit, rateWindow, maxLimiterKeys),
 		reads:  newSlidingLimiter(cfg.ReadLimit, rateWindow, maxLimiterKeys),
 		anon:   newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
+		// The admin API's failed-authentication budget: the same size, its own window.
+		adminFails: newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
 	}
 	s.storage.check = cfg.Blobs.Check
 	s.routes()
@@ -229,6 +237,7 @@ func (s *Server) Prune() {
 	s.writes.Prune(now)
 	s.reads.Prune(now)
 	s.anon.Prune(now)
+	s.adminFails.Prune(now)
 }
 
 type requestInfoKey struct{}
@@ -295,15 +304,6 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	n, err := r.ResponseWriter.Write(b)
 	r.bytes += int64(n)
 	return n, err
-}
-
-// clientAddr is the caller's address for per-address limits (no proxy headers are trusted).
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // storageProbe caches a healthy answer of the blob store for storageCheckPeriod, so create

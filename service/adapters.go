@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -24,6 +25,8 @@ type jobQueue struct {
 	metrics *metrics
 	// cancel stops a running conversion (the pool's Cancel); set once the pool exists.
 	cancel func(jobID string) bool
+	// maxAttempts bounds the attempts of a job whose output could not be stored.
+	maxAttempts int
 
 	mu     sync.Mutex
 	claims map[claimKey]time.Time // when each running attempt was claimed
@@ -36,8 +39,8 @@ type claimKey struct {
 	attempt int
 }
 
-func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics) *jobQueue {
-	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, claims: map[claimKey]time.Time{}, beats: map[claimKey]func(){}}
+func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics, maxAttempts int) *jobQueue {
+	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, maxAttempts: maxAttempts, claims: map[claimKey]time.Time{}, beats: map[claimKey]func(){}}
 }
 
 // Claim moves the oldest queued job to running and remembers when, for the duration metric.
@@ -62,7 +65,12 @@ func (q *jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 }
 
 // Finish records a worker's outcome in the store, logs the transition and counts the conversion.
+// An output the blob store could not keep (convert.CodeStorageError) is not the input's fault:
+// the job goes back to the queue until --max-attempts, and the fault is counted.
 func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
+	if o.Code == convert.CodeStorageError {
+		return q.requeue(o)
+	}
 	outcome := store.Outcome{ErrorCode: o.Code, ErrorMessage: o.Message}
 	if o.Code == "" && o.Output != nil {
 		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256}
@@ -81,11 +89,36 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 		}
 		return err
 	}
+	dropInput(q.blobs, q.log, job) // the output stays until retention
 	if job.ErrorCode != "" {
 		logTransition(q.log, job, slog.String("error_code", job.ErrorCode))
 	} else {
 		logTransition(q.log, job)
 	}
+	return nil
+}
+
+// requeue returns a job whose output could not be stored to the queue, or fails it
+// expired_or_exhausted once its attempts are used up.
+func (q *jobQueue) requeue(o convert.Outcome) error {
+	if q.metrics != nil {
+		q.metrics.storageErrors.WithLabelValues("output").Inc()
+	}
+	q.stopHeartbeat(o.Task.JobID, o.Task.Attempt)
+	job, requeued, err := q.store.RequeueJob(o.Task.JobID, o.Task.Attempt, q.maxAttempts, o.Message)
+	q.observe(o, err)
+	if err != nil {
+		return err
+	}
+	reason := "storage_error"
+	switch {
+	case requeued:
+	case !time.Now().Before(job.ExpiresAt):
+		reason = "expired"
+	default:
+		reason = "storage_error_max_attempts"
+	}
+	logTransition(q.log, job, slog.String("reason", reason))
 	return nil
 }
 
@@ -141,13 +174,74 @@ func (f jobFiles) CreateOutput(jobID string) (convert.OutputFile, error) {
 	return f.blobs.CreateOutput(jobID)
 }
 
-// pendingOutput is a blob store output with convert's types.
-type pendingOutput struct{ *blobstore.PendingOutput }
+// storageError marks the blob store's own faults (blobstore.ErrStorage: disk full, read-only
+// or missing directories) as convert.StorageErrors.
+func storageError(err error) error {
+	if errors.Is(err, blobstore.ErrStorage) {
+		return &convert.StorageError{Err: err}
+	}
+	return err
+}
+
+// pendingOutput is a blob store output with convert's types. It remembers the first fault of
+// the disk under its writes, which are the disk's alone, so a converter that reports a write
+// error in its own words still leaves the job to be retried (convert.StorageError).
+type pendingOutput struct {
+	p     *blobstore.PendingOutput
+	fault error
+}
+
+// Write appends to the output; its error is the disk's.
+func (o *pendingOutput) Write(b []byte) (int, error) {
+	n, err := o.p.Write(b)
+	if err != nil {
+		err = o.record(err)
+	}
+	return n, err
+}
+
+// ReadFrom appends r to the output; an error that is not r's is the disk's.
+func (o *pendingOutput) ReadFrom(r io.Reader) (int64, error) {
+	src := &readErr{r: r}
+	n, err := o.p.ReadFrom(src)
+	if err != nil && (src.err == nil || !errors.Is(err, src.err)) {
+		err = o.record(err)
+	}
+	return n, err
+}
+
+func (o *pendingOutput) record(err error) error {
+	se := &convert.StorageError{Err: err}
+	if o.fault == nil {
+		o.fault = se
+	}
+	return se
+}
+
+// StorageErr is the first fault of the disk under the output's writes, or nil.
+func (o *pendingOutput) StorageErr() error { return o.fault }
+
+// Discard removes the output unless it was committed.
+func (o *pendingOutput) Discard() { o.p.Discard() }
 
 // Commit stores the output atomically as the job's.
-func (p pendingOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {
-	out, err := p.PendingOutput.Commit(blobstore.OutputMeta{ContentType: meta.ContentType, Filename: meta.Filename})
-	return convert.Output{Bytes: out.Bytes, SHA256: out.SHA256}, err
+func (o *pendingOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {
+	out, err := o.p.Commit(blobstore.OutputMeta{ContentType: meta.ContentType, Filename: meta.Filename})
+	return convert.Output{Bytes: out.Bytes, SHA256: out.SHA256}, storageError(err)
+}
+
+// readErr remembers the error of the reader it wraps.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
 }
 
 // DeleteOutput removes a job's files after its outcome was refused; on a shared store it

@@ -28,7 +28,9 @@ type JobStore interface {
 	ExpireJobs(limit int) (deleted []string, more bool, err error)
 	PurgeIdempotencyKeys() (int, error)
 	JobExists(jobID string) (bool, error)
-	JobStarted(jobID string) (bool, error)
+	JobUploadState(jobID string) (store.UploadState, error)
+	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
+	NextExpiry() (time.Time, bool, error)
 	Counts() (store.Counts, error)
 	Waiters() int
 	Ping() error
@@ -43,13 +45,15 @@ type ObjectStorage interface {
 	OpenInput(jobID string) (*os.File, error)
 	CreateOutput(jobID string) (convert.OutputFile, error)
 	Delete(jobID string) error
+	DeleteInput(jobID string) error
 	JobIDs() ([]string, error)
+	InputIDs() ([]string, error)
 }
 
 // objectHandler is implemented by object storage that serves its own URLs on this node's
 // --blob-listen (the local blob store); S3 serves them itself.
 type objectHandler interface {
-	Handler() http.Handler
+	HandlerWith(blobstore.HandlerConfig) http.Handler
 }
 
 // startupRecoverer is a store whose running jobs can only be this process's, so that whatever
@@ -86,13 +90,14 @@ var (
 // localObjects is the blob store in the data dir as ObjectStorage.
 type localObjects struct{ *blobstore.Store }
 
-// CreateOutput starts a job's output in the blob store.
+// CreateOutput starts a job's output in the blob store; the blob store's faults are
+// convert.StorageErrors, so the job is retried instead of failed.
 func (l localObjects) CreateOutput(jobID string) (convert.OutputFile, error) {
 	p, err := l.Store.CreateOutput(jobID)
 	if err != nil {
-		return nil, err
+		return nil, storageError(err)
 	}
-	return pendingOutput{p}, nil
+	return &pendingOutput{p: p}, nil
 }
 
 // IsPostgresURL reports whether a --database value names a PostgreSQL server rather than a

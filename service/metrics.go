@@ -23,6 +23,8 @@ type metrics struct {
 	conversions *prometheus.CounterVec
 	convSeconds *prometheus.HistogramVec
 	blobBytes   *prometheus.CounterVec
+	// storageErrors counts faults of the blob store's disk, by operation (output).
+	storageErrors *prometheus.CounterVec
 }
 
 // Outcomes of a conversion, the values of the outcome label.
@@ -40,7 +42,7 @@ func newMetrics(st JobStore, workers int, running func() int) *metrics {
 		http: httpapi.NewMetrics(reg),
 		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "convsvc_conversions_total",
-			Help: "Conversions that ended, by input format, target format and outcome (succeeded, conversion_failed, worker_shutdown, cancelled, expired, error).",
+			Help: "Conversions that ended, by input format, target format and outcome (succeeded, conversion_failed, worker_shutdown, storage_error, cancelled, expired, error).",
 		}, []string{"input", "target", "outcome"}),
 		convSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "convsvc_conversion_duration_seconds",
@@ -52,13 +54,18 @@ func newMetrics(st JobStore, workers int, running func() int) *metrics {
 			Help: "Bytes moved by object storage: direction upload (PUT bodies read) or download (GET bodies sent).",
 		}, []string{"direction"}),
 	}
+	m.storageErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convsvc_storage_errors_total",
+		Help: "Faults of the blob store's disk (full, read-only) while storing a conversion's output, by operation; the job went back to the queue.",
+	}, []string{"op"})
+	m.storageErrors.WithLabelValues("output")
 	m.blobBytes.WithLabelValues("upload")
 	m.blobBytes.WithLabelValues("download")
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),
-		m.conversions, m.convSeconds, m.blobBytes,
+		m.conversions, m.convSeconds, m.blobBytes, m.storageErrors,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "convsvc_workers",
 			Help: "Conversion workers configured (--workers).",
@@ -90,6 +97,18 @@ func (p slogPrinter) Println(v ...any) {
 	args := make([]any, 0, len(v))
 	args = append(args, v...)
 	p.log.Error("metrics", "error", args)
+}
+
+// countRefused exports a listener's refused connections (nothing when it has no cap).
+func (m *metrics) countRefused(listener string, l *connLimiter) {
+	if l == nil {
+		return
+	}
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name:        "convsvc_connections_refused_total",
+		Help:        "Connections answered 503 and closed because the listener or the client's address was at its cap (--max-connections, --max-connections-per-address).",
+		ConstLabels: prometheus.Labels{"listener": listener},
+	}, func() float64 { return float64(l.Refused()) }))
 }
 
 // conversion records one ended conversion.

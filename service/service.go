@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
 )
@@ -52,7 +54,20 @@ type Config struct {
 	// (0: half of the machine's memory).
 	MaxConversionMemory int64
 	SweepInterval       time.Duration
-	Logger              *slog.Logger
+	// TrustedProxies are the reverse proxies whose Forwarded / X-Forwarded-For header names
+	// the client for per-address limits (httpapi.Config.TrustedProxies).
+	TrustedProxies []netip.Prefix
+	// StorageProgressTimeout cuts an object-storage upload or download that moves less than
+	// 64 KiB in this time (default blobstore.DefaultProgressTimeout; negative: never).
+	StorageProgressTimeout time.Duration
+	// MaxConnections caps each listener's open connections (API, object storage); 0 sizes it
+	// from the open-file limit, which serve raises to its hard limit; negative: no cap.
+	MaxConnections int
+	// MaxConnectionsPerAddress caps one client address's open connections on each listener
+	// (0: DefaultMaxConnectionsPerAddress or a quarter of MaxConnections, whichever is
+	// smaller, so one address never fills a listener; negative: no cap).
+	MaxConnectionsPerAddress int
+	Logger                   *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -124,15 +139,21 @@ type Main struct {
 	blobURL  string
 	metURL   string
 	draining atomic.Bool
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	closed   sync.Once
+	// sweepAt is when the sweeper will next look for expired jobs (unix nanoseconds); a job
+	// created with an earlier expires_at wakes it through expiryWake.
+	sweepAt atomic.Int64
+	// apiLimit and blobLimit cap the listeners' connections (nil: no cap).
+	apiLimit, blobLimit *connLimiter
+	expiryWake          chan struct{}
+	stop                chan struct{}
+	wg                  sync.WaitGroup
+	closed              sync.Once
 }
 
 // Run opens the data dir, recovers jobs a crash left running, and starts serving. It does not block.
 func Run(cfg Config) (*Main, error) {
 	cfg.Defaults()
-	m := &Main{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
+	m := &Main{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), expiryWake: make(chan struct{}, 1)}
 	if err := m.open(); err != nil {
 		m.Close()
 		return nil, err
@@ -184,16 +205,18 @@ func (m *Main) open() error {
 	}
 	m.apiURL = publicURL(cfg.PublicURL, apiLn)
 	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
+	apiLn, blobLn = m.limitConnections(apiLn, blobLn)
 
-	// Started: the job store's start commit is what seals an upload (blobstore.Seal).
-	local, err := blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, Started: m.store.JobStarted})
+	// JobState: the job store's start commit is what seals an upload (blobstore.Seal), and a
+	// finished job takes none (cleanup.go).
+	local, err := blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, JobState: uploadState(m.store)})
 	if err != nil {
 		apiLn.Close()
 		blobLn.Close()
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	m.blobs = localObjects{local}
-	m.catalog = convert.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory})
+	m.catalog = standard.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory})
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	os.RemoveAll(scratch) // whatever a crash left behind
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
@@ -201,7 +224,7 @@ func (m *Main) open() error {
 	}
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
 	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() })
-	queue := newJobQueue(m.store, m.blobs, m.log, m.metrics)
+	queue := newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts)
 	m.pool = convert.NewPool(convert.PoolConfig{
 		Workers:    cfg.Workers,
 		Timeout:    cfg.ConversionTimeout,
@@ -209,6 +232,9 @@ func (m *Main) open() error {
 		Logger:     m.log,
 	}, m.catalog, queue, jobFiles{blobs: m.blobs, shared: queue.shared()})
 	queue.cancel = m.pool.Cancel
+
+	m.metrics.countRefused("api", m.apiLimit)
+	m.metrics.countRefused("storage", m.blobLimit)
 
 	var metLn net.Listener
 	metricsHandler := m.metrics.handler(m.log)
@@ -239,8 +265,8 @@ func (m *Main) open() error {
 	}
 	m.api = httpapi.New(httpapi.Config{
 		WriteLimiter:   writeLimiter,
-		Store:          m.store,
-		Blobs:          m.blobs,
+		Store:          apiStore{JobStore: m.store, blobs: m.blobs, log: m.log, created: m.jobCreated},
+		Blobs:          apiBlobs{m.blobs, m.log},
 		Catalog:        m.catalog,
 		Workers:        m.pool,
 		Logger:         m.log,
@@ -248,13 +274,15 @@ func (m *Main) open() error {
 		Ready:          m.notReadyReasons,
 		Metrics:        m.metrics.http,
 		MetricsHandler: metricsHandler,
+		TrustedProxies: cfg.TrustedProxies,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
-	blobHandler := countBytes(local.Handler(), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+	blobHandler := countBytes(local.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
 	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
 		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
 	}), m.log)
-	// Object storage uploads up to 2 GB: no whole-request read timeout there, only idle ones.
+	// Object storage uploads up to 2 GB: no whole-request read timeout there, only the
+	// handler's progress deadlines (--storage-progress-timeout) and the idle ones.
 	m.blobSrv.ReadTimeout = 0
 	m.blobSrv.WriteTimeout = 0
 
@@ -269,6 +297,44 @@ func (m *Main) open() error {
 	go m.sweepLoop()
 	m.log.Info("convsvc serving", "api", m.apiURL, "object_storage", m.blobURL, "metrics", m.MetricsURL(), "data", cfg.DataDir, "workers", cfg.Workers)
 	return nil
+}
+
+// limitConnections raises the open-file limit and caps both listeners' connections within it
+// (Config.MaxConnections, MaxConnectionsPerAddress), keeping descriptors for the database,
+// blob files and conversions.
+func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.Listener) {
+	cfg := m.cfg
+	fileLimit, err := raiseFileLimit()
+	if err != nil {
+		m.log.Warn("could not raise the open-file limit to its hard limit", "limit", fileLimit, "error", err)
+	}
+	budget := connectionBudget(fileLimit, cfg.Workers)
+	limit := cfg.MaxConnections
+	switch {
+	case limit == 0:
+		limit = budget
+	case limit > budget && fileLimit > 0:
+		m.log.Warn("--max-connections leaves too few file descriptors for the database, files and conversions; raise the open-file limit (ulimit -n) or lower it",
+			"max_connections", limit, "open_file_limit", fileLimit, "suggested", budget)
+	case limit < 0:
+		limit = 0
+	}
+	perAddr := cfg.MaxConnectionsPerAddress
+	switch {
+	case perAddr == 0 && limit > 0:
+		perAddr = min(DefaultMaxConnectionsPerAddress, max(limit/4, 1))
+	case perAddr == 0:
+		perAddr = DefaultMaxConnectionsPerAddress
+	case perAddr < 0:
+		perAddr = 0
+	}
+	m.log.Info("connection limits", "open_file_limit", fileLimit, "max_connections", limit, "max_connections_per_address", perAddr)
+	if limit == 0 && perAddr == 0 {
+		return apiLn, blobLn
+	}
+	m.apiLimit = newConnLimiter(apiLn, "api", limit, perAddr, m.log)
+	m.blobLimit = newConnLimiter(blobLn, "storage", limit, perAddr, m.log)
+	return m.apiLimit, m.blobLimit
 }
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
@@ -407,24 +473,88 @@ func (m *Main) Close() error {
 	return err
 }
 
-// sweepLoop deletes expired jobs and their files, forgets old idempotency keys, removes blob
-// files that no job owns, and lets the rate limiter forget idle keys.
+// minExpiryGap is the least time between two expiry passes, so that jobs expiring one after
+// another are deleted in groups, not each in its own write transaction.
+const minExpiryGap = 100 * time.Millisecond
+
+// sweepLoop deletes expired jobs and their files when they expire: it sleeps until the
+// earliest expires_at in the store (or a job created with an earlier one wakes it). Every
+// SweepInterval it also forgets old idempotency keys, removes blob files that no job owns,
+// and lets the rate limiter forget idle keys.
 func (m *Main) sweepLoop() {
 	defer m.wg.Done()
-	t := time.NewTicker(m.cfg.SweepInterval)
-	defer t.Stop()
+	full := time.NewTicker(m.cfg.SweepInterval)
+	defer full.Stop()
+	due := time.NewTimer(m.cfg.SweepInterval)
+	defer due.Stop()
+	m.Sweep()
 	for {
-		m.Sweep()
+		m.armExpiry(due)
 		select {
 		case <-m.stop:
 			return
-		case <-t.C:
+		case <-full.C:
+			m.Sweep()
+		case <-due.C:
+			m.expireDue()
+		case <-m.expiryWake:
 		}
 	}
 }
 
-// Sweep runs one retention pass.
+// armExpiry sets t to fire at the store's earliest expiry, at least minExpiryGap from now,
+// and at most SweepInterval from now.
+func (m *Main) armExpiry(t *time.Timer) {
+	wait := m.cfg.SweepInterval
+	at, ok, err := m.store.NextExpiry()
+	if err != nil {
+		m.log.Error("read next expiry", "error", err)
+	} else if ok {
+		wait = min(max(time.Until(at), minExpiryGap), m.cfg.SweepInterval)
+	}
+	m.sweepAt.Store(time.Now().Add(wait).UnixNano())
+	t.Reset(wait)
+}
+
+// jobCreated wakes the sweeper when a new job expires before its next pass.
+func (m *Main) jobCreated(expiresAt time.Time) {
+	if expiresAt.UnixNano() >= m.sweepAt.Load() {
+		return
+	}
+	select {
+	case m.expiryWake <- struct{}{}:
+	default:
+	}
+}
+
+// Sweep runs one whole retention pass: expired jobs, idempotency keys, orphaned files and idle
+// rate-limiter state.
 func (m *Main) Sweep() {
+	m.expireDue()
+	m.sweepDeadInputs()
+	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
+		m.log.Error("purge idempotency keys", "error", err)
+	}
+	ids, err := m.blobs.JobIDs()
+	if err != nil {
+		m.log.Warn("list blob files", "error", err)
+	}
+	for _, id := range ids {
+		if ok, err := m.store.JobExists(id); err == nil && !ok {
+			m.blobs.Delete(id)
+		}
+	}
+	m.api.Prune()
+	if rw, ok := m.store.(rateWindowStore); ok {
+		if _, err := rw.PurgeRateWindows(time.Minute); err != nil {
+			m.log.Warn("purge rate windows", "error", err)
+		}
+	}
+}
+
+// expireDue deletes every job whose expires_at has passed, and its files; an unfinished one
+// fails expired_or_exhausted first and its reservation is released.
+func (m *Main) expireDue() {
 	for {
 		ids, more, err := m.store.ExpireJobs(500)
 		if err != nil {
@@ -442,25 +572,7 @@ func (m *Main) Sweep() {
 			m.log.Info("expired jobs deleted", "count", len(ids))
 		}
 		if len(ids) < 500 && !more {
-			break
-		}
-	}
-	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
-		m.log.Error("purge idempotency keys", "error", err)
-	}
-	ids, err := m.blobs.JobIDs()
-	if err != nil {
-		m.log.Warn("list blob files", "error", err)
-	}
-	for _, id := range ids {
-		if ok, err := m.store.JobExists(id); err == nil && !ok {
-			m.blobs.Delete(id)
-		}
-	}
-	m.api.Prune()
-	if rw, ok := m.store.(rateWindowStore); ok {
-		if _, err := rw.PurgeRateWindows(time.Minute); err != nil {
-			m.log.Warn("purge rate windows", "error", err)
+			return
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
+	"github.com/convsvc/convsvc/store"
 )
 
 // TestMain stops the private PostgreSQL server the shared-store tests start.
@@ -198,7 +199,7 @@ func TestShared_NodesStartingTogetherCreateOneDefaultAccount(t *testing.T) {
 		t.Fatalf("default account created %d times", len(created))
 	}
 	for i, m := range nodes {
-		accts, err := m.JobStore().Accounts()
+		accts, _, err := m.JobStore().AccountsPage(store.PageParams{Limit: 100})
 		if err != nil || len(accts) != 1 || accts[0].ID != created[0] || accts[0].Name != "default" {
 			t.Fatalf("node %d sees %+v, %v", i, accts, err)
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -55,7 +56,7 @@ func (s *Store) Account(id string) (Account, error) {
 	return acct, err
 }
 
-// Accounts returns every account, oldest first.
+// Accounts returns every account, oldest first (then by id).
 func (s *Store) Accounts() ([]Account, error) {
 	var out []Account
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -68,8 +69,56 @@ func (s *Store) Accounts() ([]Account, error) {
 			return nil
 		})
 	})
-	slices.SortStableFunc(out, func(a, b Account) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(out, func(a, b Account) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
 	return out, err
+}
+
+// PageParams selects a page of a list kept oldest first: at most Limit items (default 20)
+// after the one with id StartingAfter (from the start when empty).
+type PageParams struct {
+	Limit         int
+	StartingAfter string
+}
+
+// Page cuts the page p selects out of items, which are sorted; id names an item. A cursor that
+// names no item is ErrNotFound.
+func Page[T any](items []T, p PageParams, id func(T) string) ([]T, bool, error) {
+	if p.Limit <= 0 {
+		p.Limit = 20
+	}
+	if p.StartingAfter != "" {
+		i := slices.IndexFunc(items, func(v T) bool { return id(v) == p.StartingAfter })
+		if i < 0 {
+			return nil, false, fmt.Errorf("%w: starting_after %q names no item of the list", ErrNotFound, p.StartingAfter)
+		}
+		items = items[i+1:]
+	}
+	if len(items) > p.Limit {
+		return items[:p.Limit], true, nil
+	}
+	return items, false, nil
+}
+
+// AccountsPage returns a page of the accounts, oldest first (then by id), and whether more
+// follow. An unknown StartingAfter is ErrNotFound.
+func (s *Store) AccountsPage(p PageParams) ([]Account, bool, error) {
+	accts, err := s.Accounts()
+	if err != nil {
+		return nil, false, err
+	}
+	return Page(accts, p, func(a Account) string { return a.ID })
+}
+
+// KeysPage returns a page of an account's keys, oldest first (then by id), and whether more
+// follow. An unknown account, or a StartingAfter that names no key of it, is ErrNotFound.
+func (s *Store) KeysPage(accountID string, p PageParams) ([]APIKey, bool, error) {
+	keys, err := s.Keys(accountID)
+	if err != nil {
+		return nil, false, err
+	}
+	return Page(keys, p, func(k APIKey) string { return k.ID })
 }
 
 // UpdateAccount changes an account's name and/or spend cap; nil leaves a field as it is.
@@ -148,7 +197,7 @@ func createKey(tx *bolt.Tx, accountID string, now time.Time) (APIKey, string, er
 	return key, secret, nil
 }
 
-// Keys lists an account's keys, oldest first.
+// Keys lists an account's keys, oldest first (then by id).
 func (s *Store) Keys(accountID string) ([]APIKey, error) {
 	var out []APIKey
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -166,7 +215,9 @@ func (s *Store) Keys(accountID string) ([]APIKey, error) {
 			return nil
 		})
 	})
-	slices.SortStableFunc(out, func(a, b APIKey) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	slices.SortFunc(out, func(a, b APIKey) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID))
+	})
 	return out, err
 }
 

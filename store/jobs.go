@@ -215,9 +215,13 @@ func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (Job, erro
 
 // ClaimJob moves the oldest queued job to running and counts the pickup in attempt.
 // ok is false when nothing is queued.
+// A queued job already past its expires_at is not claimed: it fails expired_or_exhausted in the
+// same transaction, its reservation released.
 func (s *Store) ClaimJob() (job Job, ok bool, err error) {
+	now := s.opts.Now().UTC()
+	var expired []string
 	err = s.update(func(tx *bolt.Tx) error {
-		ok = false
+		ok, expired = false, expired[:0]
 		q := tx.Bucket(bucketQueue)
 		c := q.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.First() {
@@ -232,6 +236,15 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 			if err != nil {
 				return err
 			}
+			if !now.Before(j.ExpiresAt) {
+				// Past expires_at before a worker got to it: it fails now, whatever the sweep's
+				// schedule, and is never converted.
+				if err := s.expire(tx, &j, now); err != nil {
+					return err
+				}
+				expired = append(expired, j.ID)
+				continue
+			}
 			j.Status = StatusRunning
 			j.Attempt++
 			if err := tx.Bucket(bucketRunning).Put([]byte(j.ID), nil); err != nil {
@@ -242,24 +255,36 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 		}
 		return nil
 	})
-	if err == nil && ok {
-		s.signal(job.ID)
+	if err == nil {
+		s.signal(expired...)
+		if ok {
+			s.signal(job.ID)
+		}
 	}
 	return job, ok, err
 }
 
 // FinishJob records how a running job's attempt ended: success turns its reservation into spend,
 // failure releases it. A job that is no longer running that attempt is ErrInvalidState.
+// A job whose expires_at has passed is not finished as reported: the same transaction fails it
+// expired_or_exhausted (its reservation released) and FinishJob returns ErrNotFound, so nothing
+// succeeds, or is charged, after it expired.
 func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 	var job Job
+	var expired bool
 	now := s.opts.Now().UTC()
 	err := s.update(func(tx *bolt.Tx) error {
 		var err error
+		expired = false
 		if job, err = findJob(tx, jobID); err != nil {
 			return err
 		}
 		if job.Status != StatusRunning || job.Attempt != attempt {
 			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if !now.Before(job.ExpiresAt) {
+			expired = true
+			return s.expire(tx, &job, now)
 		}
 		if o.ErrorCode == "" {
 			if o.Output == nil {
@@ -275,7 +300,78 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 		return Job{}, err
 	}
 	s.signal(job.ID)
+	if expired {
+		return Job{}, fmt.Errorf("%w: job %s expired at %s before it finished", ErrNotFound, job.ID, job.ExpiresAt.Format(time.RFC3339))
+	}
 	return job, nil
+}
+
+// RequeueJob puts a running job whose attempt could not store its output (a storage fault, not
+// the input's) back in the queue in its original place, in one transaction. The attempt stays
+// counted: once attempt has reached maxAttempts, or the job has expired, it fails
+// expired_or_exhausted instead and its reservation is released. A job that is no longer
+// running that attempt is ErrInvalidState. requeued says which of the two happened.
+func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job Job, requeued bool, err error) {
+	now := s.opts.Now().UTC()
+	err = s.update(func(tx *bolt.Tx) error {
+		var err error
+		requeued = false
+		if job, err = findJob(tx, jobID); err != nil {
+			return err
+		}
+		if job.Status != StatusRunning || job.Attempt != attempt {
+			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		switch {
+		case !now.Before(job.ExpiresAt):
+			return s.expire(tx, &job, now)
+		case job.Attempt >= maxAttempts:
+			job.ErrorCode = CodeExpiredOrExhausted
+			job.ErrorMessage = fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
+			return s.finish(tx, &job, StatusFailed, now)
+		}
+		if err := tx.Bucket(bucketRunning).Delete([]byte(job.ID)); err != nil {
+			return err
+		}
+		job.Status = StatusQueued
+		if job.StartedAt == nil {
+			job.StartedAt = &now
+		}
+		if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+			return err
+		}
+		requeued = true
+		return putJob(tx, job)
+	})
+	if err != nil {
+		return Job{}, false, err
+	}
+	s.signal(job.ID)
+	return job, requeued, nil
+}
+
+// expire fails an unfinished job that reached its expires_at, releasing its reservation, in
+// the caller's transaction.
+func (s *Store) expire(tx *bolt.Tx, job *Job, now time.Time) error {
+	job.ErrorCode = CodeExpiredOrExhausted
+	job.ErrorMessage = "the job expired before it finished"
+	job.Output = nil
+	return s.finish(tx, job, StatusFailed, now)
+}
+
+// NextExpiry is the earliest expires_at of any stored job, and false when there is none: the
+// sweeper sleeps until then.
+func (s *Store) NextExpiry() (time.Time, bool, error) {
+	var at time.Time
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketExpiry).Cursor().First()
+		if len(k) >= 8 {
+			at, ok = time.Unix(0, int64(bytesToU64(k[:8]))).UTC(), true
+		}
+		return nil
+	})
+	return at, ok, err
 }
 
 // CancelJob cancels one of the account's unfinished jobs and releases its reservation.
@@ -385,9 +481,7 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 				return err
 			}
 			if !job.Finished() {
-				job.ErrorCode = CodeExpiredOrExhausted
-				job.ErrorMessage = "the job expired before it finished"
-				if err := s.finish(tx, &job, StatusFailed, now); err != nil {
+				if err := s.expire(tx, &job, now); err != nil {
 					return err
 				}
 			}

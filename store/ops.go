@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -11,20 +14,46 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Backup writes a consistent copy of the whole database to w from one read transaction, so
-// writers carry on meanwhile and the copy is the state of a single instant. size, when not nil,
-// learns the copy's length before the first byte is written (for a Content-Length header).
-// It returns the number of bytes written.
+// Backup writes a consistent copy of the whole database to w. The copy is the state of a single
+// instant: one read transaction writes it into a temporary file beside the database, at disk
+// speed, and ends; only then is the file streamed to w. No transaction is held while w's reader
+// takes its time, so writers carry on (bbolt cannot grow its file while a read transaction
+// is open, and a backup read at 16 KiB/s once stalled every write). The temporary file is
+// unlinked at once where the system allows it, so a crash leaves nothing behind. size, when
+// not nil, learns the copy's length before the first byte is written (for a Content-Length
+// header). It returns the number of bytes written to w.
 func (s *Store) Backup(w io.Writer, size func(int64)) (int64, error) {
-	var n int64
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if size != nil {
-			size(tx.Size())
+	f, err := os.CreateTemp(filepath.Dir(s.db.Path()), ".backup-*.tmp")
+	if err != nil {
+		return 0, fmt.Errorf("backup: temporary file: %w", err)
+	}
+	name := f.Name()
+	unlinked := runtime.GOOS != "windows" && os.Remove(name) == nil
+	defer func() {
+		f.Close()
+		if !unlinked {
+			os.Remove(name)
 		}
+	}()
+	var copied int64
+	err = s.db.View(func(tx *bolt.Tx) error {
 		var err error
-		n, err = tx.WriteTo(w)
+		copied, err = tx.WriteTo(f)
 		return err
 	})
+	if err != nil {
+		return 0, fmt.Errorf("backup: copy the database: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	if size != nil {
+		size(copied)
+	}
+	n, err := io.Copy(w, io.LimitReader(f, copied))
+	if err == nil && n != copied {
+		err = io.ErrUnexpectedEOF
+	}
 	if err != nil {
 		return n, fmt.Errorf("backup: %w", err)
 	}

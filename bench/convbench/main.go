@@ -1,4 +1,4 @@
-// Command convbench runs convsvc's own converter (convert.NewCatalog(...).Convert) on one file,
+// Command convbench runs convsvc's own converter (standard.NewCatalog(...).Convert) on one file,
 // so the conversion benchmark compares converter with converter: the same work `vips copy` or
 // ImageMagick's `convert` does per invocation, without HTTP, storage or queueing.
 //
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 )
 
 func main() {
@@ -45,7 +46,7 @@ func main() {
 }
 
 func run(from, to, in, out string, quality, repeat int, cpuprofile, memprofile string) error {
-	cat := convert.NewCatalog(convert.Limits{})
+	cat := standard.NewCatalog(convert.Limits{})
 	target, ok := cat.Format(to)
 	if !ok {
 		return fmt.Errorf("unknown target format %q", to)

@@ -60,7 +60,7 @@ func (r *recorder) observe(op string, start time.Time, err error) {
 		code := "transport"
 		var apiErr *client.APIError
 		if errors.As(err, &apiErr) {
-			code = apiErr.Code
+			code = string(apiErr.Code)
 		}
 		r.errors[op+" "+code]++
 	}

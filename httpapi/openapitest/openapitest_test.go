@@ -185,7 +185,7 @@ func TestDocument_Valid(t *testing.T) {
 		"request_too_large", "unsupported_media_type", "rate_limited", "internal_error", "storage_unavailable",
 	}
 	storageCodes := append(slices.Clone(apiCodes),
-		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required")
+		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled")
 	for _, tc := range []struct {
 		schema string
 		want   []string
@@ -229,7 +229,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 		"unauthorized": {"401", "403"}, "limit_reached": {"403"}, "not_found": {"404"}, "method_not_allowed": {"405"},
 		"invalid_state": {"409"}, "idempotency_mismatch": {"409"}, "request_too_large": {"413"},
 		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
-		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"},
+		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"}, "transfer_stalled": {"408"},
 		"length_required": {"411"},
 	}
 	resolve := func(r response) response {
@@ -270,7 +270,18 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 				if status[0] < '4' || !ok || len(mt.Schema.AllOf) == 0 || !strings.HasSuffix(mt.Schema.AllOf[0].Ref, "Error") {
 					continue
 				}
-				codes := mt.Schema.Properties.Error.Properties.Code.Enum
+				// The narrowing is the second allOf member, typed in full so that
+				// generators keep code and message typed (issue 22).
+				if len(mt.Schema.AllOf) != 2 {
+					t.Errorf("%s: error response is allOf of %d schemas, want the error schema and its narrowing", where, len(mt.Schema.AllOf))
+					continue
+				}
+				n := mt.Schema.AllOf[1]
+				if n.Type != "object" || n.Properties.Error.Type != "object" || n.Properties.Error.Properties.Code.Type != "string" ||
+					n.Properties.Error.Properties.Message.Type != "string" {
+					t.Errorf("%s: error narrowing is not typed in full: %+v", where, n)
+				}
+				codes := n.Properties.Error.Properties.Code.Enum
 				if len(codes) == 0 {
 					t.Errorf("%s: error response does not pin its codes", where)
 				}
@@ -290,17 +301,23 @@ type response struct {
 	Content map[string]struct {
 		Schema struct {
 			AllOf []struct {
-				Ref string `json:"$ref"`
+				Ref        string `json:"$ref"`
+				Type       string `json:"type"`
+				Properties struct {
+					Error struct {
+						Type       string `json:"type"`
+						Properties struct {
+							Code struct {
+								Type string   `json:"type"`
+								Enum []string `json:"enum"`
+							} `json:"code"`
+							Message struct {
+								Type string `json:"type"`
+							} `json:"message"`
+						} `json:"properties"`
+					} `json:"error"`
+				} `json:"properties"`
 			} `json:"allOf"`
-			Properties struct {
-				Error struct {
-					Properties struct {
-						Code struct {
-							Enum []string `json:"enum"`
-						} `json:"code"`
-					} `json:"properties"`
-				} `json:"error"`
-			} `json:"properties"`
 		} `json:"schema"`
 	} `json:"content"`
 }
@@ -444,13 +461,13 @@ var exchanges = []exchange{
 
 	// Admin: schemas without 3.1-only keywords take kin-openapi's other validator.
 	{name: "keys", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{apiKey(), with(apiKey(), "revoked_at", "2026-11-02T11:00:00Z")}})},
+		handler: reply(200, nil, map[string]any{"data": []any{apiKey(), with(apiKey(), "revoked_at", "2026-11-02T11:00:00Z")}, "has_more": false})},
 	{name: "key revoked_at not a date", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", "soon")}}), wantErr: "doesn't match"},
+		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", "soon")}, "has_more": false}), wantErr: "doesn't match"},
 	{name: "key revoked_at a number", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", 5)}}), wantErr: "doesn't match"},
+		handler: reply(200, nil, map[string]any{"data": []any{with(apiKey(), "revoked_at", 5)}, "has_more": false}), wantErr: "doesn't match"},
 	{name: "key missing revoked_at", method: "GET", path: "/v1/admin/accounts/acct_1/keys", header: bearer,
-		handler: reply(200, nil, map[string]any{"data": []any{without(apiKey(), "revoked_at")}}), wantErr: "revoked_at"},
+		handler: reply(200, nil, map[string]any{"data": []any{without(apiKey(), "revoked_at")}, "has_more": false}), wantErr: "revoked_at"},
 	{name: "revoke", method: "DELETE", path: "/v1/admin/keys/key_1", header: bearer,
 		handler: reply(200, nil, with(apiKey(), "revoked_at", "2026-11-02T11:00:00Z"))},
 	{name: "revoke leaving revoked_at null", method: "DELETE", path: "/v1/admin/keys/key_1", header: bearer,
@@ -667,5 +684,95 @@ func TestValidator_Client(t *testing.T) {
 	}
 	if len(v.Seen()) != 0 {
 		t.Errorf("validators share state: %v", v.Seen())
+	}
+}
+
+// generatorProblems lists what in an OpenAPI document makes client generators lose types
+// (docs/openapi.md): a narrowing written beside allOf instead of in it, an allOf overlay or a
+// property it narrows without a type, a null overlay (ogen refuses to merge null with string),
+// and null inside an enum (oapi-codegen makes a "<nil>" constant of it).
+func generatorProblems(doc any) []string {
+	var out []string
+	var overlay func(s map[string]any, at string)
+	overlay = func(s map[string]any, at string) {
+		if _, ok := s["type"]; !ok {
+			out = append(out, at+": overlay without a type")
+		}
+		props, _ := s["properties"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			p, _ := props[name].(map[string]any)
+			pat := at + "/properties/" + name
+			_, typed := p["type"]
+			_, ref := p["$ref"]
+			_, anyOf := p["anyOf"]
+			_, oneOf := p["oneOf"]
+			switch {
+			case !typed && !ref && !anyOf && !oneOf:
+				out = append(out, pat+": narrowed property without a type")
+			case p["type"] == "null":
+				out = append(out, pat+": null overlay")
+			}
+			if _, ok := p["properties"]; ok {
+				overlay(p, pat)
+			}
+		}
+	}
+	var walk func(v any, at string)
+	walk = func(v any, at string) {
+		switch v := v.(type) {
+		case map[string]any:
+			if all, ok := v["allOf"].([]any); ok {
+				if _, ok := v["properties"]; ok {
+					out = append(out, at+": properties beside allOf")
+				}
+				for i, m := range all {
+					if m, ok := m.(map[string]any); ok && m["$ref"] == nil {
+						overlay(m, fmt.Sprintf("%s/allOf/%d", at, i))
+					}
+				}
+			}
+			if enum, ok := v["enum"].([]any); ok && slices.Contains(enum, nil) {
+				out = append(out, at+": null in enum")
+			}
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(v[k], at+"/"+k)
+			}
+		case []any:
+			for i, e := range v {
+				walk(e, fmt.Sprintf("%s/%d", at, i))
+			}
+		}
+	}
+	walk(doc, "#")
+	return out
+}
+
+// TestDocument_GeneratorFriendly holds the document to the rules internal/gentest found by
+// generating clients (issue 22), so that they hold without the generators at hand.
+func TestDocument_GeneratorFriendly(t *testing.T) {
+	var doc any
+	if err := json.Unmarshal(loadDocument(t), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if got := generatorProblems(doc); len(got) > 0 {
+		t.Errorf("openapi.json:\n%s", strings.Join(got, "\n"))
+	}
+
+	// Each rule fires on the shape issue 22 found.
+	for _, tc := range []struct{ schema, want string }{
+		{`{"allOf":[{"$ref":"#/E"}],"properties":{"error":{"type":"object"}}}`, "#/s: properties beside allOf"},
+		{`{"allOf":[{"$ref":"#/E"},{"properties":{"status":{"type":"string"}}}]}`, "#/s/allOf/1: overlay without a type"},
+		{`{"allOf":[{"$ref":"#/E"},{"type":"object","properties":{"status":{"enum":["a"]}}}]}`, "#/s/allOf/1/properties/status: narrowed property without a type"},
+		{`{"allOf":[{"$ref":"#/E"},{"type":"object","properties":{"error":{"type":"object","properties":{"code":{"enum":["a"]}}}}}]}`, "#/s/allOf/1/properties/error/properties/code: narrowed property without a type"},
+		{`{"allOf":[{"$ref":"#/E"},{"type":"object","properties":{"revoked_at":{"type":"null"}}}]}`, "#/s/allOf/1/properties/revoked_at: null overlay"},
+		{`{"type":["string","null"],"enum":["a",null]}`, "#/s: null in enum"},
+	} {
+		var s any
+		if err := json.Unmarshal([]byte(`{"s":`+tc.schema+`}`), &s); err != nil {
+			t.Fatal(err)
+		}
+		if got := generatorProblems(s); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("%s: problems %q, want [%q]", tc.schema, got, tc.want)
+		}
 	}
 }

@@ -26,13 +26,14 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/convsvc/convsvc/convert/internal/testimg"
 	ico "github.com/sergeymakinen/go-ico"
 	"github.com/soniakeys/quant/median"
 	"github.com/spakin/netpbm"
 	"github.com/xfmoulet/qoi"
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
+
+	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
 func main() {
@@ -40,7 +41,7 @@ func main() {
 	flag.Parse()
 	images := filepath.Join(*root, "testdata", "images")
 	hostile := filepath.Join(*root, "testdata", "hostile")
-	seeds := filepath.Join(*root, "convert", "testdata", "fuzz", "FuzzDecodeImage")
+	seeds := filepath.Join(*root, "convert", "image", "testdata", "fuzz", "FuzzDecodeImage")
 	for _, d := range []string{images, hostile, seeds} {
 		must(os.MkdirAll(d, 0o755))
 	}

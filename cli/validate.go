@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Ranges serve accepts. A value outside them is refused at start, by serve and by convsvc config
+// alike (validate), with a message naming the flag and the range, rather than started with or
+// silently replaced by something else.
+const (
+	maxWorkers            = 1024
+	maxAttempts           = 1000
+	maxRetention          = 10 * 365 * 24 * time.Hour
+	maxTimeout            = 24 * time.Hour
+	maxSpendCapCents      = 1_000_000_000_000_000 // ten trillion currency units
+	maxPixelsLimit        = 1 << 40
+	minConversionMemory   = 16 << 20
+	maxTrustedProxyPrefix = 1024
+	maxConnections        = 1 << 20
+)
+
+// validate checks every serve setting, from flags and environment alike, and parses the ones
+// that need it (--trusted-proxies) into o.cfg. serve and convsvc config both call it, so config
+// is a true dry run. All problems are reported at once.
+func (o *serveOptions) validate() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s (%s) %s", flag, envName(flag), fmt.Sprintf(format, args...)))
+	}
+	c := &o.cfg
+	if strings.TrimSpace(c.DataDir) == "" {
+		bad("data", "is empty: give the data directory")
+	}
+	for _, l := range []struct{ flag, addr string }{{"listen", c.Listen}, {"blob-listen", c.BlobListen}, {"metrics-listen", c.MetricsListen}} {
+		if l.addr == "" && l.flag == "metrics-listen" {
+			continue
+		}
+		if err := checkListenAddr(l.addr); err != nil {
+			bad(l.flag, "is %q: %v; use HOST:PORT with a port from 0 to 65535, like 127.0.0.1:8080", l.addr, err)
+		}
+	}
+	if c.Listen == c.BlobListen && !strings.HasSuffix(c.Listen, ":0") {
+		bad("blob-listen", "is %q, the same as --listen: the API and object storage need addresses of their own", c.BlobListen)
+	}
+	if c.MetricsListen != "" && !strings.HasSuffix(c.MetricsListen, ":0") && (c.MetricsListen == c.Listen || c.MetricsListen == c.BlobListen) {
+		bad("metrics-listen", "is %q, an address the API or object storage already uses; leave it empty to serve /metrics on the API", c.MetricsListen)
+	}
+	for _, u := range []struct{ flag, value string }{{"public-url", c.PublicURL}, {"blob-public-url", c.BlobPublicURL}} {
+		if u.value == "" {
+			continue
+		}
+		if err := checkPublicURL(u.value); err != nil {
+			bad(u.flag, "is %q: %v; use an absolute http(s) URL without query or fragment, like https://convert.example.com", u.value, err)
+		}
+	}
+	if c.Workers < 0 || c.Workers > maxWorkers {
+		bad("workers", "is %d: use 0 (one per CPU) or 1 to %d", c.Workers, maxWorkers)
+	}
+	if c.MaxAttempts < 1 || c.MaxAttempts > maxAttempts {
+		bad("max-attempts", "is %d: use 1 to %d", c.MaxAttempts, maxAttempts)
+	}
+	for _, d := range []struct {
+		flag     string
+		value    time.Duration
+		max      time.Duration
+		maxHuman string
+	}{
+		{"retention", c.Retention, maxRetention, "87600h (ten years)"},
+		{"drain-timeout", c.DrainTimeout, maxTimeout, "24h"},
+		{"conversion-timeout", c.ConversionTimeout, maxTimeout, "24h"},
+	} {
+		if d.value <= 0 || d.value > d.max {
+			bad(d.flag, "is %s: use a duration above 0 and at most %s, like 30s or 24h", d.value, d.maxHuman)
+		}
+	}
+	if c.DefaultSpendCapCents < 1 || c.DefaultSpendCapCents > maxSpendCapCents {
+		bad("default-spend-cap-cents", "is %d: use 1 to %d", c.DefaultSpendCapCents, int64(maxSpendCapCents))
+	}
+	if c.MaxPixels < 1 || c.MaxPixels > maxPixelsLimit {
+		bad("max-pixels", "is %d: use 1 to %d", c.MaxPixels, int64(maxPixelsLimit))
+	}
+	if m := c.MaxConversionMemory; m != 0 && m < minConversionMemory {
+		bad("max-conversion-memory", "is %d bytes: use 0 (half of the machine's memory) or at least 16MiB", m)
+	}
+	if c.StorageProgressTimeout == 0 || c.StorageProgressTimeout > maxTimeout {
+		bad("storage-progress-timeout", "is %s: use a duration above 0 and at most 24h, like 60s, or a negative one (-1s) to turn the check off", c.StorageProgressTimeout)
+	}
+	for _, n := range []struct {
+		flag  string
+		value int
+	}{{"max-connections", c.MaxConnections}, {"max-connections-per-address", c.MaxConnectionsPerAddress}} {
+		if n.value < -1 || n.value > maxConnections {
+			bad(n.flag, "is %d: use 0 (sized from the open-file limit), 1 to %d, or -1 (no cap)", n.value, maxConnections)
+		}
+	}
+	if o.gcHeapFloor < 0 {
+		bad("gc-heap-floor", "is %d bytes: use 0 (off) or a size like 64MiB", int64(o.gcHeapFloor))
+	}
+	if _, err := newLogger(o.logFormat, o.logLevel, os.Stderr); err != nil {
+		errs = append(errs, err)
+	}
+	c.TrustedProxies = c.TrustedProxies[:0]
+	for _, p := range o.trustedProxies {
+		prefix, err := parseProxyPrefix(p)
+		if err != nil {
+			bad("trusted-proxies", "has %q: %v; list CIDRs or addresses separated by commas, like 10.0.0.0/8,192.0.2.7", p, err)
+			continue
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix)
+	}
+	if len(o.trustedProxies) > maxTrustedProxyPrefix {
+		bad("trusted-proxies", "lists %d entries: use at most %d (wider CIDRs cover more)", len(o.trustedProxies), maxTrustedProxyPrefix)
+	}
+	return errors.Join(errs...)
+}
+
+// checkListenAddr accepts what net.Listen("tcp", addr) takes: an optional host and a numeric port.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return errors.New("not HOST:PORT")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q is not a number from 0 to 65535", port)
+	}
+	if strings.ContainsAny(host, " /\t") {
+		return fmt.Errorf("host %q is not a host name or address", host)
+	}
+	return nil
+}
+
+// checkPublicURL accepts what blobstore.Open and the API's URLs need: an absolute http(s) URL
+// with a host and no query or fragment.
+func checkPublicURL(raw string) error {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	switch {
+	case err != nil:
+		return errors.New("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("the scheme is not http or https")
+	case u.Host == "":
+		return errors.New("there is no host")
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return errors.New("it has a query, a fragment or user information")
+	}
+	return nil
+}
+
+// parseProxyPrefix reads a CIDR, or one address as the prefix holding only it.
+func parseProxyPrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return netip.Prefix{}, errors.New("not a CIDR")
+		}
+		if p.Addr().Zone() != "" {
+			return netip.Prefix{}, errors.New("a zone is not allowed")
+		}
+		if p.Addr().Is4In6() && p.Bits() >= 96 { // ::ffff:10.0.0.0/104 is 10.0.0.0/8
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.Zone() != "" {
+		return netip.Prefix{}, errors.New("not an IP address or CIDR")
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

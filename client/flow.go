@@ -1,0 +1,213 @@
+package client
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+)
+
+// ListJobsParams filter and page GET /v1/jobs.
+type ListJobsParams struct {
+	// Status keeps only the jobs in that state; "" keeps all.
+	Status Status
+	// PageSize is how many jobs one request fetches, 1 to 100 (default 20).
+	PageSize int
+}
+
+// ListJobs yields the key's account's jobs, newest first, fetching a page at a time as the loop
+// asks for more. A failed request is yielded once as (Job{}, err) and ends the sequence.
+//
+//	for job, err := range c.ListJobs(ctx, client.ListJobsParams{Status: client.StatusFailed}) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(job.ID, job.Error())
+//	}
+func (c *Client) ListJobs(ctx context.Context, p ListJobsParams) iter.Seq2[Job, error] {
+	return func(yield func(Job, error) bool) {
+		after := ""
+		for {
+			q := url.Values{}
+			if p.PageSize > 0 {
+				q.Set("limit", strconv.Itoa(p.PageSize))
+			}
+			if p.Status != "" {
+				q.Set("status", string(p.Status))
+			}
+			if after != "" {
+				q.Set("starting_after", after)
+			}
+			path := "/v1/jobs"
+			if len(q) > 0 {
+				path += "?" + q.Encode()
+			}
+			var page struct {
+				Data    []Job `json:"data"`
+				HasMore bool  `json:"has_more"`
+			}
+			if err := c.do(ctx, http.MethodGet, path, nil, nil, &page); err != nil {
+				yield(Job{}, fmt.Errorf("list jobs: %w", err))
+				return
+			}
+			for _, j := range page.Data {
+				if !yield(j, nil) {
+					return
+				}
+			}
+			if !page.HasMore || len(page.Data) == 0 {
+				return
+			}
+			after = page.Data[len(page.Data)-1].ID
+		}
+	}
+}
+
+// ConvertRequest is what ConvertWith converts: size bytes of From read from In, to To.
+type ConvertRequest struct {
+	In   io.Reader
+	Size int64
+	From string
+	To   string
+	// Options (optional) tune the conversion.
+	Options *Options
+	// IdempotencyKey (optional) makes the create safe to repeat across calls; within one call
+	// the create's retries are safe without it.
+	IdempotencyKey string
+}
+
+// Convert does the whole flow in one call: reserve a job converting size bytes of format from
+// read from in to format to, upload, start, wait, and write the output to out, checking its
+// SHA-256. JSON calls answered 429 or 502 are retried as the Client's Retries say (429 after
+// its Retry-After, 502 with backoff); so is the upload when in is an io.Seeker (it is rewound),
+// and the download until its first byte reaches out. It returns the final job; a job that did
+// not succeed is an error that names its status and error code. When Convert fails or ctx ends
+// with the job unfinished, the job is cancelled (so it is not charged) before Convert returns.
+func (c *Client) Convert(ctx context.Context, in io.Reader, size int64, from, to string, out io.Writer) (Job, error) {
+	return c.ConvertWith(ctx, ConvertRequest{In: in, Size: size, From: from, To: to}, out)
+}
+
+// ConvertWith is Convert with options and an idempotency key.
+func (c *Client) ConvertWith(ctx context.Context, r ConvertRequest, out io.Writer) (job Job, err error) {
+	res, err := c.CreateJob(ctx, CreateJobRequest{InputFormat: r.From, TargetFormat: r.To, InputBytes: r.Size, Options: r.Options}, r.IdempotencyKey)
+	if err != nil {
+		return Job{}, fmt.Errorf("create job: %w", err)
+	}
+	job = res.Job
+	defer func() {
+		if err != nil && !job.Finished() {
+			// Cancel with a context of its own (ctx may be over): a job left behind would
+			// hold its reservation, or run and be charged with nobody to collect it.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if j, cerr := c.CancelJob(cctx, job.ID); cerr == nil {
+				job = j
+			}
+		}
+	}()
+	if err := c.uploadRetrying(ctx, res.UploadURL, r.In, r.Size); err != nil {
+		return job, fmt.Errorf("upload: %w", err)
+	}
+	if job, err = c.StartJob(ctx, job.ID); err != nil {
+		return job, fmt.Errorf("start job: %w", err)
+	}
+	if job, err = c.WaitJob(ctx, job.ID, nil); err != nil {
+		return job, fmt.Errorf("wait for job: %w", err)
+	}
+	if job.Status != StatusSucceeded || job.Output == nil {
+		return job, fmt.Errorf("job %s %s", job.ID, job.Error())
+	}
+	for attempt := 0; ; attempt++ {
+		wrote, err := c.DownloadTo(ctx, *job.Output, out)
+		if err == nil {
+			return job, nil
+		}
+		if wrote > 0 || !c.retry(ctx, attempt, err) {
+			return job, err
+		}
+	}
+}
+
+// uploadRetrying uploads r, retrying a 429 or 502 answer when r can be rewound.
+func (c *Client) uploadRetrying(ctx context.Context, uploadURL string, r io.Reader, size int64) error {
+	seeker, canRewind := r.(io.Seeker)
+	var start int64
+	if canRewind {
+		var err error
+		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
+			canRewind = false
+		}
+	}
+	for attempt := 0; ; attempt++ {
+		err := c.Upload(ctx, uploadURL, r, size)
+		if err == nil || !canRewind || !c.retry(ctx, attempt, err) {
+			return err
+		}
+		if _, serr := seeker.Seek(start, io.SeekStart); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+}
+
+// retry reports whether err (after attempt earlier retries) is a 429 or 502 worth trying again,
+// having waited the Retry-After or the backoff; false when retries ran out or ctx ended.
+func (c *Client) retry(ctx context.Context, attempt int, err error) bool {
+	var apiErr *APIError
+	retries := c.Retries
+	if retries == 0 {
+		retries = 4
+	}
+	if !errors.As(err, &apiErr) || attempt >= retries ||
+		(apiErr.Status != http.StatusTooManyRequests && apiErr.Status != http.StatusBadGateway) {
+		return false
+	}
+	wait := c.backoff(attempt)
+	if apiErr.RetryAfter > 0 {
+		wait = apiErr.RetryAfter
+	}
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+		return false
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// DownloadTo streams a succeeded job's output to w and checks its size and SHA-256; it returns
+// how many bytes reached w. The bytes are written as they arrive, so on a checksum error w
+// already holds them: write to a temporary file (as Download does) when that matters.
+func (c *Client) DownloadTo(ctx context.Context, out Output, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, out.URL, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.httpClient().Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("download: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("download: %w", decodeResponse(resp, nil))
+	}
+	defer resp.Body.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("download: %w", err)
+	}
+	if sum := hex.EncodeToString(h.Sum(nil)); n != out.Bytes || sum != out.SHA256 {
+		return n, fmt.Errorf("download: got %d bytes with sha256 %s, want %d bytes with %s", n, sum, out.Bytes, out.SHA256)
+	}
+	return n, nil
+}

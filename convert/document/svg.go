@@ -1,0 +1,540 @@
+package document
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"codeberg.org/go-pdf/fpdf"
+	"github.com/srwiley/oksvg"
+	"github.com/srwiley/rasterx"
+	"golang.org/x/net/html/charset"
+
+	"github.com/convsvc/convsvc/convert"
+	convimage "github.com/convsvc/convsvc/convert/image"
+)
+
+// SVG input is drawn with oksvg and rasterx (paths, basic shapes, fills, strokes, gradients,
+// transforms; no text, filters, masks or embedded images). Before oksvg sees it the file is
+// re-serialised by svgSanitize, which refuses DTDs that declare entities, drops scripts,
+// foreign objects, images and every reference that is not to the file itself (href, xlink:href,
+// url(...), @import): nothing an SVG names is ever fetched or opened.
+
+// svgDropped are elements removed with everything inside them.
+var svgDropped = map[string]bool{
+	"script": true, "foreignobject": true, "image": true, "feimage": true, "iframe": true,
+	"audio": true, "video": true, "object": true, "embed": true, "handler": true, "listener": true,
+	"animation": true,
+}
+
+// Bounds on SVG structure.
+const (
+	svgMaxDepth    = 256
+	svgMaxElements = 500_000
+	svgMaxSide     = 1e6 // largest intrinsic width or height, CSS pixels
+	svgDefaultDPI  = 96  // an SVG's pixels are CSS pixels
+	svgPDFScale    = 2   // SVG is embedded in PDFs at twice its size in pixels
+)
+
+// svgInfo is what the root element says about the drawing's size.
+type svgInfo struct {
+	w, h               float64 // intrinsic size in CSS pixels
+	vbX, vbY, vbW, vbH float64
+	stretch            bool // preserveAspectRatio="none"
+}
+
+var (
+	cssURLRE    = regexp.MustCompile(`(?i)url\(\s*['"]?\s*([^)'"]*)['"]?\s*\)`)
+	cssImportRE = regexp.MustCompile(`(?i)@import[^;]*;?`)
+)
+
+// svgNeutralizeCSS replaces url(...) references to anything but the file itself with none
+// and removes @import rules.
+func svgNeutralizeCSS(s string) string {
+	s = cssImportRE.ReplaceAllString(s, "")
+	return cssURLRE.ReplaceAllStringFunc(s, func(m string) string {
+		if sub := cssURLRE.FindStringSubmatch(m); len(sub) == 2 && strings.HasPrefix(strings.TrimSpace(sub[1]), "#") {
+			return m
+		}
+		return "none"
+	})
+}
+
+// svgLength parses an absolute SVG length into CSS pixels; percentages and nonsense are not ok.
+func svgLength(s string) (float64, bool) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		px     float64
+	}{{"px", 1}, {"pt", 96.0 / 72}, {"pc", 16}, {"mm", 96 / 25.4}, {"cm", 96 / 2.54}, {"in", 96}, {"em", 16}, {"ex", 8}}
+	f := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(strings.ToLower(s), u.suffix) {
+			s, f = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.px
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v > 0) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v * f, true
+}
+
+// svgSanitize re-serialises an SVG with only what oksvg may read, and returns its size.
+//
+// It reads the file twice. The first pass validates and collects what <use> may refer to:
+// oksvg resolves <use> only to groups in <defs> (each starting at an element with an id) and
+// replays them recursively, so a <use> inside <defs> could recurse without end or expand
+// exponentially. The second pass writes the file without <use> inside <defs>, without <use>
+// of anything oksvg cannot resolve, and counting what every <use> expands to.
+func svgSanitize(ctx context.Context, data []byte) ([]byte, svgInfo, error) {
+	defs, elements, err := svgScan(ctx, data, nil)
+	if err != nil {
+		return nil, svgInfo{}, err
+	}
+	var out bytes.Buffer
+	out.Grow(len(data))
+	w := &svgWriter{out: &out, defs: defs, expanded: elements}
+	if _, _, err := svgScan(ctx, data, w); err != nil {
+		return nil, svgInfo{}, err
+	}
+	return out.Bytes(), w.info, nil
+}
+
+// svgWriter is the second pass of svgSanitize.
+type svgWriter struct {
+	out      *bytes.Buffer
+	defs     map[string]int // def id -> elements in its group
+	expanded int            // elements once every <use> is expanded
+	info     svgInfo
+	stack    []string
+}
+
+// svgScan reads an SVG checking its structure; with w nil it returns the <defs> groups and the
+// element count, else it writes the sanitised file to w.
+func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, int, error) {
+	invalid := func(err error, why string, args ...any) error {
+		return convert.Errorf(err, "input is not a valid SVG file ("+why+")", args...)
+	}
+	d := xml.NewDecoder(bytes.NewReader(data))
+	d.Strict = true
+	d.CharsetReader = charset.NewReaderLabel
+	defs := map[string]int{}
+	group := ""
+	depth, skip, elements := 0, 0, 0
+	defsDepth, gradDepth := 0, 0 // depth of the open <defs> and gradient, 0 when none
+	rootSeen := false
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			var se *xml.SyntaxError
+			if errors.As(err, &se) && strings.Contains(se.Msg, "entity") {
+				return nil, 0, invalid(err, "it uses an entity that is not defined: %v", se.Msg)
+			}
+			if ctx.Err() != nil {
+				return nil, 0, ctx.Err()
+			}
+			return nil, 0, invalid(err, "%v", err)
+		}
+		switch t := tok.(type) {
+		case xml.Directive:
+			if bytes.Contains(bytes.ToUpper(t), []byte("ENTITY")) {
+				return nil, 0, convert.Errorf(nil, "the SVG declares XML entities in a DTD, which are not allowed")
+			}
+		case xml.StartElement:
+			if elements++; elements > svgMaxElements {
+				return nil, 0, convert.Errorf(nil, "the SVG has more than %d elements", svgMaxElements)
+			}
+			if depth++; depth > svgMaxDepth {
+				return nil, 0, convert.Errorf(errTooDeep, "the SVG nests elements more than %d deep", svgMaxDepth)
+			}
+			if elements%4096 == 0 && ctx.Err() != nil {
+				return nil, 0, ctx.Err()
+			}
+			name := t.Name.Local
+			if skip > 0 || svgDropped[strings.ToLower(name)] || name == "use" && defsDepth > 0 {
+				skip++
+				continue
+			}
+			if !rootSeen {
+				if name != "svg" {
+					return nil, 0, invalid(nil, "its root element is <%s>, not <svg>", name)
+				}
+				rootSeen = true
+			}
+			switch {
+			case name == "defs" && defsDepth == 0:
+				defsDepth = depth
+			case name == "linearGradient" || name == "radialGradient":
+				if gradDepth == 0 {
+					gradDepth = depth
+				}
+			case defsDepth > 0 && gradDepth == 0:
+				if id := svgAttr(t, "id"); id != "" {
+					group = id
+				}
+				if group != "" {
+					defs[group]++
+				}
+			}
+			if w == nil {
+				continue
+			}
+			if name == "use" {
+				target, ok := strings.CutPrefix(strings.TrimSpace(svgAttr(t, "href")), "#")
+				n, known := w.defs[target]
+				if !ok || !known {
+					skip++
+					continue
+				}
+				if w.expanded += n; w.expanded > svgMaxElements {
+					return nil, 0, convert.Errorf(nil, "the SVG has more than %d elements once its <use> elements are expanded", svgMaxElements)
+				}
+			}
+			if len(w.stack) == 0 {
+				info, err := svgRootInfo(t)
+				if err != nil {
+					return nil, 0, err
+				}
+				w.info = info
+				fmt.Fprintf(w.out, `<svg viewBox="%g %g %g %g"`, info.vbX, info.vbY, info.vbW, info.vbH)
+				if info.stretch {
+					w.out.WriteString(` preserveAspectRatio="none"`)
+				}
+				writeSVGAttrs(w.out, t.Attr, map[string]bool{"viewBox": true, "width": true, "height": true, "preserveAspectRatio": true})
+			} else {
+				w.out.WriteString("<" + name)
+				writeSVGAttrs(w.out, t.Attr, nil)
+			}
+			w.out.WriteString(">")
+			w.stack = append(w.stack, name)
+		case xml.EndElement:
+			if depth == defsDepth {
+				defsDepth, group = 0, ""
+			}
+			if depth == gradDepth {
+				gradDepth = 0
+			}
+			depth--
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if w != nil && len(w.stack) > 0 {
+				w.out.WriteString("</" + w.stack[len(w.stack)-1] + ">")
+				w.stack = w.stack[:len(w.stack)-1]
+			}
+		case xml.CharData:
+			if w == nil || skip > 0 || len(w.stack) == 0 {
+				continue
+			}
+			s := string(t)
+			if w.stack[len(w.stack)-1] == "style" {
+				s = svgNeutralizeCSS(s)
+			}
+			xml.EscapeText(w.out, []byte(s))
+		}
+	}
+	if !rootSeen {
+		return nil, 0, invalid(nil, "it has no <svg> element")
+	}
+	return defs, elements, nil
+}
+
+// svgAttr returns the value of the attribute with local name key, whatever its namespace
+// (href and xlink:href alike).
+func svgAttr(se xml.StartElement, key string) string {
+	for _, a := range se.Attr {
+		if a.Name.Local == key {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// svgRootInfo reads the intrinsic size and view box from the root element. A missing view box
+// is the size; a missing size is the view box's; neither is 300x150, as in browsers.
+func svgRootInfo(se xml.StartElement) (svgInfo, error) {
+	info := svgInfo{}
+	var width, height, viewBox, par string
+	for _, a := range se.Attr {
+		switch a.Name.Local {
+		case "width":
+			width = a.Value
+		case "height":
+			height = a.Value
+		case "viewBox":
+			viewBox = a.Value
+		case "preserveAspectRatio":
+			par = a.Value
+		}
+	}
+	hasVB := false
+	if f := strings.FieldsFunc(viewBox, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r' }); len(f) == 4 {
+		var v [4]float64
+		ok := true
+		for i := range f {
+			x, err := strconv.ParseFloat(f[i], 64)
+			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+				ok = false
+			}
+			v[i] = x
+		}
+		if ok && v[2] > 0 && v[3] > 0 {
+			info.vbX, info.vbY, info.vbW, info.vbH, hasVB = v[0], v[1], v[2], v[3], true
+		}
+	}
+	w, okW := svgLength(width)
+	h, okH := svgLength(height)
+	switch {
+	case okW && okH:
+	case hasVB && okW:
+		h = w * info.vbH / info.vbW
+	case hasVB && okH:
+		w = h * info.vbW / info.vbH
+	case hasVB:
+		w, h = info.vbW, info.vbH
+	default:
+		w, h = 300, 150
+	}
+	if !hasVB {
+		info.vbW, info.vbH = w, h
+	}
+	if !(w > 0 && h > 0) || w > svgMaxSide || h > svgMaxSide {
+		return info, convert.Errorf(nil, "the SVG's size %gx%g is out of range", w, h)
+	}
+	info.w, info.h = w, h
+	info.stretch = strings.TrimSpace(par) == "none"
+	return info, nil
+}
+
+// writeSVGAttrs writes attributes by local name, dropping event handlers, namespace
+// declarations, duplicates and references that leave the file.
+func writeSVGAttrs(out *bytes.Buffer, attrs []xml.Attr, except map[string]bool) {
+	seen := map[string]bool{}
+	for _, a := range attrs {
+		k := a.Name.Local
+		switch {
+		case a.Name.Space == "xmlns" || k == "xmlns" || except[k] || seen[k]:
+			continue
+		case strings.HasPrefix(strings.ToLower(k), "on"):
+			continue
+		case k == "href" || k == "src":
+			if !strings.HasPrefix(strings.TrimSpace(a.Value), "#") {
+				continue
+			}
+		}
+		seen[k] = true
+		v := a.Value
+		if strings.Contains(strings.ToLower(v), "url(") || strings.Contains(strings.ToLower(v), "@import") {
+			v = svgNeutralizeCSS(v)
+		}
+		out.WriteString(" " + k + `="`)
+		xml.EscapeText(out, []byte(v))
+		out.WriteString(`"`)
+	}
+}
+
+// svgDrawing is a parsed, sanitised SVG.
+type svgDrawing struct {
+	icon *oksvg.SvgIcon
+	info svgInfo
+}
+
+// readSVG reads, sanitises and parses an SVG input.
+func readSVG(ctx context.Context, in *io.SectionReader) (*svgDrawing, error) {
+	// The XML decoder reads the encoding the file declares: no transcoding here.
+	data, err := readRawText(ctx, in, fmtSVG, MaxSVGBytes)
+	if err != nil {
+		return nil, err
+	}
+	return parseSVG(ctx, data)
+}
+
+// parseSVG sanitises and parses SVG bytes.
+func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
+	clean, info, err := svgSanitize(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	var icon *oksvg.SvgIcon
+	err = convimage.GuardCodec("SVG parser", func() (err error) {
+		icon, err = oksvg.ReadIconStream(bytes.NewReader(clean), oksvg.IgnoreErrorMode)
+		return err
+	})
+	if err != nil {
+		return nil, convert.Errorf(err, "input is not a valid SVG file (%v)", err)
+	}
+	// A dash pattern shorter than a pixel would split a long path into millions of dashes.
+	for i := range icon.SVGPaths {
+		sum := 0.0
+		for _, v := range icon.SVGPaths[i].Dash {
+			sum += math.Abs(v)
+		}
+		if len(icon.SVGPaths[i].Dash) > 0 && !(sum >= 1) {
+			icon.SVGPaths[i].Dash = nil
+		}
+	}
+	return &svgDrawing{icon: icon, info: info}, nil
+}
+
+// render draws the SVG on a transparent w x h canvas: its view box mapped into its intrinsic
+// box (iw x ih) as preserveAspectRatio says, and that box scaled to the canvas as fit says.
+func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string) (*image.RGBA, error) {
+	in := s.info
+	// View box to intrinsic box.
+	sx, sy := iw/in.vbW, ih/in.vbH
+	ox, oy := 0.0, 0.0
+	if !in.stretch {
+		sc := min(sx, sy)
+		ox, oy = (iw-in.vbW*sc)/2, (ih-in.vbH*sc)/2
+		sx, sy = sc, sc
+	}
+	// Intrinsic box to canvas.
+	cx, cy := float64(w)/iw, float64(h)/ih
+	tx, ty := 0.0, 0.0
+	switch fit {
+	case convert.FitFill:
+	case convert.FitCover:
+		c := max(cx, cy)
+		tx, ty = (float64(w)-iw*c)/2, (float64(h)-ih*c)/2
+		cx, cy = c, c
+	default:
+		c := min(cx, cy)
+		tx, ty = (float64(w)-iw*c)/2, (float64(h)-ih*c)/2
+		cx, cy = c, c
+	}
+	m := rasterx.Identity.Translate(tx, ty).Scale(cx, cy).Translate(ox, oy).Scale(sx, sy).Translate(-in.vbX, -in.vbY)
+
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	scanner := rasterx.NewScannerGV(w, h, img, img.Bounds())
+	dasher := rasterx.NewDasher(w, h, scanner)
+	err := convimage.GuardCodec("SVG renderer", func() error {
+		for i := range s.icon.SVGPaths {
+			if i%64 == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, convert.Errorf(err, "the SVG could not be drawn")
+	}
+	return img, nil
+}
+
+// svgToRaster draws the SVG at its own size (CSS pixels, scaled by dpi/96 when dpi is set) or
+// at the width and height asked for, and writes it in dst's format.
+func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
+	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
+		lim := p.Limits.Normalized()
+		s, err := readSVG(ctx, in)
+		if err != nil {
+			return err
+		}
+		dpi := p.Options.DPI
+		if dpi == 0 {
+			dpi = svgDefaultDPI
+		}
+		iw, ih := s.info.w*float64(dpi)/svgDefaultDPI, s.info.h*float64(dpi)/svgDefaultDPI
+		if iw > math.MaxInt32/2 || ih > math.MaxInt32/2 {
+			return convert.Errorf(nil, "the SVG at %d dpi would be %.0fx%.0f pixels, over the %s megapixel limit", dpi, iw, ih, convimage.Megapixels(float64(lim.MaxPixels)))
+		}
+		bw, bh := max(1, int(math.Ceil(iw-1e-9))), max(1, int(math.Ceil(ih-1e-9)))
+		opts := p.Options
+		if dst.FitMaxSide && opts.Width == 0 && opts.Height == 0 && (bw > dst.MaxSide || bh > dst.MaxSide) {
+			opts.Width, opts.Height, opts.Fit = dst.MaxSide, dst.MaxSide, convert.FitContain
+		}
+		w, h, _ := convimage.ResizeBox(bw, bh, opts)
+		if err := convimage.CheckPixels(w, h, lim); err != nil {
+			return err
+		}
+		if dst.MaxSide > 0 && (w > dst.MaxSide || h > dst.MaxSide) {
+			return convert.Errorf(nil, "%s images are at most %dx%d pixels and this SVG would be %dx%d; set a width and height",
+				dst.Name, dst.MaxSide, dst.MaxSide, w, h)
+		}
+		est := int64(float64(convimage.BaseConversionMemory+dst.FixedCost) + float64(w)*float64(h)*(4+dst.EncodeCost) + 4*float64(in.Size()))
+		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d as %s", w, h, dst.Name)); err != nil {
+			return err
+		}
+		defer c.ReleaseMemory(est)
+		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit)
+		if err != nil {
+			return err
+		}
+		return dst.Encode(ctx, out, img, opts)
+	}
+}
+
+// svgToPDF puts the SVG on one page of its own size, drawn at twice its resolution (or less
+// when that would pass the pixel limit) and embedded as a lossless PNG.
+func svgToPDF(c *convert.Catalog) docRun {
+	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
+		lim := p.Limits.Normalized()
+		s, err := readSVG(ctx, in)
+		if err != nil {
+			return err
+		}
+		scale := float64(svgPDFScale)
+		if px := s.info.w * s.info.h * scale * scale; px > float64(lim.MaxPixels) {
+			scale = math.Sqrt(float64(lim.MaxPixels) / (s.info.w * s.info.h))
+		}
+		w, h := max(1, int(s.info.w*scale)), max(1, int(s.info.h*scale))
+		if err := convimage.CheckPixels(w, h, lim); err != nil {
+			return err
+		}
+		est := int64(float64(convimage.BaseConversionMemory) + float64(w)*float64(h)*20 + 4*float64(in.Size()))
+		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d for a PDF", w, h)); err != nil {
+			return err
+		}
+		defer c.ReleaseMemory(est)
+		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill)
+		if err != nil {
+			return err
+		}
+		data, err := encodePDFPNG(img)
+		if err != nil {
+			return fmt.Errorf("encoding the drawing: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		pw, ph := s.info.w*0.75, s.info.h*0.75
+		if k := pdfMaxPageSide / max(pw, ph); k < 1 {
+			pw, ph = pw*k, ph*k
+		}
+		f := fpdf.NewCustom(&fpdf.InitType{UnitStr: "pt", Size: fpdf.SizeType{Wd: pw, Ht: ph}})
+		f.SetMargins(0, 0, 0)
+		f.SetAutoPageBreak(false, 0)
+		f.SetCreator("convsvc", true)
+		if len(s.icon.Titles) > 0 {
+			f.SetTitle(pdfSafeText(strings.TrimSpace(s.icon.Titles[0])), true)
+		}
+		f.AddPage()
+		opts := fpdf.ImageOptions{ImageType: "PNG"}
+		f.RegisterImageOptionsReader("drawing", opts, bytes.NewReader(data))
+		f.ImageOptions("drawing", 0, 0, pw, ph, false, opts, 0, "")
+		if err := f.Error(); err != nil {
+			return fmt.Errorf("writing the PDF: %w", err)
+		}
+		return f.Output(&convert.ContextWriter{Ctx: ctx, W: out})
+	}
+}

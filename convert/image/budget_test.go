@@ -1,0 +1,116 @@
+package image
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/internal/convtest"
+	"github.com/convsvc/convsvc/convert/internal/testimg"
+)
+
+// TestImage_MemoryBudget runs two conversions whose estimates together exceed the budget:
+// the second waits until the first has finished, then runs.
+func TestImage_MemoryBudget(t *testing.T) {
+	// A 300x300 PNG to BMP writes 270 KB: more than runStep's 64 KB buffer, so the encoder
+	// itself blocks in the blocking writer while its share of the budget is held.
+	src := encodeTemp(t, testimg.Photo(300, 300))
+	png, bmp := CodecByID("png"), CodecByID("bmp")
+	est := memoryEstimate(png, bmp, 1, 300*300, 300*300, false, false)
+	c := testCatalog(convert.Limits{MaxConversionMemory: est * 3 / 2})
+
+	run := func(w io.Writer) chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Convert(context.Background(), "png", "bmp", convert.Options{}, openFile(t, src), w, t.TempDir())
+		}()
+		return done
+	}
+	first, second := newBlockingWriter(), newBlockingWriter()
+	firstDone := run(first)
+	<-first.started
+	if got, _ := c.MemoryUse(); got != est {
+		t.Fatalf("budget in use %d during the first conversion, want its estimate %d", got, est)
+	}
+	secondDone := run(second)
+	convtest.WaitFor(t, "the second conversion to wait", func() bool { _, n := c.MemoryUse(); return n == 1 })
+	select {
+	case <-second.started:
+		t.Fatal("the second conversion started while the first held the budget")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(first.release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	<-second.started
+	close(second.release)
+	if err := <-secondDone; err != nil {
+		t.Fatal(err)
+	}
+	if first.n != second.n || first.n < 270_000 {
+		t.Errorf("wrote %d and %d bytes", first.n, second.n)
+	}
+	if got, _ := c.MemoryUse(); got != 0 {
+		t.Errorf("budget in use %d after both finished", got)
+	}
+
+	// A conversion whose estimate exceeds the whole budget fails at once.
+	c = testCatalog(convert.Limits{MaxConversionMemory: 1 << 20})
+	err := c.Convert(context.Background(), "png", "bmp", convert.Options{}, openFile(t, src), io.Discard, t.TempDir())
+	var ce *convert.Error
+	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Message, "converting this 300x300 PNG to BMP needs an estimated ") ||
+		!strings.HasSuffix(ce.Message, " of memory, over the 1.0 MiB conversion memory budget (--max-conversion-memory); make the image smaller") {
+		t.Errorf("err = %v, want the budget exceeded", err)
+	}
+}
+
+// TestImage_MemoryEstimates keeps the estimates at or a little above the peak RSS that
+// TestImageMeasure found converting 12-megapixel images (in MiB: PNG to JPEG 47, to WebP 347,
+// to lossless WebP 703, to AVIF 1342; AVIF to PNG 407; JPEG XL to PNG 326; TIFF to PNG 179).
+func TestImage_MemoryEstimates(t *testing.T) {
+	const px = 12_000_000
+	for _, tt := range []struct {
+		from, to string
+		lossless bool
+		lo, hi   int64 // MiB
+	}{
+		{"png", "jpeg", false, 47, 200},
+		{"png", "webp", false, 347, 450},
+		{"png", "webp", true, 703, 850},
+		{"png", "avif", false, 1342, 1600},
+		{"avif", "png", false, 407, 600},
+		{"jxl", "png", false, 326, 450},
+		{"tiff", "png", false, 179, 300},
+	} {
+		est := memoryEstimate(CodecByID(tt.from), CodecByID(tt.to), 1, px, px, false, tt.lossless)
+		if mb := est >> 20; mb < tt.lo || mb > tt.hi {
+			t.Errorf("%s to %s (lossless %v) at 12 MP: %d MiB, want %d..%d", tt.from, tt.to, tt.lossless, mb, tt.lo, tt.hi)
+		}
+	}
+}
+
+// blockingWriter holds the first write until released, so a conversion can be caught in the
+// middle of encoding.
+type blockingWriter struct {
+	started chan struct{} // closed at the first write
+	release chan struct{}
+	once    sync.Once
+	n       int
+}
+
+func newBlockingWriter() *blockingWriter {
+	return &blockingWriter{started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.started) })
+	<-w.release
+	w.n += len(p)
+	return len(p), nil
+}

@@ -1,0 +1,9 @@
+//go:build race
+
+package image
+
+// raceEnabled reports a -race build, in which wasm-backed codecs and wasm2go's translated C
+// run several times slower: time limits in tests are scaled by raceSlowdown.
+const raceEnabled = true
+
+const raceSlowdown = 10

@@ -1,0 +1,214 @@
+// Package convtest holds the test helpers the converter families share: temporary inputs,
+// user-error assertions, fuzz seeds from testdata, a converter benchmark loop, and the
+// conversion matrix each family runs for the pairs whose outputs it knows how to check.
+// It imports only the kernel, so every family's tests may use it.
+package convtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/convert"
+)
+
+// Testdata is the repository's testdata directory as seen from a family's package directory.
+var Testdata = filepath.Join("..", "..", "testdata")
+
+// WriteTemp writes data to a file in t.TempDir and returns it open for reading.
+func WriteTemp(t testing.TB, data []byte) *os.File {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "input")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// OpenFile opens path for the rest of the test.
+func OpenFile(t testing.TB, path string) *os.File {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// BytesSection returns b as a section reader, the input type of a converter's Run.
+func BytesSection(b []byte) *io.SectionReader {
+	return io.NewSectionReader(bytes.NewReader(b), 0, int64(len(b)))
+}
+
+// RequireUserError fails unless err is nil or an *Error: whatever the input, a converter
+// reports problems the user can read, and never panics.
+func RequireUserError(t testing.TB, err error) {
+	t.Helper()
+	var ce *convert.Error
+	if err != nil && !errors.As(err, &ce) {
+		t.Fatalf("error %v is %T, not *Error", err, err)
+	}
+}
+
+// WantUserError checks that err is an *Error whose message contains want.
+func WantUserError(t testing.TB, err error, want string) {
+	t.Helper()
+	var ce *convert.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v (%T), want an *Error containing %q", err, err, want)
+	}
+	if !strings.Contains(ce.Message, want) {
+		t.Fatalf("message %q does not contain %q", ce.Message, want)
+	}
+}
+
+// AddFuzzSamples seeds f with the files of testdata/dir matching pattern (those under 64 KiB).
+func AddFuzzSamples(f *testing.F, dir, pattern string) {
+	paths, _ := filepath.Glob(filepath.Join(Testdata, dir, pattern))
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 64<<10 {
+			f.Add(b)
+		}
+	}
+}
+
+// BenchConverter measures one converter on in-memory input, reporting input MB/s and output size.
+func BenchConverter(b *testing.B, run func(context.Context, *io.SectionReader, io.Writer, convert.Params) error, input []byte) {
+	b.Helper()
+	b.ReportAllocs()
+	b.SetBytes(int64(len(input)))
+	var out convert.CountingWriter
+	out.W = io.Discard
+	for b.Loop() {
+		out.N = 0
+		if err := run(context.Background(), io.NewSectionReader(bytes.NewReader(input), 0, int64(len(input))), &out, convert.Params{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(out.N), "out-bytes")
+}
+
+// RunCatalog runs one conversion of c on in-memory input.
+func RunCatalog(t testing.TB, c *convert.Catalog, from, to string, input []byte) ([]byte, error) {
+	t.Helper()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "in")
+	if err := os.WriteFile(p, input, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	err = c.Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
+	return out.Bytes(), err
+}
+
+// SampleDirs hold the real samples of every input format: files named sample*.<extension>.
+var SampleDirs = []string{"images", "documents", "data", "audio", "archives"}
+
+// Samples returns every sample file in SampleDirs, sorted.
+func Samples() []string {
+	var samples []string
+	for _, dir := range SampleDirs {
+		paths, _ := filepath.Glob(filepath.Join(Testdata, dir, "sample*"))
+		samples = append(samples, paths...)
+	}
+	sort.Strings(samples)
+	return samples
+}
+
+// FormatOfSample maps a sample file to its format in c by the longest matching extension.
+func FormatOfSample(c *convert.Catalog, path string) string {
+	name := strings.ToLower(filepath.Base(path))
+	best, bestLen := "", 0
+	for _, f := range c.Formats() {
+		for _, ext := range f.Extensions {
+			if strings.HasSuffix(name, "."+ext) && len(ext) > bestLen {
+				best, bestLen = f.ID, len(ext)
+			}
+		}
+	}
+	return best
+}
+
+// Checker checks one conversion's output file against its source sample.
+type Checker func(t *testing.T, source, output string)
+
+// Matrix converts every sample whose format c knows to every target its format reaches, for
+// the pairs owns accepts, and checks each output with checkers[to]. Each family runs it for
+// the pairs whose outputs its tests can read back (see docs/architecture.md), so that together
+// the families cover every pair of the standard catalog; the standard package checks that every
+// convertible format has a sample. Under -short three targets per sample are tried.
+func Matrix(t *testing.T, c *convert.Catalog, owns func(from, to string) bool, checkers map[string]Checker) {
+	for _, path := range Samples() {
+		from := FormatOfSample(c, path)
+		if from == "" {
+			continue
+		}
+		var targets []string
+		for _, to := range c.Targets(from) {
+			if owns(from, to) {
+				targets = append(targets, to)
+			}
+		}
+		if testing.Short() && len(targets) > 3 {
+			// -short (the race run in CI): three targets per sample still reach every family's
+			// code; the full matrix runs in the plain test run.
+			targets = []string{targets[0], targets[len(targets)/2], targets[len(targets)-1]}
+		}
+		for _, to := range targets {
+			t.Run(filepath.Base(path)+"->"+to, func(t *testing.T) {
+				t.Parallel()
+				check := checkers[to]
+				if check == nil {
+					t.Fatalf("no output checker registered for %s", to)
+				}
+				out := filepath.Join(t.TempDir(), "out")
+				f, err := os.Create(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				in, err := os.Open(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer in.Close()
+				err = c.Convert(context.Background(), from, to, convert.Options{}, in, f, t.TempDir())
+				f.Close()
+				if err != nil {
+					t.Fatalf("convert %s -> %s: %v", from, to, err)
+				}
+				check(t, path, out)
+			})
+		}
+	}
+}
+
+// WaitFor polls cond until it holds, failing the test after a generous 5 s: tests wait on
+// state, never on a fixed sleep.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !(linux || darwin)
+
+package service
+
+// raiseFileLimit does nothing where the limit is not a POSIX rlimit (or differs in type); 0
+// means unknown.
+func raiseFileLimit() (uint64, error) { return 0, nil }
