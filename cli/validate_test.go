@@ -45,6 +45,7 @@ func TestCLI_RefusesNonsenseConfiguration(t *testing.T) {
 		{"blob URL with query", []string{"--blob-public-url", "http://example.com/?a=1"}, [2]string{}, []string{"--blob-public-url", "without query"}},
 		{"bad CIDR", []string{"--trusted-proxies", "10.0.0.0/33"}, [2]string{}, []string{"--trusted-proxies", "10.0.0.0/33", "CIDR"}},
 		{"not an address", []string{"--trusted-proxies", "10.0.0.0/8,proxy.local"}, [2]string{}, []string{"--trusted-proxies", "proxy.local"}},
+		{"database URL", []string{"--database", "postgres://convsvc:s3cret@%zz/db"}, [2]string{}, []string{"--database", "not a valid postgres:// URL"}},
 		{"log format", []string{"--log-format", "xml"}, [2]string{}, []string{"--log-format", "text or json"}},
 		{"from the environment", nil, [2]string{"CONVSVC_WORKERS", "-3"}, []string{"--workers (CONVSVC_WORKERS)", "0 (one per CPU)"}},
 		{"retention from the environment", nil, [2]string{"CONVSVC_RETENTION", "0s"}, []string{"--retention (CONVSVC_RETENTION)", "above 0"}},
@@ -59,6 +60,9 @@ func TestCLI_RefusesNonsenseConfiguration(t *testing.T) {
 				_, err := run(t, args...)
 				if err == nil {
 					t.Fatalf("%s accepted %v", cmd, tt.args)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Errorf("%s %v: error %q shows the database password", cmd, tt.args, err)
 				}
 				for _, want := range tt.want {
 					if !strings.Contains(err.Error(), want) {
