@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/convsvc/convsvc/internal/gcfloor"
+	"github.com/convsvc/convsvc/service"
 )
 
 // configEntry is one serve setting as convsvc config shows it.
@@ -110,6 +111,16 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 		case "gc-heap-floor":
 			if gcfloor.OverriddenByGOGC() {
 				e.Value += " (off: GOGC is set)"
+			}
+		case "database":
+			switch {
+			case e.Value == "":
+				e.Value = filepath.Join(o.cfg.DataDir, "convsvc.db")
+			case service.IsPostgresURL(e.Value):
+				e.Value = service.MaskDatabaseURL(e.Value)
+				if _, ok := os.LookupEnv(databasePasswordFileEnv); ok {
+					e.Value += " (password from " + databasePasswordFileEnv + ")"
+				}
 			}
 		case "admin-token":
 			switch {

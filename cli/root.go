@@ -86,7 +86,7 @@ func envName(flag string) string {
 var envAliases = map[string]string{"CONVSVC_URL": "CONVSVC_SERVER", "CONVSVC_KEY": "CONVSVC_API_KEY"}
 
 // secretFlags may also be read from the file named by their _FILE twin.
-var secretFlags = map[string]bool{"admin-token": true, "key": true}
+var secretFlags = map[string]bool{"admin-token": true, "key": true, "database": true}
 
 // applyEnv sets every flag not given on the command line from its CONVSVC_* twin, else (for
 // secrets) from the file named by CONVSVC_*_FILE, else from the twin's older alias.

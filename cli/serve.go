@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -45,6 +46,7 @@ func newServeCommand() *cobra.Command {
 // addServeFlags defines serve's flags; convsvc config defines the same to show their values.
 func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.DataDir, "data", "./convsvc-data", "data directory (database, files, secrets)")
+	f.StringVar(&o.cfg.Database, "database", "", "job database: a bbolt file (default DATA/convsvc.db) or a postgres:// URL that several nodes share; the password may also come from $CONVSVC_DATABASE_PASSWORD_FILE")
 	f.StringVar(&o.cfg.Listen, "listen", "127.0.0.1:8080", "API listen address")
 	f.StringVar(&o.cfg.BlobListen, "blob-listen", "127.0.0.1:8081", "object storage listen address")
 	f.StringVar(&o.cfg.PublicURL, "public-url", "", "API base URL clients see (default http://LISTEN)")
@@ -90,6 +92,25 @@ func newLogger(format, level string, w *os.File) (*slog.Logger, error) {
 	}
 }
 
+// databasePassword puts the password from $CONVSVC_DATABASE_PASSWORD_FILE into a postgres://
+// --database that has none.
+func (o *serveOptions) databasePassword() error {
+	path, ok := os.LookupEnv(databasePasswordFileEnv)
+	if !ok || !service.IsPostgresURL(o.cfg.Database) {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", databasePasswordFileEnv, err)
+	}
+	o.cfg.Database, err = service.DatabaseURLWithPassword(o.cfg.Database, strings.TrimSpace(string(b)))
+	return err
+}
+
+// databasePasswordFileEnv names the file holding the PostgreSQL password, for a --database URL
+// that carries none.
+const databasePasswordFileEnv = "CONVSVC_DATABASE_PASSWORD_FILE"
+
 func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 	if err := o.validate(); err != nil {
 		return err
@@ -99,6 +120,9 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	o.cfg.Logger = log
+	if err := o.databasePassword(); err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	o.cfg.OnDefaultKey = func(accountID, key string) {
 		fmt.Fprintf(out, "Created account \"default\" (%s) with API key:\n\n    %s\n\nIt is shown only this once; keep it.\n\n", accountID, key)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/convsvc/convsvc/service"
 )
 
 // Ranges serve accepts. A value outside them is refused at start, by serve and by convsvc config
@@ -62,6 +64,12 @@ func (o *serveOptions) validate() error {
 		}
 		if err := checkPublicURL(u.value); err != nil {
 			bad(u.flag, "is %q: %v; use an absolute http(s) URL without query or fragment, like https://convert.example.com", u.value, err)
+		}
+	}
+	if service.IsPostgresURL(c.Database) {
+		// The value is not quoted back: it may carry the database password.
+		if u, err := url.Parse(c.Database); err != nil || u.Host == "" {
+			bad("database", "is not a valid postgres:// URL: use postgres://USER@HOST:PORT/DATABASE (the password may come from $%s)", databasePasswordFileEnv)
 		}
 	}
 	if c.Workers < 0 || c.Workers > maxWorkers {

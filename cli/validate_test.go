@@ -45,6 +45,7 @@ func TestCLI_RefusesNonsenseConfiguration(t *testing.T) {
 		{"blob URL with query", []string{"--blob-public-url", "http://example.com/?a=1"}, [2]string{}, []string{"--blob-public-url", "without query"}},
 		{"bad CIDR", []string{"--trusted-proxies", "10.0.0.0/33"}, [2]string{}, []string{"--trusted-proxies", "10.0.0.0/33", "CIDR"}},
 		{"not an address", []string{"--trusted-proxies", "10.0.0.0/8,proxy.local"}, [2]string{}, []string{"--trusted-proxies", "proxy.local"}},
+		{"database URL", []string{"--database", "postgres://convsvc:s3cret@%zz/db"}, [2]string{}, []string{"--database", "not a valid postgres:// URL"}},
 		{"log format", []string{"--log-format", "xml"}, [2]string{}, []string{"--log-format", "text or json"}},
 		{"NaN output ratio", []string{"--max-output-ratio", "NaN"}, [2]string{}, []string{"--max-output-ratio", "2 to 1000000"}},
 		{"output ratio below 2", []string{"--max-output-ratio", "0"}, [2]string{}, []string{"--max-output-ratio", "2 to 1000000"}},
@@ -63,6 +64,9 @@ func TestCLI_RefusesNonsenseConfiguration(t *testing.T) {
 				_, err := run(t, args...)
 				if err == nil {
 					t.Fatalf("%s accepted %v", cmd, tt.args)
+				}
+				if strings.Contains(err.Error(), "s3cret") {
+					t.Errorf("%s %v: error %q shows the database password", cmd, tt.args, err)
 				}
 				for _, want := range tt.want {
 					if !strings.Contains(err.Error(), want) {

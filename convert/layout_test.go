@@ -45,7 +45,7 @@ var allowedImports = map[string][]string{
 	"store/storetest":    {"store"},
 	"blobstore/blobtest": {"blobstore"},
 	"client":             {},
-	"internal/*":         {"internal/*", "client", "httpapi", "httpapi/openapitest", "service", "store"},
+	"internal/*":         {"internal/*", "client", "httpapi", "httpapi/openapitest", "service", "store", "pgstore"},
 	"httpapi":            {"convert", "store", "blobstore", "httpapi/*"},
 	"httpapi/*":          {},
 	"service":            {"convert", "convert/standard", "store", "blobstore", "pgstore", "s3store", "httpapi", "internal/*"},

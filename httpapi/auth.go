@@ -61,7 +61,15 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 		if write {
 			limiter = s.writes
 		}
-		d := limiter.Allow(key.ID, now)
+		var d rateDecision
+		if write && s.cfg.WriteLimiter != nil {
+			if d, err = s.allowWrite(key.ID); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		} else {
+			d = limiter.Allow(key.ID, now)
+		}
 		setRateHeaders(w, d)
 		if !d.Allowed {
 			budget := budgetRead

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testpg"
 )
 
 // suiteLog sees every log line of every service the package's tests start.
@@ -24,7 +25,7 @@ var suiteLog = &logChecker{}
 // says why it cannot).
 func TestMain(m *testing.M) {
 	testenv.SetLogSink(suiteLog)
-	code := m.Run()
+	code := testpg.Run(m) // stops the private PostgreSQL server the backend tests started
 	testenv.SetLogSink(nil)
 	if code != 0 {
 		os.Exit(code)

@@ -68,6 +68,7 @@ func throttleAddress(t *testing.T, e *testenv.Env) {
 }
 
 func TestOps_MetricsMoveWithTraffic(t *testing.T) {
+	testenv.BboltOnly(t, "bbolt's counters")
 	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
 	before := e.Scrape()
 	// Traffic: a success with its download, a failure, a job left created, a cancelled running
@@ -354,6 +355,7 @@ func mustJSON(t *testing.T, rec map[string]any) string {
 }
 
 func TestOps_ReadyzTurns503WhileDraining(t *testing.T) {
+	testenv.BboltOnly(t, "reopens the bbolt file")
 	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
 	h := e.Main.Handler()
 	ready := func() (int, string) {
@@ -427,6 +429,7 @@ func TestOps_ReadyzTurns503WhileDraining(t *testing.T) {
 }
 
 func TestOps_BackupAndRestore(t *testing.T) {
+	testenv.BboltOnly(t, "backup is bbolt's")
 	e := testenv.Start(t)
 	png := testenv.Sample(t, "images/sample.png")
 	done := e.Convert(e.Key, "png", "jpeg", png)

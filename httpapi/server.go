@@ -93,6 +93,8 @@ type Config struct {
 	// WriteLimit, ReadLimit and AnonLimit are requests per minute: per key for job writes
 	// (create, start, cancel) and reads, and per client address for requests without a valid key.
 	WriteLimit, ReadLimit, AnonLimit int
+	// WriteLimiter, when set, counts job writes per key across nodes instead of in process.
+	WriteLimiter WriteLimiter
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Metrics, when set, counts requests, latency and 429s.

@@ -254,32 +254,61 @@ func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (store.Job
 // ClaimJob moves the oldest queued job (first started first) to running, leased to this node
 // for Options.Lease, and counts the pickup in attempt. Concurrent claimers on any node skip
 // each other's locked rows, so no job is claimed twice. ok is false when nothing is queued.
+// A queued job already past its expires_at is not claimed: it fails expired_or_exhausted in
+// the same transaction, its reservation released (store.Store.ClaimJob's semantics).
 func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	var expired []string
 	err = s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		ok = false
-		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'running', attempt = attempt + 1,
-				lease_owner = $1, lease_expires_at = clock_timestamp() + $2 * interval '1 microsecond'
-			WHERE id = (SELECT id FROM jobs WHERE status = 'queued' AND expires_at > now()
-				ORDER BY started_at, seq FOR UPDATE SKIP LOCKED LIMIT 1)
-			RETURNING `+jobCols, s.opts.NodeID, micros(s.opts.Lease)))
-		if err == store.ErrNotFound {
-			return nil
-		} else if err != nil {
-			return err
+		ok, expired = false, expired[:0]
+		for {
+			j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE status = 'queued'
+				ORDER BY started_at, seq FOR UPDATE SKIP LOCKED LIMIT 1`))
+			if err == store.ErrNotFound {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if expiredAt(ctx, tx, j) {
+				if err := s.finish(ctx, tx, &j, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil); err != nil {
+					return err
+				}
+				expired = append(expired, j.ID)
+				continue
+			}
+			job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'running', attempt = attempt + 1,
+					lease_owner = $2, lease_expires_at = clock_timestamp() + $3 * interval '1 microsecond'
+				WHERE id = $1 RETURNING `+jobCols, j.ID, s.opts.NodeID, micros(s.opts.Lease)))
+			if err != nil {
+				return err
+			}
+			ok = true
+			return notify(ctx, tx, "j:"+job.ID)
 		}
-		ok = true
-		return notify(ctx, tx, "j:"+job.ID)
 	})
 	if err != nil {
 		return store.Job{}, false, wrap("claim job", err)
 	}
+	s.signal(expired...)
 	if ok {
 		s.signal(job.ID)
 	}
 	return job, ok, nil
+}
+
+// expiredMessage is the error message of a job that reached expires_at before it finished.
+const expiredMessage = "the job expired before it finished"
+
+// expiredAt reports whether the job's expires_at has passed by the transaction's clock (the
+// database's, as ExpireJobs reads it); a failed read counts as not expired, and the caller's
+// next statement fails the same way.
+func expiredAt(ctx context.Context, tx pgx.Tx, j store.Job) bool {
+	var past bool
+	if err := tx.QueryRow(ctx, `SELECT $1::timestamptz <= now()`, j.ExpiresAt).Scan(&past); err != nil {
+		return false
+	}
+	return past
 }
 
 // Heartbeat renews this node's lease on a running job's attempt. It returns false when the
@@ -354,18 +383,26 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 
 // FinishJob records how a running job's attempt ended: success turns its reservation into
 // this month's spend, failure releases it. A job no longer running that attempt (cancelled,
-// reaped, claimed again) is ErrInvalidState.
+// reaped, claimed again) is ErrInvalidState. A job whose expires_at has passed is not finished
+// as reported: the same transaction fails it expired_or_exhausted (its reservation released,
+// nothing charged) and FinishJob returns ErrNotFound, as store.Store.FinishJob does.
 func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var job store.Job
+	var expired bool
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
+		expired = false
 		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID)); err != nil {
 			return err
 		}
 		if job.Status != store.StatusRunning || job.Attempt != attempt {
 			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if expiredAt(ctx, tx, job) {
+			expired = true
+			return s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
 		}
 		if o.ErrorCode == "" {
 			if o.Output == nil {
@@ -379,7 +416,49 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 		return store.Job{}, wrap("finish job", err)
 	}
 	s.signal(job.ID)
+	if expired {
+		return store.Job{}, fmt.Errorf("%w: job %s expired at %s before it finished", store.ErrNotFound, job.ID, job.ExpiresAt.Format(time.RFC3339))
+	}
 	return job, nil
+}
+
+// RequeueJob puts a running job whose attempt could not store its output (a storage fault, not
+// the input's) back in the queue in its original place, in one transaction. The attempt stays
+// counted: once attempt has reached maxAttempts, or the job has expired, it fails
+// expired_or_exhausted instead and its reservation is released in the same transaction. A job
+// that is no longer running that attempt is ErrInvalidState. requeued says which happened.
+func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	err = s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		requeued = false
+		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID)); err != nil {
+			return err
+		}
+		if job.Status != store.StatusRunning || job.Attempt != attempt {
+			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		switch {
+		case expiredAt(ctx, tx, job):
+			return s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
+		case job.Attempt >= maxAttempts:
+			msg := fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
+			return s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, msg, nil)
+		}
+		if job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = coalesce(started_at, now()),
+				lease_owner = NULL, lease_expires_at = NULL
+			WHERE id = $1 RETURNING `+jobCols, jobID)); err != nil {
+			return err
+		}
+		requeued = true
+		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
+	})
+	if err != nil {
+		return store.Job{}, false, wrap("requeue job", err)
+	}
+	s.signal(job.ID)
+	return job, requeued, nil
 }
 
 // CancelJob cancels one of the account's unfinished jobs and releases its reservation.
@@ -469,7 +548,7 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 		for _, job := range jobs {
 			switch job.Status {
 			case store.StatusCreated, store.StatusQueued, store.StatusRunning:
-				if err := s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, "the job expired before it finished", nil); err != nil {
+				if err := s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil); err != nil {
 					return err
 				}
 			case store.StatusSucceeded:
@@ -531,4 +610,46 @@ func (s *Store) JobStarted(jobID string) (bool, error) {
 		return false, nil
 	}
 	return started, wrap("job started", err)
+}
+
+// JobUploadState tells object storage whether a PUT may land for the job
+// (store.Store.JobUploadState's semantics): a finished job, or one past expires_at by the
+// database's clock, is UploadClosed; a started one UploadSealed; a created one UploadOpen; no
+// job UploadGone.
+func (s *Store) JobUploadState(jobID string) (store.UploadState, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var status string
+	var started, expired bool
+	err := s.pool.QueryRow(ctx, `SELECT status, started_at IS NOT NULL, expires_at <= now() FROM jobs WHERE id = $1`, jobID).
+		Scan(&status, &started, &expired)
+	if isNoRows(err) {
+		return store.UploadGone, nil
+	} else if err != nil {
+		return store.UploadGone, wrap("job upload state", err)
+	}
+	probe := store.Job{Status: status}
+	switch {
+	case expired || probe.Finished():
+		return store.UploadClosed, nil
+	case started || status != store.StatusCreated:
+		return store.UploadSealed, nil
+	default:
+		return store.UploadOpen, nil
+	}
+}
+
+// NextExpiry is the earliest expires_at of any stored job, and false when there is none: the
+// sweeper sleeps until then.
+func (s *Store) NextExpiry() (time.Time, bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var at *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT min(expires_at) FROM jobs`).Scan(&at); err != nil {
+		return time.Time{}, false, wrap("next expiry", err)
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return at.UTC(), true, nil
 }

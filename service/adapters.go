@@ -19,15 +19,19 @@ import (
 // jobQueue lets the worker pool claim and finish jobs in the store. It sees every outcome, so
 // it logs the workers' transitions and feeds the conversion metrics.
 type jobQueue struct {
-	store   *store.Store
-	blobs   *blobstore.Store
+	store   JobStore
+	blobs   ObjectStorage
 	log     *slog.Logger
 	metrics *metrics
+	// cancel stops a running conversion (the pool's Cancel); set once the pool exists.
+	cancel func(jobID string) bool
 	// maxAttempts bounds the attempts of a job whose output could not be stored.
 	maxAttempts int
 
 	mu     sync.Mutex
 	claims map[claimKey]time.Time // when each running attempt was claimed
+	// beats stops the heartbeat of each running attempt, on a leased store.
+	beats map[claimKey]func()
 }
 
 type claimKey struct {
@@ -35,8 +39,8 @@ type claimKey struct {
 	attempt int
 }
 
-func newJobQueue(st *store.Store, blobs *blobstore.Store, log *slog.Logger, m *metrics, maxAttempts int) *jobQueue {
-	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, maxAttempts: maxAttempts, claims: map[claimKey]time.Time{}}
+func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics, maxAttempts int) *jobQueue {
+	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, maxAttempts: maxAttempts, claims: map[claimKey]time.Time{}, beats: map[claimKey]func(){}}
 }
 
 // Claim moves the oldest queued job to running and remembers when, for the duration metric.
@@ -48,6 +52,7 @@ func (q *jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 	q.mu.Lock()
 	q.claims[claimKey{job.ID, job.Attempt}] = time.Now()
 	q.mu.Unlock()
+	q.startHeartbeat(job.ID, job.Attempt)
 	logTransition(q.log, job)
 	task := convert.Task{JobID: job.ID, InputFormat: job.InputFormat, TargetFormat: job.TargetFormat, Attempt: job.Attempt}
 	if len(job.Options) > 0 {
@@ -70,11 +75,14 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 	if o.Code == "" && o.Output != nil {
 		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256}
 	}
+	q.stopHeartbeat(o.Task.JobID, o.Task.Attempt)
 	job, err := q.store.FinishJob(o.Task.JobID, o.Task.Attempt, outcome)
 	q.observe(o, err)
 	if err != nil {
-		if o.Output != nil && (errors.Is(err, store.ErrInvalidState) || errors.Is(err, store.ErrNotFound)) {
-			// Cancelled or expired meanwhile: the result has no job to belong to.
+		if o.Output != nil && (errors.Is(err, store.ErrNotFound) || (errors.Is(err, store.ErrInvalidState) && !q.shared())) {
+			// Cancelled or expired meanwhile: the result has no job to belong to. On a shared
+			// store a refused attempt may be a stale one whose job runs again (same files), so
+			// its files stay until retention deletes the job.
 			if derr := q.blobs.Delete(o.Task.JobID); derr != nil {
 				q.log.Warn("delete orphaned output", "job_id", o.Task.JobID, "error", derr)
 			}
@@ -96,6 +104,7 @@ func (q *jobQueue) requeue(o convert.Outcome) error {
 	if q.metrics != nil {
 		q.metrics.storageErrors.WithLabelValues("output").Inc()
 	}
+	q.stopHeartbeat(o.Task.JobID, o.Task.Attempt)
 	job, requeued, err := q.store.RequeueJob(o.Task.JobID, o.Task.Attempt, q.maxAttempts, o.Message)
 	q.observe(o, err)
 	if err != nil {
@@ -149,20 +158,20 @@ func logTransition(log *slog.Logger, job store.Job, extra ...slog.Attr) {
 	log.LogAttrs(context.Background(), slog.LevelInfo, "job transition", append(attrs, extra...)...)
 }
 
-// jobFiles lets the worker pool read inputs and write outputs in the blob store.
-type jobFiles struct{ blobs *blobstore.Store }
+// jobFiles lets the worker pool read inputs and write outputs in object storage.
+type jobFiles struct {
+	blobs ObjectStorage
+	// shared: the job store is shared by several nodes, where a job whose outcome was refused
+	// may be running again as a newer attempt on the same files.
+	shared bool
+}
 
 // OpenInput opens a job's sealed input.
 func (f jobFiles) OpenInput(jobID string) (*os.File, error) { return f.blobs.OpenInput(jobID) }
 
-// CreateOutput starts a job's output in the blob store; the blob store's faults are
-// convert.StorageErrors, so the job is retried instead of failed.
+// CreateOutput starts a job's output in object storage.
 func (f jobFiles) CreateOutput(jobID string) (convert.OutputFile, error) {
-	p, err := f.blobs.CreateOutput(jobID)
-	if err != nil {
-		return nil, storageError(err)
-	}
-	return &pendingOutput{p: p}, nil
+	return f.blobs.CreateOutput(jobID)
 }
 
 // storageError marks the blob store's own faults (blobstore.ErrStorage: disk full, read-only
@@ -235,5 +244,11 @@ func (r *readErr) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// DeleteOutput removes a job's files.
-func (f jobFiles) DeleteOutput(jobID string) error { return f.blobs.Delete(jobID) }
+// DeleteOutput removes a job's files after its outcome was refused; on a shared store it
+// leaves them to retention, since a newer attempt of the job may be using them.
+func (f jobFiles) DeleteOutput(jobID string) error {
+	if f.shared {
+		return nil
+	}
+	return f.blobs.Delete(jobID)
+}

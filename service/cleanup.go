@@ -16,7 +16,7 @@ import (
 // retention.
 
 // uploadState is blobstore.Config.JobState on the job store.
-func uploadState(st *store.Store) func(string) (blobstore.JobState, error) {
+func uploadState(st JobStore) func(string) (blobstore.JobState, error) {
 	return func(jobID string) (blobstore.JobState, error) {
 		s, err := st.JobUploadState(jobID)
 		switch s {
@@ -33,7 +33,7 @@ func uploadState(st *store.Store) func(string) (blobstore.JobState, error) {
 }
 
 // dropInput removes a finished job's input, keeping its output.
-func dropInput(blobs *blobstore.Store, log *slog.Logger, job store.Job) {
+func dropInput(blobs ObjectStorage, log *slog.Logger, job store.Job) {
 	if !job.Finished() {
 		return
 	}
@@ -45,15 +45,15 @@ func dropInput(blobs *blobstore.Store, log *slog.Logger, job store.Job) {
 // apiStore is the job store as the API sees it: creating a job tells the sweeper its expiry,
 // and a cancel also drops the job's input.
 type apiStore struct {
-	*store.Store
-	blobs   *blobstore.Store
+	JobStore
+	blobs   ObjectStorage
 	log     *slog.Logger
 	created func(expiresAt time.Time)
 }
 
 // CreateJob creates the job, then wakes the sweeper if the job expires before its next pass.
 func (a apiStore) CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error) {
-	job, resp, err := a.Store.CreateJob(p, render)
+	job, resp, err := a.JobStore.CreateJob(p, render)
 	if err == nil && a.created != nil {
 		a.created(job.ExpiresAt)
 	}
@@ -62,7 +62,7 @@ func (a apiStore) CreateJob(p store.CreateJobParams, render func(store.Job) (sto
 
 // CancelJob cancels the job and removes its input.
 func (a apiStore) CancelJob(accountID, jobID string) (store.Job, error) {
-	job, err := a.Store.CancelJob(accountID, jobID)
+	job, err := a.JobStore.CancelJob(accountID, jobID)
 	if err == nil {
 		dropInput(a.blobs, a.log, job)
 	}
@@ -72,7 +72,7 @@ func (a apiStore) CancelJob(accountID, jobID string) (store.Job, error) {
 // apiBlobs is object storage as the API sees it: a start that cancels the job for a size
 // mismatch also drops the upload.
 type apiBlobs struct {
-	*blobstore.Store
+	ObjectStorage
 	log *slog.Logger
 }
 
@@ -80,13 +80,13 @@ type apiBlobs struct {
 // (once Seal released the id's lock, which DeleteInput takes).
 func (a apiBlobs) Seal(jobID string, start func(size int64) error) error {
 	mismatch := false
-	err := a.Store.Seal(jobID, func(size int64) error {
+	err := a.ObjectStorage.Seal(jobID, func(size int64) error {
 		err := start(size)
 		mismatch = errors.Is(err, store.ErrSizeMismatch)
 		return err
 	})
 	if mismatch {
-		if derr := a.Store.DeleteInput(jobID); derr != nil {
+		if derr := a.ObjectStorage.DeleteInput(jobID); derr != nil {
 			a.log.Warn("delete the upload of a job cancelled for its size", "job_id", jobID, "error", derr)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
@@ -36,7 +37,7 @@ const (
 	outcomeError     = "error"     // the outcome could not be recorded (database error)
 )
 
-func newMetrics(st *store.Store, workers int, running, strays func() int) *metrics {
+func newMetrics(st JobStore, workers int, running, strays func() int) *metrics {
 	reg := prometheus.NewRegistry()
 	m := &metrics{
 		reg:  reg,
@@ -132,7 +133,16 @@ func (m *metrics) conversion(input, target, outcome string, d time.Duration) {
 
 // storeCollector reads jobs by state, the queue, the ledger and bbolt's counters at scrape
 // time: one read transaction (store.Counts) plus db.Stats, about 1 ms with 10,000 jobs stored.
-type storeCollector struct{ store *store.Store }
+type storeCollector struct{ store JobStore }
+
+// boltStats is a store with bbolt's counters (the embedded store); other stores report the
+// job, queue and ledger figures only.
+type boltStats interface {
+	WriteStats() store.WriteStats
+	DBStats() bolt.Stats
+}
+
+var _ boltStats = (*store.Store)(nil)
 
 var (
 	descJobs        = prometheus.NewDesc("convsvc_jobs", "Jobs stored, by status (expired jobs the sweeper has not deleted yet included).", []string{"status"}, nil)
@@ -205,10 +215,14 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descDBSize, float64(counts.DBBytes))
 	}
 	gauge(descWaiters, float64(c.store.Waiters()))
-	ws := c.store.WriteStats()
+	bs, ok := c.store.(boltStats)
+	if !ok {
+		return
+	}
+	ws := bs.WriteStats()
 	counter(descStoreWrites, float64(ws.Writes))
 	counter(descStoreWriteTx, float64(ws.Transactions))
-	st := c.store.DBStats()
+	st := bs.DBStats()
 	counter(descBoltTx, float64(st.TxN))
 	gauge(descBoltOpenTx, float64(st.OpenTxN))
 	gauge(descBoltFree, float64(st.FreePageN))

@@ -30,7 +30,13 @@ import (
 
 // Config is every setting of a running service; cli fills it from flags and environment.
 type Config struct {
-	DataDir       string
+	DataDir string
+	// Database is the job database: empty for DATA/convsvc.db (bbolt), a file path for a bbolt
+	// file elsewhere, or a postgres:// URL shared by any number of nodes (docs/scaling.md).
+	Database string
+	// Lease is how long a PostgreSQL claim lasts without a heartbeat (default 30s); the worker
+	// renews it every third of that, and every node requeues jobs whose lease lapsed.
+	Lease         time.Duration
 	Listen        string // API address, e.g. 127.0.0.1:8080 (":0" picks a port)
 	BlobListen    string // object-storage address
 	PublicURL     string // API base URL clients see; default from the listener
@@ -128,8 +134,8 @@ func (c *Config) Defaults() {
 type Main struct {
 	cfg      Config
 	log      *slog.Logger
-	store    *store.Store
-	blobs    *blobstore.Store
+	store    JobStore
+	blobs    ObjectStorage
 	catalog  *convert.Catalog
 	pool     *convert.Pool
 	api      *httpapi.Server
@@ -168,11 +174,10 @@ func (m *Main) open() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	var err error
-	m.store, err = store.Open(filepath.Join(cfg.DataDir, "convsvc.db"), store.Options{Retention: cfg.Retention})
-	if err != nil {
+	if err := m.openJobStore(); err != nil {
 		return err
 	}
+	var err error
 	if cfg.AdminToken == "" {
 		if cfg.AdminToken, err = loadOrCreateSecret(filepath.Join(cfg.DataDir, "admin.token")); err != nil {
 			return fmt.Errorf("admin token: %w", err)
@@ -186,18 +191,15 @@ func (m *Main) open() error {
 	if key != "" && cfg.OnDefaultKey != nil {
 		cfg.OnDefaultKey(acct.ID, key)
 	}
-	requeued, failed, err := m.store.RecoverRunning(cfg.MaxAttempts)
-	if err != nil {
-		return fmt.Errorf("recover running jobs: %w", err)
-	}
-	if len(requeued)+len(failed) > 0 {
-		m.log.Warn("recovered jobs left running by a crash", "requeued", len(requeued), "failed", len(failed))
-	}
-	for _, id := range requeued {
-		m.log.Info("job transition", "job_id", id, "status", store.StatusQueued, "reason", "requeued_after_crash")
-	}
-	for _, id := range failed {
-		m.log.Info("job transition", "job_id", id, "status", store.StatusFailed, "error_code", store.CodeExpiredOrExhausted, "reason", "max_attempts")
+	if rec, ok := m.store.(startupRecoverer); ok {
+		requeued, failed, err := rec.RecoverRunning(cfg.MaxAttempts)
+		if err != nil {
+			return fmt.Errorf("recover running jobs: %w", err)
+		}
+		if len(requeued)+len(failed) > 0 {
+			m.log.Warn("recovered jobs left running by a crash", "requeued", len(requeued), "failed", len(failed))
+		}
+		m.logRequeued(requeued, failed, "requeued_after_crash")
 	}
 
 	apiLn, err := net.Listen("tcp", cfg.Listen)
@@ -215,12 +217,13 @@ func (m *Main) open() error {
 
 	// JobState: the job store's start commit is what seals an upload (blobstore.Seal), and a
 	// finished job takes none (cleanup.go).
-	m.blobs, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, JobState: uploadState(m.store)})
+	local, err := blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, JobState: uploadState(m.store)})
 	if err != nil {
 		apiLn.Close()
 		blobLn.Close()
 		return fmt.Errorf("open blob store: %w", err)
 	}
+	m.blobs = localObjects{local}
 	m.catalog = standard.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory,
 		MaxOutputRatio: cfg.MaxOutputRatio, MaxOutputBytes: cfg.MaxOutputBytes})
 	scratch := filepath.Join(cfg.DataDir, "scratch")
@@ -230,13 +233,15 @@ func (m *Main) open() error {
 	}
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
 	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() }, func() int { return m.pool.Strays() })
+	queue := newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts)
 	m.pool = convert.NewPool(convert.PoolConfig{
 		Workers:       cfg.Workers,
 		Timeout:       cfg.ConversionTimeout,
 		ScratchDir:    scratch,
 		Logger:        m.log,
 		StrayReturned: m.metrics.strayReturned,
-	}, m.catalog, newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts), jobFiles{blobs: m.blobs})
+	}, m.catalog, queue, jobFiles{blobs: m.blobs, shared: queue.shared()})
+	queue.cancel = m.pool.Cancel
 
 	m.metrics.countRefused("api", m.apiLimit)
 	m.metrics.countRefused("storage", m.blobLimit)
@@ -264,8 +269,13 @@ func (m *Main) open() error {
 		metricsHandler = nil // not on the API listener too
 	}
 
+	var writeLimiter httpapi.WriteLimiter
+	if rw, ok := m.store.(rateWindowStore); ok {
+		writeLimiter = rw
+	}
 	m.api = httpapi.New(httpapi.Config{
-		Store:          apiStore{Store: m.store, blobs: m.blobs, log: m.log, created: m.jobCreated},
+		WriteLimiter:   writeLimiter,
+		Store:          apiStore{JobStore: m.store, blobs: m.blobs, log: m.log, created: m.jobCreated},
 		Blobs:          apiBlobs{m.blobs, m.log},
 		Catalog:        m.catalog,
 		Workers:        m.pool,
@@ -281,7 +291,7 @@ func (m *Main) open() error {
 	if len(corsOrigins) == 0 {
 		corsOrigins = []string{originOf(m.apiURL)}
 	}
-	blobHandler := countBytes(m.blobs.CORS(m.blobs.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), corsOrigins), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+	blobHandler := countBytes(local.CORS(local.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), corsOrigins), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
 	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
 		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
 	}), m.log)
@@ -291,6 +301,7 @@ func (m *Main) open() error {
 	m.blobSrv.WriteTimeout = 0
 
 	m.pool.Start()
+	m.startSharedStore(queue)
 	m.serve(m.apiSrv, apiLn)
 	m.serve(m.blobSrv, blobLn)
 	if m.metSrv != nil {
@@ -383,8 +394,15 @@ func (m *Main) Handler() http.Handler { return m.api }
 // AdminToken is the token that authorises /v1/admin/....
 func (m *Main) AdminToken() string { return m.cfg.AdminToken }
 
-// Store gives tests and admin commands the database.
-func (m *Main) Store() *store.Store { return m.store }
+// Store gives tests and admin commands the bbolt database; nil when the job store is
+// PostgreSQL (see JobStore).
+func (m *Main) Store() *store.Store {
+	st, _ := m.store.(*store.Store)
+	return st
+}
+
+// JobStore is the job database in use, whichever backend it is.
+func (m *Main) JobStore() JobStore { return m.store }
 
 // Catalog is the format registry in use.
 func (m *Main) Catalog() *convert.Catalog { return m.catalog }
@@ -541,6 +559,11 @@ func (m *Main) Sweep() {
 		}
 	}
 	m.api.Prune()
+	if rw, ok := m.store.(rateWindowStore); ok {
+		if _, err := rw.PurgeRateWindows(time.Minute); err != nil {
+			m.log.Warn("purge rate windows", "error", err)
+		}
+	}
 }
 
 // expireDue deletes every job whose expires_at has passed, and its files; an unfinished one

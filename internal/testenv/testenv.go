@@ -51,6 +51,9 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 	if w := defaultLogWriter(); w != nil {
 		cfg.Logger = jsonLogger(w)
 	}
+	if os.Getenv(EnvDatabase) == "postgres" {
+		Postgres(t)(&cfg)
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -70,6 +73,10 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 		defer cancel()
 		if err := m.Shutdown(ctx); err != nil {
 			t.Errorf("shutdown: %v", err)
+		}
+		if service.IsPostgresURL(cfg.Database) {
+			verifyPostgres(t, cfg.Database)
+			return
 		}
 		reopen, err := openStore(cfg.DataDir)
 		if err != nil {

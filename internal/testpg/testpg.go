@@ -51,6 +51,12 @@ var (
 //
 //	func TestMain(m *testing.M) { testpg.Main(m) }
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain that has more to do after the tests: it runs them, stops the
+// private server, and returns m.Run's exit code.
+func Run(m *testing.M) int {
 	mainCalled = true
 	code := m.Run()
 	if srv != nil {
@@ -58,7 +64,7 @@ func Main(m *testing.M) {
 			fmt.Fprintf(os.Stderr, "testpg: %v\n", err)
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // NewDatabase creates an empty database for t and returns its connection URL. The database

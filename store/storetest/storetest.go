@@ -49,6 +49,11 @@ type Backend interface {
 	PurgeIdempotencyKeys() (int, error)
 	JobExists(jobID string) (bool, error)
 	JobStarted(jobID string) (bool, error)
+	JobUploadState(jobID string) (store.UploadState, error)
+	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
+	NextExpiry() (time.Time, bool, error)
+	AccountsPage(p store.PageParams) ([]store.Account, bool, error)
+	KeysPage(accountID string, p store.PageParams) ([]store.APIKey, bool, error)
 	EnsureDefaultAccount(spendCapCents int64) (store.Account, string, error)
 	Ping() error
 	Counts() (store.Counts, error)
@@ -110,6 +115,10 @@ var cases = []testCase{
 	{"EnsureDefaultAccountOnce", testEnsureDefault},
 	{"ClaimsNeverDuplicate", testClaimsConcurrent},
 	{"RetentionExpiry", testRetention},
+	{"RequeueJob", testRequeue},
+	{"UploadStateAndNextExpiry", testUploadState},
+	{"NothingSucceedsAfterExpiry", testExpiryChecks},
+	{"AdminListsPage", testAdminPages},
 	{"WaitChange", testWaitChange},
 	{"CountsAndPing", testCounts},
 }
@@ -1217,4 +1226,262 @@ func testCounts(t *testing.T, newStore NewFunc) {
 		t.Fatalf("counts %+v (queued job started at %v)", got, cJob.StartedAt)
 	}
 	f.checkLedger(3, 1)
+}
+
+// testRequeue: a storage fault returns the running attempt to the queue in its original place,
+// the attempt counted; at maxAttempts the job fails expired_or_exhausted and its cent goes.
+func testRequeue(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	first := f.start(f.create(1))
+	second := f.start(f.create(1))
+	if got := f.claim(); got.ID != first.ID || got.Attempt != 1 {
+		t.Fatalf("claimed %s attempt %d, want %s attempt 1", got.ID, got.Attempt, first.ID)
+	}
+	_, _, err := f.s.RequeueJob(first.ID, 2, 2, "disk full")
+	wantErr(t, err, store.ErrInvalidState, "requeue another attempt")
+	_, _, err = f.s.RequeueJob(second.ID, 1, 2, "disk full")
+	wantErr(t, err, store.ErrInvalidState, "requeue a queued job")
+	_, _, err = f.s.RequeueJob("job_nosuchjob", 1, 2, "disk full")
+	wantErr(t, err, store.ErrNotFound, "requeue an unknown job")
+
+	job, requeued, err := f.s.RequeueJob(first.ID, 1, 2, "disk full")
+	if err != nil || !requeued {
+		t.Fatalf("requeue: requeued=%v err=%v", requeued, err)
+	}
+	if job.Status != store.StatusQueued || job.Attempt != 1 || job.ErrorCode != "" {
+		t.Fatalf("requeued job: status %s attempt %d code %q", job.Status, job.Attempt, job.ErrorCode)
+	}
+	if got := f.get(first.ID); got.Status != store.StatusQueued || got.Attempt != 1 {
+		t.Fatalf("stored job after requeue: %s attempt %d", got.Status, got.Attempt)
+	}
+	f.checkLedger(2, 0)
+	// Its original place: before the job started after it.
+	if got := f.claim(); got.ID != first.ID || got.Attempt != 2 {
+		t.Fatalf("claimed %s attempt %d after the requeue, want %s attempt 2", got.ID, got.Attempt, first.ID)
+	}
+	job, requeued, err = f.s.RequeueJob(first.ID, 2, 2, "disk full")
+	if err != nil || requeued {
+		t.Fatalf("requeue at max attempts: requeued=%v err=%v", requeued, err)
+	}
+	if job.Status != store.StatusFailed || job.ErrorCode != store.CodeExpiredOrExhausted || job.FinishedAt == nil {
+		t.Fatalf("exhausted job: status %s code %q finished %v", job.Status, job.ErrorCode, job.FinishedAt)
+	}
+	if got := f.get(first.ID); got.Status != store.StatusFailed || got.ErrorCode != store.CodeExpiredOrExhausted || got.Attempt != 2 {
+		t.Fatalf("stored exhausted job: %s %q attempt %d", got.Status, got.ErrorCode, got.Attempt)
+	}
+	f.checkLedger(1, 0)
+	if got := f.claim(); got.ID != second.ID {
+		t.Fatalf("claimed %s, want %s", got.ID, second.ID)
+	}
+}
+
+// testUploadState: what each job is to its upload, and the earliest expiry the sweeper sleeps
+// until.
+func testUploadState(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	if _, ok, err := f.s.NextExpiry(); err != nil || ok {
+		t.Fatalf("NextExpiry of an empty store: ok=%v err=%v", ok, err)
+	}
+	created := f.create(1)
+	queued := f.start(f.create(1))
+	running := f.start(f.create(1))
+	done := f.start(f.create(1))
+	cancelled := f.create(1)
+	if _, err := f.s.CancelJob(f.acct.ID, cancelled.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.claim(); got.ID != queued.ID {
+		t.Fatalf("claimed %s", got.ID)
+	}
+	if _, err := f.s.FinishJob(queued.ID, 1, store.Outcome{ErrorCode: "conversion_failed", ErrorMessage: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	// queued failed; claim running and done, finish done.
+	if got := f.claim(); got.ID != running.ID {
+		t.Fatalf("claimed %s", got.ID)
+	}
+	if got := f.claim(); got.ID != done.ID {
+		t.Fatalf("claimed %s", got.ID)
+	}
+	if _, err := f.s.FinishJob(done.ID, 1, success(1)); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]store.UploadState{
+		created.ID:      store.UploadOpen,
+		running.ID:      store.UploadSealed,
+		queued.ID:       store.UploadClosed, // failed
+		done.ID:         store.UploadClosed,
+		cancelled.ID:    store.UploadClosed,
+		"job_nosuchjob": store.UploadGone,
+	}
+	for id, w := range want {
+		if got, err := f.s.JobUploadState(id); err != nil || got != w {
+			t.Fatalf("JobUploadState(%s) = %v, %v; want %v", id, got, err, w)
+		}
+	}
+	queued2 := f.start(f.create(1))
+	if got, err := f.s.JobUploadState(queued2.ID); err != nil || got != store.UploadSealed {
+		t.Fatalf("JobUploadState(queued) = %v, %v; want sealed", got, err)
+	}
+	at, ok, err := f.s.NextExpiry()
+	if err != nil || !ok || !at.Equal(created.ExpiresAt) {
+		t.Fatalf("NextExpiry = %v, %v, %v; want %v (the first job's)", at, ok, err, created.ExpiresAt)
+	}
+}
+
+// testExpiryChecks: nothing succeeds, or is charged, after expires_at, even before the sweep:
+// a finish fails the job expired_or_exhausted and is ErrNotFound, a claim fails a queued job
+// instead of running it, a requeue fails it; each releases the job's cent in its transaction.
+func testExpiryChecks(t *testing.T, newStore NewFunc) {
+	const retention = 2 * time.Second
+	f := newFixture(t, newStore, Options{Retention: retention}, 100)
+	created := f.create(1)
+	queued := f.start(f.create(1))
+	toFinish := f.start(f.create(1))
+	toRequeue := f.start(f.create(1))
+	var order []store.Job
+	for range 2 {
+		order = append(order, f.claim())
+	}
+	if order[0].ID != queued.ID || order[1].ID != toFinish.ID {
+		t.Fatalf("claimed %s, %s", order[0].ID, order[1].ID)
+	}
+	// queued went running above; make a fresh queued job the claim will meet after expiry.
+	lateQueued := f.start(f.create(1))
+	if got := f.claim(); got.ID != toRequeue.ID {
+		t.Fatalf("claimed %s, want %s", got.ID, toRequeue.ID)
+	}
+	// Wait until every job is past expires_at: the newest job's upload state says so.
+	deadline := time.Now().Add(waitBound)
+	for {
+		st, err := f.s.JobUploadState(lateQueued.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st == store.UploadClosed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job upload state still %v %v after a %v retention", st, waitBound, retention)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if st, err := f.s.JobUploadState(created.ID); err != nil || st != store.UploadClosed {
+		t.Fatalf("JobUploadState(expired created job) = %v, %v; want closed", st, err)
+	}
+	reserved := func(want int64) {
+		t.Helper()
+		acct, err := f.s.Account(f.acct.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var spent int64
+		for _, n := range acct.MonthlySpend {
+			spent += n
+		}
+		if acct.ReservedCents != want || spent != 0 {
+			t.Fatalf("reserved %d, spend %v; want %d and nothing spent", acct.ReservedCents, acct.MonthlySpend, want)
+		}
+		if err := f.s.VerifyLedger(); err != nil {
+			t.Fatalf("VerifyLedger: %v", err)
+		}
+	}
+	reserved(5)
+	_, err := f.s.FinishJob(toFinish.ID, 1, success(1))
+	wantErr(t, err, store.ErrNotFound, "finish after expires_at")
+	reserved(4)
+	_, err = f.s.FinishJob(toFinish.ID, 1, success(1))
+	wantErr(t, err, store.ErrInvalidState, "finish the expired job again")
+	if _, ok, err := f.s.ClaimJob(); err != nil || ok {
+		t.Fatalf("claim of an expired queued job: ok=%v err=%v", ok, err)
+	}
+	reserved(3)
+	job, requeued, err := f.s.RequeueJob(toRequeue.ID, 1, 3, "disk full")
+	if err != nil || requeued {
+		t.Fatalf("requeue after expires_at: requeued=%v err=%v", requeued, err)
+	}
+	if job.Status != store.StatusFailed || job.ErrorCode != store.CodeExpiredOrExhausted || job.Output != nil {
+		t.Fatalf("expired requeue: status %s code %q output %v", job.Status, job.ErrorCode, job.Output)
+	}
+	reserved(2) // created and the first claimed job stay unfinished until the sweep
+	deleted, _, err := f.s.ExpireJobs(100)
+	if err != nil || len(deleted) != 5 {
+		t.Fatalf("sweep deleted %v, %v; want all 5", deleted, err)
+	}
+	reserved(0)
+}
+
+// testAdminPages: the admin account and key lists page oldest first with has_more, and a cursor
+// that names nothing is ErrNotFound.
+func testAdminPages(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	for i := range 4 {
+		if _, err := f.s.CreateAccount(fmt.Sprintf("acct%d", i), 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 4 {
+		if _, _, err := f.s.CreateKey(f.acct.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allAccts, err := f.s.Accounts()
+	if err != nil || len(allAccts) != 5 {
+		t.Fatalf("accounts: %d, %v", len(allAccts), err)
+	}
+	allKeys, err := f.s.Keys(f.acct.ID)
+	if err != nil || len(allKeys) != 5 {
+		t.Fatalf("keys: %d, %v", len(allKeys), err)
+	}
+	var gotAccts []string
+	after := ""
+	for pages := 0; ; pages++ {
+		page, more, err := f.s.AccountsPage(store.PageParams{Limit: 2, StartingAfter: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 2 || (more && len(page) != 2) || pages > 3 {
+			t.Fatalf("accounts page %d: %d items, more=%v", pages, len(page), more)
+		}
+		for _, a := range page {
+			gotAccts = append(gotAccts, a.ID)
+		}
+		if !more {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	wantAccts := make([]string, len(allAccts))
+	for i, a := range allAccts {
+		wantAccts[i] = a.ID
+	}
+	if fmt.Sprint(gotAccts) != fmt.Sprint(wantAccts) {
+		t.Fatalf("paged accounts %v, want %v", gotAccts, wantAccts)
+	}
+	if page, more, err := f.s.AccountsPage(store.PageParams{}); err != nil || len(page) != 5 || more {
+		t.Fatalf("default page: %d items, more=%v, %v", len(page), more, err)
+	}
+	_, _, err = f.s.AccountsPage(store.PageParams{Limit: 2, StartingAfter: "acct_nosuchaccount"})
+	wantErr(t, err, store.ErrNotFound, "accounts page after an unknown account")
+
+	page, more, err := f.s.KeysPage(f.acct.ID, store.PageParams{Limit: 3})
+	if err != nil || len(page) != 3 || !more {
+		t.Fatalf("keys page 1: %d items, more=%v, %v", len(page), more, err)
+	}
+	rest, more, err := f.s.KeysPage(f.acct.ID, store.PageParams{Limit: 3, StartingAfter: page[2].ID})
+	if err != nil || len(rest) != 2 || more {
+		t.Fatalf("keys page 2: %d items, more=%v, %v", len(rest), more, err)
+	}
+	var gotKeys, wantKeys []string
+	for _, k := range append(page, rest...) {
+		gotKeys = append(gotKeys, k.ID)
+	}
+	for _, k := range allKeys {
+		wantKeys = append(wantKeys, k.ID)
+	}
+	if fmt.Sprint(gotKeys) != fmt.Sprint(wantKeys) {
+		t.Fatalf("paged keys %v, want %v", gotKeys, wantKeys)
+	}
+	_, _, err = f.s.KeysPage(f.acct.ID, store.PageParams{StartingAfter: "key_nosuchkey"})
+	wantErr(t, err, store.ErrNotFound, "keys page after an unknown key")
 }

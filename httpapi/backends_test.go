@@ -1,0 +1,64 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/pgstore"
+	"github.com/convsvc/convsvc/store"
+)
+
+// backendSuite is the part of the API suite that holds for every job database: the same test
+// functions, the same assertions, run once per backend by TestAPI_Backends. (The whole suite
+// also runs against PostgreSQL with CONVSVC_TEST_DATABASE=postgres.)
+var backendSuite = []struct {
+	name string
+	test func(*testing.T)
+}{
+	{"CreateJob_Reservation", TestAPI_CreateJob_Reservation},
+	{"CreateJob_Errors", TestAPI_CreateJob_Errors},
+	{"Auth", TestAPI_Auth},
+	{"OtherAccountsJobIsNotFound", TestAPI_OtherAccountsJobIsNotFound},
+	{"LimitReached", TestAPI_LimitReached},
+	{"ConcurrentCreatesReserveExactlyCap", TestAPI_ConcurrentCreatesReserveExactlyCap},
+	{"RateLimit", TestAPI_RateLimit},
+	{"StartJob", TestAPI_StartJob},
+	{"JobSucceedsWithOutput", TestAPI_JobSucceedsWithOutput},
+	{"ConversionFailureReleasesReservation", TestAPI_ConversionFailureReleasesReservation},
+	{"Cancel", TestAPI_Cancel},
+	{"CancelRunningStopsConversion", TestAPI_CancelRunningStopsConversion},
+	{"Idempotency", TestAPI_Idempotency},
+	{"GetJobWait", TestAPI_GetJobWait},
+	{"ListJobs", TestAPI_ListJobs},
+	{"Admin", TestAPI_Admin},
+	{"RetentionExpiresJobs", TestAPI_RetentionExpiresJobs},
+}
+
+// TestAPI_Backends runs backendSuite against bbolt and against PostgreSQL (internal/testpg:
+// skipped when PostgreSQL is not installed, except under CI=true), after checking that the
+// service really runs on the backend the subtest names.
+func TestAPI_Backends(t *testing.T) {
+	for _, backend := range []string{"bbolt", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Setenv(testenv.EnvDatabase, backend)
+			t.Run("RunsOnBackend", func(t *testing.T) {
+				e := testenv.Start(t)
+				switch st := e.Main.JobStore().(type) {
+				case *pgstore.Store:
+					if backend != "postgres" {
+						t.Fatalf("%s: the service runs on PostgreSQL", backend)
+					}
+				case *store.Store:
+					if backend != "bbolt" {
+						t.Fatalf("%s: the service runs on bbolt", backend)
+					}
+				default:
+					t.Fatalf("unknown job store %T", st)
+				}
+			})
+			for _, tc := range backendSuite {
+				t.Run(tc.name, tc.test)
+			}
+		})
+	}
+}
