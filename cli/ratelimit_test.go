@@ -79,3 +79,31 @@ func TestConvert_BatchWaitsOutTheRateLimit(t *testing.T) {
 		}
 	}
 }
+
+// On a terminal the wait shows on the file's progress line instead of a stderr line that
+// would break it.
+func TestConvert_RateLimitWaitOnTheProgressLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the rate limit")
+	}
+	e := testenv.Start(t, func(c *service.Config) {
+		c.WriteLimit, c.RateWindow = 1, 2*time.Second
+	})
+	dir := workdir(t)
+	if err := os.WriteFile(filepath.Join(dir, "second.png"), testenv.NoisePNG(t, 8, 8), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := startOnPTY(t, dir, nil, "convert", "sample.png", "second.png", "--to", "jpeg", "--server", e.URL, "--key", e.Key)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; terminal: %q", code, p.output())
+	}
+	out := p.output()
+	if !strings.Contains(out, "  rate limited: waiting ") || strings.Contains(out, "convsvc: rate limited") {
+		t.Fatalf("the wait is not on the progress line alone: %q", out)
+	}
+	for _, want := range []string{"sample.png -> sample.jpg (", "second.png -> second.jpg ("} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("terminal lacks %q: %q", want, out)
+		}
+	}
+}
