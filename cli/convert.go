@@ -148,7 +148,10 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	} else if o.key == "" {
 		return errors.New("--server needs an API key: pass --key or set CONVSVC_KEY")
 	}
-	c := &client.Client{BaseURL: o.server, Key: o.key}
+	// A batch larger than the key's write budget (120 a minute by default) waits out each
+	// 429 as its Retry-After says instead of failing files with rate_limited, and says so.
+	notice := &rateNotice{w: cmd.ErrOrStderr(), now: time.Now}
+	c := &client.Client{BaseURL: o.server, Key: o.key, WaitOutRateLimit: true, OnRetry: notice.retry}
 	target, err := o.check(ctx, c, plans)
 	if err != nil {
 		return err
@@ -184,11 +187,24 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			job, err := o.convertOne(ctx, c, target, p, cmd.OutOrStdout(), prog, files[i])
+			fc := *c // this file's client: its waits show on its progress line
+			if prog.enabled {
+				fc.OnRetry = func(wait time.Duration, err *client.APIError) {
+					if err.Status == http.StatusTooManyRequests {
+						prog.state(files[i], fmt.Sprintf("rate limited: waiting %d s", ceilSeconds(wait)))
+					}
+				}
+			}
+			job, err := o.convertOne(ctx, &fc, target, p, cmd.OutOrStdout(), prog, files[i])
 			if job.ID != "" && !job.Status.Finished() {
 				// Failed or interrupted with the job unfinished: cancel it, so that it is
-				// neither charged nor left holding its reservation.
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				// neither charged nor left holding its reservation. After a failure the
+				// cancel may wait out the rate limit; after Ctrl-C it gets 10 s at most.
+				limit := 2 * time.Minute
+				if interrupted() {
+					limit = 10 * time.Second
+				}
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 				if _, cerr := c.CancelJob(cctx, job.ID); cerr == nil {
 					cancelled.Add(1)
 				}
@@ -643,6 +659,38 @@ func firstExtension(f client.Format) string {
 		return f.Extensions[0]
 	}
 	return f.ID
+}
+
+// rateNotice tells stderr that convert waits out the API's rate limit: "convsvc: rate limited:
+// waiting 23 s ...". Files in flight hit the limit together and each 429 names a slightly later
+// end, so one line stands for a wait until a new one ends 5 s past it or 10 s have gone by.
+type rateNotice struct {
+	mu    sync.Mutex
+	w     io.Writer
+	now   func() time.Time
+	until time.Time // end of the last announced wait
+	at    time.Time // when it was announced
+}
+
+// retry is a client.Client OnRetry: it announces 429 waits.
+func (n *rateNotice) retry(wait time.Duration, err *client.APIError) {
+	if err.Status != http.StatusTooManyRequests {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := n.now()
+	end := now.Add(wait)
+	if !n.at.IsZero() && end.Before(n.until.Add(5*time.Second)) && now.Sub(n.at) < 10*time.Second {
+		return
+	}
+	n.until, n.at = end, now
+	fmt.Fprintf(n.w, "convsvc: rate limited: waiting %d s (the server's Retry-After), then carrying on\n", ceilSeconds(wait))
+}
+
+// ceilSeconds is d in whole seconds, rounded up.
+func ceilSeconds(d time.Duration) int {
+	return int((d + time.Second - 1) / time.Second)
 }
 
 func randomToken() string {

@@ -61,6 +61,13 @@ type Client struct {
 	RetryBackoff time.Duration
 	// MaxBackoff caps one backoff (default 10s); a longer Retry-After is still honoured.
 	MaxBackoff time.Duration
+	// WaitOutRateLimit, when true, retries a 429 that carries a Retry-After however often it
+	// comes, until ctx ends, without counting it against Retries: a batch larger than the
+	// key's write budget then waits instead of failing with rate_limited.
+	WaitOutRateLimit bool
+	// OnRetry (optional) is called before each wait for a retry, with the wait and the answer
+	// that caused it, so that a caller can show that it is waiting.
+	OnRetry func(wait time.Duration, err *APIError)
 }
 
 // Job is the API's Job object.
@@ -188,7 +195,7 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 	if retries == 0 {
 		retries = 4
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; ; {
 		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(body))
 		if err != nil {
 			return err
@@ -208,16 +215,26 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 		}
 		err = decodeResponse(resp, out)
 		var apiErr *APIError
-		if !errors.As(err, &apiErr) || attempt >= retries ||
+		if !errors.As(err, &apiErr) ||
 			(apiErr.Status != http.StatusTooManyRequests && apiErr.Status != http.StatusBadGateway) {
+			return err
+		}
+		waitOut := c.WaitOutRateLimit && apiErr.Status == http.StatusTooManyRequests && apiErr.RetryAfter > 0
+		if !waitOut && attempt >= retries {
 			return err
 		}
 		wait := c.backoff(attempt)
 		if apiErr.RetryAfter > 0 {
 			wait = apiErr.RetryAfter
 		}
+		if !waitOut {
+			attempt++
+		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			return err // the answer would come too late: say why now rather than time out
+		}
+		if c.OnRetry != nil {
+			c.OnRetry(wait, apiErr)
 		}
 		t := time.NewTimer(wait)
 		select {

@@ -169,3 +169,32 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// WaitOutRateLimit retries a 429 with Retry-After beyond Retries, telling OnRetry each wait;
+// a 429 without Retry-After still counts against Retries.
+func TestClient_WaitOutRateLimit(t *testing.T) {
+	limited := apiError(429, "rate_limited", "Retry-After", "1")
+	srv, n := scripted(t, limited, limited, limited)
+	var waits []time.Duration
+	c := &Client{BaseURL: srv.URL, Key: "k", Retries: 1, WaitOutRateLimit: true,
+		OnRetry: func(wait time.Duration, err *APIError) {
+			if err.Code != CodeRateLimited {
+				t.Errorf("OnRetry got %v", err)
+			}
+			waits = append(waits, wait)
+		}}
+	job, err := c.StartJob(context.Background(), "job_1")
+	if err != nil || job.Status != "queued" {
+		t.Fatalf("%+v %v", job, err)
+	}
+	if n.Load() != 4 || len(waits) != 3 || waits[0] != time.Second || waits[2] != time.Second {
+		t.Fatalf("%d attempts, waits %v; want 4 attempts after three 1 s waits", n.Load(), waits)
+	}
+
+	bare := apiError(429, "rate_limited")
+	srv, n = scripted(t, bare, bare, bare)
+	c = &Client{BaseURL: srv.URL, Key: "k", Retries: 1, RetryBackoff: time.Millisecond, WaitOutRateLimit: true}
+	if _, err := c.StartJob(context.Background(), "job_1"); !IsCode(err, CodeRateLimited) || n.Load() != 2 {
+		t.Fatalf("429 without Retry-After: %v after %d attempts, want rate_limited after 2", err, n.Load())
+	}
+}

@@ -95,6 +95,9 @@ type Config struct {
 	WriteLimit, ReadLimit, AnonLimit int
 	// WriteLimiter, when set, counts job writes per key across nodes instead of in process.
 	WriteLimiter WriteLimiter
+	// RateWindow is the window of the per-key WriteLimit and ReadLimit (default one minute;
+	// tests shorten it to see a batch wait out the limit in seconds).
+	RateWindow time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Metrics, when set, counts requests, latency and 429s.
@@ -141,12 +144,15 @@ func New(cfg Config) *Server {
 	if cfg.AnonLimit <= 0 {
 		cfg.AnonLimit = defaultAnonLimit
 	}
+	if cfg.RateWindow <= 0 {
+		cfg.RateWindow = rateWindow
+	}
 	s := &Server{
 		cfg:    cfg,
 		log:    cfg.Logger,
 		now:    cfg.Now,
-		writes: newSlidingLimiter(cfg.WriteLimit, rateWindow, maxLimiterKeys),
-		reads:  newSlidingLimiter(cfg.ReadLimit, rateWindow, maxLimiterKeys),
+		writes: newSlidingLimiter(cfg.WriteLimit, cfg.RateWindow, maxLimiterKeys),
+		reads:  newSlidingLimiter(cfg.ReadLimit, cfg.RateWindow, maxLimiterKeys),
 		anon:   newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
 		// The admin API's failed-authentication budget: the same size, its own window.
 		adminFails: newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),

@@ -15,7 +15,7 @@ type WriteLimiter interface {
 
 // allowWrite asks the shared write limiter whether keyID may write now.
 func (s *Server) allowWrite(keyID string) (rateDecision, error) {
-	allowed, remaining, reset, err := s.cfg.WriteLimiter.AllowWrite(keyID, s.cfg.WriteLimit, rateWindow)
+	allowed, remaining, reset, err := s.cfg.WriteLimiter.AllowWrite(keyID, s.cfg.WriteLimit, s.cfg.RateWindow)
 	if err != nil {
 		return rateDecision{}, fmt.Errorf("write rate limit: %w", err)
 	}

@@ -75,7 +75,12 @@ type Config struct {
 	// CORSOrigins are the web origins whose pages may upload to and download from object
 	// storage (scheme://host[:port], or "*"); empty means the API's own origin, for its page.
 	CORSOrigins []string
-	Logger      *slog.Logger
+	// WriteLimit is each key's job writes (create, start, cancel) per RateWindow (0: the
+	// API's default, 120); RateWindow is that window (0: one minute). serve has no flag for
+	// either: they are for tests of clients under the limit.
+	WriteLimit int
+	RateWindow time.Duration
+	Logger     *slog.Logger
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -285,6 +290,8 @@ func (m *Main) open() error {
 		Metrics:        m.metrics.http,
 		MetricsHandler: metricsHandler,
 		TrustedProxies: cfg.TrustedProxies,
+		WriteLimit:     cfg.WriteLimit,
+		RateWindow:     cfg.RateWindow,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	corsOrigins := cfg.CORSOrigins
