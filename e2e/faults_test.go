@@ -88,7 +88,7 @@ func TestFaults_KillLoop(t *testing.T) {
 	wg.Wait()
 	// Let every queued job finish, then stop gracefully.
 	c := &client.Client{BaseURL: p.URL, Key: key}
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
 	for time.Now().Before(deadline) {
 		page, _, err := listAll(c)
 		if err != nil {
@@ -169,7 +169,7 @@ func TestFaults_Drain(t *testing.T) {
 		if j.Status != "failed" || j.ErrorCode == nil || *j.ErrorCode != "worker_shutdown" {
 			t.Fatalf("in-flight request saw %+v", j)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Scale(30 * time.Second)):
 		t.Fatal("in-flight request never completed")
 	}
 	jobs := checkStopped(t, data, true)
@@ -243,7 +243,7 @@ func TestFaults_CrashEveryTime(t *testing.T) {
 		// it; only a process that did die excuses the error.
 		select {
 		case <-p.Done():
-		case <-time.After(15 * time.Second):
+		case <-time.After(testenv.Scale(60 * time.Second)):
 			t.Fatalf("submit poison-exit->poison-out: %v", err)
 		}
 	}
@@ -251,7 +251,7 @@ func TestFaults_CrashEveryTime(t *testing.T) {
 	for {
 		select {
 		case <-p.Done():
-		case <-time.After(15 * time.Second):
+		case <-time.After(testenv.Scale(60 * time.Second)):
 			t.Fatalf("server did not crash after %d restarts", restarts)
 		}
 		checkStopped(t, data, false)
@@ -314,7 +314,7 @@ func TestFaults_DiskFull(t *testing.T) {
 	filler := filepath.Join(blobs, "filler")
 	os.WriteFile(filler, make([]byte, 4<<20), 0o600) // fails part-way: the disk is full
 	// Create trusts a healthy answer of the storage probe for 2 s, then asks again.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.Scale(30 * time.Second))
 	for {
 		_, err = c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "jpeg", InputBytes: 10}, "")
 		if isCode(err, "storage_unavailable") {
@@ -338,7 +338,7 @@ func TestFaults_DiskFull(t *testing.T) {
 func waitLongPolls(t *testing.T, url string, n int) {
 	t.Helper()
 	want := fmt.Sprintf("\nconvsvc_long_polls_waiting %d\n", n)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testenv.Scale(30 * time.Second))
 	for {
 		resp, err := http.Get(url + "/metrics")
 		if err == nil {
