@@ -209,7 +209,9 @@ func TestFaults_DrainLetsRunningJobsFinish(t *testing.T) {
 // TestFaults_PoisonJobs: a converter that panics or hangs fails its job and the worker lives on.
 func TestFaults_PoisonJobs(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	p := testproc.Serve(t, binary, data, "--workers", "1", "--conversion-timeout", "500ms")
+	// The timeout must leave room for poison-slow's 300 ms on a busy machine: at 500 ms it timed
+	// out beside three busy loops (issue 24).
+	p := testproc.Serve(t, binary, data, "--workers", "1", "--conversion-timeout", "3s")
 	c := &client.Client{BaseURL: p.URL, Key: p.Key}
 	for _, tt := range []struct{ from, message string }{
 		{"poison-panic", "internal error"},
@@ -223,7 +225,7 @@ func TestFaults_PoisonJobs(t *testing.T) {
 		// The one worker is free again.
 		ok := mustSubmit(t, c, "poison-slow", "poison-out", []byte("y"))
 		if j := waitStatus(t, c, ok, ""); j.Status != "succeeded" {
-			t.Fatalf("after %s the next job %+v", tt.from, j)
+			t.Fatalf("after %s the next job %+v %s", tt.from, j, deref(j.ErrorMessage))
 		}
 	}
 	p.Signal(syscall.SIGTERM, 30*time.Second)
