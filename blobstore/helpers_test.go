@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/convsvc/convsvc/internal/testenv/testtime"
 )
 
 // testSecret and testNow make signatures reproducible (the fuzz seed corpus depends on them).
@@ -236,10 +238,10 @@ func fileExists(t testing.TB, path string) bool {
 	return err == nil
 }
 
-// waitFor polls cond until it holds, failing the test after 10 seconds.
+// waitFor polls cond until it holds, failing the test after 30 seconds (scaled by testtime).
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testtime.Scale(30 * time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

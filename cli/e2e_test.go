@@ -57,7 +57,7 @@ func startBigJob(t *testing.T, c *client.Client, data []byte, waitRunning bool) 
 		t.Fatal(err)
 	}
 	if waitRunning {
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(testenv.Scale(30 * time.Second))
 		for {
 			j, err := c.GetJob(ctx, res.Job.ID, 0)
 			if err != nil {
@@ -136,7 +136,7 @@ func TestE2E_SIGTERMDrainFailsWithWorkerShutdown(t *testing.T) {
 	if p.ExitErr() != nil {
 		t.Fatalf("exit after SIGTERM: %v", p.ExitErr())
 	}
-	if d := time.Since(start); d > 20*time.Second {
+	if d := time.Since(start); d > testenv.Scale(20*time.Second) {
 		t.Fatalf("drain took %v", d)
 	}
 	checkLedger(t, data)
@@ -174,7 +174,7 @@ func TestE2E_CrashLoopEndsExpiredOrExhausted(t *testing.T) {
 
 	p = serve(t, data, "--max-attempts", "2")
 	c = &client.Client{BaseURL: p.URL, Key: key}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testenv.Scale(30 * time.Second))
 	for {
 		j, err := c.GetJob(context.Background(), id, 0)
 		if err != nil {
@@ -214,7 +214,7 @@ func TestE2E_SecondServeOnSameDataDirFailsFast(t *testing.T) {
 	if !strings.Contains(string(out), "locked by another process") {
 		t.Fatalf("unclear message: %s", out)
 	}
-	if d := time.Since(start); d > 15*time.Second {
+	if d := time.Since(start); d > testenv.Scale(15*time.Second) {
 		t.Fatalf("took %v to fail", d)
 	}
 	p.signal(t, syscall.SIGTERM)

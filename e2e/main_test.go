@@ -53,7 +53,7 @@ func mustSubmit(t *testing.T, c *client.Client, from, to string, data []byte) st
 // waitStatus polls until the job has the status (or any final status when want is "").
 func waitStatus(t *testing.T, c *client.Client, id, want string) client.Job {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
 	for {
 		j, err := c.GetJob(context.Background(), id, 0)
 		if err != nil {

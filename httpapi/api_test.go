@@ -630,13 +630,15 @@ func TestAPI_Admin(t *testing.T) {
 
 func TestAPI_RetentionExpiresJobs(t *testing.T) {
 	e := testenv.Start(t, func(c *service.Config) {
-		c.Retention = 2 * time.Second
+		// Long enough for the conversion below to finish before its job expires on a busy
+		// machine (issue 24): at 2 s a slow create-upload-start-wait could lose its job.
+		c.Retention = testenv.Scale(5 * time.Second)
 		c.SweepInterval = 100 * time.Millisecond
 	})
 	data := testenv.Sample(t, "images/sample.png")
 	done := e.Convert(e.Key, "png", "jpeg", data)
 	pending := e.Create(e.Key, "png", "jpeg", 10)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
 	for {
 		r1 := e.Do("GET", "/v1/jobs/"+done.ID, e.Key, nil)
 		r2 := e.Do("GET", "/v1/jobs/"+pending.Job.ID, e.Key, nil)

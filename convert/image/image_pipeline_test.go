@@ -22,6 +22,7 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/convtest"
 	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
 	"github.com/convsvc/convsvc/convert/internal/testimg"
+	"github.com/convsvc/convsvc/internal/testenv/testtime"
 )
 
 // rawPNG builds a non-interlaced 8-bit PNG from unfiltered rows (filter type 0), with
@@ -174,7 +175,7 @@ func sameDecodedJPEG(t testing.TB, got, want []byte) {
 func checkGoroutines(t *testing.T) {
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
+		deadline := time.Now().Add(testtime.Scale(30 * time.Second))
 		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}

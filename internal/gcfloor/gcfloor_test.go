@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/internal/gcfloor"
+	"github.com/convsvc/convsvc/internal/testenv/testtime"
 )
 
 // gcPercent is the collector's current GOGC, read without changing it.
@@ -18,7 +19,7 @@ func gcPercent() int {
 
 // percentAfterGC collects, and waits for the tuning that follows (it runs on the runtime's
 // cleanup goroutine and says when it has run), until the percent is one that ok accepts; it
-// gives up after 5 s.
+// gives up after 30 s (scaled by testtime).
 func percentAfterGC(t *testing.T, ok func(int) bool) int {
 	t.Helper()
 	tuned := make(chan struct{}, 1)
@@ -28,7 +29,7 @@ func percentAfterGC(t *testing.T, ok func(int) bool) int {
 		default:
 		}
 	})
-	timeout := time.After(5 * time.Second)
+	timeout := time.After(testtime.Scale(30 * time.Second))
 	for {
 		runtime.GC()
 		select {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/httpapi/openapitest"
+	"github.com/convsvc/convsvc/internal/testenv/testtime"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -240,7 +241,7 @@ func (e *Env) Convert(key, input, target string, data []byte) Job {
 // WaitFinished polls with ?wait= until the job is finished.
 func (e *Env) WaitFinished(key, id string) Job {
 	e.T.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(Scale(2 * time.Minute))
 	for time.Now().Before(deadline) {
 		j := e.Get(key, id, 30)
 		if j.Status == "succeeded" || j.Status == "failed" || j.Status == "cancelled" {
@@ -300,3 +301,7 @@ func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// Scale is testtime.Scale: d times the test-wide factor CONVSVC_TEST_TIMEOUT_SCALE, for the
+// bounds a test waits within.
+func Scale(d time.Duration) time.Duration { return testtime.Scale(d) }

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/convsvc/convsvc/internal/testenv/testtime"
 )
 
 // Build compiles convsvc (from the module root) with the given build tags into dir and returns
@@ -100,7 +102,7 @@ func Start(bin, data string, args ...string) (*Proc, error) {
 		return p, nil
 	case <-p.done:
 		return nil, &StartError{Err: p.ExitErr(), Stderr: p.stderr.String()}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testtime.Scale(30 * time.Second)):
 		p.Kill()
 		return nil, &StartError{Err: os.ErrDeadlineExceeded, Stderr: p.stderr.String()}
 	}

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/convsvc/convsvc/internal/testenv/testtime"
 )
 
 // photo returns a w x h image of the given kind with smooth gradients and noise, so every
@@ -303,7 +305,7 @@ func TestEncodeStrips_RowsOnDemand(t *testing.T) {
 func noLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	t.Cleanup(func() {
-		deadline := time.Now().Add(2 * time.Second)
+		deadline := time.Now().Add(testtime.Scale(30 * time.Second))
 		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
