@@ -422,11 +422,11 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 	scanner := rasterx.NewScannerGV(w, h, img, img.Bounds())
 	dasher := rasterx.NewDasher(w, h, scanner)
 	err := convimage.GuardCodec("SVG renderer", func() error {
+		// Every path: one path can cost tens of milliseconds (the rasterizer walks the whole
+		// canvas it covers), so a check every few dozen kept a cancelled render going for seconds.
 		for i := range s.icon.SVGPaths {
-			if i%64 == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
+			if err := ctx.Err(); err != nil {
+				return err
 			}
 			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
 		}
