@@ -69,9 +69,9 @@ func getPDFium() (pdfium.Pool, error) {
 			FSConfig: wazero.NewFSConfig(),
 			Stdout:   io.Discard,
 			Stderr:   io.Discard,
-			RuntimeConfig: wazero.NewRuntimeConfig().
+			RuntimeConfig: pdfiumRuntimeConfig(wazero.NewRuntimeConfig().
 				WithCloseOnContextDone(true).
-				WithMemoryLimitPages(pdfiumMemoryPages),
+				WithMemoryLimitPages(pdfiumMemoryPages)),
 		})
 		if pdfiumErr != nil {
 			pdfiumErr = fmt.Errorf("starting PDFium: %w", pdfiumErr)
