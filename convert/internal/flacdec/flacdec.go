@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"math/bits"
+
+	"github.com/convsvc/convsvc/convert/internal/flaccrc"
 )
 
 // Info is the stream's STREAMINFO.
@@ -235,7 +237,7 @@ func (d *Decoder) decodeFrame(br *bitReader, p []byte) (int, error) {
 	if br.short {
 		return 0, errShort
 	}
-	if crc := uint8(br.read(8)); crc != crc8(p[:hdrLen]) {
+	if crc := uint8(br.read(8)); crc != flaccrc.CRC8(p[:hdrLen]) {
 		if br.short {
 			return 0, errShort
 		}
@@ -279,7 +281,7 @@ func (d *Decoder) decodeFrame(br *bitReader, p []byte) (int, error) {
 	if br.short {
 		return 0, errShort
 	}
-	if crc != crc16(p[:end]) {
+	if crc != flaccrc.CRC16(p[:end]) {
 		return 0, errors.New("flacdec: frame CRC mismatch")
 	}
 	switch assign {
@@ -559,58 +561,3 @@ func (b *bitReader) bytePos() int { return b.next - int(b.n/8) }
 
 // align skips to the next byte boundary.
 func (b *bitReader) align() { b.read(b.n % 8) }
-
-var crc8Table, crc16Table = func() (t8 [256]uint8, t16 [256]uint16) {
-	for i := range 256 {
-		c8 := uint8(i)
-		c16 := uint16(i) << 8
-		for range 8 {
-			if c8&0x80 != 0 {
-				c8 = c8<<1 ^ 0x07
-			} else {
-				c8 <<= 1
-			}
-			if c16&0x8000 != 0 {
-				c16 = c16<<1 ^ 0x8005
-			} else {
-				c16 <<= 1
-			}
-		}
-		t8[i], t16[i] = c8, c16
-	}
-	return
-}()
-
-func crc8(p []byte) uint8 {
-	var c uint8
-	for _, b := range p {
-		c = crc8Table[c^b]
-	}
-	return c
-}
-
-// crc16Slices[k][b] is the CRC-16 of byte b followed by k zero bytes, for slicing by 8.
-var crc16Slices = func() (t [8][256]uint16) {
-	t[0] = crc16Table
-	for k := 1; k < 8; k++ {
-		for b := range 256 {
-			v := t[k-1][b]
-			t[k][b] = v<<8 ^ crc16Table[byte(v>>8)]
-		}
-	}
-	return
-}()
-
-func crc16(p []byte) uint16 {
-	var c uint16
-	t := &crc16Slices
-	for len(p) >= 8 {
-		c ^= uint16(p[0])<<8 | uint16(p[1])
-		c = t[7][c>>8] ^ t[6][byte(c)] ^ t[5][p[2]] ^ t[4][p[3]] ^ t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]]
-		p = p[8:]
-	}
-	for _, b := range p {
-		c = c<<8 ^ crc16Table[byte(c>>8)^b]
-	}
-	return c
-}

@@ -12,6 +12,8 @@ import (
 	"io"
 	"runtime"
 	"sync"
+
+	"github.com/convsvc/convsvc/convert/internal/flaccrc"
 )
 
 // Info describes the stream being encoded.
@@ -225,7 +227,7 @@ func (f *frameEncoder) encode(dst []byte, blk [][]int32, frameNo uint64) []byte 
 		bw.write(uint64(n-1), 16)
 	}
 	hdrEnd := bw.flushBytes()
-	bw.write(uint64(crc8(bw.buf[start:hdrEnd])), 8)
+	bw.write(uint64(flaccrc.CRC8(bw.buf[start:hdrEnd])), 8)
 
 	// Subframes.
 	bps := inf.Bits
@@ -258,6 +260,6 @@ func (f *frameEncoder) encode(dst []byte, blk [][]int32, frameNo uint64) []byte 
 	}
 	bw.pad()
 	out := bw.buf
-	crc := crc16(out[start:])
+	crc := flaccrc.CRC16(out[start:])
 	return append(out, byte(crc>>8), byte(crc))
 }

@@ -1,4 +1,4 @@
-package flacenc
+package flaccrc
 
 import "testing"
 
@@ -21,8 +21,8 @@ func TestCRC16(t *testing.T) {
 				}
 			}
 		}
-		if got := crc16(p[:n]); got != want {
-			t.Fatalf("crc16 of %d bytes = %#04x, want %#04x", n, got, want)
+		if got := CRC16(p[:n]); got != want {
+			t.Fatalf("CRC16 of %d bytes = %#04x, want %#04x", n, got, want)
 		}
 	}
 }
