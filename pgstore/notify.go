@@ -47,60 +47,20 @@ func (s *Store) Subscribe(fn func(Event)) (unsubscribe func()) {
 // WaitChange returns a channel closed at the next committed change of the job made by any
 // node (or when the listener reconnects), and a function that releases it.
 func (s *Store) WaitChange(jobID string) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
-	s.mu.Lock()
-	set := s.waiters[jobID]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		s.waiters[jobID] = set
-	}
-	set[ch] = struct{}{}
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if set, ok := s.waiters[jobID]; ok {
-			delete(set, ch)
-			if len(set) == 0 {
-				delete(s.waiters, jobID)
-			}
-		}
-	}
+	return s.changes.WaitChange(jobID)
 }
 
 // Waiters is how many WaitChange channels are open now.
-func (s *Store) Waiters() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, set := range s.waiters {
-		n += len(set)
-	}
-	return n
-}
+func (s *Store) Waiters() int { return s.changes.Waiters() }
 
 // signal wakes the waiters of the given jobs; this node calls it after its own commits too,
 // so its waiters do not wait for the notification's round trip.
-func (s *Store) signal(jobIDs ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range jobIDs {
-		for ch := range s.waiters[id] {
-			close(ch)
-		}
-		delete(s.waiters, id)
-	}
-}
+func (s *Store) signal(jobIDs ...string) { s.changes.Signal(jobIDs...) }
 
 // resync wakes every waiter and tells every subscriber to re-read.
 func (s *Store) resync() {
+	s.changes.SignalAll()
 	s.mu.Lock()
-	for id, set := range s.waiters {
-		for ch := range set {
-			close(ch)
-		}
-		delete(s.waiters, id)
-	}
 	subs := make([]func(Event), 0, len(s.subscribers))
 	for _, fn := range s.subscribers {
 		subs = append(subs, fn)

@@ -81,7 +81,7 @@ type Store struct {
 	log  *slog.Logger
 
 	mu          sync.Mutex
-	waiters     map[string]map[chan struct{}]struct{}
+	changes     store.ChangeWaiters
 	subscribers map[int]func(Event)
 	nextSub     int
 	listenerPID uint32
@@ -131,7 +131,6 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	lctx, stop := context.WithCancel(context.Background())
 	s := &Store{
 		pool: pool, opts: opts, log: opts.Logger,
-		waiters:     map[string]map[chan struct{}]struct{}{},
 		subscribers: map[int]func(Event){},
 		stop:        stop,
 		listenDone:  make(chan struct{}),

@@ -56,7 +56,7 @@ func OpenReadOnly(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	return &Store{db: db, opts: opts, group: groupCommit{db: db}, waiters: map[string]map[chan struct{}]struct{}{}}, nil
+	return &Store{db: db, opts: opts, group: groupCommit{db: db}}, nil
 }
 
 // Dump reads every account, key and job in one read transaction, so the three agree.

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -58,8 +57,7 @@ type Store struct {
 	db   *bolt.DB
 	opts Options
 
-	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]struct{}
+	changes ChangeWaiters
 	group   groupCommit
 	keys    keyCache
 
@@ -127,7 +125,7 @@ func Open(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("initialise %s: %w", path, err)
 	}
-	return &Store{db: db, opts: opts, group: groupCommit{db: db}, waiters: map[string]map[chan struct{}]struct{}{}}, nil
+	return &Store{db: db, opts: opts, group: groupCommit{db: db}}, nil
 }
 
 // Close closes the database.
@@ -157,51 +155,16 @@ func (s *Store) Ping() error {
 }
 
 // Waiters is how many WaitChange channels are open now (long-polls parked on a job).
-func (s *Store) Waiters() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for _, set := range s.waiters {
-		n += len(set)
-	}
-	return n
-}
+func (s *Store) Waiters() int { return s.changes.Waiters() }
 
 // WaitChange returns a channel closed at the next committed change of the job, and a function
 // that releases it when the caller stops waiting.
 func (s *Store) WaitChange(jobID string) (<-chan struct{}, func()) {
-	ch := make(chan struct{})
-	s.mu.Lock()
-	set := s.waiters[jobID]
-	if set == nil {
-		set = map[chan struct{}]struct{}{}
-		s.waiters[jobID] = set
-	}
-	set[ch] = struct{}{}
-	s.mu.Unlock()
-	return ch, func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if set, ok := s.waiters[jobID]; ok {
-			delete(set, ch)
-			if len(set) == 0 {
-				delete(s.waiters, jobID)
-			}
-		}
-	}
+	return s.changes.WaitChange(jobID)
 }
 
 // signal wakes everyone waiting on the given jobs; call it only after the transaction committed.
-func (s *Store) signal(jobIDs ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, id := range jobIDs {
-		for ch := range s.waiters[id] {
-			close(ch)
-		}
-		delete(s.waiters, id)
-	}
-}
+func (s *Store) signal(jobIDs ...string) { s.changes.Signal(jobIDs...) }
 
 // update runs fn in a read-write transaction. Nothing outside the transaction may change in fn,
 // and fn must set every result it returns afresh: concurrent writes share one transaction
