@@ -600,18 +600,6 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 	return ok, wrap("job exists", err)
 }
 
-// JobStarted reports whether the job was ever started, and false for a job that does not exist.
-func (s *Store) JobStarted(jobID string) (bool, error) {
-	ctx, cancel := s.ctx()
-	defer cancel()
-	var started bool
-	err := s.pool.QueryRow(ctx, `SELECT started_at IS NOT NULL FROM jobs WHERE id = $1`, jobID).Scan(&started)
-	if isNoRows(err) {
-		return false, nil
-	}
-	return started, wrap("job started", err)
-}
-
 // JobUploadState tells object storage whether a PUT may land for the job
 // (store.Store.JobUploadState's semantics): a finished job, or one past expires_at by the
 // database's clock, is UploadClosed; a started one UploadSealed; a created one UploadOpen; no

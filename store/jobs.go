@@ -543,37 +543,6 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 	return ok, err
 }
 
-// JobStarted reports whether the job was ever started (it has a start time), and false for a
-// job that does not exist. The blob store asks it before an upload lands, so a PUT cannot
-// replace the input of a started job even if the rename that sealed it was lost in a crash.
-func (s *Store) JobStarted(jobID string) (bool, error) {
-	var started bool
-	err := s.db.View(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketJobs).Get([]byte(jobID))
-		if data == nil {
-			return nil // no such job: nothing to protect
-		}
-		// Only started_at is needed, so the rest of the record is not decoded (every PUT
-		// asks; a whole Job was 3.5% of the API server's CPU when records were JSON).
-		// A schema 1 record is decoded whole: it is rewritten as soon as the job changes.
-		if isJSONRecord(data) {
-			var job Job
-			if err := readJob(data, &job); err != nil {
-				return fmt.Errorf("job %s: %w", jobID, err)
-			}
-			started = job.StartedAt != nil
-			return nil
-		}
-		_, found, err := jobRecordField(data, jobFieldStartedAt)
-		if err != nil {
-			return fmt.Errorf("decode record %q: %w", jobID, err)
-		}
-		started = found
-		return nil
-	})
-	return started, err
-}
-
 // finish moves an unfinished job to a final state with its spend movement, in the caller's transaction.
 func (s *Store) finish(tx *bolt.Tx, job *Job, status string, now time.Time) error {
 	if !job.holdsReservation() {

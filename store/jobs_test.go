@@ -31,36 +31,6 @@ func TestNewJobID_ShapeAndOrder(t *testing.T) {
 	}
 }
 
-// JobStarted is what keeps a PUT from replacing a started job's input: unknown and
-// never-started jobs (including one cancelled before it started) are not started, a started
-// one stays started whatever happens to it next.
-func TestStore_JobStarted(t *testing.T) {
-	s := mustOpen(t, newClock())
-	a := mustAccount(t, s, 10)
-	check := func(what, id string, want bool) {
-		t.Helper()
-		if got, err := s.JobStarted(id); err != nil || got != want {
-			t.Fatalf("%s: JobStarted = %v, %v; want %v", what, got, err, want)
-		}
-	}
-	check("unknown job", "job_nosuchjob", false)
-	created := mustCreate(t, s, a.ID, 100)
-	check("created job", created.ID, false)
-	cancelled := mustCreate(t, s, a.ID, 100)
-	if _, err := s.CancelJob(a.ID, cancelled.ID); err != nil {
-		t.Fatal(err)
-	}
-	check("job cancelled before starting", cancelled.ID, false)
-	if _, err := s.StartJob(a.ID, created.ID, 100); err != nil {
-		t.Fatal(err)
-	}
-	check("started job", created.ID, true)
-	if _, err := s.CancelJob(a.ID, created.ID); err != nil {
-		t.Fatal(err)
-	}
-	check("job cancelled after starting", created.ID, true)
-}
-
 // Waiters counts the WaitChange channels open now: released ones and ones a change closed
 // leave the count.
 func TestStore_Waiters(t *testing.T) {

@@ -186,8 +186,8 @@ func TestStore_UpgradesSchema1(t *testing.T) {
 	if got, err := s.Job(a.ID, created.ID); err != nil || !reflect.DeepEqual(got, created) {
 		t.Errorf("Job = %+v, %v; want %+v", got, err, created)
 	}
-	if started, err := s.JobStarted(queued.ID); err != nil || !started {
-		t.Errorf("JobStarted(queued) = %v, %v", started, err)
+	if state, err := s.JobUploadState(queued.ID); err != nil || state != UploadSealed {
+		t.Errorf("JobUploadState(queued) = %v, %v", state, err)
 	}
 	c, err := s.Counts()
 	if err != nil || c.Jobs[StatusCreated] != 1 || c.Jobs[StatusQueued] != 1 || c.ReservedCents != 2 {

@@ -4,7 +4,7 @@ import "testing"
 
 // JobUploadState is what the blob store asks before and after every PUT: only a created,
 // unexpired job takes an upload; a started one is sealed; a finished one (also cancelled
-// before it started, the case JobStarted calls open) or an expired one is closed; an unknown
+// before it started) or an expired one is closed; an unknown
 // one is gone.
 func TestStore_JobUploadState(t *testing.T) {
 	clk := newClock()

@@ -48,7 +48,6 @@ type Backend interface {
 	ExpireJobs(limit int) (deleted []string, more bool, err error)
 	PurgeIdempotencyKeys() (int, error)
 	JobExists(jobID string) (bool, error)
-	JobStarted(jobID string) (bool, error)
 	JobUploadState(jobID string) (store.UploadState, error)
 	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
 	NextExpiry() (time.Time, bool, error)
@@ -304,8 +303,8 @@ func testCreateJob(t *testing.T, newStore NewFunc) {
 		!got.CreatedAt.Equal(job.CreatedAt) || !got.ExpiresAt.Equal(job.ExpiresAt) || got.Seq != job.Seq {
 		t.Fatalf("read back %+v, created %+v", got, job)
 	}
-	if started, err := f.s.JobStarted(job.ID); err != nil || started {
-		t.Fatalf("JobStarted = %v, %v; want false", started, err)
+	if state, err := f.s.JobUploadState(job.ID); err != nil || state != store.UploadOpen {
+		t.Fatalf("JobUploadState = %v, %v; want open", state, err)
 	}
 	if ok, err := f.s.JobExists(job.ID); err != nil || !ok {
 		t.Fatalf("JobExists = %v, %v", ok, err)
@@ -337,8 +336,8 @@ func testStartJob(t *testing.T, newStore NewFunc) {
 	if got.Status != store.StatusQueued || got.StartedAt == nil || got.Attempt != 0 {
 		t.Fatalf("started job %+v", got)
 	}
-	if started, err := f.s.JobStarted(job.ID); err != nil || !started {
-		t.Fatalf("JobStarted = %v, %v; want true", started, err)
+	if state, err := f.s.JobUploadState(job.ID); err != nil || state != store.UploadSealed {
+		t.Fatalf("JobUploadState = %v, %v; want sealed", state, err)
 	}
 	// Started twice: returned unchanged.
 	again, err := f.s.StartJob(f.acct.ID, job.ID, 10)
