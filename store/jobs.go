@@ -85,6 +85,9 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		if err := putJob(tx, job); err != nil {
 			return err
 		}
+		if err := putJobWebhook(tx, job, p.WebhookURL); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bucketExpiry).Put(timeKey(job.ExpiresAt, job.ID), nil); err != nil {
 			return err
 		}
@@ -574,7 +577,10 @@ func (s *Store) finish(tx *bolt.Tx, job *Job, status string, now time.Time) erro
 	}
 	job.Status = status
 	job.FinishedAt = &now
-	return putJob(tx, *job)
+	if err := putJob(tx, *job); err != nil {
+		return err
+	}
+	return s.recordWebhookEvents(tx, *job, now)
 }
 
 // deleteJob deletes a job and its index entries and returns how many list entries unlinking
@@ -598,6 +604,9 @@ func deleteJob(tx *bolt.Tx, job Job) (int, error) {
 		return steps, err
 	}
 	if err := tx.Bucket(bucketExpiry).Delete(timeKey(job.ExpiresAt, job.ID)); err != nil {
+		return steps, err
+	}
+	if err := deleteJobWebhook(tx, job.ID); err != nil {
 		return steps, err
 	}
 	return steps, tx.Bucket(bucketJobs).Delete([]byte(job.ID))

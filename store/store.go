@@ -57,9 +57,10 @@ type Store struct {
 	db   *bolt.DB
 	opts Options
 
-	changes ChangeWaiters
-	group   groupCommit
-	keys    keyCache
+	changes  ChangeWaiters
+	group    groupCommit
+	keys     keyCache
+	webhooks webhookWake
 
 	writeCalls atomic.Uint64 // write functions run (each store write method is one)
 	writeTxs   atomic.Uint64 // bbolt write transactions they ran in (group commit shares one)

@@ -116,6 +116,9 @@ type CreateJobParams struct {
 	// IdempotencyKey, when set, makes a repeat with the same RequestHash replay the first response.
 	IdempotencyKey string
 	RequestHash    string
+	// WebhookURL, when set, also receives the job's events, signed with the account's webhook
+	// signing secret (which it must have); the caller checked the URL.
+	WebhookURL string
 }
 
 // Response is a rendered HTTP response kept for idempotent replay.

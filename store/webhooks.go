@@ -1,0 +1,677 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Webhook delivery states.
+const (
+	DeliveryPending   = "pending"   // waiting for its first or next attempt
+	DeliveryDelivered = "delivered" // a destination answered 2xx
+	DeliveryFailed    = "failed"    // given up: retried for the whole retry period, or the endpoint was removed or disabled
+)
+
+// DestinationJob is the destination part of the delivery of a job's own webhook_url (an
+// account endpoint's is its id).
+const DestinationJob = "job"
+
+// WebhookEndpoint is an account's registered webhook destination. Secret signs its deliveries;
+// the admin API shows it once, at creation, and later only its prefix.
+type WebhookEndpoint struct {
+	ID        string    `json:"id"`
+	AccountID string    `json:"account_id"`
+	URL       string    `json:"url"`
+	Secret    string    `json:"secret"`
+	CreatedAt time.Time `json:"created_at"`
+	// FailingSince is the first failed attempt since the last delivered one, or nil.
+	FailingSince *time.Time `json:"failing_since,omitempty"`
+	// DisabledAt is when the endpoint was disabled for failing continuously (WebhookAttempt.DisableAfter).
+	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+}
+
+// WebhookSigningSecret is the account's secret that signs the deliveries to the webhook_url a
+// job names at create (account endpoints have their own).
+type WebhookSigningSecret struct {
+	AccountID string    `json:"account_id"`
+	Secret    string    `json:"secret"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// WebhookDelivery is one event to one destination, recorded in the transaction of the job's
+// state change.
+type WebhookDelivery struct {
+	// ID is EventID, a dot and the destination (an endpoint id, or DestinationJob).
+	ID        string `json:"id"`
+	EventID   string `json:"event_id"` // evt_<job id>_<status>: stable, the receiver's de-duplication key
+	EventType string `json:"event_type"`
+	AccountID string `json:"account_id"`
+	JobID     string `json:"job_id"`
+	// EndpointID is the account endpoint's id; empty for the job's own webhook_url.
+	EndpointID string `json:"endpoint_id,omitempty"`
+	URL        string `json:"url"`
+	// Job is the job as stored right after the state change (Job's JSON); the dispatcher
+	// renders it as the API shows jobs.
+	Job            json.RawMessage `json:"job"`
+	CreatedAt      time.Time       `json:"created_at"`
+	State          string          `json:"state"`
+	Attempts       int             `json:"attempts"`
+	NextAttemptAt  time.Time       `json:"next_attempt_at"`
+	LastAttemptAt  *time.Time      `json:"last_attempt_at,omitempty"`
+	LastStatusCode int             `json:"last_status_code,omitempty"`
+	LastError      string          `json:"last_error,omitempty"`
+	DeliveredAt    *time.Time      `json:"delivered_at,omitempty"`
+	// Claimed is set while a dispatcher holds the attempt (NextAttemptAt is then the claim's end).
+	Claimed bool `json:"claimed,omitempty"`
+	// Secret is filled by ClaimWebhookDeliveries: the secret that signs this attempt.
+	Secret string `json:"-"`
+}
+
+// WebhookAttempt is how one claimed attempt ended, as the dispatcher reports it.
+type WebhookAttempt struct {
+	Attempts   int       // the delivery's Attempts as claimed: a stale report is ErrInvalidState
+	At         time.Time // when the attempt ended
+	StatusCode int       // the response's status, 0 without one
+	Err        string    // empty when the destination answered 2xx
+	// RetryAt is the next attempt; zero with Err set gives up (the delivery fails).
+	RetryAt time.Time
+	// DisableAfter disables the endpoint once it has failed continuously this long (0: never).
+	DisableAfter time.Duration
+}
+
+// WebhookCounts are the figures /metrics shows.
+type WebhookCounts struct {
+	Pending, Delivered, Failed int
+	DisabledEndpoints          int
+}
+
+// WebhookDeliveryQuery selects an account's deliveries, newest first.
+type WebhookDeliveryQuery struct {
+	State string // empty: every state
+	Limit int    // default 50
+}
+
+// WebhookEventID is the stable id of a job's event: evt_<job id>_<status>.
+func WebhookEventID(jobID, status string) string { return "evt_" + jobID + "_" + status }
+
+// WebhookEventType is the event type of a final status: job.succeeded, job.failed, job.cancelled.
+func WebhookEventType(status string) string { return "job." + status }
+
+// NewWebhookEndpointID returns a new endpoint id, "whk_" and 16 base62 characters.
+func NewWebhookEndpointID() string { return "whk_" + randomBase62(16) }
+
+// SecretPrefix is what the API shows of a secret after creating it.
+func SecretPrefix(secret string) string {
+	const n = 12
+	if len(secret) <= n {
+		return secret
+	}
+	return secret[:n]
+}
+
+var (
+	bucketWebhookEndpoints  = []byte("webhook_endpoints")  // endpoint id -> WebhookEndpoint JSON
+	bucketWebhookSecrets    = []byte("webhook_secrets")    // account id -> WebhookSigningSecret JSON
+	bucketJobWebhooks       = []byte("job_webhooks")       // job id -> its webhook_url
+	bucketWebhookDeliveries = []byte("webhook_deliveries") // delivery id -> WebhookDelivery JSON
+	bucketWebhookDue        = []byte("webhook_due")        // nextAttempt(8) delivery id -> nil, pending ones
+	bucketWebhookLog        = []byte("webhook_log")        // createdAt(8) delivery id -> state byte, account id
+)
+
+var webhookBuckets = [][]byte{bucketWebhookEndpoints, bucketWebhookSecrets, bucketJobWebhooks,
+	bucketWebhookDeliveries, bucketWebhookDue, bucketWebhookLog}
+
+// webhookWake is a store's channel that WebhookWake hands out.
+type webhookWake struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (w *webhookWake) get() chan struct{} {
+	w.once.Do(func() { w.ch = make(chan struct{}, 1) })
+	return w.ch
+}
+
+// WebhookWake returns a channel that receives after a commit that recorded deliveries; the
+// dispatcher waits on it besides its timer.
+func (s *Store) WebhookWake() <-chan struct{} { return s.webhooks.get() }
+
+func (s *Store) wakeWebhooks() {
+	select {
+	case s.webhooks.get() <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Store) webhookBuckets(tx *bolt.Tx) error {
+	for _, name := range webhookBuckets {
+		if tx.Bucket(name) == nil {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// webhookUpdate is update with the webhook buckets present (a file from before them has none).
+func (s *Store) webhookUpdate(fn func(tx *bolt.Tx) error) error {
+	return s.update(func(tx *bolt.Tx) error {
+		if err := s.webhookBuckets(tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// webhookView runs fn in a read transaction; fn is not called when the webhook buckets do
+// not exist yet (nothing was ever registered or recorded).
+func (s *Store) webhookView(fn func(tx *bolt.Tx) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketWebhookLog) == nil {
+			return nil
+		}
+		return fn(tx)
+	})
+}
+
+// CreateWebhookEndpoint registers url for the account's job events, signed with secret. The
+// caller checked the URL (webhook.Guard) and made the secret (webhook.NewSecret).
+func (s *Store) CreateWebhookEndpoint(accountID, url, secret string) (WebhookEndpoint, error) {
+	if url == "" || secret == "" {
+		return WebhookEndpoint{}, fmt.Errorf("%w: webhook endpoint needs a URL and a secret", ErrInvalidArgument)
+	}
+	ep := WebhookEndpoint{ID: NewWebhookEndpointID(), AccountID: accountID, URL: url, Secret: secret,
+		CreatedAt: s.opts.Now().UTC()}
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		if _, err := findAccount(tx, accountID); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketWebhookEndpoints), []byte(ep.ID), ep)
+	})
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return ep, nil
+}
+
+// WebhookEndpoints lists the account's endpoints, oldest first. An unknown account is ErrNotFound.
+func (s *Store) WebhookEndpoints(accountID string) ([]WebhookEndpoint, error) {
+	out := []WebhookEndpoint{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if _, err := findAccount(tx, accountID); err != nil {
+			return err
+		}
+		var err error
+		out, err = accountEndpoints(tx, accountID)
+		return err
+	})
+	return out, err
+}
+
+func accountEndpoints(tx *bolt.Tx, accountID string) ([]WebhookEndpoint, error) {
+	out := []WebhookEndpoint{}
+	b := tx.Bucket(bucketWebhookEndpoints)
+	if b == nil {
+		return out, nil
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		var ep WebhookEndpoint
+		if err := json.Unmarshal(v, &ep); err != nil {
+			return fmt.Errorf("webhook endpoint %s: %w", k, err)
+		}
+		if ep.AccountID == accountID {
+			out = append(out, ep)
+		}
+		return nil
+	})
+	sortEndpoints(out)
+	return out, err
+}
+
+func sortEndpoints(eps []WebhookEndpoint) {
+	for i := 1; i < len(eps); i++ {
+		for j := i; j > 0 && (eps[j].CreatedAt.Before(eps[j-1].CreatedAt) ||
+			eps[j].CreatedAt.Equal(eps[j-1].CreatedAt) && eps[j].ID < eps[j-1].ID); j-- {
+			eps[j], eps[j-1] = eps[j-1], eps[j]
+		}
+	}
+}
+
+// DeleteWebhookEndpoint removes one of the account's endpoints; its pending deliveries fail
+// at their next attempt. Another account's endpoint is ErrNotFound.
+func (s *Store) DeleteWebhookEndpoint(accountID, endpointID string) error {
+	return s.webhookUpdate(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWebhookEndpoints)
+		var ep WebhookEndpoint
+		if err := getJSON(b, []byte(endpointID), &ep); err != nil {
+			return err
+		}
+		if ep.AccountID != accountID {
+			return ErrNotFound
+		}
+		return b.Delete([]byte(endpointID))
+	})
+}
+
+// EnableWebhookEndpoint re-enables a disabled endpoint of the account and forgets its failures.
+func (s *Store) EnableWebhookEndpoint(accountID, endpointID string) (WebhookEndpoint, error) {
+	var ep WebhookEndpoint
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWebhookEndpoints)
+		if err := getJSON(b, []byte(endpointID), &ep); err != nil {
+			return err
+		}
+		if ep.AccountID != accountID {
+			return ErrNotFound
+		}
+		ep.DisabledAt, ep.FailingSince = nil, nil
+		return putJSON(b, []byte(ep.ID), ep)
+	})
+	return ep, err
+}
+
+// SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url,
+// replacing the one before.
+func (s *Store) SetWebhookSigningSecret(accountID, secret string) (WebhookSigningSecret, error) {
+	if secret == "" {
+		return WebhookSigningSecret{}, fmt.Errorf("%w: empty signing secret", ErrInvalidArgument)
+	}
+	rec := WebhookSigningSecret{AccountID: accountID, Secret: secret, CreatedAt: s.opts.Now().UTC()}
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		if _, err := findAccount(tx, accountID); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bucketWebhookSecrets), []byte(accountID), rec)
+	})
+	if err != nil {
+		return WebhookSigningSecret{}, err
+	}
+	return rec, nil
+}
+
+// WebhookSigningSecret returns the account's signing secret; ErrNotFound when it has none.
+func (s *Store) WebhookSigningSecret(accountID string) (WebhookSigningSecret, error) {
+	var rec WebhookSigningSecret
+	err := s.db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWebhookSecrets)
+		if b == nil {
+			return ErrNotFound
+		}
+		return getJSON(b, []byte(accountID), &rec)
+	})
+	return rec, err
+}
+
+// putJobWebhook remembers the webhook_url a new job names, in CreateJob's transaction. The
+// account must have a signing secret.
+func putJobWebhook(tx *bolt.Tx, job Job, url string) error {
+	if url == "" {
+		return nil
+	}
+	if b := tx.Bucket(bucketWebhookSecrets); b == nil || b.Get([]byte(job.AccountID)) == nil {
+		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret, which an operator creates with `convsvc admin webhooks secret %s`", ErrInvalidArgument, job.AccountID)
+	}
+	b, err := tx.CreateBucketIfNotExists(bucketJobWebhooks)
+	if err != nil {
+		return err
+	}
+	return b.Put([]byte(job.ID), []byte(url))
+}
+
+// deleteJobWebhook forgets a deleted job's webhook_url.
+func deleteJobWebhook(tx *bolt.Tx, jobID string) error {
+	if b := tx.Bucket(bucketJobWebhooks); b != nil {
+		return b.Delete([]byte(jobID))
+	}
+	return nil
+}
+
+// JobWebhookURL is the webhook_url the job named at create, or "".
+func (s *Store) JobWebhookURL(jobID string) (string, error) {
+	var url string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(bucketJobWebhooks); b != nil {
+			url = string(b.Get([]byte(jobID)))
+		}
+		return nil
+	})
+	return url, err
+}
+
+// recordWebhookEvents writes one pending delivery of the job's event (it just reached status,
+// a final state) per destination: each enabled endpoint of its account and its own
+// webhook_url. It runs in the state change's transaction; a rerun of the transaction writes
+// the same records under the same ids.
+func (s *Store) recordWebhookEvents(tx *bolt.Tx, job Job, now time.Time) error {
+	if tx.Bucket(bucketWebhookEndpoints) == nil {
+		return nil // nothing was ever registered
+	}
+	eps, err := accountEndpoints(tx, job.AccountID)
+	if err != nil {
+		return err
+	}
+	var jobURL string
+	if b := tx.Bucket(bucketJobWebhooks); b != nil {
+		jobURL = string(b.Get([]byte(job.ID)))
+	}
+	type dest struct{ id, endpoint, url string }
+	var dests []dest
+	for _, ep := range eps {
+		if ep.DisabledAt == nil {
+			dests = append(dests, dest{ep.ID, ep.ID, ep.URL})
+		}
+	}
+	if jobURL != "" {
+		dests = append(dests, dest{DestinationJob, "", jobURL})
+	}
+	if len(dests) == 0 {
+		return nil
+	}
+	snapshot, err := json.Marshal(job)
+	if err != nil {
+		return fmt.Errorf("encode job %s for its webhook: %w", job.ID, err)
+	}
+	eventID := WebhookEventID(job.ID, job.Status)
+	deliveries := tx.Bucket(bucketWebhookDeliveries)
+	for _, d := range dests {
+		rec := WebhookDelivery{ID: eventID + "." + d.id, EventID: eventID, EventType: WebhookEventType(job.Status),
+			AccountID: job.AccountID, JobID: job.ID, EndpointID: d.endpoint, URL: d.url, Job: snapshot,
+			CreatedAt: now, State: DeliveryPending, NextAttemptAt: now}
+		if deliveries.Get([]byte(rec.ID)) != nil {
+			continue // recorded already: one delivery per event and destination
+		}
+		if err := putDelivery(tx, rec); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketWebhookDue).Put(timeKey(rec.NextAttemptAt, rec.ID), nil); err != nil {
+			return err
+		}
+	}
+	tx.OnCommit(s.wakeWebhooks)
+	return nil
+}
+
+// putDelivery writes the delivery and its log entry (creation time, state, account).
+func putDelivery(tx *bolt.Tx, d WebhookDelivery) error {
+	if err := putJSON(tx.Bucket(bucketWebhookDeliveries), []byte(d.ID), d); err != nil {
+		return err
+	}
+	return tx.Bucket(bucketWebhookLog).Put(timeKey(d.CreatedAt, d.ID), append([]byte{d.State[0]}, d.AccountID...))
+}
+
+// ClaimWebhookDeliveries takes up to limit pending deliveries whose next attempt is due, counts
+// the attempt and holds it for claim (another claim skips it until then), and fills in each
+// one's signing secret. A delivery whose endpoint or signing secret is gone, or whose endpoint
+// is disabled, fails instead of being returned.
+func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]WebhookDelivery, error) {
+	var out []WebhookDelivery
+	now := s.opts.Now().UTC()
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		out = out[:0]
+		due := tx.Bucket(bucketWebhookDue)
+		c := due.Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.First() {
+			if int64(bytesToU64(k[:8])) > now.UnixNano() {
+				break
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			var d WebhookDelivery
+			if err := getJSON(tx.Bucket(bucketWebhookDeliveries), k[8:], &d); err == ErrNotFound {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if d.State != DeliveryPending {
+				continue
+			}
+			secret, why, err := deliverySecret(tx, d)
+			if err != nil {
+				return err
+			}
+			if why != "" {
+				d.State, d.LastError, d.Claimed = DeliveryFailed, why, false
+				if err := putDelivery(tx, d); err != nil {
+					return err
+				}
+				continue
+			}
+			d.Attempts++
+			d.Claimed = true
+			d.NextAttemptAt = now.Add(claim)
+			if err := putDelivery(tx, d); err != nil {
+				return err
+			}
+			if err := due.Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+				return err
+			}
+			d.Secret = secret
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// deliverySecret finds the secret that signs d, or why d cannot be sent.
+func deliverySecret(tx *bolt.Tx, d WebhookDelivery) (secret, why string, err error) {
+	if d.EndpointID == "" {
+		var rec WebhookSigningSecret
+		switch err := getJSON(tx.Bucket(bucketWebhookSecrets), []byte(d.AccountID), &rec); {
+		case err == ErrNotFound:
+			return "", "the account's webhook signing secret is gone", nil
+		case err != nil:
+			return "", "", err
+		}
+		return rec.Secret, "", nil
+	}
+	var ep WebhookEndpoint
+	switch err := getJSON(tx.Bucket(bucketWebhookEndpoints), []byte(d.EndpointID), &ep); {
+	case err == ErrNotFound:
+		return "", "the endpoint was removed", nil
+	case err != nil:
+		return "", "", err
+	case ep.DisabledAt != nil:
+		return "", "the endpoint is disabled", nil
+	}
+	return ep.Secret, "", nil
+}
+
+// ResetWebhookClaims makes every claimed delivery due now: at start-up no attempt of this
+// process is in flight (bbolt is one process's), so a claim left by a crash is released.
+func (s *Store) ResetWebhookClaims() (int, error) {
+	n := 0
+	now := s.opts.Now().UTC()
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		n = 0
+		due := tx.Bucket(bucketWebhookDue)
+		var claimed []WebhookDelivery
+		err := due.ForEach(func(k, _ []byte) error {
+			var d WebhookDelivery
+			if err := getJSON(tx.Bucket(bucketWebhookDeliveries), k[8:], &d); err != nil {
+				return err
+			}
+			if d.Claimed {
+				claimed = append(claimed, d)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range claimed {
+			if err := due.Delete(timeKey(d.NextAttemptAt, d.ID)); err != nil {
+				return err
+			}
+			d.Claimed, d.NextAttemptAt = false, now
+			if err := putDelivery(tx, d); err != nil {
+				return err
+			}
+			if err := due.Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	return n, err
+}
+
+// RecordWebhookAttempt records how a claimed attempt ended: delivered, due again at
+// a.RetryAt, or failed for good. An endpoint's first failure since its last success starts
+// its failing period; a success ends it; failing a.DisableAfter long disables it. A report
+// for an attempt no longer held (another attempt was claimed since) is ErrInvalidState.
+func (s *Store) RecordWebhookAttempt(deliveryID string, a WebhookAttempt) (WebhookDelivery, error) {
+	var d WebhookDelivery
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		if err := getJSON(tx.Bucket(bucketWebhookDeliveries), []byte(deliveryID), &d); err != nil {
+			return err
+		}
+		if d.State != DeliveryPending || !d.Claimed || d.Attempts != a.Attempts {
+			return fmt.Errorf("%w: delivery %s is %s at attempt %d, not holding attempt %d", ErrInvalidState, d.ID, d.State, d.Attempts, a.Attempts)
+		}
+		if err := tx.Bucket(bucketWebhookDue).Delete(timeKey(d.NextAttemptAt, d.ID)); err != nil {
+			return err
+		}
+		at := a.At.UTC()
+		d.Claimed = false
+		d.LastAttemptAt = &at
+		d.LastStatusCode = a.StatusCode
+		d.LastError = a.Err
+		switch {
+		case a.Err == "":
+			d.State, d.DeliveredAt = DeliveryDelivered, &at
+		case a.RetryAt.IsZero():
+			d.State = DeliveryFailed
+		default:
+			d.NextAttemptAt = a.RetryAt.UTC()
+			if err := tx.Bucket(bucketWebhookDue).Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+				return err
+			}
+		}
+		if err := putDelivery(tx, d); err != nil {
+			return err
+		}
+		if d.EndpointID == "" {
+			return nil
+		}
+		b := tx.Bucket(bucketWebhookEndpoints)
+		var ep WebhookEndpoint
+		if err := getJSON(b, []byte(d.EndpointID), &ep); err == ErrNotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		failingSince, disabledAt := endpointHealth(ep.FailingSince, ep.DisabledAt, a, at)
+		ep.FailingSince, ep.DisabledAt = failingSince, disabledAt
+		return putJSON(b, []byte(ep.ID), ep)
+	})
+	return d, err
+}
+
+// endpointHealth is an endpoint's failing period and disabling after an attempt that ended at.
+func endpointHealth(failingSince, disabledAt *time.Time, a WebhookAttempt, at time.Time) (*time.Time, *time.Time) {
+	if a.Err == "" {
+		return nil, disabledAt
+	}
+	if failingSince == nil {
+		failingSince = &at
+	}
+	if disabledAt == nil && a.DisableAfter > 0 && at.Sub(*failingSince) >= a.DisableAfter {
+		disabledAt = &at
+	}
+	return failingSince, disabledAt
+}
+
+// WebhookDeliveries lists the account's deliveries, newest first.
+func (s *Store) WebhookDeliveries(accountID string, q WebhookDeliveryQuery) ([]WebhookDelivery, error) {
+	if q.Limit <= 0 {
+		q.Limit = 50
+	}
+	out := []WebhookDelivery{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if _, err := findAccount(tx, accountID); err != nil {
+			return err
+		}
+		log := tx.Bucket(bucketWebhookLog)
+		if log == nil {
+			return nil
+		}
+		c := log.Cursor()
+		for k, v := c.Last(); k != nil && len(out) < q.Limit; k, v = c.Prev() {
+			if len(v) < 1 || string(v[1:]) != accountID || (q.State != "" && v[0] != q.State[0]) {
+				continue
+			}
+			var d WebhookDelivery
+			if err := getJSON(tx.Bucket(bucketWebhookDeliveries), k[8:], &d); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// WebhookCounts counts deliveries by state and the disabled endpoints.
+func (s *Store) WebhookCounts() (WebhookCounts, error) {
+	var c WebhookCounts
+	err := s.webhookView(func(tx *bolt.Tx) error {
+		err := tx.Bucket(bucketWebhookLog).ForEach(func(_, v []byte) error {
+			switch {
+			case len(v) == 0:
+			case v[0] == DeliveryPending[0]:
+				c.Pending++
+			case v[0] == DeliveryDelivered[0]:
+				c.Delivered++
+			case v[0] == DeliveryFailed[0]:
+				c.Failed++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		return tx.Bucket(bucketWebhookEndpoints).ForEach(func(_, v []byte) error {
+			if bytes.Contains(v, []byte(`"disabled_at"`)) {
+				c.DisabledEndpoints++
+			}
+			return nil
+		})
+	})
+	return c, err
+}
+
+// PurgeWebhookDeliveries deletes delivered and failed deliveries created before cutoff.
+func (s *Store) PurgeWebhookDeliveries(cutoff time.Time) (int, error) {
+	n := 0
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		n = 0
+		log := tx.Bucket(bucketWebhookLog)
+		var done [][]byte
+		c := log.Cursor()
+		for k, v := c.First(); k != nil && int64(bytesToU64(k[:8])) < cutoff.UnixNano(); k, v = c.Next() {
+			if len(v) > 0 && v[0] != DeliveryPending[0] {
+				done = append(done, append([]byte(nil), k...))
+			}
+		}
+		for _, k := range done {
+			if err := tx.Bucket(bucketWebhookDeliveries).Delete(k[8:]); err != nil {
+				return err
+			}
+			if err := log.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(done)
+		return nil
+	})
+	return n, err
+}
