@@ -126,6 +126,9 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 		if err != nil {
 			return err
 		}
+		if err := putJobWebhook(ctx, tx, job, p.WebhookURL); err != nil {
+			return err
+		}
 		if p.IdempotencyKey == "" {
 			return nil // rendered after the commit
 		}
@@ -520,6 +523,9 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, job *store.Job, status, c
 		return err
 	}
 	*job = updated
+	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
+		return err
+	}
 	payloads := []string{"j:" + job.ID}
 	if status == store.StatusCancelled {
 		payloads = append(payloads, "c:"+job.ID)

@@ -20,6 +20,8 @@ const (
 	// EventResync: the listener reconnected, and events may have been lost meanwhile:
 	// re-read whatever depends on them (claim, check running jobs).
 	EventResync
+	// EventWebhook: webhook deliveries were recorded; a dispatcher should claim.
+	EventWebhook
 )
 
 // Event is a change that any node made, as Subscribe callbacks receive it.
@@ -83,6 +85,8 @@ func (s *Store) dispatch(payload string) {
 		ev = Event{Kind: EventJobQueued, JobID: id}
 	case "c":
 		ev = Event{Kind: EventJobCancelled, JobID: id}
+	case "w":
+		ev = Event{Kind: EventWebhook, JobID: id}
 	default:
 		return
 	}

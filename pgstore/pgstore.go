@@ -46,7 +46,8 @@ const (
 )
 
 // notifyChannel is the LISTEN/NOTIFY channel of every state change. A payload is a kind
-// letter, a colon and a job id: "j" the job changed, "q" it was queued, "c" it was cancelled.
+// letter, a colon and a job id: "j" the job changed, "q" it was queued, "c" it was cancelled,
+// "w" webhook deliveries of the job were recorded.
 const notifyChannel = "convsvc"
 
 // ErrUnavailable wraps every error that is the database's, not the caller's: a lost
@@ -88,6 +89,9 @@ type Store struct {
 
 	stop       context.CancelFunc
 	listenDone chan struct{}
+
+	wakeOnce sync.Once
+	wake     chan struct{} // WebhookWake's
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the

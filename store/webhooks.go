@@ -569,7 +569,7 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a WebhookAttempt) (Webho
 		} else if err != nil {
 			return err
 		}
-		failingSince, disabledAt := endpointHealth(ep.FailingSince, ep.DisabledAt, a, at)
+		failingSince, disabledAt := WebhookEndpointHealth(ep.FailingSince, ep.DisabledAt, a, at)
 		ep.FailingSince, ep.DisabledAt = failingSince, disabledAt
 		return putJSON(b, []byte(ep.ID), ep)
 	})
@@ -577,7 +577,7 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a WebhookAttempt) (Webho
 }
 
 // endpointHealth is an endpoint's failing period and disabling after an attempt that ended at.
-func endpointHealth(failingSince, disabledAt *time.Time, a WebhookAttempt, at time.Time) (*time.Time, *time.Time) {
+func WebhookEndpointHealth(failingSince, disabledAt *time.Time, a WebhookAttempt, at time.Time) (*time.Time, *time.Time) {
 	if a.Err == "" {
 		return nil, disabledAt
 	}
