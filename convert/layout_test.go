@@ -53,6 +53,9 @@ var allowedImports = map[string][]string{
 	"":                   {"cli"},
 	"e2e":                {"internal/*", "client"},
 	"bench/*":            {"bench/internal/*", "internal/*", "client", "store", "blobstore", "service", "convert", "convert/standard"},
+	// Webhook signing, request-forgery guard and sender: standard library only, so a receiver
+	// can use it without the server.
+	"webhook": {},
 }
 
 // rulesFor returns the allowed imports of pkg: its own entry, else that of the nearest "x/*".

@@ -1,0 +1,62 @@
+package webhook
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// The retry schedule. A dispatcher retries a failed delivery after Backoff(attempt, ...) until
+// RetryFor has passed since its first attempt, and disables an endpoint whose deliveries have
+// all failed for DisableAfter. docs/webhooks.md has the table.
+const (
+	// BackoffBase is the ceiling of the wait after the first failure; it doubles per failure.
+	BackoffBase = 30 * time.Second
+	// BackoffCap is the largest ceiling: from the 11th failure on, attempts are 3 to 6 hours apart.
+	BackoffCap = 6 * time.Hour
+	// RetryFor is how long a delivery is retried after its first attempt: three days, so a
+	// receiver that is down over a weekend still gets its events.
+	RetryFor = 72 * time.Hour
+	// DisableAfter is how long an endpoint may fail every delivery before it is disabled.
+	DisableAfter = 5 * 24 * time.Hour
+)
+
+// Backoff returns the wait before the next attempt after attempt failed ones (1 after the
+// first failure): an exponential ceiling d = min(BackoffBase*2^(attempt-1), BackoffCap) with
+// equal jitter, d/2 + rnd()*d/2. Equal jitter (not full) keeps a lower bound, so a receiver
+// that is down is not hammered and the schedule's length is predictable. rnd returns a value
+// in [0,1); nil uses math/rand/v2. An attempt below 1 counts as 1.
+func Backoff(attempt int, rnd func() float64) time.Duration {
+	if rnd == nil {
+		rnd = rand.Float64
+	}
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := BackoffCap
+	if attempt <= 20 { // 30 s << 19 is far above the cap; avoid shifting into overflow
+		if e := BackoffBase << (attempt - 1); e < BackoffCap {
+			d = e
+		}
+	}
+	f := rnd()
+	if f < 0 || f >= 1 || f != f {
+		f = 0
+	}
+	half := d / 2
+	return half + time.Duration(f*float64(d-half))
+}
+
+// Schedule returns when each attempt of a delivery happens, as offsets from the first (0),
+// for a delivery that always fails: attempts continue while the offset is below RetryFor.
+// rnd is passed to Backoff.
+func Schedule(rnd func() float64) []time.Duration {
+	at := []time.Duration{0}
+	t := time.Duration(0)
+	for n := 1; ; n++ {
+		t += Backoff(n, rnd)
+		if t >= RetryFor {
+			return at
+		}
+		at = append(at, t)
+	}
+}

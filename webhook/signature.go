@@ -1,0 +1,131 @@
+package webhook
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Header names of a delivery.
+const (
+	// SignatureHeader carries "t=UNIX,v1=HEX[,v1=HEX...]".
+	SignatureHeader = "Convsvc-Signature"
+	// EventIDHeader carries the event's id, the same for every attempt: receivers de-duplicate on it.
+	EventIDHeader = "Convsvc-Event-Id"
+	// EventTypeHeader carries the event's type, such as "job.succeeded".
+	EventTypeHeader = "Convsvc-Event-Type"
+)
+
+// DefaultTolerance is how far a signature's timestamp may be from the receiver's clock.
+const DefaultTolerance = 5 * time.Minute
+
+// SecretPrefix starts every secret NewSecret returns, so a leaked one is recognisable.
+const SecretPrefix = "whsec_"
+
+// Errors of Verify; each is returned wrapped with detail, so test with errors.Is.
+var (
+	// ErrNoSignature: the header is missing, has no timestamp, or has no v1 signature.
+	ErrNoSignature = errors.New("webhook: no signature")
+	// ErrBadSignature: no v1 signature in the header matches the body and timestamp.
+	ErrBadSignature = errors.New("webhook: signature does not match")
+	// ErrTooOld: the signature matches but its timestamp is outside the tolerance (replay).
+	ErrTooOld = errors.New("webhook: timestamp outside tolerance")
+)
+
+// NewSecret returns a new endpoint secret: "whsec_" and 32 random bytes in unpadded base64url.
+// The whole string, prefix included, is the HMAC key.
+func NewSecret() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("webhook: new secret: %w", err)
+	}
+	return SecretPrefix + base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+// mac returns HMAC-SHA256(secret, t + "." + body).
+func mac(secret string, t int64, body []byte) []byte {
+	h := hmac.New(sha256.New, []byte(secret))
+	h.Write(strconv.AppendInt(nil, t, 10))
+	h.Write([]byte{'.'})
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+// Sign returns the Convsvc-Signature value for body sent at t:
+// "t=UNIX,v1=hex(HMAC-SHA256(secret, UNIX + "." + body))". It signs the raw bytes, so the
+// receiver must verify the bytes it read, before any JSON decoding.
+func Sign(secret string, t time.Time, body []byte) string {
+	ts := t.Unix()
+	return "t=" + strconv.FormatInt(ts, 10) + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+}
+
+// Verify checks header (a Convsvc-Signature value) against body with secret: one of its v1
+// values must equal the HMAC (compared in constant time; several are allowed so a sender can
+// sign with an old and a new secret while a secret rotates), and its timestamp must be within
+// tolerance of now, in either direction (tolerance <= 0 means DefaultTolerance). Schemes other
+// than v1 are ignored. It returns nil, or an error wrapping ErrNoSignature, ErrBadSignature or
+// ErrTooOld.
+func Verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	if tolerance <= 0 {
+		tolerance = DefaultTolerance
+	}
+	var (
+		ts     int64
+		haveTS bool
+		sigs   [][]byte
+	)
+	for part := range strings.SplitSeq(header, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "t":
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || haveTS {
+				return fmt.Errorf("%w: bad or repeated timestamp %q", ErrNoSignature, v)
+			}
+			ts, haveTS = n, true
+		case "v1":
+			// A value that is not hex (or not 32 bytes) can never match; keep it out.
+			if b, err := hex.DecodeString(v); err == nil && len(b) == sha256.Size {
+				sigs = append(sigs, b)
+			} else {
+				sigs = append(sigs, nil)
+			}
+		}
+	}
+	if !haveTS {
+		return fmt.Errorf("%w: header has no t= timestamp", ErrNoSignature)
+	}
+	if len(sigs) == 0 {
+		return fmt.Errorf("%w: header has no v1= signature", ErrNoSignature)
+	}
+	want := mac(secret, ts, body)
+	match := false
+	for _, s := range sigs {
+		// Compare every value, so the time taken does not say which one matched.
+		if s != nil && hmac.Equal(s, want) {
+			match = true
+		}
+	}
+	if !match {
+		return fmt.Errorf("%w (%d v1 value(s) checked)", ErrBadSignature, len(sigs))
+	}
+	tol := int64(tolerance / time.Second)
+	n := now.Unix()
+	switch {
+	case ts < n-tol:
+		return fmt.Errorf("%w: signed %d s ago, tolerance %s", ErrTooOld, n-ts, tolerance)
+	case ts > n+tol:
+		return fmt.Errorf("%w: signed %d s in the future, tolerance %s", ErrTooOld, ts-n, tolerance)
+	}
+	return nil
+}
