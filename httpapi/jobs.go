@@ -102,6 +102,7 @@ type createJobRequest struct {
 	TargetFormat *string          `json:"target_format"`
 	InputBytes   json.RawMessage  `json:"input_bytes"`
 	Options      *convert.Options `json:"options"`
+	WebhookURL   *string          `json:"webhook_url"` // read by createWebhookURL
 }
 
 // decodeOptions reads the options a job was created with; nil when there were none.
@@ -277,6 +278,15 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
 		return
 	}
+	webhookURL, err := s.createWebhookURL(r.Context(), body)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if webhookURL != "" && s.cfg.Webhooks == nil {
+		s.writeError(w, r, errorf(CodeInvalidRequest, "webhook_url is not available on this server"))
+		return
+	}
 	var rawOpts json.RawMessage
 	if !opts.IsZero() {
 		rawOpts, _ = json.Marshal(opts) // canonical: same options, same bytes, same idempotency hash
@@ -292,10 +302,15 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		InputBytes:     size,
 		Options:        rawOpts,
 		IdempotencyKey: idemKey,
+		WebhookURL:     webhookURL,
 	}
 	if idemKey != "" {
 		// Only a repeat under the same Idempotency-Key compares requests.
-		hash := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts))
+		hashed := fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts)
+		if webhookURL != "" {
+			hashed = fmt.Appendf(hashed, "\x00%s", webhookURL)
+		}
+		hash := sha256.Sum256(hashed)
 		params.RequestHash = hex.EncodeToString(hash[:])
 	}
 	began := s.now()

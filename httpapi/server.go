@@ -18,6 +18,7 @@ import (
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/webhook"
 )
 
 // Store is what the API needs from the job database (implemented by *store.Store).
@@ -105,6 +106,10 @@ type Config struct {
 	// MetricsHandler, when set, serves GET /metrics (Prometheus text); nil leaves /metrics to
 	// another listener (--metrics-listen).
 	MetricsHandler http.Handler
+	// Webhooks, when set, serves the admin API's webhook endpoints and lets a job name a
+	// webhook_url; WebhookGuard checks their destinations.
+	Webhooks     WebhookStore
+	WebhookGuard webhook.Guard
 	// TrustedProxies are the peers whose Forwarded or X-Forwarded-For header names the client
 	// address the per-address limits use (clientKey); from any other peer those headers are
 	// ignored.
@@ -218,6 +223,7 @@ func (s *Server) routes() {
 	handle("GET", "/v1/admin/accounts/:id/keys", s.withAdmin(s.handleListKeys))
 	handle("DELETE", "/v1/admin/keys/:id", s.withAdmin(s.handleRevokeKey))
 	handle("GET", "/v1/admin/backup", s.withAdmin(s.handleBackup))
+	s.routeWebhooks(handle)
 	s.router = r
 	s.handler = Observed(r, Observe{Logger: s.log, Metrics: s.cfg.Metrics, Server: "api"})
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/webhook"
 )
 
 // Config is every setting of a running service; cli fills it from flags and environment.
@@ -81,6 +82,15 @@ type Config struct {
 	WriteLimit int
 	RateWindow time.Duration
 	Logger     *slog.Logger
+	// WebhookAllowPrivate lets webhooks go to loopback, private and link-local destinations
+	// (--webhook-allow-private: tests and trusted networks).
+	WebhookAllowPrivate bool
+	// WebhookTimeout bounds one delivery attempt (0: webhook.DefaultTimeout); WebhookPoll is
+	// how often the dispatcher looks for due retries (0: DefaultWebhookPoll); WebhookBackoff,
+	// when set, replaces webhook.Backoff (tests). serve has flags for none of them.
+	WebhookTimeout time.Duration
+	WebhookPoll    time.Duration
+	WebhookBackoff func(attempt int) time.Duration
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -292,6 +302,8 @@ func (m *Main) open() error {
 		TrustedProxies: cfg.TrustedProxies,
 		WriteLimit:     cfg.WriteLimit,
 		RateWindow:     cfg.RateWindow,
+		Webhooks:       webhookAPIStore(m.store),
+		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	corsOrigins := cfg.CORSOrigins
@@ -309,6 +321,7 @@ func (m *Main) open() error {
 
 	m.pool.Start()
 	m.startSharedStore(queue)
+	m.startWebhooks()
 	m.serve(m.apiSrv, apiLn)
 	m.serve(m.blobSrv, blobLn)
 	if m.metSrv != nil {

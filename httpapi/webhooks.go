@@ -1,0 +1,291 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/webhook"
+)
+
+// WebhookStore is what the admin API's webhook endpoints need of the job database (both
+// backends have it); nil in Config leaves them out.
+type WebhookStore interface {
+	CreateWebhookEndpoint(accountID, url, secret string) (store.WebhookEndpoint, error)
+	WebhookEndpoints(accountID string) ([]store.WebhookEndpoint, error)
+	DeleteWebhookEndpoint(accountID, endpointID string) error
+	EnableWebhookEndpoint(accountID, endpointID string) (store.WebhookEndpoint, error)
+	SetWebhookSigningSecret(accountID, secret string) (store.WebhookSigningSecret, error)
+	WebhookDeliveries(accountID string, q store.WebhookDeliveryQuery) ([]store.WebhookDelivery, error)
+}
+
+// maxWebhookURL bounds a webhook URL's length.
+const maxWebhookURL = 2048
+
+// webhookEndpointView is an endpoint as the admin API shows it; Secret only in the create response.
+type webhookEndpointView struct {
+	ID           string     `json:"id"`
+	AccountID    string     `json:"account_id"`
+	URL          string     `json:"url"`
+	Secret       string     `json:"secret,omitempty"`
+	SecretPrefix string     `json:"secret_prefix"`
+	CreatedAt    time.Time  `json:"created_at"`
+	FailingSince *time.Time `json:"failing_since"`
+	DisabledAt   *time.Time `json:"disabled_at"`
+}
+
+func viewEndpoint(ep store.WebhookEndpoint) webhookEndpointView {
+	return webhookEndpointView{ID: ep.ID, AccountID: ep.AccountID, URL: ep.URL, SecretPrefix: store.SecretPrefix(ep.Secret),
+		CreatedAt: ep.CreatedAt, FailingSince: ep.FailingSince, DisabledAt: ep.DisabledAt}
+}
+
+// signingSecretView is the account's new signing secret, shown once.
+type signingSecretView struct {
+	AccountID    string    `json:"account_id"`
+	Secret       string    `json:"secret"`
+	SecretPrefix string    `json:"secret_prefix"`
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// webhookDeliveryView is a delivery as the admin API shows it.
+type webhookDeliveryView struct {
+	ID             string     `json:"id"`
+	EventID        string     `json:"event_id"`
+	EventType      string     `json:"event_type"`
+	JobID          string     `json:"job_id"`
+	EndpointID     *string    `json:"endpoint_id"`
+	URL            string     `json:"url"`
+	State          string     `json:"state"`
+	Attempts       int        `json:"attempts"`
+	CreatedAt      time.Time  `json:"created_at"`
+	NextAttemptAt  *time.Time `json:"next_attempt_at"`
+	LastAttemptAt  *time.Time `json:"last_attempt_at"`
+	LastStatusCode *int       `json:"last_status_code"`
+	LastError      *string    `json:"last_error"`
+	DeliveredAt    *time.Time `json:"delivered_at"`
+}
+
+func viewDelivery(d store.WebhookDelivery) webhookDeliveryView {
+	v := webhookDeliveryView{ID: d.ID, EventID: d.EventID, EventType: d.EventType, JobID: d.JobID, EndpointID: optString(d.EndpointID),
+		URL: d.URL, State: d.State, Attempts: d.Attempts, CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt,
+		LastError: optString(d.LastError), DeliveredAt: d.DeliveredAt}
+	if d.State == store.DeliveryPending {
+		next := d.NextAttemptAt
+		v.NextAttemptAt = &next
+	}
+	if d.LastStatusCode != 0 {
+		code := d.LastStatusCode
+		v.LastStatusCode = &code
+	}
+	return v
+}
+
+// JobJSON is the job as GET /v1/jobs/{id} shows it (the body of its webhook events).
+func (s *Server) JobJSON(j store.Job) ([]byte, error) { return s.viewJob(j).encodeJSON() }
+
+// checkWebhookURL validates a destination: an http(s) URL, not too long, whose host resolves
+// to no loopback, private, link-local or metadata address (unless --webhook-allow-private).
+func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
+	if url == "" {
+		return errorf(CodeInvalidRequest, field+" is required: the https URL that receives the events")
+	}
+	if len(url) > maxWebhookURL {
+		return errorf(CodeInvalidRequest, field+" is longer than "+strconv.Itoa(maxWebhookURL)+" characters")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.cfg.WebhookGuard.CheckURL(ctx, url); err != nil {
+		msg := field + " is refused: " + err.Error()
+		if errors.Is(err, webhook.ErrForbiddenDestination) {
+			msg += " (loopback, private, link-local and metadata destinations need serve --webhook-allow-private)"
+		}
+		return &Error{Code: CodeInvalidRequest, Message: msg, Err: err}
+	}
+	return nil
+}
+
+func (s *Server) webhooksEnabled(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.Webhooks == nil {
+		s.writeError(w, r, errorf(CodeNotFound, "webhooks are not available on this store"))
+		return false
+	}
+	return true
+}
+
+type webhookEndpointRequest struct {
+	URL *string `json:"url"`
+}
+
+func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if !s.webhooksEnabled(w, r) {
+		return
+	}
+	var req webhookEndpointRequest
+	body, err := readJSONBody(w, r)
+	if err == nil {
+		err = decodeStrict(body, &req)
+	}
+	if err == nil && req.URL == nil {
+		err = errorf(CodeInvalidRequest, "url is required: the https URL that receives the events")
+	}
+	if err == nil {
+		err = s.checkWebhookURL(r.Context(), "url", *req.URL)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ep, err := s.cfg.Webhooks.CreateWebhookEndpoint(ps.ByName("id"), *req.URL, secret)
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	v := viewEndpoint(ep)
+	v.Secret = ep.Secret
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if !s.webhooksEnabled(w, r) {
+		return
+	}
+	eps, err := s.cfg.Webhooks.WebhookEndpoints(ps.ByName("id"))
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	out := listView[webhookEndpointView]{Data: []webhookEndpointView{}}
+	for _, ep := range eps {
+		out.Data = append(out.Data, viewEndpoint(ep))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// findWebhook returns one of the account's endpoints.
+func (s *Server) findWebhook(accountID, endpointID string) (store.WebhookEndpoint, error) {
+	eps, err := s.cfg.Webhooks.WebhookEndpoints(accountID)
+	if err != nil {
+		return store.WebhookEndpoint{}, notFound(err, "no such account")
+	}
+	for _, ep := range eps {
+		if ep.ID == endpointID {
+			return ep, nil
+		}
+	}
+	return store.WebhookEndpoint{}, &Error{Code: CodeNotFound, Message: "no such webhook endpoint on this account", Err: store.ErrNotFound}
+}
+
+func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if !s.webhooksEnabled(w, r) {
+		return
+	}
+	ep, err := s.findWebhook(ps.ByName("id"), ps.ByName("webhook"))
+	if err == nil {
+		err = s.cfg.Webhooks.DeleteWebhookEndpoint(ep.AccountID, ep.ID)
+	}
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
+		return
+	}
+	writeJSON(w, http.StatusOK, viewEndpoint(ep))
+}
+
+func (s *Server) handleEnableWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if !s.webhooksEnabled(w, r) {
+		return
+	}
+	ep, err := s.cfg.Webhooks.EnableWebhookEndpoint(ps.ByName("id"), ps.ByName("webhook"))
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
+		return
+	}
+	writeJSON(w, http.StatusOK, viewEndpoint(ep))
+}
+
+func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if !s.webhooksEnabled(w, r) {
+		return
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(ps.ByName("id"), secret)
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	writeJSON(w, http.StatusOK, signingSecretView{AccountID: rec.AccountID, Secret: rec.Secret,
+		SecretPrefix: store.SecretPrefix(rec.Secret), CreatedAt: rec.CreatedAt})
+}
+
+func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	if !s.webhooksEnabled(w, r) {
+		return
+	}
+	q := store.WebhookDeliveryQuery{Limit: 50, State: r.URL.Query().Get("state")}
+	switch q.State {
+	case "", store.DeliveryPending, store.DeliveryDelivered, store.DeliveryFailed:
+	default:
+		s.writeError(w, r, errorf(CodeInvalidRequest, "state must be pending, delivered or failed"))
+		return
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			s.writeError(w, r, errorf(CodeInvalidRequest, "limit must be a whole number from 1 to 500"))
+			return
+		}
+		q.Limit = n
+	}
+	ds, err := s.cfg.Webhooks.WebhookDeliveries(ps.ByName("id"), q)
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such account"))
+		return
+	}
+	out := listView[webhookDeliveryView]{Data: []webhookDeliveryView{}}
+	for _, d := range ds {
+		out.Data = append(out.Data, viewDelivery(d))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// routeWebhooks registers the admin API's webhook endpoints.
+func (s *Server) routeWebhooks(handle func(method, path string, h httprouter.Handle)) {
+	handle("POST", "/v1/admin/accounts/:id/webhooks", s.withAdmin(s.handleCreateWebhook))
+	handle("GET", "/v1/admin/accounts/:id/webhooks", s.withAdmin(s.handleListWebhooks))
+	handle("DELETE", "/v1/admin/accounts/:id/webhooks/:webhook", s.withAdmin(s.handleDeleteWebhook))
+	handle("POST", "/v1/admin/accounts/:id/webhooks/:webhook/enable", s.withAdmin(s.handleEnableWebhook))
+	handle("POST", "/v1/admin/accounts/:id/webhook-secret", s.withAdmin(s.handleCreateSigningSecret))
+	handle("GET", "/v1/admin/accounts/:id/webhook-deliveries", s.withAdmin(s.handleListDeliveries))
+}
+
+// createWebhookURL reads the webhook_url of a create body, validated; "" when absent.
+func (s *Server) createWebhookURL(ctx context.Context, body []byte) (string, error) {
+	var req struct {
+		WebhookURL *string `json:"webhook_url"`
+	}
+	if !bytes.Contains(body, []byte(`"webhook_url"`)) {
+		return "", nil // the usual create: no second decode
+	}
+	if err := json.Unmarshal(body, &req); err != nil || req.WebhookURL == nil {
+		return "", nil // the create's own parse reported any problem with the body
+	}
+	if err := s.checkWebhookURL(ctx, "webhook_url", *req.WebhookURL); err != nil {
+		return "", err
+	}
+	return *req.WebhookURL, nil
+}

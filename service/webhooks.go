@@ -1,0 +1,273 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/convsvc/convsvc/httpapi"
+	"github.com/convsvc/convsvc/pgstore"
+	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/webhook"
+)
+
+// webhookStore is what the dispatcher needs of the job database; both backends have it. The
+// delivery records themselves are written by the store, in the transaction of each job's
+// state change.
+type webhookStore interface {
+	httpapi.WebhookStore
+	ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.WebhookDelivery, error)
+	RecordWebhookAttempt(deliveryID string, a store.WebhookAttempt) (store.WebhookDelivery, error)
+	WebhookCounts() (store.WebhookCounts, error)
+	PurgeWebhookDeliveries(cutoff time.Time) (int, error)
+	WebhookWake() <-chan struct{}
+}
+
+// claimResetter is a store whose claims can only be this process's (bbolt): at start-up
+// every claim was left by a crash and is released at once.
+type claimResetter interface {
+	ResetWebhookClaims() (int, error)
+}
+
+var (
+	_ webhookStore  = (*store.Store)(nil)
+	_ webhookStore  = (*pgstore.Store)(nil)
+	_ claimResetter = (*store.Store)(nil)
+)
+
+// Dispatcher tuning.
+const (
+	// webhookBatch is how many deliveries one claim takes; they are sent concurrently.
+	webhookBatch = 16
+	// webhookClaim is how long a claimed attempt is held: longer than the sender's timeout,
+	// so no other node sends the same attempt while this one may still be sending it.
+	webhookClaim = 2 * time.Minute
+	// DefaultWebhookPoll is how often the dispatcher looks for retries that came due, besides
+	// being woken by every newly recorded event.
+	DefaultWebhookPoll = 5 * time.Second
+	// WebhookKeep is how long delivered and failed deliveries stay listed.
+	WebhookKeep = 7 * 24 * time.Hour
+)
+
+// dispatcher delivers the recorded webhook events: at least once, signed, retried with
+// webhook.Backoff for webhook.RetryFor, disabling endpoints that fail webhook.DisableAfter.
+type dispatcher struct {
+	st      webhookStore
+	sender  *webhook.Sender
+	render  func(store.Job) ([]byte, error)
+	log     *slog.Logger
+	poll    time.Duration
+	backoff func(attempt int) time.Duration
+	now     func() time.Time
+
+	attempts *prometheus.CounterVec
+}
+
+func newDispatcher(st webhookStore, cfg Config, render func(store.Job) ([]byte, error), log *slog.Logger) *dispatcher {
+	d := &dispatcher{
+		st:      st,
+		sender:  webhook.NewSender(webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate}, cfg.WebhookTimeout),
+		render:  render,
+		log:     log,
+		poll:    cfg.WebhookPoll,
+		backoff: cfg.WebhookBackoff,
+		now:     time.Now,
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "convsvc_webhook_attempts_total",
+			Help: "Webhook delivery attempts this process made, by outcome: delivered (2xx), retry (failed, due again), failed (failed, given up).",
+		}, []string{"outcome"}),
+	}
+	if d.poll <= 0 {
+		d.poll = DefaultWebhookPoll
+	}
+	if d.backoff == nil {
+		d.backoff = func(attempt int) time.Duration { return webhook.Backoff(attempt, nil) }
+	}
+	for _, o := range []string{"delivered", "retry", "failed"} {
+		d.attempts.WithLabelValues(o)
+	}
+	return d
+}
+
+// run delivers until stop closes; an attempt cut short by stop is not recorded, and its
+// delivery is sent again after a restart (bbolt) or when its claim lapses (PostgreSQL).
+func (d *dispatcher) run(stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-stop
+		cancel()
+	}()
+	if r, ok := d.st.(claimResetter); ok {
+		if n, err := r.ResetWebhookClaims(); err != nil {
+			d.log.Error("webhooks: release claims left by a crash", "error", err)
+		} else if n > 0 {
+			d.log.Info("webhooks: released claims left by a crash", "deliveries", n)
+		}
+	}
+	wake := d.st.WebhookWake()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	lastPurge := time.Time{}
+	for {
+		select {
+		case <-stop:
+			return
+		case <-wake:
+		case <-timer.C:
+		}
+		for ctx.Err() == nil && d.round(ctx) == webhookBatch {
+		}
+		if now := d.now(); now.Sub(lastPurge) > time.Hour {
+			lastPurge = now
+			if n, err := d.st.PurgeWebhookDeliveries(now.Add(-WebhookKeep)); err != nil {
+				d.log.Error("webhooks: purge old deliveries", "error", err)
+			} else if n > 0 {
+				d.log.Info("webhooks: purged old deliveries", "deliveries", n)
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(d.poll)
+	}
+}
+
+// round claims one batch of due deliveries, sends them concurrently and records each outcome;
+// it returns how many it claimed.
+func (d *dispatcher) round(ctx context.Context) int {
+	batch, err := d.st.ClaimWebhookDeliveries(webhookBatch, webhookClaim)
+	if err != nil {
+		d.log.Error("webhooks: claim deliveries", "error", err)
+		return 0
+	}
+	var wg sync.WaitGroup
+	for _, del := range batch {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			d.deliver(ctx, del)
+		}()
+	}
+	wg.Wait()
+	return len(batch)
+}
+
+// eventBody is the signed body of a delivery: the event with the job as the API shows it.
+func (d *dispatcher) eventBody(del store.WebhookDelivery) ([]byte, error) {
+	var job store.Job
+	if err := json.Unmarshal(del.Job, &job); err != nil {
+		return nil, fmt.Errorf("decode the job of %s: %w", del.ID, err)
+	}
+	view, err := d.render(job)
+	if err != nil {
+		return nil, fmt.Errorf("render the job of %s: %w", del.ID, err)
+	}
+	data := append(append([]byte(`{"job":`), view...), '}')
+	return webhook.Event{ID: del.EventID, Type: del.EventType, CreatedAt: del.CreatedAt, Data: data}.Marshal()
+}
+
+func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
+	a := store.WebhookAttempt{Attempts: del.Attempts, DisableAfter: webhook.DisableAfter}
+	body, err := d.eventBody(del)
+	if err != nil {
+		a.Err = err.Error() // not the receiver's fault, and no retry mends it
+	} else {
+		res := d.sender.Send(ctx, del.URL, del.Secret, del.EventID, del.EventType, body, d.now())
+		if ctx.Err() != nil {
+			return // shutting down: the attempt is sent again later, not counted as the receiver's failure
+		}
+		a.StatusCode = res.StatusCode
+		if res.Err != nil {
+			a.Err = res.Err.Error()
+			if now := d.now(); now.Sub(del.CreatedAt) < webhook.RetryFor {
+				a.RetryAt = now.Add(d.backoff(del.Attempts))
+			}
+		}
+	}
+	a.At = d.now()
+	outcome := "delivered"
+	switch {
+	case a.Err != "" && !a.RetryAt.IsZero():
+		outcome = "retry"
+	case a.Err != "":
+		outcome = "failed"
+	}
+	d.attempts.WithLabelValues(outcome).Inc()
+	if _, err := d.st.RecordWebhookAttempt(del.ID, a); err != nil {
+		d.log.Error("webhooks: record attempt", "delivery", del.ID, "error", err)
+		return
+	}
+	if a.Err != "" {
+		d.log.Warn("webhook delivery failed", "delivery", del.ID, "url", del.URL, "attempt", del.Attempts,
+			"status", a.StatusCode, "error", a.Err, "retry_at", a.RetryAt)
+	}
+}
+
+// webhookCollector reads the delivery figures from the store at each scrape.
+type webhookCollector struct {
+	st                                   webhookStore
+	log                                  *slog.Logger
+	deliveries, disabled *prometheus.Desc
+}
+
+func newWebhookCollector(st webhookStore, log *slog.Logger) *webhookCollector {
+	return &webhookCollector{
+		st:  st,
+		log: log,
+		deliveries: prometheus.NewDesc("convsvc_webhook_deliveries",
+			"Recorded webhook deliveries by state: pending (waiting for an attempt), delivered, failed (given up); finished ones are kept 7 days.",
+			[]string{"state"}, nil),
+		disabled: prometheus.NewDesc("convsvc_webhook_endpoints_disabled",
+			"Webhook endpoints disabled for failing every delivery for 5 days.", nil, nil),
+	}
+}
+
+func (c *webhookCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.deliveries
+	ch <- c.disabled
+}
+
+func (c *webhookCollector) Collect(ch chan<- prometheus.Metric) {
+	n, err := c.st.WebhookCounts()
+	if err != nil {
+		c.log.Warn("metrics: webhook counts", "error", err)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(c.deliveries, prometheus.GaugeValue, float64(n.Pending), store.DeliveryPending)
+	ch <- prometheus.MustNewConstMetric(c.deliveries, prometheus.GaugeValue, float64(n.Delivered), store.DeliveryDelivered)
+	ch <- prometheus.MustNewConstMetric(c.deliveries, prometheus.GaugeValue, float64(n.Failed), store.DeliveryFailed)
+	ch <- prometheus.MustNewConstMetric(c.disabled, prometheus.GaugeValue, float64(n.DisabledEndpoints))
+}
+
+// startWebhooks starts the dispatcher and registers its figures.
+func (m *Main) startWebhooks() {
+	st, ok := m.store.(webhookStore)
+	if !ok {
+		return
+	}
+	d := newDispatcher(st, m.cfg, m.api.JobJSON, m.log)
+	m.metrics.reg.MustRegister(d.attempts, newWebhookCollector(st, m.log))
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer d.sender.Close()
+		d.run(m.stop)
+	}()
+}
+
+// webhookAPIStore is the store as the admin API's webhook endpoints use it, or nil.
+func webhookAPIStore(st JobStore) httpapi.WebhookStore {
+	if ws, ok := st.(webhookStore); ok {
+		return ws
+	}
+	return nil
+}
