@@ -214,8 +214,8 @@ func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 
 // webhookCollector reads the delivery figures from the store at each scrape.
 type webhookCollector struct {
-	st                                   webhookStore
-	log                                  *slog.Logger
+	st                   webhookStore
+	log                  *slog.Logger
 	deliveries, disabled *prometheus.Desc
 }
 
