@@ -38,11 +38,9 @@ var forbiddenPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
 	netip.MustParsePrefix("100::/64"),       // discard-only
 	netip.MustParsePrefix("2001:db8::/32"),  // documentation; never a real receiver
-	netip.MustParsePrefix("fd00:ec2::/32"),  // AWS metadata (also inside fc00::/7)
 	netip.MustParsePrefix("169.254.0.0/16"), // link-local, incl. 169.254.169.254 metadata
 	netip.MustParsePrefix("2001::/32"),      // Teredo: the IPv4 inside is obfuscated
 	netip.MustParsePrefix("::/96"),          // IPv4-compatible (deprecated) and ::, ::1
-	netip.MustParsePrefix("ff00::/8"),       // multicast (belt and braces)
 	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
 }
 

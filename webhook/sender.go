@@ -58,7 +58,7 @@ func NewSender(g Guard, timeout time.Duration) *Sender {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.Control}
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.Control, Resolver: g.Resolver}
 	tr := &http.Transport{
 		// No proxy: a proxy would connect on our behalf, out of the Guard's sight.
 		Proxy:                 nil,

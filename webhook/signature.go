@@ -119,13 +119,14 @@ func Verify(secret, header string, body []byte, now time.Time, tolerance time.Du
 	if !match {
 		return fmt.Errorf("%w (%d v1 value(s) checked)", ErrBadSignature, len(sigs))
 	}
-	tol := int64(tolerance / time.Second)
+	// The distance in uint64, which holds any difference of two int64s without overflow.
+	tol := uint64(tolerance / time.Second)
 	n := now.Unix()
 	switch {
-	case ts < n-tol:
-		return fmt.Errorf("%w: signed %d s ago, tolerance %s", ErrTooOld, n-ts, tolerance)
-	case ts > n+tol:
-		return fmt.Errorf("%w: signed %d s in the future, tolerance %s", ErrTooOld, ts-n, tolerance)
+	case ts < n && uint64(n)-uint64(ts) > tol:
+		return fmt.Errorf("%w: signed %d s ago, tolerance %s", ErrTooOld, uint64(n)-uint64(ts), tolerance)
+	case ts > n && uint64(ts)-uint64(n) > tol:
+		return fmt.Errorf("%w: signed %d s in the future, tolerance %s", ErrTooOld, uint64(ts)-uint64(n), tolerance)
 	}
 	return nil
 }
