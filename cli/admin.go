@@ -47,7 +47,7 @@ func newAdminCommand() *cobra.Command {
 	pf.StringVar(&o.dataDir, "data", "./convsvc-data", "data dir of a local server, to read its admin.token")
 	withEnvHelp(pf)
 	cmd.AddCommand(newAdminAccountsCommand(o), newAdminKeysCommand(o), newAdminBackupCommand(o))
-	cmd.AddCommand(newAdminMigrateCommand(o))
+	cmd.AddCommand(newAdminMigrateCommand(o), newAdminWebhooksCommand(o))
 	return cmd
 }
 

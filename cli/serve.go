@@ -53,6 +53,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.BlobPublicURL, "blob-public-url", "", "object storage base URL in signed URLs (default http://BLOB-LISTEN)")
 	f.StringSliceVar(&o.cfg.CORSOrigins, "cors-origins", nil, "web origins (scheme://host[:port], comma-separated, or *) whose pages may upload to and download from object storage (default: the origin of --public-url)")
 	f.StringVar(&o.cfg.MetricsListen, "metrics-listen", "", "serve GET /metrics on this address instead of the API's")
+	f.BoolVar(&o.cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and metadata addresses (tests and trusted networks; docs/webhooks.md)")
 	f.IntVar(&o.cfg.Workers, "workers", 0, "conversion workers (default: number of CPUs)")
 	f.DurationVar(&o.cfg.Retention, "retention", service.DefaultRetention, "how long jobs and their files are kept")
 	f.IntVar(&o.cfg.MaxAttempts, "max-attempts", 3, "pickups before a job interrupted by crashes fails expired_or_exhausted")

@@ -149,6 +149,9 @@ type CreateJobRequest struct {
 	// Options (optional) tune the conversion; the target must accept each one that is set
 	// (Format.Options lists them), or the create is refused with invalid_request.
 	Options *Options `json:"options,omitempty"`
+	// WebhookURL (optional) also receives the job's final event, signed with the account's
+	// webhook signing secret (docs/webhooks.md); verify it with VerifyWebhook.
+	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
 // Options tune a conversion; a zero field means the converter's default. Which ones a target
