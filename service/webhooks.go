@@ -42,7 +42,7 @@ var (
 
 // Dispatcher tuning.
 const (
-	// webhookBatch is how many deliveries one claim takes; they are sent concurrently.
+	// webhookBatch is how many attempts may be in flight at once (and the most one claim takes).
 	webhookBatch = 16
 	// webhookClaim is how long a claimed attempt is held: longer than the sender's timeout,
 	// so no other node sends the same attempt while this one may still be sending it.
@@ -95,10 +95,16 @@ func newDispatcher(st webhookStore, cfg Config, render func(store.Job) ([]byte, 
 }
 
 // run delivers until stop closes; an attempt cut short by stop is not recorded, and its
-// delivery is sent again after a restart (bbolt) or when its claim lapses (PostgreSQL).
+// delivery is sent again after a restart (bbolt) or when its claim lapses (PostgreSQL). Up to
+// webhookBatch attempts are in flight at once, each on its own goroutine, so a receiver that
+// hangs holds one slot for the sender's timeout, not the others.
 func (d *dispatcher) run(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	var inflight sync.WaitGroup
+	defer func() {
+		cancel()
+		inflight.Wait()
+	}()
 	go func() {
 		<-stop
 		cancel()
@@ -110,6 +116,8 @@ func (d *dispatcher) run(stop <-chan struct{}) {
 			d.log.Info("webhooks: released claims left by a crash", "deliveries", n)
 		}
 	}
+	slots := make(chan struct{}, webhookBatch)
+	freed := make(chan struct{}, 1)
 	wake := d.st.WebhookWake()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -119,9 +127,37 @@ func (d *dispatcher) run(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-wake:
+		case <-freed:
 		case <-timer.C:
 		}
-		for ctx.Err() == nil && d.round(ctx) == webhookBatch {
+		for ctx.Err() == nil {
+			free := cap(slots) - len(slots)
+			if free == 0 {
+				break
+			}
+			batch, err := d.st.ClaimWebhookDeliveries(free, webhookClaim)
+			if err != nil {
+				d.log.Error("webhooks: claim deliveries", "error", err)
+				break
+			}
+			for _, del := range batch {
+				slots <- struct{}{}
+				inflight.Add(1)
+				go func() {
+					defer func() {
+						<-slots
+						select {
+						case freed <- struct{}{}:
+						default:
+						}
+						inflight.Done()
+					}()
+					d.deliver(ctx, del)
+				}()
+			}
+			if len(batch) < free {
+				break
+			}
 		}
 		if now := d.now(); now.Sub(lastPurge) > time.Hour {
 			lastPurge = now
@@ -139,26 +175,6 @@ func (d *dispatcher) run(stop <-chan struct{}) {
 		}
 		timer.Reset(d.poll)
 	}
-}
-
-// round claims one batch of due deliveries, sends them concurrently and records each outcome;
-// it returns how many it claimed.
-func (d *dispatcher) round(ctx context.Context) int {
-	batch, err := d.st.ClaimWebhookDeliveries(webhookBatch, webhookClaim)
-	if err != nil {
-		d.log.Error("webhooks: claim deliveries", "error", err)
-		return 0
-	}
-	var wg sync.WaitGroup
-	for _, del := range batch {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.deliver(ctx, del)
-		}()
-	}
-	wg.Wait()
-	return len(batch)
 }
 
 // eventBody is the signed body of a delivery: the event with the job as the API shows it.
