@@ -412,6 +412,15 @@ func putDelivery(tx *bolt.Tx, d WebhookDelivery) error {
 func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
 	now := s.opts.Now().UTC()
+	// Most polls find nothing due: look first in a read transaction, which writes nothing.
+	due := false
+	if err := s.webhookView(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketWebhookDue).Cursor().First()
+		due = k != nil && int64(bytesToU64(k[:8])) <= now.UnixNano()
+		return nil
+	}); err != nil || !due {
+		return nil, err
+	}
 	err := s.webhookUpdate(func(tx *bolt.Tx) error {
 		out = out[:0]
 		due := tx.Bucket(bucketWebhookDue)
