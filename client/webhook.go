@@ -55,11 +55,17 @@ type WebhookEvent struct {
 // VerifyWebhook checks a delivery's Convsvc-Signature header against the raw body it came
 // with, using the endpoint's secret (the whole "whsec_..." string): one of the header's v1
 // values must be hex(HMAC-SHA256(secret, t + "." + body)), compared in constant time, and
-// t must be within tolerance of now (tolerance <= 0 means WebhookTolerance). It returns nil
+// t must be within tolerance of now (tolerance <= 0 means WebhookTolerance). An empty secret
+// verifies nothing. It returns nil
 // or an error wrapping ErrWebhookNoSignature, ErrWebhookBadSignature or ErrWebhookTooOld.
 // It is the same check as package webhook's Verify, kept here so the client imports nothing
 // of the server; a test holds the two to the same answers.
 func VerifyWebhook(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	if secret == "" {
+		// An unset secret (a missing environment variable) must not make any signature
+		// made with the empty key acceptable.
+		return fmt.Errorf("%w: the secret is empty", ErrWebhookBadSignature)
+	}
 	if tolerance <= 0 {
 		tolerance = WebhookTolerance
 	}

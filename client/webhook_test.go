@@ -78,6 +78,11 @@ func TestVerifyWebhook_AgreesWithWebhook(t *testing.T) {
 		}
 		seen[tt.want] = true
 	}
+	// An empty secret (an unset environment variable) verifies nothing, not even a signature
+	// made with the empty key.
+	if got := agree(t, "", webhook.Sign("", now, body), body, now, 0); got != "bad signature" {
+		t.Errorf("empty secret: both say %s, want bad signature", got)
+	}
 	// Random mutations of a valid header and body.
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for range 2000 {

@@ -85,6 +85,7 @@ func TestDocs_ShellVerify(t *testing.T) {
 		{"wrong secret", "whsec_other", sig, testBody, false, "bad signature"},
 		{"old", secret, Sign(secret, now.Add(-10*time.Minute), testBody), testBody, false, "too old"},
 		{"future", secret, Sign(secret, now.Add(10*time.Minute), testBody), testBody, false, "too old"},
+		{"empty secret", "", Sign("", now, testBody), testBody, false, "SECRET is empty"},
 	} {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "body.json"), tt.body, 0o644); err != nil {
@@ -187,6 +188,7 @@ json.dump(out, sys.stdout)
 	add(secret, "t=1,t=2,"+sig[strings.Index(sig, "v1="):], testBody)
 	add(secret, "t=x,"+sig[strings.Index(sig, "v1="):], testBody)
 	add(secret, Sign(secret, now, []byte("\x00\xff")), []byte("\x00\xff"))
+	add("", Sign("", now, testBody), testBody)
 	rnd := rand.New(rand.NewPCG(3, 4))
 	for range 500 {
 		at := now.Add(time.Duration(rnd.IntN(400)-200) * time.Second) // never near the tolerance edge

@@ -24,11 +24,13 @@ type Guard struct {
 	// AllowPrivate turns the address checks off (--webhook-allow-private: tests and trusted
 	// networks). The scheme and credentials checks stay.
 	AllowPrivate bool
-	// Resolver resolves host names in CheckURL; nil is net.DefaultResolver.
+	// Resolver resolves host names in CheckURL and in a Sender's dialer; nil is
+	// net.DefaultResolver.
 	Resolver *net.Resolver
 }
 
-// forbiddenPrefixes are the ranges netip's predicates do not cover.
+// forbiddenPrefixes are the ranges netip's predicates (IsPrivate, IsLoopback, ...) do not
+// cover, and IPv4 link-local once more, so the metadata address is refused by name here.
 var forbiddenPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT

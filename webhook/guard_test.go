@@ -141,6 +141,11 @@ func TestGuard_CheckURL(t *testing.T) {
 		{url: "", forbidden: true},
 		// A name without addresses is a resolver error, not a forbidden destination.
 		{url: "https://nothing.test/hook", resolveError: true, privateOK: true},
+		// Numeric hosts that are not IP literals to Go are names, which do not resolve here;
+		// a connection to them would be checked by Control anyway.
+		{url: "http://2130706433/", resolveError: true, privateOK: true},
+		{url: "http://0x7f.0.0.1/", resolveError: true, privateOK: true},
+		{url: "http://0177.0.0.1/", resolveError: true, privateOK: true},
 	} {
 		g := Guard{Resolver: dns.resolver()}
 		err := g.CheckURL(ctx, tt.url)

@@ -20,8 +20,8 @@ const DefaultTimeout = 10 * time.Second
 // UserAgent is the User-Agent of every delivery.
 const UserAgent = "convsvc-webhook/1"
 
-// maxResponse is how much of a receiver's answer is read (and then discarded); a receiver
-// answering more is not waited for.
+// maxResponse is how much of a receiver's answer body is read (and then discarded), and the
+// limit on its headers; a receiver answering more is not waited for.
 const maxResponse = 64 << 10
 
 // Errors of a delivery besides the transport's own and ErrForbiddenDestination.
@@ -61,14 +61,15 @@ func NewSender(g Guard, timeout time.Duration) *Sender {
 	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: g.Control, Resolver: g.Resolver}
 	tr := &http.Transport{
 		// No proxy: a proxy would connect on our behalf, out of the Guard's sight.
-		Proxy:                 nil,
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          32,
-		MaxIdleConnsPerHost:   2,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   timeout,
-		ResponseHeaderTimeout: timeout,
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           32,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    timeout,
+		ResponseHeaderTimeout:  timeout,
+		MaxResponseHeaderBytes: maxResponse,
 	}
 	return &Sender{
 		timeout: timeout,
@@ -124,7 +125,11 @@ func (s *Sender) send(ctx context.Context, url, secret, eventID, eventType strin
 	switch c := resp.StatusCode; {
 	case c >= 200 && c < 300:
 	case c >= 300 && c < 400:
-		res.Err = fmt.Errorf("%w: receiver answered %d, Location %q", ErrRedirect, c, resp.Header.Get("Location"))
+		loc := resp.Header.Get("Location")
+		if len(loc) > 200 {
+			loc = loc[:200] + "..."
+		}
+		res.Err = fmt.Errorf("%w: receiver answered %d, Location %q", ErrRedirect, c, loc)
 	default:
 		res.Err = fmt.Errorf("%w: receiver answered %d%s", ErrStatus, c, excerpt(head[:n]))
 	}

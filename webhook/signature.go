@@ -70,9 +70,14 @@ func Sign(secret string, t time.Time, body []byte) string {
 // values must equal the HMAC (compared in constant time; several are allowed so a sender can
 // sign with an old and a new secret while a secret rotates), and its timestamp must be within
 // tolerance of now, in either direction (tolerance <= 0 means DefaultTolerance). Schemes other
-// than v1 are ignored. It returns nil, or an error wrapping ErrNoSignature, ErrBadSignature or
-// ErrTooOld.
+// than v1 are ignored. An empty secret verifies nothing. It returns nil, or an error wrapping
+// ErrNoSignature, ErrBadSignature or ErrTooOld.
 func Verify(secret, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	if secret == "" {
+		// An unset secret (a missing environment variable) must not make any signature
+		// made with the empty key acceptable.
+		return fmt.Errorf("%w: the secret is empty", ErrBadSignature)
+	}
 	if tolerance <= 0 {
 		tolerance = DefaultTolerance
 	}

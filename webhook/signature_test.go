@@ -70,9 +70,14 @@ func TestVerify(t *testing.T) {
 		{"zero tolerance is the default", sig, testBody, testTime.Add(DefaultTolerance + time.Second), 0, ErrTooOld},
 		{"longer tolerance", sig, testBody, testTime.Add(time.Hour), 2 * time.Hour, nil},
 		{"wrong secret and too old: signature first", "t=1795000000," + old, testBody, testTime.Add(time.Hour), 0, ErrBadSignature},
+		{"empty secret", Sign("", testTime, testBody), testBody, testTime, 0, ErrBadSignature},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Verify(testSecret, tt.header, tt.body, tt.now, tt.tol)
+			secret := testSecret
+			if tt.name == "empty secret" {
+				secret = ""
+			}
+			err := Verify(secret, tt.header, tt.body, tt.now, tt.tol)
 			if tt.want == nil {
 				if err != nil {
 					t.Fatalf("Verify = %v, want nil", err)
