@@ -418,3 +418,68 @@ func TestWebhooks_RedirectNotFollowed(t *testing.T) {
 		t.Fatalf("the redirect's target got %d requests", n)
 	}
 }
+
+// TestWebhooks_TwoNodesSendEachEventOnce: two services share one PostgreSQL database; every
+// recorded event wakes both dispatchers, which claim with FOR UPDATE SKIP LOCKED. A receiver
+// that always answers gets each event exactly once, whichever node recorded it.
+func TestWebhooks_TwoNodesSendEachEventOnce(t *testing.T) {
+	a := testenv.Start(t, fastWebhooks, testenv.Postgres(t))
+	b := testenv.Start(t, fastWebhooks, func(c *service.Config) {
+		c.Database, c.AdminToken = a.Cfg.Database, a.Cfg.AdminToken
+	})
+	acct, key := a.NewAccount(100)
+	recv := newReceiver(t, nil)
+	ep := addEndpoint(t, a, acct, recv.URL)
+	const jobs = 30
+	want := map[string]bool{}
+	for i := range jobs {
+		e := a
+		if i%2 == 1 {
+			e = b // half the events are recorded by the other node
+		}
+		res := e.Create(key, "png", "jpeg", 10)
+		must(t, e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", key, nil), 200, "")
+		want["evt_"+res.Job.ID+"_cancelled"] = true
+	}
+	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
+	for {
+		n := 0
+		for _, d := range deliveries(t, b, acct, "?state=delivered&limit=500") {
+			if d.EndpointID != nil && *d.EndpointID == ep.ID {
+				n++
+			}
+		}
+		if n == jobs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries delivered", n, jobs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(testenv.Scale(300 * time.Millisecond)) // a duplicate would have arrived by now
+	got := recv.wait(t, jobs)
+	seen := map[string]int{}
+	for _, g := range got {
+		id := g.header.Get(webhook.EventIDHeader)
+		if !want[id] {
+			t.Fatalf("event %s was not recorded", id)
+		}
+		seen[id]++
+		if seen[id] > 1 {
+			t.Fatalf("event %s sent twice", id)
+		}
+	}
+	if len(seen) != jobs || len(got) != jobs {
+		t.Fatalf("%d requests for %d events, want %d", len(got), len(seen), jobs)
+	}
+	ma, mb := a.Scrape(), b.Scrape()
+	sa, sb := ma.Value("convsvc_webhook_attempts_total", "outcome", "delivered"), mb.Value("convsvc_webhook_attempts_total", "outcome", "delivered")
+	if sa+sb != jobs {
+		t.Fatalf("attempts: node a %v, node b %v, want %d in all", sa, sb, jobs)
+	}
+	t.Logf("node a sent %v, node b sent %v", sa, sb)
+	if ma.Value("convsvc_webhook_deliveries", "state", "delivered") != jobs || mb.Value("convsvc_webhook_deliveries", "state", "delivered") != jobs {
+		t.Fatal("a node's /metrics does not show every delivery of the shared database")
+	}
+}
