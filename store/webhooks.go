@@ -115,7 +115,7 @@ func SecretPrefix(secret string) string {
 }
 
 var (
-	bucketWebhookEndpoints  = []byte("webhook_endpoints")  // endpoint id -> WebhookEndpoint JSON
+	bucketWebhookEndpoints  = []byte("webhook_endpoints")  // account id 0x00 endpoint id -> WebhookEndpoint JSON
 	bucketWebhookSecrets    = []byte("webhook_secrets")    // account id -> WebhookSigningSecret JSON
 	bucketJobWebhooks       = []byte("job_webhooks")       // job id -> its webhook_url
 	bucketWebhookDeliveries = []byte("webhook_deliveries") // delivery id -> WebhookDelivery JSON
@@ -192,7 +192,7 @@ func (s *Store) CreateWebhookEndpoint(accountID, url, secret string) (WebhookEnd
 		if _, err := findAccount(tx, accountID); err != nil {
 			return err
 		}
-		return putJSON(tx.Bucket(bucketWebhookEndpoints), []byte(ep.ID), ep)
+		return putJSON(tx.Bucket(bucketWebhookEndpoints), endpointKey(accountID, ep.ID), ep)
 	})
 	if err != nil {
 		return WebhookEndpoint{}, err
@@ -220,18 +220,23 @@ func accountEndpoints(tx *bolt.Tx, accountID string) ([]WebhookEndpoint, error) 
 	if b == nil {
 		return out, nil
 	}
-	err := b.ForEach(func(k, v []byte) error {
+	prefix := endpointKey(accountID, "")
+	c := b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		var ep WebhookEndpoint
 		if err := json.Unmarshal(v, &ep); err != nil {
-			return fmt.Errorf("webhook endpoint %s: %w", k, err)
+			return nil, fmt.Errorf("webhook endpoint %s: %w", k, err)
 		}
-		if ep.AccountID == accountID {
-			out = append(out, ep)
-		}
-		return nil
-	})
+		out = append(out, ep)
+	}
 	sortEndpoints(out)
-	return out, err
+	return out, nil
+}
+
+// endpointKey is an endpoint's key: its account's id, 0x00, its id; an account's endpoints
+// are adjacent, so a job's state change reads only its own account's.
+func endpointKey(accountID, endpointID string) []byte {
+	return append(append([]byte(accountID), 0), endpointID...)
 }
 
 func sortEndpoints(eps []WebhookEndpoint) {
@@ -248,14 +253,10 @@ func sortEndpoints(eps []WebhookEndpoint) {
 func (s *Store) DeleteWebhookEndpoint(accountID, endpointID string) error {
 	return s.webhookUpdate(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketWebhookEndpoints)
-		var ep WebhookEndpoint
-		if err := getJSON(b, []byte(endpointID), &ep); err != nil {
-			return err
-		}
-		if ep.AccountID != accountID {
+		if b.Get(endpointKey(accountID, endpointID)) == nil {
 			return ErrNotFound
 		}
-		return b.Delete([]byte(endpointID))
+		return b.Delete(endpointKey(accountID, endpointID))
 	})
 }
 
@@ -264,14 +265,11 @@ func (s *Store) EnableWebhookEndpoint(accountID, endpointID string) (WebhookEndp
 	var ep WebhookEndpoint
 	err := s.webhookUpdate(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketWebhookEndpoints)
-		if err := getJSON(b, []byte(endpointID), &ep); err != nil {
+		if err := getJSON(b, endpointKey(accountID, endpointID), &ep); err != nil {
 			return err
 		}
-		if ep.AccountID != accountID {
-			return ErrNotFound
-		}
 		ep.DisabledAt, ep.FailingSince = nil, nil
-		return putJSON(b, []byte(ep.ID), ep)
+		return putJSON(b, endpointKey(accountID, ep.ID), ep)
 	})
 	return ep, err
 }
@@ -482,7 +480,7 @@ func deliverySecret(tx *bolt.Tx, d WebhookDelivery) (secret, why string, err err
 		return rec.Secret, "", nil
 	}
 	var ep WebhookEndpoint
-	switch err := getJSON(tx.Bucket(bucketWebhookEndpoints), []byte(d.EndpointID), &ep); {
+	switch err := getJSON(tx.Bucket(bucketWebhookEndpoints), endpointKey(d.AccountID, d.EndpointID), &ep); {
 	case err == ErrNotFound:
 		return "", "the endpoint was removed", nil
 	case err != nil:
@@ -573,14 +571,14 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a WebhookAttempt) (Webho
 		}
 		b := tx.Bucket(bucketWebhookEndpoints)
 		var ep WebhookEndpoint
-		if err := getJSON(b, []byte(d.EndpointID), &ep); err == ErrNotFound {
+		if err := getJSON(b, endpointKey(d.AccountID, d.EndpointID), &ep); err == ErrNotFound {
 			return nil
 		} else if err != nil {
 			return err
 		}
 		failingSince, disabledAt := WebhookEndpointHealth(ep.FailingSince, ep.DisabledAt, a, at)
 		ep.FailingSince, ep.DisabledAt = failingSince, disabledAt
-		return putJSON(b, []byte(ep.ID), ep)
+		return putJSON(b, endpointKey(d.AccountID, ep.ID), ep)
 	})
 	return d, err
 }
