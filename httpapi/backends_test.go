@@ -39,7 +39,7 @@ var backendSuite = []struct {
 // skipped when PostgreSQL is not installed, except under CI=true), after checking that the
 // service really runs on the backend the subtest names.
 func TestAPI_Backends(t *testing.T) {
-	for _, backend := range []string{"bbolt", "postgres"} {
+	for _, backend := range []string{"bbolt", "postgres", "postgres+s3"} {
 		t.Run(backend, func(t *testing.T) {
 			db, objects, _ := strings.Cut(backend, "+")
 			t.Setenv(testenv.EnvDatabase, db)

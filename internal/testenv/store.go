@@ -1,11 +1,16 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/internal/tests3"
@@ -37,11 +42,52 @@ const EnvObjectStorage = "CONVSVC_TEST_OBJECT_STORAGE"
 // (skipping the test when no S3 server can be had, outside CI).
 func S3(t testing.TB) func(*service.Config) {
 	t.Helper()
-	b := tests3.NewBucket(t, tests3.Options{})
+	return S3With(t, tests3.Options{})
+}
+
+// S3With is S3 with a bucket made with opts (tests3.Options.Versioned).
+func S3With(t testing.TB, opts tests3.Options) func(*service.Config) {
+	t.Helper()
+	b := tests3.NewBucket(t, opts)
+	storage := "s3://" + b.Name + "/convsvc"
+	buckets.Store(storage, &b)
+	t.Cleanup(func() { buckets.Delete(storage) })
 	return func(c *service.Config) {
-		c.ObjectStorage = "s3://" + b.Name + "/convsvc"
+		c.ObjectStorage = storage
 		c.S3 = service.S3Config{Endpoint: b.Endpoint, Region: b.Region, AccessKey: b.AccessKey, SecretKey: b.SecretKey}
 	}
+}
+
+// buckets maps the ObjectStorage value of each S3 option to its bucket, for Env.Bucket.
+var buckets sync.Map
+
+// UploadKey is the key of the job's upload in e.Bucket.
+func (e *Env) UploadKey(jobID string) string { return "convsvc/uploads/" + jobID }
+
+// PutObject stores data under key in e.Bucket, directly (not through a presigned URL).
+func (e *Env) PutObject(key string, data []byte) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := e.Bucket.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(e.Bucket.Name), Key: aws.String(key), Body: bytes.NewReader(data)}); err != nil {
+		e.T.Fatalf("put %s: %v", key, err)
+	}
+}
+
+// ObjectKeys lists the keys in e.Bucket under the service's prefix.
+func (e *Env) ObjectKeys() []string {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := e.Bucket.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(e.Bucket.Name), Prefix: aws.String("convsvc/")})
+	if err != nil {
+		e.T.Fatalf("list objects: %v", err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	return keys
 }
 
 // LocalBlobsOnly skips a test that checks something only the local blob store has (its
