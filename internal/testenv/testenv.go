@@ -78,6 +78,9 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 		t.Fatal(err)
 	}
 	e.Main, e.Cfg, e.URL, e.AdminToken = m, cfg, m.URL(), m.AdminToken()
+	if e.Bucket != nil && cfg.S3.Endpoint == "" {
+		e.Cfg.S3.Endpoint = e.Bucket.Endpoint
+	}
 	v, err := SharedValidator()
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +123,7 @@ func (e *Env) ValidatingClient(base *http.Client) *http.Client {
 		if next == nil {
 			next = http.DefaultTransport
 		}
-		c.Transport = bypassHost{host: hostOf(e.Bucket.Endpoint), direct: next, validated: c.Transport}
+		c.Transport = bypassHost{host: hostOf(e.Cfg.S3.Endpoint), direct: next, validated: c.Transport}
 	}
 	return c
 }
