@@ -169,7 +169,7 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 		}
 	}
 	if objs != nil {
-		for _, job := range data.Jobs {
+		for i, job := range data.Jobs {
 			info, found, err := copyInput(ctx, objs, filepath.Join(o.DataDir, "blobs"), job.ID)
 			if err != nil {
 				undo()
@@ -186,6 +186,11 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 				rep.Uploads = map[string]s3store.UploadInfo{}
 			}
 			rep.Uploads[job.ID] = info
+			if job.Status != store.StatusCreated {
+				// Started: the import records the copied object as the start's seal, so the
+				// worker reads exactly it (a created job is sealed when it starts).
+				data.Jobs[i].Upload = &store.Upload{Size: info.Size, ETag: info.ETag, VersionID: info.VersionID}
+			}
 			rep.Inputs++
 			rep.InputBytes += info.Size
 		}

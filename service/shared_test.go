@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -12,13 +13,19 @@ import (
 
 	"github.com/convsvc/convsvc/internal/testenv"
 	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/tests3"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
 )
 
-// TestMain stops the private PostgreSQL server the shared-store tests start.
-func TestMain(m *testing.M) { testpg.Main(m) }
+// TestMain stops the private PostgreSQL server the shared-store tests start, and the S3
+// server of the S3 tests.
+func TestMain(m *testing.M) {
+	code := testpg.Run(m)
+	tests3.Stop()
+	os.Exit(code)
+}
 
 // startRunning starts a slow conversion (a large noisy PNG to GIF) and waits until a worker
 // runs it.

@@ -41,6 +41,11 @@ const (
 	jobFieldOutputBytes  protowire.Number = 17
 	jobFieldOutputSHA256 protowire.Number = 18
 	jobFieldPrevJobID    protowire.Number = 19
+	// The attempt that wrote the output, and the object the start sealed (S3).
+	jobFieldOutputAttempt protowire.Number = 20
+	jobFieldUploadSize    protowire.Number = 21
+	jobFieldUploadETag    protowire.Number = 22
+	jobFieldUploadVersion protowire.Number = 23
 )
 
 // Field numbers of an account record; the monthly maps are repeated (month, cents) messages.
@@ -137,6 +142,14 @@ func appendJob(b []byte, job *Job) []byte {
 		b = protowire.AppendTag(b, jobFieldOutputBytes, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(job.Output.Bytes))
 		b = appendString(b, jobFieldOutputSHA256, job.Output.SHA256)
+		b = appendInt(b, jobFieldOutputAttempt, int64(job.Output.Attempt))
+	}
+	if job.Upload != nil {
+		// Recorded even when empty, like the output's bytes.
+		b = protowire.AppendTag(b, jobFieldUploadSize, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(job.Upload.Size))
+		b = appendString(b, jobFieldUploadETag, job.Upload.ETag)
+		b = appendString(b, jobFieldUploadVersion, job.Upload.VersionID)
 	}
 	return appendString(b, jobFieldPrevJobID, job.PrevJobID)
 }
@@ -272,6 +285,15 @@ func decodeJob(b []byte, job *Job) error {
 			job.output().Bytes, err = f.integer()
 		case jobFieldOutputSHA256:
 			job.output().SHA256, err = f.str()
+		case jobFieldOutputAttempt:
+			n, err = f.integer()
+			job.output().Attempt = int(n)
+		case jobFieldUploadSize:
+			job.upload().Size, err = f.integer()
+		case jobFieldUploadETag:
+			job.upload().ETag, err = f.str()
+		case jobFieldUploadVersion:
+			job.upload().VersionID, err = f.str()
 		case jobFieldPrevJobID:
 			job.PrevJobID, err = f.str()
 		}
@@ -285,6 +307,14 @@ func (j *Job) output() *Output {
 		j.Output = &Output{}
 	}
 	return j.Output
+}
+
+// upload returns the job's sealed upload, creating it for the decoder.
+func (j *Job) upload() *Upload {
+	if j.Upload == nil {
+		j.Upload = &Upload{}
+	}
+	return j.Upload
 }
 
 // jobRecordField returns the first field num of a protobuf job record without decoding the rest.

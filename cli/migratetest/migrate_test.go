@@ -39,6 +39,7 @@ type source struct {
 	keys         map[string]string // account id -> live key secret
 	revoked      string            // a revoked key's secret
 	inputs       map[string][]byte // job id -> uploaded bytes, for the unfinished jobs with an upload
+	owner        map[string]string // job id -> account id, for the jobs in inputs
 	created      []string          // jobs left created (with and without an upload)
 	queued       string            // a job left queued
 	running      string            // a job left running (attempt 1)
@@ -56,7 +57,7 @@ type source struct {
 // and a second key revoked, through the store.
 func makeSource(t *testing.T) *source {
 	t.Helper()
-	src := &source{dir: filepath.Join(t.TempDir(), "data"), keys: map[string]string{}, inputs: map[string][]byte{}}
+	src := &source{dir: filepath.Join(t.TempDir(), "data"), keys: map[string]string{}, inputs: map[string][]byte{}, owner: map[string]string{}}
 	var acctA, acctB string
 	var toQueue, toRun string
 	t.Run("service", func(t *testing.T) {
@@ -78,6 +79,11 @@ func makeSource(t *testing.T) *source {
 			res := e.Create(key, "png", "jpeg", int64(len(data)))
 			testenv.MustStatus(t, e.Upload(res.UploadURL, data), 200, "")
 			src.inputs[res.Job.ID] = data
+			for acct, k := range src.keys {
+				if k == key {
+					src.owner[res.Job.ID] = acct
+				}
+			}
 			return res.Job.ID
 		}
 		src.created = append(src.created, upload(keyA, 9), e.Create(keyB, "png", "jpeg", 100).Job.ID)
@@ -245,6 +251,46 @@ func TestMigrate(t *testing.T) {
 		checkJobs(t, src, pg) // the claim above is undone: the running job is queued again
 		if err := pg.VerifyLedger(); err != nil {
 			t.Fatalf("target ledger after replace: %v", err)
+		}
+	})
+
+	t.Run("migrated jobs convert on PostgreSQL + S3", func(t *testing.T) {
+		dbURL := testpg.NewDatabase(t)
+		bk := tests3.NewBucket(t, tests3.Options{})
+		if _, err := cli.Migrate(ctx, cli.MigrateOptions{DataDir: src.dir, DatabaseURL: dbURL, ObjectStorage: s3Options(bk, "convsvc")}); err != nil {
+			t.Fatal(err)
+		}
+		// The started jobs carry the copied object as their seal, the created ones nothing yet.
+		pg, err := pgstore.Open(ctx, dbURL, pgstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{src.queued, src.running} {
+			j, err := pg.Job(src.owner[id], id)
+			if err != nil || j.Upload == nil || j.Upload.Size != int64(len(src.inputs[id])) || j.Upload.ETag == "" {
+				t.Fatalf("migrated %s: upload %+v, %v; want the copied object's size and ETag", id, j.Upload, err)
+			}
+		}
+		pg.Close()
+
+		e := testenv.Start(t, func(c *service.Config) {
+			c.Database = dbURL
+			c.AdminToken = "cs_admin_migrated"
+			c.ObjectStorage = "s3://" + bk.Name + "/convsvc"
+			c.S3 = service.S3Config{Endpoint: bk.Endpoint, Region: bk.Region, AccessKey: bk.AccessKey, SecretKey: bk.SecretKey}
+		})
+		for _, id := range []string{src.queued, src.running} {
+			key := src.keys[src.owner[id]]
+			if j := e.Get(key, id, 60); j.Status != "succeeded" {
+				t.Errorf("migrated started job %s: %s %v", id, j.Status, j.ErrorCode)
+			}
+		}
+		// A created job whose file was copied starts and converts on the new backends.
+		created := src.created[0]
+		key := src.keys[src.owner[created]]
+		testenv.MustStatus(t, e.Start(key, created), 200, "")
+		if j := e.Get(key, created, 60); j.Status != "succeeded" {
+			t.Errorf("migrated created job %s after start: %s %v", created, j.Status, j.ErrorCode)
 		}
 	})
 

@@ -32,6 +32,7 @@ type Backend interface {
 	Job(accountID, jobID string) (store.Job, error)
 	ListJobs(accountID string, p store.ListParams) ([]store.Job, bool, error)
 	StartJob(accountID, jobID string, uploadedSize int64) (store.Job, error)
+	StartSealedJob(accountID, jobID string, up store.Upload) (store.Job, error)
 	CancelJob(accountID, jobID string) (store.Job, error)
 	WaitChange(jobID string) (<-chan struct{}, func())
 
@@ -96,6 +97,7 @@ var cases = []testCase{
 	{"CreateJobInvalid", testCreateJobInvalid},
 	{"StartJob", testStartJob},
 	{"StartSizeMismatch", testStartSizeMismatch},
+	{"StartRecordsSealedUpload", testStartSealed},
 	{"StartOverCap", testStartOverCap},
 	{"ClaimAndFinishSuccess", testClaimFinishSuccess},
 	{"ClaimAndFinishFailure", testClaimFinishFailure},
@@ -428,6 +430,66 @@ func testClaimFinishSuccess(t *testing.T, newStore NewFunc) {
 	f.checkLedger(0, 1)
 	if _, ok, err := f.s.ClaimJob(); err != nil || ok {
 		t.Fatalf("claim after the only job finished: ok=%v err=%v", ok, err)
+	}
+}
+
+// testStartSealed: the object a start sealed (size, ETag, version id) is recorded with the
+// start and comes back with every read and the claim, where the worker needs it; a size-only
+// seal records nothing; the output remembers the attempt that wrote it; a size mismatch
+// records nothing and cancels.
+func testStartSealed(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	up := store.Upload{Size: 10, ETag: `"0123456789abcdef"`, VersionID: "v-1"}
+	job := f.create(10)
+	started, err := f.s.StartSealedJob(f.acct.ID, job.ID, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if started.Status != store.StatusQueued || started.Upload == nil || *started.Upload != up {
+		t.Fatalf("started %+v, upload %+v; want queued with %+v", started, started.Upload, up)
+	}
+	if got := f.get(job.ID); got.Upload == nil || *got.Upload != up {
+		t.Fatalf("read back upload %+v, want %+v", got.Upload, up)
+	}
+	// A repeated start returns the job unchanged, the first seal included.
+	again, err := f.s.StartSealedJob(f.acct.ID, job.ID, store.Upload{Size: 10, ETag: `"other"`})
+	if err != nil || again.Upload == nil || *again.Upload != up {
+		t.Fatalf("repeat start: %+v, %v; want the first seal", again.Upload, err)
+	}
+	claimed := f.claim()
+	if claimed.ID != job.ID || claimed.Upload == nil || *claimed.Upload != up {
+		t.Fatalf("claimed %s with upload %+v, want %+v", claimed.ID, claimed.Upload, up)
+	}
+	// The first attempt's storage failed; the second one's output is recorded as its own.
+	if _, requeued, err := f.s.RequeueJob(job.ID, 1, 5, "storage"); err != nil || !requeued {
+		t.Fatalf("requeue: %v %v", requeued, err)
+	}
+	claimed = f.claim()
+	if claimed.Attempt != 2 || claimed.Upload == nil || *claimed.Upload != up {
+		t.Fatalf("second claim: attempt %d, upload %+v", claimed.Attempt, claimed.Upload)
+	}
+	_, err = f.s.FinishJob(job.ID, 1, success(7))
+	wantErr(t, err, store.ErrInvalidState, "finish of the stale attempt")
+	done, err := f.s.FinishJob(job.ID, 2, success(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Output == nil || done.Output.Attempt != 2 {
+		t.Fatalf("output %+v, want attempt 2", done.Output)
+	}
+	if got := f.get(job.ID); got.Output == nil || got.Output.Attempt != 2 || got.Upload == nil || *got.Upload != up {
+		t.Fatalf("read back output %+v upload %+v", got.Output, got.Upload)
+	}
+
+	plain := f.create(10)
+	if got, err := f.s.StartSealedJob(f.acct.ID, plain.ID, store.Upload{Size: 10}); err != nil || got.Upload != nil {
+		t.Fatalf("size-only seal: upload %+v, %v; want none recorded", got.Upload, err)
+	}
+	short := f.create(10)
+	got, err := f.s.StartSealedJob(f.acct.ID, short.ID, store.Upload{Size: 9, ETag: `"x"`})
+	wantErr(t, err, store.ErrSizeMismatch, "sealed upload of another size")
+	if got.Status != store.StatusCancelled || got.Upload != nil {
+		t.Fatalf("mismatch: %s with upload %+v, want cancelled with none", got.Status, got.Upload)
 	}
 }
 
