@@ -117,4 +117,7 @@ type Params struct {
 	// Embedded reserves the memory of resources a converter decodes inside its input (images
 	// in a document) from the same budget as direct conversions.
 	Embedded EmbeddedMemory
+
+	// warnings collects what Warn reports; nil outside Catalog.Convert.
+	warnings *warnings
 }

@@ -259,7 +259,7 @@ func runCatalog(t testing.TB, from, to string, input []byte) ([]byte, error) {
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	err = testCatalog().Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
+	_, err = testCatalog().Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
 	return out.Bytes(), err
 }
 

@@ -115,7 +115,7 @@ func RunCatalog(t testing.TB, c *convert.Catalog, from, to string, input []byte)
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	err = c.Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
+	_, err = c.Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
 	return out.Bytes(), err
 }
 
@@ -189,7 +189,7 @@ func Matrix(t *testing.T, c *convert.Catalog, owns func(from, to string) bool, c
 					t.Fatal(err)
 				}
 				defer in.Close()
-				err = c.Convert(context.Background(), from, to, convert.Options{}, in, f, t.TempDir())
+				_, err = c.Convert(context.Background(), from, to, convert.Options{}, in, f, t.TempDir())
 				f.Close()
 				if err != nil {
 					t.Fatalf("convert %s -> %s: %v", from, to, err)
