@@ -119,12 +119,17 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			if j.Output != nil {
 				outBytes, outSHA = &j.Output.Bytes, &j.Output.SHA256
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,
-					attempt, error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+			outWarnings, err := warningsJSON(j.Output)
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,
+					attempt, error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
+					output_warnings)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 				j.ID, j.AccountID, j.Status, j.InputFormat, j.TargetFormat, j.InputBytes, opts,
 				j.Attempt, j.ErrorCode, j.ErrorMessage, j.CreatedAt.UTC(), utcPtr(j.StartedAt), utcPtr(j.FinishedAt),
-				j.ExpiresAt.UTC(), outBytes, outSHA)
+				j.ExpiresAt.UTC(), outBytes, outSHA, nullString(outWarnings))
 			if err != nil {
 				return fmt.Errorf("job %s: %w", j.ID, err)
 			}

@@ -73,6 +73,15 @@ func (j *Job) holdsReservation() bool {
 type Output struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+	// Warnings lists what the conversion could not keep, in the order reported; nil when nothing.
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// Warning is something a succeeded conversion could not keep: a stable code (convert's
+// Warn* constants) and a message for people.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Account is a customer with a monthly spend cap.
