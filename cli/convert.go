@@ -228,6 +228,7 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 				line = string(b)
 			}
 			prog.finish(files[i], line)
+			prog.note(cmd.ErrOrStderr(), warningLines(p.input, job))
 		}()
 	}
 	wg.Wait()
@@ -237,6 +238,19 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 		return errInterrupted
 	}
 	return errors.Join(errs...)
+}
+
+// warningLines describes what a succeeded job's conversion could not keep, one line per
+// warning: "warning: <file>: <message> (<code>)".
+func warningLines(input string, job client.Job) []string {
+	if job.Output == nil {
+		return nil
+	}
+	var lines []string
+	for _, w := range job.Output.Warnings {
+		lines = append(lines, fmt.Sprintf("warning: %s: %s (%s)", input, w.Message, w.Code))
+	}
+	return lines
 }
 
 // checkArgs checks the arguments that need no file and no server.

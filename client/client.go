@@ -117,6 +117,9 @@ type Output struct {
 	SHA256       string `json:"sha256"`
 	URL          string `json:"url"`
 	URLExpiresIn int    `json:"url_expires_in"`
+	// Warnings lists what the conversion could not keep (a workbook's other sheets, metadata,
+	// transparency...); empty when nothing was lost.
+	Warnings []Warning `json:"warnings"`
 }
 
 // Reservation is the response of CreateJob.
