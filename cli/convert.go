@@ -93,6 +93,7 @@ func newConvertCommand() *cobra.Command {
 	f.IntVar(&o.opts.Page, "page", 0, "page of a PDF input, from 1")
 	f.IntVar(&o.opts.DPI, "dpi", 0, "resolution a PDF or SVG input is rendered at, 10 to 1200")
 	f.BoolVar(&o.lossless, "lossless", false, "lossless encoding (webp, avif, jxl)")
+	f.StringVar(&o.opts.Sheet, "sheet", "", "worksheet of an xlsx input: its name, or its position from 1 (default: the first, with a warning naming the others)")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
@@ -353,7 +354,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		return target, fmt.Errorf("format %s: %w", target.ID, err)
 	}
 	opts := convert.Options{Quality: o.opts.Quality, Width: o.opts.Width, Height: o.opts.Height, Fit: o.opts.Fit,
-		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless}
+		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless, Sheet: o.opts.Sheet}
 	if err := opts.Validate(convert.Format{ID: target.ID, Options: detail.Options}); err != nil {
 		return target, err // the API's own words: options.quality: not accepted when converting to gif (...)
 	}

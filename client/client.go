@@ -171,6 +171,8 @@ type Options struct {
 	DPI int `json:"dpi,omitempty"`
 	// Lossless asks a WebP/AVIF/JPEG XL encoder for lossless output.
 	Lossless *bool `json:"lossless,omitempty"`
+	// Sheet picks the worksheet of an xlsx input: its name, or its 1-based position as digits.
+	Sheet string `json:"sheet,omitempty"`
 }
 
 // IsZero reports whether no option is set.
