@@ -228,6 +228,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			return err
 		}
 		defer c.ReleaseMemory(est)
+		reportInputLosses(in, src, dst, cfg, frames, p)
 
 		if frames > 1 {
 			a, err := decodeImageFrames(ctx, in, src, cfg, frames)
@@ -244,7 +245,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if src.ID == "png" && dst.ID == "jpeg" {
 			// Decode and encode at once when nothing comes between them.
 			if w, h, box := ResizeBox(cfg.Width, cfg.Height, opts); w == cfg.Width && h == cfg.Height && box == image.Rect(0, 0, w, h) {
-				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts); handled {
+				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts, func(img image.Image) { reportAlpha(img, src, dst, p) }); handled {
 					return err
 				}
 			}
@@ -259,6 +260,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if img, err = Resize(ctx, img, opts, lim); err != nil {
 			return err
 		}
+		reportAlpha(img, src, dst, p)
 		return dst.Encode(ctx, out, img, opts)
 	}
 }
