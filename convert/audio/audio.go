@@ -78,11 +78,12 @@ func Register(c *convert.Catalog) {
 }
 
 func audioRun(src *audioCodec, to string) func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
-	return func(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		s, err := openAudio(ctx, src, in)
 		if err != nil {
 			return err
 		}
+		reportAudioLosses(in, src, to, p)
 		if to == "flac" {
 			return writeFLAC(ctx, out, s)
 		}
