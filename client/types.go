@@ -70,6 +70,7 @@ const (
 	WarnFormattingDropped   WarningCode = "formatting_dropped"    // styles, formulas or merged cells became values
 	WarnEntriesDropped      WarningCode = "entries_dropped"       // archive entries the target cannot hold were left out
 	WarnPermissionsDropped  WarningCode = "permissions_dropped"   // file modes were not kept
+	WarnPagesDropped        WarningCode = "pages_dropped"         // only one page of a document became an image
 )
 
 // Warning is one thing a succeeded conversion could not keep.

@@ -116,6 +116,9 @@ type Converter struct {
 	// an *Error for problems the user can fix and honour ctx between stages. It must not
 	// touch out once it has returned.
 	Run func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error
+	// Drops lists the warning codes (WarningCodes) Run may report through Params.Warn, when
+	// the input holds something the target cannot keep; docs/formats.md shows them per pair.
+	Drops []string
 }
 
 // Step is one hop of a conversion path.
@@ -191,6 +194,11 @@ func (c *Catalog) AddConverter(cv Converter) {
 	}
 	if cv.Run == nil {
 		panic("convert: AddConverter with nil Run: " + cv.From + " to " + cv.To)
+	}
+	for _, code := range cv.Drops {
+		if !slices.Contains(WarningCodes, code) {
+			panic("convert: AddConverter with unknown warning code " + code + ": " + cv.From + " to " + cv.To)
+		}
 	}
 	list := c.out[cv.From]
 	i, found := slices.BinarySearchFunc(list, cv.To, func(e Converter, to string) int { return cmp.Compare(e.To, to) })

@@ -36,6 +36,9 @@ const (
 	WarnEntriesDropped = "entries_dropped"
 	// WarnPermissionsDropped: file modes or owners of archive entries were not carried over.
 	WarnPermissionsDropped = "permissions_dropped"
+	// WarnPagesDropped: a document of several pages became one image (the first page, or the
+	// one the page option names).
+	WarnPagesDropped = "pages_dropped"
 )
 
 // WarningCodes lists every warning code, in the order above; the OpenAPI document's enum and
@@ -44,7 +47,7 @@ var WarningCodes = []string{
 	WarnSheetsDropped, WarnGlyphsMissing, WarnTextNotRendered, WarnMetadataDropped,
 	WarnColorProfileDropped, WarnAnimationDropped, WarnAlphaDropped, WarnBitDepthReduced,
 	WarnChannelsMixed, WarnSampleRateChanged, WarnImagesDropped, WarnLinksDropped,
-	WarnFormattingDropped, WarnEntriesDropped, WarnPermissionsDropped,
+	WarnFormattingDropped, WarnEntriesDropped, WarnPermissionsDropped, WarnPagesDropped,
 }
 
 // Warning is something a successful conversion could not keep: a stable Code (one of

@@ -76,7 +76,11 @@ func Register(c *convert.Catalog) {
 	for _, from := range archiveFormats {
 		for _, to := range archiveFormats {
 			if from.id != to.id {
-				c.AddConverter(convert.Converter{From: from.id, To: to.id, Run: archiveRun(from.id, to.id)})
+				drops := []string{convert.WarnMetadataDropped}
+				if from.id != "zip" {
+					drops = []string{convert.WarnPermissionsDropped, convert.WarnMetadataDropped}
+				}
+				c.AddConverter(convert.Converter{From: from.id, To: to.id, Run: archiveRun(from.id, to.id), Drops: drops})
 			}
 		}
 	}

@@ -71,7 +71,11 @@ func Register(c *convert.Catalog) {
 		src := &audioDecoders[i]
 		for _, to := range []string{"wav", "flac"} {
 			if src.id != to {
-				c.AddConverter(convert.Converter{From: src.id, To: to, Run: audioRun(src, to)})
+				drops := []string{convert.WarnMetadataDropped}
+				if src.id == "wav" {
+					drops = append(drops, convert.WarnBitDepthReduced)
+				}
+				c.AddConverter(convert.Converter{From: src.id, To: to, Run: audioRun(src, to), Drops: drops})
 			}
 		}
 	}

@@ -79,7 +79,11 @@ func Register(c *convert.Catalog) {
 			}
 			typed := !slices.Contains([]string{"csv", "tsv", "xml"}, from.ID)
 			lossy := to == "markdown" || to == "html" || typed && slices.Contains(untypedTargets, to)
-			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to)})
+			var drops []string
+			if from.ID == "xlsx" {
+				drops = []string{convert.WarnSheetsDropped}
+			}
+			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
 		}
 	}
 }

@@ -176,7 +176,7 @@ func Register(c *convert.Catalog) {
 			if src.ID == dst.ID || dst.Encode == nil {
 				continue
 			}
-			c.AddConverter(convert.Converter{From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst)})
+			c.AddConverter(convert.Converter{From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst)})
 		}
 	}
 }

@@ -26,6 +26,29 @@ import (
 //
 // docs/formats.md lists the same per target (keepsAndDrops).
 
+// imageDrops lists the warnings a pair may report (Converter.Drops), as reportInputLosses
+// and reportAlpha decide them.
+func imageDrops(src, dst *Codec) []string {
+	var d []string
+	switch src.ID {
+	case "jpeg", "png", "webp", "tiff":
+		d = append(d, convert.WarnMetadataDropped, convert.WarnColorProfileDropped)
+	}
+	if noAlphaTargets[dst.ID] {
+		d = append(d, convert.WarnAlphaDropped)
+	}
+	if src.ID == "png" || src.frames != nil && dst.encodeAll == nil {
+		d = append(d, convert.WarnAnimationDropped)
+	}
+	if !wideTargets[dst.ID] {
+		switch src.ID {
+		case "png", "tiff", "ppm":
+			d = append(d, convert.WarnBitDepthReduced)
+		}
+	}
+	return d
+}
+
 // noAlphaTargets composite transparency over white.
 var noAlphaTargets = map[string]bool{"jpeg": true, "ppm": true}
 
