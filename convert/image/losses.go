@@ -22,7 +22,9 @@ import (
 //   - animation: a target holding one image gets the first frame (animation_dropped), APNG
 //     included (image/png decodes its default image);
 //   - bit depth: 16-bit samples stay 16-bit in PNG, TIFF and Netpbm and become 8-bit
-//     elsewhere (bit_depth_reduced).
+//     elsewhere (bit_depth_reduced);
+//   - several images in one file: a multi-page TIFF gives its first page (pages_dropped), an
+//     icon of several sizes its largest (images_dropped).
 //
 // docs/formats.md lists the same per target (keepsAndDrops).
 
@@ -39,6 +41,12 @@ func imageDrops(src, dst *Codec) []string {
 	}
 	if src.ID == "png" || src.frames != nil && dst.encodeAll == nil {
 		d = append(d, convert.WarnAnimationDropped)
+	}
+	switch src.ID {
+	case "tiff":
+		d = append(d, convert.WarnPagesDropped)
+	case "ico":
+		d = append(d, convert.WarnImagesDropped)
 	}
 	if !wideTargets[dst.ID] {
 		switch src.ID {
@@ -99,6 +107,16 @@ func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, 
 			p.Warn(convert.WarnAnimationDropped, fmt.Sprintf("the %s is an animation of %d frames; %s holds one image, so only the first frame was converted", src.Name, n, dst.Name))
 		} else if n > 1 {
 			p.Warn(convert.WarnAnimationDropped, fmt.Sprintf("the %s is an animation of %d frames (APNG); its animation is not read, so only the first frame was converted", src.Name, n))
+		}
+	}
+	switch src.ID {
+	case "tiff":
+		if n := tiffPages(in); n > 1 {
+			p.Warn(convert.WarnPagesDropped, fmt.Sprintf("the TIFF holds %d pages (images); only the first was converted", n))
+		}
+	case "ico":
+		if n := icoImages(in); n > 1 {
+			p.Warn(convert.WarnImagesDropped, fmt.Sprintf("the icon holds %d images (sizes); only the largest was converted", n))
 		}
 	}
 	if is16Bit(cfg.ColorModel) && !wideTargets[dst.ID] {
@@ -269,23 +287,10 @@ func webpMetadata(in *io.SectionReader) inputMetadata {
 // tiffMetadata looks in the first IFD for the EXIF, GPS, XMP and ICC profile tags.
 func tiffMetadata(in *io.SectionReader) inputMetadata {
 	var md inputMetadata
-	var h [8]byte
-	if _, err := in.ReadAt(h[:], 0); err != nil {
-		return md
-	}
-	var bo binary.ByteOrder
-	switch string(h[:2]) {
-	case "II":
-		bo = binary.LittleEndian
-	case "MM":
-		bo = binary.BigEndian
-	default:
+	bo, ifd := tiffByteOrder(in)
+	if bo == nil {
 		return md // BigTIFF and others: not scanned
 	}
-	if bo.Uint16(h[2:]) != 42 {
-		return md
-	}
-	ifd := int64(bo.Uint32(h[4:]))
 	var c [2]byte
 	if _, err := in.ReadAt(c[:], ifd); err != nil {
 		return md
@@ -306,4 +311,59 @@ func tiffMetadata(in *io.SectionReader) inputMetadata {
 		}
 	}
 	return md
+}
+
+// tiffByteOrder reads a classic TIFF header's byte order; nil for anything else.
+func tiffByteOrder(in *io.SectionReader) (binary.ByteOrder, int64) {
+	var h [8]byte
+	if _, err := in.ReadAt(h[:], 0); err != nil {
+		return nil, 0
+	}
+	var bo binary.ByteOrder
+	switch string(h[:2]) {
+	case "II":
+		bo = binary.LittleEndian
+	case "MM":
+		bo = binary.BigEndian
+	default:
+		return nil, 0
+	}
+	if bo.Uint16(h[2:]) != 42 {
+		return nil, 0
+	}
+	return bo, int64(bo.Uint32(h[4:]))
+}
+
+// tiffPages counts the IFDs of a classic TIFF's main chain (at most metaScanLimit).
+func tiffPages(in *io.SectionReader) int {
+	bo, ifd := tiffByteOrder(in)
+	if bo == nil {
+		return 1
+	}
+	seen := map[int64]bool{}
+	n := 0
+	for ifd != 0 && !seen[ifd] && n < metaScanLimit {
+		seen[ifd] = true
+		var c [2]byte
+		if _, err := in.ReadAt(c[:], ifd); err != nil {
+			break
+		}
+		var next [4]byte
+		if _, err := in.ReadAt(next[:], ifd+2+int64(bo.Uint16(c[:]))*12); err != nil {
+			n++
+			break
+		}
+		n++
+		ifd = int64(bo.Uint32(next[:]))
+	}
+	return max(n, 1)
+}
+
+// icoImages reads how many images an icon's directory lists.
+func icoImages(in *io.SectionReader) int {
+	var h [6]byte
+	if _, err := in.ReadAt(h[:], 0); err != nil {
+		return 1
+	}
+	return max(int(binary.LittleEndian.Uint16(h[4:])), 1)
 }

@@ -42,12 +42,17 @@ func TestImage_Warnings(t *testing.T) {
 			warning(convert.WarnAnimationDropped, "the PNG is an animation of 4 frames (APNG); its animation is not read, so only the first frame was converted")}},
 		{"sample-16bit.png", "png", "jpeg", []convert.Warning{
 			warning(convert.WarnBitDepthReduced, "the PNG has 16 bits per channel; JPEG holds 8, so the samples were reduced to 8 bits")}},
+		{"sample-pages.tiff", "tiff", "png", []convert.Warning{
+			warning(convert.WarnPagesDropped, "the TIFF holds 2 pages (images); only the first was converted")}},
+		{"sample-sizes.ico", "ico", "png", []convert.Warning{
+			warning(convert.WarnImagesDropped, "the icon holds 2 images (sizes); only the largest was converted")}},
 		// Kept: nothing to say.
 		{"sample-16bit.png", "png", "tiff", nil},
 		{"sample-alpha.png", "png", "webp", nil},
 		{"sample-anim.gif", "gif", "webp", nil},
 		{"sample.png", "png", "jpeg", nil},
 		{"sample.jpeg", "jpeg", "png", nil},
+		{"sample.tiff", "tiff", "png", nil},
 	}
 	for _, tt := range tests {
 		ws, err := c.Convert(context.Background(), tt.from, tt.to, convert.Options{}, openFile(t, filepath.Join("../../testdata/images", tt.sample)), io.Discard, t.TempDir())
