@@ -81,7 +81,7 @@ func Register(c *convert.Catalog) {
 			lossy := to == "markdown" || to == "html" || typed && slices.Contains(untypedTargets, to)
 			var drops []string
 			if from.ID == "xlsx" {
-				drops = []string{convert.WarnSheetsDropped}
+				drops = []string{convert.WarnSheetsDropped, convert.WarnFormattingDropped, convert.WarnImagesDropped, convert.WarnLinksDropped}
 			}
 			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
 		}

@@ -51,9 +51,28 @@ type xlsxTableReader struct {
 	ctx     context.Context
 }
 
+// xlsxExtras is what a workbook holds beside its cells' values, which a table does not keep.
+type xlsxExtras struct {
+	formulas, pictures, links bool
+}
+
+// report warns about the workbook's formulas, charts and pictures, and hyperlinks.
+func (x xlsxExtras) report(p convert.Params) {
+	if x.formulas {
+		p.Warn(convert.WarnFormattingDropped, "the workbook has formulas; their cells were written as their last computed values")
+	}
+	if x.pictures {
+		p.Warn(convert.WarnImagesDropped, "the workbook's charts and pictures were not converted")
+	}
+	if x.links {
+		p.Warn(convert.WarnLinksDropped, "the workbook's hyperlinks were reduced to their cells' text")
+	}
+}
+
 // checkXLSXPackage looks into the zip before excelize does: that it is an xlsx, and that
 // its parts stay within the limits, so a zip bomb is refused before anything is inflated.
-func checkXLSXPackage(in *io.SectionReader) error {
+// It also notes the parts a table does not keep (extras).
+func checkXLSXPackage(in *io.SectionReader, extras *xlsxExtras) error {
 	head := make([]byte, convert.SniffLen)
 	n, _ := in.ReadAt(head, 0)
 	if id, name := convert.Sniff(head[:n]); id != "zip" {
@@ -79,6 +98,20 @@ func checkXLSXPackage(in *io.SectionReader) error {
 		if name == "xl/workbook.xml" {
 			workbook = true
 		}
+		switch {
+		case name == "xl/calcchain.xml":
+			extras.formulas = true // Excel lists every formula cell there
+		case strings.HasPrefix(name, "xl/media/") || strings.HasPrefix(name, "xl/charts/"):
+			extras.pictures = true
+		case strings.HasPrefix(name, "xl/worksheets/_rels/") && f.UncompressedSize64 < 1<<20:
+			if rc, err := f.Open(); err == nil {
+				rels, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+				rc.Close()
+				if strings.Contains(string(rels), "/relationships/hyperlink") {
+					extras.links = true
+				}
+			}
+		}
 		total += f.UncompressedSize64
 		if total > XLSXMaxUnzippedBytes {
 			return convert.Errorf(nil, "input unzips to more than %s, over the limit for XLSX files (a zip bomb?)", convert.ByteSize(XLSXMaxUnzippedBytes))
@@ -94,7 +127,8 @@ func checkXLSXPackage(in *io.SectionReader) error {
 }
 
 func newXLSXTableReader(ctx context.Context, in *io.SectionReader, p convert.Params) (*xlsxTableReader, error) {
-	if err := checkXLSXPackage(in); err != nil {
+	var extras xlsxExtras
+	if err := checkXLSXPackage(in, &extras); err != nil {
 		return nil, err
 	}
 	f, err := excelize.OpenReader(&convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())}, excelize.Options{
@@ -125,6 +159,7 @@ func newXLSXTableReader(ctx context.Context, in *io.SectionReader, p convert.Par
 		p.Warn(convert.WarnSheetsDropped, fmt.Sprintf("the workbook has %d sheets; only the first, %s, was converted, not %s (choose one with the sheet option)",
 			len(sheets), quoteSheets(sheets[:1]), quoteSheets(sheets[1:])))
 	}
+	extras.report(p)
 	if t.rows, err = f.Rows(sheet); err != nil {
 		f.Close()
 		return nil, convert.Errorf(err, "input is not a valid XLSX file (its worksheet %q cannot be read: %v)", sheet, err)

@@ -107,3 +107,24 @@ func compactJSON(t *testing.T, s string) string {
 	}
 	return b.String()
 }
+
+// TestXLSX_Extras: a workbook's formulas, pictures and hyperlinks, which a table does not keep,
+// are reported; the values are written as computed. sample-extras.xlsx is written by
+// make-sample-sheets.py extras (Python's standard library).
+func TestXLSX_Extras(t *testing.T) {
+	got, ws, err := convertSheet(t, "../../testdata/data/sample-extras.xlsx", "csv", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "item,cents\r\npaper,1250\r\nink,899\r\ntotal,2149\r\n"; got != want {
+		t.Errorf("csv %q, want %q", got, want)
+	}
+	want := []convert.Warning{
+		{Code: convert.WarnFormattingDropped, Message: "the workbook has formulas; their cells were written as their last computed values"},
+		{Code: convert.WarnImagesDropped, Message: "the workbook's charts and pictures were not converted"},
+		{Code: convert.WarnLinksDropped, Message: "the workbook's hyperlinks were reduced to their cells' text"},
+	}
+	if !reflect.DeepEqual(ws, want) {
+		t.Errorf("warnings %+v, want %+v", ws, want)
+	}
+}
