@@ -266,6 +266,7 @@ func htmlToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	if err != nil {
 		return err
 	}
+	reportUnfetched(unfetchedHTMLImages(doc), "HTML", "PDF", p)
 	cleanHTML(doc, false)
 	title := htmlTitle(doc)
 	md, err := htmlToMarkdownBytes(ctx, doc)
@@ -290,5 +291,6 @@ func markdownToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p c
 	if err != nil {
 		return err
 	}
+	reportUnfetched(unfetchedMarkdownImages(doc), "Markdown", "PDF", p)
 	return markdownPDF(ctx, out, doc, src, p)
 }

@@ -19,6 +19,8 @@ import (
 //   - plain text holds neither images nor link targets: Markdown and HTML images and link
 //     URLs are reported when they go to txt (images_dropped, links_dropped);
 //   - DOCX images (word/media) are not read, whatever the target (images_dropped);
+//   - Markdown and HTML images that are links rather than data: URIs are not fetched: PDF and
+//     EPUB show their alt text (images_dropped);
 //   - a PDF page to an image: one page of a longer PDF is converted unless the page option
 //     chose it (pages_dropped).
 
@@ -29,6 +31,8 @@ func documentDrops(from, to string) []string {
 	case (from == fmtMarkdown || from == fmtHTML) && to == fmtTXT:
 		return []string{convert.WarnImagesDropped, convert.WarnLinksDropped}
 	case from == fmtDOCX:
+		return []string{convert.WarnImagesDropped}
+	case (from == fmtMarkdown || from == fmtHTML) && (to == fmtPDF || to == fmtEPUB):
 		return []string{convert.WarnImagesDropped}
 	case from == fmtPDF && to != fmtTXT:
 		return []string{convert.WarnPagesDropped}
@@ -87,6 +91,45 @@ func reportTextCounts(images, links int, from string, p convert.Params) {
 	}
 	if links > 0 {
 		p.Warn(convert.WarnLinksDropped, fmt.Sprintf("the %s's %s reduced to text (the URLs were not written to the plain text)", from, count(links, "link was", "links were")))
+	}
+}
+
+// unfetchedImages counts the images of a Markdown tree or an HTML document that are links
+// rather than data: URIs: the service fetches nothing, so PDF and EPUB outputs show their alt
+// text instead.
+func unfetchedMarkdownImages(doc ast.Node) int {
+	n := 0
+	ast.Walk(doc, func(node ast.Node, entering bool) (ast.WalkStatus, error) {
+		if img, ok := node.(*ast.Image); ok && entering && !isDataURI(string(img.Destination)) {
+			n++
+		}
+		return ast.WalkContinue, nil
+	})
+	return n
+}
+
+func unfetchedHTMLImages(doc *html.Node) int {
+	n := 0
+	var walk func(*html.Node)
+	walk = func(c *html.Node) {
+		if c.Type == html.ElementNode && c.DataAtom == atom.Img && !isDataURI(attr(c, "src")) {
+			n++
+		}
+		for k := c.FirstChild; k != nil; k = k.NextSibling {
+			walk(k)
+		}
+	}
+	walk(doc)
+	return n
+}
+
+func isDataURI(src string) bool { return strings.HasPrefix(strings.TrimSpace(src), "data:") }
+
+// reportUnfetched warns about images that were links, which PDF and EPUB outputs replace by
+// their alt text.
+func reportUnfetched(n int, from, to string, p convert.Params) {
+	if n > 0 {
+		p.Warn(convert.WarnImagesDropped, fmt.Sprintf("the %s's %s not fetched, being links rather than data: URIs (the service fetches nothing); the %s shows their alt text", from, count(n, "image was", "images were"), to))
 	}
 }
 

@@ -36,6 +36,8 @@ func TestDocument_Warnings(t *testing.T) {
 			w(convert.WarnPagesDropped, "the PDF has 3 pages; only page 1 was converted to PNG (choose another with the page option, or convert to zip for every page)")}},
 		{"sample.pdf", "pdf", "png", convert.Options{Page: 2}, nil},
 		{"sample.md", "markdown", "html", convert.Options{}, nil},
+		{"sample.html", "html", "epub", convert.Options{}, []convert.Warning{
+			w(convert.WarnImagesDropped, "the HTML's 1 image was not fetched, being links rather than data: URIs (the service fetches nothing); the EPUB shows their alt text")}},
 	}
 	for _, tt := range tests {
 		f, err := os.Open(filepath.Join("..", "..", "testdata", "documents", tt.sample))
