@@ -80,8 +80,11 @@ func Register(c *convert.Catalog) {
 			typed := !slices.Contains([]string{"csv", "tsv", "xml"}, from.ID)
 			lossy := to == "markdown" || to == "html" || typed && slices.Contains(untypedTargets, to)
 			var drops []string
-			if from.ID == "xlsx" {
+			switch from.ID {
+			case "xlsx":
 				drops = []string{convert.WarnSheetsDropped, convert.WarnFormattingDropped, convert.WarnImagesDropped, convert.WarnLinksDropped}
+			case "yaml", "toml", "xml":
+				drops = []string{convert.WarnMetadataDropped}
 			}
 			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
 		}
@@ -123,6 +126,7 @@ func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out
 		if err != nil {
 			return err
 		}
+		reportTreeLosses(ctx, from, in, p)
 		return writeTree(ctx, to, out, tree)
 	}
 	r, closeFn, err := openTableReader(ctx, from, in, false, p)
@@ -174,6 +178,7 @@ func openTableReader(ctx context.Context, from string, in *io.SectionReader, nes
 	if err != nil {
 		return nil, nop, err
 	}
+	reportTreeLosses(ctx, from, in, p)
 	r, err := newTreeTable(tree, nested)
 	return r, nop, err
 }

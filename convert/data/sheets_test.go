@@ -128,3 +128,42 @@ func TestXLSX_Extras(t *testing.T) {
 		t.Errorf("warnings %+v, want %+v", ws, want)
 	}
 }
+
+// TestData_CommentsWarned: comments of YAML, TOML and XML inputs, which no target keeps, are
+// reported; a '#' inside a value is not a comment.
+func TestData_CommentsWarned(t *testing.T) {
+	for _, tc := range []struct {
+		from, to, input string
+		want            []convert.Warning
+	}{
+		{"yaml", "json", "# settings\nname: convsvc # the service\nport: 8080\n", []convert.Warning{
+			{Code: convert.WarnMetadataDropped, Message: "the YAML's comments were not kept; only its values were converted"}}},
+		{"yaml", "json", "name: \"a # not a comment\"\nport: 8080\n", nil},
+		{"toml", "yaml", "# settings\nname = \"convsvc\"\nport = 8080 # the port\n", []convert.Warning{
+			{Code: convert.WarnMetadataDropped, Message: "the TOML's comments were not kept; only its values were converted"}}},
+		{"toml", "yaml", "name = \"a # not a comment\"\n", nil},
+		{"xml", "json", "<config><!-- settings --><name>convsvc</name></config>", []convert.Warning{
+			{Code: convert.WarnMetadataDropped, Message: "the XML's comments were not kept; only its values were converted"}}},
+		{"yaml", "csv", "# rows\n- {a: 1}\n- {a: 2}\n", []convert.Warning{
+			{Code: convert.WarnMetadataDropped, Message: "the YAML's comments were not kept; only its values were converted"}}},
+	} {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "in")
+		if err := os.WriteFile(path, []byte(tc.input), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		ws, err := testCatalog().Convert(context.Background(), tc.from, tc.to, convert.Options{}, f, &out, dir)
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s -> %s %q: %v", tc.from, tc.to, tc.input, err)
+		}
+		if !reflect.DeepEqual(ws, tc.want) {
+			t.Errorf("%s -> %s %q: warnings %+v, want %+v", tc.from, tc.to, tc.input, ws, tc.want)
+		}
+	}
+}
