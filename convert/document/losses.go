@@ -24,20 +24,28 @@ import (
 //   - a PDF page to an image: one page of a longer PDF is converted unless the page option
 //     chose it (pages_dropped).
 
-// documentDrops lists the warnings of losses.go a pair may report (Converter.Drops); the PDF
-// layout and SVG renderers add their own.
+// documentDrops lists the warnings a pair may report (Converter.Drops): those of losses.go,
+// and those of the text renderers (PDF layout, SVG), which report characters no font draws
+// (glyphs_missing) and SVG text they cannot draw (text_not_rendered).
 func documentDrops(from, to string) []string {
+	var d []string
 	switch {
 	case (from == fmtMarkdown || from == fmtHTML) && to == fmtTXT:
-		return []string{convert.WarnImagesDropped, convert.WarnLinksDropped}
+		d = append(d, convert.WarnImagesDropped, convert.WarnLinksDropped)
 	case from == fmtDOCX:
-		return []string{convert.WarnImagesDropped}
+		d = append(d, convert.WarnImagesDropped)
 	case (from == fmtMarkdown || from == fmtHTML) && (to == fmtPDF || to == fmtEPUB):
-		return []string{convert.WarnImagesDropped}
+		d = append(d, convert.WarnImagesDropped)
 	case from == fmtPDF && to != fmtTXT:
-		return []string{convert.WarnPagesDropped}
+		d = append(d, convert.WarnPagesDropped)
 	}
-	return nil
+	switch {
+	case from == fmtSVG:
+		d = append(d, convert.WarnTextNotRendered, convert.WarnGlyphsMissing)
+	case to == fmtPDF && (from == fmtMarkdown || from == fmtHTML || from == fmtTXT):
+		d = append(d, convert.WarnGlyphsMissing)
+	}
+	return d
 }
 
 // reportTextLosses counts the images and links of a Markdown tree going to plain text.
