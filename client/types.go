@@ -71,6 +71,7 @@ const (
 	WarnEntriesDropped      WarningCode = "entries_dropped"       // archive entries the target cannot hold were left out
 	WarnPermissionsDropped  WarningCode = "permissions_dropped"   // file modes were not kept
 	WarnPagesDropped        WarningCode = "pages_dropped"         // only one page of a document became an image
+	WarnImageResized        WarningCode = "image_resized"         // shrunk to the largest size the target holds
 )
 
 // Warning is one thing a succeeded conversion could not keep.

@@ -39,6 +39,9 @@ const (
 	// WarnPagesDropped: a document of several pages became one image (the first page, or the
 	// one the page option names).
 	WarnPagesDropped = "pages_dropped"
+	// WarnImageResized: an image larger than the target holds was shrunk to fit (an icon is at
+	// most 256x256) because the job set no size.
+	WarnImageResized = "image_resized"
 )
 
 // WarningCodes lists every warning code, in the order above; the OpenAPI document's enum and
@@ -48,6 +51,7 @@ var WarningCodes = []string{
 	WarnColorProfileDropped, WarnAnimationDropped, WarnAlphaDropped, WarnBitDepthReduced,
 	WarnChannelsMixed, WarnSampleRateChanged, WarnImagesDropped, WarnLinksDropped,
 	WarnFormattingDropped, WarnEntriesDropped, WarnPermissionsDropped, WarnPagesDropped,
+	WarnImageResized,
 }
 
 // Warning is something a successful conversion could not keep: a stable Code (one of

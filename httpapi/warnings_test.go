@@ -37,7 +37,7 @@ func TestWarningCodes_Agree(t *testing.T) {
 		client.WarnSheetsDropped, client.WarnGlyphsMissing, client.WarnTextNotRendered, client.WarnMetadataDropped,
 		client.WarnColorProfileDropped, client.WarnAnimationDropped, client.WarnAlphaDropped, client.WarnBitDepthReduced,
 		client.WarnChannelsMixed, client.WarnSampleRateChanged, client.WarnImagesDropped, client.WarnLinksDropped,
-		client.WarnFormattingDropped, client.WarnEntriesDropped, client.WarnPermissionsDropped, client.WarnPagesDropped,
+		client.WarnFormattingDropped, client.WarnEntriesDropped, client.WarnPermissionsDropped, client.WarnPagesDropped, client.WarnImageResized,
 	}
 	var got []string
 	for _, c := range clientCodes {

@@ -200,6 +200,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		opts := p.Options
 		if dst.FitMaxSide && opts.Width == 0 && opts.Height == 0 && (cfg.Width > dst.MaxSide || cfg.Height > dst.MaxSide) {
 			opts.Width, opts.Height, opts.Fit = dst.MaxSide, dst.MaxSide, convert.FitContain
+			p.Warn(convert.WarnImageResized, fmt.Sprintf("the %dx%d image was shrunk to fit %dx%d, the largest %s holds", cfg.Width, cfg.Height, dst.MaxSide, dst.MaxSide, dst.Name))
 		}
 		dw, dh, _ := ResizeBox(cfg.Width, cfg.Height, opts)
 		if err := CheckPixels(dw, dh, lim); err != nil {

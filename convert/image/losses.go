@@ -39,6 +39,9 @@ func imageDrops(src, dst *Codec) []string {
 	if noAlphaTargets[dst.ID] {
 		d = append(d, convert.WarnAlphaDropped)
 	}
+	if dst.FitMaxSide {
+		d = append(d, convert.WarnImageResized)
+	}
 	if src.ID == "png" || src.frames != nil && dst.encodeAll == nil {
 		d = append(d, convert.WarnAnimationDropped)
 	}

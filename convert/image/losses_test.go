@@ -46,6 +46,9 @@ func TestImage_Warnings(t *testing.T) {
 			warning(convert.WarnPagesDropped, "the TIFF holds 2 pages (images); only the first was converted")}},
 		{"sample-sizes.ico", "ico", "png", []convert.Warning{
 			warning(convert.WarnImagesDropped, "the icon holds 2 images (sizes); only the largest was converted")}},
+		{"sample-wide.png", "png", "ico", []convert.Warning{
+			warning(convert.WarnImageResized, "the 300x20 image was shrunk to fit 256x256, the largest ICO holds")}},
+		{"sample.png", "png", "ico", nil}, // 64x48 fits
 		// Kept: nothing to say.
 		{"sample-16bit.png", "png", "tiff", nil},
 		{"sample-alpha.png", "png", "webp", nil},

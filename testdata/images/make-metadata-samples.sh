@@ -85,3 +85,6 @@ for size, data in zip(sizes, pngs):
 open("sample-sizes.ico", "wb").write(ico + b"".join(pngs))
 PY
 rm -f icon16.tmp.png icon32.tmp.png
+
+# An image wider than an icon holds (300x20), sample.png scaled by ffmpeg.
+ffmpeg -v error -i sample.png -vf scale=300:20 -y sample-wide.png
