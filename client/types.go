@@ -63,12 +63,9 @@ const (
 	WarnAnimationDropped    WarningCode = "animation_dropped"     // only the first frame was kept
 	WarnAlphaDropped        WarningCode = "alpha_dropped"         // transparency was flattened onto a background
 	WarnBitDepthReduced     WarningCode = "bit_depth_reduced"     // samples lost bits (16-bit to 8-bit)
-	WarnChannelsMixed       WarningCode = "channels_mixed"        // audio channels were mixed down
-	WarnSampleRateChanged   WarningCode = "sample_rate_changed"   // audio was resampled
 	WarnImagesDropped       WarningCode = "images_dropped"        // embedded images were left out
 	WarnLinksDropped        WarningCode = "links_dropped"         // hyperlinks were reduced to their text
 	WarnFormattingDropped   WarningCode = "formatting_dropped"    // styles, formulas or merged cells became values
-	WarnEntriesDropped      WarningCode = "entries_dropped"       // archive entries the target cannot hold were left out
 	WarnPermissionsDropped  WarningCode = "permissions_dropped"   // file modes were not kept
 	WarnPagesDropped        WarningCode = "pages_dropped"         // only one page of a document became an image
 	WarnImageResized        WarningCode = "image_resized"         // shrunk to the largest size the target holds

@@ -20,20 +20,14 @@ const (
 	WarnAnimationDropped = "animation_dropped"
 	// WarnAlphaDropped: transparency was flattened onto a background because the target has none.
 	WarnAlphaDropped = "alpha_dropped"
-	// WarnBitDepthReduced: samples were reduced to fewer bits (16-bit image to 8-bit, 24-bit audio to 16-bit).
+	// WarnBitDepthReduced: samples were reduced to fewer bits (16-bit image to 8-bit, float audio to 24-bit integers).
 	WarnBitDepthReduced = "bit_depth_reduced"
-	// WarnChannelsMixed: audio channels were mixed down (to stereo or mono) because the target holds fewer.
-	WarnChannelsMixed = "channels_mixed"
-	// WarnSampleRateChanged: audio was resampled because the target does not support its rate.
-	WarnSampleRateChanged = "sample_rate_changed"
 	// WarnImagesDropped: images embedded in a document were left out of the output.
 	WarnImagesDropped = "images_dropped"
 	// WarnLinksDropped: hyperlinks were reduced to their text.
 	WarnLinksDropped = "links_dropped"
 	// WarnFormattingDropped: formatting (styles, formulas, merged cells) was reduced to plain values.
 	WarnFormattingDropped = "formatting_dropped"
-	// WarnEntriesDropped: archive entries that the target cannot hold (symlinks, devices) were left out.
-	WarnEntriesDropped = "entries_dropped"
 	// WarnPermissionsDropped: file modes or owners of archive entries were not carried over.
 	WarnPermissionsDropped = "permissions_dropped"
 	// WarnPagesDropped: a document of several pages became one image (the first page, or the
@@ -49,8 +43,8 @@ const (
 var WarningCodes = []string{
 	WarnSheetsDropped, WarnGlyphsMissing, WarnTextNotRendered, WarnMetadataDropped,
 	WarnColorProfileDropped, WarnAnimationDropped, WarnAlphaDropped, WarnBitDepthReduced,
-	WarnChannelsMixed, WarnSampleRateChanged, WarnImagesDropped, WarnLinksDropped,
-	WarnFormattingDropped, WarnEntriesDropped, WarnPermissionsDropped, WarnPagesDropped,
+	WarnImagesDropped, WarnLinksDropped,
+	WarnFormattingDropped, WarnPermissionsDropped, WarnPagesDropped,
 	WarnImageResized,
 }
 

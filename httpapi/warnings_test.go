@@ -36,8 +36,8 @@ func TestWarningCodes_Agree(t *testing.T) {
 	clientCodes := []client.WarningCode{
 		client.WarnSheetsDropped, client.WarnGlyphsMissing, client.WarnTextNotRendered, client.WarnMetadataDropped,
 		client.WarnColorProfileDropped, client.WarnAnimationDropped, client.WarnAlphaDropped, client.WarnBitDepthReduced,
-		client.WarnChannelsMixed, client.WarnSampleRateChanged, client.WarnImagesDropped, client.WarnLinksDropped,
-		client.WarnFormattingDropped, client.WarnEntriesDropped, client.WarnPermissionsDropped, client.WarnPagesDropped, client.WarnImageResized,
+		client.WarnImagesDropped, client.WarnLinksDropped,
+		client.WarnFormattingDropped, client.WarnPermissionsDropped, client.WarnPagesDropped, client.WarnImageResized,
 	}
 	var got []string
 	for _, c := range clientCodes {
