@@ -93,6 +93,7 @@ func newConvertCommand() *cobra.Command {
 	f.IntVar(&o.opts.Page, "page", 0, "page of a PDF input, from 1")
 	f.IntVar(&o.opts.DPI, "dpi", 0, "resolution a PDF or SVG input is rendered at, 10 to 1200")
 	f.BoolVar(&o.lossless, "lossless", false, "lossless encoding (webp, avif, jxl)")
+	f.StringVar(&o.opts.Sheet, "sheet", "", "worksheet of an xlsx input: its name, or its position from 1 (default: the first, with a warning naming the others)")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
@@ -228,6 +229,7 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 				line = string(b)
 			}
 			prog.finish(files[i], line)
+			prog.note(cmd.ErrOrStderr(), warningLines(p.input, job))
 		}()
 	}
 	wg.Wait()
@@ -237,6 +239,19 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 		return errInterrupted
 	}
 	return errors.Join(errs...)
+}
+
+// warningLines describes what a succeeded job's conversion could not keep, one line per
+// warning: "warning: <file>: <message> (<code>)".
+func warningLines(input string, job client.Job) []string {
+	if job.Output == nil {
+		return nil
+	}
+	var lines []string
+	for _, w := range job.Output.Warnings {
+		lines = append(lines, fmt.Sprintf("warning: %s: %s (%s)", input, w.Message, w.Code))
+	}
+	return lines
 }
 
 // checkArgs checks the arguments that need no file and no server.
@@ -339,7 +354,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		return target, fmt.Errorf("format %s: %w", target.ID, err)
 	}
 	opts := convert.Options{Quality: o.opts.Quality, Width: o.opts.Width, Height: o.opts.Height, Fit: o.opts.Fit,
-		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless}
+		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless, Sheet: o.opts.Sheet}
 	if err := opts.Validate(convert.Format{ID: target.ID, Options: detail.Options}); err != nil {
 		return target, err // the API's own words: options.quality: not accepted when converting to gif (...)
 	}

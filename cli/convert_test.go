@@ -300,3 +300,27 @@ func TestCLI_OneNamePerSettingWithAliases(t *testing.T) {
 		t.Errorf("convert --help: %s", out)
 	}
 }
+
+// TestConvert_PrintsWarnings: what a conversion could not keep is printed on stderr, one line
+// per warning, while stdout keeps its one summary line; --sheet picks another sheet.
+func TestConvert_PrintsWarnings(t *testing.T) {
+	e := testenv.Start(t)
+	t.Setenv("CONVSVC_URL", e.URL)
+	t.Setenv("CONVSVC_KEY", e.Key)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "book.xlsx"), testenv.Sample(t, "data/sample-sheets.xlsx"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code, err := runIn(t, dir, "convert", "book.xlsx", "--to", "csv")
+	want := "warning: book.xlsx: the workbook has 3 sheets; only the first, \"Books\", was converted, not \"Costs\", \"Notes & ideas\" (choose one with the sheet option) (sheets_dropped)\n"
+	if code != 0 || err != nil || !strings.HasPrefix(out, "book.xlsx -> book.csv (") || strings.Count(out, "\n") != 1 || errOut != want {
+		t.Fatalf("exit %d (%v), stdout %q, stderr %q; want stderr %q", code, err, out, errOut, want)
+	}
+	out, errOut, code, err = runIn(t, dir, "convert", "book.xlsx", "--to", "csv", "--sheet", "Costs", "--force")
+	if code != 0 || err != nil || errOut != "" {
+		t.Fatalf("--sheet Costs: exit %d (%v), stdout %q, stderr %q", code, err, out, errOut)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "book.csv")); string(b) != "item,cents,paid\r\npaper,1250,true\r\nink,899,false\r\npostage,310,true\r\n" {
+		t.Fatalf("--sheet Costs wrote %q", b)
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/convsvc/convsvc/convert"
@@ -24,21 +25,29 @@ func writeFormatsMarkdown(out io.Writer, cat *convert.Catalog) error {
 	b.WriteString("\n## Conversions\n\nEvery pair the API accepts, and the converters it runs. A chain goes through the\n")
 	b.WriteString("formats in brackets; the cheapest chain has the fewest lossy steps (marked *lossy*), then\n")
 	fmt.Fprintf(&b, "the fewest steps, and crosses categories at most %d time(s); a chain that leaves the image\n", convert.MaxCategoryChanges)
-	b.WriteString("category stops there (an image inside a PDF has no text to extract).\n\n")
-	b.WriteString("| from | to | path |\n|---|---|---|\n")
+	b.WriteString("category stops there (an image inside a PDF has no text to extract). *Drops, with a warning*\n")
+	b.WriteString("lists what the pair cannot keep when the input has it: the job succeeds and its\n")
+	b.WriteString("`output.warnings` name each loss with these codes (see [Keeps and drops](#keeps-and-drops)).\n\n")
+	b.WriteString("| from | to | path | drops, with a warning |\n|---|---|---|---|\n")
 	for _, f := range cat.Formats() {
 		for _, to := range cat.Targets(f.ID) {
 			steps, err := cat.Path(f.ID, to)
 			if err != nil {
 				return fmt.Errorf("%s -> %s: %w", f.ID, to, err)
 			}
-			var hops []string
+			var hops, drops []string
 			lossy := false
 			for i, s := range steps {
 				if i > 0 {
 					hops = append(hops, "["+s.From+"]")
 				}
 				lossy = lossy || s.Lossy
+				cv, _ := cat.ConverterFor(s)
+				for _, d := range cv.Drops {
+					if !slices.Contains(drops, "`"+d+"`") {
+						drops = append(drops, "`"+d+"`")
+					}
+				}
 			}
 			path := "direct"
 			if len(hops) > 0 {
@@ -47,7 +56,7 @@ func writeFormatsMarkdown(out io.Writer, cat *convert.Catalog) error {
 			if lossy {
 				path += ", *lossy*"
 			}
-			fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", f.ID, to, path)
+			fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s |\n", f.ID, to, path, orDash(strings.Join(drops, ", ")))
 		}
 	}
 	b.WriteString("\n## Recognised, not converted\n\n")
@@ -66,6 +75,26 @@ func writeFormatsMarkdown(out io.Writer, cat *convert.Catalog) error {
 	b.WriteString("| `page` | 1– | PDF to raster: the page to render (default 1) |\n")
 	b.WriteString("| `dpi` | 10–1200 | rendering resolution of PDF and SVG inputs |\n")
 	b.WriteString("| `lossless` | true/false | WebP: lossless (VP8L) instead of lossy |\n")
+	b.WriteString("| `sheet` | a name, or 1– | xlsx input, any target: the worksheet to convert, by name (case ignored) or position; default the first, with a `sheets_dropped` warning naming the others. An input option: accepted whatever the target, refused for other inputs |\n")
+	b.WriteString(keepsAndDrops)
 	_, err := io.WriteString(out, b.String())
 	return err
 }
+
+// keepsAndDrops is what each family keeps, refuses or drops with a warning; the codes per pair
+// come from the registry (Converter.Drops) in the conversions table above.
+const keepsAndDrops = `
+## Keeps and drops
+
+A conversion keeps what the target can hold; what it cannot hold is either refused (the job
+fails with a message saying why) or dropped with a warning in the job's ` + "`output.warnings`" + `
+(code and message; ` + "`convsvc convert`" + ` prints them on stderr). Nothing is dropped silently.
+
+| family | keeps | refuses | drops, with a warning |
+|---|---|---|---|
+| image | pixels; 16 bits per channel into PNG, TIFF and Netpbm; transparency into every target but JPEG and Netpbm; animation frames and timing between GIF and WebP | an image over the pixel, frame or memory limits, or larger than the target's maximum side | EXIF/XMP/text metadata (` + "`metadata_dropped`" + `), ICC profiles (` + "`color_profile_dropped`" + `, colours written as if sRGB), transparency into JPEG/Netpbm (` + "`alpha_dropped`" + `, composited over white), frames past the first into still formats and of APNG (` + "`animation_dropped`" + `), 16-bit samples into 8-bit targets (` + "`bit_depth_reduced`" + `) |
+| data | every value, its type where the target has types, column order | what the target cannot hold (nested values in CSV/TSV/XLSX cells, null in TOML, more rows or columns than XLSX holds), naming where | comments of YAML, TOML and XML (` + "`metadata_dropped`" + `); the other sheets of a workbook when no ` + "`sheet`" + ` option is given (` + "`sheets_dropped`" + `); formulas, written as their last computed values (` + "`formatting_dropped`" + `); charts and pictures (` + "`images_dropped`" + `); hyperlinks, reduced to the cell's text (` + "`links_dropped`" + `). Cells are read as Excel displays them, styles aside |
+| document | text, headings, emphasis, lists, tables, links and data: URI images between Markdown, HTML and EPUB; DOCX paragraphs, styles of text, hyperlinks, lists and tables | inputs over the size or page limits | images and link targets going to plain text (` + "`images_dropped`" + `, ` + "`links_dropped`" + `), DOCX images (` + "`images_dropped`" + `), Markdown and HTML images that are links rather than data: URIs, which are never fetched, in PDF and EPUB (` + "`images_dropped`" + `, alt text shown), the other pages of a PDF rendered as one image unless ` + "`page`" + ` chose it (` + "`pages_dropped`" + `; ` + "`zip`" + ` keeps every page); the PDF and SVG renderers report text they could not draw (` + "`text_not_rendered`" + `, ` + "`glyphs_missing`" + `) |
+| audio | samples, channels, sample rate and integer bit depth (WAV and FLAC both ways) | more than 8 channels, FLAC beyond 24 bits, over the sample limit | tags and pictures (` + "`metadata_dropped`" + `), float WAV samples as 24-bit integers (` + "`bit_depth_reduced`" + `) |
+| archive | names, contents, directories, rwx permission bits, modification times (to the second) | symbolic and hard links, devices, FIFOs, encrypted entries, names leaving the root, bombs | setuid/setgid/sticky bits and tar owners (` + "`permissions_dropped`" + `), extended attributes, ACLs and zip comments (` + "`metadata_dropped`" + `) |
+`

@@ -106,6 +106,25 @@ func (p *progress) finish(f *fileProgress, line string) {
 	p.draw()
 }
 
+// note writes lines to w (standard error, say) without tearing the progress line, which is
+// cleared first and drawn again after.
+func (p *progress) note(w io.Writer, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.enabled {
+		p.clear()
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, l)
+	}
+	if p.enabled {
+		p.draw()
+	}
+}
+
 // close clears the progress line.
 func (p *progress) close() {
 	p.mu.Lock()

@@ -117,6 +117,9 @@ type Output struct {
 	SHA256       string `json:"sha256"`
 	URL          string `json:"url"`
 	URLExpiresIn int    `json:"url_expires_in"`
+	// Warnings lists what the conversion could not keep (a workbook's other sheets, metadata,
+	// transparency...); empty when nothing was lost.
+	Warnings []Warning `json:"warnings"`
 }
 
 // Reservation is the response of CreateJob.
@@ -171,6 +174,8 @@ type Options struct {
 	DPI int `json:"dpi,omitempty"`
 	// Lossless asks a WebP/AVIF/JPEG XL encoder for lossless output.
 	Lossless *bool `json:"lossless,omitempty"`
+	// Sheet picks the worksheet of an xlsx input: its name, or its 1-based position as digits.
+	Sheet string `json:"sheet,omitempty"`
 }
 
 // IsZero reports whether no option is set.

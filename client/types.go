@@ -48,3 +48,31 @@ const (
 	CodeExpiredOrExhausted ErrorCode = "expired_or_exhausted"
 	CodeWorkerShutdown     ErrorCode = "worker_shutdown"
 )
+
+// WarningCode names what a succeeded conversion could not keep (Output.Warnings). Later
+// versions of the service may add codes; treat an unknown one as a plain warning.
+type WarningCode string
+
+// The warning codes of a succeeded job's output (the OpenAPI document's WarningCode).
+const (
+	WarnSheetsDropped       WarningCode = "sheets_dropped"        // a workbook's other sheets were not converted
+	WarnGlyphsMissing       WarningCode = "glyphs_missing"        // characters no font can draw show as boxes
+	WarnTextNotRendered     WarningCode = "text_not_rendered"     // text was not drawn
+	WarnMetadataDropped     WarningCode = "metadata_dropped"      // EXIF, XMP or other metadata was not kept
+	WarnColorProfileDropped WarningCode = "color_profile_dropped" // an ICC profile was not kept
+	WarnAnimationDropped    WarningCode = "animation_dropped"     // only the first frame was kept
+	WarnAlphaDropped        WarningCode = "alpha_dropped"         // transparency was flattened onto a background
+	WarnBitDepthReduced     WarningCode = "bit_depth_reduced"     // samples lost bits (16-bit to 8-bit)
+	WarnImagesDropped       WarningCode = "images_dropped"        // embedded images were left out
+	WarnLinksDropped        WarningCode = "links_dropped"         // hyperlinks were reduced to their text
+	WarnFormattingDropped   WarningCode = "formatting_dropped"    // styles, formulas or merged cells became values
+	WarnPermissionsDropped  WarningCode = "permissions_dropped"   // file modes were not kept
+	WarnPagesDropped        WarningCode = "pages_dropped"         // only one page of a document became an image
+	WarnImageResized        WarningCode = "image_resized"         // shrunk to the largest size the target holds
+)
+
+// Warning is one thing a succeeded conversion could not keep.
+type Warning struct {
+	Code    WarningCode `json:"code"`
+	Message string      `json:"message"`
+}

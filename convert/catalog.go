@@ -116,6 +116,9 @@ type Converter struct {
 	// an *Error for problems the user can fix and honour ctx between stages. It must not
 	// touch out once it has returned.
 	Run func(ctx context.Context, in *io.SectionReader, out io.Writer, p Params) error
+	// Drops lists the warning codes (WarningCodes) Run may report through Params.Warn, when
+	// the input holds something the target cannot keep; docs/formats.md shows them per pair.
+	Drops []string
 }
 
 // Step is one hop of a conversion path.
@@ -191,6 +194,11 @@ func (c *Catalog) AddConverter(cv Converter) {
 	}
 	if cv.Run == nil {
 		panic("convert: AddConverter with nil Run: " + cv.From + " to " + cv.To)
+	}
+	for _, code := range cv.Drops {
+		if !slices.Contains(WarningCodes, code) {
+			panic("convert: AddConverter with unknown warning code " + code + ": " + cv.From + " to " + cv.To)
+		}
 	}
 	list := c.out[cv.From]
 	i, found := slices.BinarySearchFunc(list, cv.To, func(e Converter, to string) int { return cmp.Compare(e.To, to) })
@@ -434,12 +442,19 @@ func (c *Catalog) ConverterFor(s Step) (Converter, bool) {
 	return list[i], true
 }
 
-// Convert converts in (format from) to format to, streaming the result to out.
-// Intermediate results of a multi-step path go to temporary files in scratchDir (created if
+// Convert converts in (format from) to format to, streaming the result to out, and returns
+// the warnings its converters reported (Params.Warn), nil when none. Intermediate results of a multi-step path go to temporary files in scratchDir (created if
 // missing), which are removed whatever happens. Every failure is returned as an *Error;
 // panics in converters are recovered into one. On failure out may have received part of a
 // result, so callers write to something they can throw away.
-func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) error {
+func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) ([]Warning, error) {
+	w := &warnings{}
+	err := c.convert(ctx, from, to, opts, in, out, scratchDir, w)
+	return w.get(), err
+}
+
+// convert is Convert with the warning collector its steps report to.
+func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string, w *warnings) error {
 	path, err := c.Path(from, to)
 	if err != nil {
 		return Errorf(err, "cannot convert %s to %s", from, to)
@@ -461,7 +476,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
-			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts)
+			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts, w)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
 		if errors.Is(err, os.ErrNotExist) {
@@ -477,7 +492,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 			os.Remove(tmp.Name())
 		}()
 		cw := &CountingWriter{W: tmp}
-		if err := c.runStep(ctx, cv, src, c.limitOutput(cw, s, inputSize), opts); err != nil {
+		if err := c.runStep(ctx, cv, src, c.limitOutput(cw, s, inputSize), opts, w); err != nil {
 			return err
 		}
 		cur, size = tmp, cw.N
@@ -491,7 +506,7 @@ func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in
 var outputBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 // runStep runs one converter with a buffered output, turning panics and plain errors into *Error.
-func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options) (err error) {
+func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options, w *warnings) (err error) {
 	rw := &recordingWriter{w: out}
 	bw := outputBuffers.Get().(*bufio.Writer)
 	bw.Reset(rw)
@@ -504,7 +519,7 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 			err = Errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
 		}
 	}()
-	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts, Embedded: EmbeddedMemory{c.budget}})
+	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts, Embedded: EmbeddedMemory{c.budget}, warnings: w})
 	if err == nil {
 		err = bw.Flush()
 	}

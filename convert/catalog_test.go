@@ -234,7 +234,7 @@ func TestCatalog_Convert_Chained(t *testing.T) {
 	c := testGraph(t)
 	scratch := t.TempDir()
 	var out bytes.Buffer
-	if err := c.Convert(context.Background(), "f", "d", Options{}, writeTemp(t, []byte("in")), &out, scratch); err != nil {
+	if _, err := c.Convert(context.Background(), "f", "d", Options{}, writeTemp(t, []byte("in")), &out, scratch); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), "in>a>b>e>d"; got != want {
@@ -266,7 +266,7 @@ func TestCatalog_Convert_Errors(t *testing.T) {
 			c.AddConverter(Converter{From: "a", To: "b", Run: appendRun(">b")})
 			c.AddConverter(Converter{From: "b", To: "c", Run: tt.run})
 			scratch := t.TempDir()
-			err := c.Convert(context.Background(), "a", "c", Options{}, writeTemp(t, []byte("x")), io.Discard, scratch)
+			_, err := c.Convert(context.Background(), "a", "c", Options{}, writeTemp(t, []byte("x")), io.Discard, scratch)
 			var ce *Error
 			if !errors.As(err, &ce) {
 				t.Fatalf("err = %v (%T), want *Error", err, err)
@@ -284,7 +284,7 @@ func TestCatalog_Convert_Errors(t *testing.T) {
 
 func TestCatalog_Convert_Unsupported(t *testing.T) {
 	c := testGraph(t)
-	err := c.Convert(context.Background(), "d", "a", Options{}, writeTemp(t, []byte("x")), io.Discard, t.TempDir())
+	_, err := c.Convert(context.Background(), "d", "a", Options{}, writeTemp(t, []byte("x")), io.Discard, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) || !errors.Is(err, ErrUnsupported) {
 		t.Fatalf("err = %v, want *Error wrapping ErrUnsupported", err)
@@ -297,7 +297,7 @@ func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk ful
 
 func TestCatalog_Convert_WriteError(t *testing.T) {
 	c := testGraph(t)
-	err := c.Convert(context.Background(), "a", "b", Options{}, writeTemp(t, []byte("x")), failingWriter{}, t.TempDir())
+	_, err := c.Convert(context.Background(), "a", "b", Options{}, writeTemp(t, []byte("x")), failingWriter{}, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Message != "could not write the output" {
 		t.Fatalf("err = %v, want *Error \"could not write the output\"", err)
@@ -308,7 +308,7 @@ func TestCatalog_Convert_Cancelled(t *testing.T) {
 	c := testGraph(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := c.Convert(ctx, "a", "d", Options{}, writeTemp(t, []byte("x")), io.Discard, t.TempDir())
+	_, err := c.Convert(ctx, "a", "d", Options{}, writeTemp(t, []byte("x")), io.Discard, t.TempDir())
 	var ce *Error
 	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want *Error wrapping context.Canceled", err)

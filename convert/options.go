@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Option names, as they appear in the create request's "options" object.
@@ -15,7 +16,13 @@ const (
 	OptPage     = "page"
 	OptDPI      = "dpi"
 	OptLossless = "lossless"
+	// OptSheet picks the worksheet of an xlsx input, by name or 1-based index; it is an input
+	// option, accepted whatever the target (ValidateInput checks the input is xlsx).
+	OptSheet = "sheet"
 )
+
+// MaxSheetNameLen is the longest worksheet name Excel allows, in characters.
+const MaxSheetNameLen = 31
 
 // Fit modes for resizing to width and height.
 const (
@@ -37,6 +44,9 @@ type Options struct {
 	Page     int    `json:"page,omitempty"`
 	DPI      int    `json:"dpi,omitempty"`
 	Lossless *bool  `json:"lossless,omitempty"`
+	// Sheet is the worksheet of an xlsx input to convert: its name, or its 1-based position
+	// in the workbook as digits ("2") when no sheet has that name. Empty means the first.
+	Sheet string `json:"sheet,omitempty"`
 }
 
 // IsZero reports whether no option is set.
@@ -57,6 +67,7 @@ func (o Options) set() []string {
 	add(o.Page != 0, OptPage)
 	add(o.DPI != 0, OptDPI)
 	add(o.Lossless != nil, OptLossless)
+	add(o.Sheet != "", OptSheet)
 	return names
 }
 
@@ -71,6 +82,9 @@ func (e *OptionError) Error() string { return "options." + e.Option + ": " + e.M
 // Validate checks the values and that the target format accepts every option that is set.
 func (o Options) Validate(target Format) error {
 	for _, name := range o.set() {
+		if name == OptSheet {
+			continue // an input option: ValidateInput
+		}
 		if !slices.Contains(target.Options, name) {
 			accepted := "none"
 			if len(target.Options) > 0 {
@@ -94,18 +108,22 @@ func (o Options) Validate(target Format) error {
 		return &OptionError{OptPage, "must be 1 or more"}
 	case o.DPI != 0 && (o.DPI < 10 || o.DPI > 1200):
 		return &OptionError{OptDPI, "must be from 10 to 1200"}
+	case utf8.RuneCountInString(o.Sheet) > MaxSheetNameLen || !utf8.ValidString(o.Sheet):
+		return &OptionError{OptSheet, fmt.Sprintf("must be a sheet name of at most %d characters or a 1-based index", MaxSheetNameLen)}
 	}
 	return nil
 }
 
 // ValidateInput checks the options that only mean something for some inputs: page for PDF,
-// dpi for PDF and SVG.
+// dpi for PDF and SVG, sheet for xlsx.
 func (o Options) ValidateInput(input string) error {
 	switch {
 	case o.Page != 0 && input != "pdf":
 		return &OptionError{OptPage, "only applies when the input is pdf"}
 	case o.DPI != 0 && input != "pdf" && input != "svg":
 		return &OptionError{OptDPI, "only applies when the input is pdf or svg"}
+	case o.Sheet != "" && input != "xlsx":
+		return &OptionError{OptSheet, "only applies when the input is xlsx"}
 	}
 	return nil
 }
@@ -117,4 +135,7 @@ type Params struct {
 	// Embedded reserves the memory of resources a converter decodes inside its input (images
 	// in a document) from the same budget as direct conversions.
 	Embedded EmbeddedMemory
+
+	// warnings collects what Warn reports; nil outside Catalog.Convert.
+	warnings *warnings
 }

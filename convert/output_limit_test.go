@@ -47,7 +47,7 @@ func TestCatalog_OutputLimits(t *testing.T) {
 	}
 	run := func(c *Catalog, to string, input int) (int, error) {
 		var out countOnly
-		err := c.Convert(context.Background(), "xlsx", to, Options{}, writeTemp(t, make([]byte, input)), &out, t.TempDir())
+		_, err := c.Convert(context.Background(), "xlsx", to, Options{}, writeTemp(t, make([]byte, input)), &out, t.TempDir())
 		return int(out), err
 	}
 

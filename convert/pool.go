@@ -66,6 +66,8 @@ type Task struct {
 type Output struct {
 	Bytes  int64  // size of the output
 	SHA256 string // lowercase hex digest of the output
+	// Warnings lists what the conversion could not keep (Params.Warn); nil when nothing.
+	Warnings []Warning
 }
 
 // OutputMeta is what the file store keeps beside an output to serve it.
@@ -322,8 +324,9 @@ func (p *Pool) safeRunTask(t Task) (code string) {
 
 // convResult is what the conversion goroutine hands back to its worker.
 type convResult struct {
-	out OutputFile // the converted output, not yet committed
-	err error
+	out      OutputFile // the converted output, not yet committed
+	warnings []Warning  // what the conversion could not keep
+	err      error
 }
 
 // runTask converts one claimed task, reports its outcome and returns its code; it never panics.
@@ -464,7 +467,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 				}
 			}
 		}()
-		res.err = p.cat.Convert(ctx, t.InputFormat, t.TargetFormat, t.Options, in, out, p.cfg.ScratchDir)
+		res.warnings, res.err = p.cat.Convert(ctx, t.InputFormat, t.TargetFormat, t.Options, in, out, p.cfg.ScratchDir)
 	}()
 
 	var res convResult
@@ -516,6 +519,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 		p.deleteOutput(log, t.JobID)
 		return p.stopped(ctx, log), nil
 	}
+	output.Warnings = res.warnings
 	return Outcome{Output: &output}, nil
 }
 

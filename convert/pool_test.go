@@ -594,3 +594,28 @@ func TestPool_ShutdownWithoutStart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPool_OutputWarnings: what a conversion could not keep reaches the outcome's output; a
+// conversion that kept everything has none.
+func TestPool_OutputWarnings(t *testing.T) {
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1})
+	alpha, err := os.ReadFile("../testdata/images/sample-alpha.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.f.put(t, "job_alpha", alpha)
+	fx.q.add(convert.Task{JobID: "job_alpha", InputFormat: "png", TargetFormat: "jpeg"})
+	fx.job(t, "job_plain", "b", 0, "plain")
+	fx.p.Start()
+	got := map[string]convert.Outcome{}
+	for range 2 {
+		o := fx.q.wait(t, 5*time.Second)
+		got[o.Task.JobID] = o
+	}
+	if o := got["job_alpha"]; o.Code != "" || o.Output == nil || len(o.Output.Warnings) != 1 || o.Output.Warnings[0].Code != convert.WarnAlphaDropped {
+		t.Errorf("png with alpha to jpeg: %+v (output %+v), want one alpha_dropped warning", o, o.Output)
+	}
+	if o := got["job_plain"]; o.Code != "" || o.Output == nil || o.Output.Warnings != nil {
+		t.Errorf("plain copy: %+v (output %+v), want no warnings", o, o.Output)
+	}
+}

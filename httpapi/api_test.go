@@ -401,6 +401,10 @@ func TestAPI_JobSucceedsWithOutput(t *testing.T) {
 	if job.Output.URLExpiresIn != 900 {
 		t.Fatalf("url_expires_in %d", job.Output.URLExpiresIn)
 	}
+	// A conversion that lost nothing says so with an empty array, not null or nothing.
+	if job.Output.Warnings == nil || len(job.Output.Warnings) != 0 {
+		t.Fatalf("output.warnings = %#v, want []", job.Output.Warnings)
+	}
 	resp, err := http.Get(job.Output.URL)
 	if err != nil {
 		t.Fatal(err)

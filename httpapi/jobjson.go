@@ -106,6 +106,23 @@ func (v *jobView) appendJSON(b []byte) []byte {
 		b = appendJSONString(b, o.URL)
 		b = append(b, `,"url_expires_in":`...)
 		b = strconv.AppendInt(b, int64(o.URLExpiresIn), 10)
+		b = append(b, `,"warnings":`...)
+		if o.Warnings == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i, w := range o.Warnings {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, `{"code":`...)
+				b = appendJSONString(b, w.Code)
+				b = append(b, `,"message":`...)
+				b = appendJSONString(b, w.Message)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		}
 		b = append(b, '}')
 	}
 	return append(b, '}')

@@ -32,6 +32,12 @@ func fuzzJobView(id, status, errMsg, url string, nums int64, nanos int64, nils u
 	}
 	if nils&16 == 0 {
 		v.Output = &outputView{Bytes: nums, SHA256: id, URL: url, URLExpiresIn: int(nums % 1000)}
+		switch nums % 3 {
+		case 0:
+			v.Output.Warnings = []warningView{}
+		case 1, -1:
+			v.Output.Warnings = []warningView{{Code: status, Message: errMsg}, {Code: id, Message: url}}
+		}
 	}
 	if nils&32 == 0 {
 		lossless := nils&64 == 0

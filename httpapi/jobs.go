@@ -42,6 +42,14 @@ type outputView struct {
 	SHA256       string `json:"sha256"`
 	URL          string `json:"url"`
 	URLExpiresIn int    `json:"url_expires_in"`
+	// Warnings lists what the conversion could not keep; always an array, empty when nothing.
+	Warnings []warningView `json:"warnings"`
+}
+
+// warningView is one entry of output.warnings: a stable code and a message for people.
+type warningView struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // reservationView is the response of create.
@@ -90,6 +98,10 @@ func (s *Server) viewJob(j store.Job) jobView {
 			SHA256:       j.Output.SHA256,
 			URL:          s.cfg.Blobs.DownloadURL(j, expires),
 			URLExpiresIn: int(DownloadURLTTL / time.Second),
+			Warnings:     make([]warningView, len(j.Output.Warnings)),
+		}
+		for i, w := range j.Output.Warnings {
+			v.Output.Warnings[i] = warningView(w)
 		}
 	}
 	return v

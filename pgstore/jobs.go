@@ -14,7 +14,28 @@ import (
 // jobCols are the columns scanJob reads, in its order.
 const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
 	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
-	upload_size, upload_etag, upload_version_id, output_attempt`
+	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings`
+
+// nullString is b as text, or NULL when b is nil.
+func nullString(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// warningsJSON encodes an output's warnings for the output_warnings column: nil (NULL) when none.
+func warningsJSON(out *store.Output) ([]byte, error) {
+	if out == nil || len(out.Warnings) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(out.Warnings)
+	if err != nil {
+		return nil, fmt.Errorf("encode output warnings: %w", err)
+	}
+	return b, nil
+}
 
 // currentMonth is the ledger's month of the transaction's time, in UTC.
 const currentMonth = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')`
@@ -29,9 +50,10 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	var upSize *int64
 	var upETag, upVersion *string
 	var outAttempt *int32
+	var outWarnings *string
 	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
 		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
-		&upSize, &upETag, &upVersion, &outAttempt)
+		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings)
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -45,6 +67,11 @@ func scanJob(row pgx.Row) (store.Job, error) {
 		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA}
 		if outAttempt != nil {
 			j.Output.Attempt = int(*outAttempt)
+		}
+		if outWarnings != nil {
+			if err := json.Unmarshal([]byte(*outWarnings), &j.Output.Warnings); err != nil {
+				return store.Job{}, fmt.Errorf("job %s: output_warnings: %w", j.ID, err)
+			}
 		}
 	}
 	if upSize != nil {
@@ -543,19 +570,23 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, job *store.Job, status, c
 	var outBytes *int64
 	var outSHA *string
 	var outAttempt *int
+	var outWarnings []byte
 	if status == store.StatusSucceeded {
 		if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents) VALUES ($1, `+currentMonth+`, 1)
 			ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + 1`, job.AccountID); err != nil {
 			return err
 		}
 		outBytes, outSHA, outAttempt = &out.Bytes, &out.SHA256, &job.Attempt
+		if outWarnings, err = warningsJSON(out); err != nil {
+			return err
+		}
 	}
 	if message == "" {
 		message = job.ErrorMessage
 	}
 	updated, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, finished_at = now(), error_code = $3, error_message = $4,
-			output_bytes = $5, output_sha256 = $6, output_attempt = $7, lease_owner = NULL, lease_expires_at = NULL
-		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt))
+			output_bytes = $5, output_sha256 = $6, output_attempt = $7, output_warnings = $8, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings)))
 	if err != nil {
 		return err
 	}

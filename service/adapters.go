@@ -88,6 +88,9 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 	outcome := store.Outcome{ErrorCode: o.Code, ErrorMessage: o.Message}
 	if o.Code == "" && o.Output != nil {
 		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256}
+		for _, w := range o.Output.Warnings {
+			outcome.Output.Warnings = append(outcome.Output.Warnings, store.Warning{Code: w.Code, Message: w.Message})
+		}
 	}
 	q.stopHeartbeat(o.Task.JobID, o.Task.Attempt)
 	job, err := q.store.FinishJob(o.Task.JobID, o.Task.Attempt, outcome)

@@ -46,6 +46,11 @@ const (
 	jobFieldUploadSize    protowire.Number = 21
 	jobFieldUploadETag    protowire.Number = 22
 	jobFieldUploadVersion protowire.Number = 23
+	// jobFieldOutputWarning is repeated: one (code, message) message per warning, in order.
+	jobFieldOutputWarning protowire.Number = 24
+
+	warningFieldCode    protowire.Number = 1
+	warningFieldMessage protowire.Number = 2
 )
 
 // Field numbers of an account record; the monthly maps are repeated (month, cents) messages.
@@ -151,7 +156,38 @@ func appendJob(b []byte, job *Job) []byte {
 		b = appendString(b, jobFieldUploadETag, job.Upload.ETag)
 		b = appendString(b, jobFieldUploadVersion, job.Upload.VersionID)
 	}
-	return appendString(b, jobFieldPrevJobID, job.PrevJobID)
+	b = appendString(b, jobFieldPrevJobID, job.PrevJobID)
+	if job.Output != nil {
+		for _, w := range job.Output.Warnings {
+			size := protowire.SizeTag(warningFieldCode) + protowire.SizeBytes(len(w.Code)) +
+				protowire.SizeTag(warningFieldMessage) + protowire.SizeBytes(len(w.Message))
+			b = protowire.AppendTag(b, jobFieldOutputWarning, protowire.BytesType)
+			b = protowire.AppendVarint(b, uint64(size))
+			b = protowire.AppendTag(b, warningFieldCode, protowire.BytesType)
+			b = protowire.AppendString(b, w.Code)
+			b = protowire.AppendTag(b, warningFieldMessage, protowire.BytesType)
+			b = protowire.AppendString(b, w.Message)
+		}
+	}
+	return b
+}
+
+// decodeWarning decodes one warning message of a job record.
+func decodeWarning(f field) (Warning, error) {
+	var w Warning
+	if f.typ != protowire.BytesType {
+		return w, f.wrongType()
+	}
+	err := eachField(f.bytes, func(g field) (err error) {
+		switch g.num {
+		case warningFieldCode:
+			w.Code, err = g.str()
+		case warningFieldMessage:
+			w.Message, err = g.str()
+		}
+		return err
+	})
+	return w, err
 }
 
 // field is one decoded field of a record: its number and either its varint or its bytes.
@@ -296,6 +332,11 @@ func decodeJob(b []byte, job *Job) error {
 			job.upload().VersionID, err = f.str()
 		case jobFieldPrevJobID:
 			job.PrevJobID, err = f.str()
+		case jobFieldOutputWarning:
+			var w Warning
+			w, err = decodeWarning(f)
+			o := job.output()
+			o.Warnings = append(o.Warnings, w)
 		}
 		return err
 	})

@@ -25,7 +25,10 @@ func recordJobs() []Job {
 		{ID: "job_b", AccountID: "acct_b", Seq: 1<<64 - 1, Status: StatusSucceeded, InputFormat: "jpeg",
 			TargetFormat: "webp", InputBytes: MaxInputBytes, Options: json.RawMessage(`{"quality":85}`),
 			Attempt: 3, CreatedAt: at, StartedAt: &at, FinishedAt: &later, ExpiresAt: later,
-			Output: &Output{Bytes: 1 << 40, SHA256: strings.Repeat("ab", 32)}, PrevJobID: "job_a"},
+			Output: &Output{Bytes: 1 << 40, SHA256: strings.Repeat("ab", 32), Warnings: []Warning{
+				{Code: "sheets_dropped", Message: "sheets Costs, Notes were not converted"},
+				{Code: "metadata_dropped", Message: "é\x00\"quoted\""}, {Code: "alpha_dropped"},
+			}}, PrevJobID: "job_a"},
 		{ID: "job_c", AccountID: "acct_c", Status: StatusFailed, ErrorCode: CodeConversionFailed,
 			ErrorMessage: "bad \"input\"\n\x00é", CreatedAt: time.Unix(0, 0).UTC(), StartedAt: &at,
 			FinishedAt: &at, ExpiresAt: at, Output: &Output{}},

@@ -87,6 +87,15 @@ type Output struct {
 	// Attempt is the attempt that wrote the output (set by FinishJob): object storage that
 	// keeps outputs per attempt (S3) serves this one.
 	Attempt int `json:"attempt,omitempty"`
+	// Warnings lists what the conversion could not keep, in the order reported; nil when nothing.
+	Warnings []Warning `json:"warnings,omitempty"`
+}
+
+// Warning is something a succeeded conversion could not keep: a stable code (convert's
+// Warn* constants) and a message for people.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // Account is a customer with a monthly spend cap.

@@ -108,7 +108,7 @@ func once(cat *convert.Catalog, from, to string, opts convert.Options, in, out, 
 	if err != nil {
 		return err
 	}
-	if err := cat.Convert(context.Background(), from, to, opts, src, io.Writer(dst), scratch); err != nil {
+	if _, err := cat.Convert(context.Background(), from, to, opts, src, io.Writer(dst), scratch); err != nil {
 		dst.Close()
 		return err
 	}

@@ -76,7 +76,11 @@ func Register(c *convert.Catalog) {
 	for _, from := range archiveFormats {
 		for _, to := range archiveFormats {
 			if from.id != to.id {
-				c.AddConverter(convert.Converter{From: from.id, To: to.id, Run: archiveRun(from.id, to.id)})
+				drops := []string{convert.WarnMetadataDropped}
+				if from.id != "zip" {
+					drops = []string{convert.WarnPermissionsDropped, convert.WarnMetadataDropped}
+				}
+				c.AddConverter(convert.Converter{From: from.id, To: to.id, Run: archiveRun(from.id, to.id), Drops: drops})
 			}
 		}
 	}
@@ -92,11 +96,13 @@ type archiveEntry struct {
 	body    io.Reader
 }
 
-// archiveBudget counts entries and expansion across one conversion.
+// archiveBudget counts entries and expansion across one conversion, and what the readers
+// saw that no writer keeps (lost).
 type archiveBudget struct {
 	limit   int64
 	total   int64
 	entries int
+	lost    archiveLosses
 }
 
 func newArchiveBudget(inputSize int64) *archiveBudget {
@@ -190,8 +196,9 @@ func permOf(m fs.FileMode, dir bool) fs.FileMode {
 }
 
 func archiveRun(from, to string) func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
-	return func(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		budget := newArchiveBudget(in.Size())
+		defer budget.lost.report(p)
 		next, closeR, err := openArchive(ctx, from, in, budget)
 		if err != nil {
 			return err
@@ -415,6 +422,7 @@ func tarEntries(ctx context.Context, r io.Reader, b *archiveBudget, name string)
 			if err := b.admit(n, size); err != nil {
 				return nil, err
 			}
+			b.lost.noteTar(n, h)
 			return &archiveEntry{name: n, dir: dir, mode: permOf(fs.FileMode(h.Mode), dir), modTime: h.ModTime, size: size, body: tr}, nil
 		}
 	}
@@ -433,6 +441,9 @@ func openZip(ctx context.Context, in *io.SectionReader, b *archiveBudget) (func(
 	}
 	if len(zr.File) > ArchiveMaxEntries {
 		return nil, convert.Errorf(nil, "archive has %d entries, over the limit of %d", len(zr.File), ArchiveMaxEntries)
+	}
+	if zr.Comment != "" {
+		b.lost.comments++
 	}
 	var total uint64
 	type span struct {
@@ -507,6 +518,9 @@ func openZip(ctx context.Context, in *io.SectionReader, b *archiveBudget) (func(
 			}
 			if err := b.admit(n, size); err != nil {
 				return nil, err
+			}
+			if f.Comment != "" {
+				b.lost.comments++
 			}
 			e := &archiveEntry{name: n, dir: dir, mode: permOf(mode, dir), modTime: f.Modified, size: size}
 			if !dir {

@@ -71,18 +71,23 @@ func Register(c *convert.Catalog) {
 		src := &audioDecoders[i]
 		for _, to := range []string{"wav", "flac"} {
 			if src.id != to {
-				c.AddConverter(convert.Converter{From: src.id, To: to, Run: audioRun(src, to)})
+				drops := []string{convert.WarnMetadataDropped}
+				if src.id == "wav" {
+					drops = append(drops, convert.WarnBitDepthReduced)
+				}
+				c.AddConverter(convert.Converter{From: src.id, To: to, Run: audioRun(src, to), Drops: drops})
 			}
 		}
 	}
 }
 
 func audioRun(src *audioCodec, to string) func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
-	return func(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		s, err := openAudio(ctx, src, in)
 		if err != nil {
 			return err
 		}
+		reportAudioLosses(in, src, to, p)
 		if to == "flac" {
 			return writeFLAC(ctx, out, s)
 		}

@@ -79,7 +79,14 @@ func Register(c *convert.Catalog) {
 			}
 			typed := !slices.Contains([]string{"csv", "tsv", "xml"}, from.ID)
 			lossy := to == "markdown" || to == "html" || typed && slices.Contains(untypedTargets, to)
-			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to)})
+			var drops []string
+			switch from.ID {
+			case "xlsx":
+				drops = []string{convert.WarnSheetsDropped, convert.WarnFormattingDropped, convert.WarnImagesDropped, convert.WarnLinksDropped}
+			case "yaml", "toml", "xml":
+				drops = []string{convert.WarnMetadataDropped}
+			}
+			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
 		}
 	}
 }
@@ -87,8 +94,8 @@ func Register(c *convert.Catalog) {
 // dataRun returns the converter for one pair: table to table streams; anything with a tree
 // on either side goes through the tree model.
 func dataRun(from, to string) func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
-	return func(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
-		err := dataConvert(ctx, from, to, in, out)
+	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
+		err := dataConvert(ctx, from, to, in, out, p)
 		var le *lossError
 		if errors.As(err, &le) {
 			return convert.Errorf(err, "%s -> %s: %s", from, to, le.msg)
@@ -97,11 +104,11 @@ func dataRun(from, to string) func(context.Context, *io.SectionReader, io.Writer
 	}
 }
 
-func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out io.Writer) error {
+func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	fromTree := slices.Contains(treeFormats, from)
 	toTable := slices.Contains(tableTargets, to) || to == "json" && !fromTree
 	if toTable {
-		r, closeFn, err := openTableReader(ctx, from, in, slices.Contains(nestedCellTargets, to))
+		r, closeFn, err := openTableReader(ctx, from, in, slices.Contains(nestedCellTargets, to), p)
 		if err != nil {
 			return err
 		}
@@ -119,9 +126,10 @@ func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out
 		if err != nil {
 			return err
 		}
+		reportTreeLosses(ctx, from, in, p)
 		return writeTree(ctx, to, out, tree)
 	}
-	r, closeFn, err := openTableReader(ctx, from, in, false)
+	r, closeFn, err := openTableReader(ctx, from, in, false, p)
 	if err != nil {
 		return err
 	}
@@ -145,8 +153,9 @@ func formatTitle(id string) string {
 }
 
 // openTableReader reads any data format as a table. With nested, a cell may hold an object or
-// an array, as a nestedValue; else such a cell fails naming its path.
-func openTableReader(ctx context.Context, from string, in *io.SectionReader, nested bool) (tableReader, func(), error) {
+// an array, as a nestedValue; else such a cell fails naming its path. p carries the sheet
+// option and the warnings of an xlsx input.
+func openTableReader(ctx context.Context, from string, in *io.SectionReader, nested bool, p convert.Params) (tableReader, func(), error) {
 	nop := func() {}
 	switch from {
 	case "csv":
@@ -159,7 +168,7 @@ func openTableReader(ctx context.Context, from string, in *io.SectionReader, nes
 		r, err := newJSONTableReader(ctx, in, from == "ndjson", nested)
 		return r, nop, err
 	case "xlsx":
-		r, err := newXLSXTableReader(ctx, in)
+		r, err := newXLSXTableReader(ctx, in, p)
 		if err != nil {
 			return nil, nop, err
 		}
@@ -169,6 +178,7 @@ func openTableReader(ctx context.Context, from string, in *io.SectionReader, nes
 	if err != nil {
 		return nil, nop, err
 	}
+	reportTreeLosses(ctx, from, in, p)
 	r, err := newTreeTable(tree, nested)
 	return r, nop, err
 }

@@ -63,7 +63,7 @@ func FuzzTabular(f *testing.F) {
 
 func countRows(t *testing.T, format string, data []byte) (int, int) {
 	t.Helper()
-	r, closeFn, err := openTableReader(context.Background(), format, bytesSection(data), false)
+	r, closeFn, err := openTableReader(context.Background(), format, bytesSection(data), false, convert.Params{})
 	if err != nil {
 		t.Fatalf("reading back %s: %v", format, err)
 	}

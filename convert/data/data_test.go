@@ -117,7 +117,7 @@ func fileSection(t testing.TB, path string) *io.SectionReader {
 // readTableFile reads a file of a data format as header and rows of cell texts.
 func readTableFile(t testing.TB, format, path string) ([]string, [][]string) {
 	t.Helper()
-	r, closeFn, err := openTableReader(context.Background(), format, fileSection(t, path), false)
+	r, closeFn, err := openTableReader(context.Background(), format, fileSection(t, path), false, convert.Params{})
 	if err != nil {
 		t.Fatalf("reading %s as a %s table: %v", path, format, err)
 	}
@@ -259,7 +259,7 @@ func runCatalog(t testing.TB, from, to string, input []byte) ([]byte, error) {
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	err = testCatalog().Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
+	_, err = testCatalog().Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
 	return out.Bytes(), err
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -34,9 +35,11 @@ const (
 	xlsxMaxCellChars = 32767
 )
 
-// xlsxTableReader reads the first worksheet, in workbook order, as a table: its first row
-// is the header. Cells are read as Excel displays them (number formats applied), then typed
-// like CSV fields, with Excel's TRUE and FALSE as booleans. Empty rows at the end are dropped; other sheets are not read.
+// xlsxTableReader reads one worksheet as a table: its first row is the header. The sheet is
+// the one the sheet option names, else the first in workbook order; then the others are not
+// read, and a warning (sheets_dropped) names them. Cells are read as Excel displays them
+// (number formats applied), then typed like CSV fields, with Excel's TRUE and FALSE as
+// booleans. Empty rows at the end are dropped.
 type xlsxTableReader struct {
 	f       *excelize.File
 	rows    *excelize.Rows
@@ -48,9 +51,28 @@ type xlsxTableReader struct {
 	ctx     context.Context
 }
 
+// xlsxExtras is what a workbook holds beside its cells' values, which a table does not keep.
+type xlsxExtras struct {
+	formulas, pictures, links bool
+}
+
+// report warns about the workbook's formulas, charts and pictures, and hyperlinks.
+func (x xlsxExtras) report(p convert.Params) {
+	if x.formulas {
+		p.Warn(convert.WarnFormattingDropped, "the workbook has formulas; their cells were written as their last computed values")
+	}
+	if x.pictures {
+		p.Warn(convert.WarnImagesDropped, "the workbook's charts and pictures were not converted")
+	}
+	if x.links {
+		p.Warn(convert.WarnLinksDropped, "the workbook's hyperlinks were reduced to their cells' text")
+	}
+}
+
 // checkXLSXPackage looks into the zip before excelize does: that it is an xlsx, and that
 // its parts stay within the limits, so a zip bomb is refused before anything is inflated.
-func checkXLSXPackage(in *io.SectionReader) error {
+// It also notes the parts a table does not keep (extras).
+func checkXLSXPackage(in *io.SectionReader, extras *xlsxExtras) error {
 	head := make([]byte, convert.SniffLen)
 	n, _ := in.ReadAt(head, 0)
 	if id, name := convert.Sniff(head[:n]); id != "zip" {
@@ -76,6 +98,20 @@ func checkXLSXPackage(in *io.SectionReader) error {
 		if name == "xl/workbook.xml" {
 			workbook = true
 		}
+		switch {
+		case name == "xl/calcchain.xml":
+			extras.formulas = true // Excel lists every formula cell there
+		case strings.HasPrefix(name, "xl/media/") || strings.HasPrefix(name, "xl/charts/"):
+			extras.pictures = true
+		case strings.HasPrefix(name, "xl/worksheets/_rels/") && f.UncompressedSize64 < 1<<20:
+			if rc, err := f.Open(); err == nil {
+				rels, _ := io.ReadAll(io.LimitReader(rc, 1<<20))
+				rc.Close()
+				if strings.Contains(string(rels), "/relationships/hyperlink") {
+					extras.links = true
+				}
+			}
+		}
 		total += f.UncompressedSize64
 		if total > XLSXMaxUnzippedBytes {
 			return convert.Errorf(nil, "input unzips to more than %s, over the limit for XLSX files (a zip bomb?)", convert.ByteSize(XLSXMaxUnzippedBytes))
@@ -90,8 +126,9 @@ func checkXLSXPackage(in *io.SectionReader) error {
 	return nil
 }
 
-func newXLSXTableReader(ctx context.Context, in *io.SectionReader) (*xlsxTableReader, error) {
-	if err := checkXLSXPackage(in); err != nil {
+func newXLSXTableReader(ctx context.Context, in *io.SectionReader, p convert.Params) (*xlsxTableReader, error) {
+	var extras xlsxExtras
+	if err := checkXLSXPackage(in, &extras); err != nil {
 		return nil, err
 	}
 	f, err := excelize.OpenReader(&convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(in, 0, in.Size())}, excelize.Options{
@@ -113,9 +150,19 @@ func newXLSXTableReader(ctx context.Context, in *io.SectionReader) (*xlsxTableRe
 		f.Close()
 		return nil, convert.Errorf(nil, "input is not a valid XLSX file (it has no worksheet)")
 	}
-	if t.rows, err = f.Rows(sheets[0]); err != nil {
+	sheet, err := pickSheet(sheets, p.Options.Sheet)
+	if err != nil {
 		f.Close()
-		return nil, convert.Errorf(err, "input is not a valid XLSX file (its first worksheet cannot be read: %v)", err)
+		return nil, err
+	}
+	if p.Options.Sheet == "" && len(sheets) > 1 {
+		p.Warn(convert.WarnSheetsDropped, fmt.Sprintf("the workbook has %d sheets; only the first, %s, was converted, not %s (choose one with the sheet option)",
+			len(sheets), quoteSheets(sheets[:1]), quoteSheets(sheets[1:])))
+	}
+	extras.report(p)
+	if t.rows, err = f.Rows(sheet); err != nil {
+		f.Close()
+		return nil, convert.Errorf(err, "input is not a valid XLSX file (its worksheet %q cannot be read: %v)", sheet, err)
 	}
 	header, err := t.nextRaw()
 	if err == io.EOF {
@@ -128,6 +175,50 @@ func newXLSXTableReader(ctx context.Context, in *io.SectionReader) (*xlsxTableRe
 	t.cols = header
 	t.row = make([]any, len(header))
 	return t, nil
+}
+
+// pickSheet returns the sheet the sheet option names: by exact name, then by name ignoring
+// case (as Excel compares them), then by 1-based position when want is all digits; the first
+// sheet when want is empty. A sheet the workbook lacks fails naming the sheets it has.
+func pickSheet(sheets []string, want string) (string, error) {
+	if want == "" {
+		return sheets[0], nil
+	}
+	for _, s := range sheets {
+		if s == want {
+			return s, nil
+		}
+	}
+	for _, s := range sheets {
+		if strings.EqualFold(s, want) {
+			return s, nil
+		}
+	}
+	if strings.Trim(want, "0123456789") == "" {
+		n, err := strconv.Atoi(want)
+		if err == nil && n >= 1 && n <= len(sheets) {
+			return sheets[n-1], nil
+		}
+		return "", convert.Errorf(nil, "options.sheet: the workbook has %d sheet(s), so there is no sheet %s (its sheets: %s)", len(sheets), want, quoteSheets(sheets))
+	}
+	return "", convert.Errorf(nil, "options.sheet: the workbook has no sheet named %q (its sheets: %s)", want, quoteSheets(sheets))
+}
+
+// quoteSheets lists sheet names for a message: "Books", "Costs" and at most 20 of them.
+func quoteSheets(sheets []string) string {
+	const most = 20
+	var b strings.Builder
+	for i, s := range sheets {
+		if i == most {
+			fmt.Fprintf(&b, " and %d more", len(sheets)-most)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(s))
+	}
+	return b.String()
 }
 
 // nextRaw returns the next row's cell texts, holding back empty rows until a non-empty row

@@ -99,7 +99,7 @@ func BenchmarkDocuments(b *testing.B) {
 			dir := b.TempDir()
 			for b.Loop() {
 				out.N = 0
-				if err := c.Convert(context.Background(), tc.from, tc.to, convert.Options{}, f, &out, dir); err != nil {
+				if _, err := c.Convert(context.Background(), tc.from, tc.to, convert.Options{}, f, &out, dir); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -889,19 +889,21 @@ func docxBodyHTML(d *docxDoc) string {
 	return h.b.String()
 }
 
-func docxToHTML(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func docxToHTML(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	d, err := readDOCX(ctx, in)
 	if err != nil {
 		return err
 	}
+	reportDOCXImages(in, "HTML", p)
 	return writeHTMLPage(out, d.docTitle(), []byte(docxBodyHTML(d)))
 }
 
-func docxToMarkdown(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func docxToMarkdown(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	d, err := readDOCX(ctx, in)
 	if err != nil {
 		return err
 	}
+	reportDOCXImages(in, "Markdown", p)
 	doc, err := parseHTMLFragment(docxBodyHTML(d))
 	if err != nil {
 		return err
@@ -915,11 +917,12 @@ func docxToMarkdown(ctx context.Context, in *io.SectionReader, out io.Writer, _ 
 	return err
 }
 
-func docxToText(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func docxToText(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	d, err := readDOCX(ctx, in)
 	if err != nil {
 		return err
 	}
+	reportDOCXImages(in, "plain text", p)
 	w := &mdTextWriter{ctx: ctx, w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: out}, 64<<10)}
 	docxText(w, d.blocks, "")
 	if w.err != nil {

@@ -79,11 +79,12 @@ var (
 	langTagRE = regexp.MustCompile(`^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$`)
 )
 
-func markdownToEPUB(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func markdownToEPUB(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	doc, src, err := readMarkdown(ctx, in)
 	if err != nil {
 		return err
 	}
+	reportUnfetched(unfetchedMarkdownImages(doc), "Markdown", "EPUB", p)
 	body, err := renderMarkdownHTML(doc, src)
 	if err != nil {
 		return err
@@ -95,11 +96,12 @@ func markdownToEPUB(ctx context.Context, in *io.SectionReader, out io.Writer, _ 
 	return writeEPUB(ctx, out, markdownTitle(doc, src), root, src)
 }
 
-func htmlToEPUB(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func htmlToEPUB(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	doc, src, err := readHTML(ctx, in)
 	if err != nil {
 		return err
 	}
+	reportUnfetched(unfetchedHTMLImages(doc), "HTML", "EPUB", p)
 	cleanHTML(doc, false)
 	return writeEPUB(ctx, out, htmlTitle(doc), doc, src)
 }

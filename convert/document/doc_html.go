@@ -241,11 +241,12 @@ func htmlToMarkdown(ctx context.Context, in *io.SectionReader, out io.Writer, _ 
 
 // htmlToText writes HTML as plain text through Markdown, so that lists keep their markers
 // and tables their columns.
-func htmlToText(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func htmlToText(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	doc, _, err := readHTML(ctx, in)
 	if err != nil {
 		return err
 	}
+	reportHTMLTextLosses(doc, p)
 	cleanHTML(doc, false)
 	md, err := htmlToMarkdownBytes(ctx, doc)
 	if err != nil {
@@ -265,6 +266,7 @@ func htmlToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	if err != nil {
 		return err
 	}
+	reportUnfetched(unfetchedHTMLImages(doc), "HTML", "PDF", p)
 	cleanHTML(doc, false)
 	title := htmlTitle(doc)
 	md, err := htmlToMarkdownBytes(ctx, doc)
@@ -289,5 +291,6 @@ func markdownToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p c
 	if err != nil {
 		return err
 	}
+	reportUnfetched(unfetchedMarkdownImages(doc), "Markdown", "PDF", p)
 	return markdownPDF(ctx, out, doc, src, p)
 }

@@ -260,11 +260,12 @@ func markdownToHTML(ctx context.Context, in *io.SectionReader, out io.Writer, _ 
 	return writeHTMLPage(out, markdownTitle(doc, src), body)
 }
 
-func markdownToText(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func markdownToText(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	doc, src, err := readMarkdown(ctx, in)
 	if err != nil {
 		return err
 	}
+	reportTextLosses(doc, "Markdown", p)
 	return writeMarkdownText(ctx, out, doc, src)
 }
 

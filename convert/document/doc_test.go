@@ -41,7 +41,7 @@ func docConvertFile(t testing.TB, c *convert.Catalog, from, to, path string, opt
 	}
 	defer in.Close()
 	var out bytes.Buffer
-	err = c.Convert(context.Background(), from, to, opts, in, &out, t.TempDir())
+	_, err = c.Convert(context.Background(), from, to, opts, in, &out, t.TempDir())
 	return out.Bytes(), err
 }
 
@@ -347,7 +347,7 @@ func TestDocument_Cancelled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = c.Convert(ctx, tc[0], tc[1], convert.Options{}, in, io.Discard, t.TempDir())
+		_, err = c.Convert(ctx, tc[0], tc[1], convert.Options{}, in, io.Discard, t.TempDir())
 		in.Close()
 		docWantError(t, err, "conversion cancelled")
 	}

@@ -98,7 +98,7 @@ func Register(c *convert.Catalog) {
 		c.AddFormat(f)
 	}
 	add := func(from, to string, lossy bool, run docRun) {
-		c.AddConverter(convert.Converter{From: from, To: to, Lossy: lossy, Run: run})
+		c.AddConverter(convert.Converter{From: from, To: to, Lossy: lossy, Run: run, Drops: documentDrops(from, to)})
 	}
 
 	// Memory estimates per input byte, from the heap peaks of 4 MB Markdown and 14 MB HTML

@@ -360,6 +360,7 @@ func pdfToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 		if err != nil {
 			return err
 		}
+		reportPDFPages(s.pages, pl.page, dst.Name, p)
 		what := fmt.Sprintf("rendering page %d of this PDF at %d dpi as %s", pl.page+1, pl.dpi, dst.Name)
 		if err := c.AcquireMemory(ctx, pl.estimate, what); err != nil {
 			return err

@@ -203,7 +203,7 @@ func TestPDF_KilledOnTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
-	err = c.Convert(ctx, fmtPDF, "png", convert.Options{}, in, io.Discard, t.TempDir())
+	_, err = c.Convert(ctx, fmtPDF, "png", convert.Options{}, in, io.Discard, t.TempDir())
 	elapsed := time.Since(start)
 	docWantError(t, err, "conversion timed out")
 	// The render-bomb runs far longer than this unless the timeout kills it; the bound is
@@ -229,7 +229,10 @@ func TestPDF_Concurrent(t *testing.T) {
 				return
 			}
 			defer in.Close()
-			errs <- c.Convert(context.Background(), fmtPDF, "png", convert.Options{Page: i%3 + 1, DPI: 50}, in, io.Discard, t.TempDir())
+			errs <- func() error {
+				_, err := c.Convert(context.Background(), fmtPDF, "png", convert.Options{Page: i%3 + 1, DPI: 50}, in, io.Discard, t.TempDir())
+				return err
+			}()
 		}()
 	}
 	wg.Wait()

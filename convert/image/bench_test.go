@@ -100,7 +100,7 @@ func BenchmarkConvert(b *testing.B) {
 				out.W = io.Discard
 				for b.Loop() {
 					out.N = 0
-					if err := c.Convert(context.Background(), from, to, opts, f, &out, dir); err != nil {
+					if _, err := c.Convert(context.Background(), from, to, opts, f, &out, dir); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -171,7 +171,7 @@ func BenchmarkConvertSmall(b *testing.B) {
 			defer f.Close()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := c.Convert(context.Background(), "png", to, convert.Options{}, f, io.Discard, dir); err != nil {
+				if _, err := c.Convert(context.Background(), "png", to, convert.Options{}, f, io.Discard, dir); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -27,7 +27,10 @@ func TestImage_MemoryBudget(t *testing.T) {
 	run := func(w io.Writer) chan error {
 		done := make(chan error, 1)
 		go func() {
-			done <- c.Convert(context.Background(), "png", "bmp", convert.Options{}, openFile(t, src), w, t.TempDir())
+			done <- func() error {
+				_, err := c.Convert(context.Background(), "png", "bmp", convert.Options{}, openFile(t, src), w, t.TempDir())
+				return err
+			}()
 		}()
 		return done
 	}
@@ -62,7 +65,7 @@ func TestImage_MemoryBudget(t *testing.T) {
 
 	// A conversion whose estimate exceeds the whole budget fails at once.
 	c = testCatalog(convert.Limits{MaxConversionMemory: 1 << 20})
-	err := c.Convert(context.Background(), "png", "bmp", convert.Options{}, openFile(t, src), io.Discard, t.TempDir())
+	_, err := c.Convert(context.Background(), "png", "bmp", convert.Options{}, openFile(t, src), io.Discard, t.TempDir())
 	var ce *convert.Error
 	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Message, "converting this 300x300 PNG to BMP needs an estimated ") ||
 		!strings.HasSuffix(ce.Message, " of memory, over the 1.0 MiB conversion memory budget (--max-conversion-memory); make the image smaller") {

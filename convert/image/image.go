@@ -176,7 +176,7 @@ func Register(c *convert.Catalog) {
 			if src.ID == dst.ID || dst.Encode == nil {
 				continue
 			}
-			c.AddConverter(convert.Converter{From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst)})
+			c.AddConverter(convert.Converter{From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst)})
 		}
 	}
 }
@@ -200,6 +200,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		opts := p.Options
 		if dst.FitMaxSide && opts.Width == 0 && opts.Height == 0 && (cfg.Width > dst.MaxSide || cfg.Height > dst.MaxSide) {
 			opts.Width, opts.Height, opts.Fit = dst.MaxSide, dst.MaxSide, convert.FitContain
+			p.Warn(convert.WarnImageResized, fmt.Sprintf("the %dx%d image was shrunk to fit %dx%d, the largest %s holds", cfg.Width, cfg.Height, dst.MaxSide, dst.MaxSide, dst.Name))
 		}
 		dw, dh, _ := ResizeBox(cfg.Width, cfg.Height, opts)
 		if err := CheckPixels(dw, dh, lim); err != nil {
@@ -228,6 +229,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			return err
 		}
 		defer c.ReleaseMemory(est)
+		reportInputLosses(in, src, dst, cfg, frames, p)
 
 		if frames > 1 {
 			a, err := decodeImageFrames(ctx, in, src, cfg, frames)
@@ -244,7 +246,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if src.ID == "png" && dst.ID == "jpeg" {
 			// Decode and encode at once when nothing comes between them.
 			if w, h, box := ResizeBox(cfg.Width, cfg.Height, opts); w == cfg.Width && h == cfg.Height && box == image.Rect(0, 0, w, h) {
-				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts); handled {
+				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts, func(img image.Image) { reportAlpha(img, src, dst, p) }); handled {
 					return err
 				}
 			}
@@ -259,6 +261,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if img, err = Resize(ctx, img, opts, lim); err != nil {
 			return err
 		}
+		reportAlpha(img, src, dst, p)
 		return dst.Encode(ctx, out, img, opts)
 	}
 }

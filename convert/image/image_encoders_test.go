@@ -166,7 +166,7 @@ func TestEncodersThroughCatalog(t *testing.T) {
 		}
 		defer f.Close()
 		var out bytes.Buffer
-		if err := c.Convert(context.Background(), from, to, convert.Options{}, f, &out, dir); err != nil {
+		if _, err := c.Convert(context.Background(), from, to, convert.Options{}, f, &out, dir); err != nil {
 			t.Fatalf("%s->%s: %v", from, to, err)
 		}
 		return out.Bytes()

@@ -270,7 +270,7 @@ func TestImage_AnimationLimits(t *testing.T) {
 	}
 	c := testCatalog(convert.Limits{})
 	path := convtest.WriteTemp(t, buf.Bytes()).Name()
-	err := c.Convert(context.Background(), "gif", "webp", convert.Options{}, openFile(t, path), io.Discard, t.TempDir())
+	_, err := c.Convert(context.Background(), "gif", "webp", convert.Options{}, openFile(t, path), io.Discard, t.TempDir())
 	var ce *convert.Error
 	if !errors.As(err, &ce) || ce.Message != "animation has 10001 frames, over the limit of 10000" {
 		t.Errorf("err = %v, want the frame limit", err)
@@ -280,7 +280,7 @@ func TestImage_AnimationLimits(t *testing.T) {
 
 	// Frames times pixels against MaxPixels: the sample has 4 frames of 64x48.
 	c = testCatalog(convert.Limits{MaxPixels: 4 * 64 * 47})
-	err = c.Convert(context.Background(), "gif", "webp", convert.Options{}, openFile(t, "../../testdata/images/sample-anim.gif"), io.Discard, t.TempDir())
+	_, err = c.Convert(context.Background(), "gif", "webp", convert.Options{}, openFile(t, "../../testdata/images/sample-anim.gif"), io.Discard, t.TempDir())
 	if !errors.As(err, &ce) || ce.Message != "animation has 4 frames of 64x48 = 0.01 megapixels in all, over the 0.01 megapixel limit" {
 		t.Errorf("err = %v, want the frames*pixels limit", err)
 	}
@@ -357,7 +357,7 @@ func TestImage_MaxSide(t *testing.T) {
 		{"webp", convert.Options{}, image.Rect(0, 0, 16384, 2), "WebP images are at most 16383x16383 pixels and this one would be 16384x2; set width and height to make it smaller"},
 		{"avif", convert.Options{Width: 8001, Height: 6000, Fit: convert.FitFill}, image.Rect(0, 0, 8, 6), "AVIF images are written up to 48 megapixels and this one would be 8001x6000; set width and height to make it smaller"},
 	} {
-		err := c.Convert(context.Background(), "png", tt.to, tt.opts, openFile(t, encodeTemp(t, image.NewGray(tt.src))), io.Discard, t.TempDir())
+		_, err := c.Convert(context.Background(), "png", tt.to, tt.opts, openFile(t, encodeTemp(t, image.NewGray(tt.src))), io.Discard, t.TempDir())
 		var ce *convert.Error
 		if !errors.As(err, &ce) || ce.Message != tt.want {
 			t.Errorf("png %v to %s with %+v: %v, want %q", tt.src.Size(), tt.to, tt.opts, err, tt.want)
@@ -530,7 +530,10 @@ func TestImage_WASMConcurrent(t *testing.T) {
 		for _, j := range jobs {
 			go func() {
 				var out bytes.Buffer
-				errs <- c.Convert(context.Background(), j.from, j.to, convert.Options{}, openFile(t, filepath.Join("../../testdata/images", j.sample)), &out, t.TempDir())
+				errs <- func() error {
+					_, err := c.Convert(context.Background(), j.from, j.to, convert.Options{}, openFile(t, filepath.Join("../../testdata/images", j.sample)), &out, t.TempDir())
+					return err
+				}()
 			}()
 		}
 	}

@@ -125,7 +125,7 @@ func measureChild(t *testing.T, pair string) {
 			t.Fatal(err)
 		}
 		start, startCPU := time.Now(), cputime.Self()
-		err = c.Convert(context.Background(), from, to, opts, f, io.Discard, t.TempDir())
+		_, err = c.Convert(context.Background(), from, to, opts, f, io.Discard, t.TempDir())
 		times[i], cpu[i] = time.Since(start), cputime.Self()-startCPU
 		f.Close()
 		if err != nil {
@@ -165,7 +165,7 @@ func TestImage_WASMLazy(t *testing.T) {
 		base := procStatus(t, "VmRSS")
 		start := cputime.Self()
 		c := testCatalog(convert.Limits{})
-		if err := c.Convert(context.Background(), "png", "jpeg", convert.Options{}, openFile(t, "../../testdata/images/sample.png"), io.Discard, t.TempDir()); err != nil {
+		if _, err := c.Convert(context.Background(), "png", "jpeg", convert.Options{}, openFile(t, "../../testdata/images/sample.png"), io.Discard, t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
 		fmt.Printf("LAZY grew=%d cpu=%d\n", procStatus(t, "VmHWM")-base, cputime.Self()-start)

@@ -27,7 +27,8 @@ import (
 //
 // handled is false, with nothing read from in or written to out, when pngstream leaves the
 // file's layout (16-bit, interlaced, ...) to image/png: the caller then converts as usual.
-func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options) (handled bool, err error) {
+// decoded, when the conversion succeeded, is called with the whole decoded image.
+func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options, decoded func(image.Image)) (handled bool, err error) {
 	// The decoder reads through its own context, so that an encoder failure stops it too.
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -84,6 +85,9 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 		// A file error the decoder found, before or after its last row, rather than the
 		// decoder stopped because the encoder failed first.
 		return true, decodeError(ctx, codec, src, decErr)
+	}
+	if encErr == nil && !opaque {
+		decoded(img)
 	}
 	return true, encErr
 }

@@ -344,7 +344,7 @@ func convertImageBytes(t *testing.T, c *convert.Catalog, from, to, path string) 
 func convertImageOpts(t *testing.T, c *convert.Catalog, from, to, path string, opts convert.Options) []byte {
 	t.Helper()
 	var out bytes.Buffer
-	if err := c.Convert(context.Background(), from, to, opts, openFile(t, path), &out, t.TempDir()); err != nil {
+	if _, err := c.Convert(context.Background(), from, to, opts, openFile(t, path), &out, t.TempDir()); err != nil {
 		t.Fatalf("Convert %s to %s: %v", from, to, err)
 	}
 	return out.Bytes()
@@ -517,7 +517,7 @@ func TestImage_GIF_FirstFrameOnScreen(t *testing.T) {
 
 func TestImage_PixelLimit(t *testing.T) {
 	c := testCatalog(convert.Limits{MaxPixels: 3000})
-	err := c.Convert(context.Background(), "png", "jpeg", convert.Options{}, openFile(t, "../../testdata/images/sample.png"), io.Discard, t.TempDir())
+	_, err := c.Convert(context.Background(), "png", "jpeg", convert.Options{}, openFile(t, "../../testdata/images/sample.png"), io.Discard, t.TempDir())
 	var ce *convert.Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *Error", err)
@@ -531,7 +531,7 @@ func TestImage_ContextCancelled(t *testing.T) {
 	c := testCatalog(convert.Limits{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := c.Convert(ctx, "png", "gif", convert.Options{}, openFile(t, "../../testdata/images/sample.png"), io.Discard, t.TempDir())
+	_, err := c.Convert(ctx, "png", "gif", convert.Options{}, openFile(t, "../../testdata/images/sample.png"), io.Discard, t.TempDir())
 	var ce *convert.Error
 	if !errors.As(err, &ce) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want *Error wrapping context.Canceled", err)
@@ -604,7 +604,7 @@ func TestImage_Hostile(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			start := cputime.Self() // CPU, not wall time: the machine may be busy (issue 24)
-			err := c.Convert(context.Background(), tt.from, to, convert.Options{}, openFile(t, filepath.Join("../../testdata/hostile", tt.file)), io.Discard, t.TempDir())
+			_, err := c.Convert(context.Background(), tt.from, to, convert.Options{}, openFile(t, filepath.Join("../../testdata/hostile", tt.file)), io.Discard, t.TempDir())
 			elapsed := cputime.Self() - start
 			runtime.ReadMemStats(&after)
 			var ce *convert.Error

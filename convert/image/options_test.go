@@ -82,7 +82,7 @@ func TestConvert_OptionsReachTheEncoder(t *testing.T) {
 	c := testCatalog(convert.Limits{})
 	size := func(q int) int {
 		var out bytes.Buffer
-		err := c.Convert(context.Background(), "png", "jpeg", convert.Options{Quality: q, Width: 32}, openFile(t, "../../testdata/images/sample.png"), &out, t.TempDir())
+		_, err := c.Convert(context.Background(), "png", "jpeg", convert.Options{Quality: q, Width: 32}, openFile(t, "../../testdata/images/sample.png"), &out, t.TempDir())
 		if err != nil {
 			t.Fatal(err)
 		}

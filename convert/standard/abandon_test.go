@@ -137,7 +137,7 @@ func TestAbandon_CPUFallsToIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer warm.Close()
-	if err := cat.Convert(context.Background(), "pdf", "txt", convert.Options{}, warm, io.Discard, dir); err != nil {
+	if _, err := cat.Convert(context.Background(), "pdf", "txt", convert.Options{}, warm, io.Discard, dir); err != nil {
 		t.Logf("warming PDFium: %v", err)
 	}
 	type result struct {
@@ -160,7 +160,8 @@ func TestAbandon_CPUFallsToIdle(t *testing.T) {
 		defer in.Close()
 		go func() {
 			started <- struct{}{}
-			results <- result{c.name, cat.Convert(ctx, c.from, c.to, convert.Options{}, in, io.Discard, dir)}
+			_, err := cat.Convert(ctx, c.from, c.to, convert.Options{}, in, io.Discard, dir)
+			results <- result{c.name, err}
 		}()
 	}
 	for range cases {

@@ -76,6 +76,7 @@ func job() map[string]any {
 			"sha256":         strings.Repeat("ab", 32),
 			"url":            "http://127.0.0.1:8081/outputs/job_abc123?expires=1&size=20117&sig=ff",
 			"url_expires_in": 900,
+			"warnings":       []any{map[string]any{"code": "sheets_dropped", "message": "sheets Costs, Notes were not converted"}},
 		},
 	}
 }
@@ -381,6 +382,13 @@ var exchanges = []exchange{
 	{name: "job with relative output url", method: "GET", path: "/v1/jobs/job_abc123", header: bearer,
 		handler: reply(200, rateLimitHeaders, with(job(), "output", map[string]any{
 			"bytes": 1, "sha256": strings.Repeat("0", 64), "url": "/outputs/job_abc123", "url_expires_in": 900})), wantErr: "doesn't match"},
+	{name: "job with an unknown warning code", method: "GET", path: "/v1/jobs/job_abc123", header: bearer,
+		handler: reply(200, rateLimitHeaders, with(job(), "output", map[string]any{
+			"bytes": 1, "sha256": strings.Repeat("0", 64), "url": "http://h/outputs/job_abc123", "url_expires_in": 900,
+			"warnings": []any{map[string]any{"code": "something_lost", "message": "x"}}})), wantErr: "doesn't match"},
+	{name: "job output without warnings", method: "GET", path: "/v1/jobs/job_abc123", header: bearer,
+		handler: reply(200, rateLimitHeaders, with(job(), "output", map[string]any{
+			"bytes": 1, "sha256": strings.Repeat("0", 64), "url": "http://h/outputs/job_abc123", "url_expires_in": 900})), wantErr: "doesn't match"},
 	{name: "job with empty output", method: "GET", path: "/v1/jobs/job_abc123", header: bearer,
 		handler: reply(200, rateLimitHeaders, with(job(), "output", map[string]any{})), wantErr: "doesn't match"},
 	{name: "job id without prefix", method: "GET", path: "/v1/jobs/job_abc123", header: bearer,
@@ -574,7 +582,7 @@ func TestValidator_Check(t *testing.T) {
 
 	seen := v.Seen()
 	for key, want := range map[string]int{
-		"GET /v1/jobs/{id} 200":        15,
+		"GET /v1/jobs/{id} 200":        17,
 		"POST /v1/jobs 200":            3,
 		"DELETE /v1/jobs/{id} 405":     2,
 		"GET /v1/nope 404":             1,

@@ -222,6 +222,7 @@
       error: $(".error", node),
       result: $(".result", node),
       link: $(".download", node),
+      warnings: $(".warnings", node),
     };
     const pid = "item-" + id;
     node.id = pid;
@@ -410,6 +411,8 @@
   async function convert(it) {
     it.error.textContent = "";
     it.result.hidden = true;
+    it.warnings.hidden = true;
+    it.warnings.replaceChildren();
     it.cancelled = false;
     it.job = null;
     if (!apiKey()) {
@@ -534,6 +537,14 @@
     it.link.href = job.output.url;
     it.link.download = name;
     it.link.textContent = "Download " + name + " (" + bytes(job.output.bytes) + ")";
+    // What the conversion could not keep, as the job's output says (issue 23).
+    const warnings = job.output.warnings || [];
+    it.warnings.replaceChildren(...warnings.map((w) => {
+      const li = document.createElement("li");
+      li.textContent = "Not kept: " + w.message + " (" + w.code + ")";
+      return li;
+    }));
+    it.warnings.hidden = warnings.length === 0;
     it.result.hidden = false;
   }
 

@@ -140,9 +140,10 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 		t.Errorf("key storage: %q", got)
 	}
 
-	// Pick a real PNG: the page sniffs png, offers its targets, and jpeg's options.
+	// Pick a real PNG, with transparency, which JPEG cannot keep: the page sniffs png, offers
+	// its targets, and jpeg's options; the result lists the job's warning.
 	input := filepath.Join(t.TempDir(), "holiday photo.png")
-	if err := os.WriteFile(input, testenv.Sample(t, "images/sample.png"), 0o600); err != nil {
+	if err := os.WriteFile(input, testenv.Sample(t, "images/sample-alpha.png"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	within(t, ctx, time.Minute, "pick the file", chromedp.SetUploadFiles("#files", []string{input}))
@@ -172,7 +173,7 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	if opts, _ := withOpts.Data[0]["options"].(map[string]any); opts["quality"] != 80.0 || job.InputFormat != "png" || job.TargetFormat != "jpeg" {
 		t.Errorf("job %s: %s to %s with options %v", job.ID, job.InputFormat, job.TargetFormat, withOpts.Data[0]["options"])
 	}
-	if got := eval[float64](t, ctx, `document.querySelector("#item-1-progress").value`); int64(got) != int64(len(testenv.Sample(t, "images/sample.png"))) {
+	if got := eval[float64](t, ctx, `document.querySelector("#item-1-progress").value`); int64(got) != int64(len(testenv.Sample(t, "images/sample-alpha.png"))) {
 		t.Errorf("upload progress ends at %v bytes", got)
 	}
 	states := eval[[]string](t, ctx, `window.__states`)
@@ -181,6 +182,13 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	}
 	if got := eval[string](t, ctx, `document.querySelector("#item-1 .download").textContent`); !strings.HasPrefix(got, "Download holiday photo.jpg") {
 		t.Errorf("link text %q", got)
+	}
+	if len(job.Output.Warnings) != 1 || job.Output.Warnings[0].Code != "alpha_dropped" {
+		t.Fatalf("the job's warnings: %+v, want alpha_dropped", job.Output.Warnings)
+	}
+	wantWarning := "Not kept: " + job.Output.Warnings[0].Message + " (alpha_dropped)"
+	if got := eval[string](t, ctx, `(() => { const u = document.querySelector("#item-1 .warnings"); return (u.hidden ? "hidden:" : "") + [...u.querySelectorAll("li")].map((li) => li.textContent).join("|"); })()`); got != wantWarning {
+		t.Errorf("warnings shown %q, want %q", got, wantWarning)
 	}
 	if got := eval[string](t, ctx, `document.activeElement.className`); got != "download" {
 		t.Errorf("focus after the conversion is on %q, want the download link", got)

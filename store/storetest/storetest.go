@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -413,16 +414,27 @@ func testClaimFinishSuccess(t *testing.T, newStore NewFunc) {
 	f.checkLedger(1, 0)
 	_, err := f.s.FinishJob(job.ID, 1, store.Outcome{})
 	wantErr(t, err, store.ErrInvalidArgument, "success without output")
-	done, err := f.s.FinishJob(job.ID, 1, success(42))
+	// The output's warnings are kept in order, messages byte for byte.
+	warnings := []store.Warning{
+		{Code: "sheets_dropped", Message: "sheets \"Costs\", Notes were not converted"},
+		{Code: "metadata_dropped", Message: "EXIF metadata (camera, GPS) was not kept: é\x00"},
+	}
+	outcome := success(42)
+	outcome.Output.Warnings = warnings
+	done, err := f.s.FinishJob(job.ID, 1, outcome)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.Status != store.StatusSucceeded || done.FinishedAt == nil || done.Output == nil ||
-		done.Output.Bytes != 42 || done.Output.SHA256 != fmt.Sprintf("%064x", 42) || done.ErrorCode != "" {
+		done.Output.Bytes != 42 || done.Output.SHA256 != fmt.Sprintf("%064x", 42) || done.ErrorCode != "" ||
+		!reflect.DeepEqual(done.Output.Warnings, warnings) {
 		t.Fatalf("finished %+v", done)
 	}
-	if got := f.get(job.ID); got.Status != store.StatusSucceeded || *got.Output != *done.Output {
-		t.Fatalf("read back %+v", got)
+	if got := f.get(job.ID); got.Status != store.StatusSucceeded || !reflect.DeepEqual(got.Output, done.Output) {
+		t.Fatalf("read back %+v output %+v, want output %+v", got, got.Output, done.Output)
+	}
+	if page, _, err := f.s.ListJobs(f.acct.ID, store.ListParams{Limit: 10}); err != nil || len(page) != 1 || !reflect.DeepEqual(page[0].Output, done.Output) {
+		t.Fatalf("listed %+v, %v; want the output with its warnings", page, err)
 	}
 	f.checkLedger(0, 1)
 	_, err = f.s.FinishJob(job.ID, 1, success(42))

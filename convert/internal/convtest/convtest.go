@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func RunCatalog(t testing.TB, c *convert.Catalog, from, to string, input []byte)
 	}
 	defer f.Close()
 	var out bytes.Buffer
-	err = c.Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
+	_, err = c.Convert(context.Background(), from, to, convert.Options{}, f, &out, dir)
 	return out.Bytes(), err
 }
 
@@ -189,13 +190,35 @@ func Matrix(t *testing.T, c *convert.Catalog, owns func(from, to string) bool, c
 					t.Fatal(err)
 				}
 				defer in.Close()
-				err = c.Convert(context.Background(), from, to, convert.Options{}, in, f, t.TempDir())
+				warnings, err := c.Convert(context.Background(), from, to, convert.Options{}, in, f, t.TempDir())
 				f.Close()
 				if err != nil {
 					t.Fatalf("convert %s -> %s: %v", from, to, err)
 				}
+				CheckDeclaredWarnings(t, c, from, to, warnings)
 				check(t, path, out)
 			})
+		}
+	}
+}
+
+// CheckDeclaredWarnings fails the test when a conversion reported a warning that no converter
+// of its path declares in Converter.Drops (which docs/formats.md shows), or one without a
+// message.
+func CheckDeclaredWarnings(t testing.TB, c *convert.Catalog, from, to string, warnings []convert.Warning) {
+	t.Helper()
+	steps, err := c.Path(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var declared []string
+	for _, s := range steps {
+		cv, _ := c.ConverterFor(s)
+		declared = append(declared, cv.Drops...)
+	}
+	for _, w := range warnings {
+		if !slices.Contains(declared, w.Code) || w.Message == "" {
+			t.Errorf("%s -> %s reported %+v, which its converters do not declare (Drops: %v)", from, to, w, declared)
 		}
 	}
 }
