@@ -26,9 +26,9 @@ const avifSpeed = 10
 // than 16384x16384 by default.
 const avifMaxSide = 16384
 
-// avifMaxPixels bounds AVIF outputs: libaom runs in 32-bit wasm memory (4 GiB at most) and
-// needs about 100 bytes a pixel; 8000x6000 encoded (in 116 s on a busy machine, peak RSS
-// 4.9 GB), larger is untried.
+// avifMaxPixels bounds AVIF outputs: libaom runs in 32-bit wasm memory (4 GiB at most).
+// 8000x6000 encoded (in 116 s on a busy machine, peak RSS 4.9 GB, when wazero's memory still
+// grew by copying; 12 MP now peaks at 348 MiB, 29 bytes a pixel), larger is untried.
 const avifMaxPixels = 48_000_000
 
 // avifDecodeConfig reads the primary image's size from the file's boxes, never running the
