@@ -1,6 +1,7 @@
 package wasmcodec
 
 import (
+	"strconv"
 	"syscall"
 
 	"github.com/tetratelabs/wazero/experimental"
@@ -12,21 +13,29 @@ import (
 // (the AV1 encoder's peak is about twice its working set then) and leaves the freed slices to
 // the garbage collector and the scavenger; a mapping never moves and goes back to the system the
 // moment the instance is closed.
-var memoryAllocator experimental.MemoryAllocator = experimental.MemoryAllocatorFunc(mmapMemory)
+// 32-bit systems cannot reserve 4 GiB and keep wazero's default.
+var memoryAllocator = func() experimental.MemoryAllocator {
+	if strconv.IntSize < 64 {
+		return nil
+	}
+	return experimental.MemoryAllocatorFunc(mmapMemory)
+}()
 
 // mmapLinearMemory is one instance's mapping.
 type mmapLinearMemory struct {
 	buf []byte // the whole reservation
 }
 
-func mmapMemory(_, max uint64) experimental.LinearMemory {
+func mmapMemory(capHint, max uint64) experimental.LinearMemory {
 	if max == 0 || max > 1<<32 {
 		max = 1 << 32
 	}
 	buf, err := syscall.Mmap(-1, 0, int(max), syscall.PROT_READ|syscall.PROT_WRITE,
 		syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_NORESERVE)
 	if err != nil {
-		return failedMemory{}
+		// A system that refuses the reservation (vm.overcommit_memory=2 ignores
+		// MAP_NORESERVE): grow a Go slice, as wazero's default does.
+		return &sliceMemory{buf: make([]byte, 0, min(capHint, max)), max: max}
 	}
 	return &mmapLinearMemory{buf: buf}
 }
@@ -47,9 +56,24 @@ func (m *mmapLinearMemory) Free() {
 	}
 }
 
-// failedMemory is a reservation the system refused: every allocation fails, which the codec
-// reports as running out of memory.
-type failedMemory struct{}
+// sliceMemory is a linear memory on the Go heap that grows by copying.
+type sliceMemory struct {
+	buf []byte
+	max uint64
+}
 
-func (failedMemory) Reallocate(uint64) []byte { return nil }
-func (failedMemory) Free()                    {}
+// Reallocate grows the slice to size bytes, moving it when its capacity is short.
+func (m *sliceMemory) Reallocate(size uint64) []byte {
+	if size > m.max {
+		return nil
+	}
+	if n := int(size); n <= cap(m.buf) {
+		m.buf = m.buf[:n]
+	} else {
+		m.buf = append(m.buf[:cap(m.buf)], make([]byte, n-cap(m.buf))...)
+	}
+	return m.buf
+}
+
+// Free drops the slice for the collector.
+func (m *sliceMemory) Free() { m.buf = nil }
