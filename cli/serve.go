@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,6 +25,8 @@ type serveOptions struct {
 	logFormat   string
 	logLevel    string
 	gcHeapFloor sizeFlag // see internal/gcfloor
+	// memoryTrimDelay is --memory-trim-delay: 0 turns trimming off (cfg gets -1).
+	memoryTrimDelay time.Duration
 	// trustedProxies are --trusted-proxies as given; validate parses them into cfg.
 	trustedProxies []string
 	// s3PathStyle is --s3-path-style as given: auto, true or false.
@@ -74,6 +77,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.Var((*sizeFlag)(&o.cfg.MaxOutputBytes), "max-output-bytes", "largest output one conversion step may write, e.g. 4GiB; beyond it the job fails conversion_failed")
 	o.gcHeapFloor = gcfloor.DefaultFloor
 	f.Var(&o.gcHeapFloor, "gc-heap-floor", "heap the Go collector lets grow before collecting more often than GOGC=100 would; 0 turns it off, and so does GOGC in the environment")
+	f.DurationVar(&o.memoryTrimDelay, "memory-trim-delay", gcfloor.DefaultTrimDelay, "idle time of the workers after which the memory their conversions left behind goes back to the system (two collections and debug.FreeOSMemory); 0 turns it off")
 	f.StringSliceVar(&o.trustedProxies, "trusted-proxies", nil, "CIDRs or addresses of reverse proxies whose Forwarded / X-Forwarded-For header names the client (default: none; the peer address is the client)")
 	f.DurationVar(&o.cfg.StorageProgressTimeout, "storage-progress-timeout", blobstore.DefaultProgressTimeout, "cut an object-storage upload or download that moves less than 64 KiB in this time (a stalled client); its temporary file goes and a retry can proceed")
 	f.IntVar(&o.cfg.MaxConnections, "max-connections", 0, "open connections each listener takes; more are answered 503 and closed (default: sized from the open-file limit, at most 10000; -1: no cap)")
@@ -193,6 +197,10 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 		}()
 	}
 	gcfloor.Set(uint64(o.gcHeapFloor))
+	o.cfg.MemoryTrimDelay = o.memoryTrimDelay
+	if o.memoryTrimDelay == 0 {
+		o.cfg.MemoryTrimDelay = -1 // service's 0 means its default
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	m, err := service.Run(o.cfg)

@@ -118,6 +118,9 @@ func (o *serveOptions) validate() error {
 			bad(n.flag, "is %d: use 0 (sized from the open-file limit), 1 to %d, or -1 (no cap)", n.value, maxConnections)
 		}
 	}
+	if o.memoryTrimDelay < 0 || o.memoryTrimDelay > maxTimeout {
+		bad("memory-trim-delay", "is %s: use 0 (off) or a duration up to 24h, like 2s", o.memoryTrimDelay)
+	}
 	if o.gcHeapFloor < 0 {
 		bad("gc-heap-floor", "is %d bytes: use 0 (off) or a size like 64MiB", int64(o.gcHeapFloor))
 	}

@@ -27,6 +27,8 @@ type jobQueue struct {
 	cancel func(jobID string) bool
 	// maxAttempts bounds the attempts of a job whose output could not be stored.
 	maxAttempts int
+	// jobDone (optional) is told of every finished conversion: the memory trimmer's JobDone.
+	jobDone func()
 
 	mu     sync.Mutex
 	claims map[claimKey]time.Time // when each running attempt was claimed
@@ -150,6 +152,9 @@ func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
 		delete(q.running, key.jobID)
 	}
 	q.mu.Unlock()
+	if q.jobDone != nil {
+		q.jobDone()
+	}
 	if q.metrics == nil {
 		return
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/httpapi"
+	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/store"
 	"github.com/convsvc/convsvc/webhook"
 )
@@ -64,7 +65,11 @@ type Config struct {
 	// input and absolutely (convert.Limits; 0: convert's defaults).
 	MaxOutputRatio float64
 	MaxOutputBytes int64
-	SweepInterval  time.Duration
+	// MemoryTrimDelay is how long the workers stay idle before the memory their conversions
+	// left behind goes back to the system (internal/gcfloor.Trimmer): 0 for
+	// gcfloor.DefaultTrimDelay, negative for never.
+	MemoryTrimDelay time.Duration
+	SweepInterval   time.Duration
 	// TrustedProxies are the reverse proxies whose Forwarded / X-Forwarded-For header names
 	// the client for per-address limits (httpapi.Config.TrustedProxies).
 	TrustedProxies []netip.Prefix
@@ -133,6 +138,9 @@ func (c *Config) Defaults() {
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = DefaultDrainTimeout
 	}
+	if c.MemoryTrimDelay == 0 {
+		c.MemoryTrimDelay = gcfloor.DefaultTrimDelay
+	}
 	if c.ConversionTimeout <= 0 {
 		c.ConversionTimeout = DefaultConversionTimeout
 	}
@@ -158,6 +166,7 @@ type Main struct {
 	blobs    ObjectStorage
 	catalog  *convert.Catalog
 	pool     *convert.Pool
+	trimmer  *gcfloor.Trimmer
 	api      *httpapi.Server
 	metrics  *metrics
 	apiSrv   *http.Server
@@ -272,6 +281,8 @@ func (m *Main) open() error {
 		StrayReturned: m.metrics.strayReturned,
 	}, m.catalog, queue, jobFiles{blobs: m.blobs, queue: queue, shared: queue.shared()})
 	queue.cancel = m.pool.Cancel
+	m.trimmer = gcfloor.NewTrimmer(cfg.MemoryTrimDelay, func() bool { return m.pool.Running() > 0 })
+	queue.jobDone = m.trimmer.JobDone
 
 	m.metrics.countRefused("api", m.apiLimit)
 	m.metrics.countRefused("storage", m.blobLimit)
@@ -534,6 +545,7 @@ func (m *Main) Close() error {
 			cancel()
 			m.pool.Shutdown(ctx)
 		}
+		m.trimmer.Stop()
 		m.wg.Wait()
 		if m.store != nil {
 			err = m.store.Close()

@@ -112,7 +112,7 @@ var Codecs = []Codec{
 	},
 	{
 		ID: "avif", Name: "AVIF", decodeConfig: avifDecodeConfig, Decode: decodeAVIF, Encode: encodeAVIF,
-		lossy: true, MaxSide: avifMaxSide, maxPixels: avifMaxPixels, DecodeCost: 32, EncodeCost: 114, FixedCost: 100 << 20,
+		lossy: true, MaxSide: avifMaxSide, maxPixels: avifMaxPixels, DecodeCost: 10, EncodeCost: 20, FixedCost: 100 << 20,
 	},
 	{
 		ID: "jxl", Name: "JPEG XL", decodeConfig: jxlDecodeConfig, Decode: decodeJXL,

@@ -1,6 +1,7 @@
 package image
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"image"
@@ -8,9 +9,8 @@ import (
 	"image/draw"
 	"io"
 
-	"github.com/gen2brain/avif"
-
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/internal/wasmcodec"
 )
 
 // AVIFQuality is the quality AVIF outputs are written with when the job sets none: libavif's
@@ -26,9 +26,9 @@ const avifSpeed = 10
 // than 16384x16384 by default.
 const avifMaxSide = 16384
 
-// avifMaxPixels bounds AVIF outputs: libaom runs in 32-bit wasm memory (4 GiB at most) and
-// needs about 100 bytes a pixel; 8000x6000 encoded (in 116 s on a busy machine, peak RSS
-// 4.9 GB), larger is untried.
+// avifMaxPixels bounds AVIF outputs: libaom runs in 32-bit wasm memory (4 GiB at most).
+// 8000x6000 encoded (in 116 s on a busy machine, peak RSS 4.9 GB, when wazero's memory still
+// grew by copying; 12 MP now peaks at 348 MiB, 29 bytes a pixel), larger is untried.
 const avifMaxPixels = 48_000_000
 
 // avifDecodeConfig reads the primary image's size from the file's boxes, never running the
@@ -58,12 +58,27 @@ func avifDecodeConfig(r io.Reader) (image.Config, error) {
 }
 
 // decodeAVIF decodes the primary image (the first frame of a sequence) with libavif and dav1d
-// compiled to wasm, applying its rotation and mirroring.
-func decodeAVIF(_ context.Context, r io.Reader, _ image.Config) (image.Image, error) {
-	return avif.Decode(r, avif.Options{AutoRotate: true})
+// compiled to wasm (convert/internal/wasmcodec), applying its rotation and mirroring.
+func decodeAVIF(ctx context.Context, r io.Reader, _ image.Config) (image.Image, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	img, err := wasmcodec.DecodeAVIF(ctx, data)
+	if err != nil {
+		return nil, err
+	}
+	orientation := 1
+	if top, err := readISOBoxes(bytes.NewReader(data), 0, int64(len(data))); err == nil {
+		if info, err := readHEIFInfo(bytes.NewReader(data), top); err == nil {
+			orientation = info.exifOrientation()
+		}
+	}
+	return orient(img, orientation), nil
 }
 
-// encodeAVIF writes AVIF with libavif and libaom compiled to wasm, 4:2:0 at the job's
+// encodeAVIF writes AVIF with libavif and libaom compiled to wasm (convert/internal/wasmcodec;
+// a job's cancellation stops it), 4:2:0 at the job's
 // quality; alpha is kept.
 func encodeAVIF(ctx context.Context, w io.Writer, img image.Image, opts convert.Options) error {
 	quality := AVIFQuality
@@ -75,11 +90,11 @@ func encodeAVIF(ctx context.Context, w io.Writer, img image.Image, opts convert.
 		return err
 	}
 	return GuardCodec("AVIF encoder", func() error {
-		return avif.Encode(&convert.ContextWriter{Ctx: ctx, W: w}, m, avif.Options{
-			Quality:           quality,
-			QualityAlpha:      quality,
-			Speed:             avifSpeed,
-			ChromaSubsampling: image.YCbCrSubsampleRatio420,
+		return wasmcodec.EncodeAVIF(ctx, &convert.ContextWriter{Ctx: ctx, W: w}, m, wasmcodec.AVIFOptions{
+			Quality:      quality,
+			QualityAlpha: quality,
+			Speed:        avifSpeed,
+			Chroma:       wasmcodec.AVIFYUV420,
 		})
 	})
 }
@@ -98,4 +113,65 @@ func packedRGBA(img image.Image) *image.RGBA {
 	dst := image.NewRGBA(image.Rect(0, 0, b.Dx(), b.Dy()))
 	draw.Draw(dst, dst.Bounds(), m8, b.Min, draw.Src)
 	return dst
+}
+
+// exifOrientation is the EXIF orientation (1..8) equivalent to the image's irot and imir, as
+// libavif maps them.
+func (info heifImageInfo) exifOrientation() int {
+	// Rows: quarter turns anticlockwise; columns: no mirror, imir axis 0, imir axis 1.
+	table := [4][3]int{{1, 4, 2}, {8, 5, 7}, {3, 2, 4}, {6, 7, 5}}
+	return table[info.rotation&3][info.mirror]
+}
+
+// orient returns img transformed for display per an EXIF orientation (2..8; others leave it
+// as is), for the *image.RGBA and *image.RGBA64 the AVIF decoder returns.
+func orient(img image.Image, orientation int) image.Image {
+	if orientation < 2 || orientation > 8 {
+		return img
+	}
+	var pix []byte
+	var stride, bpp int
+	switch m := img.(type) {
+	case *image.RGBA:
+		pix, stride, bpp = m.Pix, m.Stride, 4
+	case *image.RGBA64:
+		pix, stride, bpp = m.Pix, m.Stride, 8
+	default:
+		return img
+	}
+	b := img.Bounds()
+	sw, sh := b.Dx(), b.Dy()
+	dw, dh := sw, sh
+	if orientation >= 5 { // the quarter turns swap the sides
+		dw, dh = sh, sw
+	}
+	dst := make([]byte, dw*dh*bpp)
+	for sy := 0; sy < sh; sy++ {
+		row := pix[sy*stride : sy*stride+sw*bpp]
+		for sx := 0; sx < sw; sx++ {
+			dx, dy := sx, sy
+			switch orientation {
+			case 2: // mirrored left to right
+				dx = sw - 1 - sx
+			case 3: // half turn
+				dx, dy = sw-1-sx, sh-1-sy
+			case 4: // mirrored top to bottom
+				dy = sh - 1 - sy
+			case 5: // transposed
+				dx, dy = sy, sx
+			case 6: // quarter turn clockwise
+				dx, dy = sh-1-sy, sx
+			case 7: // transversed
+				dx, dy = sh-1-sy, sw-1-sx
+			case 8: // quarter turn anticlockwise
+				dx, dy = sy, sw-1-sx
+			}
+			copy(dst[(dy*dw+dx)*bpp:], row[sx*bpp:(sx+1)*bpp])
+		}
+	}
+	r := image.Rect(0, 0, dw, dh)
+	if bpp == 8 {
+		return &image.RGBA64{Pix: dst, Stride: dw * 8, Rect: r}
+	}
+	return &image.RGBA{Pix: dst, Stride: dw * 4, Rect: r}
 }

@@ -101,6 +101,7 @@ func (x isoBox) payload(b []byte) []byte { return b[x.off : x.off+x.size] }
 type heifImageInfo struct {
 	width, height int // as stored, before rotation
 	rotation      int // irot angle in quarter turns anticlockwise
+	mirror        int // 0: no imir; 1 + imir's axis bit
 }
 
 // maxMetaBox bounds the meta box read into memory: item tables of huge grids stay far below it.
@@ -184,6 +185,10 @@ func readHEIFInfo(r io.ReaderAt, top []isoBox) (heifImageInfo, error) {
 		case "irot":
 			if len(pd) >= 1 {
 				info.rotation = int(pd[0] & 3)
+			}
+		case "imir":
+			if len(pd) >= 1 {
+				info.mirror = 1 + int(pd[0]&1)
 			}
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"image/color"
 	"io"
 
-	"github.com/gen2brain/jpegxl"
+	"github.com/convsvc/convsvc/convert/internal/wasmcodec"
 )
 
 // jxlContainerSig opens a JPEG XL file in the ISOBMFF-style container; a bare codestream
@@ -146,8 +146,13 @@ func parseJXLHeader(head []byte) (w, h, orientation int, err error) {
 	return int(xs), int(ys), orientation, nil
 }
 
-// decodeJXL decodes the image (the first frame of an animation) with libjxl compiled to wasm.
-// A truncated codestream is reported by libjxl only as a failed decode.
-func decodeJXL(_ context.Context, r io.Reader, _ image.Config) (image.Image, error) {
-	return jpegxl.Decode(r)
+// decodeJXL decodes the image (the first frame of an animation) with libjxl compiled to wasm
+// (convert/internal/wasmcodec). A truncated codestream is reported by libjxl only as a failed
+// decode.
+func decodeJXL(ctx context.Context, r io.Reader, _ image.Config) (image.Image, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return wasmcodec.DecodeJXL(ctx, data)
 }

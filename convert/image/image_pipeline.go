@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	"image/jpeg"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/convsvc/convsvc/convert"
@@ -20,7 +22,8 @@ import (
 // same pixels as decodePixels followed by encodeJPEG. Measured on a 12 MP photo-like PNG it
 // takes about half the wall time of decoding then encoding (docs/benchmarks.md).
 //
-// Memory: the decoded image, as decodePixels would hold it, plus at most GOMAXPROCS+2 strips
+// Memory: a ring of (GOMAXPROCS+2) strips' rows (the decoded image, as decodePixels would hold
+// it, when the image is one strip), plus a copy of each strip in flight, plus at most GOMAXPROCS+2 strips
 // in flight (an 8-bit RGBA copy of the strip for alpha and palette images, and its JPEG
 // bytes), which is less than the whole-image copy encodeJPEG makes of such images and well
 // inside the png and jpeg codecs' decodeCost+encodeCost.
@@ -33,10 +36,24 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
 	src := newInputReader(dctx, in)
+	// The decoder keeps a ring of rows rather than the whole image (100 MP: 381 MiB): two
+	// strips' worth beyond the strip being encoded on each core, and rows go back to it as
+	// soon as the strip that holds them has been copied out.
+	full := image.Rect(0, 0, cfg.Width, cfg.Height)
+	stripH := max(jpegstrip.StripHeight(full, false), jpegstrip.StripHeight(full, true)) // gray or not
+	ring := stripH * (runtime.GOMAXPROCS(0) + 2)
+	if stripH >= cfg.Height {
+		ring = 0
+	}
+	freed := newRowGate() // rows [0, n) the strips no longer need
 	var d *pngstream.Decoder
 	var ok bool
 	err = GuardCodec(codec.Name+" decoder", func() (err error) {
-		d, ok, err = pngstream.NewDecoder(src)
+		if ring == 0 {
+			d, ok, err = pngstream.NewDecoder(src)
+			return err
+		}
+		d, ok, err = pngstream.NewRingDecoder(src, ring, func(y int) error { return freed.wait(dctx, y-ring+1) })
 		return err
 	})
 	if err != nil {
@@ -47,11 +64,17 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	}
 	img := d.Image()
 	b := img.Bounds()
+	if ring = d.Ring(); ring > 0 {
+		b.Max.Y = cfg.Height
+	}
 	if b.Dx() != cfg.Width || b.Dy() != cfg.Height {
 		return true, convert.Errorf(fmt.Errorf("header says %dx%d, the decoder allocated %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
 			"input is not a valid %s file (its size is inconsistent)", codec.Name)
 	}
 	sub, gray := pngStrips(img)
+	if ring > 0 {
+		sub = ringStrips(img, ring, freed)
+	}
 	opaque := d.Opaque()
 
 	rows := newRowGate()
@@ -182,4 +205,64 @@ func jpegOptions(opts convert.Options) *jpeg.Options {
 		quality = opts.Quality
 	}
 	return &jpeg.Options{Quality: quality}
+}
+
+// ringStrips returns the strips of a 100-row-or-so ring pngstream is filling as images of
+// their own (copies, so the rows can be reused at once), and records each strip copied in
+// freed, as the rows above the lowest strip not yet copied.
+func ringStrips(img image.Image, ring int, freed *rowGate) func(image.Rectangle) image.Image {
+	var mu sync.Mutex
+	copied := map[int]int{} // strips copied out of order: Min.Y -> Max.Y
+	released := 0
+	var pal color.Palette
+	if m, ok := img.(*image.Paletted); ok {
+		pal = m.Palette[:cap(m.Palette)] // see pngStrips
+	}
+	pix, stride, bpp := ringPix(img)
+	return func(r image.Rectangle) image.Image {
+		w := r.Dx() * bpp
+		dst := make([]byte, w*r.Dy())
+		for y := r.Min.Y; y < r.Max.Y; y++ {
+			slot := y % ring
+			copy(dst[(y-r.Min.Y)*w:], pix[slot*stride:slot*stride+w])
+		}
+		mu.Lock()
+		copied[r.Min.Y] = r.Max.Y
+		for {
+			end, ok := copied[released]
+			if !ok {
+				break
+			}
+			delete(copied, released)
+			released = end
+		}
+		n := released
+		mu.Unlock()
+		freed.set(n)
+		switch img.(type) {
+		case *image.Gray:
+			return &image.Gray{Pix: dst, Stride: w, Rect: r}
+		case *image.Paletted:
+			return &image.Paletted{Pix: dst, Stride: w, Rect: r, Palette: pal}
+		case *image.RGBA:
+			return &image.RGBA{Pix: dst, Stride: w, Rect: r}
+		default:
+			return &image.NRGBA{Pix: dst, Stride: w, Rect: r}
+		}
+	}
+}
+
+// ringPix returns the pixels of an image pngstream fills.
+func ringPix(img image.Image) (pix []byte, stride, bpp int) {
+	switch m := img.(type) {
+	case *image.Gray:
+		return m.Pix, m.Stride, 1
+	case *image.Paletted:
+		return m.Pix, m.Stride, 1
+	case *image.RGBA:
+		return m.Pix, m.Stride, 4
+	case *image.NRGBA:
+		return m.Pix, m.Stride, 4
+	}
+	panic(fmt.Sprintf("pngstream image of type %T", img))
 }

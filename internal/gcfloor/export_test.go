@@ -11,3 +11,9 @@ func OnTuned(cleanup func(func()), f func()) {
 		mu.Unlock()
 	})
 }
+
+// WithTrimFunc makes t call f instead of trimming.
+func (t *Trimmer) WithTrimFunc(f func()) *Trimmer {
+	t.trim = f
+	return t
+}

@@ -90,6 +90,18 @@ func EncodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool
 	return encodeStrips(ctx, w, b, gray, o, workers, strip, 0)
 }
 
+// StripHeight is how many rows each strip EncodeStrips asks for has when it encodes an image
+// of bounds b (the last strip may have fewer): b.Dy() when it encodes the image in one piece.
+// A caller streaming rows through a buffer holds at least this many.
+func StripHeight(b image.Rectangle, gray bool) int {
+	if !b.Empty() && b.Dx() < 1<<16 && b.Dy() < 1<<16 {
+		if p := newPlan(b, gray, 0); p.n > 1 {
+			return p.stripH
+		}
+	}
+	return b.Dy()
+}
+
 // plan is how an image is cut into strips.
 type plan struct {
 	b      image.Rectangle

@@ -90,6 +90,11 @@ type Decoder struct {
 	pix     []byte
 	stride  int
 	started bool
+
+	// ring, when set (NewRingDecoder), is how many rows Image holds: row y goes to row
+	// y%ring, and wait(y) is called before a row is overwritten.
+	ring int
+	wait func(y int) error
 }
 
 // NewDecoder reads the signature and the chunks before the first IDAT. When the file is a
@@ -97,7 +102,23 @@ type Decoder struct {
 // truecolor or gray image, ...) it returns ok == false and a nil error: the caller decodes
 // with image/png instead (from the start of the file). Malformed files return an error.
 func NewDecoder(r io.Reader) (d *Decoder, ok bool, err error) {
-	d = &Decoder{r: r}
+	return newDecoder(&Decoder{r: r})
+}
+
+// NewRingDecoder is NewDecoder for a caller that takes the rows as they come and lets them
+// go, so that an image of any height is decoded in the memory of ring rows: Image is then
+// ring rows high (or the image's height, if less), row y of the file going to row y%ring,
+// and Decode, before it writes row y over row y-ring, reports progress(y) and then calls
+// wait(y), which must return only once the caller is done with rows below y-ring+1 (or with
+// an error, which Decode returns). ring must be at least 2.
+func NewRingDecoder(r io.Reader, ring int, wait func(y int) error) (d *Decoder, ok bool, err error) {
+	if ring < 2 {
+		return nil, false, fmt.Errorf("pngstream: a ring of %d rows", ring)
+	}
+	return newDecoder(&Decoder{r: r, ring: ring, wait: wait})
+}
+
+func newDecoder(d *Decoder) (_ *Decoder, ok bool, err error) {
 	if err := d.checkHeader(); err != nil {
 		return nil, false, eofUnexpected(err)
 	}
@@ -129,6 +150,10 @@ func NewDecoder(r io.Reader) (d *Decoder, ok bool, err error) {
 // opaque blacks, so a reader working while Decode runs should take
 // p.Palette[:cap(p.Palette)] before Decode starts, or read Palette only after Decode returns.
 func (d *Decoder) Image() image.Image { return d.img }
+
+// Ring is how many rows Image holds when they are reused (NewRingDecoder on an image taller
+// than its ring), or 0 when Image is the whole image.
+func (d *Decoder) Ring() int { return d.ring }
 
 // Opaque reports whether every pixel of Image will be opaque whatever the rows hold: a gray
 // or truecolor file (with a tRNS chunk, NewDecoder leaves those to image/png). A caller can
@@ -387,10 +412,15 @@ func (d *Decoder) verifyChecksum() error {
 // allocate makes the image image/png would return, once; the bytes per pixel of each type
 // are at most 4, which the IHDR check keeps from overflowing int.
 func (d *Decoder) allocate() error {
-	if int64(d.width)*int64(d.height)*4 > maxPixBytes {
+	r := image.Rect(0, 0, d.width, d.height)
+	if d.ring > 0 && d.ring < d.height {
+		r.Max.Y = d.ring
+	} else {
+		d.ring = 0 // the whole image fits: an ordinary decode
+	}
+	if int64(d.width)*int64(r.Dy())*4 > maxPixBytes {
 		return png.UnsupportedError(fmt.Sprintf("%dx%d image too large for the streaming decoder", d.width, d.height))
 	}
-	r := image.Rect(0, 0, d.width, d.height)
 	switch d.colorType {
 	case ctGrayscale:
 		m := image.NewGray(r)
@@ -482,7 +512,21 @@ func (d *Decoder) decodeIDAT(progress func(int)) error {
 		if ft > ftPaeth {
 			return png.FormatError("bad filter type")
 		}
-		dst := d.pix[y*d.stride : y*d.stride+dstBpp*d.width]
+		row := y
+		if d.ring > 0 {
+			if y >= d.ring {
+				// Row y replaces row y-ring: publish what is final, then wait for the
+				// caller to let it go.
+				if progress != nil {
+					progress(y)
+				}
+				if err := d.wait(y); err != nil {
+					return err
+				}
+			}
+			row = y % d.ring
+		}
+		dst := d.pix[row*d.stride : row*d.stride+dstBpp*d.width]
 		cur := cr[1:]
 		switch srcBpp {
 		case 1:

@@ -1,0 +1,166 @@
+package wasmcodec
+
+import (
+	"context"
+	_ "embed"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"image"
+	"io"
+)
+
+//go:embed avif.wasm.gz
+var avifWasm []byte
+
+// avifCodec is libavif 1.4.2 with libaom 3.14.1 (encoder) and dav1d 1.5.3 (decoder).
+var avifCodec = &codec{name: "avif", gz: avifWasm}
+
+// AVIF chroma formats, libavif's avifPixelFormat values.
+const (
+	AVIFYUV444 = 1
+	AVIFYUV422 = 2
+	AVIFYUV420 = 3
+)
+
+// ErrAVIFDecode reports that libavif could not parse or decode a file.
+var ErrAVIFDecode = errors.New("avif: decode failed")
+
+// ErrAVIFEncode reports that libavif could not encode an image.
+var ErrAVIFEncode = errors.New("avif: encode failed")
+
+// DecodeAVIF decodes the primary image (the first frame of a sequence) of an AVIF file, as
+// stored: the caller applies any irot/imir orientation. 8-bit images come back as *image.RGBA,
+// deeper ones as *image.RGBA64, both premultiplied.
+func DecodeAVIF(ctx context.Context, data []byte) (image.Image, error) {
+	in, err := avifCodec.instantiate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer in.close()
+
+	src, err := in.malloc(len(data))
+	if err != nil {
+		return nil, err
+	}
+	if err := in.write(src, data); err != nil {
+		return nil, err
+	}
+	info, err := in.malloc(4 * 4) // width, height, depth, frame count
+	if err != nil {
+		return nil, err
+	}
+	// decode(in, in_size, config_only, decode_all, &width, &height, &depth, &count, delay, out)
+	ok, err := in.call("decode", uint64(src), uint64(len(data)), 1, 0, uint64(info), uint64(info+4), uint64(info+8), uint64(info+12), 0, 0)
+	if err != nil {
+		return nil, err
+	}
+	if ok == 0 {
+		return nil, ErrAVIFDecode
+	}
+	var dims [3]uint32
+	for i := range dims {
+		if dims[i], err = in.u32(info + 4*uint32(i)); err != nil {
+			return nil, err
+		}
+	}
+	w, h, depth := int(dims[0]), int(dims[1]), dims[2]
+	bpp := 4
+	if depth > 8 {
+		bpp = 8
+	}
+	if w <= 0 || h <= 0 || int64(w)*int64(h)*int64(bpp) > 1<<32-1 {
+		return nil, fmt.Errorf("%w: image size %dx%d out of range", ErrAVIFDecode, w, h)
+	}
+	size := w * h * bpp
+	out, err := in.malloc(size)
+	if err != nil {
+		return nil, err
+	}
+	delay, err := in.malloc(8)
+	if err != nil {
+		return nil, err
+	}
+	ok, err = in.call("decode", uint64(src), uint64(len(data)), 0, 0, uint64(info), uint64(info+4), uint64(info+8), uint64(info+12), uint64(delay), uint64(out))
+	if err != nil {
+		return nil, err
+	}
+	if ok == 0 {
+		return nil, ErrAVIFDecode
+	}
+	pix, err := in.read(out, size)
+	if err != nil {
+		return nil, err
+	}
+	rect := image.Rect(0, 0, w, h)
+	if bpp == 8 {
+		m := image.NewRGBA64(rect)
+		for i := 0; i < size; i += 2 { // libavif writes native (little-endian) 16-bit samples
+			binary.BigEndian.PutUint16(m.Pix[i:], binary.LittleEndian.Uint16(pix[i:]))
+		}
+		return m, nil
+	}
+	m := image.NewRGBA(rect)
+	copy(m.Pix, pix)
+	return m, nil
+}
+
+// AVIFOptions are the encoder's settings.
+type AVIFOptions struct {
+	Quality      int  // 0..100
+	QualityAlpha int  // 0..100
+	Speed        int  // libaom's, 0 (slow) .. 10 (fast)
+	Chroma       int  // AVIFYUV444, AVIFYUV422 or AVIFYUV420
+	Lossless     bool // quality 100 and 4:4:4 whatever the other fields say
+}
+
+// EncodeAVIF writes m, 8-bit premultiplied with rows packed from (0, 0), as a still AVIF.
+func EncodeAVIF(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOptions) error {
+	width, height := m.Rect.Dx(), m.Rect.Dy()
+	if m.Rect.Min != (image.Point{}) || m.Stride != 4*width || len(m.Pix) < 4*width*height {
+		return errors.New("avif: EncodeAVIF needs rows packed from (0, 0)")
+	}
+	in, err := avifCodec.instantiate(ctx)
+	if err != nil {
+		return err
+	}
+	defer in.close()
+
+	src, err := in.malloc(4 * width * height)
+	if err != nil {
+		return err
+	}
+	if err := in.write(src, m.Pix[:4*width*height]); err != nil {
+		return err
+	}
+	sizePtr, err := in.malloc(8)
+	if err != nil {
+		return err
+	}
+	lossless := uint64(0)
+	if opts.Lossless {
+		lossless = 1
+		opts.Quality, opts.QualityAlpha, opts.Chroma = 100, 100, AVIFYUV444
+	}
+	// encode(rgb, width, height, &size, quality, quality_alpha, speed, chroma, lossless)
+	out, err := in.call("encode", uint64(src), uint64(width), uint64(height), uint64(sizePtr),
+		uint64(opts.Quality), uint64(opts.QualityAlpha), uint64(opts.Speed), uint64(opts.Chroma), lossless)
+	if err != nil {
+		return err
+	}
+	size, err := in.u32(sizePtr) // a 32-bit size_t
+	if err != nil {
+		return err
+	}
+	if out == 0 || size == 0 {
+		return ErrAVIFEncode
+	}
+	b, err := in.read(uint32(out), int(size))
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(b); err != nil {
+		return fmt.Errorf("avif: write: %w", err)
+	}
+	return nil
+}
