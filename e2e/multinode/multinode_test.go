@@ -91,7 +91,7 @@ func (c *cluster) newAccount(t *testing.T, name string, capCents int64) (client.
 	if err != nil {
 		t.Fatalf("create account: %v", err)
 	}
-	key, err := c.admin(1 % len(c.nodes)).CreateKey(ctx, acct.ID)
+	key, err := c.admin(1%len(c.nodes)).CreateKey(ctx, acct.ID)
 	if err != nil {
 		t.Fatalf("create key: %v", err)
 	}
