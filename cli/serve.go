@@ -26,6 +26,8 @@ type serveOptions struct {
 	gcHeapFloor sizeFlag // see internal/gcfloor
 	// trustedProxies are --trusted-proxies as given; validate parses them into cfg.
 	trustedProxies []string
+	// s3PathStyle is --s3-path-style as given: auto, true or false.
+	s3PathStyle string
 }
 
 func newServeCommand() *cobra.Command {
@@ -47,6 +49,10 @@ func newServeCommand() *cobra.Command {
 func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.DataDir, "data", "./convsvc-data", "data directory (database, files, secrets)")
 	f.StringVar(&o.cfg.Database, "database", "", "job database: a bbolt file (default DATA/convsvc.db) or a postgres:// URL that several nodes share; the password may also come from $CONVSVC_DATABASE_PASSWORD_FILE")
+	f.StringVar(&o.cfg.ObjectStorage, "object-storage", "", "where uploads and outputs live: the blob store in DATA/blobs served on --blob-listen (default), or s3://BUCKET/PREFIX on any S3-compatible server; credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY (or their _FILE twins, or the AWS SDK's default chain)")
+	f.StringVar(&o.cfg.S3.Endpoint, "s3-endpoint", "", "S3 API base URL for --object-storage s3://..., e.g. http://minio:9000 (default: AWS for --s3-region)")
+	f.StringVar(&o.cfg.S3.Region, "s3-region", "", "S3 region for --object-storage s3://... (default: $AWS_REGION; us-east-1 suits most self-hosted servers)")
+	f.StringVar(&o.s3PathStyle, "s3-path-style", "auto", "address the bucket in the URL path (ENDPOINT/BUCKET/KEY) rather than the host name: true, false, or auto (on when --s3-endpoint is set, as MinIO and most self-hosted servers need)")
 	f.StringVar(&o.cfg.Listen, "listen", "127.0.0.1:8080", "API listen address")
 	f.StringVar(&o.cfg.BlobListen, "blob-listen", "127.0.0.1:8081", "object storage listen address")
 	f.StringVar(&o.cfg.PublicURL, "public-url", "", "API base URL clients see (default http://LISTEN)")
@@ -107,6 +113,40 @@ func (o *serveOptions) databasePassword() error {
 	return err
 }
 
+// The AWS variables serve reads the S3 credentials from (and their _FILE twins).
+const (
+	awsAccessKeyEnv    = "AWS_ACCESS_KEY_ID"
+	awsSecretKeyEnv    = "AWS_SECRET_ACCESS_KEY"
+	awsSessionTokenEnv = "AWS_SESSION_TOKEN"
+	awsRegionEnv       = "AWS_REGION"
+)
+
+// s3Settings completes the S3 settings of an s3:// --object-storage: the path style, the
+// region from $AWS_REGION when --s3-region is unset, and the credentials from the AWS
+// variables or the files their _FILE twins name.
+func (o *serveOptions) s3Settings() error {
+	if _, _, ok, err := service.ParseObjectStorage(o.cfg.ObjectStorage); err != nil || !ok {
+		return err
+	}
+	if o.cfg.S3.Region == "" {
+		o.cfg.S3.Region = os.Getenv(awsRegionEnv)
+	}
+	var err error
+	if o.cfg.S3.AccessKey, err = envOrFile(awsAccessKeyEnv); err != nil {
+		return err
+	}
+	if o.cfg.S3.SecretKey, err = envOrFile(awsSecretKeyEnv); err != nil {
+		return err
+	}
+	if o.cfg.S3.SessionToken, err = envOrFile(awsSessionTokenEnv); err != nil {
+		return err
+	}
+	if (o.cfg.S3.AccessKey == "") != (o.cfg.S3.SecretKey == "") {
+		return fmt.Errorf("--object-storage %s: set both %s and %s (or their _FILE twins), or neither", o.cfg.ObjectStorage, awsAccessKeyEnv, awsSecretKeyEnv)
+	}
+	return nil
+}
+
 // databasePasswordFileEnv names the file holding the PostgreSQL password, for a --database URL
 // that carries none.
 const databasePasswordFileEnv = "CONVSVC_DATABASE_PASSWORD_FILE"
@@ -123,11 +163,17 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 	if err := o.databasePassword(); err != nil {
 		return err
 	}
+	if err := o.s3Settings(); err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
 	o.cfg.OnDefaultKey = func(accountID, key string) {
 		fmt.Fprintf(out, "Created account \"default\" (%s) with API key:\n\n    %s\n\nIt is shown only this once; keep it.\n\n", accountID, key)
 	}
 	serving := func(api, blob string) {
+		if blob == "" {
+			blob = o.cfg.ObjectStorage
+		}
 		fmt.Fprintf(out, "convsvc serving the API on %s and object storage on %s\n", api, blob)
 	}
 	if o.logFormat == "json" {

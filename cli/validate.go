@@ -136,6 +136,22 @@ func (o *serveOptions) validate() error {
 	if len(o.trustedProxies) > maxTrustedProxyPrefix {
 		bad("trusted-proxies", "lists %d entries: use at most %d (wider CIDRs cover more)", len(o.trustedProxies), maxTrustedProxyPrefix)
 	}
+	if _, _, s3, err := service.ParseObjectStorage(c.ObjectStorage); err != nil {
+		bad("object-storage", "is %q: want s3://BUCKET[/PREFIX], or leave it empty for the blob store in the data dir", c.ObjectStorage)
+	} else if s3 && c.S3.Endpoint != "" {
+		if u, err := url.Parse(c.S3.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("s3-endpoint", "is %q: want http(s)://HOST[:PORT]", c.S3.Endpoint)
+		}
+	}
+	switch o.s3PathStyle {
+	case "", "auto":
+		c.S3.PathStyle = nil
+	case "true", "false":
+		v := o.s3PathStyle == "true"
+		c.S3.PathStyle = &v
+	default:
+		bad("s3-path-style", "is %q: want true, false or auto", o.s3PathStyle)
+	}
 	return errors.Join(errs...)
 }
 

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/convsvc/convsvc/internal/testenv"
@@ -40,12 +41,14 @@ var backendSuite = []struct {
 func TestAPI_Backends(t *testing.T) {
 	for _, backend := range []string{"bbolt", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
-			t.Setenv(testenv.EnvDatabase, backend)
+			db, objects, _ := strings.Cut(backend, "+")
+			t.Setenv(testenv.EnvDatabase, db)
+			t.Setenv(testenv.EnvObjectStorage, objects)
 			t.Run("RunsOnBackend", func(t *testing.T) {
 				e := testenv.Start(t)
 				switch st := e.Main.JobStore().(type) {
 				case *pgstore.Store:
-					if backend != "postgres" {
+					if db != "postgres" {
 						t.Fatalf("%s: the service runs on PostgreSQL", backend)
 					}
 				case *store.Store:
@@ -54,6 +57,9 @@ func TestAPI_Backends(t *testing.T) {
 					}
 				default:
 					t.Fatalf("unknown job store %T", st)
+				}
+				if got := e.Main.BlobURL() == ""; got != (objects == "s3") {
+					t.Fatalf("%s: local blob listener %q", backend, e.Main.BlobURL())
 				}
 			})
 			for _, tc := range backendSuite {

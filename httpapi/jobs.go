@@ -88,7 +88,7 @@ func (s *Server) viewJob(j store.Job) jobView {
 		v.Output = &outputView{
 			Bytes:        j.Output.Bytes,
 			SHA256:       j.Output.SHA256,
-			URL:          s.cfg.Blobs.DownloadURL(j.ID, j.Output.Bytes, expires),
+			URL:          s.cfg.Blobs.DownloadURL(j, expires),
 			URLExpiresIn: int(DownloadURLTTL / time.Second),
 		}
 	}
@@ -447,10 +447,10 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 	began := s.now()
 	var job store.Job
 	started := false // Seal called start: err is the job store's
-	err := s.cfg.Blobs.Seal(id, func(size int64) error {
+	err := s.cfg.Blobs.Seal(id, func(up store.Upload) error {
 		var err error
 		started = true
-		job, err = s.cfg.Store.StartJob(key.AccountID, id, size)
+		job, err = s.cfg.Store.StartSealedJob(key.AccountID, id, up)
 		return err
 	})
 	if !started {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/convsvc/convsvc/internal/testenv"
 	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/tests3"
 )
 
 // suiteLog sees every log line of every service the package's tests start.
@@ -26,6 +27,7 @@ var suiteLog = &logChecker{}
 func TestMain(m *testing.M) {
 	testenv.SetLogSink(suiteLog)
 	code := testpg.Run(m) // stops the private PostgreSQL server the backend tests started
+	tests3.Stop()         // and the S3 server
 	testenv.SetLogSink(nil)
 	if code != 0 {
 		os.Exit(code)

@@ -26,7 +26,9 @@ type Store interface {
 	CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error)
 	Job(accountID, jobID string) (store.Job, error)
 	ListJobs(accountID string, p store.ListParams) ([]store.Job, bool, error)
-	StartJob(accountID, jobID string, uploadedSize int64) (store.Job, error)
+	// StartSealedJob starts a job whose upload was sealed as up (size, and ETag or version id
+	// where object storage has them), recording up in the same transaction.
+	StartSealedJob(accountID, jobID string, up store.Upload) (store.Job, error)
 	CancelJob(accountID, jobID string) (store.Job, error)
 	WaitChange(jobID string) (<-chan struct{}, func())
 
@@ -41,12 +43,16 @@ type Store interface {
 	Backup(w io.Writer, size func(int64)) (int64, error)
 }
 
-// Blobs is what the API needs from object storage (implemented by *blobstore.Store).
+// Blobs is what the API needs from object storage (the local blob store or S3, through
+// service's adapters).
 type Blobs interface {
 	UploadURL(jobID string, size int64, expires time.Time) string
-	DownloadURL(jobID string, size int64, expires time.Time) string
-	// Seal runs start with the size of the job's upload while no upload to the job can land.
-	Seal(jobID string, start func(size int64) error) error
+	// DownloadURL is the signed URL of a succeeded job's output (job.Output), valid until expires.
+	DownloadURL(job store.Job, expires time.Time) string
+	// Seal runs start with what the job's upload is (its size, and where object storage has
+	// them its ETag and version id) while no upload to the job can land, or, where an upload
+	// cannot be stopped (S3), so that the start records exactly which object the job converts.
+	Seal(jobID string, start func(store.Upload) error) error
 	Check() error
 }
 

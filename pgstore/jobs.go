@@ -13,7 +13,8 @@ import (
 
 // jobCols are the columns scanJob reads, in its order.
 const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
-	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256`
+	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
+	upload_size, upload_etag, upload_version_id, output_attempt`
 
 // currentMonth is the ledger's month of the transaction's time, in UTC.
 const currentMonth = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')`
@@ -25,8 +26,12 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	var opts []byte
 	var outBytes *int64
 	var outSHA *string
+	var upSize *int64
+	var upETag, upVersion *string
+	var outAttempt *int32
 	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
-		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA)
+		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
+		&upSize, &upETag, &upVersion, &outAttempt)
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -38,6 +43,18 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	}
 	if outBytes != nil && outSHA != nil {
 		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA}
+		if outAttempt != nil {
+			j.Output.Attempt = int(*outAttempt)
+		}
+	}
+	if upSize != nil {
+		j.Upload = &store.Upload{Size: *upSize}
+		if upETag != nil {
+			j.Upload.ETag = *upETag
+		}
+		if upVersion != nil {
+			j.Upload.VersionID = *upVersion
+		}
 	}
 	j.CreatedAt, j.ExpiresAt = j.CreatedAt.UTC(), j.ExpiresAt.UTC()
 	j.StartedAt, j.FinishedAt = utcPtr(j.StartedAt), utcPtr(j.FinishedAt)
@@ -211,6 +228,19 @@ func (s *Store) ListJobs(accountID string, p store.ListParams) ([]store.Job, boo
 // StartJob moves a created job whose upload holds uploadedSize bytes to queued; see
 // store.Store.StartJob. A size other than input_bytes cancels the job with ErrSizeMismatch.
 func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (store.Job, error) {
+	return s.startJob(accountID, jobID, uploadedSize, nil)
+}
+
+// StartSealedJob is StartJob that also records which object was sealed (Job.Upload), in the
+// same transaction, when up names more than a size.
+func (s *Store) StartSealedJob(accountID, jobID string, up store.Upload) (store.Job, error) {
+	if up.ETag == "" && up.VersionID == "" {
+		return s.startJob(accountID, jobID, up.Size, nil)
+	}
+	return s.startJob(accountID, jobID, up.Size, &up)
+}
+
+func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.Upload) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var job store.Job
@@ -235,7 +265,13 @@ func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (store.Job
 		if spent+reserved > capCents {
 			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month", store.ErrLimitReached, spent, reserved, capCents)
 		}
-		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = now() WHERE id = $1 RETURNING `+jobCols, jobID))
+		var upSize *int64
+		var upETag, upVersion *string
+		if up != nil {
+			upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
+		}
+		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = now(),
+			upload_size = $2, upload_etag = $3, upload_version_id = $4 WHERE id = $1 RETURNING `+jobCols, jobID, upSize, upETag, upVersion))
 		if err != nil {
 			return err
 		}
@@ -503,19 +539,20 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, job *store.Job, status, c
 	}
 	var outBytes *int64
 	var outSHA *string
+	var outAttempt *int
 	if status == store.StatusSucceeded {
 		if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents) VALUES ($1, `+currentMonth+`, 1)
 			ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + 1`, job.AccountID); err != nil {
 			return err
 		}
-		outBytes, outSHA = &out.Bytes, &out.SHA256
+		outBytes, outSHA, outAttempt = &out.Bytes, &out.SHA256, &job.Attempt
 	}
 	if message == "" {
 		message = job.ErrorMessage
 	}
 	updated, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, finished_at = now(), error_code = $3, error_message = $4,
-			output_bytes = $5, output_sha256 = $6, lease_owner = NULL, lease_expires_at = NULL
-		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA))
+			output_bytes = $5, output_sha256 = $6, output_attempt = $7, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt))
 	if err != nil {
 		return err
 	}

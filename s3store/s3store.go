@@ -79,8 +79,13 @@ type Options struct {
 	Region    string // e.g. "us-east-1" (required)
 	Bucket    string // required
 	Prefix    string // key prefix, e.g. "convsvc"; slashes at either end are ignored
-	AccessKey string // required
-	SecretKey string // required
+	AccessKey string // required unless Credentials is set
+	SecretKey string // required unless Credentials is set
+	// SessionToken goes with temporary AccessKey/SecretKey (AWS_SESSION_TOKEN).
+	SessionToken string
+	// Credentials, when set, replaces AccessKey/SecretKey/SessionToken (for instance the AWS
+	// SDK's default chain: profiles, web identity, container and instance roles).
+	Credentials aws.CredentialsProvider
 	// PathStyle addresses the bucket as ENDPOINT/BUCKET/KEY rather than BUCKET.ENDPOINT/KEY;
 	// MinIO, versitygw and most self-hosted servers need it.
 	PathStyle bool
@@ -107,9 +112,11 @@ type Store struct {
 // New returns a Store for opts; it does not contact the server (see Check).
 func New(opts Options) (*Store, error) {
 	var missing []string
-	for _, f := range []struct{ name, v string }{
-		{"Region", opts.Region}, {"Bucket", opts.Bucket}, {"AccessKey", opts.AccessKey}, {"SecretKey", opts.SecretKey},
-	} {
+	required := []struct{ name, v string }{{"Region", opts.Region}, {"Bucket", opts.Bucket}}
+	if opts.Credentials == nil {
+		required = append(required, struct{ name, v string }{"AccessKey", opts.AccessKey}, struct{ name, v string }{"SecretKey", opts.SecretKey})
+	}
+	for _, f := range required {
 		if f.v == "" {
 			missing = append(missing, f.name)
 		}
@@ -117,9 +124,13 @@ func New(opts Options) (*Store, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("s3store: options %s are empty", strings.Join(missing, ", "))
 	}
+	creds := opts.Credentials
+	if creds == nil {
+		creds = credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, opts.SessionToken)
+	}
 	o := s3.Options{
 		Region:                     opts.Region,
-		Credentials:                credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, ""),
+		Credentials:                aws.NewCredentialsCache(creds),
 		UsePathStyle:               opts.PathStyle,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
@@ -573,4 +584,55 @@ func isNotFound(err error) bool {
 
 func isPreconditionFailed(err error) bool {
 	return apiCode(err) == "PreconditionFailed" || httpStatusOf(err) == http.StatusPreconditionFailed
+}
+
+// DeleteInput removes the job's upload (every version of it in a versioned bucket) and keeps
+// its outputs. A missing upload is fine.
+func (s *Store) DeleteInput(jobID string) error {
+	if !validID(jobID) {
+		return blobstore.ErrInvalidID
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	defer cancel()
+	key := s.UploadKey(jobID)
+	objs, err := s.listVersions(ctx, key)
+	if err != nil {
+		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
+	}
+	var errs []error
+	for _, o := range objs {
+		if o.key != key { // uploads/job_1 is also a prefix of uploads/job_12
+			continue
+		}
+		in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(o.key)}
+		if o.version != "" {
+			in.VersionId = aws.String(o.version)
+		}
+		if _, err := s.client.DeleteObject(ctx, in); err != nil && !isNotFound(err) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
+	}
+	return nil
+}
+
+// InputIDs lists, sorted, the job ids that have an upload under the prefix, so a sweep can
+// remove the inputs of finished jobs.
+func (s *Store) InputIDs() ([]string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opTimeout)
+	defer cancel()
+	var ids []string
+	dir := s.prefix + "uploads/"
+	err := s.list(ctx, dir, func(o types.Object) {
+		if id := strings.TrimPrefix(aws.ToString(o.Key), dir); validID(id) {
+			ids = append(ids, id)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
 }

@@ -32,6 +32,12 @@ type jobQueue struct {
 	claims map[claimKey]time.Time // when each running attempt was claimed
 	// beats stops the heartbeat of each running attempt, on a leased store.
 	beats map[claimKey]func()
+	// running is the job record of each job this node claimed, by id (the newest attempt):
+	// the workers open the input its start sealed (Job.Upload) and write the attempt's output.
+	running map[string]store.Job
+	// inputFaults are the attempts whose input object storage could not deliver: their
+	// conversion_failed outcome is storage's fault, so the job is requeued instead.
+	inputFaults map[claimKey]bool
 }
 
 type claimKey struct {
@@ -40,7 +46,8 @@ type claimKey struct {
 }
 
 func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics, maxAttempts int) *jobQueue {
-	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, maxAttempts: maxAttempts, claims: map[claimKey]time.Time{}, beats: map[claimKey]func(){}}
+	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, maxAttempts: maxAttempts, claims: map[claimKey]time.Time{}, beats: map[claimKey]func(){},
+		running: map[string]store.Job{}, inputFaults: map[claimKey]bool{}}
 }
 
 // Claim moves the oldest queued job to running and remembers when, for the duration metric.
@@ -51,6 +58,7 @@ func (q *jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 	}
 	q.mu.Lock()
 	q.claims[claimKey{job.ID, job.Attempt}] = time.Now()
+	q.running[job.ID] = job
 	q.mu.Unlock()
 	q.startHeartbeat(job.ID, job.Attempt)
 	logTransition(q.log, job)
@@ -68,6 +76,12 @@ func (q *jobQueue) Claim(context.Context) (convert.Task, bool, error) {
 // An output the blob store could not keep (convert.CodeStorageError) is not the input's fault:
 // the job goes back to the queue until --max-attempts, and the fault is counted.
 func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
+	q.mu.Lock()
+	inputFault := q.inputFaults[claimKey{o.Task.JobID, o.Task.Attempt}]
+	q.mu.Unlock()
+	if inputFault && o.Code == convert.CodeConversionFailed {
+		o.Code, o.Message = convert.CodeStorageError, "object storage could not deliver the input"
+	}
 	if o.Code == convert.CodeStorageError {
 		return q.requeue(o)
 	}
@@ -128,6 +142,10 @@ func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
 	q.mu.Lock()
 	claimed, ok := q.claims[key]
 	delete(q.claims, key)
+	delete(q.inputFaults, key)
+	if j, found := q.running[key.jobID]; found && j.Attempt == key.attempt {
+		delete(q.running, key.jobID)
+	}
 	q.mu.Unlock()
 	if q.metrics == nil {
 		return
@@ -161,17 +179,41 @@ func logTransition(log *slog.Logger, job store.Job, extra ...slog.Attr) {
 // jobFiles lets the worker pool read inputs and write outputs in object storage.
 type jobFiles struct {
 	blobs ObjectStorage
+	queue *jobQueue
 	// shared: the job store is shared by several nodes, where a job whose outcome was refused
 	// may be running again as a newer attempt on the same files.
 	shared bool
 }
 
-// OpenInput opens a job's sealed input.
-func (f jobFiles) OpenInput(jobID string) (*os.File, error) { return f.blobs.OpenInput(jobID) }
+// claimed is the record of the job as this node claimed it (only its id when unknown).
+func (f jobFiles) claimed(jobID string) store.Job {
+	if f.queue != nil {
+		f.queue.mu.Lock()
+		defer f.queue.mu.Unlock()
+		if j, ok := f.queue.running[jobID]; ok {
+			return j
+		}
+	}
+	return store.Job{ID: jobID}
+}
 
-// CreateOutput starts a job's output in object storage.
+// OpenInput opens the input the job's start sealed. A fault of object storage is remembered,
+// so that the attempt is retried rather than failed.
+func (f jobFiles) OpenInput(jobID string) (*os.File, error) {
+	job := f.claimed(jobID)
+	in, err := f.blobs.OpenInput(job)
+	if err != nil && isInputFault(err) && f.queue != nil {
+		f.queue.mu.Lock()
+		f.queue.inputFaults[claimKey{job.ID, job.Attempt}] = true
+		f.queue.mu.Unlock()
+	}
+	return in, err
+}
+
+// CreateOutput starts the output of the job's claimed attempt in object storage.
 func (f jobFiles) CreateOutput(jobID string) (convert.OutputFile, error) {
-	return f.blobs.CreateOutput(jobID)
+	job := f.claimed(jobID)
+	return f.blobs.CreateOutput(jobID, job.Attempt)
 }
 
 // storageError marks the blob store's own faults (blobstore.ErrStorage: disk full, read-only

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/pgstore"
+	"github.com/convsvc/convsvc/s3store"
 	"github.com/convsvc/convsvc/store"
 )
 
@@ -39,11 +41,14 @@ type JobStore interface {
 
 // ObjectStorage is everything the service needs from object storage: signed URLs and sealing
 // for the API, inputs and outputs for the workers, listing and deletion for the sweeper.
-// localObjects (the blob store in the data dir) implements it.
+// localObjects (the blob store in the data dir) and s3Objects (an S3 bucket) implement it.
 type ObjectStorage interface {
 	httpapi.Blobs
-	OpenInput(jobID string) (*os.File, error)
-	CreateOutput(jobID string) (convert.OutputFile, error)
+	// OpenInput opens the input the job's start sealed (job.Upload where it is recorded).
+	OpenInput(job store.Job) (*os.File, error)
+	// CreateOutput starts the output of one attempt of the job; storage that keeps outputs
+	// per attempt (S3) never lets it replace another attempt's.
+	CreateOutput(jobID string, attempt int) (convert.OutputFile, error)
 	Delete(jobID string) error
 	DeleteInput(jobID string) error
 	JobIDs() ([]string, error)
@@ -85,14 +90,33 @@ var (
 	_ rateWindowStore  = (*pgstore.Store)(nil)
 	_ ObjectStorage    = localObjects{}
 	_ objectHandler    = localObjects{}
+	_ ObjectStorage    = s3Objects{}
 )
 
 // localObjects is the blob store in the data dir as ObjectStorage.
 type localObjects struct{ *blobstore.Store }
 
-// CreateOutput starts a job's output in the blob store; the blob store's faults are
-// convert.StorageErrors, so the job is retried instead of failed.
-func (l localObjects) CreateOutput(jobID string) (convert.OutputFile, error) {
+// DownloadURL signs the download of the job's output.
+func (l localObjects) DownloadURL(job store.Job, expires time.Time) string {
+	var size int64
+	if job.Output != nil {
+		size = job.Output.Bytes
+	}
+	return l.Store.DownloadURL(job.ID, size, expires)
+}
+
+// Seal runs start with the upload's size while no upload to the job can land.
+func (l localObjects) Seal(jobID string, start func(store.Upload) error) error {
+	return l.Store.Seal(jobID, func(size int64) error { return start(store.Upload{Size: size}) })
+}
+
+// OpenInput opens the job's sealed input: once sealed, the blob store's file cannot change.
+func (l localObjects) OpenInput(job store.Job) (*os.File, error) { return l.Store.OpenInput(job.ID) }
+
+// CreateOutput starts a job's output in the blob store (one output per job, whatever the
+// attempt); the blob store's faults are convert.StorageErrors, so the job is retried instead
+// of failed.
+func (l localObjects) CreateOutput(jobID string, _ int) (convert.OutputFile, error) {
 	p, err := l.Store.CreateOutput(jobID)
 	if err != nil {
 		return nil, storageError(err)
@@ -175,4 +199,62 @@ func (m *Main) openJobStore() error {
 	}
 	m.store = st
 	return nil
+}
+
+// S3Config is how to reach the bucket of an s3:// ObjectStorage.
+type S3Config struct {
+	// Endpoint is the S3 API's base URL (MinIO, Ceph, versitygw, ...); empty for AWS.
+	Endpoint string
+	// Region signs the requests (required; us-east-1 suits most self-hosted servers).
+	Region string
+	// PathStyle addresses ENDPOINT/BUCKET/KEY rather than BUCKET.ENDPOINT/KEY; nil means
+	// on when an Endpoint is given and off for AWS.
+	PathStyle *bool
+	// AccessKey, SecretKey and SessionToken are static credentials; when AccessKey is empty
+	// Credentials (if set) provides them.
+	AccessKey, SecretKey, SessionToken string
+	// Credentials is used when AccessKey is empty (cli passes the AWS SDK's default chain).
+	Credentials aws.CredentialsProvider
+}
+
+// UsesPathStyle is whether requests address the bucket in the path.
+func (c S3Config) UsesPathStyle() bool {
+	if c.PathStyle != nil {
+		return *c.PathStyle
+	}
+	return c.Endpoint != ""
+}
+
+// openS3 opens the bucket of an s3:// ObjectStorage, or returns nil for the local blob store.
+// Inputs are downloaded to scratch and outputs written there before their upload.
+func (m *Main) openS3(scratch string) (ObjectStorage, error) {
+	cfg := m.cfg
+	bucket, prefix, ok, err := ParseObjectStorage(cfg.ObjectStorage)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if cfg.S3.Region == "" {
+		return nil, fmt.Errorf("object storage %s needs a region: set --s3-region or CONVSVC_S3_REGION", cfg.ObjectStorage)
+	}
+	opts := s3store.Options{
+		Endpoint: cfg.S3.Endpoint, Region: cfg.S3.Region, Bucket: bucket, Prefix: prefix,
+		AccessKey: cfg.S3.AccessKey, SecretKey: cfg.S3.SecretKey, SessionToken: cfg.S3.SessionToken,
+		PathStyle: cfg.S3.UsesPathStyle(), ScratchDir: scratch,
+	}
+	if opts.AccessKey == "" {
+		opts.Credentials = cfg.S3.Credentials
+	}
+	if opts.AccessKey == "" && opts.Credentials == nil {
+		return nil, fmt.Errorf("object storage %s needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE twins)", cfg.ObjectStorage)
+	}
+	s, err := s3store.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("object storage %s: %w", cfg.ObjectStorage, err)
+	}
+	return s3Objects{s: s, extension: func(format string) string {
+		if f, ok := m.catalog.Format(format); ok && len(f.Extensions) > 0 {
+			return f.Extensions[0]
+		}
+		return ""
+	}}, nil
 }

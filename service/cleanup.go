@@ -78,10 +78,10 @@ type apiBlobs struct {
 
 // Seal seals the upload and runs start; after a size mismatch the cancelled job's upload goes
 // (once Seal released the id's lock, which DeleteInput takes).
-func (a apiBlobs) Seal(jobID string, start func(size int64) error) error {
+func (a apiBlobs) Seal(jobID string, start func(store.Upload) error) error {
 	mismatch := false
-	err := a.ObjectStorage.Seal(jobID, func(size int64) error {
-		err := start(size)
+	err := a.ObjectStorage.Seal(jobID, func(up store.Upload) error {
+		err := start(up)
 		mismatch = errors.Is(err, store.ErrSizeMismatch)
 		return err
 	})

@@ -36,9 +36,14 @@ type Config struct {
 	Database string
 	// Lease is how long a PostgreSQL claim lasts without a heartbeat (default 30s); the worker
 	// renews it every third of that, and every node requeues jobs whose lease lapsed.
-	Lease         time.Duration
+	Lease time.Duration
+	// ObjectStorage is where uploads and outputs live: empty (or "local") for the blob store
+	// in DATA/blobs, served on BlobListen; or s3://BUCKET/PREFIX, an S3-compatible bucket
+	// that clients reach through presigned URLs (S3 holds the rest of its settings).
+	ObjectStorage string
+	S3            S3Config
 	Listen        string // API address, e.g. 127.0.0.1:8080 (":0" picks a port)
-	BlobListen    string // object-storage address
+	BlobListen    string // object-storage address (the local blob store only)
 	PublicURL     string // API base URL clients see; default from the listener
 	BlobPublicURL string // object-storage base URL clients see; default from the listener
 	// MetricsListen, when set, serves GET /metrics on this address instead of the API's.
@@ -211,30 +216,40 @@ func (m *Main) open() error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (change it with --listen)", cfg.Listen, err)
 	}
-	blobLn, err := net.Listen("tcp", cfg.BlobListen)
-	if err != nil {
-		apiLn.Close()
-		return fmt.Errorf("listen on %s: %w (change it with --blob-listen)", cfg.BlobListen, err)
-	}
 	m.apiURL = publicURL(cfg.PublicURL, apiLn)
-	m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
-	apiLn, blobLn = m.limitConnections(apiLn, blobLn)
-
-	// JobState: the job store's start commit is what seals an upload (blobstore.Seal), and a
-	// finished job takes none (cleanup.go).
-	local, err := blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, JobState: uploadState(m.store)})
-	if err != nil {
-		apiLn.Close()
-		blobLn.Close()
-		return fmt.Errorf("open blob store: %w", err)
-	}
-	m.blobs = localObjects{local}
 	m.catalog = standard.NewCatalog(convert.Limits{MaxPixels: cfg.MaxPixels, MaxConversionMemory: cfg.MaxConversionMemory,
 		MaxOutputRatio: cfg.MaxOutputRatio, MaxOutputBytes: cfg.MaxOutputBytes})
 	scratch := filepath.Join(cfg.DataDir, "scratch")
 	os.RemoveAll(scratch) // whatever a crash left behind
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		apiLn.Close()
 		return fmt.Errorf("create scratch dir: %w", err)
+	}
+
+	var blobLn net.Listener
+	var local *blobstore.Store
+	if s3, err := m.openS3(scratch); err != nil {
+		apiLn.Close()
+		return err
+	} else if s3 != nil {
+		m.blobs = s3
+		apiLn, _ = m.limitConnections(apiLn, nil)
+	} else {
+		if blobLn, err = net.Listen("tcp", cfg.BlobListen); err != nil {
+			apiLn.Close()
+			return fmt.Errorf("listen on %s: %w (change it with --blob-listen)", cfg.BlobListen, err)
+		}
+		m.blobURL = publicURL(cfg.BlobPublicURL, blobLn)
+		apiLn, blobLn = m.limitConnections(apiLn, blobLn)
+		// JobState: the job store's start commit is what seals an upload (blobstore.Seal), and a
+		// finished job takes none (cleanup.go).
+		local, err = blobstore.Open(blobstore.Config{Dir: filepath.Join(cfg.DataDir, "blobs"), PublicURL: m.blobURL, Logger: m.log, JobState: uploadState(m.store)})
+		if err != nil {
+			apiLn.Close()
+			blobLn.Close()
+			return fmt.Errorf("open blob store: %w", err)
+		}
+		m.blobs = localObjects{local}
 	}
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
 	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() }, func() int { return m.pool.Strays() })
@@ -245,7 +260,7 @@ func (m *Main) open() error {
 		ScratchDir:    scratch,
 		Logger:        m.log,
 		StrayReturned: m.metrics.strayReturned,
-	}, m.catalog, queue, jobFiles{blobs: m.blobs, shared: queue.shared()})
+	}, m.catalog, queue, jobFiles{blobs: m.blobs, queue: queue, shared: queue.shared()})
 	queue.cancel = m.pool.Cancel
 
 	m.metrics.countRefused("api", m.apiLimit)
@@ -256,7 +271,9 @@ func (m *Main) open() error {
 	if cfg.MetricsListen != "" {
 		if metLn, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
 			apiLn.Close()
-			blobLn.Close()
+			if blobLn != nil {
+				blobLn.Close()
+			}
 			return fmt.Errorf("listen on %s: %w (change it with --metrics-listen)", cfg.MetricsListen, err)
 		}
 		m.metURL = "http://" + metLn.Addr().String()
@@ -298,25 +315,33 @@ func (m *Main) open() error {
 	if len(corsOrigins) == 0 {
 		corsOrigins = []string{originOf(m.apiURL)}
 	}
-	blobHandler := countBytes(local.CORS(local.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), corsOrigins), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
-	m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
-		Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
-	}), m.log)
-	// Object storage uploads up to 2 GB: no whole-request read timeout there, only the
-	// handler's progress deadlines (--storage-progress-timeout) and the idle ones.
-	m.blobSrv.ReadTimeout = 0
-	m.blobSrv.WriteTimeout = 0
+	if local != nil {
+		blobHandler := countBytes(local.CORS(local.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), corsOrigins), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
+		m.blobSrv = newHTTPServer(httpapi.Observed(blobHandler, httpapi.Observe{
+			Logger: m.log, Metrics: m.metrics.http, Server: "storage", Route: httpapi.StorageRoute,
+		}), m.log)
+		// Object storage uploads up to 2 GB: no whole-request read timeout there, only the
+		// handler's progress deadlines (--storage-progress-timeout) and the idle ones.
+		m.blobSrv.ReadTimeout = 0
+		m.blobSrv.WriteTimeout = 0
+	}
 
 	m.pool.Start()
 	m.startSharedStore(queue)
 	m.serve(m.apiSrv, apiLn)
-	m.serve(m.blobSrv, blobLn)
+	if m.blobSrv != nil {
+		m.serve(m.blobSrv, blobLn)
+	}
 	if m.metSrv != nil {
 		m.serve(m.metSrv, metLn)
 	}
 	m.wg.Add(1)
 	go m.sweepLoop()
-	m.log.Info("convsvc serving", "api", m.apiURL, "object_storage", m.blobURL, "metrics", m.MetricsURL(), "data", cfg.DataDir, "workers", cfg.Workers)
+	objects := m.blobURL
+	if objects == "" {
+		objects = cfg.ObjectStorage
+	}
+	m.log.Info("convsvc serving", "api", m.apiURL, "object_storage", objects, "metrics", m.MetricsURL(), "data", cfg.DataDir, "workers", cfg.Workers)
 	return nil
 }
 
@@ -354,6 +379,9 @@ func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.L
 		return apiLn, blobLn
 	}
 	m.apiLimit = newConnLimiter(apiLn, "api", limit, perAddr, m.log)
+	if blobLn == nil { // object storage is S3's
+		return m.apiLimit, nil
+	}
 	m.blobLimit = newConnLimiter(blobLn, "storage", limit, perAddr, m.log)
 	return m.apiLimit, m.blobLimit
 }
@@ -383,7 +411,7 @@ func (m *Main) serve(srv *http.Server, ln net.Listener) {
 // URL is the API's base URL.
 func (m *Main) URL() string { return m.apiURL }
 
-// BlobURL is object storage's base URL.
+// BlobURL is the local blob store's base URL ("" when object storage is S3).
 func (m *Main) BlobURL() string { return m.blobURL }
 
 // MetricsURL is where GET /metrics is served: on the API, or on --metrics-listen.
@@ -446,7 +474,12 @@ func (m *Main) Shutdown(ctx context.Context) error {
 	wg.Add(3)
 	go func() { defer wg.Done(); errs[0] = m.pool.Shutdown(ctx) }()
 	go func() { defer wg.Done(); errs[1] = shutdownHTTP(httpCtx, m.apiSrv) }()
-	go func() { defer wg.Done(); errs[2] = shutdownHTTP(httpCtx, m.blobSrv) }()
+	go func() {
+		defer wg.Done()
+		if m.blobSrv != nil {
+			errs[2] = shutdownHTTP(httpCtx, m.blobSrv)
+		}
+	}()
 	wg.Wait()
 	for i, err := range errs {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -476,7 +509,9 @@ func (m *Main) Close() error {
 		close(m.stop)
 		if m.apiSrv != nil {
 			m.apiSrv.Close()
-			m.blobSrv.Close()
+			if m.blobSrv != nil {
+				m.blobSrv.Close()
+			}
 		}
 		if m.metSrv != nil {
 			m.metSrv.Close()

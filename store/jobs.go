@@ -171,6 +171,19 @@ func (s *Store) ListJobs(accountID string, p ListParams) ([]Job, bool, error) {
 // A job already started is returned unchanged. A size other than input_bytes cancels the job,
 // releases its reservation and returns the cancelled job with ErrSizeMismatch.
 func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (Job, error) {
+	return s.startJob(accountID, jobID, uploadedSize, nil)
+}
+
+// StartSealedJob is StartJob that also records which object was sealed (Job.Upload), in the
+// same transaction, when up names more than a size.
+func (s *Store) StartSealedJob(accountID, jobID string, up Upload) (Job, error) {
+	if up.ETag == "" && up.VersionID == "" {
+		return s.startJob(accountID, jobID, up.Size, nil)
+	}
+	return s.startJob(accountID, jobID, up.Size, &up)
+}
+
+func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload) (Job, error) {
 	var job Job
 	var mismatch bool
 	now := s.opts.Now().UTC()
@@ -198,6 +211,7 @@ func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (Job, erro
 		}
 		job.Status = StatusQueued
 		job.StartedAt = &now
+		job.Upload = up
 		if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
 			return err
 		}
@@ -290,7 +304,9 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 			if o.Output == nil {
 				return fmt.Errorf("%w: success without output", ErrInvalidArgument)
 			}
-			job.Output = o.Output
+			out := *o.Output
+			out.Attempt = attempt
+			job.Output = &out
 			return s.finish(tx, &job, StatusSucceeded, now)
 		}
 		job.ErrorCode, job.ErrorMessage = o.ErrorCode, o.ErrorMessage

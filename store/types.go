@@ -57,6 +57,17 @@ type Job struct {
 	FinishedAt   *time.Time      `json:"finished_at,omitempty"`
 	ExpiresAt    time.Time       `json:"expires_at"`
 	Output       *Output         `json:"output,omitempty"`
+	// Upload is the sealed input the start recorded, when object storage identifies it by
+	// more than its size (S3: ETag, version id); the workers read exactly that object.
+	Upload *Upload `json:"upload,omitempty"`
+}
+
+// Upload is the object a start sealed: its size and, where object storage has them (S3), the
+// ETag and version id that name exactly that object, so a PUT after start changes nothing.
+type Upload struct {
+	Size      int64  `json:"size"`
+	ETag      string `json:"etag,omitempty"`
+	VersionID string `json:"version_id,omitempty"`
 }
 
 // Finished reports whether the job reached a final state.
@@ -73,6 +84,9 @@ func (j *Job) holdsReservation() bool {
 type Output struct {
 	Bytes  int64  `json:"bytes"`
 	SHA256 string `json:"sha256"`
+	// Attempt is the attempt that wrote the output (set by FinishJob): object storage that
+	// keeps outputs per attempt (S3) serves this one.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // Account is a customer with a monthly spend cap.

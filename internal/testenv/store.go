@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/tests3"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
@@ -25,6 +26,32 @@ func OpenStore(dataDir string) (*store.Store, error) { return openStore(dataDir)
 // gives each service a fresh PostgreSQL database (internal/testpg; the package's TestMain
 // must call testpg.Main or testpg.Run); anything else keeps bbolt in the data dir.
 const EnvDatabase = "CONVSVC_TEST_DATABASE"
+
+// EnvObjectStorage names the variable that selects the object storage of every Start: "s3"
+// gives each service a fresh bucket on an S3-compatible server (internal/tests3: versitygw,
+// or the server CONVSVC_TEST_S3_ENDPOINT names; the package's TestMain must stop it with
+// tests3.Stop or tests3.Main); anything else keeps the blob store in the data dir.
+const EnvObjectStorage = "CONVSVC_TEST_OBJECT_STORAGE"
+
+// S3 is a Start option that puts the service's uploads and outputs in a fresh bucket
+// (skipping the test when no S3 server can be had, outside CI).
+func S3(t testing.TB) func(*service.Config) {
+	t.Helper()
+	b := tests3.NewBucket(t, tests3.Options{})
+	return func(c *service.Config) {
+		c.ObjectStorage = "s3://" + b.Name + "/convsvc"
+		c.S3 = service.S3Config{Endpoint: b.Endpoint, Region: b.Region, AccessKey: b.AccessKey, SecretKey: b.SecretKey}
+	}
+}
+
+// LocalBlobsOnly skips a test that checks something only the local blob store has (its
+// files, its listener) when CONVSVC_TEST_OBJECT_STORAGE selects S3.
+func LocalBlobsOnly(t testing.TB, what string) {
+	t.Helper()
+	if os.Getenv(EnvObjectStorage) == "s3" {
+		t.Skipf("local blob store only: %s", what)
+	}
+}
 
 // Postgres is a Start option that puts the service's jobs in a fresh PostgreSQL database
 // (skipping the test when PostgreSQL is not installed, outside CI), with a configured admin

@@ -55,6 +55,9 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 	if os.Getenv(EnvDatabase) == "postgres" {
 		Postgres(t)(&cfg)
 	}
+	if os.Getenv(EnvObjectStorage) == "s3" {
+		S3(t)(&cfg)
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
