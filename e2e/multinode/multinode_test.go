@@ -7,7 +7,6 @@ package multinode
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -221,12 +220,4 @@ func TestMultiNode_SpendCapExact(t *testing.T) {
 		t.Errorf("account after the race: reserved %d, spent %d; want %d and 0", got.ReservedCents, got.SpentCents, capCents)
 	}
 	c.verifyLedger(t)
-}
-
-// must fails the test on err.
-func must(t *testing.T, err error, what string, args ...any) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
-	}
 }
