@@ -25,7 +25,8 @@ import (
 // TestMultiNode_KillMidConversion runs three nodes on PostgreSQL and one S3 bucket
 // (versitygw, or CONVSVC_TEST_S3_*), spreads creates, uploads to presigned URLs, starts,
 // cancels, waits and downloads over them, and SIGKILLs the node that holds the lease of a
-// slow conversion while it runs. Afterwards every job is in the state its requests put it in,
+// slow conversion while it runs; after the kill, a running job is cancelled through another
+// node than the one that created it. Afterwards every job is in the state its requests put it in,
 // the killed node's job was requeued by another node's reaper and succeeded as attempt 2,
 // reserved = the unfinished jobs, the month's spend = the successes (VerifyLedger too), every
 // output downloads with its recorded SHA-256, and no object in the bucket lacks a job.
@@ -150,6 +151,31 @@ func TestMultiNode_KillMidConversion(t *testing.T) {
 			t.Fatalf("submit after the kill: %v", err)
 		}
 		expect(id, client.StatusSucceeded)
+	}
+
+	// A slow job started on one survivor and cancelled on the other once a worker runs it:
+	// the cancel reaches whichever node converts it, and it ends cancelled.
+	cancelID, err := submit(ctx, api(alive[0]), slow, "gif")
+	if err != nil {
+		t.Fatalf("slow job after the kill: %v", err)
+	}
+	expect(cancelID, client.StatusCancelled)
+	deadline = time.Now().Add(testenv.Scale(150 * time.Second))
+	for {
+		var status string
+		if err := conn.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, cancelID).Scan(&status); err != nil {
+			t.Fatal(err)
+		}
+		if status == "running" {
+			break
+		}
+		if status != "queued" || time.Now().After(deadline) {
+			t.Fatalf("job %s is %s, want it running before the cancel", cancelID, status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := api(alive[1]).CancelJob(ctx, cancelID); err != nil {
+		t.Fatalf("cancel the running job %s on node %d: %v", cancelID, alive[1], err)
 	}
 
 	// Wait on the survivors until every started job finished (the killed node's lease lapses
