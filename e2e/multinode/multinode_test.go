@@ -7,6 +7,7 @@ package multinode
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/client"
+	"github.com/convsvc/convsvc/internal/promtext"
 	"github.com/convsvc/convsvc/internal/testenv"
 	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/internal/testproc"
@@ -220,4 +222,73 @@ func TestMultiNode_SpendCapExact(t *testing.T) {
 		t.Errorf("account after the race: reserved %d, spent %d; want %d and 0", got.ReservedCents, got.SpentCents, capCents)
 	}
 	c.verifyLedger(t)
+}
+
+// TestMultiNode_WaitWokenByAnotherNode parks a GET /v1/jobs/{id}?wait=60 on node 2 (seen in
+// node 2's convsvc_long_polls_waiting gauge) and cancels the job on node 0: the long poll
+// returns the cancelled job, woken by the other node's change rather than its 60 s timeout.
+func TestMultiNode_WaitWokenByAnotherNode(t *testing.T) {
+	c := startCluster(t, 3)
+	_, key := c.newAccount(t, "wait", 100)
+	ctx := context.Background()
+	res, err := c.api(0, key).CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "gif", InputBytes: 100}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		job client.Job
+		err error
+		at  time.Time
+	}
+	done := make(chan answer, 1)
+	go func() {
+		j, err := c.api(2, key).GetJob(ctx, res.Job.ID, 60*time.Second)
+		done <- answer{j, err, time.Now()}
+	}()
+	deadline := time.Now().Add(testenv.Scale(30 * time.Second))
+	for waiting(t, c.nodes[2].URL) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the long poll never parked on node 2")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancelled := time.Now()
+	if _, err := c.api(0, key).CancelJob(ctx, res.Job.ID); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	if a.job.Status != client.StatusCancelled {
+		t.Fatalf("the long poll on node 2 returned %s, want cancelled", a.job.Status)
+	}
+	// Generous: the 60 s wait would only end long after this; a wake-up takes milliseconds.
+	if took := a.at.Sub(cancelled); took > 45*time.Second {
+		t.Fatalf("the long poll returned %v after the cancel on another node: not woken by it", took)
+	}
+}
+
+// waiting is node url's convsvc_long_polls_waiting gauge.
+func waiting(t *testing.T, url string) float64 {
+	t.Helper()
+	req, err := http.NewRequest("GET", url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /metrics: %d, %v", resp.StatusCode, err)
+	}
+	m, err := promtext.Parse(string(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Value("convsvc_long_polls_waiting")
 }
