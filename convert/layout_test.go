@@ -52,6 +52,7 @@ var allowedImports = map[string][]string{
 	"cli":                {"convert", "convert/standard", "service", "client", "store", "blobstore", "pgstore", "s3store", "internal/*"},
 	"":                   {"cli"},
 	"e2e":                {"internal/*", "client"},
+	"e2e/multinode":      {"internal/*", "client", "pgstore"},
 	"bench/*":            {"bench/internal/*", "internal/*", "client", "store", "blobstore", "service", "convert", "convert/standard"},
 	// Webhook signing, request-forgery guard and sender: standard library only, so a receiver
 	// can use it without the server.

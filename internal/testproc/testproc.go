@@ -45,7 +45,8 @@ type Proc struct {
 	stderr  *lockedBuffer
 }
 
-var servingLine = regexp.MustCompile(`serving the API on (\S+) and object storage on (\S+)`)
+// servingLine is serve's ready notice; with S3 object storage it names no blob URL.
+var servingLine = regexp.MustCompile(`serving the API on (\S+) and object storage on ?(\S*)`)
 
 // Serve starts `bin serve --data data` on kernel-chosen loopback ports and waits until it
 // serves. Extra flags follow. The process is killed at test cleanup if still running.

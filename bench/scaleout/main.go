@@ -1,0 +1,325 @@
+// Command scaleout measures convsvc on PostgreSQL + S3-compatible storage with one and with
+// three `convsvc serve` nodes, against the embedded default (bbolt + the local blob store) on
+// one node, in the same run:
+//
+//   - API: creates+starts per second and their p50/p99 latency from -clients concurrent
+//     clients, spread round-robin over the nodes. A create phase (POST /v1/jobs for -duration)
+//     is followed by untimed uploads of a 16x16 PNG to each job's presigned URL and a start
+//     phase (POST /v1/jobs/{id}/start for every job). Each key makes at most 60 jobs (120
+//     writes, SPEC's limit per rolling minute), so the run never meets the rate limit.
+//   - Conversions (on new nodes and a new database): -conversions PNG -> GIF jobs of a -size x -size noisy image, uploaded
+//     first, then started all at once over the nodes; conversions per second is their number
+//     over the time from the first start to the last success.
+//
+// Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
+// -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
+//
+//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512]
+//
+// S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (inherited by the nodes).
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	mrand "math/rand/v2"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/bench/internal/benchkit"
+	"github.com/convsvc/convsvc/internal/testproc"
+)
+
+const adminToken = "scaleout-bench-admin-token-0123456789"
+
+// perKeyJobs is how many jobs one key creates and starts: 120 writes, the limit per minute.
+const perKeyJobs = 60
+
+var (
+	pgURL       = flag.String("postgres", "", "PostgreSQL URL of a role that may CREATE DATABASE (its maintenance database)")
+	s3Endpoint  = flag.String("s3-endpoint", "", "S3 endpoint, e.g. http://127.0.0.1:7070")
+	s3Region    = flag.String("s3-region", "us-east-1", "S3 region")
+	bucket      = flag.String("bucket", "", "existing bucket; each contender uses its own prefix")
+	clients     = flag.Int("clients", 32, "concurrent API clients")
+	duration    = flag.Duration("duration", 10*time.Second, "length of the create phase")
+	conversions = flag.Int("conversions", 48, "jobs of the conversion phase")
+	size        = flag.Int("size", 512, "width and height of the conversion phase's noisy PNG")
+	keys        = flag.Int("keys", 600, "API keys (each makes at most 60 jobs)")
+	prebuilt    = flag.String("bin", "", "convsvc binary (default: build this module)")
+)
+
+// contender is one configuration under test.
+type contender struct {
+	name  string
+	nodes int
+	pg    bool // PostgreSQL + S3, else bbolt + local blobs
+}
+
+func main() {
+	flag.Parse()
+	if *pgURL == "" || *s3Endpoint == "" || *bucket == "" {
+		fmt.Fprintln(os.Stderr, "scaleout: -postgres, -s3-endpoint and -bucket are required (bench/scaleout.sh starts both servers)")
+		os.Exit(2)
+	}
+	dir, err := os.MkdirTemp("", "convsvc-scaleout-")
+	check(err)
+	defer os.RemoveAll(dir)
+	bin, err := benchkit.Server(dir, *prebuilt)
+	check(err)
+	benchkit.Header(os.Stdout, "scaleout: PostgreSQL + S3 with 1 and 3 nodes vs bbolt on 1 node")
+	fmt.Printf("clients %d, create phase %v, conversions %d of a %dx%d PNG -> GIF\n\n", *clients, *duration, *conversions, *size, *size)
+	contenders := []contender{{"bbolt + local blobs, 1 node", 1, false}, {"PostgreSQL + S3, 1 node", 1, true}, {"PostgreSQL + S3, 3 nodes", 3, true}}
+	fmt.Println("| backend | creates+starts/s | p50 ms | p99 ms | jobs | conversions/s | load avg before -> after |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for i, c := range contenders {
+		load := benchkit.LoadAvg()
+		// Each phase gets its own nodes on a fresh database and prefix, so the conversion
+		// phase does not share the workers with the API phase's thousands of started jobs.
+		nodes, stop := startNodes(bin, dir, i, c)
+		api := runAPI(nodes)
+		stop()
+		benchkit.Settle()
+		nodes, stop = startNodes(bin, dir, i, c)
+		conv := runConversions(nodes)
+		stop()
+		fmt.Printf("| %s | %.0f | %.1f | %.1f | %d | %.2f | %s -> %s |\n", c.name, api.rate, benchkit.Ms(api.p50), benchkit.Ms(api.p99), api.jobs, conv, load, benchkit.LoadAvg())
+		benchkit.Settle()
+	}
+}
+
+// startNodes starts c's nodes on a fresh database and prefix (PostgreSQL) or a fresh data dir.
+func startNodes(bin, dir string, i int, c contender) ([]string, func()) {
+	var common []string
+	if c.pg {
+		db := "convsvc_bench_" + randomHex(6)
+		admin(*pgURL, "CREATE DATABASE "+db)
+		u, err := url.Parse(*pgURL)
+		check(err)
+		u.Path = "/" + db
+		common = []string{"--database", u.String(), "--object-storage", "s3://" + *bucket + "/bench-" + strconv.Itoa(i) + "-" + randomHex(4),
+			"--s3-endpoint", *s3Endpoint, "--s3-region", *s3Region}
+	}
+	var procs []*testproc.Proc
+	var urls []string
+	for n := 0; n < c.nodes; n++ {
+		data, err := os.MkdirTemp(dir, "node-")
+		check(err)
+		p, err := testproc.Start(bin, data, append([]string{"--admin-token", adminToken, "--log-level", "warn"}, common...)...)
+		check(err)
+		procs = append(procs, p)
+		runningMu.Lock()
+		running = append(running, p)
+		runningMu.Unlock()
+		urls = append(urls, p.URL)
+	}
+	return urls, func() {
+		for _, p := range procs {
+			p.Kill()
+		}
+		runningMu.Lock()
+		running = nil
+		runningMu.Unlock()
+	}
+}
+
+// apiResult is the API phase's figures.
+type apiResult struct {
+	rate     float64
+	p50, p99 time.Duration
+	jobs     int
+}
+
+// runAPI runs the create, upload and start phases over the nodes.
+func runAPI(nodes []string) apiResult {
+	ctx := context.Background()
+	hc := benchkit.NewHTTPClient(*clients, time.Minute)
+	keyList, err := benchkit.CreateKeysIn(ctx, hc, nodes[0], adminToken, *keys, *keys/10+1, 1_000_000)
+	check(err)
+	pngBytes := encodePNG(16)
+	type job struct {
+		id, key, upload string
+		node            int
+	}
+	var (
+		mu        sync.Mutex
+		jobs      []job
+		latencies []time.Duration
+		next      atomic.Int64
+	)
+	record := func(d time.Duration) { mu.Lock(); latencies = append(latencies, d); mu.Unlock() }
+	// Create phase.
+	deadline := time.Now().Add(*duration)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for c := 0; c < *clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				n := int(next.Add(1) - 1)
+				if n/perKeyJobs >= len(keyList) {
+					return
+				}
+				key, node := keyList[n/perKeyJobs], n%len(nodes)
+				var res benchkit.Reservation
+				t0 := time.Now()
+				err := benchkit.DoJSON(ctx, hc, "POST", nodes[node]+"/v1/jobs", key,
+					map[string]any{"input_format": "png", "target_format": "gif", "input_bytes": len(pngBytes)}, &res)
+				check(err)
+				record(time.Since(t0))
+				mu.Lock()
+				jobs = append(jobs, job{res.Job.ID, key, res.UploadURL, node})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	createTime := time.Since(began)
+	// Uploads, untimed.
+	work := make(chan job)
+	for c := 0; c < *clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				check(benchkit.Upload(ctx, hc, j.upload, bytes.NewReader(pngBytes), int64(len(pngBytes))))
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	// Start phase: each job on the next node after the one that created it.
+	began = time.Now()
+	work = make(chan job)
+	for c := 0; c < *clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				t0 := time.Now()
+				check(benchkit.DoJSON(ctx, hc, "POST", nodes[(j.node+1)%len(nodes)]+"/v1/jobs/"+j.id+"/start", j.key, nil, nil))
+				record(time.Since(t0))
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	startTime := time.Since(began)
+	return apiResult{
+		rate: float64(2*len(jobs)) / (createTime + startTime).Seconds(),
+		p50:  benchkit.Percentile(latencies, 50),
+		p99:  benchkit.Percentile(latencies, 99),
+		jobs: len(jobs),
+	}
+}
+
+// runConversions uploads -conversions inputs, starts them all over the nodes and returns
+// conversions per second from the first start to the last success.
+func runConversions(nodes []string) float64 {
+	ctx := context.Background()
+	hc := benchkit.NewHTTPClient(*clients, 5*time.Minute)
+	keyList, err := benchkit.CreateKeysIn(ctx, hc, nodes[0], adminToken, *conversions/perKeyJobs+1, 1, 1_000_000)
+	check(err)
+	input := encodePNG(*size)
+	type job struct{ id, key string }
+	var jobs []job
+	for i := 0; i < *conversions; i++ {
+		key := keyList[i/perKeyJobs]
+		var res benchkit.Reservation
+		check(benchkit.DoJSON(ctx, hc, "POST", nodes[i%len(nodes)]+"/v1/jobs", key,
+			map[string]any{"input_format": "png", "target_format": "gif", "input_bytes": len(input)}, &res))
+		check(benchkit.Upload(ctx, hc, res.UploadURL, bytes.NewReader(input), int64(len(input))))
+		jobs = append(jobs, job{res.Job.ID, key})
+	}
+	began := time.Now()
+	for i, j := range jobs {
+		check(benchkit.DoJSON(ctx, hc, "POST", nodes[i%len(nodes)]+"/v1/jobs/"+j.id+"/start", j.key, nil, nil))
+	}
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				var got benchkit.Job
+				check(benchkit.DoJSON(ctx, hc, "GET", nodes[i%len(nodes)]+"/v1/jobs/"+j.id+"?wait=20", j.key, nil, &got))
+				if got.Finished() {
+					if got.Status != "succeeded" {
+						check(fmt.Errorf("job %s %s", j.id, got.Status))
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(len(jobs)) / time.Since(began).Seconds()
+}
+
+// encodePNG is a w x w PNG of noise (it does not compress, so the conversion does real work).
+func encodePNG(w int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, w))
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	for y := 0; y < w; y++ {
+		for x := 0; x < w; x++ {
+			img.SetNRGBA(x, y, color.NRGBA{uint8(rng.Uint32()), uint8(rng.Uint32()), uint8(rng.Uint32()), 255})
+		}
+	}
+	var buf bytes.Buffer
+	check(png.Encode(&buf, img))
+	return buf.Bytes()
+}
+
+// admin runs one statement on the maintenance database.
+func admin(u, stmt string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	check(err)
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, stmt)
+	check(err)
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// running are the serve processes up now; check kills them before it exits.
+var (
+	runningMu sync.Mutex
+	running   []*testproc.Proc
+)
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scaleout:", err)
+		runningMu.Lock()
+		for _, p := range running {
+			p.Kill()
+		}
+		runningMu.Unlock()
+		os.Exit(1)
+	}
+}
