@@ -63,9 +63,8 @@ type Frame struct {
 
 	mainDataBits *bits.Bits
 	store        [2][32][18]float32
-	v_vec        [2][1024]float32
-	u_vec        [512]float32 // subband synthesis scratch (convsvc change: was allocated per call)
-	s_vec        [32]float32
+	v_vec        [2][1024]float32 // V history, a ring buffer (convsvc change)
+	vOff         [2]int           // where the newest V starts in v_vec
 }
 
 type FullReader interface {
@@ -127,6 +126,7 @@ func Read(source FullReader, position int64, prev *Frame) (frame *Frame, startPo
 	if prev != nil {
 		nf.store = prev.store
 		nf.v_vec = prev.v_vec
+		nf.vOff = prev.vOff
 	}
 	return nf, pos, nil
 }
@@ -469,7 +469,10 @@ func (f *Frame) antialias(gr int, ch int) {
 }
 
 func (f *Frame) hybridSynthesis(gr int, ch int) {
-	// Loop through all 32 subbands
+	// convsvc change: no allocation, and an all-zero subband (common above the coded bandwidth)
+	// skips its IMDCT, whose output would be zero.
+	is := &f.mainData.Is[gr][ch]
+	var rawout [36]float32
 	for sb := 0; sb < 32; sb++ {
 		// Determine blocktype for this subband
 		bt := int(f.sideInfo.BlockType[gr][ch])
@@ -477,16 +480,26 @@ func (f *Frame) hybridSynthesis(gr int, ch int) {
 			(f.sideInfo.MixedBlockFlag[gr][ch] == 1) && (sb < 2) {
 			bt = 0
 		}
-		// Do the inverse modified DCT and windowing
-		in := make([]float32, 18)
-		for i := range in {
-			in[i] = f.mainData.Is[gr][ch][sb*18+i]
+		in := (*[18]float32)(is[sb*18 : sb*18+18])
+		st := &f.store[ch][sb]
+		zero := true
+		for _, x := range in {
+			if x != 0 {
+				zero = false
+				break
+			}
 		}
-		rawout := imdct.Win(in, bt)
+		if zero {
+			*in = *st
+			*st = [18]float32{}
+			continue
+		}
+		// Do the inverse modified DCT and windowing
+		imdct.Win(in, bt, &rawout)
 		// Overlapp add with stored vector into main_data vector
 		for i := 0; i < 18; i++ {
-			f.mainData.Is[gr][ch][sb*18+i] = rawout[i] + f.store[ch][sb][i]
-			f.store[ch][sb][i] = rawout[i+18]
+			in[i] = rawout[i] + st[i]
+			st[i] = rawout[i+18]
 		}
 	}
 }
@@ -495,17 +508,6 @@ func (f *Frame) frequencyInversion(gr int, ch int) {
 	for sb := 1; sb < 32; sb += 2 {
 		for i := 1; i < 18; i += 2 {
 			f.mainData.Is[gr][ch][sb*18+i] = -f.mainData.Is[gr][ch][sb*18+i]
-		}
-	}
-}
-
-var synthNWin = [64][32]float32{}
-
-func init() {
-	for i := 0; i < 64; i++ {
-		for j := 0; j < 32; j++ {
-			synthNWin[i][j] =
-				float32(math.Cos(float64((16+i)*(2*j+1)) * (math.Pi / 64.0)))
 		}
 	}
 }
@@ -639,67 +641,4 @@ var synthDtbl = [512]float32{
 	0.000045776, 0.000045776, 0.000030518, 0.000030518,
 	0.000030518, 0.000030518, 0.000015259, 0.000015259,
 	0.000015259, 0.000015259, 0.000015259, 0.000015259,
-}
-
-func (f *Frame) subbandSynthesis(gr int, ch int, out []byte) {
-	// convsvc change: array pointers and ranges instead of indexed slices, so the compiler
-	// drops the bounds checks; the same operations in the same order (bit-identical output).
-	u_vec := &f.u_vec
-	s_vec := &f.s_vec
-	vv := &f.v_vec[ch]
-
-	nch := f.header.NumberOfChannels()
-	// Setup the n_win windowing vector and the v_vec intermediate vector
-	for ss := 0; ss < 18; ss++ { // Loop through 18 samples in 32 subbands
-		copy(vv[64:1024], vv[0:1024-64])
-		d := &f.mainData.Is[gr][ch]
-		for i := range s_vec { // Copy next 32 time samples to a temp vector
-			s_vec[i] = d[i*18+ss]
-		}
-		for i := range synthNWin { // Matrix multiply input with n_win[][] matrix
-			row := &synthNWin[i]
-			sum := float32(0)
-			for j, x := range s_vec {
-				sum += row[j] * x
-			}
-			vv[i] = sum
-		}
-		for i := 0; i < 512; i += 64 { // Build the U vector
-			copy(u_vec[i:i+32], vv[(i<<1):(i<<1)+32])
-			copy(u_vec[i+32:i+64], vv[(i<<1)+96:(i<<1)+128])
-		}
-		for i := range u_vec { // Window by u_vec[i] with synthDtbl[i]
-			u_vec[i] *= synthDtbl[i]
-		}
-		for i := 0; i < 32; i++ { // Calc 32 samples,store in outdata vector
-			sum := float32(0)
-			for j := 0; j < 512; j += 32 {
-				sum += u_vec[j+i]
-			}
-			// sum now contains time sample 32*ss+i. Convert to 16-bit signed int
-			samp := int(sum * 32767)
-			if samp > 32767 {
-				samp = 32767
-			} else if samp < -32767 {
-				samp = -32767
-			}
-			s := int16(samp)
-			idx := 4 * (32*ss + i)
-			if nch == 1 {
-				// We always run in stereo mode and duplicate channels here for mono.
-				out[idx] = byte(s)
-				out[idx+1] = byte(s >> 8)
-				out[idx+2] = byte(s)
-				out[idx+3] = byte(s >> 8)
-				continue
-			}
-			if ch == 0 {
-				out[idx] = byte(s)
-				out[idx+1] = byte(s >> 8)
-			} else {
-				out[idx+2] = byte(s)
-				out[idx+3] = byte(s >> 8)
-			}
-		}
-	}
 }
