@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/bits"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/consts"
@@ -110,23 +111,29 @@ func Read(source FullReader, position int64, prev *Frame) (frame *Frame, startPo
 	// signal to calling function so that decoding isn't done!
 	// Get main data (scalefactors and Huffman coded frequency data)
 	var prevM *bits.Bits
+	var prevMD *maindata.MainData
 	if prev != nil {
 		prevM = prev.mainDataBits
+		prevMD = prev.mainData
 	}
-	md, mdb, err := maindata.Read(source, prevM, h, si)
+	md, mdb, err := maindata.Read(source, prevM, h, si, prevMD)
 	if err != nil {
 		return nil, 0, err
+	}
+	if prev != nil {
+		// convsvc change: the previous frame (its synthesis state, main data and buffers) is
+		// reused instead of copying its state into a new one; the decoder drops it anyway.
+		prev.header = h
+		prev.sideInfo = si
+		prev.mainData = md
+		prev.mainDataBits = mdb
+		return prev, pos, nil
 	}
 	nf := &Frame{
 		header:       h,
 		sideInfo:     si,
 		mainData:     md,
 		mainDataBits: mdb,
-	}
-	if prev != nil {
-		nf.store = prev.store
-		nf.v_vec = prev.v_vec
-		nf.vOff = prev.vOff
 	}
 	return nf, pos, nil
 }
@@ -135,8 +142,11 @@ func (f *Frame) SamplingFrequency() (int, error) {
 	return f.header.SamplingFrequencyValue()
 }
 
-func (f *Frame) Decode() []byte {
-	out := make([]byte, f.header.BytesPerFrame())
+// Decode appends the frame's 16-bit stereo PCM to dst (convsvc change: the caller's buffer).
+func (f *Frame) Decode(dst []byte) []byte {
+	n := f.header.BytesPerFrame()
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
 	nch := f.header.NumberOfChannels()
 	for gr := 0; gr < f.header.Granules(); gr++ {
 		for ch := 0; ch < nch; ch++ {
@@ -151,7 +161,7 @@ func (f *Frame) Decode() []byte {
 			f.subbandSynthesis(gr, ch, out[consts.SamplesPerGr*4*gr:])
 		}
 	}
-	return out
+	return dst[:len(dst)+n]
 }
 
 func (f *Frame) requantizeProcessLong(gr, ch, is_pos, sfb int) {
