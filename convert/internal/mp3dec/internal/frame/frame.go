@@ -66,6 +66,8 @@ type Frame struct {
 	store        [2][32][18]float32
 	v_vec        [2][1024]float32 // V history, a ring buffer (convsvc change)
 	vOff         [2]int           // where the newest V starts in v_vec
+	gainKey      int              // requantisation: the band whose gain is cached, or -1
+	gain         float64
 }
 
 type FullReader interface {
@@ -164,40 +166,58 @@ func (f *Frame) Decode(dst []byte) []byte {
 	return dst[:len(dst)+n]
 }
 
+// convsvc change (issue 21): the gain 2^idx of a scale factor band is computed once per band
+// (cached by its key) instead of once per sample, and zero values (whose product is zero) are
+// skipped; the arithmetic of each sample is unchanged.
+
 func (f *Frame) requantizeProcessLong(gr, ch, is_pos, sfb int) {
-	sf_mult := 0.5
-	if f.sideInfo.ScalefacScale[gr][ch] != 0 {
-		sf_mult = 1.0
+	x := f.mainData.Is[gr][ch][is_pos]
+	if x == 0 {
+		return
 	}
-	pf_x_pt := float64(f.sideInfo.Preflag[gr][ch]) * pretab[sfb]
-	idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
-		0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
-	tmp1 := pow2(idx)
+	key := 1<<20 | sfb
+	if f.gainKey != key {
+		sf_mult := 0.5
+		if f.sideInfo.ScalefacScale[gr][ch] != 0 {
+			sf_mult = 1.0
+		}
+		pf_x_pt := float64(f.sideInfo.Preflag[gr][ch]) * pretab[sfb]
+		idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
+			0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
+		f.gainKey, f.gain = key, pow2(idx)
+	}
 	tmp2 := 0.0
-	if f.mainData.Is[gr][ch][is_pos] < 0.0 {
-		tmp2 = -powtab34[int(-f.mainData.Is[gr][ch][is_pos])]
+	if x < 0.0 {
+		tmp2 = -powtab34[int(-x)]
 	} else {
-		tmp2 = powtab34[int(f.mainData.Is[gr][ch][is_pos])]
+		tmp2 = powtab34[int(x)]
 	}
-	f.mainData.Is[gr][ch][is_pos] = float32(tmp1 * tmp2)
+	f.mainData.Is[gr][ch][is_pos] = float32(f.gain * tmp2)
 }
 
 func (f *Frame) requantizeProcessShort(gr, ch, is_pos, sfb, win int) {
-	sf_mult := 0.5
-	if f.sideInfo.ScalefacScale[gr][ch] != 0 {
-		sf_mult = 1.0
+	x := f.mainData.Is[gr][ch][is_pos]
+	if x == 0 {
+		return
 	}
-	idx := -(sf_mult * float64(f.mainData.ScalefacS[gr][ch][sfb][win])) +
-		0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210.0-
-			8.0*float64(f.sideInfo.SubblockGain[gr][ch][win]))
-	tmp1 := pow2(idx)
+	key := 2<<20 | sfb<<4 | win
+	if f.gainKey != key {
+		sf_mult := 0.5
+		if f.sideInfo.ScalefacScale[gr][ch] != 0 {
+			sf_mult = 1.0
+		}
+		idx := -(sf_mult * float64(f.mainData.ScalefacS[gr][ch][sfb][win])) +
+			0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210.0-
+				8.0*float64(f.sideInfo.SubblockGain[gr][ch][win]))
+		f.gainKey, f.gain = key, pow2(idx)
+	}
 	tmp2 := 0.0
-	if f.mainData.Is[gr][ch][is_pos] < 0 {
-		tmp2 = -powtab34[int(-f.mainData.Is[gr][ch][is_pos])]
+	if x < 0 {
+		tmp2 = -powtab34[int(-x)]
 	} else {
-		tmp2 = powtab34[int(f.mainData.Is[gr][ch][is_pos])]
+		tmp2 = powtab34[int(x)]
 	}
-	f.mainData.Is[gr][ch][is_pos] = float32(tmp1 * tmp2)
+	f.mainData.Is[gr][ch][is_pos] = float32(f.gain * tmp2)
 }
 
 func getSfBandIndicesArray(header *frameheader.FrameHeader) ([]int, []int) {
@@ -209,6 +229,7 @@ func getSfBandIndicesArray(header *frameheader.FrameHeader) ([]int, []int) {
 }
 
 func (f *Frame) requantize(gr int, ch int) {
+	f.gainKey = -1 // the gains cached by band belong to one granule and channel
 	sfBandIndicesLong, sfBandIndicesShort := getSfBandIndicesArray(&f.header)
 	// Determine type of block to process
 	if f.sideInfo.WinSwitchFlag[gr][ch] == 1 && f.sideInfo.BlockType[gr][ch] == 2 { // Short blocks
@@ -269,14 +290,32 @@ func (f *Frame) requantize(gr int, ch int) {
 			}
 		}
 	} else { // Only long blocks
-		sfb := 0
-		next_sfb := sfBandIndicesLong[sfb+1]
-		for i := 0; i < int(f.sideInfo.Count1[gr][ch]); i++ {
-			if i == next_sfb {
-				sfb++
-				next_sfb = sfBandIndicesLong[sfb+1]
+		// convsvc change: band by band, the gain once per band and a tight loop over its
+		// values (the same arithmetic per value as requantizeProcessLong).
+		is := &f.mainData.Is[gr][ch]
+		count1 := min(int(f.sideInfo.Count1[gr][ch]), len(is))
+		sf_mult := 0.5
+		if f.sideInfo.ScalefacScale[gr][ch] != 0 {
+			sf_mult = 1.0
+		}
+		for sfb := 0; sfBandIndicesLong[sfb] < count1; sfb++ {
+			start, end := sfBandIndicesLong[sfb], min(sfBandIndicesLong[sfb+1], count1)
+			pf_x_pt := float64(f.sideInfo.Preflag[gr][ch]) * pretab[sfb]
+			idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
+				0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
+			gain := pow2(idx)
+			for i, x := range is[start:end] {
+				if x == 0 {
+					continue
+				}
+				var tmp2 float64
+				if x < 0 {
+					tmp2 = -powtab34[int(-x)]
+				} else {
+					tmp2 = powtab34[int(x)]
+				}
+				is[start+i] = float32(gain * tmp2)
 			}
-			f.requantizeProcessLong(gr, ch, i, sfb)
 		}
 	}
 }

@@ -60,13 +60,13 @@ func init() {
 // multiplications of go-mp3's N x N/2 matrix) whose outputs are unfolded by the IMDCT's symmetry
 // into the N values, windowed in place, without allocation.
 
-var dct4N18 [18][18]float32
+var dct4N18T [18][18]float32 // [m][k], transposed
 var dct4N6 [6][6]float32
 
 func init() {
 	for k := 0; k < 18; k++ {
 		for m := 0; m < 18; m++ {
-			dct4N18[k][m] = float32(math.Cos(math.Pi / 72 * float64((2*k+1)*(2*m+1))))
+			dct4N18T[m][k] = float32(math.Cos(math.Pi / 72 * float64((2*k+1)*(2*m+1))))
 		}
 	}
 	for k := 0; k < 6; k++ {
@@ -106,14 +106,16 @@ func Win(in *[18]float32, blockType int, out *[36]float32) {
 		}
 		return
 	}
+	// Column by column: independent sums (no dependency chain) and zero inputs skipped.
 	var z [18]float32
-	for k := range z {
-		row := &dct4N18[k]
-		var sum float32
-		for m, x := range in {
-			sum += x * row[m]
+	for m, x := range in {
+		if x == 0 {
+			continue
 		}
-		z[k] = sum
+		col := &dct4N18T[m]
+		for k := range z {
+			z[k] += x * col[k]
+		}
 	}
 	// out[p] = z[p+9] (p < 9), -z[26-p] (9 <= p < 27), -z[p-27] (p >= 27)
 	for p := 0; p < 9; p++ {
