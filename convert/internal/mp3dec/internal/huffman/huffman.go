@@ -411,6 +411,45 @@ func Decode(m *bits.Bits, table_num int) (x, y, v, w int, err error) {
 		return 0, 0, 0, 0, nil
 	}
 	htptr := huffmanMain[table_num].hufftable
+	if w, ok := m.Peek16(); ok {
+		// The whole pair or quadruple, signs included, from one 16-bit window when the code
+		// word is in the table and no linbits follow.
+		if e := luts[table_num][w>>8]; e>>24 == lutLeaf {
+			x, y = int((e>>4)&0xf), int(e&0xf)
+			if table_num > 31 {
+				pos := int(e>>8) & 0xff
+				q := [4]int{(y >> 3) & 1, (y >> 2) & 1, (y >> 1) & 1, y & 1}
+				for i, a := range q {
+					if a != 0 {
+						if (w>>(15-pos))&1 == 1 {
+							q[i] = -a
+						}
+						pos++
+					}
+				}
+				m.Skip(pos)
+				return q[2], q[3], q[0], q[1], nil
+			}
+			if linbits == 0 || (x < 15 && y < 15) {
+				pos := int(e>>8) & 0xff
+				if x != 0 {
+					if (w>>(15-pos))&1 == 1 {
+						x = -x
+					}
+					pos++
+				}
+				if y != 0 {
+					if (w>>(15-pos))&1 == 1 {
+						y = -y
+					}
+					pos++
+				}
+				m.Skip(pos)
+				return x, y, 0, 0, nil
+			}
+			x, y = 0, 0
+		}
+	}
 	if code, ok := m.Peek8(); ok {
 		e := luts[table_num][code]
 		switch e >> 24 {

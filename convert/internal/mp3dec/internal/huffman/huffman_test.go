@@ -33,48 +33,63 @@ func decodeWalk(m *bits.Bits, tableNum int) (x, y int, ok bool) {
 	}
 }
 
-// TestDecode_LookupMatchesWalk decodes random bits with every table, through Decode and through
-// the tree walk, and requires the same values, errors and bit positions.
+// decodeRef is go-mp3's Decode: the walk, then linbits and sign bits read bit by bit.
+func decodeRef(m *bits.Bits, tableNum int) (x, y, v, w int, ok bool) {
+	x, y, ok = decodeWalk(m, tableNum)
+	if !ok {
+		return
+	}
+	if tableNum > 31 {
+		v, w, x, y = (y>>3)&1, (y>>2)&1, (y>>1)&1, y&1
+		for _, p := range []*int{&v, &w, &x, &y} {
+			if *p != 0 && m.Bit() == 1 {
+				*p = -*p
+			}
+		}
+		return
+	}
+	lb := huffmanMain[tableNum].linbits
+	if lb != 0 && x == 15 {
+		x += m.Bits(lb)
+	}
+	if x != 0 && m.Bit() == 1 {
+		x = -x
+	}
+	if lb != 0 && y == 15 {
+		y += m.Bits(lb)
+	}
+	if y != 0 && m.Bit() == 1 {
+		y = -y
+	}
+	return
+}
+
+// TestDecode_LookupMatchesWalk decodes random bits with every table, through Decode's lookups
+// and through go-mp3's bit-by-bit decoding, and requires the same values, errors and positions.
 func TestDecode_LookupMatchesWalk(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for tbl := range huffmanMain {
 		if huffmanMain[tbl].treelen == 0 {
 			continue
 		}
-		for iter := 0; iter < 200; iter++ {
+		for iter := 0; iter < 300; iter++ {
 			buf := make([]byte, 1+r.Intn(40))
 			r.Read(buf)
 			a, b := bits.New(buf), bits.New(buf)
 			for n := 0; n < 64; n++ {
 				x, y, v, w, err := Decode(a, tbl)
-				// the reference: the walk, then the same sign/linbits reading as Decode
-				rx, ry, ok := decodeWalk(b, tbl)
+				rx, ry, rv, rw, ok := decodeRef(b, tbl)
+				if ok != (err == nil) {
+					t.Fatalf("table %d: Decode error %v, reference ok %v", tbl, err, ok)
+				}
 				if !ok {
-					if err == nil {
-						t.Fatalf("table %d: Decode gave no error where the walk fails", tbl)
-					}
 					break
 				}
-				if err != nil {
-					t.Fatalf("table %d: %v where the walk decodes", tbl, err)
+				if x != rx || y != ry || v != rv || w != rw || a.BitPos() != b.BitPos() {
+					t.Fatalf("table %d: got %d %d %d %d at bit %d, reference %d %d %d %d at bit %d",
+						tbl, x, y, v, w, a.BitPos(), rx, ry, rv, rw, b.BitPos())
 				}
-				if tbl > 31 {
-					if (ry>>3)&1 != absi(v) || (ry>>2)&1 != absi(w) || (ry>>1)&1 != absi(x) || ry&1 != absi(y) {
-						t.Fatalf("table %d: got %d %d %d %d, walk %x", tbl, v, w, x, y, ry)
-					}
-				} else if lb := huffmanMain[tbl].linbits; (rx < 15 || lb == 0) && rx != absi(x) || (ry < 15 || lb == 0) && ry != absi(y) {
-					t.Fatalf("table %d: got %d %d, walk %d %d", tbl, x, y, rx, ry)
-				}
-				// resynchronise the reference reader after the sign and linbits bits
-				b.SetPos(a.BitPos())
 			}
 		}
 	}
-}
-
-func absi(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
