@@ -72,7 +72,7 @@ t, cpu = {}, {}
 for f in files:
     for r in json.load(open(f))["results"]:
         t.setdefault(r["command"], []).extend(r["times"])
-        cpu.setdefault(r["command"], []).extend(u + s for u, s in zip(r["user"], r["system"]))
+        cpu.setdefault(r["command"], []).append(r["user"] + r["system"])  # mean per invocation
 med = lambda k: statistics.median(t[k])
 mcpu = lambda k: statistics.median(cpu[k])
 c, p = med("convsvc"), med(peer)
@@ -81,7 +81,7 @@ print(f"| {name} | {before}{c:.3f} s ({mcpu('convsvc'):.3f}) | {peer} {p:.3f} s 
 EOF
 }
 
-echo "median wall time (median CPU time, user+sys)"
+echo "median wall time (mean CPU time, user+sys, median over passes)"
 if [ -n "$BB" ]; then
 	echo "| work | before ($BEFORE) | convsvc | peer | convsvc / peer (CPU) |"
 	echo "|---|---|---|---|---|"
