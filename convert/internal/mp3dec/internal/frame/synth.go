@@ -119,15 +119,21 @@ func (f *Frame) subbandSynthesis(gr int, ch int, out []byte) {
 		f.vOff[ch] = off
 		synthV(vv[off:off+64], &s)
 		pcm = [32]float32{}
-		for m := 0; m < 8; m++ {
+		for m := 0; m < 8; m += 2 { // two window rows per pass: half the loads and stores of pcm
 			b1 := (off + 128*m) & 1023
 			b2 := (off + 128*m + 96) & 1023
+			b3 := (off + 128*m + 128) & 1023
+			b4 := (off + 128*m + 224) & 1023
 			v1 := (*[32]float32)(vv[b1 : b1+32])
 			v2 := (*[32]float32)(vv[b2 : b2+32])
+			v3 := (*[32]float32)(vv[b3 : b3+32])
+			v4 := (*[32]float32)(vv[b4 : b4+32])
 			d1 := (*[32]float32)(synthDtbl[64*m : 64*m+32])
 			d2 := (*[32]float32)(synthDtbl[64*m+32 : 64*m+64])
+			d3 := (*[32]float32)(synthDtbl[64*m+64 : 64*m+96])
+			d4 := (*[32]float32)(synthDtbl[64*m+96 : 64*m+128])
 			for i := range pcm {
-				pcm[i] += v1[i]*d1[i] + v2[i]*d2[i]
+				pcm[i] += (v1[i]*d1[i] + v2[i]*d2[i]) + (v3[i]*d3[i] + v4[i]*d4[i])
 			}
 		}
 		o := (*[128]byte)(out[128*ss : 128*ss+128])
