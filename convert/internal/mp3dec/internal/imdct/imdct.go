@@ -108,13 +108,14 @@ func Win(in *[18]float32, blockType int, out *[36]float32) {
 	}
 	// Column by column: independent sums (no dependency chain) and zero inputs skipped.
 	var z [18]float32
-	for m, x := range in {
-		if x == 0 {
+	for m := 0; m < 18; m += 2 { // two columns per pass: half the loads and stores of z
+		x0, x1 := in[m], in[m+1]
+		if x0 == 0 && x1 == 0 {
 			continue
 		}
-		col := &dct4N18T[m]
+		c0, c1 := &dct4N18T[m], &dct4N18T[m+1]
 		for k := range z {
-			z[k] += x * col[k]
+			z[k] += x0*c0[k] + x1*c1[k]
 		}
 	}
 	// out[p] = z[p+9] (p < 9), -z[26-p] (9 <= p < 27), -z[p-27] (p >= 27)
