@@ -7,11 +7,14 @@ import "math"
 // factorisation (O(N log N)); the V history is a ring buffer instead of a 960-value shift per
 // sample, and the window is applied straight from the ring.
 
-// leeCos[n] holds 1/(2 cos((2i+1)π/(2n))) for i < n/2, for the sizes 32, 16, 8 and 4.
+// leeN[i] holds 1/(2 cos((2i+1)π/(2N))) for i < N/2: Lee's factors for the sizes 32, 16, 8, 4.
 var lee32 [16]float32
 var lee16 [8]float32
 var lee8 [4]float32
-var dct4m [4][4]float32
+var lee4 [2]float32
+
+// cos4 is cos(π/4), the 2-point DCT-II's second coefficient.
+var cos4 = float32(math.Cos(math.Pi / 4))
 
 func init() {
 	fill := func(dst []float32, n int) {
@@ -22,20 +25,17 @@ func init() {
 	fill(lee32[:], 32)
 	fill(lee16[:], 16)
 	fill(lee8[:], 8)
-	for k := 0; k < 4; k++ {
-		for n := 0; n < 4; n++ {
-			dct4m[k][n] = float32(math.Cos(float64((2*n+1)*k) * math.Pi / 8))
-		}
-	}
+	fill(lee4[:], 4)
 }
 
-// dct4 is the unnormalised 4-point DCT-II, X[k] = Σ x[n] cos((2n+1)kπ/8), in place.
+// dct4 is the unnormalised 4-point DCT-II, X[k] = Σ x[n] cos((2n+1)kπ/8), in place: one more
+// Lee step down to 2-point transforms.
 func dct4(x *[4]float32) {
-	a, b, c, d := x[0], x[1], x[2], x[3]
-	for k := range x {
-		m := &dct4m[k]
-		x[k] = a*m[0] + b*m[1] + c*m[2] + d*m[3]
-	}
+	a0, a1 := x[0]+x[3], x[1]+x[2]
+	b0, b1 := (x[0]-x[3])*lee4[0], (x[1]-x[2])*lee4[1]
+	A0, A1 := a0+a1, (a0-a1)*cos4
+	B0, B1 := b0+b1, (b0-b1)*cos4
+	x[0], x[1], x[2], x[3] = A0, B0+B1, A1, B1
 }
 
 func dct8(x *[8]float32) {
