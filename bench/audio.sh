@@ -8,7 +8,9 @@
 #
 #   bench/audio.sh [OUTDIR]      # default /tmp/convsvc-bench-audio
 #
-# Environment: PASSES=2, RUNS=5, NO_APT=1 to skip apt-get. flac, ffmpeg and hyperfine are
+# Environment: PASSES=2, RUNS=5, NO_APT=1 to skip apt-get; BEFORE=<git revision> also builds
+# convbench at that revision and times it in the same hyperfine invocations ("before" column);
+# ONLY=mp3-wav (or another row name) runs one row. flac, ffmpeg and hyperfine are
 # installed for the benchmark only; convsvc never needs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +30,13 @@ fi
 mkdir -p "$OUT/bin" "$OUT/in" "$OUT/out" "$OUT/res"
 CGO_ENABLED=0 go build -o "$OUT/bin/" ./bench/convbench
 B=$OUT/bin/convbench
+BB=
+if [ -n "${BEFORE:-}" ]; then
+	rm -rf "$OUT/before" && mkdir -p "$OUT/before"
+	git archive "$BEFORE" | tar -x -C "$OUT/before"
+	(cd "$OUT/before" && CGO_ENABLED=0 go build -o "$OUT/bin/convbench-before" ./bench/convbench)
+	BB=$OUT/bin/convbench-before
+fi
 I=$OUT/in
 if [ ! -s "$I/in.wav" ]; then
 	ffmpeg -v error -y -filter_complex "sine=f=440:d=60:sample_rate=44100[a];sine=f=659:d=60:sample_rate=44100[b];anoisesrc=d=60:c=pink:a=0.05:r=44100[n];[a][b]amerge=inputs=2[ab];[n]pan=stereo|c0=c0|c1=c0[nn];[ab][nn]amix=inputs=2:normalize=0" -c:a pcm_s16le "$I/in.wav"
@@ -41,33 +50,75 @@ echo "tools: $(flac --version), $(ffmpeg -version | head -1 | cut -d' ' -f1-3), 
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 O=$OUT/out
-row() { # name peer-name convsvc-cmd peer-cmd
+row() { # name peer-name convsvc-args peer-cmd (convsvc-args: FROM TO IN OUT for convbench)
 	local name=$1 peer=$2
+	if [ -n "${ONLY:-}" ] && [ "$ONLY" != "$name" ]; then return; fi
 	local -a order=(convsvc "$peer")
-	declare -A cmd=([convsvc]=$3 [$peer]=$4)
+	declare -A cmd=([convsvc]="$B $3" [$peer]=$4)
+	if [ -n "$BB" ]; then
+		order+=(before)
+		cmd[before]="$BB $3"
+	fi
 	for pass in $(seq 1 "$PASSES"); do
 		local args=()
 		for t in "${order[@]}"; do args+=(-n "$t" "${cmd[$t]}"); done
 		hyperfine -N --style basic --warmup 1 --runs "$RUNS" --export-json "$OUT/res/$name-$pass.json" "${args[@]}" >/dev/null
-		order=("${order[1]}" "${order[0]}")
+		order=("${order[@]:1}" "${order[0]}")
 	done
 	python3 - "$name" "$peer" "$OUT/res/$name-"*.json <<'EOF'
 import json, statistics, sys
 name, peer, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-t = {}
+t, cpu = {}, {}
 for f in files:
     for r in json.load(open(f))["results"]:
         t.setdefault(r["command"], []).extend(r["times"])
-c, p = statistics.median(t["convsvc"]), statistics.median(t[peer])
-print(f"| {name} | {c:.3f} s | {peer} {p:.3f} s | {c/p:.2f}x |")
+        cpu.setdefault(r["command"], []).append(r["user"] + r["system"])  # mean per invocation
+med = lambda k: statistics.median(t[k])
+mcpu = lambda k: statistics.median(cpu[k])
+c, p = med("convsvc"), med(peer)
+before = f"{med('before'):.3f} s ({mcpu('before'):.3f}) | " if "before" in t else ""
+print(f"| {name} | {before}{c:.3f} s ({mcpu('convsvc'):.3f}) | {peer} {p:.3f} s ({mcpu(peer):.3f}) | {c/p:.2f}x ({mcpu('convsvc')/mcpu(peer):.2f}x) |")
 EOF
 }
 
-echo "| work | convsvc (median) | peer (median) | convsvc / peer |"
-echo "|---|---|---|---|"
-row wav-flac flac-5 "$B wav flac $I/in.wav $O/c.flac" "flac -5 -s -f -o $O/p.flac $I/in.wav"
-row flac-wav flac-d "$B flac wav $I/in.flac $O/c.wav" "flac -d -s -f -o $O/p.wav $I/in.flac"
-row mp3-wav ffmpeg "$B mp3 wav $I/in.mp3 $O/c-mp3.wav" "ffmpeg -v error -y -i $I/in.mp3 $O/p-mp3.wav"
+echo "median wall time (mean CPU time, user+sys, median over passes)"
+if [ -n "$BB" ]; then
+	echo "| work | before ($BEFORE) | convsvc | peer | convsvc / peer (CPU) |"
+	echo "|---|---|---|---|---|"
+else
+	echo "| work | convsvc | peer | convsvc / peer (CPU) |"
+	echo "|---|---|---|---|"
+fi
+row wav-flac flac-5 "wav flac $I/in.wav $O/c.flac" "flac -5 -s -f -o $O/p.flac $I/in.wav"
+row flac-wav flac-d "flac wav $I/in.flac $O/c.wav" "flac -d -s -f -o $O/p.wav $I/in.flac"
+row mp3-wav ffmpeg "mp3 wav $I/in.mp3 $O/c-mp3.wav" "ffmpeg -v error -y -i $I/in.mp3 $O/p-mp3.wav"
+
+if [ -z "${ONLY:-}" ] || [ "$ONLY" = mp3-wav ]; then
+	# MP3 is lossy and decoders differ in float rounding and in the encoder delay they trim
+	# (ffmpeg honours the LAME/Xing gapless header, convsvc does not): align by the best offset,
+	# then the largest sample difference and the PSNR against full scale.
+	ffmpeg -v error -y -i "$O/c-mp3.wav" -f s16le "$O/c-mp3.raw"
+	ffmpeg -v error -y -i "$O/p-mp3.wav" -f s16le "$O/p-mp3.raw"
+	python3 - "$O/c-mp3.raw" "$O/p-mp3.raw" <<'EOF'
+import array, math, sys
+a, b = array.array("h"), array.array("h")
+a.frombytes(open(sys.argv[1], "rb").read()); b.frombytes(open(sys.argv[2], "rb").read())
+def err(off, step, lo=0, hi=None):  # stereo frames: a[2*(i+off)] vs b[2*i]
+    n = min(len(a) // 2 - max(off, 0), len(b) // 2 - max(-off, 0))
+    r = range(lo, min(n, hi or n), step)
+    se = mx = 0
+    for i in r:
+        for c in (0, 1):
+            d = a[2 * (i + max(off, 0)) + c] - b[2 * (i + max(-off, 0)) + c]
+            se += d * d; mx = max(mx, abs(d))
+    return se / (2 * len(r)), mx, n
+best = min(range(-500, 2501), key=lambda o: err(o, 31, 44100, 88200)[0])
+mse, mx, n = err(best, 1)
+psnr = 10 * math.log10(32767 ** 2 / mse) if mse else float("inf")
+print(f"mp3-wav PCM vs ffmpeg: offset {best} frames (convsvc {len(a)//2}, ffmpeg {len(b)//2} frames), max sample difference {mx}, PSNR {psnr:.1f} dB over {n} frames")
+EOF
+fi
+[ -n "${ONLY:-}" ] && exit 0
 
 echo
 echo "sizes: in.wav $(stat -c %s "$I/in.wav"), convsvc FLAC $(stat -c %s "$O/c.flac"), flac -5 $(stat -c %s "$O/p.flac")"

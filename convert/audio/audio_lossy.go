@@ -13,8 +13,8 @@ import (
 	"github.com/convsvc/convsvc/convert"
 )
 
-// mp3Source decodes MP3 with go-mp3, which always gives 16-bit stereo; it scans the frame
-// headers once to learn the length.
+// mp3Source decodes MP3 with mp3dec (convsvc's faster copy of go-mp3), which always gives
+// 16-bit stereo; it scans the frame headers once to learn the length.
 type mp3Source struct {
 	ctx   context.Context
 	dec   *mp3dec.Decoder

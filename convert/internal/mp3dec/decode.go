@@ -32,6 +32,7 @@ type Decoder struct {
 	length        int64
 	frameStarts   []int64
 	buf           []byte
+	pcm           []byte // backing array of buf, reused
 	frame         *frame.Frame
 	pos           int64
 	bytesPerFrame int64
@@ -50,7 +51,11 @@ func (d *Decoder) readFrame() error {
 		}
 		return err
 	}
-	d.buf = append(d.buf, d.frame.Decode()...)
+	if len(d.buf) == 0 {
+		d.buf = d.pcm[:0] // convsvc change: one PCM buffer, reused once consumed
+	}
+	d.buf = d.frame.Decode(d.buf)
+	d.pcm = d.buf[:0]
 	return nil
 }
 
@@ -150,6 +155,7 @@ func (d *Decoder) ensureFrameStartsAndLength() error {
 		return err
 	}
 	l := int64(0)
+	var scan []byte
 	for {
 		h, pos, err := frameheader.Read(d.source, d.source.pos)
 		if err != nil {
@@ -170,8 +176,10 @@ func (d *Decoder) ensureFrameStartsAndLength() error {
 		if err != nil {
 			return err
 		}
-		buf := make([]byte, framesize-4)
-		if _, err := d.source.ReadFull(buf); err != nil {
+		if cap(scan) < framesize-4 {
+			scan = make([]byte, framesize-4)
+		}
+		if _, err := d.source.ReadFull(scan[:framesize-4]); err != nil {
 			if err == io.EOF {
 				break
 			}

@@ -15,6 +15,7 @@
 package mp3dec
 
 import (
+	"bufio"
 	"errors"
 	"io"
 )
@@ -23,6 +24,9 @@ type source struct {
 	reader io.Reader
 	buf    []byte
 	pos    int64
+	// br buffers reader (convsvc change: go-mp3 reads a few bytes at a time, one system call
+	// each on a file); Seek resets it.
+	br *bufio.Reader
 }
 
 func (s *source) Seek(position int64, whence int) (int64, error) {
@@ -31,7 +35,13 @@ func (s *source) Seek(position int64, whence int) (int64, error) {
 		return 0, errors.New("mp3: source must be io.Seeker")
 	}
 	s.buf = nil
+	if whence == io.SeekCurrent && s.br != nil {
+		position -= int64(s.br.Buffered()) // read ahead, not consumed
+	}
 	n, err := seeker.Seek(position, whence)
+	if s.br != nil {
+		s.br.Reset(s.reader)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -108,7 +118,10 @@ func (s *source) ReadFull(buf []byte) (int, error) {
 		}
 	}
 
-	n, err := io.ReadFull(s.reader, buf[read:])
+	if s.br == nil {
+		s.br = bufio.NewReaderSize(s.reader, 32<<10)
+	}
+	n, err := io.ReadFull(s.br, buf[read:])
 	if err != nil {
 		// Allow if all data can't be read. This is common.
 		if err == io.ErrUnexpectedEOF {

@@ -60,6 +60,31 @@ func (b *Bits) Bits(num int) int {
 	return int(tmp)
 }
 
+// Peek8 returns the next 8 bits without consuming them, when at least two bytes remain
+// (convsvc change: Huffman table lookup).
+func (b *Bits) Peek8() (int, bool) {
+	if b.bytePos+1 >= len(b.vec) || b.bytePos < 0 {
+		return 0, false
+	}
+	w := uint(b.vec[b.bytePos])<<8 | uint(b.vec[b.bytePos+1])
+	return int(w>>(8-uint(b.bitPos))) & 0xff, true
+}
+
+// Peek16 returns the next 16 bits without consuming them, when at least three bytes remain.
+func (b *Bits) Peek16() (int, bool) {
+	if b.bytePos+2 >= len(b.vec) || b.bytePos < 0 {
+		return 0, false
+	}
+	w := uint(b.vec[b.bytePos])<<16 | uint(b.vec[b.bytePos+1])<<8 | uint(b.vec[b.bytePos+2])
+	return int(w>>(8-uint(b.bitPos))) & 0xffff, true
+}
+
+// Skip consumes n bits, n <= 16, after a successful Peek8 or Peek16.
+func (b *Bits) Skip(n int) {
+	b.bytePos += (b.bitPos + n) >> 3
+	b.bitPos = (b.bitPos + n) & 0x07
+}
+
 func (b *Bits) BitPos() int {
 	return b.bytePos<<3 + b.bitPos
 }

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/bits"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/consts"
@@ -63,9 +64,10 @@ type Frame struct {
 
 	mainDataBits *bits.Bits
 	store        [2][32][18]float32
-	v_vec        [2][1024]float32
-	u_vec        [512]float32 // subband synthesis scratch (convsvc change: was allocated per call)
-	s_vec        [32]float32
+	v_vec        [2][1024]float32 // V history, a ring buffer (convsvc change)
+	vOff         [2]int           // where the newest V starts in v_vec
+	gainKey      int              // requantisation: the band whose gain is cached, or -1
+	gain         float64
 }
 
 type FullReader interface {
@@ -111,22 +113,29 @@ func Read(source FullReader, position int64, prev *Frame) (frame *Frame, startPo
 	// signal to calling function so that decoding isn't done!
 	// Get main data (scalefactors and Huffman coded frequency data)
 	var prevM *bits.Bits
+	var prevMD *maindata.MainData
 	if prev != nil {
 		prevM = prev.mainDataBits
+		prevMD = prev.mainData
 	}
-	md, mdb, err := maindata.Read(source, prevM, h, si)
+	md, mdb, err := maindata.Read(source, prevM, h, si, prevMD)
 	if err != nil {
 		return nil, 0, err
+	}
+	if prev != nil {
+		// convsvc change: the previous frame (its synthesis state, main data and buffers) is
+		// reused instead of copying its state into a new one; the decoder drops it anyway.
+		prev.header = h
+		prev.sideInfo = si
+		prev.mainData = md
+		prev.mainDataBits = mdb
+		return prev, pos, nil
 	}
 	nf := &Frame{
 		header:       h,
 		sideInfo:     si,
 		mainData:     md,
 		mainDataBits: mdb,
-	}
-	if prev != nil {
-		nf.store = prev.store
-		nf.v_vec = prev.v_vec
 	}
 	return nf, pos, nil
 }
@@ -135,8 +144,11 @@ func (f *Frame) SamplingFrequency() (int, error) {
 	return f.header.SamplingFrequencyValue()
 }
 
-func (f *Frame) Decode() []byte {
-	out := make([]byte, f.header.BytesPerFrame())
+// Decode appends the frame's 16-bit stereo PCM to dst (convsvc change: the caller's buffer).
+func (f *Frame) Decode(dst []byte) []byte {
+	n := f.header.BytesPerFrame()
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
 	nch := f.header.NumberOfChannels()
 	for gr := 0; gr < f.header.Granules(); gr++ {
 		for ch := 0; ch < nch; ch++ {
@@ -151,43 +163,61 @@ func (f *Frame) Decode() []byte {
 			f.subbandSynthesis(gr, ch, out[consts.SamplesPerGr*4*gr:])
 		}
 	}
-	return out
+	return dst[:len(dst)+n]
 }
 
+// convsvc change (issue 21): the gain 2^idx of a scale factor band is computed once per band
+// (cached by its key) instead of once per sample, and zero values (whose product is zero) are
+// skipped; the arithmetic of each sample is unchanged.
+
 func (f *Frame) requantizeProcessLong(gr, ch, is_pos, sfb int) {
-	sf_mult := 0.5
-	if f.sideInfo.ScalefacScale[gr][ch] != 0 {
-		sf_mult = 1.0
+	x := f.mainData.Is[gr][ch][is_pos]
+	if x == 0 {
+		return
 	}
-	pf_x_pt := float64(f.sideInfo.Preflag[gr][ch]) * pretab[sfb]
-	idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
-		0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
-	tmp1 := pow2(idx)
+	key := 1<<20 | sfb
+	if f.gainKey != key {
+		sf_mult := 0.5
+		if f.sideInfo.ScalefacScale[gr][ch] != 0 {
+			sf_mult = 1.0
+		}
+		pf_x_pt := float64(f.sideInfo.Preflag[gr][ch]) * pretab[sfb]
+		idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
+			0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
+		f.gainKey, f.gain = key, pow2(idx)
+	}
 	tmp2 := 0.0
-	if f.mainData.Is[gr][ch][is_pos] < 0.0 {
-		tmp2 = -powtab34[int(-f.mainData.Is[gr][ch][is_pos])]
+	if x < 0.0 {
+		tmp2 = -powtab34[int(-x)]
 	} else {
-		tmp2 = powtab34[int(f.mainData.Is[gr][ch][is_pos])]
+		tmp2 = powtab34[int(x)]
 	}
-	f.mainData.Is[gr][ch][is_pos] = float32(tmp1 * tmp2)
+	f.mainData.Is[gr][ch][is_pos] = float32(f.gain * tmp2)
 }
 
 func (f *Frame) requantizeProcessShort(gr, ch, is_pos, sfb, win int) {
-	sf_mult := 0.5
-	if f.sideInfo.ScalefacScale[gr][ch] != 0 {
-		sf_mult = 1.0
+	x := f.mainData.Is[gr][ch][is_pos]
+	if x == 0 {
+		return
 	}
-	idx := -(sf_mult * float64(f.mainData.ScalefacS[gr][ch][sfb][win])) +
-		0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210.0-
-			8.0*float64(f.sideInfo.SubblockGain[gr][ch][win]))
-	tmp1 := pow2(idx)
+	key := 2<<20 | sfb<<4 | win
+	if f.gainKey != key {
+		sf_mult := 0.5
+		if f.sideInfo.ScalefacScale[gr][ch] != 0 {
+			sf_mult = 1.0
+		}
+		idx := -(sf_mult * float64(f.mainData.ScalefacS[gr][ch][sfb][win])) +
+			0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210.0-
+				8.0*float64(f.sideInfo.SubblockGain[gr][ch][win]))
+		f.gainKey, f.gain = key, pow2(idx)
+	}
 	tmp2 := 0.0
-	if f.mainData.Is[gr][ch][is_pos] < 0 {
-		tmp2 = -powtab34[int(-f.mainData.Is[gr][ch][is_pos])]
+	if x < 0 {
+		tmp2 = -powtab34[int(-x)]
 	} else {
-		tmp2 = powtab34[int(f.mainData.Is[gr][ch][is_pos])]
+		tmp2 = powtab34[int(x)]
 	}
-	f.mainData.Is[gr][ch][is_pos] = float32(tmp1 * tmp2)
+	f.mainData.Is[gr][ch][is_pos] = float32(f.gain * tmp2)
 }
 
 func getSfBandIndicesArray(header *frameheader.FrameHeader) ([]int, []int) {
@@ -199,6 +229,7 @@ func getSfBandIndicesArray(header *frameheader.FrameHeader) ([]int, []int) {
 }
 
 func (f *Frame) requantize(gr int, ch int) {
+	f.gainKey = -1 // the gains cached by band belong to one granule and channel
 	sfBandIndicesLong, sfBandIndicesShort := getSfBandIndicesArray(&f.header)
 	// Determine type of block to process
 	if f.sideInfo.WinSwitchFlag[gr][ch] == 1 && f.sideInfo.BlockType[gr][ch] == 2 { // Short blocks
@@ -259,14 +290,32 @@ func (f *Frame) requantize(gr int, ch int) {
 			}
 		}
 	} else { // Only long blocks
-		sfb := 0
-		next_sfb := sfBandIndicesLong[sfb+1]
-		for i := 0; i < int(f.sideInfo.Count1[gr][ch]); i++ {
-			if i == next_sfb {
-				sfb++
-				next_sfb = sfBandIndicesLong[sfb+1]
+		// convsvc change: band by band, the gain once per band and a tight loop over its
+		// values (the same arithmetic per value as requantizeProcessLong).
+		is := &f.mainData.Is[gr][ch]
+		count1 := min(int(f.sideInfo.Count1[gr][ch]), len(is))
+		sf_mult := 0.5
+		if f.sideInfo.ScalefacScale[gr][ch] != 0 {
+			sf_mult = 1.0
+		}
+		for sfb := 0; sfBandIndicesLong[sfb] < count1; sfb++ {
+			start, end := sfBandIndicesLong[sfb], min(sfBandIndicesLong[sfb+1], count1)
+			pf_x_pt := float64(f.sideInfo.Preflag[gr][ch]) * pretab[sfb]
+			idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
+				0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
+			gain := pow2(idx)
+			for i, x := range is[start:end] {
+				if x == 0 {
+					continue
+				}
+				var tmp2 float64
+				if x < 0 {
+					tmp2 = -powtab34[int(-x)]
+				} else {
+					tmp2 = powtab34[int(x)]
+				}
+				is[start+i] = float32(gain * tmp2)
 			}
-			f.requantizeProcessLong(gr, ch, i, sfb)
 		}
 	}
 }
@@ -469,7 +518,10 @@ func (f *Frame) antialias(gr int, ch int) {
 }
 
 func (f *Frame) hybridSynthesis(gr int, ch int) {
-	// Loop through all 32 subbands
+	// convsvc change: no allocation, and an all-zero subband (common above the coded bandwidth)
+	// skips its IMDCT, whose output would be zero.
+	is := &f.mainData.Is[gr][ch]
+	var rawout [36]float32
 	for sb := 0; sb < 32; sb++ {
 		// Determine blocktype for this subband
 		bt := int(f.sideInfo.BlockType[gr][ch])
@@ -477,16 +529,26 @@ func (f *Frame) hybridSynthesis(gr int, ch int) {
 			(f.sideInfo.MixedBlockFlag[gr][ch] == 1) && (sb < 2) {
 			bt = 0
 		}
-		// Do the inverse modified DCT and windowing
-		in := make([]float32, 18)
-		for i := range in {
-			in[i] = f.mainData.Is[gr][ch][sb*18+i]
+		in := (*[18]float32)(is[sb*18 : sb*18+18])
+		st := &f.store[ch][sb]
+		zero := true
+		for _, x := range in {
+			if x != 0 {
+				zero = false
+				break
+			}
 		}
-		rawout := imdct.Win(in, bt)
+		if zero {
+			*in = *st
+			*st = [18]float32{}
+			continue
+		}
+		// Do the inverse modified DCT and windowing
+		imdct.Win(in, bt, &rawout)
 		// Overlapp add with stored vector into main_data vector
 		for i := 0; i < 18; i++ {
-			f.mainData.Is[gr][ch][sb*18+i] = rawout[i] + f.store[ch][sb][i]
-			f.store[ch][sb][i] = rawout[i+18]
+			in[i] = rawout[i] + st[i]
+			st[i] = rawout[i+18]
 		}
 	}
 }
@@ -495,17 +557,6 @@ func (f *Frame) frequencyInversion(gr int, ch int) {
 	for sb := 1; sb < 32; sb += 2 {
 		for i := 1; i < 18; i += 2 {
 			f.mainData.Is[gr][ch][sb*18+i] = -f.mainData.Is[gr][ch][sb*18+i]
-		}
-	}
-}
-
-var synthNWin = [64][32]float32{}
-
-func init() {
-	for i := 0; i < 64; i++ {
-		for j := 0; j < 32; j++ {
-			synthNWin[i][j] =
-				float32(math.Cos(float64((16+i)*(2*j+1)) * (math.Pi / 64.0)))
 		}
 	}
 }
@@ -639,67 +690,4 @@ var synthDtbl = [512]float32{
 	0.000045776, 0.000045776, 0.000030518, 0.000030518,
 	0.000030518, 0.000030518, 0.000015259, 0.000015259,
 	0.000015259, 0.000015259, 0.000015259, 0.000015259,
-}
-
-func (f *Frame) subbandSynthesis(gr int, ch int, out []byte) {
-	// convsvc change: array pointers and ranges instead of indexed slices, so the compiler
-	// drops the bounds checks; the same operations in the same order (bit-identical output).
-	u_vec := &f.u_vec
-	s_vec := &f.s_vec
-	vv := &f.v_vec[ch]
-
-	nch := f.header.NumberOfChannels()
-	// Setup the n_win windowing vector and the v_vec intermediate vector
-	for ss := 0; ss < 18; ss++ { // Loop through 18 samples in 32 subbands
-		copy(vv[64:1024], vv[0:1024-64])
-		d := &f.mainData.Is[gr][ch]
-		for i := range s_vec { // Copy next 32 time samples to a temp vector
-			s_vec[i] = d[i*18+ss]
-		}
-		for i := range synthNWin { // Matrix multiply input with n_win[][] matrix
-			row := &synthNWin[i]
-			sum := float32(0)
-			for j, x := range s_vec {
-				sum += row[j] * x
-			}
-			vv[i] = sum
-		}
-		for i := 0; i < 512; i += 64 { // Build the U vector
-			copy(u_vec[i:i+32], vv[(i<<1):(i<<1)+32])
-			copy(u_vec[i+32:i+64], vv[(i<<1)+96:(i<<1)+128])
-		}
-		for i := range u_vec { // Window by u_vec[i] with synthDtbl[i]
-			u_vec[i] *= synthDtbl[i]
-		}
-		for i := 0; i < 32; i++ { // Calc 32 samples,store in outdata vector
-			sum := float32(0)
-			for j := 0; j < 512; j += 32 {
-				sum += u_vec[j+i]
-			}
-			// sum now contains time sample 32*ss+i. Convert to 16-bit signed int
-			samp := int(sum * 32767)
-			if samp > 32767 {
-				samp = 32767
-			} else if samp < -32767 {
-				samp = -32767
-			}
-			s := int16(samp)
-			idx := 4 * (32*ss + i)
-			if nch == 1 {
-				// We always run in stereo mode and duplicate channels here for mono.
-				out[idx] = byte(s)
-				out[idx+1] = byte(s >> 8)
-				out[idx+2] = byte(s)
-				out[idx+3] = byte(s >> 8)
-				continue
-			}
-			if ch == 0 {
-				out[idx] = byte(s)
-				out[idx+1] = byte(s >> 8)
-			} else {
-				out[idx+2] = byte(s)
-				out[idx+3] = byte(s >> 8)
-			}
-		}
-	}
 }

@@ -345,6 +345,62 @@ var huffmanMain = [...]huffTables{
 	{huffmanTable[2773:], 31, 0},   // Table 33
 }
 
+// convsvc change (issue 21): the first lutBits bits of a code word are decoded by one table
+// lookup per tree (built from the tree itself at init); longer code words continue the walk bit
+// by bit from where the table left it. Near the end of the data (fewer than two bytes left, where
+// go-mp3's reader returns zeros without advancing) the original walk runs unchanged.
+const lutBits = 8
+
+// lutEntry: kind in bits 24-25 (lutLeaf: value in bits 0-7, length in bits 8-15; lutCont: tree
+// position in bits 0-15 after lutBits bits; lutSlow: walk from the start).
+const (
+	lutSlow = iota
+	lutLeaf
+	lutCont
+)
+
+var luts [len(huffmanMain)]*[1 << lutBits]uint32
+
+func init() {
+	for t, h := range huffmanMain {
+		if h.treelen == 0 {
+			continue
+		}
+		lut := new([1 << lutBits]uint32)
+		for code := range lut {
+			lut[code] = walk(h.hufftable, h.treelen, code)
+		}
+		luts[t] = lut
+	}
+}
+
+// walk follows Decode's tree walk for the lutBits-bit prefix code, MSB first.
+func walk(htptr []uint16, treelen, code int) uint32 {
+	point := 0
+	for n := 0; ; n++ {
+		if (htptr[point] & 0xff00) == 0 {
+			return lutLeaf<<24 | uint32(n)<<8 | uint32(htptr[point]&0xff)
+		}
+		if n == lutBits {
+			return lutCont<<24 | uint32(point)
+		}
+		if (code>>(lutBits-1-n))&1 != 0 {
+			for (htptr[point] & 0xff) >= 250 {
+				point += int(htptr[point]) & 0xff
+			}
+			point += int(htptr[point]) & 0xff
+		} else {
+			for (htptr[point] >> 8) >= 250 {
+				point += int(htptr[point]) >> 8
+			}
+			point += int(htptr[point]) >> 8
+		}
+		if point >= treelen {
+			return lutSlow << 24
+		}
+	}
+}
+
 func Decode(m *bits.Bits, table_num int) (x, y, v, w int, err error) {
 	point := 0
 	error := 1
@@ -355,7 +411,61 @@ func Decode(m *bits.Bits, table_num int) (x, y, v, w int, err error) {
 		return 0, 0, 0, 0, nil
 	}
 	htptr := huffmanMain[table_num].hufftable
-	for { // Start reading the Huffman code word,bit by bit
+	if w, ok := m.Peek16(); ok {
+		// The whole pair or quadruple, signs included, from one 16-bit window when the code
+		// word is in the table and no linbits follow.
+		if e := luts[table_num][w>>8]; e>>24 == lutLeaf {
+			x, y = int((e>>4)&0xf), int(e&0xf)
+			if table_num > 31 {
+				pos := int(e>>8) & 0xff
+				q := [4]int{(y >> 3) & 1, (y >> 2) & 1, (y >> 1) & 1, y & 1}
+				for i, a := range q {
+					if a != 0 {
+						if (w>>(15-pos))&1 == 1 {
+							q[i] = -a
+						}
+						pos++
+					}
+				}
+				m.Skip(pos)
+				return q[2], q[3], q[0], q[1], nil
+			}
+			if linbits == 0 || (x < 15 && y < 15) {
+				pos := int(e>>8) & 0xff
+				if x != 0 {
+					if (w>>(15-pos))&1 == 1 {
+						x = -x
+					}
+					pos++
+				}
+				if y != 0 {
+					if (w>>(15-pos))&1 == 1 {
+						y = -y
+					}
+					pos++
+				}
+				m.Skip(pos)
+				return x, y, 0, 0, nil
+			}
+			x, y = 0, 0
+		}
+	}
+	if code, ok := m.Peek8(); ok {
+		e := luts[table_num][code]
+		switch e >> 24 {
+		case lutLeaf:
+			m.Skip(int(e>>8) & 0xff)
+			x = int((e >> 4) & 0xf)
+			y = int(e & 0xf)
+			error = 0
+			bitsleft = -1 // done
+		case lutCont:
+			m.Skip(lutBits)
+			point = int(e & 0xffff)
+			bitsleft -= lutBits
+		}
+	}
+	for bitsleft >= 0 { // Start reading the Huffman code word,bit by bit
 		// Check if we've matched a code word
 		if (htptr[point] & 0xff00) == 0 {
 			error = 0

@@ -56,52 +56,76 @@ func init() {
 	}
 }
 
-var cosN12 = [6][12]float32{}
+// convsvc change (issue 21): the IMDCT is an N/2-point DCT-IV (18 or 6 points, half the
+// multiplications of go-mp3's N x N/2 matrix) whose outputs are unfolded by the IMDCT's symmetry
+// into the N values, windowed in place, without allocation.
+
+var dct4N18T [18][18]float32 // [m][k], transposed
+var dct4N6 [6][6]float32
 
 func init() {
-	const N = 12
-	for i := 0; i < 6; i++ {
-		for j := 0; j < 12; j++ {
-			cosN12[i][j] = float32(math.Cos(math.Pi / (2 * N) * (2*float64(j) + 1 + N/2) * (2*float64(i) + 1)))
+	for k := 0; k < 18; k++ {
+		for m := 0; m < 18; m++ {
+			dct4N18T[m][k] = float32(math.Cos(math.Pi / 72 * float64((2*k+1)*(2*m+1))))
+		}
+	}
+	for k := 0; k < 6; k++ {
+		for m := 0; m < 6; m++ {
+			dct4N6[k][m] = float32(math.Cos(math.Pi / 24 * float64((2*k+1)*(2*m+1))))
 		}
 	}
 }
 
-var cosN36 = [18][36]float32{}
-
-func init() {
-	const N = 36
-	for i := 0; i < 18; i++ {
-		for j := 0; j < 36; j++ {
-			cosN36[i][j] = float32(math.Cos(math.Pi / (2 * N) * (2*float64(j) + 1 + N/2) * (2*float64(i) + 1)))
-		}
-	}
-}
-
-func Win(in []float32, blockType int) []float32 {
-	out := make([]float32, 36)
+// Win writes to out the windowed IMDCT of the 18 values in (block type 0, 1 or 3: one 36-point
+// transform; type 2: three 12-point transforms of the interleaved short windows, overlapped).
+func Win(in *[18]float32, blockType int, out *[36]float32) {
+	iwd := &imdctWinData[blockType&3]
 	if blockType == 2 {
-		iwd := imdctWinData[blockType]
-		const N = 12
+		*out = [36]float32{}
 		for i := 0; i < 3; i++ {
-			for p := 0; p < N; p++ {
-				sum := float32(0.0)
-				for m := 0; m < N/2; m++ {
-					sum += in[i+3*m] * cosN12[m][p]
+			var z [6]float32
+			for k := range z {
+				row := &dct4N6[k]
+				var sum float32
+				for m := 0; m < 6; m++ {
+					sum += in[i+3*m] * row[m]
 				}
-				out[6*i+p+6] += sum * iwd[p]
+				z[k] = sum
+			}
+			// out12[p] = z[p+3] (p < 3), -z[8-p] (3 <= p < 9), -z[p-9] (p >= 9)
+			o := (*[12]float32)(out[6*i+6 : 6*i+18])
+			for p := 0; p < 3; p++ {
+				o[p] += z[p+3] * iwd[p]
+			}
+			for p := 3; p < 9; p++ {
+				o[p] -= z[8-p] * iwd[p]
+			}
+			for p := 9; p < 12; p++ {
+				o[p] -= z[p-9] * iwd[p]
 			}
 		}
-		return out
+		return
 	}
-	const N = 36
-	iwd := imdctWinData[blockType]
-	for p := 0; p < N; p++ {
-		sum := float32(0.0)
-		for m := 0; m < N/2; m++ {
-			sum += in[m] * cosN36[m][p]
+	// Column by column: independent sums (no dependency chain) and zero inputs skipped.
+	var z [18]float32
+	for m := 0; m < 18; m += 2 { // two columns per pass: half the loads and stores of z
+		x0, x1 := in[m], in[m+1]
+		if x0 == 0 && x1 == 0 {
+			continue
 		}
-		out[p] = sum * iwd[p]
+		c0, c1 := &dct4N18T[m], &dct4N18T[m+1]
+		for k := range z {
+			z[k] += x0*c0[k] + x1*c1[k]
+		}
 	}
-	return out
+	// out[p] = z[p+9] (p < 9), -z[26-p] (9 <= p < 27), -z[p-27] (p >= 27)
+	for p := 0; p < 9; p++ {
+		out[p] = z[p+9] * iwd[p]
+	}
+	for p := 9; p < 27; p++ {
+		out[p] = -z[26-p] * iwd[p]
+	}
+	for p := 27; p < 36; p++ {
+		out[p] = -z[p-27] * iwd[p]
+	}
 }

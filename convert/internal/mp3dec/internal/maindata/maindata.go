@@ -79,7 +79,14 @@ func initSlen() (nSlen2 [512]int) {
 	return
 }
 
-func Read(source FullReader, prev *bits.Bits, header frameheader.FrameHeader, sideInfo *sideinfo.SideInfo) (*MainData, *bits.Bits, error) {
+// Read reads the main data of a frame into md when it is not nil (convsvc change: the caller
+// reuses one MainData, zeroed here, instead of allocating one per frame), or into a new one.
+func Read(source FullReader, prev *bits.Bits, header frameheader.FrameHeader, sideInfo *sideinfo.SideInfo, md *MainData) (*MainData, *bits.Bits, error) {
+	if md == nil {
+		md = &MainData{}
+	} else {
+		*md = MainData{}
+	}
 	nch := header.NumberOfChannels()
 	// Calculate header audio data size
 	framesize, err := header.FrameSize()
@@ -108,16 +115,14 @@ func Read(source FullReader, prev *bits.Bits, header frameheader.FrameHeader, si
 	}
 
 	if header.LowSamplingFrequency() == 1 {
-		return getScaleFactorsMpeg2(m, header, sideInfo)
+		return getScaleFactorsMpeg2(m, header, sideInfo, md)
 	}
-	return getScaleFactorsMpeg1(nch, m, header, sideInfo)
+	return getScaleFactorsMpeg1(nch, m, header, sideInfo, md)
 }
 
-func getScaleFactorsMpeg2(m *bits.Bits, header frameheader.FrameHeader, sideInfo *sideinfo.SideInfo) (*MainData, *bits.Bits, error) {
+func getScaleFactorsMpeg2(m *bits.Bits, header frameheader.FrameHeader, sideInfo *sideinfo.SideInfo, md *MainData) (*MainData, *bits.Bits, error) {
 
 	nch := header.NumberOfChannels()
-
-	md := &MainData{}
 
 	for ch := 0; ch < nch; ch++ {
 		part_2_start := m.BitPos()
@@ -177,8 +182,7 @@ func getScaleFactorsMpeg2(m *bits.Bits, header frameheader.FrameHeader, sideInfo
 	return md, m, nil
 }
 
-func getScaleFactorsMpeg1(nch int, m *bits.Bits, header frameheader.FrameHeader, sideInfo *sideinfo.SideInfo) (*MainData, *bits.Bits, error) {
-	md := &MainData{}
+func getScaleFactorsMpeg1(nch int, m *bits.Bits, header frameheader.FrameHeader, sideInfo *sideinfo.SideInfo, md *MainData) (*MainData, *bits.Bits, error) {
 	for gr := 0; gr < 2; gr++ {
 		for ch := 0; ch < nch; ch++ {
 			part_2_start := m.BitPos()
