@@ -233,9 +233,9 @@ func TestDecodeInfo(t *testing.T) {
 		"video-001.q50.420.progressive.jpeg": {Progressive: true, Components: 3,
 			// 150x103 in 16x16 MCUs: 10x7 MCUs, 4 luma + 2 chroma blocks each.
 			CoefficientBytes: 10 * 7 * 6 * 256},
-		"video-001.q50.444.jpeg":  {Components: 3},
+		"video-001.q50.444.jpeg":      {Components: 3},
 		"video-005.gray.q50.2x2.jpeg": {Components: 1},
-		"video-001.cmyk.jpeg":     {Components: 4},
+		"video-001.cmyk.jpeg":         {Components: 4},
 	} {
 		got, err := DecodeInfo(bytes.NewReader(files[name]))
 		if err != nil {
