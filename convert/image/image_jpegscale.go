@@ -28,7 +28,8 @@ func jpegShrink(box image.Rectangle, dw, dh int) int {
 }
 
 // jpegShrinkPlan is what imageRun needs to decode a JPEG at 1/denom: the pixels the scaled
-// decode holds and the bytes its coefficients take (progressive files keep all of them).
+// decode holds, and the extra bytes to charge: a progressive file's coefficients (all of them,
+// whatever the scale) and the resampler's intermediate buffer.
 type jpegShrinkPlan struct {
 	denom     int
 	decodedPx int64
@@ -51,7 +52,9 @@ func planJPEGShrink(in *io.SectionReader, cfg image.Config, box image.Rectangle,
 		return jpegShrinkPlan{denom: 1, decodedPx: int64(cfg.Width) * int64(cfg.Height)}
 	}
 	w, h := jpegscale.ScaledSize(cfg.Width, cfg.Height, d)
-	return jpegShrinkPlan{denom: d, decodedPx: int64(w) * int64(h), extra: info.CoefficientBytes}
+	// x/image/draw's Scale keeps a float64 RGBA copy of the decoded width at the output's
+	// height between its two passes (32 bytes a pixel).
+	return jpegShrinkPlan{denom: d, decodedPx: int64(w) * int64(h), extra: info.CoefficientBytes + int64(w)*int64(dh)*32}
 }
 
 // decodeJPEGScaled decodes a JPEG at 1/denom of its size (jpegscale), with DecodePixels'
@@ -87,13 +90,22 @@ func resizeShrunk(ctx context.Context, img image.Image, denom, dw, dh int, box i
 		return nil, err
 	}
 	b := img.Bounds()
+	// JPEG pixels are opaque, so RGBA holds what NRGBA would, and x/image/draw has fast paths
+	// from *image.YCbCr and *image.Gray to it (to NRGBA it goes pixel by pixel through
+	// RGBA64At: 28% of a 12 MP -> 800 px conversion's CPU).
+	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
+	if box.Min.X%denom == 0 && box.Min.Y%denom == 0 && box.Max.X%denom == 0 && box.Max.Y%denom == 0 {
+		// Whole decoded pixels: the separable Scale, about twice as fast as Transform.
+		sr := image.Rect(box.Min.X/denom, box.Min.Y/denom, box.Max.X/denom, box.Max.Y/denom)
+		draw.CatmullRom.Scale(dst, dst.Bounds(), img, sr.Add(b.Min), draw.Src, nil)
+		return dst, nil
+	}
 	d := float64(denom)
 	sx, sy := float64(dw)*d/float64(box.Dx()), float64(dh)*d/float64(box.Dy())
 	s2d := f64.Aff3{
 		sx, 0, -(float64(b.Min.X) + float64(box.Min.X)/d) * sx,
 		0, sy, -(float64(b.Min.Y) + float64(box.Min.Y)/d) * sy,
 	}
-	dst := image.NewNRGBA(image.Rect(0, 0, dw, dh))
 	draw.CatmullRom.Transform(dst, s2d, img, b, draw.Src, nil)
 	return dst, nil
 }

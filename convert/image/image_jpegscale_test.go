@@ -145,8 +145,8 @@ func TestJPEGShrink_BudgetChargesScaledDecode(t *testing.T) {
 	sr := sectionOf(t, in)
 	cfg := image.Config{Width: 1600, Height: 1200}
 	p := planJPEGShrink(sr, cfg, image.Rect(0, 0, 1600, 1200), 200, 150)
-	if p != (jpegShrinkPlan{denom: 8, decodedPx: 200 * 150}) {
-		t.Errorf("plan %+v, want 1/8 of 200x150 pixels and no coefficient store", p)
+	if p != (jpegShrinkPlan{denom: 8, decodedPx: 200 * 150, extra: 200 * 150 * 32}) {
+		t.Errorf("plan %+v, want 1/8 of 200x150 pixels, no coefficient store, a 200x150 float64 RGBA buffer", p)
 	}
 	p = planJPEGShrink(sr, cfg, image.Rect(0, 0, 1600, 1200), 1000, 750)
 	if p != (jpegShrinkPlan{denom: 1, decodedPx: 1600 * 1200}) {
@@ -154,8 +154,8 @@ func TestJPEGShrink_BudgetChargesScaledDecode(t *testing.T) {
 	}
 	prog := openFile(t, "../internal/jpegscale/testdata/video-001.q50.420.progressive.jpeg")
 	p = planJPEGShrink(sectionOf(t, prog), image.Config{Width: 150, Height: 103}, image.Rect(0, 0, 150, 103), 30, 20)
-	if p != (jpegShrinkPlan{denom: 4, decodedPx: 38 * 26, extra: 10 * 7 * 6 * 256}) {
-		t.Errorf("progressive plan %+v, want 1/4 of 38x26 pixels and 10x7 MCUs of 6 coefficient blocks", p)
+	if p != (jpegShrinkPlan{denom: 4, decodedPx: 38 * 26, extra: 10*7*6*256 + 38*20*32}) {
+		t.Errorf("progressive plan %+v, want 1/4 of 38x26 pixels, 10x7 MCUs of 6 coefficient blocks and a 38x20 float64 RGBA buffer", p)
 	}
 }
 
@@ -166,4 +166,51 @@ func sectionOf(t *testing.T, f *os.File) *io.SectionReader {
 		t.Fatal(err)
 	}
 	return io.NewSectionReader(f, 0, st.Size())
+}
+
+// BenchmarkJPEGResize converts photo-like JPEGs (q85, 4:2:0) to a smaller PNG through the
+// catalog as a job does: 12 MP to 800 px wide and 1 MP to 250 px wide. "shrink" is the
+// shrink-on-load path; "full" is the path before it (full decode, Resize, encode).
+func BenchmarkJPEGResize(b *testing.B) {
+	for _, tt := range []struct {
+		name     string
+		w, h, to int
+	}{
+		{"12MP-to-800", 4000, 3000, 800},
+		{"1MP-to-250", 1000, 1000, 250},
+	} {
+		var src bytes.Buffer
+		if err := jpeg.Encode(&src, testimg.Photo(tt.w, tt.h), &jpeg.Options{Quality: 85}); err != nil {
+			b.Fatal(err)
+		}
+		opts := convert.Options{Width: tt.to}
+		b.Run(tt.name+"/shrink", func(b *testing.B) {
+			c := testCatalog(convert.Limits{})
+			in := convtest.WriteTemp(b, src.Bytes())
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := in.Seek(0, io.SeekStart); err != nil {
+					b.Fatal(err)
+				}
+				if err := c.Convert(context.Background(), "jpeg", "png", opts, in, io.Discard, b.TempDir()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tt.name+"/full", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				img, err := jpeg.Decode(bytes.NewReader(src.Bytes()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if img, err = Resize(context.Background(), img, opts, convert.Limits{}.Normalized()); err != nil {
+					b.Fatal(err)
+				}
+				if err := CodecByID("png").Encode(context.Background(), io.Discard, img, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
