@@ -36,38 +36,56 @@ func init() {
 	}
 }
 
-// idctScaled turns the dequantized coefficients in b (natural order) into the n x n
-// (n = 8>>shift) box-filtered pixels of its inverse DCT, level shift not applied, written
-// row by row to b[:n*n]. dcOnly says every AC coefficient is zero.
-func idctScaled(b *block, shift uint, dcOnly bool) {
+// idctScaled turns the quantized coefficients in b (natural order), dequantized with q
+// (natural order), into the n x n (n = 8>>shift) box-filtered pixels of their inverse DCT,
+// level shift not applied, written row by row to b[:n*n].
+func idctScaled(b *block, q *block, shift uint) {
 	n := 8 >> shift
-	if dcOnly || shift == 3 {
-		// Every output is the block's mean: F(0,0)/8.
-		// (At 1/8 the 1x1 output is the mean whatever the AC coefficients are.)
-		v := int32((int64(b[0]) + 4) >> 3)
-		for i := 0; i < n*n; i++ {
-			b[i] = v
-		}
+	if shift == 3 {
+		// The 1x1 output is the block's mean, F(0,0)/8, whatever the AC coefficients are.
+		b[0] = int32((int64(b[0])*int64(q[0]) + 4) >> 3)
 		return
 	}
 	m := &scaledMatrix[shift]
 	// Columns first: t[k][u] = sum over v of M[k][v] * F(v, u), skipping rows of zeros.
 	var t [4][8]int64
+	rows := 0
 	for v := 0; v < 8; v++ {
 		row := b[v*8 : v*8+8 : v*8+8]
 		if row[0]|row[1]|row[2]|row[3]|row[4]|row[5]|row[6]|row[7] == 0 {
 			continue
 		}
+		rows |= 1 << v
+		qr := q[v*8 : v*8+8 : v*8+8]
+		var f [8]int64
+		for u := range f {
+			f[u] = int64(row[u]) * int64(qr[u])
+		}
+		if rows == 1 && f[1]|f[2]|f[3]|f[4]|f[5]|f[6]|f[7] == 0 {
+			// So far only the DC coefficient; t[k][0] alone.
+			for k := 0; k < n; k++ {
+				t[k][0] = m[k][0] * f[0]
+			}
+			continue
+		}
 		for k := 0; k < n; k++ {
 			mk := m[k][v]
-			if mk == 0 {
-				continue
-			}
 			tk := &t[k]
-			for u := 0; u < 8; u++ {
-				tk[u] += mk * int64(row[u])
+			for u := range f {
+				tk[u] += mk * f[u]
 			}
 		}
+	}
+	if rows <= 1 && t[0][1]|t[0][2]|t[0][3]|t[0][4]|t[0][5]|t[0][6]|t[0][7] == 0 {
+		// DC only: every output is the block's mean.
+		v := int32(0)
+		if rows == 1 {
+			v = int32((int64(b[0])*int64(q[0]) + 4) >> 3)
+		}
+		for i := 0; i < n*n; i++ {
+			b[i] = v
+		}
+		return
 	}
 	// Then rows: out[ky][kx] = sum over u of M[kx][u] * t[ky][u].
 	const round = 1 << (2*scaledBits - 1)

@@ -161,6 +161,7 @@ type decoder struct {
 	progCoeffs [maxComponents][]block // Saved state between progressive-mode scans.
 	huff       [maxTc + 1][maxTh + 1]huffman
 	quant      [maxTq + 1]block // Quantization tables, in zig-zag order.
+	quantNat   [maxTq + 1]block // The same in natural order, for idctScaled.
 	tmp        [2 * blockSize]byte
 }
 
@@ -464,6 +465,7 @@ loop:
 			}
 			for i := range d.quant[tq] {
 				d.quant[tq][i] = int32(d.tmp[i])
+				d.quantNat[tq][unzig[i]] = d.quant[tq][i]
 			}
 		case 1:
 			if n < 2*blockSize {
@@ -475,6 +477,7 @@ loop:
 			}
 			for i := range d.quant[tq] {
 				d.quant[tq][i] = int32(d.tmp[2*i])<<8 | int32(d.tmp[2*i+1])
+				d.quantNat[tq][unzig[i]] = d.quant[tq][i]
 			}
 		}
 	}

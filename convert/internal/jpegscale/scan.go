@@ -467,23 +467,16 @@ func (d *decoder) reconstructProgressiveImage() error {
 // to the image. At scale 1 this is image/jpeg's code; at 1/2, 1/4 and 1/8 the
 // block is reduced to 4x4, 2x2 or 1x1 pixels by idctScaled.
 func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
-	qt := &d.quant[d.comp[compIndex].tq]
 	bs := 8 >> d.shift
 	if d.shift == 0 {
+		qt := &d.quant[d.comp[compIndex].tq]
 		for zig := 0; zig < blockSize; zig++ {
 			b[unzig[zig]] *= qt[zig]
 		}
 		idct(b)
 	} else {
-		// Only the coefficients idctScaled reads are dequantized.
-		nz := 0
-		for zig := 0; zig < blockSize; zig++ {
-			if b[unzig[zig]] != 0 {
-				b[unzig[zig]] *= qt[zig]
-				nz = zig
-			}
-		}
-		idctScaled(b, d.shift, nz == 0)
+		// idctScaled dequantizes what it reads itself.
+		idctScaled(b, &d.quantNat[d.comp[compIndex].tq], d.shift)
 	}
 	dst, stride := []byte(nil), 0
 	if d.nComp == 1 {
