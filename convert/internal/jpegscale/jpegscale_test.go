@@ -248,3 +248,30 @@ func TestDecodeInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeScaled_HugeHeader: a 65535x65535 frame header with no scan, or a scan cut short,
+// is an error at every scale. (The image is allocated at the first scan, as image/jpeg does:
+// callers check the header's size against their pixel limit first, as convert/image does.)
+func TestDecodeScaled_HugeHeader(t *testing.T) {
+	data := photoJPEG(t, 16, 16, 80)
+	i := bytes.Index(data, []byte{0xff, 0xc0})
+	if i < 0 {
+		t.Fatal("no SOF0 in image/jpeg's output")
+	}
+	huge := bytes.Clone(data)
+	huge[i+5], huge[i+6], huge[i+7], huge[i+8] = 0xff, 0xff, 0xff, 0xff
+	info, err := DecodeInfo(bytes.NewReader(huge))
+	if err != nil || info.Width != 65535 || info.Height != 65535 {
+		t.Fatalf("DecodeInfo: %+v, %v", info, err)
+	}
+	sos := bytes.Index(huge, []byte{0xff, 0xda})
+	for _, s := range []int{1, 2, 4, 8} {
+		if _, err := DecodeScaled(bytes.NewReader(huge[:sos]), s); err == nil {
+			t.Errorf("1/%d, no scan: no error", s)
+		}
+	}
+	// At 1/8 the 8192x8192 image fits in memory; the scan ends long before it is filled.
+	if _, err := DecodeScaled(bytes.NewReader(huge), 8); err == nil {
+		t.Error("1/8, 65535x65535 header with a 16x16 scan: no error")
+	}
+}
