@@ -220,7 +220,14 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				dst.Name, Megapixels(float64(dst.maxPixels)), dw, dh)
 		}
 
-		est := memoryEstimate(src, dst, frames, int64(cfg.Width)*int64(cfg.Height), int64(dw)*int64(dh), dw != cfg.Width || dh != cfg.Height, webpLossless(opts))
+		// Shrink-on-load: a JPEG resized to at most half its size is decoded at 1/2, 1/4 or
+		// 1/8 scale, and the budget is charged for what that decode holds.
+		shrink := jpegShrinkPlan{denom: 1, decodedPx: int64(cfg.Width) * int64(cfg.Height)}
+		if src.ID == "jpeg" && frames == 1 {
+			_, _, box := ResizeBox(cfg.Width, cfg.Height, opts)
+			shrink = planJPEGShrink(in, cfg, box, dw, dh)
+		}
+		est := memoryEstimate(src, dst, frames, shrink.decodedPx, int64(dw)*int64(dh), dw != cfg.Width || dh != cfg.Height, webpLossless(opts)) + shrink.extra
 		what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 		if frames > 1 {
 			what = fmt.Sprintf("converting this %d-frame %dx%d %s to %s", frames, cfg.Width, cfg.Height, src.Name, dst.Name)
@@ -250,6 +257,17 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 					return err
 				}
 			}
+		}
+		if shrink.denom > 1 {
+			img, err := decodeJPEGScaled(ctx, in, src, cfg, shrink.denom)
+			if err != nil {
+				return err
+			}
+			_, _, box := ResizeBox(cfg.Width, cfg.Height, opts)
+			if img, err = resizeShrunk(ctx, img, shrink.denom, dw, dh, box, lim); err != nil {
+				return err
+			}
+			return dst.Encode(ctx, out, img, opts)
 		}
 		img, err := DecodePixels(ctx, in, src, cfg)
 		if err != nil {

@@ -53,6 +53,13 @@ func Resize(ctx context.Context, img image.Image, o convert.Options, lim convert
 	if dw == sw && dh == sh && src == image.Rect(0, 0, sw, sh) {
 		return img, nil
 	}
+	return scaleTo(ctx, img, dw, dh, src, lim)
+}
+
+// scaleTo resamples the src part of img (relative to its bounds' origin) to dw x dh.
+func scaleTo(ctx context.Context, img image.Image, dw, dh int, src image.Rectangle, lim convert.Limits) (image.Image, error) {
+	b := img.Bounds()
+	sw, sh := b.Dx(), b.Dy()
 	if err := CheckPixels(dw, dh, lim); err != nil {
 		return nil, err
 	}
