@@ -349,8 +349,11 @@ func writeSVGAttrs(out *bytes.Buffer, attrs []xml.Attr, except map[string]bool) 
 
 // svgDrawing is a parsed, sanitised SVG.
 type svgDrawing struct {
-	icon *oksvg.SvgIcon
-	info svgInfo
+	icon      *oksvg.SvgIcon
+	info      svgInfo
+	text      []svgTextSeg
+	textNotes []string // text features not drawn
+	missing   string   // characters no font has, quoted
 }
 
 // readSVG reads, sanitises and parses an SVG input.
@@ -387,12 +390,17 @@ func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
 			icon.SVGPaths[i].Dash = nil
 		}
 	}
-	return &svgDrawing{icon: icon, info: info}, nil
+	text, notes, missing := svgLayoutText(clean)
+	var quoted []string
+	for _, r := range missing {
+		quoted = append(quoted, fmt.Sprintf("%q (U+%04X)", r, r))
+	}
+	return &svgDrawing{icon: icon, info: info, text: text, textNotes: notes, missing: strings.Join(quoted, ", ")}, nil
 }
 
 // render draws the SVG on a transparent w x h canvas: its view box mapped into its intrinsic
 // box (iw x ih) as preserveAspectRatio says, and that box scaled to the canvas as fit says.
-func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string) (*image.RGBA, error) {
+func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string, text bool) (*image.RGBA, error) {
 	in := s.info
 	// View box to intrinsic box.
 	sx, sy := iw/in.vbW, ih/in.vbH
@@ -429,6 +437,9 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 				return err
 			}
 			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
+		}
+		if text {
+			return drawSVGText(s.text, m, w, h, scanner)
 		}
 		return nil
 	})
@@ -476,7 +487,7 @@ func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit)
+		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit, true)
 		if err != nil {
 			return err
 		}
@@ -506,7 +517,7 @@ func svgToPDF(c *convert.Catalog) docRun {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill)
+		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill, false)
 		if err != nil {
 			return err
 		}
