@@ -3,6 +3,7 @@ package document
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"image/color"
 	"io"
 	"math"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"codeberg.org/go-pdf/fpdf"
 	"github.com/srwiley/oksvg"
 	"github.com/srwiley/rasterx"
 	"golang.org/x/image/font"
@@ -566,4 +568,69 @@ func warnSVGText(p convert.Params, s *svgDrawing) {
 	if s.missing != "" {
 		p.Warn(convert.WarnGlyphsMissing, "no font has a glyph for "+s.missing+"; drawn as boxes")
 	}
+}
+
+// pdfText writes the text segments as PDF text over a pw x ph point page. Each segment is
+// written in its own coordinate system (cm), so transforms, rotation and skew are kept. Faces
+// fpdf cannot embed (OpenType with CFF outlines) are replaced by the Go font of the same style.
+func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64) {
+	if len(s.text) == 0 {
+		return
+	}
+	root := s.matrix(s.info.w, s.info.h, pw, ph, convert.FitFill)
+	names := map[*textFace]string{}
+	for _, seg := range s.text {
+		if !seg.hasFill && seg.strokeW == 0 {
+			continue
+		}
+		face := seg.face
+		if !pdfEmbeddable(face.ttf) {
+			face = faceSans[0]
+		}
+		name, ok := names[face]
+		if !ok {
+			name = fmt.Sprintf("svgf%d", len(names))
+			names[face] = name
+			f.AddUTF8FontFromBytes(name, "", bytes.Clone(face.ttf))
+		}
+		m := root.Mult(seg.m)
+		f.TransformBegin()
+		f.Transform(fpdf.TransformMatrix{A: m.A, B: -m.B, C: -m.C, D: m.D, E: m.E, F: ph - m.F})
+		f.SetFont(name, "", seg.size)
+		mode := 0
+		switch {
+		case seg.hasFill && seg.strokeW > 0:
+			mode = 2
+		case seg.strokeW > 0:
+			mode = 1
+		}
+		alpha := 1.0
+		if seg.hasFill {
+			f.SetTextColor(int(seg.fill.R), int(seg.fill.G), int(seg.fill.B))
+			alpha = float64(seg.fill.A) / 255
+		}
+		if seg.strokeW > 0 {
+			f.SetDrawColor(int(seg.stroke.R), int(seg.stroke.G), int(seg.stroke.B))
+			f.SetLineWidth(seg.strokeW)
+			if !seg.hasFill {
+				alpha = float64(seg.stroke.A) / 255
+			}
+		}
+		f.SetTextRenderingMode(mode)
+		if alpha < 1 {
+			f.SetAlpha(alpha, "Normal")
+		}
+		// fpdf's Text takes y down from the page top: local (x, y) in SVG units is PDF (x, -y).
+		f.Text(seg.x, ph+seg.y, pdfSafeText(seg.text))
+		if alpha < 1 {
+			f.SetAlpha(1, "Normal")
+		}
+		f.SetTextRenderingMode(0)
+		f.TransformEnd()
+	}
+}
+
+// pdfEmbeddable reports whether fpdf can embed a font: TrueType outlines.
+func pdfEmbeddable(ttf []byte) bool {
+	return len(ttf) > 4 && (string(ttf[:4]) == "\x00\x01\x00\x00" || string(ttf[:4]) == "true")
 }
