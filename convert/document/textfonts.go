@@ -21,12 +21,18 @@ import (
 
 // Text is drawn with the embedded Go fonts (Latin, Greek, Cyrillic) and an embedded subset
 // of Droid Sans Fallback (CJK: kana, Hangul, the CJK Unified Ideographs block; made by
-// fonts/make-cjk-subset.sh, Apache License 2.0, 2.8 MB), chosen per character: a character the
+// fonts/make-cjk-subset.sh, Apache License 2.0, 2.8 MB) and Nanum Gothic subset to Hangul, chosen per character: a character the
 // named or default face lacks is drawn with the first face that has it, the embedded ones
 // first, then TrueType/OpenType fonts found under the font directory (SetFontDir).
 
 //go:embed fonts/cjk.ttf
 var cjkTTF []byte
+
+// hangulTTF is Nanum Gothic (SIL Open Font License 1.1) subset to Hangul, 1.3 MB: Droid Sans
+// Fallback has no Hangul syllables.
+//
+//go:embed fonts/hangul.ttf
+var hangulTTF []byte
 
 // DefaultFontDir is where fonts are looked for when SetFontDir is not called: the usual
 // system font directory of Linux distributions.
@@ -101,7 +107,8 @@ var (
 		{family: "go mono", ttf: gomono.TTF}, {family: "go mono", bold: true, ttf: gomonobold.TTF},
 		{family: "go mono", italic: true, ttf: gomonoitalic.TTF}, {family: "go mono", bold: true, italic: true, ttf: gomonobolditalic.TTF},
 	}
-	faceCJK = &textFace{family: "droid sans fallback", ttf: cjkTTF}
+	faceCJK    = &textFace{family: "droid sans fallback", ttf: cjkTTF}
+	faceHangul = &textFace{family: "nanumgothic", ttf: hangulTTF}
 )
 
 // dirFaces returns the faces of the font directory, reading it the first time.
@@ -231,6 +238,9 @@ func faceForRune(buf *sfnt.Buffer, first *textFace, r rune) *textFace {
 	}
 	if faceCJK.has(buf, r) {
 		return faceCJK
+	}
+	if faceHangul.has(buf, r) {
+		return faceHangul
 	}
 	for _, f := range dirFaces() {
 		if f.has(buf, r) {
