@@ -492,8 +492,9 @@ func svgParseTransform(s string) rasterx.Matrix2D {
 	}
 }
 
-// drawText fills (and strokes) the glyph outlines of the segments onto the scanner's image;
-// m maps the SVG's root coordinates to pixels.
+// drawSVGText fills (and strokes) the glyph outlines of the segments onto the scanner's image;
+// m maps the SVG's root coordinates to pixels. Each segment is one fill (and one stroke): the
+// scanner's cost is per draw, over the whole canvas, not per glyph.
 func drawSVGText(segs []svgTextSeg, m rasterx.Matrix2D, w, h int, scanner rasterx.Scanner) error {
 	filler := rasterx.NewFiller(w, h, scanner)
 	stroker := rasterx.NewStroker(w, h, scanner)
@@ -503,20 +504,19 @@ func drawSVGText(segs []svgTextSeg, m rasterx.Matrix2D, w, h int, scanner raster
 		if err != nil {
 			return err
 		}
-		upem := float64(fnt.UnitsPerEm())
 		mt := m.Mult(seg.m)
-		k := seg.size / upem / 64
-		x := seg.x
-		i := 0
-		for _, r := range seg.text {
-			g, _ := fnt.GlyphIndex(&buf, r)
-			outline, err := fnt.LoadGlyph(&buf, g, fixed.Int26_6(fnt.UnitsPerEm())<<6, nil)
-			if err == nil && len(outline) > 0 {
-				pt := func(p fixed.Point26_6) fixed.Point26_6 {
-					px, py := mt.Transform(x+float64(p.X)*k, seg.y+float64(p.Y)*k)
-					return fixed.Point26_6{X: fixed.Int26_6(px * 64), Y: fixed.Int26_6(py * 64)}
-				}
-				trace := func(a rasterx.Adder) {
+		k := seg.size / float64(fnt.UnitsPerEm()) / 64
+		trace := func(a rasterx.Adder) {
+			x := seg.x
+			i := 0
+			for _, r := range seg.text {
+				g, _ := fnt.GlyphIndex(&buf, r)
+				outline, err := fnt.LoadGlyph(&buf, g, fixed.Int26_6(fnt.UnitsPerEm())<<6, nil)
+				if err == nil {
+					pt := func(p fixed.Point26_6) fixed.Point26_6 {
+						px, py := mt.Transform(x+float64(p.X)*k, seg.y+float64(p.Y)*k)
+						return fixed.Point26_6{X: fixed.Int26_6(px * 64), Y: fixed.Int26_6(py * 64)}
+					}
 					open := false
 					for _, s := range outline {
 						switch s.Op {
@@ -538,23 +538,23 @@ func drawSVGText(segs []svgTextSeg, m rasterx.Matrix2D, w, h int, scanner raster
 						a.Stop(true)
 					}
 				}
-				if seg.hasFill {
-					filler.Clear()
-					filler.SetColor(seg.fill)
-					trace(filler)
-					filler.Draw()
-				}
-				if seg.strokeW > 0 {
-					scale := math.Sqrt(math.Abs(mt.A*mt.D - mt.B*mt.C))
-					stroker.Clear()
-					stroker.SetStroke(fixed.Int26_6(seg.strokeW*scale*64), 4<<6, rasterx.ButtCap, nil, rasterx.FlatGap, rasterx.Miter)
-					stroker.SetColor(seg.stroke)
-					trace(stroker)
-					stroker.Draw()
-				}
+				x += seg.adv[i]
+				i++
 			}
-			x += seg.adv[i]
-			i++
+		}
+		if seg.hasFill {
+			filler.Clear()
+			filler.SetColor(seg.fill)
+			trace(filler)
+			filler.Draw()
+		}
+		if seg.strokeW > 0 {
+			scale := math.Sqrt(math.Abs(mt.A*mt.D - mt.B*mt.C))
+			stroker.Clear()
+			stroker.SetStroke(fixed.Int26_6(seg.strokeW*scale*64), 4<<6, rasterx.ButtCap, nil, rasterx.FlatGap, rasterx.Miter)
+			stroker.SetColor(seg.stroke)
+			trace(stroker)
+			stroker.Draw()
 		}
 	}
 	return nil

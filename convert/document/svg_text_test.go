@@ -217,3 +217,20 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// BenchmarkSVGText draws sample-text.svg to PNG (the figures in docs/decisions.md).
+func BenchmarkSVGText(b *testing.B) {
+	SetFontDir("/usr/share/fonts/truetype/dejavu")
+	defer SetFontDir(DefaultFontDir)
+	c := docCatalog()
+	data, err := os.ReadFile(docPath("sample-text.svg"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	must(docConvertData(b, c, fmtSVG, "png", data, convert.Options{}))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		must(docConvertData(b, c, fmtSVG, "png", data, convert.Options{}))
+	}
+}
