@@ -23,8 +23,8 @@ import (
 )
 
 // SVG input is drawn with oksvg and rasterx (paths, basic shapes, fills, strokes, gradients,
-// transforms; no text, filters, masks or embedded images). Before oksvg sees it the file is
-// re-serialised by svgSanitize, which refuses DTDs that declare entities, drops scripts,
+// transforms; no filters, masks or embedded images), and its text by svg_text.go. Before
+// oksvg sees it the file is re-serialised by svgSanitize, which refuses DTDs that declare entities, drops scripts,
 // foreign objects, images and every reference that is not to the file itself (href, xlink:href,
 // url(...), @import): nothing an SVG names is ever fetched or opened.
 

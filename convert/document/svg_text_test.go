@@ -234,3 +234,25 @@ func BenchmarkSVGText(b *testing.B) {
 		must(docConvertData(b, c, fmtSVG, "png", data, convert.Options{}))
 	}
 }
+
+// BenchmarkCJKPDF makes a PDF of a Markdown paragraph in Chinese, Japanese and Korean and
+// one of the same length in Latin (the figures in docs/dependencies.md).
+func BenchmarkCJKPDF(b *testing.B) {
+	c := docCatalog()
+	for _, tc := range []struct{ name, text string }{
+		{"cjk", strings.Repeat("中文文本，日本語のひらがなとカタカナ、한국어 텍스트. ", 20)},
+		{"latin", strings.Repeat("Latin text, with some words in it, and more of them here. ", 20)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			data := []byte("# Title\n\n" + tc.text + "\n")
+			must(docConvertData(b, c, fmtMarkdown, fmtPDF, data, convert.Options{}))
+			b.ReportAllocs()
+			b.ResetTimer()
+			var out []byte
+			for b.Loop() {
+				out = must(docConvertData(b, c, fmtMarkdown, fmtPDF, data, convert.Options{}))
+			}
+			b.ReportMetric(float64(len(out)), "pdf-bytes")
+		})
+	}
+}
