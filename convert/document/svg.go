@@ -446,7 +446,7 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
 		}
 		if text {
-			return drawSVGText(s.text, m, w, h, scanner)
+			return drawSVGText(ctx, s.text, m, w, h, scanner)
 		}
 		return nil
 	})

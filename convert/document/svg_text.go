@@ -2,6 +2,7 @@ package document
 
 import (
 	"bytes"
+	"context"
 	"encoding/xml"
 	"fmt"
 	"image/color"
@@ -495,11 +496,15 @@ func svgParseTransform(s string) rasterx.Matrix2D {
 // drawSVGText fills (and strokes) the glyph outlines of the segments onto the scanner's image;
 // m maps the SVG's root coordinates to pixels. Each segment is one fill (and one stroke): the
 // scanner's cost is per draw, over the whole canvas, not per glyph.
-func drawSVGText(segs []svgTextSeg, m rasterx.Matrix2D, w, h int, scanner rasterx.Scanner) error {
+func drawSVGText(ctx context.Context, segs []svgTextSeg, m rasterx.Matrix2D, w, h int, scanner rasterx.Scanner) error {
 	filler := rasterx.NewFiller(w, h, scanner)
 	stroker := rasterx.NewStroker(w, h, scanner)
 	var buf sfnt.Buffer
 	for _, seg := range segs {
+		// Every segment, as every path: each draw walks the canvas it covers.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		fnt, err := seg.face.parse()
 		if err != nil {
 			return err

@@ -161,24 +161,41 @@ func TestSVGText_Warnings(t *testing.T) {
 	}
 }
 
-// TestCJK_Documents: Markdown and HTML with Chinese, Japanese and Korean text give PDFs whose
-// text layer has the characters, and PNGs whose glyphs are not boxes: two different strings
-// of as many characters render differently, while two strings of characters no font has
-// render identically (every one the same box), which shows the check can fail.
+// TestCJK_Documents: Markdown, HTML and DOCX with Chinese, Japanese and Korean text
+// (make-sample-cjk.py) give PDFs whose text layer has the characters, with no warning. Their
+// PNGs have glyphs, not boxes: two different strings of as many characters render differently,
+// while two strings of characters no font has render identically (every one the same box),
+// which shows the check can fail.
 func TestCJK_Documents(t *testing.T) {
 	c := docCatalog()
+	for _, tc := range []struct{ sample, from string }{
+		{"sample-cjk.md", fmtMarkdown}, {"sample-cjk.html", fmtHTML}, {"sample-cjk.docx", fmtDOCX},
+	} {
+		f, err := os.Open(docPath(tc.sample))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pdf bytes.Buffer
+		ws, err := c.Convert(context.Background(), tc.from, fmtPDF, convert.Options{}, f, &pdf, t.TempDir())
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) != 0 {
+			t.Errorf("%s: warnings %v", tc.sample, ws)
+		}
+		text := strings.Join(docReadPDF(t, pdf.Bytes()).text, " ")
+		for _, w := range []string{"多言語", "中文文本，简体与繁體。", "ひらがな、カタカナ、日本語の漢字。", "한국어 텍스트와 한글."} {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: the PDF's text %q lacks %q", tc.sample, text, w)
+			}
+		}
+	}
 	doc := map[string]func(string) string{
 		fmtMarkdown: func(s string) string { return "# " + s + "\n\n" + s + "\n" },
 		fmtHTML:     func(s string) string { return "<html><body><h1>" + s + "</h1><p>" + s + "</p></body></html>" },
 	}
 	for from, mk := range doc {
-		pdf := must(docConvertData(t, c, from, fmtPDF, []byte(mk("中文字 ひらがな カタカナ 한국어")), convert.Options{}))
-		text := strings.Join(docReadPDF(t, pdf).text, " ")
-		for _, w := range []string{"中文字", "ひらがな", "カタカナ", "한국어"} {
-			if !strings.Contains(text, w) {
-				t.Errorf("%s: the PDF's text %q lacks %q", from, text, w)
-			}
-		}
 		render := func(s string) []byte {
 			return must(docConvertData(t, c, from, "png", []byte(mk(s)), convert.Options{}))
 		}
