@@ -589,7 +589,7 @@ func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64) {
 			continue
 		}
 		face := seg.face
-		if !pdfEmbeddable(face.ttf) {
+		if !face.pdfOK() {
 			face = faceSans[0]
 		}
 		name, ok := names[face]
@@ -635,7 +635,26 @@ func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64) {
 	}
 }
 
-// pdfEmbeddable reports whether fpdf can embed a font: TrueType outlines.
-func pdfEmbeddable(ttf []byte) bool {
-	return len(ttf) > 4 && (string(ttf[:4]) == "\x00\x01\x00\x00" || string(ttf[:4]) == "true")
+// pdfOK reports whether fpdf can embed the face: TrueType outlines, and a trial document with
+// it succeeds (fpdf's errors are sticky and it panics on some fonts, so a font it cannot read
+// would fail the whole PDF).
+// The trial runs once per face.
+func (f *textFace) pdfOK() bool {
+	f.pdfOnce.Do(func() {
+		defer func() {
+			if recover() != nil { // fpdf panics on some malformed fonts
+				f.pdfGood = false
+			}
+		}()
+		if len(f.ttf) < 4 || string(f.ttf[:4]) != "\x00\x01\x00\x00" && string(f.ttf[:4]) != "true" {
+			return
+		}
+		pdf := fpdf.New("P", "pt", "A4", "")
+		pdf.AddUTF8FontFromBytes("trial", "", bytes.Clone(f.ttf))
+		pdf.AddPage()
+		pdf.SetFont("trial", "", 12)
+		pdf.Text(10, 10, "a")
+		f.pdfGood = pdf.Output(io.Discard) == nil
+	})
+	return f.pdfGood
 }

@@ -76,6 +76,8 @@ type textFace struct {
 	font         *sfnt.Font
 	once         sync.Once
 	err          error
+	pdfOnce      sync.Once // pdfOK's trial
+	pdfGood      bool
 }
 
 func (f *textFace) parse() (*sfnt.Font, error) {
