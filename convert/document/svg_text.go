@@ -83,6 +83,10 @@ func svgLayoutText(clean []byte) (segs []svgTextSeg, notes []string, missing []r
 	var pendDX, pendDY float64
 	lastSpace := true
 	noted := map[string]bool{}
+	// Text inside <defs> is drawn only through <use>, which oksvg replays as paths: the ids of
+	// the elements around such text, and the ids <use> names, are compared at the end.
+	var ids []string // id of each open element ("" when none)
+	textIDs, used := map[string]bool{}, map[string]bool{}
 	note := func(s string) {
 		if !noted[s] {
 			noted[s] = true
@@ -104,14 +108,23 @@ func svgLayoutText(clean []byte) (segs []svgTextSeg, notes []string, missing []r
 		case xml.StartElement:
 			st := stack[len(stack)-1]
 			name := t.Name.Local
+			ids = append(ids, svgAttr(t, "id"))
+			if name == "text" {
+				for _, id := range ids {
+					textIDs[id] = true
+				}
+			}
+			if name == "use" {
+				if target, ok := strings.CutPrefix(strings.TrimSpace(svgAttr(t, "href")), "#"); ok {
+					used[target] = true
+				}
+			}
 			if svgTextSkipped[name] {
 				st.skip = true
 			}
 			if !st.skip {
+				// display:none and visibility:hidden set skip: nothing to draw, nothing lost.
 				svgApplyStyle(&st, t)
-				if st.skip && (name == "text" || inText > 0) {
-					// display:none or visibility:hidden: nothing to draw, nothing lost
-				}
 			}
 			stack = append(stack, st)
 			if st.skip {
@@ -158,6 +171,7 @@ func svgLayoutText(clean []byte) (segs []svgTextSeg, notes []string, missing []r
 				inText = 0
 			}
 			stack = stack[:len(stack)-1]
+			ids = ids[:len(ids)-1]
 		case xml.CharData:
 			st := stack[len(stack)-1]
 			if inText == 0 || st.skip {
@@ -173,6 +187,12 @@ func svgLayoutText(clean []byte) (segs []svgTextSeg, notes []string, missing []r
 		}
 	}
 	flush()
+	for id := range used {
+		if id != "" && textIDs[id] {
+			note("text reused with <use>")
+			break
+		}
+	}
 	return segs, notes, missing
 }
 

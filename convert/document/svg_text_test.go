@@ -134,6 +134,8 @@ func TestSVGText_Warnings(t *testing.T) {
 		{`<text x="5" y="30">Hello 中文 한국어</text>`, nil},
 		{`<text x="5" y="30"><textPath href="#p">on a path</textPath></text>`, []string{convert.WarnTextNotRendered}},
 		{`<text x="5" y="30">runes ᚠᚢ</text>`, []string{convert.WarnGlyphsMissing}},
+		{`<defs><g id="label"><text x="5" y="30">reused</text></g></defs><use href="#label" x="10"/>`, []string{convert.WarnTextNotRendered}},
+		{`<defs><g id="shape"><rect width="5" height="5"/></g></defs><use href="#shape" x="10"/><text x="5" y="30">plain</text>`, nil},
 	}
 	for _, tt := range tests {
 		for _, to := range []string{"png", fmtPDF} {
@@ -285,6 +287,38 @@ func TestTextFace_PDFOK(t *testing.T) {
 	for _, ttf := range [][]byte{[]byte("OTTO\x00\x01rest"), append([]byte{0, 1, 0, 0}, make([]byte, 64)...)} {
 		if (&textFace{ttf: ttf}).pdfOK() {
 			t.Errorf("%q accepted", ttf[:6])
+		}
+	}
+}
+
+// TestSVGText_Concurrent: drawings with text made at once give the same bytes as one alone
+// (shared faces and the font directory are read concurrently; run with -race).
+func TestSVGText_Concurrent(t *testing.T) {
+	useFontDir(t, "")
+	c := docCatalog()
+	want := map[string][]byte{}
+	for _, to := range []string{"png", fmtPDF} {
+		want[to] = docMustConvert(t, c, fmtSVG, to, docPath("sample-text.svg"), convert.Options{})
+	}
+	SetFontDir("") // read again, now by the goroutines at once
+	errs := make(chan string, 8)
+	for i := range 8 {
+		to := []string{"png", fmtPDF}[i%2]
+		go func() {
+			out, err := docConvertFile(t, c, fmtSVG, to, docPath("sample-text.svg"), convert.Options{})
+			switch {
+			case err != nil:
+				errs <- err.Error()
+			case to == "png" && !bytes.Equal(out, want[to]):
+				errs <- "a PNG made concurrently differs"
+			default:
+				errs <- ""
+			}
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Error(e)
 		}
 	}
 }
