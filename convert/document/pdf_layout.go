@@ -218,6 +218,7 @@ func (d *pdfDoc) finish(w io.Writer) error {
 func (d *pdfDoc) words(ws []word, text string, st inlineStyle) []word {
 	text = pdfSafeText(text)
 	fnt := st.font()
+	space := fnt.width(" ", st.size)
 	add := func(w string) {
 		start, fb := 0, uint8(0)
 		for i, r := range w {
@@ -238,8 +239,7 @@ func (d *pdfDoc) words(ws []word, text string, st inlineStyle) []word {
 				start = -1
 			}
 			if n := len(ws); n > 0 && ws[n-1].space == 0 && !ws[n-1].br && ws[n-1].img == nil {
-				// drawLine writes the space in the word's own face.
-				ws[n-1].space = ws[n-1].st.font().width(" ", ws[n-1].st.size)
+				ws[n-1].space = space
 			}
 			continue
 		}
@@ -396,6 +396,12 @@ func (d *pdfDoc) drawLine(ws []word, x, y, lh, width float64, align string) {
 		for ; j < len(ws) && ws[j].st == ws[i].st && ws[j].img == nil; j++ {
 			b.WriteString(ws[j].text)
 			width += ws[j].w
+			if ws[j].space > 0 && ws[j].st.fallback > 0 {
+				// A fallback face's space may be wider than the text's own: the run
+				// ends, and the gap is the Go font's space.
+				j++
+				break
+			}
 			if ws[j].space > 0 && j+1 < len(ws) && ws[j+1].st == ws[i].st {
 				b.WriteByte(' ')
 				width += ws[j].space
