@@ -26,11 +26,13 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/service"
 )
 
 // convertOptions are the flags of convert.
 type convertOptions struct {
+	fontDir   string // --font-dir for the embedded server
 	to        string
 	from      string
 	output    string
@@ -98,6 +100,7 @@ func newConvertCommand() *cobra.Command {
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
 	f.BoolVar(&o.verbose, "verbose", false, "show the embedded server's log")
+	f.StringVar(&o.fontDir, "font-dir", fontDirDefault(), "embedded server: directory searched for fonts documents and SVG text name or need beyond the embedded ones; empty: embedded only [$CONVSVC_FONT_DIR]")
 	cmd.MarkFlagRequired("to")
 	return cmd
 }
@@ -519,6 +522,7 @@ func (o *convertOptions) startEmbedded(logTo io.Writer) (func(), error) {
 	if o.verbose {
 		log = slog.New(slog.NewTextHandler(logTo, nil))
 	}
+	standard.SetFontDir(o.fontDir)
 	var key string
 	m, err := service.Run(service.Config{
 		DataDir:      dir,
@@ -712,4 +716,12 @@ func randomToken() string {
 	b := make([]byte, 16)
 	rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// fontDirDefault is $CONVSVC_FONT_DIR when set, else the standard font directory.
+func fontDirDefault() string {
+	if v, ok := os.LookupEnv("CONVSVC_FONT_DIR"); ok {
+		return v
+	}
+	return standard.DefaultFontDir
 }

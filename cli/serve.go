@@ -15,6 +15,7 @@ import (
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 )
@@ -31,6 +32,7 @@ type serveOptions struct {
 	trustedProxies []string
 	// s3PathStyle is --s3-path-style as given: auto, true or false.
 	s3PathStyle string
+	fontDir     string // --font-dir, see convert/document/textfonts.go
 }
 
 func newServeCommand() *cobra.Command {
@@ -84,6 +86,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.IntVar(&o.cfg.MaxConnectionsPerAddress, "max-connections-per-address", 0, "open connections one client address may hold on each listener (default: 256 or a quarter of --max-connections, whichever is smaller; raise it behind a reverse proxy; -1: no cap)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.StringVar(&o.fontDir, "font-dir", standard.DefaultFontDir, "directory searched for fonts that documents and SVG text name, and for characters the embedded fonts lack; empty: embedded fonts only")
 	withEnvHelp(f)
 }
 
@@ -160,6 +163,7 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	standard.SetFontDir(o.fontDir)
 	log, err := newLogger(o.logFormat, o.logLevel, os.Stderr)
 	if err != nil {
 		return err

@@ -42,7 +42,7 @@ func FuzzSVG(f *testing.F) {
 		if !(s.info.w > 0 && s.info.h > 0 && s.info.vbW > 0 && s.info.vbH > 0) {
 			t.Fatalf("accepted an SVG of size %+v", s.info)
 		}
-		_, err = s.render(ctx, 32, 32, 32, 32, "")
+		_, err = s.render(ctx, 32, 32, 32, 32, "", true)
 		docFuzzErr(t, "render", err)
 	})
 }

@@ -21,9 +21,9 @@ import (
 )
 
 // PDF output embeds the Go fonts (BSD licence, shipped with golang.org/x/image) as UTF-8
-// TrueType, subset to the characters used. They cover Latin, Greek and Cyrillic (WGL4) but
-// no CJK: such characters are kept in the text layer (copy and search work) and drawn as
-// the font's missing-glyph box.
+// TrueType, subset to the characters used. They cover Latin, Greek and Cyrillic (WGL4);
+// characters they lack are drawn with the embedded CJK face (a subset of Droid Sans Fallback,
+// textfonts.go) when it has them, and reported (glyphs_missing) when no face has them.
 
 // pdfFont is one face of the embedded fonts, with its advance widths in thousandths of an em
 // as fpdf computes them, so that lines measured here are the lines fpdf draws.
@@ -47,6 +47,13 @@ var pdfFonts = [8]*pdfFont{
 	{family: "mono", style: "B", ttf: gomonobold.TTF},
 	{family: "mono", style: "I", ttf: gomonoitalic.TTF},
 	{family: "mono", style: "BI", ttf: gomonobolditalic.TTF},
+}
+
+// pdfFallbacks are the embedded faces (textfonts.go) for characters the Go fonts lack, in
+// the order they are tried: CJK ideographs and kana, then Hangul.
+var pdfFallbacks = []*pdfFont{
+	{family: "cjk", style: "", ttf: cjkTTF},
+	{family: "hangul", style: "", ttf: hangulTTF},
 }
 
 // fontFor returns the face for a style.

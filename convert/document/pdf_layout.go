@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"io"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,13 +41,19 @@ var pdfHeadingSizes = [6]float64{20, 16, 13.5, 12, 11, 10.5}
 // inlineStyle is how a run of text is drawn.
 type inlineStyle struct {
 	mono, bold, italic bool
+	fallback           uint8 // 1 + index in pdfFallbacks: drawn with that face; 0: the Go fonts
 	underline, strike  bool
 	size               float64
 	color              uint32 // 0xRRGGBB
 	link               string // URL the text links to
 }
 
-func (s inlineStyle) font() *pdfFont { return fontFor(s.mono, s.bold, s.italic) }
+func (s inlineStyle) font() *pdfFont {
+	if s.fallback > 0 {
+		return pdfFallbacks[s.fallback-1]
+	}
+	return fontFor(s.mono, s.bold, s.italic)
+}
 
 // fpdfStyle is the style string fpdf's SetFont takes.
 func (s inlineStyle) fpdfStyle() string {
@@ -94,6 +101,8 @@ type pdfDoc struct {
 	lastLevel    int      // level of the last bookmark
 	images       int
 	added        map[*pdfFont]bool // faces registered with f: only those used are embedded
+	params       convert.Params
+	missing      []rune // characters no embedded face has (the first few)
 	err          error
 }
 
@@ -127,7 +136,7 @@ func newPDFDoc(ctx context.Context, p convert.Params, title string) (*pdfDoc, er
 		f.SetTitle(pdfSafeText(title), true)
 	}
 	f.SetCreationDate(time.Now().UTC())
-	d := &pdfDoc{ctx: ctx, f: f, lim: p.Limits.Normalized(), mem: p.Embedded, lastLevel: -1, added: map[*pdfFont]bool{}}
+	d := &pdfDoc{ctx: ctx, f: f, lim: p.Limits.Normalized(), mem: p.Embedded, lastLevel: -1, added: map[*pdfFont]bool{}, params: p}
 	d.pageW, d.pageH = f.GetPageSize()
 	d.left, d.right = pdfMargin, d.pageW-pdfMargin
 	f.SetFooterFunc(func() {
@@ -190,6 +199,13 @@ func (d *pdfDoc) finish(w io.Writer) error {
 	if err := d.ctx.Err(); err != nil {
 		return err
 	}
+	if len(d.missing) > 0 {
+		var q []string
+		for _, r := range d.missing {
+			q = append(q, fmt.Sprintf("%q (U+%04X)", r, r))
+		}
+		d.params.Warn(convert.WarnGlyphsMissing, "no embedded font has a glyph for "+strings.Join(q, ", ")+"; drawn as boxes")
+	}
 	if err := d.f.Output(&convert.ContextWriter{Ctx: d.ctx, W: w}); err != nil {
 		return fmt.Errorf("writing the PDF: %w", err)
 	}
@@ -197,16 +213,29 @@ func (d *pdfDoc) finish(w io.Writer) error {
 }
 
 // words splits text into words of one style, attaching spaces to the word before them.
-// Runs of spaces, tabs and newlines count as one space.
+// Runs of spaces, tabs and newlines count as one space. Characters the style's face lacks and
+// the CJK face has are drawn with the CJK face, as words of their own without space between.
 func (d *pdfDoc) words(ws []word, text string, st inlineStyle) []word {
 	text = pdfSafeText(text)
 	fnt := st.font()
 	space := fnt.width(" ", st.size)
+	add := func(w string) {
+		start, fb := 0, uint8(0)
+		for i, r := range w {
+			need := d.fallbackFor(fnt, r)
+			if i > 0 && need != fb {
+				ws = d.piece(ws, w[start:i], st, fb)
+				start = i
+			}
+			fb = need
+		}
+		ws = d.piece(ws, w[start:], st, fb)
+	}
 	start := -1
 	for i, r := range text {
 		if r == ' ' || r == '\n' || r == '\r' {
 			if start >= 0 {
-				ws = append(ws, word{text: text[start:i], st: st, w: fnt.width(text[start:i], st.size)})
+				add(text[start:i])
 				start = -1
 			}
 			if n := len(ws); n > 0 && ws[n-1].space == 0 && !ws[n-1].br && ws[n-1].img == nil {
@@ -219,9 +248,36 @@ func (d *pdfDoc) words(ws []word, text string, st inlineStyle) []word {
 		}
 	}
 	if start >= 0 {
-		ws = append(ws, word{text: text[start:], st: st, w: fnt.width(text[start:], st.size)})
+		add(text[start:])
 	}
 	return ws
+}
+
+// piece appends one word drawn with st's face, or fallback face fb when fb > 0.
+func (d *pdfDoc) piece(ws []word, text string, st inlineStyle, fb uint8) []word {
+	st.fallback = fb
+	return append(ws, word{text: text, st: st, w: st.font().width(text, st.size)})
+}
+
+// fallbackFor returns which fallback face draws r (1 + index in pdfFallbacks), 0 when the
+// Go face does or none does; it notes characters no face has.
+func (d *pdfDoc) fallbackFor(fnt *pdfFont, r rune) uint8 {
+	if fnt.hasGlyph(r) || r < 0x20 {
+		return 0
+	}
+	for i, f := range pdfFallbacks {
+		if err := f.load(); err != nil {
+			d.fail(err)
+			return 0
+		}
+		if f.hasGlyph(r) {
+			return uint8(i + 1)
+		}
+	}
+	if len(d.missing) < 8 && !slices.Contains(d.missing, r) {
+		d.missing = append(d.missing, r)
+	}
+	return 0
 }
 
 // breakLines fills lines of width avail greedily. A word wider than a line is cut between
@@ -340,6 +396,12 @@ func (d *pdfDoc) drawLine(ws []word, x, y, lh, width float64, align string) {
 		for ; j < len(ws) && ws[j].st == ws[i].st && ws[j].img == nil; j++ {
 			b.WriteString(ws[j].text)
 			width += ws[j].w
+			if ws[j].space > 0 && ws[j].st.fallback > 0 {
+				// A fallback face's space may be wider than the text's own: the run
+				// ends, and the gap is the Go font's space.
+				j++
+				break
+			}
 			if ws[j].space > 0 && j+1 < len(ws) && ws[j+1].st == ws[i].st {
 				b.WriteByte(' ')
 				width += ws[j].space

@@ -23,8 +23,8 @@ import (
 )
 
 // SVG input is drawn with oksvg and rasterx (paths, basic shapes, fills, strokes, gradients,
-// transforms; no text, filters, masks or embedded images). Before oksvg sees it the file is
-// re-serialised by svgSanitize, which refuses DTDs that declare entities, drops scripts,
+// transforms; no filters, masks or embedded images), and its text by svg_text.go. Before
+// oksvg sees it the file is re-serialised by svgSanitize, which refuses DTDs that declare entities, drops scripts,
 // foreign objects, images and every reference that is not to the file itself (href, xlink:href,
 // url(...), @import): nothing an SVG names is ever fetched or opened.
 
@@ -349,8 +349,11 @@ func writeSVGAttrs(out *bytes.Buffer, attrs []xml.Attr, except map[string]bool) 
 
 // svgDrawing is a parsed, sanitised SVG.
 type svgDrawing struct {
-	icon *oksvg.SvgIcon
-	info svgInfo
+	icon      *oksvg.SvgIcon
+	info      svgInfo
+	text      []svgTextSeg
+	textNotes []string // text features not drawn
+	missing   string   // characters no font has, quoted
 }
 
 // readSVG reads, sanitises and parses an SVG input.
@@ -387,12 +390,18 @@ func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
 			icon.SVGPaths[i].Dash = nil
 		}
 	}
-	return &svgDrawing{icon: icon, info: info}, nil
+	text, notes, missing := svgLayoutText(clean)
+	var quoted []string
+	for _, r := range missing {
+		quoted = append(quoted, fmt.Sprintf("%q (U+%04X)", r, r))
+	}
+	return &svgDrawing{icon: icon, info: info, text: text, textNotes: notes, missing: strings.Join(quoted, ", ")}, nil
 }
 
-// render draws the SVG on a transparent w x h canvas: its view box mapped into its intrinsic
-// box (iw x ih) as preserveAspectRatio says, and that box scaled to the canvas as fit says.
-func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string) (*image.RGBA, error) {
+// matrix maps the SVG's root coordinates onto a w x h canvas: its view box mapped into its
+// intrinsic box (iw x ih) as preserveAspectRatio says, and that box scaled to the canvas as
+// fit says.
+func (s *svgDrawing) matrix(iw, ih, w, h float64, fit string) rasterx.Matrix2D {
 	in := s.info
 	// View box to intrinsic box.
 	sx, sy := iw/in.vbW, ih/in.vbH
@@ -403,20 +412,26 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 		sx, sy = sc, sc
 	}
 	// Intrinsic box to canvas.
-	cx, cy := float64(w)/iw, float64(h)/ih
+	cx, cy := w/iw, h/ih
 	tx, ty := 0.0, 0.0
 	switch fit {
 	case convert.FitFill:
 	case convert.FitCover:
 		c := max(cx, cy)
-		tx, ty = (float64(w)-iw*c)/2, (float64(h)-ih*c)/2
+		tx, ty = (w-iw*c)/2, (h-ih*c)/2
 		cx, cy = c, c
 	default:
 		c := min(cx, cy)
-		tx, ty = (float64(w)-iw*c)/2, (float64(h)-ih*c)/2
+		tx, ty = (w-iw*c)/2, (h-ih*c)/2
 		cx, cy = c, c
 	}
-	m := rasterx.Identity.Translate(tx, ty).Scale(cx, cy).Translate(ox, oy).Scale(sx, sy).Translate(-in.vbX, -in.vbY)
+	return rasterx.Identity.Translate(tx, ty).Scale(cx, cy).Translate(ox, oy).Scale(sx, sy).Translate(-in.vbX, -in.vbY)
+}
+
+// render draws the SVG on a transparent w x h canvas: its view box mapped into its intrinsic
+// box (iw x ih) as preserveAspectRatio says, and that box scaled to the canvas as fit says.
+func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string, text bool) (*image.RGBA, error) {
+	m := s.matrix(iw, ih, float64(w), float64(h), fit)
 
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	scanner := rasterx.NewScannerGV(w, h, img, img.Bounds())
@@ -429,6 +444,9 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 				return err
 			}
 			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
+		}
+		if text {
+			return drawSVGText(ctx, s.text, m, w, h, scanner)
 		}
 		return nil
 	})
@@ -476,16 +494,18 @@ func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit)
+		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit, true)
 		if err != nil {
 			return err
 		}
+		warnSVGText(p, s)
 		return dst.Encode(ctx, out, img, opts)
 	}
 }
 
 // svgToPDF puts the SVG on one page of its own size, drawn at twice its resolution (or less
-// when that would pass the pixel limit) and embedded as a lossless PNG.
+// when that would pass the pixel limit) and embedded as a lossless PNG, with its text on top
+// as PDF text.
 func svgToPDF(c *convert.Catalog) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		lim := p.Limits.Normalized()
@@ -506,7 +526,7 @@ func svgToPDF(c *convert.Catalog) docRun {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill)
+		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill, false)
 		if err != nil {
 			return err
 		}
@@ -532,6 +552,8 @@ func svgToPDF(c *convert.Catalog) docRun {
 		opts := fpdf.ImageOptions{ImageType: "PNG"}
 		f.RegisterImageOptionsReader("drawing", opts, bytes.NewReader(data))
 		f.ImageOptions("drawing", 0, 0, pw, ph, false, opts, 0, "")
+		s.pdfText(f, pw, ph)
+		warnSVGText(p, s)
 		if err := f.Error(); err != nil {
 			return fmt.Errorf("writing the PDF: %w", err)
 		}

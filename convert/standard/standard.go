@@ -29,3 +29,10 @@ func Register(c *convert.Catalog) {
 	document.RegisterPDFPageArchive(c) // pdf -> zip of PNG pages needs the archive family's zip
 	registerExtras(c)
 }
+
+// DefaultFontDir is the font directory used unless SetFontDir says otherwise.
+const DefaultFontDir = document.DefaultFontDir
+
+// SetFontDir sets the directory searched for fonts that documents and SVG text name or need
+// beyond the embedded ones ("" for none); see document.SetFontDir.
+func SetFontDir(dir string) { document.SetFontDir(dir) }
