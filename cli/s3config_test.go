@@ -24,7 +24,7 @@ func TestCLI_ConfigShowsS3MaskedAndDefaultsUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`--object-storage\s+\(blob store in ` + regexp.QuoteMeta(filepath.Join(data, "blobs")) + `\)\s+default\s+CONVSVC_OBJECT_STORAGE`).MatchString(out) ||
+	if !regexp.MustCompile(`--object-storage\s+\(blob store in `+regexp.QuoteMeta(filepath.Join(data, "blobs"))+`\)\s+default\s+CONVSVC_OBJECT_STORAGE`).MatchString(out) ||
 		strings.Contains(out, "s3-access-key-id") || !regexp.MustCompile(`--s3-path-style\s+auto \(false\)\s+default`).MatchString(out) {
 		t.Errorf("defaults:\n%s", out)
 	}
