@@ -22,6 +22,8 @@ type configEntry struct {
 	Env    string `json:"env"`
 	Value  string `json:"value"`
 	Source string `json:"source"` // flag, env, env_file, data_dir or default
+	// notFlag marks a setting only the environment gives (the S3 credentials).
+	notFlag bool
 }
 
 // masked stands in for a secret's value.
@@ -57,7 +59,11 @@ func newConfigCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "FLAG\tVALUE\tSOURCE\tENVIRONMENT")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "--%s\t%s\t%s\t%s\n", e.Flag, orDash(e.Value), e.Source, e.Env)
+				name := "--" + e.Flag
+				if e.notFlag {
+					name = "(" + e.Flag + ")"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, orDash(e.Value), e.Source, e.Env)
 			}
 			return tw.Flush()
 		},
@@ -122,6 +128,21 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 					e.Value += " (password from " + databasePasswordFileEnv + ")"
 				}
 			}
+		case "object-storage":
+			if e.Value == "" {
+				e.Value = "(blob store in " + filepath.Join(o.cfg.DataDir, "blobs") + ")"
+			}
+		case "s3-region":
+			if e.Value == "" {
+				if v := os.Getenv(awsRegionEnv); v != "" {
+					e.Value, e.Source = v, "env"
+				}
+				e.Env += ", " + awsRegionEnv
+			}
+		case "s3-path-style":
+			if e.Value == "auto" {
+				e.Value = fmt.Sprintf("auto (%v)", o.cfg.S3.UsesPathStyle())
+			}
 		case "admin-token":
 			switch {
 			case e.Value != "":
@@ -134,6 +155,42 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 		}
 		entries = append(entries, e)
 	})
+	if _, _, s3, _ := service.ParseObjectStorage(o.cfg.ObjectStorage); s3 {
+		entries = append(entries, s3CredentialEntries()...)
+	}
+	return entries
+}
+
+// s3CredentialEntries shows where the S3 credentials come from, masked: the access key id
+// keeps its first four characters (AKIA... tells a long-term key from ASIA..., a temporary one).
+func s3CredentialEntries() []configEntry {
+	var entries []configEntry
+	for _, c := range []struct{ name, env string }{
+		{"s3-access-key-id", awsAccessKeyEnv}, {"s3-secret-access-key", awsSecretKeyEnv}, {"s3-session-token", awsSessionTokenEnv},
+	} {
+		e := configEntry{Flag: c.name, Env: c.env + ", " + c.env + "_FILE", Source: "default", notFlag: true}
+		v, err := envOrFile(c.env)
+		_, fromEnv := os.LookupEnv(c.env)
+		switch {
+		case err != nil:
+			e.Value, e.Source = "(unreadable: "+err.Error()+")", "env_file"
+		case v == "":
+			e.Value = "(none)"
+			if c.env == awsAccessKeyEnv {
+				e.Value = "(none: serve refuses to start without credentials)"
+			}
+		default:
+			e.Source = "env_file"
+			if fromEnv {
+				e.Source = "env"
+			}
+			e.Value = masked
+			if c.env == awsAccessKeyEnv && len(v) > 4 {
+				e.Value = v[:4] + masked
+			}
+		}
+		entries = append(entries, e)
+	}
 	return entries
 }
 

@@ -12,7 +12,9 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/tests3"
 )
 
 var binary string
@@ -20,7 +22,8 @@ var binary string
 func TestMain(m *testing.M) {
 	bin, cleanup := testproc.BuildForTests()
 	binary = bin
-	code := m.Run()
+	code := testpg.Run(m) // and stops the PostgreSQL server the backend tests started
+	tests3.Stop()
 	cleanup()
 	os.Exit(code)
 }

@@ -235,6 +235,7 @@ func TestAPI_RateLimit(t *testing.T) {
 }
 
 func TestAPI_StorageUnavailableOnStart(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "the blob store's upload directory is taken away (TestS3_StorageUnavailable is the S3 case)")
 	e := testenv.Start(t)
 	data := testenv.Sample(t, "images/sample.png")
 	uploaded := e.Create(e.Key, "png", "jpeg", int64(len(data)))
@@ -262,6 +263,7 @@ func TestAPI_StorageUnavailableOnStart(t *testing.T) {
 }
 
 func TestAPI_StorageUnavailableOnCreate(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "the blob store's temporary directory is broken")
 	e := testenv.Start(t)
 
 	tmp := filepath.Join(e.Cfg.DataDir, "blobs", "tmp")

@@ -224,6 +224,7 @@ func TestOps_MetricsListen(t *testing.T) {
 }
 
 func TestOps_LogLinesCarryFieldsAndNoSecrets(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "it reads the upload from the blob store's directory")
 	var logs testenv.LogCapture
 	e := testenv.Start(t, logs.Option())
 	_, otherKey := e.NewAccount(100)

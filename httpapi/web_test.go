@@ -13,6 +13,7 @@ import (
 // TestWeb_PageAndFiles: GET / is the embedded page, with its script and style as files of
 // their own under a strict CSP that lets the page reach object storage and nothing else.
 func TestWeb_PageAndFiles(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "the CSP names the local blob listener")
 	e := testenv.Start(t)
 	wantCSP := "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self' " +
 		e.Main.BlobURL() + "; form-action 'none'; frame-ancestors 'none'; base-uri 'none'"
@@ -66,6 +67,7 @@ func TestWeb_PageAndFiles(t *testing.T) {
 // TestWeb_StorageCORS: by default object storage lets the API's own page (its origin) upload,
 // and no other; --cors-origins replaces that list.
 func TestWeb_StorageCORS(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "--cors-origins is the local blob store's; S3 uses the bucket's CORS rule")
 	preflight := func(e *testenv.Env, url, origin string) testenv.Response {
 		return e.Do("OPTIONS", url, "", nil, "Origin", origin, "Access-Control-Request-Method", "PUT", "Access-Control-Request-Headers", "content-type")
 	}

@@ -213,7 +213,8 @@ type S3Config struct {
 	// AccessKey, SecretKey and SessionToken are static credentials; when AccessKey is empty
 	// Credentials (if set) provides them.
 	AccessKey, SecretKey, SessionToken string
-	// Credentials is used when AccessKey is empty (cli passes the AWS SDK's default chain).
+	// Credentials is used when AccessKey is empty (for embedders with their own provider;
+	// serve reads static keys only).
 	Credentials aws.CredentialsProvider
 }
 
