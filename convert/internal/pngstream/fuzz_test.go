@@ -2,6 +2,7 @@ package pngstream
 
 import (
 	"bytes"
+	"image"
 	"image/png"
 	"io"
 	"testing"
@@ -46,6 +47,13 @@ func FuzzDecode(f *testing.F) {
 		var derr error = err
 		if err == nil {
 			derr = d.Decode(nil)
+		}
+		var img image.Image
+		if derr == nil {
+			img = d.Image()
+		}
+		if diff := stripsAgree(data, img, ok, derr); diff != "" {
+			t.Fatalf("ReadRows and Decode disagree: %s", diff)
 		}
 		want, werr := png.Decode(bytes.NewReader(data))
 		switch {
