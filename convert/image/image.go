@@ -219,6 +219,12 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				dst.Name, Megapixels(float64(dst.maxPixels)), dw, dh)
 		}
 
+		if frames == 1 {
+			// Formats that stream convert a strip at a time, with a budget share to match.
+			if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts); handled {
+				return err
+			}
+		}
 		est := memoryEstimate(src, dst, frames, int64(cfg.Width)*int64(cfg.Height), int64(dw)*int64(dh), dw != cfg.Width || dh != cfg.Height, webpLossless(opts))
 		what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 		if frames > 1 {
@@ -240,14 +246,6 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				}
 			}
 			return dst.encodeAll(ctx, out, a, opts)
-		}
-		if src.ID == "png" && dst.ID == "jpeg" {
-			// Decode and encode at once when nothing comes between them.
-			if w, h, box := ResizeBox(cfg.Width, cfg.Height, opts); w == cfg.Width && h == cfg.Height && box == image.Rect(0, 0, w, h) {
-				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts); handled {
-					return err
-				}
-			}
 		}
 		img, err := DecodePixels(ctx, in, src, cfg)
 		if err != nil {
