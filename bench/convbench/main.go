@@ -2,7 +2,7 @@
 // so the conversion benchmark compares converter with converter: the same work `vips copy` or
 // ImageMagick's `convert` does per invocation, without HTTP, storage or queueing.
 //
-//	convbench [-q 85] [-repeat N] [-cpuprofile FILE] FROM TO IN OUT
+//	convbench [-q 85] [-w 800] [-repeat N] [-cpuprofile FILE] FROM TO IN OUT
 //
 // FROM and TO are format ids (png, jpeg, gif, tiff, webp, ...). With -repeat N the conversion
 // runs N more times in the same process after the first, and the median wall time of those warm
@@ -27,6 +27,7 @@ import (
 
 func main() {
 	quality := flag.Int("q", 0, "quality option (0: the converter's default; ignored where the target takes none)")
+	width := flag.Int("w", 0, "resize to this width, keeping the aspect ratio (0: no resize)")
 	repeat := flag.Int("repeat", 0, "extra warm runs in this process; prints their median to stderr")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of all runs to this file")
 	memprofile := flag.String("memprofile", "", "write an allocation profile to this file at exit")
@@ -39,13 +40,13 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), flag.Arg(1), flag.Arg(2), flag.Arg(3), *quality, *repeat, *cpuprofile, *memprofile); err != nil {
+	if err := run(flag.Arg(0), flag.Arg(1), flag.Arg(2), flag.Arg(3), *quality, *width, *repeat, *cpuprofile, *memprofile); err != nil {
 		fmt.Fprintln(os.Stderr, "convbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(from, to, in, out string, quality, repeat int, cpuprofile, memprofile string) error {
+func run(from, to, in, out string, quality, width, repeat int, cpuprofile, memprofile string) error {
 	cat := standard.NewCatalog(convert.Limits{})
 	target, ok := cat.Format(to)
 	if !ok {
@@ -55,6 +56,7 @@ func run(from, to, in, out string, quality, repeat int, cpuprofile, memprofile s
 	if quality != 0 && slices.Contains(target.Options, convert.OptQuality) {
 		opts.Quality = quality
 	}
+	opts.Width = width
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
 		if err != nil {
