@@ -17,21 +17,23 @@ import (
 )
 
 // pngToJPEG converts a PNG whose header readImageHeader checked to a JPEG a strip at a time:
-// jpegstrip asks for strips of whole MCU rows top to bottom, each on one of its workers; the
-// worker whose strip is next decodes its rows with pngstream into a strip buffer (one
-// decoder, so one strip decodes while the strips above are encoded on the other cores) and
-// encodes them. The output decodes to the same pixels as decodePixels followed by
+// one goroutine decodes the rows with pngstream into strip buffers, up to stripBuffers strips
+// ahead, while jpegstrip's workers encode the strips already decoded, top to bottom, and hand
+// their buffers back. The output decodes to the same pixels as decodePixels followed by
 // encodeJPEG: the strips are cut where jpegstrip cuts the whole image, so it is byte for
 // byte the JPEG the whole-image path writes.
 //
-// Memory: nothing the size of the image. At most GOMAXPROCS strips are decoded and not yet
-// encoded (each an 8-bit strip buffer and, for alpha and palette images, its RGBA copy over
-// white), and GOMAXPROCS+2 encoded strips wait to be written: streamJPEGCost.
+// Memory: nothing the size of the image. At most stripBuffers strips are decoded and not yet
+// encoded, each worker holds an RGBA copy of its strip over white (alpha and palette images),
+// and GOMAXPROCS+2 encoded strips wait to be written: streamJPEGCost.
 //
 // handled is false, with nothing read from in or written to out, when pngstream leaves the
 // file's layout (16-bit, interlaced, ...) to image/png: the caller then converts as usual.
 func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options) (handled bool, err error) {
-	src := newInputReader(ctx, in)
+	// The decoder reads through its own context, so that an encoder failure stops it too.
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	src := newInputReader(dctx, in)
 	var d *pngstream.Decoder
 	var ok bool
 	err = GuardCodec(codec.Name+" decoder", func() (err error) {
@@ -51,39 +53,44 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	}
 	_, gray := d.StripImage(nil, image.Rectangle{}).(*image.Gray)
 	opaque := d.Opaque()
-	sh := jpegstrip.StripHeight(b, gray)
-	if sh == 0 {
-		sh = b.Dy()
-	}
-	s := &stripSource{d: d, bufLen: d.BytesPerPixel() * b.Dx() * sh, changed: make(chan struct{}), held: map[image.Image][]byte{}}
+	s := newStripSource(d, b, gray)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.decode(dctx)
+	}()
 
-	err = jpegstrip.EncodeStripsRelease(ctx, &convert.ContextWriter{Ctx: ctx, W: out}, b, gray, jpegOptions(opts), 0,
+	encErr := jpegstrip.EncodeStripsRelease(ctx, &convert.ContextWriter{Ctx: ctx, W: out}, b, gray, jpegOptions(opts), 0,
 		func(ctx context.Context, r image.Rectangle) (image.Image, error) {
-			m, buf, err := s.read(ctx, r)
+			m, err := s.strip(ctx, r)
 			if err != nil {
 				return nil, err
 			}
-			var img image.Image = m
-			if !opaque {
-				// What jpegSource does to the whole image, a strip at a time: an 8-bit
-				// RGBA copy over white (shared with m when every pixel is opaque).
-				img = jpegSource(m)
+			if opaque {
+				// Gray or RGB: what jpegSource would return after scanning the alpha.
+				return m, nil
 			}
-			s.hold(img, buf)
+			// What jpegSource does to the whole image, a strip at a time: an 8-bit RGBA
+			// copy over white (sharing m's pixels when every one is opaque).
+			img := jpegSource(m)
+			s.hold(img, m)
 			return img, nil
 		}, s.release)
+	if encErr != nil {
+		stop() // the decoder may be waiting for a strip buffer the encoder will not return
+	}
+	<-done
 	var de stripDecodeError
 	switch {
 	case ctx.Err() != nil:
 		return true, ctx.Err()
-	case errors.As(err, &de):
+	case errors.As(encErr, &de):
 		return true, decodeError(ctx, codec, src, de.err)
-	case err != nil:
-		return true, err
-	}
-	// The checksums and the chunks after the image data: only now is the file known sound.
-	if err := GuardCodec(codec.Name+" decoder", d.Finish); err != nil {
-		return true, decodeError(ctx, codec, src, err)
+	case encErr != nil:
+		return true, encErr
+	case s.finishErr != nil:
+		// The checksums and the chunks after the image data: only then is the file sound.
+		return true, decodeError(ctx, codec, src, s.finishErr)
 	}
 	return true, nil
 }
@@ -115,9 +122,9 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 }
 
 // streamJPEGCost is what pngToJPEG holds for an image of b whose strips have bpp bytes per
-// pixel, in bytes: for each of the GOMAXPROCS workers a strip buffer, its RGBA copy and the
-// encoder's working set (about 4 bytes per pixel: jpegenc's 8x8 blocks and its output), plus
-// 2 more encoded strips waiting to be written, plus the inflater's window and buffers.
+// pixel, in bytes: stripBuffers decoded strips, for each of the GOMAXPROCS workers an RGBA
+// copy and the encoder's working set (about 4 bytes per pixel: jpegenc's 8x8 blocks and its
+// output), 2 more encoded strips waiting to be written, and the inflater's window and buffers.
 func streamJPEGCost(b image.Rectangle, gray bool, bpp int) int64 {
 	sh := jpegstrip.StripHeight(b, gray)
 	if sh == 0 {
@@ -125,21 +132,94 @@ func streamJPEGCost(b image.Rectangle, gray bool, bpp int) int64 {
 	}
 	stripPx := int64(b.Dx()) * int64(sh)
 	workers := int64(runtime.GOMAXPROCS(0))
-	return workers*stripPx*int64(bpp+4+4) + 2*stripPx*4 + 1<<20
+	return int64(stripBuffers())*stripPx*int64(bpp) + workers*stripPx*(4+4) + 2*stripPx*4 + 1<<20
 }
 
-// stripSource hands the rows of one pngstream decoder to the JPEG strip workers, in order,
-// in strip buffers it reuses.
+// stripSource runs one pngstream decoder ahead of the JPEG strip workers: it decodes the
+// strips jpegstrip asks for, in order, into at most stripBuffers strip buffers it reuses.
 type stripSource struct {
-	d      *pngstream.Decoder
-	bufLen int
+	d       *pngstream.Decoder
+	plan    image.Rectangle
+	stripH  int
+	bufLen  int
+	results []chan decodedStrip // one per strip, buffered
+	failed  chan struct{}       // closed when the decoder stops early
+	free    chan []byte         // strip buffers back from the encoder
+	made    int                 // strip buffers allocated so far
 
-	mu      sync.Mutex
-	next    int           // the first row not decoded yet
-	err     error         // the decoder's error, for every strip after it failed
-	changed chan struct{} // closed and replaced whenever next or err change
-	free    [][]byte      // strip buffers to reuse
-	held    map[image.Image][]byte
+	mu        sync.Mutex
+	held      map[image.Image]image.Image // the encoder's image -> the decoded strip it came from
+	err       error                       // why the decoder stopped early
+	finishErr error                       // Finish's error, set before the decoder returns
+}
+
+// stripBuffers is how many decoded strips may be waiting for or held by the encoder: enough
+// for the decoder to run ahead of every worker by a strip or two, so a busy machine's
+// scheduling delays do not stall it.
+func stripBuffers() int { return 2*runtime.GOMAXPROCS(0) + 2 }
+
+type decodedStrip struct {
+	m   image.Image
+	err error
+}
+
+func newStripSource(d *pngstream.Decoder, b image.Rectangle, gray bool) *stripSource {
+	sh := jpegstrip.StripHeight(b, gray)
+	if sh == 0 {
+		sh = b.Dy()
+	}
+	n := (b.Dy() + sh - 1) / sh
+	s := &stripSource{d: d, plan: b, stripH: sh, bufLen: d.BytesPerPixel() * b.Dx() * sh,
+		results: make([]chan decodedStrip, n), failed: make(chan struct{}),
+		free: make(chan []byte, stripBuffers()), held: map[image.Image]image.Image{}}
+	for i := range s.results {
+		s.results[i] = make(chan decodedStrip, 1)
+	}
+	return s
+}
+
+// decode decodes every strip in order, then checks the rest of the file (finishErr). It
+// returns early, closing failed, when a strip fails or ctx is done.
+func (s *stripSource) decode(ctx context.Context) {
+	fail := func(err error) {
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		close(s.failed)
+	}
+	for i := range s.results {
+		var buf []byte
+		if s.made < cap(s.free) {
+			select {
+			case buf = <-s.free:
+			default:
+				buf = make([]byte, s.bufLen)
+				s.made++
+			}
+		} else {
+			select {
+			case buf = <-s.free:
+			case <-ctx.Done():
+				fail(ctx.Err())
+				return
+			}
+		}
+		r := s.plan
+		r.Min.Y = s.plan.Min.Y + i*s.stripH
+		r.Max.Y = min(r.Min.Y+s.stripH, s.plan.Max.Y)
+		m := s.d.StripImage(buf, r)
+		if err := GuardCodec("PNG decoder", func() error { return s.d.ReadRows(m) }); err != nil {
+			err = stripDecodeError{err}
+			s.results[i] <- decodedStrip{err: err}
+			fail(err)
+			return
+		}
+		s.results[i] <- decodedStrip{m: m}
+	}
+	err := GuardCodec("PNG decoder", s.d.Finish)
+	s.mu.Lock()
+	s.finishErr = err
+	s.mu.Unlock()
 }
 
 // stripDecodeError marks an error of the PNG decoder, as opposed to one of the encoder or
@@ -149,68 +229,60 @@ type stripDecodeError struct{ err error }
 func (e stripDecodeError) Error() string { return e.err.Error() }
 func (e stripDecodeError) Unwrap() error { return e.err }
 
-// read waits until the rows above r are decoded, then decodes r's rows into a strip buffer.
-func (s *stripSource) read(ctx context.Context, r image.Rectangle) (image.Image, []byte, error) {
-	for {
+// strip waits for the decoded strip r.
+func (s *stripSource) strip(ctx context.Context, r image.Rectangle) (image.Image, error) {
+	i := (r.Min.Y - s.plan.Min.Y) / s.stripH
+	if i < 0 || i >= len(s.results) || r.Min.Y != s.plan.Min.Y+i*s.stripH {
+		return nil, fmt.Errorf("strip %v is not one of the %d-row strips decoded", r, s.stripH)
+	}
+	select {
+	case ds := <-s.results[i]:
+		if ds.err != nil {
+			return nil, ds.err
+		}
+		return ds.m, nil
+	case <-s.failed:
 		s.mu.Lock()
-		next, err, changed := s.next, s.err, s.changed
-		s.mu.Unlock()
-		if err != nil {
-			return nil, nil, err
-		}
-		if next == r.Min.Y {
-			break
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
+		defer s.mu.Unlock()
+		return nil, s.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	// Only this goroutine's strip is next: the decoder is ours until next moves on.
-	s.mu.Lock()
-	var buf []byte
-	if n := len(s.free); n > 0 {
-		buf, s.free = s.free[n-1], s.free[:n-1]
-	}
-	s.mu.Unlock()
-	if buf == nil {
-		buf = make([]byte, s.bufLen)
-	}
-	m := s.d.StripImage(buf, r)
-	err := GuardCodec("PNG decoder", func() error { return s.d.ReadRows(m) })
-	s.mu.Lock()
-	if err != nil {
-		s.err = stripDecodeError{err}
-		s.free = append(s.free, buf)
-	} else {
-		s.next = r.Max.Y
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
-	err = s.err
-	s.mu.Unlock()
-	if err != nil {
-		return nil, nil, err
-	}
-	return m, buf, nil
 }
 
-// hold records which strip buffer the image given to the encoder came from.
-func (s *stripSource) hold(img image.Image, buf []byte) {
+// hold records which decoded strip an image given to the encoder was made from.
+func (s *stripSource) hold(img, m image.Image) {
 	s.mu.Lock()
-	s.held[img] = buf
+	s.held[img] = m
 	s.mu.Unlock()
 }
 
-// release takes back the strip buffer of an image the encoder is done with.
+// release takes back the buffer of a strip the encoder is done with.
 func (s *stripSource) release(img image.Image) {
 	s.mu.Lock()
-	if buf, ok := s.held[img]; ok {
+	if m, ok := s.held[img]; ok {
 		delete(s.held, img)
-		s.free = append(s.free, buf)
+		img = m
 	}
 	s.mu.Unlock()
+	var pix []byte
+	switch m := img.(type) {
+	case *image.Gray:
+		pix = m.Pix
+	case *image.RGBA:
+		pix = m.Pix
+	case *image.NRGBA:
+		pix = m.Pix
+	case *image.Paletted:
+		pix = m.Pix
+	}
+	if cap(pix) < s.bufLen {
+		return
+	}
+	select {
+	case s.free <- pix[:s.bufLen]:
+	default:
+	}
 }
 
 // jpegSource returns img in a layout image/jpeg encodes quickly and without alpha: Gray and

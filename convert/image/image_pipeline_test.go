@@ -430,7 +430,7 @@ func TestJPEGSource_StripsEqualWhole(t *testing.T) {
 // photo-like PNG becomes a JPEG: "before" is what imageRun did before the pipeline
 // (image/png then jpeg.Encode on one core), "decode-then-strips" decodes with image/png and
 // encodes with jpegstrip (the fallback for layouts pngstream leaves alone), "pipeline" is
-// pngToJPEG. Add -bench 'PNGToJPEG12MP/.*alpha' for the translucent variant.
+// pngToJPEG, which streams strips (its -benchmem B/op is the strips, not the image). Add -bench 'PNGToJPEG12MP/.*alpha' for the translucent variant.
 func BenchmarkPNGToJPEG12MP(b *testing.B) {
 	for _, variant := range []string{"rgb", "alpha"} {
 		src := testimg.Photo(4000, 3000)

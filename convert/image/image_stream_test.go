@@ -126,7 +126,7 @@ func TestStreamPNGToJPEG_AllocatesStripsNotTheImage(t *testing.T) {
 // estimate while it runs), while a 16-bit PNG, which does not stream, and a resize are
 // refused for the budget.
 func TestStreamPNGToJPEG_MemoryBudget(t *testing.T) {
-	const w, h = 2000, 1500
+	const w, h = 3000, 2000
 	png, jpg := CodecByID("png"), CodecByID("jpeg")
 	whole := memoryEstimate(png, jpg, 1, w*h, w*h, false, false)
 	stream := BaseConversionMemory + streamJPEGCost(image.Rect(0, 0, w, h), false, 4)
@@ -153,7 +153,7 @@ func TestStreamPNGToJPEG_MemoryBudget(t *testing.T) {
 		t.Errorf("budget in use %d after the conversion", got)
 	}
 
-	deep := image.NewRGBA64(image.Rect(0, 0, w, h))
+	deep := image.NewGray16(image.Rect(0, 0, w, h))
 	deepPath := convtest.WriteTemp(t, encodePNGBytes(t, deep)).Name()
 	for name, run := range map[string]func() error{
 		"16-bit": func() error {
