@@ -5,8 +5,8 @@
 #
 #   huge-png-jpeg   100 MP (10000x10000) PNG -> JPEG q85   vips copy, IM convert
 #   big-tiff-jpeg   12 MP (4000x3000) uncompressed RGB TIFF -> JPEG q85   vips copy, IM convert
-#   big-jpeg-800    12 MP JPEG -> 800 px wide JPEG         vipsthumbnail, IM -resize
-#   small-jpeg-250  1 MP JPEG -> 250 px wide JPEG          vipsthumbnail, IM -resize
+#   big-jpeg-800    12 MP JPEG -> 800 px wide PNG          vipsthumbnail, IM -resize
+#   small-jpeg-250  1 MP JPEG -> 250 px wide PNG           vipsthumbnail, IM -resize
 #   small-jpeg-webp 1 MP JPEG -> WebP q85                  vips copy, IM convert
 #
 #   bench/images21.sh [OUTDIR]       # default /tmp/convsvc-bench-images21; report in OUTDIR/report.md
@@ -76,9 +76,11 @@ for row in $ROWS; do
 	big-jpeg-800 | small-jpeg-250)
 		src=$I/big.jpg w=800
 		[ "$row" = small-jpeg-250 ] && src=$I/small.jpg w=250
-		cmd[convsvc]="$B/convbench -q 85 -w $w jpeg jpeg $src $O/$row-convsvc.jpg"
-		cmd[vips]="vipsthumbnail $src -s $w -o $O/$row-vips.jpg[Q=85]"
-		cmd[im]="$IM $src -resize ${w}x -quality 85 $O/$row-im.jpg"
+		# The catalog converts between formats only (JPEG -> JPEG is refused), so the
+		# resized image is written as PNG by every tool: at 800 px its encode is small.
+		cmd[convsvc]="$B/convbench -w $w jpeg png $src $O/$row-convsvc.png"
+		cmd[vips]="vipsthumbnail $src -s $w -o $O/$row-vips.png"
+		cmd[im]="$IM $src -resize ${w}x $O/$row-im.png"
 		# main's convbench has no -w: no "before" for the resize rows.
 		;;
 	small-jpeg-webp)
