@@ -10,6 +10,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
@@ -29,7 +30,10 @@ import (
 //
 // handled is false, with nothing read from in or written to out, when pngstream leaves the
 // file's layout (16-bit, interlaced, ...) to image/png: the caller then converts as usual.
-func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options) (handled bool, err error) {
+// translucent, when not nil, is called once after a successful conversion of an image with
+// a pixel that is not fully opaque (composited over white): the whole image is never held,
+// so each strip is checked as it is decoded.
+func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options, translucent func()) (handled bool, err error) {
 	// The decoder reads through its own context, so that an encoder failure stops it too.
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -70,6 +74,11 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 				// Gray or RGB: what jpegSource would return after scanning the alpha.
 				return m, nil
 			}
+			if translucent != nil && !s.sawAlpha.Load() {
+				if o, ok := m.(interface{ Opaque() bool }); ok && !o.Opaque() {
+					s.sawAlpha.Store(true)
+				}
+			}
 			// What jpegSource does to the whole image, a strip at a time: an 8-bit RGBA
 			// copy over white (sharing m's pixels when every one is opaque).
 			img := jpegSource(m)
@@ -91,6 +100,9 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	case s.finishErr != nil:
 		// The checksums and the chunks after the image data: only then is the file sound.
 		return true, decodeError(ctx, codec, src, s.finishErr)
+	}
+	if translucent != nil && s.sawAlpha.Load() {
+		translucent()
 	}
 	return true, nil
 }
@@ -118,7 +130,7 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 		return true, err
 	}
 	defer c.ReleaseMemory(est)
-	return pngToJPEG(ctx, in, out, src, cfg, opts)
+	return pngToJPEG(ctx, in, out, src, cfg, opts, nil)
 }
 
 // streamJPEGCost is what pngToJPEG holds for an image of b whose strips have bpp bytes per
@@ -146,6 +158,8 @@ type stripSource struct {
 	failed  chan struct{}       // closed when the decoder stops early
 	free    chan []byte         // strip buffers back from the encoder
 	made    int                 // strip buffers allocated so far
+	// sawAlpha is set once a strip has a pixel that is not fully opaque.
+	sawAlpha atomic.Bool
 
 	mu        sync.Mutex
 	held      map[image.Image]image.Image // the encoder's image -> the decoded strip it came from

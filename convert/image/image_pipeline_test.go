@@ -142,7 +142,7 @@ func runPipeline(ctx context.Context, t testing.TB, data []byte, w io.Writer, op
 	if err != nil {
 		return true, err
 	}
-	return pngToJPEG(ctx, in, w, codec, cfg, opts)
+	return pngToJPEG(ctx, in, w, codec, cfg, opts, nil)
 }
 
 // sameDecodedJPEG fails unless both JPEGs decode (image/jpeg) to the same pixels.
@@ -370,7 +370,7 @@ func TestPNGToJPEG_StopsCleanly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pngToJPEG(ctx, in, cancelAtWrite{cancel}, codec, cfg, convert.Options{}); !errors.Is(err, context.Canceled) {
+		if _, err := pngToJPEG(ctx, in, cancelAtWrite{cancel}, codec, cfg, convert.Options{}, nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -468,7 +468,7 @@ func BenchmarkPNGToJPEG12MP(b *testing.B) {
 		})
 		b.Run(variant+"/pipeline", func(b *testing.B) {
 			for b.Loop() {
-				if handled, err := pngToJPEG(context.Background(), in, io.Discard, codec, cfg, convert.Options{}); !handled || err != nil {
+				if handled, err := pngToJPEG(context.Background(), in, io.Discard, codec, cfg, convert.Options{}, nil); !handled || err != nil {
 					b.Fatal(handled, err)
 				}
 			}

@@ -173,3 +173,43 @@ func TestStreamPNGToJPEG_MemoryBudget(t *testing.T) {
 		}
 	}
 }
+
+// translucent is called once for an image with a pixel that is not opaque wherever it is
+// (a single translucent pixel in the last row of a 300x2000 RGBA), and never for opaque
+// ones, whatever their layout.
+func TestStreamPNGToJPEG_Translucent(t *testing.T) {
+	opaqueRGBA := testimg.PhotoAlpha(300, 2000)
+	for i := 3; i < len(opaqueRGBA.Pix); i += 4 {
+		opaqueRGBA.Pix[i] = 255
+	}
+	lastPixel := testimg.PhotoAlpha(300, 2000)
+	for i := 3; i < len(lastPixel.Pix); i += 4 {
+		lastPixel.Pix[i] = 255
+	}
+	lastPixel.Pix[len(lastPixel.Pix)-1] = 254
+	for name, tc := range map[string]struct {
+		data []byte
+		want int
+	}{
+		"rgb":                 {encodePNGBytes(t, testimg.Photo(300, 2000)), 0},
+		"rgba all opaque":     {encodePNGBytes(t, opaqueRGBA), 0},
+		"rgba last pixel":     {encodePNGBytes(t, lastPixel), 1},
+		"rgba translucent":    {encodePNGBytes(t, testimg.PhotoAlpha(300, 2000)), 1},
+		"paletted with alpha": {pipelineSamplesAt(t, 300, 2000)["paletted-300x2000"], 1},
+	} {
+		in := io.NewSectionReader(bytes.NewReader(tc.data), 0, int64(len(tc.data)))
+		codec := CodecByID("png")
+		cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		handled, err := pngToJPEG(context.Background(), in, io.Discard, codec, cfg, convert.Options{}, func() { calls++ })
+		if !handled || err != nil {
+			t.Fatalf("%s: handled %v, err %v", name, handled, err)
+		}
+		if calls != tc.want {
+			t.Errorf("%s: translucent called %d times, want %d", name, calls, tc.want)
+		}
+	}
+}
