@@ -220,6 +220,13 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				dst.Name, Megapixels(float64(dst.maxPixels)), dw, dh)
 		}
 
+		if frames == 1 {
+			// Formats that stream convert a strip at a time, with a budget share to match.
+			losses := func() { reportInputLosses(in, src, dst, cfg, frames, p) }
+			if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts, losses, func() { warnAlpha(src, dst, p) }); handled {
+				return err
+			}
+		}
 		// Shrink-on-load: a JPEG resized to at most half its size is decoded at 1/2, 1/4 or
 		// 1/8 scale, and the budget is charged for what that decode holds.
 		shrink := jpegShrinkPlan{denom: 1, decodedPx: int64(cfg.Width) * int64(cfg.Height)}
@@ -249,14 +256,6 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				}
 			}
 			return dst.encodeAll(ctx, out, a, opts)
-		}
-		if src.ID == "png" && dst.ID == "jpeg" {
-			// Decode and encode at once when nothing comes between them.
-			if w, h, box := ResizeBox(cfg.Width, cfg.Height, opts); w == cfg.Width && h == cfg.Height && box == image.Rect(0, 0, w, h) {
-				if handled, err := pngToJPEG(ctx, in, out, src, cfg, opts, func(img image.Image) { reportAlpha(img, src, dst, p) }); handled {
-					return err
-				}
-			}
 		}
 		if shrink.denom > 1 {
 			img, err := decodeJPEGScaled(ctx, in, src, cfg, shrink.denom)

@@ -10,50 +10,38 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
 	"github.com/convsvc/convsvc/convert/internal/pngstream"
 )
 
-// pngToJPEG converts a PNG whose header readImageHeader checked to a JPEG while it decodes:
-// one goroutine inflates rows with pngstream and the JPEG strips of the rows already final
-// are encoded (jpegstrip, on the other cores) at the same time. The output decodes to the
-// same pixels as decodePixels followed by encodeJPEG. Measured on a 12 MP photo-like PNG it
-// takes about half the wall time of decoding then encoding (docs/benchmarks.md).
+// pngToJPEG converts a PNG whose header readImageHeader checked to a JPEG a strip at a time:
+// one goroutine decodes the rows with pngstream into strip buffers, up to stripBuffers strips
+// ahead, while jpegstrip's workers encode the strips already decoded, top to bottom, and hand
+// their buffers back. The output decodes to the same pixels as decodePixels followed by
+// encodeJPEG: the strips are cut where jpegstrip cuts the whole image, so it is byte for
+// byte the JPEG the whole-image path writes.
 //
-// Memory: a ring of (GOMAXPROCS+2) strips' rows (the decoded image, as decodePixels would hold
-// it, when the image is one strip), plus a copy of each strip in flight, plus at most GOMAXPROCS+2 strips
-// in flight (an 8-bit RGBA copy of the strip for alpha and palette images, and its JPEG
-// bytes), which is less than the whole-image copy encodeJPEG makes of such images and well
-// inside the png and jpeg codecs' decodeCost+encodeCost.
+// Memory: nothing the size of the image. At most stripBuffers strips are decoded and not yet
+// encoded, each worker holds an RGBA copy of its strip over white (alpha and palette images),
+// and GOMAXPROCS+2 encoded strips wait to be written: streamJPEGCost.
 //
 // handled is false, with nothing read from in or written to out, when pngstream leaves the
 // file's layout (16-bit, interlaced, ...) to image/png: the caller then converts as usual.
-// decoded, when the conversion succeeded, is called with the whole decoded image.
-func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options, decoded func(image.Image)) (handled bool, err error) {
+// translucent, when not nil, is called once after a successful conversion of an image with
+// a pixel that is not fully opaque (composited over white): the whole image is never held,
+// so each strip is checked as it is decoded.
+func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options, translucent func()) (handled bool, err error) {
 	// The decoder reads through its own context, so that an encoder failure stops it too.
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
 	src := newInputReader(dctx, in)
-	// The decoder keeps a ring of rows rather than the whole image (100 MP: 381 MiB): two
-	// strips' worth beyond the strip being encoded on each core, and rows go back to it as
-	// soon as the strip that holds them has been copied out.
-	full := image.Rect(0, 0, cfg.Width, cfg.Height)
-	stripH := max(jpegstrip.StripHeight(full, false), jpegstrip.StripHeight(full, true)) // gray or not
-	ring := stripH * (runtime.GOMAXPROCS(0) + 2)
-	if stripH >= cfg.Height {
-		ring = 0
-	}
-	freed := newRowGate() // rows [0, n) the strips no longer need
 	var d *pngstream.Decoder
 	var ok bool
 	err = GuardCodec(codec.Name+" decoder", func() (err error) {
-		if ring == 0 {
-			d, ok, err = pngstream.NewDecoder(src)
-			return err
-		}
-		d, ok, err = pngstream.NewRingDecoder(src, ring, func(y int) error { return freed.wait(dctx, y-ring+1) })
+		d, ok, err = pngstream.NewStripDecoder(src)
 		return err
 	})
 	if err != nil {
@@ -62,127 +50,258 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	if !ok {
 		return false, nil
 	}
-	img := d.Image()
-	b := img.Bounds()
-	if ring = d.Ring(); ring > 0 {
-		b.Max.Y = cfg.Height
-	}
+	b := d.Bounds()
 	if b.Dx() != cfg.Width || b.Dy() != cfg.Height {
-		return true, convert.Errorf(fmt.Errorf("header says %dx%d, the decoder allocated %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
+		return true, convert.Errorf(fmt.Errorf("header says %dx%d, the decoder found %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
 			"input is not a valid %s file (its size is inconsistent)", codec.Name)
 	}
-	sub, gray := pngStrips(img)
-	if ring > 0 {
-		sub = ringStrips(img, ring, freed)
-	}
+	_, gray := d.StripImage(nil, image.Rectangle{}).(*image.Gray)
 	opaque := d.Opaque()
-
-	rows := newRowGate()
-	done := make(chan error, 1)
+	s := newStripSource(d, b, gray)
+	done := make(chan struct{})
 	go func() {
-		err := GuardCodec(codec.Name+" decoder", func() error { return d.Decode(rows.set) })
-		rows.fail(err)
-		done <- err
+		defer close(done)
+		s.decode(dctx)
 	}()
 
-	encErr := jpegstrip.EncodeStrips(ctx, &convert.ContextWriter{Ctx: ctx, W: out}, b, gray, jpegOptions(opts), 0,
+	encErr := jpegstrip.EncodeStripsRelease(ctx, &convert.ContextWriter{Ctx: ctx, W: out}, b, gray, jpegOptions(opts), 0,
 		func(ctx context.Context, r image.Rectangle) (image.Image, error) {
-			if err := rows.wait(ctx, r.Max.Y); err != nil {
+			m, err := s.strip(ctx, r)
+			if err != nil {
 				return nil, err
 			}
 			if opaque {
-				// Gray or RGBA with every alpha 255: what jpegSource would return after
-				// scanning the strip's alpha to find that out.
-				return sub(r), nil
+				// Gray or RGB: what jpegSource would return after scanning the alpha.
+				return m, nil
 			}
-			return jpegSource(sub(r)), nil
-		})
+			if translucent != nil && !s.sawAlpha.Load() {
+				if o, ok := m.(interface{ Opaque() bool }); ok && !o.Opaque() {
+					s.sawAlpha.Store(true)
+				}
+			}
+			// What jpegSource does to the whole image, a strip at a time: an 8-bit RGBA
+			// copy over white (sharing m's pixels when every one is opaque).
+			img := jpegSource(m)
+			s.hold(img, m)
+			return img, nil
+		}, s.release)
 	if encErr != nil {
-		stop()
+		stop() // the decoder may be waiting for a strip buffer the encoder will not return
 	}
-	decErr := <-done
+	<-done
+	var de stripDecodeError
 	switch {
 	case ctx.Err() != nil:
 		return true, ctx.Err()
-	case decErr != nil && (encErr == nil || encErr == decErr || dctx.Err() == nil):
-		// A file error the decoder found, before or after its last row, rather than the
-		// decoder stopped because the encoder failed first.
-		return true, decodeError(ctx, codec, src, decErr)
+	case errors.As(encErr, &de):
+		return true, decodeError(ctx, codec, src, de.err)
+	case encErr != nil:
+		return true, encErr
+	case s.finishErr != nil:
+		// The checksums and the chunks after the image data: only then is the file sound.
+		return true, decodeError(ctx, codec, src, s.finishErr)
 	}
-	if encErr == nil && !opaque {
-		decoded(img)
+	if translucent != nil && s.sawAlpha.Load() {
+		translucent()
 	}
-	return true, encErr
+	return true, nil
 }
 
-// pngStrips returns the strips of an image pngstream is filling, as the image decodePixels
-// would return would have them, and whether the JPEG is grayscale.
-func pngStrips(img image.Image) (sub func(image.Rectangle) image.Image, gray bool) {
+// streamConvert converts a PNG to a JPEG of the same size a strip at a time (pngToJPEG),
+// holding streamJPEGCost of the catalog's memory budget instead of the whole-image estimate.
+// handled is false, with the budget share returned, when the conversion is not one that
+// streams (another pair, a resize or crop, a PNG layout pngstream leaves to image/png): the
+// caller then converts the whole image under its own estimate.
+//
+// losses, when not nil, is called once the budget is held (the input's losses are reported
+// there, as on the whole-image path); translucent is handed to pngToJPEG.
+func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, losses, translucent func()) (handled bool, err error) {
+	if src.ID != "png" || dst.ID != "jpeg" {
+		return false, nil
+	}
+	if w, h, box := ResizeBox(cfg.Width, cfg.Height, opts); w != cfg.Width || h != cfg.Height || box != image.Rect(0, 0, w, h) {
+		return false, nil
+	}
+	b := image.Rect(0, 0, cfg.Width, cfg.Height)
+	gray, bpp := cfg.ColorModel == color.GrayModel, 4
+	if _, pal := cfg.ColorModel.(color.Palette); gray || pal {
+		bpp = 1
+	}
+	est := BaseConversionMemory + streamJPEGCost(b, gray, bpp)
+	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
+	if err := c.AcquireMemory(ctx, est, what); err != nil {
+		return true, err
+	}
+	defer c.ReleaseMemory(est)
+	if losses != nil {
+		losses()
+	}
+	return pngToJPEG(ctx, in, out, src, cfg, opts, translucent)
+}
+
+// streamJPEGCost is what pngToJPEG holds for an image of b whose strips have bpp bytes per
+// pixel, in bytes: stripBuffers decoded strips, for each of the GOMAXPROCS workers an RGBA
+// copy and the encoder's working set (about 4 bytes per pixel: jpegenc's 8x8 blocks and its
+// output), 2 more encoded strips waiting to be written, and the inflater's window and buffers.
+func streamJPEGCost(b image.Rectangle, gray bool, bpp int) int64 {
+	sh := jpegstrip.StripHeight(b, gray)
+	if sh == 0 {
+		sh = b.Dy()
+	}
+	stripPx := int64(b.Dx()) * int64(sh)
+	workers := int64(runtime.GOMAXPROCS(0))
+	return int64(stripBuffers())*stripPx*int64(bpp) + workers*stripPx*(4+4) + 2*stripPx*4 + 1<<20
+}
+
+// stripSource runs one pngstream decoder ahead of the JPEG strip workers: it decodes the
+// strips jpegstrip asks for, in order, into at most stripBuffers strip buffers it reuses.
+type stripSource struct {
+	d       *pngstream.Decoder
+	plan    image.Rectangle
+	stripH  int
+	bufLen  int
+	results []chan decodedStrip // one per strip, buffered
+	failed  chan struct{}       // closed when the decoder stops early
+	free    chan []byte         // strip buffers back from the encoder
+	made    int                 // strip buffers allocated so far
+	// sawAlpha is set once a strip has a pixel that is not fully opaque.
+	sawAlpha atomic.Bool
+
+	mu        sync.Mutex
+	held      map[image.Image]image.Image // the encoder's image -> the decoded strip it came from
+	err       error                       // why the decoder stopped early
+	finishErr error                       // Finish's error, set before the decoder returns
+}
+
+// stripBuffers is how many decoded strips may be waiting for or held by the encoder: enough
+// for the decoder to run ahead of every worker by a strip or two, so a busy machine's
+// scheduling delays do not stall it.
+func stripBuffers() int { return 2*runtime.GOMAXPROCS(0) + 2 }
+
+type decodedStrip struct {
+	m   image.Image
+	err error
+}
+
+func newStripSource(d *pngstream.Decoder, b image.Rectangle, gray bool) *stripSource {
+	sh := jpegstrip.StripHeight(b, gray)
+	if sh == 0 {
+		sh = b.Dy()
+	}
+	n := (b.Dy() + sh - 1) / sh
+	s := &stripSource{d: d, plan: b, stripH: sh, bufLen: d.BytesPerPixel() * b.Dx() * sh,
+		results: make([]chan decodedStrip, n), failed: make(chan struct{}),
+		free: make(chan []byte, stripBuffers()), held: map[image.Image]image.Image{}}
+	for i := range s.results {
+		s.results[i] = make(chan decodedStrip, 1)
+	}
+	return s
+}
+
+// decode decodes every strip in order, then checks the rest of the file (finishErr). It
+// returns early, closing failed, when a strip fails or ctx is done.
+func (s *stripSource) decode(ctx context.Context) {
+	fail := func(err error) {
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		close(s.failed)
+	}
+	for i := range s.results {
+		var buf []byte
+		if s.made < cap(s.free) {
+			select {
+			case buf = <-s.free:
+			default:
+				buf = make([]byte, s.bufLen)
+				s.made++
+			}
+		} else {
+			select {
+			case buf = <-s.free:
+			case <-ctx.Done():
+				fail(ctx.Err())
+				return
+			}
+		}
+		r := s.plan
+		r.Min.Y = s.plan.Min.Y + i*s.stripH
+		r.Max.Y = min(r.Min.Y+s.stripH, s.plan.Max.Y)
+		m := s.d.StripImage(buf, r)
+		if err := GuardCodec("PNG decoder", func() error { return s.d.ReadRows(m) }); err != nil {
+			err = stripDecodeError{err}
+			s.results[i] <- decodedStrip{err: err}
+			fail(err)
+			return
+		}
+		s.results[i] <- decodedStrip{m: m}
+	}
+	err := GuardCodec("PNG decoder", s.d.Finish)
+	s.mu.Lock()
+	s.finishErr = err
+	s.mu.Unlock()
+}
+
+// stripDecodeError marks an error of the PNG decoder, as opposed to one of the encoder or
+// the output, when it comes back out of jpegstrip.
+type stripDecodeError struct{ err error }
+
+func (e stripDecodeError) Error() string { return e.err.Error() }
+func (e stripDecodeError) Unwrap() error { return e.err }
+
+// strip waits for the decoded strip r.
+func (s *stripSource) strip(ctx context.Context, r image.Rectangle) (image.Image, error) {
+	i := (r.Min.Y - s.plan.Min.Y) / s.stripH
+	if i < 0 || i >= len(s.results) || r.Min.Y != s.plan.Min.Y+i*s.stripH {
+		return nil, fmt.Errorf("strip %v is not one of the %d-row strips decoded", r, s.stripH)
+	}
+	select {
+	case ds := <-s.results[i]:
+		if ds.err != nil {
+			return nil, ds.err
+		}
+		return ds.m, nil
+	case <-s.failed:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return nil, s.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// hold records which decoded strip an image given to the encoder was made from.
+func (s *stripSource) hold(img, m image.Image) {
+	s.mu.Lock()
+	s.held[img] = m
+	s.mu.Unlock()
+}
+
+// release takes back the buffer of a strip the encoder is done with.
+func (s *stripSource) release(img image.Image) {
+	s.mu.Lock()
+	if m, ok := s.held[img]; ok {
+		delete(s.held, img)
+		img = m
+	}
+	s.mu.Unlock()
+	var pix []byte
 	switch m := img.(type) {
 	case *image.Gray:
-		return func(r image.Rectangle) image.Image { return m.SubImage(r) }, true
+		pix = m.Pix
+	case *image.RGBA:
+		pix = m.Pix
+	case *image.NRGBA:
+		pix = m.Pix
 	case *image.Paletted:
-		// Indices past the PLTE entries are opaque black once Decode has returned; the entries
-		// past the palette's length already are (see pngstream's Image).
-		full := *m
-		full.Palette = m.Palette[:cap(m.Palette)]
-		return func(r image.Rectangle) image.Image { return full.SubImage(r) }, false
+		pix = m.Pix
 	}
-	si := img.(interface {
-		SubImage(image.Rectangle) image.Image
-	})
-	return si.SubImage, false
-}
-
-// rowGate tells the strip encoders how many rows the decoder has finished.
-type rowGate struct {
-	mu      sync.Mutex
-	rows    int
-	err     error
-	changed chan struct{} // closed and replaced whenever rows or err change
-}
-
-func newRowGate() *rowGate { return &rowGate{changed: make(chan struct{})} }
-
-// set records that rows [0, n) are final.
-func (g *rowGate) set(n int) {
-	g.mu.Lock()
-	g.rows = n
-	close(g.changed)
-	g.changed = make(chan struct{})
-	g.mu.Unlock()
-}
-
-// fail records how decoding ended; waiters for rows that never came get err (or, when the
-// decoder returned nil without them, an error saying so).
-func (g *rowGate) fail(err error) {
-	g.mu.Lock()
-	if err == nil {
-		err = errors.New("PNG decoder returned before its last row")
+	if cap(pix) < s.bufLen {
+		return
 	}
-	g.err = err
-	close(g.changed)
-	g.changed = make(chan struct{})
-	g.mu.Unlock()
-}
-
-// wait blocks until rows [0, n) are final, decoding failed or ctx is done.
-func (g *rowGate) wait(ctx context.Context, n int) error {
-	for {
-		g.mu.Lock()
-		rows, err, changed := g.rows, g.err, g.changed
-		g.mu.Unlock()
-		if rows >= n {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	select {
+	case s.free <- pix[:s.bufLen]:
+	default:
 	}
 }
 
@@ -205,64 +324,4 @@ func jpegOptions(opts convert.Options) *jpeg.Options {
 		quality = opts.Quality
 	}
 	return &jpeg.Options{Quality: quality}
-}
-
-// ringStrips returns the strips of a 100-row-or-so ring pngstream is filling as images of
-// their own (copies, so the rows can be reused at once), and records each strip copied in
-// freed, as the rows above the lowest strip not yet copied.
-func ringStrips(img image.Image, ring int, freed *rowGate) func(image.Rectangle) image.Image {
-	var mu sync.Mutex
-	copied := map[int]int{} // strips copied out of order: Min.Y -> Max.Y
-	released := 0
-	var pal color.Palette
-	if m, ok := img.(*image.Paletted); ok {
-		pal = m.Palette[:cap(m.Palette)] // see pngStrips
-	}
-	pix, stride, bpp := ringPix(img)
-	return func(r image.Rectangle) image.Image {
-		w := r.Dx() * bpp
-		dst := make([]byte, w*r.Dy())
-		for y := r.Min.Y; y < r.Max.Y; y++ {
-			slot := y % ring
-			copy(dst[(y-r.Min.Y)*w:], pix[slot*stride:slot*stride+w])
-		}
-		mu.Lock()
-		copied[r.Min.Y] = r.Max.Y
-		for {
-			end, ok := copied[released]
-			if !ok {
-				break
-			}
-			delete(copied, released)
-			released = end
-		}
-		n := released
-		mu.Unlock()
-		freed.set(n)
-		switch img.(type) {
-		case *image.Gray:
-			return &image.Gray{Pix: dst, Stride: w, Rect: r}
-		case *image.Paletted:
-			return &image.Paletted{Pix: dst, Stride: w, Rect: r, Palette: pal}
-		case *image.RGBA:
-			return &image.RGBA{Pix: dst, Stride: w, Rect: r}
-		default:
-			return &image.NRGBA{Pix: dst, Stride: w, Rect: r}
-		}
-	}
-}
-
-// ringPix returns the pixels of an image pngstream fills.
-func ringPix(img image.Image) (pix []byte, stride, bpp int) {
-	switch m := img.(type) {
-	case *image.Gray:
-		return m.Pix, m.Stride, 1
-	case *image.Paletted:
-		return m.Pix, m.Stride, 1
-	case *image.RGBA:
-		return m.Pix, m.Stride, 4
-	case *image.NRGBA:
-		return m.Pix, m.Stride, 4
-	}
-	panic(fmt.Sprintf("pngstream image of type %T", img))
 }

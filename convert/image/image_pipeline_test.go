@@ -142,7 +142,7 @@ func runPipeline(ctx context.Context, t testing.TB, data []byte, w io.Writer, op
 	if err != nil {
 		return true, err
 	}
-	return pngToJPEG(ctx, in, w, codec, cfg, opts, func(image.Image) {})
+	return pngToJPEG(ctx, in, w, codec, cfg, opts, nil)
 }
 
 // sameDecodedJPEG fails unless both JPEGs decode (image/jpeg) to the same pixels.
@@ -370,7 +370,7 @@ func TestPNGToJPEG_StopsCleanly(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := pngToJPEG(ctx, in, cancelAtWrite{cancel}, codec, cfg, convert.Options{}, func(image.Image) {}); !errors.Is(err, context.Canceled) {
+		if _, err := pngToJPEG(ctx, in, cancelAtWrite{cancel}, codec, cfg, convert.Options{}, nil); !errors.Is(err, context.Canceled) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -430,7 +430,7 @@ func TestJPEGSource_StripsEqualWhole(t *testing.T) {
 // photo-like PNG becomes a JPEG: "before" is what imageRun did before the pipeline
 // (image/png then jpeg.Encode on one core), "decode-then-strips" decodes with image/png and
 // encodes with jpegstrip (the fallback for layouts pngstream leaves alone), "pipeline" is
-// pngToJPEG. Add -bench 'PNGToJPEG12MP/.*alpha' for the translucent variant.
+// pngToJPEG, which streams strips (its -benchmem B/op is the strips, not the image). Add -bench 'PNGToJPEG12MP/.*alpha' for the translucent variant.
 func BenchmarkPNGToJPEG12MP(b *testing.B) {
 	for _, variant := range []string{"rgb", "alpha"} {
 		src := testimg.Photo(4000, 3000)
@@ -468,7 +468,7 @@ func BenchmarkPNGToJPEG12MP(b *testing.B) {
 		})
 		b.Run(variant+"/pipeline", func(b *testing.B) {
 			for b.Loop() {
-				if handled, err := pngToJPEG(context.Background(), in, io.Discard, codec, cfg, convert.Options{}, func(image.Image) {}); !handled || err != nil {
+				if handled, err := pngToJPEG(context.Background(), in, io.Discard, codec, cfg, convert.Options{}, nil); !handled || err != nil {
 					b.Fatal(handled, err)
 				}
 			}

@@ -135,6 +135,15 @@ func reportAlpha(img image.Image, src, dst *Codec, p convert.Params) {
 	if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
 		return
 	}
+	warnAlpha(src, dst, p)
+}
+
+// warnAlpha reports that the source's transparent pixels were composited over white, when
+// the target has no transparency.
+func warnAlpha(src, dst *Codec, p convert.Params) {
+	if !noAlphaTargets[dst.ID] {
+		return
+	}
 	p.Warn(convert.WarnAlphaDropped, fmt.Sprintf("the %s has transparent pixels; %s has no transparency, so they were composited over white", src.Name, dst.Name))
 }
 

@@ -72,7 +72,7 @@ func encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, 
 	}
 	return encodeStrips(ctx, w, b, gray, o, workers, func(_ context.Context, r image.Rectangle) (image.Image, error) {
 		return si.SubImage(r), nil
-	}, mcuRows)
+	}, nil, mcuRows)
 }
 
 // EncodeStrips writes a JPEG of bounds b, whose pixels strip(ctx, r) supplies one horizontal
@@ -87,7 +87,16 @@ func encode(ctx context.Context, w io.Writer, img image.Image, o *jpeg.Options, 
 // behaves like Encode. Images of one strip are encoded by jpegenc.Encode of strip(ctx, b).
 func EncodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool, o *jpeg.Options, workers int,
 	strip func(ctx context.Context, r image.Rectangle) (image.Image, error)) error {
-	return encodeStrips(ctx, w, b, gray, o, workers, strip, 0)
+	return encodeStrips(ctx, w, b, gray, o, workers, strip, nil, 0)
+}
+
+// EncodeStripsRelease is EncodeStrips that also calls release(img) (when not nil) for every
+// image strip returned, from the same goroutine, once the encoder is done with it, whether
+// the encode of that strip succeeded or not: the caller can reuse the strip's memory for a
+// later one. At most workers strips are held between strip and release.
+func EncodeStripsRelease(ctx context.Context, w io.Writer, b image.Rectangle, gray bool, o *jpeg.Options, workers int,
+	strip func(ctx context.Context, r image.Rectangle) (image.Image, error), release func(image.Image)) error {
+	return encodeStrips(ctx, w, b, gray, o, workers, strip, release, 0)
 }
 
 // StripHeight is how many rows each strip EncodeStrips asks for has when it encodes an image
@@ -141,7 +150,7 @@ type subImager interface {
 }
 
 func encodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool, o *jpeg.Options, workers int,
-	strip func(context.Context, image.Rectangle) (image.Image, error), mcuRows int) error {
+	strip func(context.Context, image.Rectangle) (image.Image, error), release func(image.Image), mcuRows int) error {
 	var p plan
 	if !b.Empty() && b.Dx() < 1<<16 && b.Dy() < 1<<16 {
 		p = newPlan(b, gray, mcuRows)
@@ -154,6 +163,9 @@ func encodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool
 		})
 		if err != nil {
 			return err
+		}
+		if release != nil {
+			defer release(img)
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -211,6 +223,9 @@ func encodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool
 					img, err := strip(ctx, r)
 					if err != nil {
 						return err
+					}
+					if release != nil {
+						defer release(img)
 					}
 					if _, isGray := img.(*image.Gray); img.Bounds() != r || isGray != gray {
 						return fmt.Errorf("jpegstrip: strip %v is a %T of bounds %v (gray: %v)", r, img, img.Bounds(), gray)

@@ -274,7 +274,7 @@ func TestEncodeStrips_RowsOnDemand(t *testing.T) {
 		return img.SubImage(r), nil
 	}
 	var got bytes.Buffer
-	if err := encodeStrips(context.Background(), &got, src.Rect, false, &jpeg.Options{Quality: 85}, 3, strip, 1); err != nil {
+	if err := encodeStrips(context.Background(), &got, src.Rect, false, &jpeg.Options{Quality: 85}, 3, strip, nil, 1); err != nil {
 		t.Fatal(err)
 	}
 	if len(asked) != (203+15)/16 {
@@ -294,7 +294,7 @@ func TestEncodeStrips_RowsOnDemand(t *testing.T) {
 		"gray strip":  func(r image.Rectangle) image.Image { return image.NewGray(r) },
 	} {
 		err := encodeStrips(context.Background(), &bytes.Buffer{}, src.Rect, false, nil, 2,
-			func(_ context.Context, r image.Rectangle) (image.Image, error) { return f(r), nil }, 1)
+			func(_ context.Context, r image.Rectangle) (image.Image, error) { return f(r), nil }, nil, 1)
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
@@ -335,7 +335,7 @@ func TestEncodeStrips_Errors(t *testing.T) {
 				return nil, err
 			}
 			return img.SubImage(r), nil
-		}, 1)
+		}, nil, 1)
 	}
 	ok := func(context.Context, image.Rectangle) error { return nil }
 

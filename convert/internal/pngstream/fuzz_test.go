@@ -2,6 +2,7 @@ package pngstream
 
 import (
 	"bytes"
+	"image"
 	"image/png"
 	"io"
 	"testing"
@@ -47,6 +48,13 @@ func FuzzDecode(f *testing.F) {
 		if err == nil {
 			derr = d.Decode(nil)
 		}
+		var img image.Image
+		if derr == nil {
+			img = d.Image()
+		}
+		if diff := stripsAgree(data, img, ok, derr); diff != "" {
+			t.Fatalf("ReadRows and Decode disagree: %s", diff)
+		}
 		want, werr := png.Decode(bytes.NewReader(data))
 		switch {
 		case derr == nil && werr == nil:
@@ -63,65 +71,6 @@ func FuzzDecode(f *testing.F) {
 			// so the message may differ; with compress/zlib it must not.
 			if serr := decodeWith(data, stdNewZlib); serr == nil || serr.Error() != werr.Error() {
 				t.Fatalf("pngstream says %q (%v with compress/zlib), image/png %q", derr, serr, werr)
-			}
-		}
-	})
-}
-
-// FuzzRingDecode: a ring decoder of 3 rows, whose reader copies rows out as they become final,
-// hands over image/png's rows and fails exactly when NewDecoder's decode does.
-//
-//	go test ./convert/internal/pngstream -run XXX -fuzz FuzzRingDecode -fuzztime 1m
-func FuzzRingDecode(f *testing.F) {
-	for _, img := range testImages(5, 9, 2) {
-		var buf bytes.Buffer
-		if err := png.Encode(&buf, img); err != nil {
-			f.Fatal(err)
-		}
-		f.Add(buf.Bytes())
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := png.DecodeConfig(bytes.NewReader(data))
-		if err == nil && cfg.Width*cfg.Height > fuzzMaxPixels {
-			return
-		}
-		whole, ok, err := NewDecoder(bytes.NewReader(data))
-		if !ok || err != nil {
-			return
-		}
-		werr := whole.Decode(nil)
-		const ring = 3
-		// The reader copies synchronously inside progress, so every row is out before wait.
-		var d *Decoder
-		var rows []byte
-		done := 0
-		d, ok, err = NewRingDecoder(bytes.NewReader(data), ring, func(y int) error {
-			if done < y-ring+1 {
-				t.Fatalf("asked to overwrite row %d before rows below %d were handed over", y-ring, done)
-			}
-			return nil
-		})
-		if !ok || err != nil {
-			t.Fatalf("NewRingDecoder: %v, %v; NewDecoder took the file", ok, err)
-		}
-		pix, stride, _ := pixOf(d.Image())
-		derr := d.Decode(func(n int) {
-			for y := done; y < n; y++ {
-				slot := y
-				if d.Ring() > 0 {
-					slot = y % d.Ring()
-				}
-				rows = append(rows, pix[slot*stride:(slot+1)*stride]...)
-			}
-			done = n
-		})
-		if (derr == nil) != (werr == nil) || (derr != nil && derr.Error() != werr.Error()) {
-			t.Fatalf("ring decode: %v; whole decode: %v", derr, werr)
-		}
-		if derr == nil {
-			wpix, _, _ := pixOf(whole.Image())
-			if !bytes.Equal(rows, wpix) {
-				t.Fatalf("ring rows differ from the whole image")
 			}
 		}
 	})

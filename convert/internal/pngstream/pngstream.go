@@ -90,11 +90,8 @@ type Decoder struct {
 	pix     []byte
 	stride  int
 	started bool
-
-	// ring, when set (NewRingDecoder), is how many rows Image holds: row y goes to row
-	// y%ring, and wait(y) is called before a row is overwritten.
-	ring int
-	wait func(y int) error
+	strips  bool  // made by NewStripDecoder: no Image, rows come through ReadRows
+	rows    *rows // set once the first row is asked for
 }
 
 // NewDecoder reads the signature and the chunks before the first IDAT. When the file is a
@@ -102,23 +99,7 @@ type Decoder struct {
 // truecolor or gray image, ...) it returns ok == false and a nil error: the caller decodes
 // with image/png instead (from the start of the file). Malformed files return an error.
 func NewDecoder(r io.Reader) (d *Decoder, ok bool, err error) {
-	return newDecoder(&Decoder{r: r})
-}
-
-// NewRingDecoder is NewDecoder for a caller that takes the rows as they come and lets them
-// go, so that an image of any height is decoded in the memory of ring rows: Image is then
-// ring rows high (or the image's height, if less), row y of the file going to row y%ring,
-// and Decode, before it writes row y over row y-ring, reports progress(y) and then calls
-// wait(y), which must return only once the caller is done with rows below y-ring+1 (or with
-// an error, which Decode returns). ring must be at least 2.
-func NewRingDecoder(r io.Reader, ring int, wait func(y int) error) (d *Decoder, ok bool, err error) {
-	if ring < 2 {
-		return nil, false, fmt.Errorf("pngstream: a ring of %d rows", ring)
-	}
-	return newDecoder(&Decoder{r: r, ring: ring, wait: wait})
-}
-
-func newDecoder(d *Decoder) (_ *Decoder, ok bool, err error) {
+	d = &Decoder{r: r}
 	if err := d.checkHeader(); err != nil {
 		return nil, false, eofUnexpected(err)
 	}
@@ -151,10 +132,6 @@ func newDecoder(d *Decoder) (_ *Decoder, ok bool, err error) {
 // p.Palette[:cap(p.Palette)] before Decode starts, or read Palette only after Decode returns.
 func (d *Decoder) Image() image.Image { return d.img }
 
-// Ring is how many rows Image holds when they are reused (NewRingDecoder on an image taller
-// than its ring), or 0 when Image is the whole image.
-func (d *Decoder) Ring() int { return d.ring }
-
 // Opaque reports whether every pixel of Image will be opaque whatever the rows hold: a gray
 // or truecolor file (with a tRNS chunk, NewDecoder leaves those to image/png). A caller can
 // skip scanning the alpha of rows it gets.
@@ -170,8 +147,8 @@ func (d *Decoder) Opaque() bool { return d.colorType == ctGrayscale || d.colorTy
 // and the chunks after the image data are checked: only a nil error from Decode says the
 // file was sound. Decode may be called once.
 func (d *Decoder) Decode(progress func(rowsDone int)) error {
-	if d.started {
-		return fmt.Errorf("pngstream: Decode called twice")
+	if d.started || d.strips {
+		return fmt.Errorf("pngstream: Decode called twice, or on a decoder made by NewStripDecoder")
 	}
 	d.started = true
 	if err := d.decodeIDAT(progress); err != nil {
@@ -412,15 +389,10 @@ func (d *Decoder) verifyChecksum() error {
 // allocate makes the image image/png would return, once; the bytes per pixel of each type
 // are at most 4, which the IHDR check keeps from overflowing int.
 func (d *Decoder) allocate() error {
-	r := image.Rect(0, 0, d.width, d.height)
-	if d.ring > 0 && d.ring < d.height {
-		r.Max.Y = d.ring
-	} else {
-		d.ring = 0 // the whole image fits: an ordinary decode
-	}
-	if int64(d.width)*int64(r.Dy())*4 > maxPixBytes {
+	if int64(d.width)*int64(d.height)*4 > maxPixBytes {
 		return png.UnsupportedError(fmt.Sprintf("%dx%d image too large for the streaming decoder", d.width, d.height))
 	}
+	r := image.Rect(0, 0, d.width, d.height)
 	switch d.colorType {
 	case ctGrayscale:
 		m := image.NewGray(r)
@@ -473,87 +445,81 @@ func (ir idatReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// decodeIDAT inflates and unfilters the rows, then checks that the zlib stream and the IDAT
-// data end with the last row.
-func (d *Decoder) decodeIDAT(progress func(int)) error {
+// rows is the state of the row-by-row inflate and unfilter, shared by Decode and ReadRows.
+type rows struct {
+	zr         io.ReadCloser
+	cr         []byte // the filter byte and the filtered row as inflated
+	prev       []byte // the row above the next one: zero before the first row, then a copy or a view
+	prevCopy   []byte // ReadRows' own copy of the last row it unfiltered (strips are the caller's)
+	srcBpp     int
+	dstBpp     int
+	y          int // rows unfiltered so far
+	maxIndex   int
+	checkIndex bool
+}
+
+// startRows opens the inflater over the IDAT data.
+func (d *Decoder) startRows() error {
 	zr, err := newZlib(idatReader{d})
 	if err != nil {
 		return err
 	}
-	defer zr.Close()
-
-	var srcBpp, dstBpp int
+	rs := &rows{zr: zr, maxIndex: -1, checkIndex: d.colorType == ctPaletted && len(d.palette) != 256}
 	switch d.colorType {
 	case ctGrayscale, ctPaletted:
-		srcBpp, dstBpp = 1, 1
+		rs.srcBpp, rs.dstBpp = 1, 1
 	case ctGrayscaleAlpha:
-		srcBpp, dstBpp = 2, 4
+		rs.srcBpp, rs.dstBpp = 2, 4
 	case ctTrueColor:
-		srcBpp, dstBpp = 3, 4
+		rs.srcBpp, rs.dstBpp = 3, 4
 	case ctTrueColorAlpha:
-		srcBpp, dstBpp = 4, 4
+		rs.srcBpp, rs.dstBpp = 4, 4
 	}
-	rowBytes := srcBpp * d.width
-	// cr is the filter byte and the filtered row as inflated; zero is the row above the first.
-	cr := make([]byte, 1+rowBytes)
-	zero := make([]byte, dstBpp*d.width)
-	maxIndex := -1
-	checkIndex := d.colorType == ctPaletted && len(d.palette) != 256
+	rs.cr = make([]byte, 1+rs.srcBpp*d.width)
+	rs.prev = make([]byte, rs.dstBpp*d.width)
+	d.rows = rs
+	return nil
+}
 
-	prev := zero
-	for y := 0; y < d.height; y++ {
-		if _, err := io.ReadFull(zr, cr); err != nil {
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return png.FormatError("not enough pixel data")
-			}
-			return err
+// nextRow inflates the next row and unfilters it into dst (dstBpp*width bytes), which then
+// is the row above the one after.
+func (d *Decoder) nextRow(dst []byte) error {
+	rs := d.rows
+	if _, err := io.ReadFull(rs.zr, rs.cr); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return png.FormatError("not enough pixel data")
 		}
-		ft := cr[0]
-		if ft > ftPaeth {
-			return png.FormatError("bad filter type")
-		}
-		row := y
-		if d.ring > 0 {
-			if y >= d.ring {
-				// Row y replaces row y-ring: publish what is final, then wait for the
-				// caller to let it go.
-				if progress != nil {
-					progress(y)
-				}
-				if err := d.wait(y); err != nil {
-					return err
-				}
-			}
-			row = y % d.ring
-		}
-		dst := d.pix[row*d.stride : row*d.stride+dstBpp*d.width]
-		cur := cr[1:]
-		switch srcBpp {
-		case 1:
-			unfilter1(ft, dst, cur, prev)
-			if checkIndex {
-				maxIndex = max(maxIndex, int(maxByte(dst)))
-			}
-		case 2:
-			unfilterGA(ft, dst, cur, prev)
-		case 3:
-			unfilterRGB(ft, dst, cur, prev)
-		case 4:
-			unfilter4(ft, dst, cur, prev)
-		}
-		prev = dst
-		if progress != nil && (y+1)%progressRows == 0 && y+1 < d.height {
-			progress(y + 1)
-		}
+		return err
 	}
-	if m, ok := d.img.(*image.Paletted); ok && maxIndex >= len(m.Palette) {
-		m.Palette = m.Palette[:maxIndex+1]
+	ft := rs.cr[0]
+	if ft > ftPaeth {
+		return png.FormatError("bad filter type")
 	}
-	if progress != nil {
-		progress(d.height)
+	cur := rs.cr[1:]
+	switch rs.srcBpp {
+	case 1:
+		unfilter1(ft, dst, cur, rs.prev)
+		if rs.checkIndex {
+			rs.maxIndex = max(rs.maxIndex, int(maxByte(dst)))
+		}
+	case 2:
+		unfilterGA(ft, dst, cur, rs.prev)
+	case 3:
+		unfilterRGB(ft, dst, cur, rs.prev)
+	case 4:
+		unfilter4(ft, dst, cur, rs.prev)
 	}
+	rs.prev = dst
+	rs.y++
+	return nil
+}
 
+// endRows checks that the zlib stream and the IDAT data end with the last row.
+func (d *Decoder) endRows() error {
+	zr := d.rows.zr
+	defer zr.Close()
 	// Read to EOF, to verify the zlib checksum; any more data is too much.
+	var err error
 	n := 0
 	for i := 0; n == 0 && err == nil; i++ {
 		if i == 100 {
@@ -566,6 +532,154 @@ func (d *Decoder) decodeIDAT(progress func(int)) error {
 	}
 	if n != 0 || d.idatLength != 0 {
 		return png.FormatError("too much pixel data")
+	}
+	return nil
+}
+
+// decodeIDAT inflates and unfilters the rows, then checks that the zlib stream and the IDAT
+// data end with the last row.
+func (d *Decoder) decodeIDAT(progress func(int)) error {
+	if err := d.startRows(); err != nil {
+		return err
+	}
+	rowLen := d.rows.dstBpp * d.width
+	for y := 0; y < d.height; y++ {
+		if err := d.nextRow(d.pix[y*d.stride : y*d.stride+rowLen]); err != nil {
+			d.rows.zr.Close()
+			return err
+		}
+		if progress != nil && (y+1)%progressRows == 0 && y+1 < d.height {
+			progress(y + 1)
+		}
+	}
+	if m, ok := d.img.(*image.Paletted); ok && d.rows.maxIndex >= len(m.Palette) {
+		m.Palette = m.Palette[:d.rows.maxIndex+1]
+	}
+	if progress != nil {
+		progress(d.height)
+	}
+	return d.endRows()
+}
+
+// NewStripDecoder is NewDecoder for a caller that takes the rows a strip at a time (ReadRows,
+// then Finish) instead of as one Image: nothing the size of the image is allocated, so the
+// memory is that of the strips the caller keeps. It accepts and refuses the same files as
+// NewDecoder, with the same errors.
+func NewStripDecoder(r io.Reader) (d *Decoder, ok bool, err error) {
+	d = &Decoder{r: r, strips: true}
+	if err := d.checkHeader(); err != nil {
+		return nil, false, eofUnexpected(err)
+	}
+	for d.stage != dsSeenIDAT {
+		supported, err := d.parseChunk()
+		if err != nil {
+			return nil, false, eofUnexpected(err)
+		}
+		if !supported {
+			return nil, false, nil
+		}
+	}
+	if d.transparent {
+		return nil, false, nil
+	}
+	return d, true, nil
+}
+
+// Bounds is the image's bounds, with origin 0,0.
+func (d *Decoder) Bounds() image.Rectangle { return image.Rect(0, 0, d.width, d.height) }
+
+// BytesPerPixel is the size of a pixel in the images Image and StripImage return: 1 for
+// *image.Gray and *image.Paletted, 4 for *image.RGBA and *image.NRGBA.
+func (d *Decoder) BytesPerPixel() int {
+	if d.colorType == ctGrayscale || d.colorType == ctPaletted {
+		return 1
+	}
+	return 4
+}
+
+// StripImage returns an image of the type Image would have, with bounds r (rows of the full
+// width) over pix, which holds at least BytesPerPixel()*width*r.Dy() bytes, with a stride of
+// BytesPerPixel()*width. An *image.Paletted strip has all 256 palette entries, those past the
+// PLTE ones opaque black: the colours the whole image's pixels have once Decode returned.
+func (d *Decoder) StripImage(pix []byte, r image.Rectangle) image.Image {
+	stride := d.BytesPerPixel() * d.width
+	pix = pix[:stride*r.Dy()]
+	switch d.colorType {
+	case ctGrayscale:
+		return &image.Gray{Pix: pix, Stride: stride, Rect: r}
+	case ctTrueColor:
+		return &image.RGBA{Pix: pix, Stride: stride, Rect: r}
+	case ctPaletted:
+		return &image.Paletted{Pix: pix, Stride: stride, Rect: r, Palette: d.palette[:cap(d.palette)]}
+	}
+	return &image.NRGBA{Pix: pix, Stride: stride, Rect: r}
+}
+
+// ReadRows decodes the next rows into m, an image StripImage made whose bounds start at the
+// first row not yet read: afterwards its rows hold exactly what Image's rows would. The
+// errors are those Decode would return for the same file at the same row. After the last
+// row, call Finish. A decoder from NewDecoder cannot read rows this way.
+func (d *Decoder) ReadRows(m image.Image) error {
+	if !d.strips {
+		return fmt.Errorf("pngstream: ReadRows on a decoder made by NewDecoder")
+	}
+	r := m.Bounds()
+	var pix []byte
+	var stride int
+	switch m := m.(type) {
+	case *image.Gray:
+		pix, stride = m.Pix, m.Stride
+	case *image.RGBA:
+		pix, stride = m.Pix, m.Stride
+	case *image.NRGBA:
+		pix, stride = m.Pix, m.Stride
+	case *image.Paletted:
+		pix, stride = m.Pix, m.Stride
+	}
+	if d.rows == nil {
+		d.started = true
+		if err := d.startRows(); err != nil {
+			return eofUnexpected(err)
+		}
+	}
+	rs := d.rows
+	rowLen := rs.dstBpp * d.width
+	if r.Min.X != 0 || r.Max.X != d.width || r.Min.Y != rs.y || r.Max.Y > d.height || stride < rowLen || len(pix) < stride*(r.Dy()-1)+rowLen {
+		return fmt.Errorf("pngstream: ReadRows into %T %v, want rows from %d of a %dx%d image", m, r, rs.y, d.width, d.height)
+	}
+	for i := range r.Dy() {
+		if err := d.nextRow(pix[i*stride : i*stride+rowLen]); err != nil {
+			return eofUnexpected(err)
+		}
+	}
+	if r.Dy() > 0 {
+		// The caller may reuse the strip for later rows: keep the row above the next one.
+		if rs.prevCopy == nil {
+			rs.prevCopy = make([]byte, rowLen)
+		}
+		copy(rs.prevCopy, rs.prev)
+		rs.prev = rs.prevCopy
+	}
+	return nil
+}
+
+// Finish checks, once ReadRows has read every row, the end of the image data and the
+// chunks up to IEND, as Decode does after its last row: only a nil error from Finish says
+// the file was sound.
+func (d *Decoder) Finish() error {
+	if d.rows == nil || d.rows.y != d.height {
+		return fmt.Errorf("pngstream: Finish before the last row")
+	}
+	if err := d.endRows(); err != nil {
+		return eofUnexpected(err)
+	}
+	if err := d.verifyChecksum(); err != nil {
+		return eofUnexpected(err)
+	}
+	for d.stage != dsSeenIEND {
+		if _, err := d.parseChunk(); err != nil {
+			return eofUnexpected(err)
+		}
 	}
 	return nil
 }

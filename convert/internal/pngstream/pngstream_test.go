@@ -97,6 +97,9 @@ func differential(t *testing.T, name string, data []byte, wantOK bool) (streamEr
 	t.Helper()
 	want, werr := png.Decode(bytes.NewReader(data))
 	got, ok, err := decodeStream(t, data)
+	if diff := stripsAgree(data, got, ok, err); diff != "" {
+		t.Errorf("%s: %s", name, diff)
+	}
 	if ok != wantOK && err == nil {
 		t.Errorf("%s: ok = %v, want %v", name, ok, wantOK)
 	}
