@@ -145,9 +145,6 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 // output), 2 more encoded strips waiting to be written, and the inflater's window and buffers.
 func streamJPEGCost(b image.Rectangle, gray bool, bpp int) int64 {
 	sh := jpegstrip.StripHeight(b, gray)
-	if sh == 0 {
-		sh = b.Dy()
-	}
 	stripPx := int64(b.Dx()) * int64(sh)
 	workers := int64(runtime.GOMAXPROCS(0))
 	return int64(stripBuffers())*stripPx*int64(bpp) + workers*stripPx*(4+4) + 2*stripPx*4 + 1<<20
@@ -185,9 +182,6 @@ type decodedStrip struct {
 
 func newStripSource(d *pngstream.Decoder, b image.Rectangle, gray bool) *stripSource {
 	sh := jpegstrip.StripHeight(b, gray)
-	if sh == 0 {
-		sh = b.Dy()
-	}
 	n := (b.Dy() + sh - 1) / sh
 	s := &stripSource{d: d, plan: b, stripH: sh, bufLen: d.BytesPerPixel() * b.Dx() * sh,
 		results: make([]chan decodedStrip, n), failed: make(chan struct{}),
