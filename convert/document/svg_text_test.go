@@ -95,6 +95,9 @@ func TestSVGText_Sample(t *testing.T) {
 // does through fontconfig (DejaVu for the generic families): nearly the same pixels.
 func TestSVGText_SampleSystemFonts(t *testing.T) {
 	if _, err := os.Stat("/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("DejaVu fonts (Debian's fonts-dejavu-core) are not installed; .ci/run installs them")
+		}
 		t.Skip("DejaVu fonts (Debian's fonts-dejavu-core) are not installed")
 	}
 	useFontDir(t, "/usr/share/fonts/truetype/dejavu")
