@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/bits"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/consts"
@@ -150,20 +152,39 @@ func (f *Frame) Decode(dst []byte) []byte {
 	dst = slices.Grow(dst, n)
 	out := dst[len(dst) : len(dst)+n]
 	nch := f.header.NumberOfChannels()
-	for gr := 0; gr < f.header.Granules(); gr++ {
+	ngr := f.header.Granules()
+	for gr := 0; gr < ngr; gr++ {
 		for ch := 0; ch < nch; ch++ {
 			f.requantize(gr, ch)
 			f.reorder(gr, ch)
 		}
 		f.stereo(gr)
+	}
+	// convsvc change (issue 21): from here on the two channels share nothing (each has its own
+	// spectrum, overlap store and V ring, and writes its own bytes of out), so the second
+	// channel's IMDCT and synthesis run on another goroutine, one hand-off per frame.
+	if nch == 2 && runtime.GOMAXPROCS(0) > 1 {
+		var wg sync.WaitGroup
+		wg.Go(func() { f.synthesizeChannel(ngr, 1, out) })
+		f.synthesizeChannel(ngr, 0, out)
+		wg.Wait()
+	} else {
 		for ch := 0; ch < nch; ch++ {
-			f.antialias(gr, ch)
-			f.hybridSynthesis(gr, ch)
-			f.frequencyInversion(gr, ch)
-			f.subbandSynthesis(gr, ch, out[consts.SamplesPerGr*4*gr:])
+			f.synthesizeChannel(ngr, ch, out)
 		}
 	}
 	return dst[:len(dst)+n]
+}
+
+// synthesizeChannel turns channel ch's requantised spectrum of each granule into its PCM
+// samples in out.
+func (f *Frame) synthesizeChannel(ngr, ch int, out []byte) {
+	for gr := 0; gr < ngr; gr++ {
+		f.antialias(gr, ch)
+		f.hybridSynthesis(gr, ch)
+		f.frequencyInversion(gr, ch)
+		f.subbandSynthesis(gr, ch, out[consts.SamplesPerGr*4*gr:])
+	}
 }
 
 // convsvc change (issue 21): the gain 2^idx of a scale factor band is computed once per band
@@ -321,12 +342,12 @@ func (f *Frame) requantize(gr int, ch int) {
 }
 
 func (f *Frame) reorder(gr int, ch int) {
-	re := make([]float32, consts.SamplesPerGr)
-
-	_, sfBandIndicesShort := getSfBandIndicesArray(&f.header)
-
 	// Only reorder short blocks
 	if (f.sideInfo.WinSwitchFlag[gr][ch] == 1) && (f.sideInfo.BlockType[gr][ch] == 2) { // Short blocks
+		// convsvc change: the scratch vector lives on the stack, not one allocation per call.
+		var reArr [consts.SamplesPerGr]float32
+		re := reArr[:]
+		_, sfBandIndicesShort := getSfBandIndicesArray(&f.header)
 		// Check if the first two subbands
 		// (=2*18 samples = 8 long or 3 short sfb's) uses long blocks
 		sfb := 0
