@@ -325,17 +325,13 @@ func (f *Frame) requantize(gr int, ch int) {
 			idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
 				0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
 			gain := pow2(idx)
-			for i, x := range is[start:end] {
-				if x == 0 {
-					continue
-				}
-				var tmp2 float64
-				if x < 0 {
-					tmp2 = -powtab34[int(-x)]
-				} else {
-					tmp2 = powtab34[int(x)]
-				}
-				is[start+i] = float32(gain * tmp2)
+			band := is[start:end]
+			for i, x := range band {
+				// Branch-free sign: |x| indexes the table, x's sign bit goes onto the
+				// product (0 stays 0: powtab34[0] = 0).
+				xb := math.Float32bits(x)
+				r := float32(gain * powtab34[int(math.Float32frombits(xb&^(1<<31)))])
+				band[i] = math.Float32frombits(math.Float32bits(r) | xb&(1<<31))
 			}
 		}
 	}
