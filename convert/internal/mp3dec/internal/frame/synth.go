@@ -54,14 +54,13 @@ func leeSplit(x, a, b, lee []float32) {
 // leeMerge interleaves the transformed halves back into x: X[2k] = A[k], X[2k+1] = B[k] + B[k+1]
 // (B[n] = 0).
 func leeMerge(x, a, b []float32) {
-	n := len(a)
-	x, b = x[:2*n], b[:n]
-	for k := 0; k < n-1; k++ {
+	n := len(a) - 1
+	for k := 0; k < n; k++ {
 		x[2*k] = a[k]
 		x[2*k+1] = b[k] + b[k+1]
 	}
-	x[2*n-2] = a[n-1]
-	x[2*n-1] = b[n-1]
+	x[2*n] = a[n]
+	x[2*n+1] = b[n]
 }
 
 func dct8(x *[8]float32) {
