@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	gomp3 "github.com/hajimehoshi/go-mp3"
@@ -220,34 +219,6 @@ func TestDecoder_LengthAndSeek(t *testing.T) {
 		}
 		if md, psnr := pcmDiff(a, b); md > maxSampleDiff || psnr < minPSNR {
 			t.Fatalf("after Seek(%d): max sample difference %d, PSNR %.1f dB", off, md, psnr)
-		}
-	}
-}
-
-// TestDecoder_ParallelChannelsMatchSerial requires the two-goroutine channel synthesis to give
-// the same bytes as the one-goroutine path (GOMAXPROCS 1) on every sample.
-func TestDecoder_ParallelChannelsMatchSerial(t *testing.T) {
-	if runtime.GOMAXPROCS(0) < 2 {
-		t.Skip("needs GOMAXPROCS >= 2 for the parallel path")
-	}
-	decode := func(data []byte) []byte {
-		d, err := NewDecoder(bytes.NewReader(data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pcm, err := io.ReadAll(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return pcm
-	}
-	for name, data := range mp3Samples(t) {
-		par := decode(data)
-		prev := runtime.GOMAXPROCS(1)
-		ser := decode(data)
-		runtime.GOMAXPROCS(prev)
-		if len(par) == 0 || !bytes.Equal(par, ser) {
-			t.Errorf("%s: parallel PCM (%d bytes) differs from serial (%d bytes)", name, len(par), len(ser))
 		}
 	}
 }

@@ -18,9 +18,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
 
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/bits"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/consts"
@@ -160,18 +158,11 @@ func (f *Frame) Decode(dst []byte) []byte {
 		}
 		f.stereo(gr)
 	}
-	// convsvc change (issue 21): from here on the two channels share nothing (each has its own
-	// spectrum, overlap store and V ring, and writes its own bytes of out), so the second
-	// channel's IMDCT and synthesis run on another goroutine, one hand-off per frame.
-	if nch == 2 && runtime.GOMAXPROCS(0) > 1 {
-		var wg sync.WaitGroup
-		wg.Go(func() { f.synthesizeChannel(ngr, 1, out) })
-		f.synthesizeChannel(ngr, 0, out)
-		wg.Wait()
-	} else {
-		for ch := 0; ch < nch; ch++ {
-			f.synthesizeChannel(ngr, ch, out)
-		}
+	// convsvc change (issue 21): channel by channel after the stereo step. (Synthesising the
+	// second channel on another goroutine per frame was tried: at load 3 on 2 cores it cost
+	// ~20% more CPU, futex wake-ups on every frame, and no wall time; docs/benchmarks.md.)
+	for ch := 0; ch < nch; ch++ {
+		f.synthesizeChannel(ngr, ch, out)
 	}
 	return dst[:len(dst)+n]
 }
