@@ -118,6 +118,7 @@ psnr = 10 * math.log10(32767 ** 2 / mse) if mse else float("inf")
 print(f"mp3-wav PCM vs ffmpeg: offset {best} frames (convsvc {len(a)//2}, ffmpeg {len(b)//2} frames), max sample difference {mx}, PSNR {psnr:.1f} dB over {n} frames")
 EOF
 fi
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ -n "${ONLY:-}" ] && exit 0
 
 echo

@@ -150,20 +150,32 @@ func (f *Frame) Decode(dst []byte) []byte {
 	dst = slices.Grow(dst, n)
 	out := dst[len(dst) : len(dst)+n]
 	nch := f.header.NumberOfChannels()
-	for gr := 0; gr < f.header.Granules(); gr++ {
+	ngr := f.header.Granules()
+	for gr := 0; gr < ngr; gr++ {
 		for ch := 0; ch < nch; ch++ {
 			f.requantize(gr, ch)
 			f.reorder(gr, ch)
 		}
 		f.stereo(gr)
-		for ch := 0; ch < nch; ch++ {
-			f.antialias(gr, ch)
-			f.hybridSynthesis(gr, ch)
-			f.frequencyInversion(gr, ch)
-			f.subbandSynthesis(gr, ch, out[consts.SamplesPerGr*4*gr:])
-		}
+	}
+	// convsvc change (issue 21): channel by channel after the stereo step. (Synthesising the
+	// second channel on another goroutine per frame was tried: at load 3 on 2 cores it cost
+	// ~20% more CPU, futex wake-ups on every frame, and no wall time; docs/benchmarks.md.)
+	for ch := 0; ch < nch; ch++ {
+		f.synthesizeChannel(ngr, ch, out)
 	}
 	return dst[:len(dst)+n]
+}
+
+// synthesizeChannel turns channel ch's requantised spectrum of each granule into its PCM
+// samples in out.
+func (f *Frame) synthesizeChannel(ngr, ch int, out []byte) {
+	for gr := 0; gr < ngr; gr++ {
+		f.antialias(gr, ch)
+		f.hybridSynthesis(gr, ch)
+		f.frequencyInversion(gr, ch)
+		f.subbandSynthesis(gr, ch, out[consts.SamplesPerGr*4*gr:])
+	}
 }
 
 // convsvc change (issue 21): the gain 2^idx of a scale factor band is computed once per band
@@ -304,29 +316,25 @@ func (f *Frame) requantize(gr int, ch int) {
 			idx := -(sf_mult * (float64(f.mainData.ScalefacL[gr][ch][sfb]) + pf_x_pt)) +
 				0.25*(float64(f.sideInfo.GlobalGain[gr][ch])-210)
 			gain := pow2(idx)
-			for i, x := range is[start:end] {
-				if x == 0 {
-					continue
-				}
-				var tmp2 float64
-				if x < 0 {
-					tmp2 = -powtab34[int(-x)]
-				} else {
-					tmp2 = powtab34[int(x)]
-				}
-				is[start+i] = float32(gain * tmp2)
+			band := is[start:end]
+			for i, x := range band {
+				// Branch-free sign: |x| indexes the table, x's sign bit goes onto the
+				// product (0 stays 0: powtab34[0] = 0).
+				xb := math.Float32bits(x)
+				r := float32(gain * powtab34[int(math.Float32frombits(xb&^(1<<31)))])
+				band[i] = math.Float32frombits(math.Float32bits(r) | xb&(1<<31))
 			}
 		}
 	}
 }
 
 func (f *Frame) reorder(gr int, ch int) {
-	re := make([]float32, consts.SamplesPerGr)
-
-	_, sfBandIndicesShort := getSfBandIndicesArray(&f.header)
-
 	// Only reorder short blocks
 	if (f.sideInfo.WinSwitchFlag[gr][ch] == 1) && (f.sideInfo.BlockType[gr][ch] == 2) { // Short blocks
+		// convsvc change: the scratch vector lives on the stack, not one allocation per call.
+		var reArr [consts.SamplesPerGr]float32
+		re := reArr[:]
+		_, sfBandIndicesShort := getSfBandIndicesArray(&f.header)
 		// Check if the first two subbands
 		// (=2*18 samples = 8 long or 3 short sfb's) uses long blocks
 		sfb := 0

@@ -38,53 +38,54 @@ func dct4(x *[4]float32) {
 	x[0], x[1], x[2], x[3] = A0, B0+B1, A1, B1
 }
 
-func dct8(x *[8]float32) {
-	var a, b [4]float32
-	for i := 0; i < 4; i++ {
-		a[i] = x[i] + x[7-i]
-		b[i] = (x[i] - x[7-i]) * lee8[i]
+// leeSplit is one step of Lee's recursion for a 2n-point DCT-II (n = len(a)): the sums
+// a[i] = x[i] + x[2n-1-i] and the scaled differences b[i] = (x[i] - x[2n-1-i]) * lee[i], whose
+// n-point DCT-IIs give the even and odd outputs.
+func leeSplit(x, a, b, lee []float32) {
+	n := len(a)
+	x, b, lee = x[:2*n], b[:n], lee[:n]
+	for i := range a {
+		xi, xj := x[i], x[2*n-1-i]
+		a[i] = xi + xj
+		b[i] = (xi - xj) * lee[i]
 	}
-	dct4(&a)
-	dct4(&b)
-	for k := 0; k < 3; k++ {
+}
+
+// leeMerge interleaves the transformed halves back into x: X[2k] = A[k], X[2k+1] = B[k] + B[k+1]
+// (B[n] = 0).
+func leeMerge(x, a, b []float32) {
+	n := len(a) - 1
+	for k := 0; k < n; k++ {
 		x[2*k] = a[k]
 		x[2*k+1] = b[k] + b[k+1]
 	}
-	x[6] = a[3]
-	x[7] = b[3]
+	x[2*n] = a[n]
+	x[2*n+1] = b[n]
+}
+
+func dct8(x *[8]float32) {
+	var a, b [4]float32
+	leeSplit(x[:], a[:], b[:], lee8[:])
+	dct4(&a)
+	dct4(&b)
+	leeMerge(x[:], a[:], b[:])
 }
 
 func dct16(x *[16]float32) {
 	var a, b [8]float32
-	for i := 0; i < 8; i++ {
-		a[i] = x[i] + x[15-i]
-		b[i] = (x[i] - x[15-i]) * lee16[i]
-	}
+	leeSplit(x[:], a[:], b[:], lee16[:])
 	dct8(&a)
 	dct8(&b)
-	for k := 0; k < 7; k++ {
-		x[2*k] = a[k]
-		x[2*k+1] = b[k] + b[k+1]
-	}
-	x[14] = a[7]
-	x[15] = b[7]
+	leeMerge(x[:], a[:], b[:])
 }
 
 // dct32 is the unnormalised 32-point DCT-II, X[k] = Σ x[n] cos((2n+1)kπ/64), in place.
 func dct32(x *[32]float32) {
 	var a, b [16]float32
-	for i := 0; i < 16; i++ {
-		a[i] = x[i] + x[31-i]
-		b[i] = (x[i] - x[31-i]) * lee32[i]
-	}
+	leeSplit(x[:], a[:], b[:], lee32[:])
 	dct16(&a)
 	dct16(&b)
-	for k := 0; k < 15; k++ {
-		x[2*k] = a[k]
-		x[2*k+1] = b[k] + b[k+1]
-	}
-	x[30] = a[15]
-	x[31] = b[15]
+	leeMerge(x[:], a[:], b[:])
 }
 
 // synthV writes the 64 values V[i] = Σ s[j] cos((16+i)(2j+1)π/64) to v from X = DCT-II(s):
