@@ -556,3 +556,17 @@ const (
 	Sqrt2Cos6 = sqrt2_cos6
 	Sqrt2Sin6 = sqrt2_sin6
 )
+
+// Unzig maps from the zig-zag ordering to the natural ordering (image/jpeg's unzig). For
+// example, Unzig[3] is the column and row of the fourth element in zig-zag order: 16, the
+// first column (16%8 == 0) and third row (16/8 == 2).
+var Unzig = [BlockSize]uint8{
+	0, 1, 8, 16, 9, 2, 3, 10,
+	17, 24, 32, 25, 18, 11, 4, 5,
+	12, 19, 26, 33, 40, 48, 41, 34,
+	27, 20, 13, 6, 7, 14, 21, 28,
+	35, 42, 49, 56, 57, 50, 43, 36,
+	29, 22, 15, 23, 30, 37, 44, 51,
+	58, 59, 52, 45, 38, 31, 39, 46,
+	53, 60, 61, 54, 47, 55, 62, 63,
+}

@@ -10,18 +10,9 @@ import (
 	"go/format"
 	"log"
 	"os"
-)
 
-var unzig = [64]int{
-	0, 1, 8, 16, 9, 2, 3, 10,
-	17, 24, 32, 25, 18, 11, 4, 5,
-	12, 19, 26, 33, 40, 48, 41, 34,
-	27, 20, 13, 6, 7, 14, 21, 28,
-	35, 42, 49, 56, 57, 50, 43, 36,
-	29, 22, 15, 23, 30, 37, 44, 51,
-	58, 59, 52, 45, 38, 31, 39, 46,
-	53, 60, 61, 54, 47, 55, 62, 63,
-}
+	"github.com/convsvc/convsvc/convert/internal/jpegdct"
+)
 
 // rowBody is fdctRows' loop body from image/jpeg's dct.go (go1.26), unchanged in arithmetic.
 const rowBody = `
@@ -46,7 +37,7 @@ func main() {
 	out := flag.String("o", "fdctq.go", "output file")
 	flag.Parse()
 	var zig [64]int
-	for z, n := range unzig {
+	for z, n := range jpegdct.Unzig {
 		zig[n] = z
 	}
 	var b bytes.Buffer
