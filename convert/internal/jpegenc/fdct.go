@@ -23,6 +23,19 @@ const (
 func fdct(b *block)     { jpegdct.FDCT(b) }
 func fdctCols(b *block) { jpegdct.FDCTCols(b) }
 
-func dctBox(x0, x1, kcos, ksin int32) (y0, y1 int32) { return jpegdct.Box(x0, x1, kcos, ksin) }
+// dctBox and c are jpegdct's (image/jpeg's), kept here rather than wrapped: fdctQuantize
+// inlines them 16 times per block, and the wrapper's extra level of inlining changed its
+// register allocation and measured slower in BenchmarkEncode.
 
-func c(x uint64, bits int) int32 { return jpegdct.C(x, bits) }
+// dctBox is image/jpeg's 3-multiply rotation and scaling (jpegdct.Box).
+func dctBox(x0, x1, kcos, ksin int32) (y0, y1 int32) {
+	ksum := kcos * (x0 + x1)
+	y0 = ksum + (ksin-kcos)*x1
+	y1 = ksum - (kcos+ksin)*x0
+	return y0, y1
+}
+
+// c rounds a 60-bit fixed-point constant to bits bits (jpegdct.C).
+func c(x uint64, bits int) int32 {
+	return int32((x + (1 << (59 - bits))) >> (60 - bits))
+}
