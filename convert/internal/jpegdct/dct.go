@@ -539,14 +539,8 @@ func FDCTCols(b *Block) { fdctCols(b) }
 // IDCT is image/jpeg's inverse DCT (see idct for the precision of inputs and outputs).
 func IDCT(b *Block) { idct(b) }
 
-// Box is the 3-multiply rotation and scaling the DCTs are built from (see dctBox).
-func Box(x0, x1, kcos, ksin int32) (y0, y1 int32) { return dctBox(x0, x1, kcos, ksin) }
-
-// C rounds a 60-bit fixed-point constant to bits bits; with constant arguments it inlines
-// to a constant.
-func C(x uint64, bits int) int32 { return c(x, bits) }
-
-// The 60-bit fixed-point constants of the DCTs (see the const block above).
+// The 60-bit fixed-point constants of the DCTs (see the const block above), for jpegenc's
+// fdctQuantize (fdctRows fused with quantization).
 const (
 	Cos1      = cos1
 	Sin1      = sin1
