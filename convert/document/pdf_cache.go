@@ -1,22 +1,22 @@
 package document
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/tetratelabs/wazero"
+
+	"github.com/convsvc/convsvc/convert/internal/wasmcodec"
 )
 
 // PDFiumCacheDirEnv names the variable that sets where PDFium's compiled WebAssembly is kept
-// between processes; "off" keeps nothing. Unset: <user cache dir>/convsvc/wazero.
-const PDFiumCacheDirEnv = "CONVSVC_WASM_CACHE_DIR"
+// between processes; "off" keeps nothing. Unset: <user cache dir>/convsvc/wazero. It is the
+// same variable the AVIF and JPEG XL codecs use (wasmcodec.CacheDirEnv).
+const PDFiumCacheDirEnv = wasmcodec.CacheDirEnv
 
 // pdfiumRuntimeConfig adds a compilation cache on disk to cfg, so only the first process on a
 // machine pays for compiling PDFium (seconds of CPU and hundreds of MB); later ones load the
 // compiled code. wazero keys the cache by its own version and the module's hash, so an upgrade
 // never loads stale code. Without a usable directory, compilation happens in memory as before.
 func pdfiumRuntimeConfig(cfg wazero.RuntimeConfig) wazero.RuntimeConfig {
-	dir := pdfiumCacheDir()
+	dir := wasmcodec.CacheDir()
 	if dir == "" {
 		return cfg
 	}
@@ -25,27 +25,4 @@ func pdfiumRuntimeConfig(cfg wazero.RuntimeConfig) wazero.RuntimeConfig {
 		return cfg
 	}
 	return cfg.WithCompilationCache(cache)
-}
-
-// pdfiumCacheDir is the directory the compiled module is cached in, or "" for none.
-func pdfiumCacheDir() string {
-	switch dir := os.Getenv(PDFiumCacheDirEnv); dir {
-	case "off":
-		return ""
-	case "":
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(base, "convsvc", "wazero")
-		if os.MkdirAll(dir, 0o700) != nil {
-			return ""
-		}
-		return dir
-	default:
-		if os.MkdirAll(dir, 0o700) != nil {
-			return ""
-		}
-		return dir
-	}
 }

@@ -1,6 +1,7 @@
 // Package convtest holds the test helpers the converter families share: temporary inputs,
-// user-error assertions, fuzz seeds from testdata, a converter benchmark loop, and the
-// conversion matrix each family runs for the pairs whose outputs it knows how to check.
+// user-error assertions, fuzz seeds from testdata, a converter benchmark loop, the warnings
+// table check (CheckWarnings), and the conversion matrix each family runs for the pairs
+// whose outputs it knows how to check.
 // It imports only the kernel, so every family's tests may use it.
 package convtest
 

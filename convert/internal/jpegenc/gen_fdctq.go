@@ -10,43 +10,44 @@ import (
 	"go/format"
 	"log"
 	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/convsvc/convsvc/convert/internal/jpegdct"
 )
 
-var unzig = [64]int{
-	0, 1, 8, 16, 9, 2, 3, 10,
-	17, 24, 32, 25, 18, 11, 4, 5,
-	12, 19, 26, 33, 40, 48, 41, 34,
-	27, 20, 13, 6, 7, 14, 21, 28,
-	35, 42, 49, 56, 57, 50, 43, 36,
-	29, 22, 15, 23, 30, 37, 44, 51,
-	58, 59, 52, 45, 38, 31, 39, 46,
-	53, 60, 61, 54, 47, 55, 62, 63,
+// rowBody is fdctRows' loop body from jpegdct/dct.go (image/jpeg's dct.go, go1.26), read from
+// that file so the arithmetic has one source: its statements from stage 1 to the last
+// butterfly, before the cut to Q13.0, without comments and blank lines.
+func rowBody() string {
+	src, err := os.ReadFile(filepath.Join("..", "jpegdct", "dct.go"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, fn, ok := strings.Cut(string(src), "\nfunc fdctRows(")
+	if !ok {
+		log.Fatal("jpegdct/dct.go: no fdctRows")
+	}
+	_, body, ok := strings.Cut(fn, "// Stage 1")
+	const last = "x7, x4 = x7+x4, x7-x4\n"
+	end := strings.Index(body, last)
+	if !ok || end < 0 {
+		log.Fatal("jpegdct/dct.go: fdctRows is not shaped as expected")
+	}
+	out := "\n"
+	for _, line := range strings.SplitAfter(body[:end+len(last)], "\n")[1:] {
+		if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "//") {
+			out += line
+		}
+	}
+	return out
 }
-
-// rowBody is fdctRows' loop body from image/jpeg's dct.go (go1.26), unchanged in arithmetic.
-const rowBody = `
-		x0, x7 = x0+x7, x0-x7
-		x1, x6 = x1+x6, x1-x6
-		x2, x5 = x2+x5, x2-x5
-		x3, x4 = x3+x4, x3-x4
-		x4, x7 = dctBox(x4>>14, x7>>14, c(cos3, 14), c(sin3, 14))
-		x5, x6 = dctBox(x5>>14, x6>>14, c(cos1, 14), c(sin1, 14))
-		x0, x3 = x0+x3, x0-x3
-		x1, x2 = x1+x2, x1-x2
-		x2, x3 = dctBox(x2>>14, x3>>14, c(sqrt2_cos6, 14), c(sqrt2_sin6, 14))
-		x0, x1 = x0+x1, x0-x1
-		x4, x6 = x4+x6, x4-x6
-		x7, x5 = x7+x5, x7-x5
-		x5 = (x5 >> 14) * c(sqrt2, 14)
-		x6 = (x6 >> 14) * c(sqrt2, 14)
-		x7, x4 = x7+x4, x7-x4
-`
 
 func main() {
 	out := flag.String("o", "fdctq.go", "output file")
 	flag.Parse()
 	var zig [64]int
-	for z, n := range unzig {
+	for z, n := range jpegdct.Unzig {
 		zig[n] = z
 	}
 	var b bytes.Buffer
@@ -67,12 +68,13 @@ func fdctQuantize(b *block, qt *quantTable, zz *[blockSize]int32) (nz uint64) {
 	fdctCols(b)
 	var v int32
 `)
+	body := rowBody()
 	// The row body's outputs x0, x7, x2, x5, x1, x6, x3, x4 go to columns 0..7.
 	outs := []string{"x0", "x7", "x2", "x5", "x1", "x6", "x3", "x4"}
 	for i := range 8 {
 		fmt.Fprintf(&b, "\t{\n\t\tx0, x1, x2, x3, x4, x5, x6, x7 := b[%d], b[%d], b[%d], b[%d], b[%d], b[%d], b[%d], b[%d]\n",
 			8*i, 8*i+1, 8*i+2, 8*i+3, 8*i+4, 8*i+5, 8*i+6, 8*i+7)
-		b.WriteString(rowBody)
+		b.WriteString(body)
 		for k, x := range outs {
 			z := zig[8*i+k]
 			fmt.Fprintf(&b, "\t\tv = quantize((%s+1<<17)>>18, qt.half[%d], qt.recip[%d])\n", x, z, z)

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/convsvc/convsvc/convert/internal/jpegdct"
 	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
@@ -435,7 +436,7 @@ func TestFDCTQuantize(t *testing.T) {
 			var zz [blockSize]int32
 			nz := fdctQuantize(&b, &e.qt[n&1], &zz)
 			for z := range blockSize {
-				want := div(ref[unzig[z]], 8*int32(e.quant[n&1][z]))
+				want := div(ref[jpegdct.Unzig[z]], 8*int32(e.quant[n&1][z]))
 				if zz[z] != want || (nz>>z&1 == 1) != (want != 0) {
 					t.Fatalf("quality %d block %d zig %d: got %d (mask %v), want %d", quality, n, z, zz[z], nz>>z&1, want)
 				}

@@ -27,6 +27,8 @@ import (
 	"image"
 	"image/color"
 	"io"
+
+	"github.com/convsvc/convsvc/convert/internal/jpegdct"
 )
 
 // A FormatError reports that the input is not a valid JPEG.
@@ -90,16 +92,13 @@ const (
 // unzig maps from the zig-zag ordering to the natural ordering. For example,
 // unzig[3] is the column and row of the fourth element in zig-zag order. The
 // value is 16, which means first column (16%8 == 0) and third row (16/8 == 2).
-var unzig = [blockSize]int{
-	0, 1, 8, 16, 9, 2, 3, 10,
-	17, 24, 32, 25, 18, 11, 4, 5,
-	12, 19, 26, 33, 40, 48, 41, 34,
-	27, 20, 13, 6, 7, 14, 21, 28,
-	35, 42, 49, 56, 57, 50, 43, 36,
-	29, 22, 15, 23, 30, 37, 44, 51,
-	58, 59, 52, 45, 38, 31, 39, 46,
-	53, 60, 61, 54, 47, 55, 62, 63,
-}
+// It is jpegdct.Unzig (shared with jpegenc) as ints, image/jpeg's element type.
+var unzig = func() (u [blockSize]int) {
+	for i, v := range jpegdct.Unzig {
+		u[i] = int(v)
+	}
+	return u
+}()
 
 // Deprecated: Reader is not used by the [image/jpeg] package and should
 // not be used by others. It is kept for compatibility.

@@ -39,30 +39,9 @@ func DecodeAVIF(ctx context.Context, data []byte) (image.Image, error) {
 	}
 	defer in.close()
 
-	src, err := in.malloc(len(data))
+	src, info, dims, err := in.decodeHeader(data, ErrAVIFDecode)
 	if err != nil {
 		return nil, err
-	}
-	if err := in.write(src, data); err != nil {
-		return nil, err
-	}
-	info, err := in.malloc(4 * 4) // width, height, depth, frame count
-	if err != nil {
-		return nil, err
-	}
-	// decode(in, in_size, config_only, decode_all, &width, &height, &depth, &count, delay, out)
-	ok, err := in.call("decode", uint64(src), uint64(len(data)), 1, 0, uint64(info), uint64(info+4), uint64(info+8), uint64(info+12), 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	if ok == 0 {
-		return nil, ErrAVIFDecode
-	}
-	var dims [3]uint32
-	for i := range dims {
-		if dims[i], err = in.u32(info + 4*uint32(i)); err != nil {
-			return nil, err
-		}
 	}
 	w, h, depth := int(dims[0]), int(dims[1]), dims[2]
 	bpp := 4
@@ -73,22 +52,7 @@ func DecodeAVIF(ctx context.Context, data []byte) (image.Image, error) {
 		return nil, fmt.Errorf("%w: image size %dx%d out of range", ErrAVIFDecode, w, h)
 	}
 	size := w * h * bpp
-	out, err := in.malloc(size)
-	if err != nil {
-		return nil, err
-	}
-	delay, err := in.malloc(8)
-	if err != nil {
-		return nil, err
-	}
-	ok, err = in.call("decode", uint64(src), uint64(len(data)), 0, 0, uint64(info), uint64(info+4), uint64(info+8), uint64(info+12), uint64(delay), uint64(out))
-	if err != nil {
-		return nil, err
-	}
-	if ok == 0 {
-		return nil, ErrAVIFDecode
-	}
-	pix, err := in.read(out, size)
+	pix, err := in.decodePixels(src, len(data), info, size, 8, ErrAVIFDecode)
 	if err != nil {
 		return nil, err
 	}

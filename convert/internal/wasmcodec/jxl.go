@@ -26,30 +26,9 @@ func DecodeJXL(ctx context.Context, data []byte) (image.Image, error) {
 	}
 	defer in.close()
 
-	src, err := in.malloc(len(data))
+	src, info, dims, err := in.decodeHeader(data, ErrJXLDecode)
 	if err != nil {
 		return nil, err
-	}
-	if err := in.write(src, data); err != nil {
-		return nil, err
-	}
-	info, err := in.malloc(4 * 4) // width, height, bits per sample, frame count
-	if err != nil {
-		return nil, err
-	}
-	// decode(in, in_size, config_only, decode_all, &width, &height, &depth, &count, delay, out)
-	ok, err := in.call("decode", uint64(src), uint64(len(data)), 1, 0, uint64(info), uint64(info+4), uint64(info+8), uint64(info+12), 0, 0)
-	if err != nil {
-		return nil, err
-	}
-	if ok == 0 {
-		return nil, ErrJXLDecode
-	}
-	var dims [4]uint32
-	for i := range dims {
-		if dims[i], err = in.u32(info + 4*uint32(i)); err != nil {
-			return nil, err
-		}
 	}
 	w, h, depth, count := int(dims[0]), int(dims[1]), dims[2], int(dims[3])
 	bpp := 4
@@ -63,23 +42,8 @@ func DecodeJXL(ctx context.Context, data []byte) (image.Image, error) {
 		count = 1
 	}
 	size := w * h * bpp
-	out, err := in.malloc(size)
-	if err != nil {
-		return nil, err
-	}
-	// One duration per frame the decoder reports before it stops after the first.
-	delay, err := in.malloc(4 * count)
-	if err != nil {
-		return nil, err
-	}
-	ok, err = in.call("decode", uint64(src), uint64(len(data)), 0, 0, uint64(info), uint64(info+4), uint64(info+8), uint64(info+12), uint64(delay), uint64(out))
-	if err != nil {
-		return nil, err
-	}
-	if ok == 0 {
-		return nil, ErrJXLDecode
-	}
-	pix, err := in.read(out, size)
+	// Room for one duration (4 bytes) per frame the decoder reports before it stops after the first.
+	pix, err := in.decodePixels(src, len(data), info, size, 4*count, ErrJXLDecode)
 	if err != nil {
 		return nil, err
 	}
