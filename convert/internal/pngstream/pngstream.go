@@ -100,20 +100,8 @@ type Decoder struct {
 // with image/png instead (from the start of the file). Malformed files return an error.
 func NewDecoder(r io.Reader) (d *Decoder, ok bool, err error) {
 	d = &Decoder{r: r}
-	if err := d.checkHeader(); err != nil {
-		return nil, false, eofUnexpected(err)
-	}
-	for d.stage != dsSeenIDAT {
-		supported, err := d.parseChunk()
-		if err != nil {
-			return nil, false, eofUnexpected(err)
-		}
-		if !supported {
-			return nil, false, nil
-		}
-	}
-	if d.transparent {
-		return nil, false, nil
+	if ok, err := d.readToIDAT(); !ok || err != nil {
+		return nil, false, err
 	}
 	if err := d.allocate(); err != nil {
 		return nil, false, err
@@ -561,26 +549,35 @@ func (d *Decoder) decodeIDAT(progress func(int)) error {
 	return d.endRows()
 }
 
+// readToIDAT reads the signature and the chunks before the first IDAT; ok is false, with no
+// error, for a layout this package leaves to image/png.
+func (d *Decoder) readToIDAT() (ok bool, err error) {
+	if err := d.checkHeader(); err != nil {
+		return false, eofUnexpected(err)
+	}
+	for d.stage != dsSeenIDAT {
+		supported, err := d.parseChunk()
+		if err != nil {
+			return false, eofUnexpected(err)
+		}
+		if !supported {
+			return false, nil
+		}
+	}
+	if d.transparent {
+		return false, nil
+	}
+	return true, nil
+}
+
 // NewStripDecoder is NewDecoder for a caller that takes the rows a strip at a time (ReadRows,
 // then Finish) instead of as one Image: nothing the size of the image is allocated, so the
 // memory is that of the strips the caller keeps. It accepts and refuses the same files as
 // NewDecoder, with the same errors.
 func NewStripDecoder(r io.Reader) (d *Decoder, ok bool, err error) {
 	d = &Decoder{r: r, strips: true}
-	if err := d.checkHeader(); err != nil {
-		return nil, false, eofUnexpected(err)
-	}
-	for d.stage != dsSeenIDAT {
-		supported, err := d.parseChunk()
-		if err != nil {
-			return nil, false, eofUnexpected(err)
-		}
-		if !supported {
-			return nil, false, nil
-		}
-	}
-	if d.transparent {
-		return nil, false, nil
+	if ok, err := d.readToIDAT(); !ok || err != nil {
+		return nil, false, err
 	}
 	return d, true, nil
 }
