@@ -54,7 +54,7 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 }
 
 // stripDecoder is what stripsToJPEG reads the rows of an image from, a strip at a time:
-// pngstream's decoder, ppmStripDecoder.
+// pngstream's decoder, ppmStripDecoder, tiffstrip's decoder.
 type stripDecoder interface {
 	// Bounds is the image's bounds, with origin 0,0.
 	Bounds() image.Rectangle
@@ -128,20 +128,26 @@ func stripsToJPEG(ctx, dctx context.Context, stop context.CancelFunc, src *input
 	return true, nil
 }
 
-// streamConvert converts a PNG (pngToJPEG) or a binary 8-bit PGM or PPM (ppmToJPEG) to a
-// JPEG of the same size a strip at a time, holding streamJPEGCost of the catalog's memory
-// budget instead of the whole-image estimate. handled is false, with the budget share
-// returned, when the conversion is not one that streams (another pair, a resize or crop, a
-// PNG layout pngstream leaves to image/png, another Netpbm variant): the
-// caller then converts the whole image under its own estimate.
+// streamConvert converts a PNG (pngToJPEG), a binary 8-bit PGM or PPM (ppmToJPEG) or a
+// baseline striped 8-bit TIFF (tiffToJPEG) to a JPEG of the same size a strip at a time,
+// holding streamJPEGCost of the catalog's memory budget instead of the whole-image estimate.
+// handled is false, with the budget share returned, when the conversion is not one that
+// streams (another pair, a resize or crop, an image under jpegStripMinPixels, a PNG layout
+// pngstream leaves to image/png, another Netpbm or TIFF variant): the caller then converts
+// the whole image under its own estimate.
 //
 // losses, when not nil, is called once the budget is held (the input's losses are reported
-// there, as on the whole-image path); translucent is handed to pngToJPEG.
+// there, as on the whole-image path); translucent is handed to pngToJPEG and tiffToJPEG.
 func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, losses, translucent func()) (handled bool, err error) {
-	if (src.ID != "png" && src.ID != "ppm") || dst.ID != "jpeg" {
+	if (src.ID != "png" && src.ID != "ppm" && src.ID != "tiff") || dst.ID != "jpeg" {
 		return false, nil
 	}
 	if w, h, box := ResizeBox(cfg.Width, cfg.Height, opts); w != cfg.Width || h != cfg.Height || box != image.Rect(0, 0, w, h) {
+		return false, nil
+	}
+	if int64(cfg.Width)*int64(cfg.Height) < jpegStripMinPixels {
+		// encodeJPEG writes such an image in one piece, not in jpegstrip's strips: the
+		// whole-image path's bytes, and the image is small anyway.
 		return false, nil
 	}
 	b := image.Rect(0, 0, cfg.Width, cfg.Height)
@@ -161,8 +167,11 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 	if losses != nil {
 		losses()
 	}
-	if src.ID == "ppm" {
+	switch src.ID {
+	case "ppm":
 		return ppmToJPEG(ctx, in, out, src, cfg, opts)
+	case "tiff":
+		return tiffToJPEG(ctx, in, out, src, cfg, opts, translucent)
 	}
 	return pngToJPEG(ctx, in, out, src, cfg, opts, translucent)
 }
