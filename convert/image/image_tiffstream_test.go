@@ -225,3 +225,49 @@ func TestStreamTIFFToJPEG_AllocatesStripsNotTheImage(t *testing.T) {
 		t.Errorf("4000x3000: %d MiB allocated, want under 16 MiB", got>>20)
 	}
 }
+
+// translucent is called once for an RGBA TIFF with a pixel that is not opaque (a single one
+// in the last row of a 300x2000 image), and never for opaque ones.
+func TestStreamTIFFToJPEG_Translucent(t *testing.T) {
+	opaqueRGBA := testimg.PhotoAlpha(300, 2000)
+	for i := 3; i < len(opaqueRGBA.Pix); i += 4 {
+		opaqueRGBA.Pix[i] = 255
+	}
+	lastPixel := testimg.PhotoAlpha(300, 2000)
+	for i := 3; i < len(lastPixel.Pix); i += 4 {
+		lastPixel.Pix[i] = 255
+	}
+	lastPixel.Pix[len(lastPixel.Pix)-1] = 254
+	encode := func(m image.Image) []byte {
+		// x/image/tiff keeps 4 samples for an opaque NRGBA (tiffenc would write RGB).
+		var b bytes.Buffer
+		if err := tiff.Encode(&b, m, &tiff.Options{Compression: tiff.Deflate}); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	for name, tc := range map[string]struct {
+		data []byte
+		want int
+	}{
+		"rgb":              {encode(testimg.Photo(300, 2000)), 0},
+		"rgba all opaque":  {encode(opaqueRGBA), 0},
+		"rgba last pixel":  {encode(lastPixel), 1},
+		"rgba translucent": {encode(testimg.PhotoAlpha(300, 2000)), 1},
+	} {
+		in := io.NewSectionReader(bytes.NewReader(tc.data), 0, int64(len(tc.data)))
+		codec := CodecByID("tiff")
+		cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		handled, err := tiffToJPEG(context.Background(), in, io.Discard, codec, cfg, convert.Options{}, func() { calls++ })
+		if !handled || err != nil {
+			t.Fatalf("%s: handled %v, err %v", name, handled, err)
+		}
+		if calls != tc.want {
+			t.Errorf("%s: translucent called %d times, want %d", name, calls, tc.want)
+		}
+	}
+}
