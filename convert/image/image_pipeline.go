@@ -50,14 +50,35 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	if !ok {
 		return false, nil
 	}
+	return stripsToJPEG(ctx, dctx, stop, src, d, out, codec, cfg, opts, d.Opaque(), translucent)
+}
+
+// stripDecoder is what stripsToJPEG reads the rows of an image from, a strip at a time:
+// pngstream's decoder, ppmStripDecoder, tiffstrip's decoder.
+type stripDecoder interface {
+	// Bounds is the image's bounds, with origin 0,0.
+	Bounds() image.Rectangle
+	// BytesPerPixel is the size of a pixel of StripImage's images.
+	BytesPerPixel() int
+	// StripImage returns an image of bounds r (full-width rows) over pix.
+	StripImage(pix []byte, r image.Rectangle) image.Image
+	// ReadRows decodes the next rows into m, an image StripImage made.
+	ReadRows(m image.Image) error
+	// Finish checks what follows the last row.
+	Finish() error
+}
+
+// stripsToJPEG encodes the rows d decodes to a JPEG a strip at a time (see pngToJPEG), dctx
+// being the context d reads src through and stop its cancel. opaque says every pixel of d's
+// images is opaque (no white compositing needed).
+func stripsToJPEG(ctx, dctx context.Context, stop context.CancelFunc, src *inputReader, d stripDecoder, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options, opaque bool, translucent func()) (handled bool, err error) {
 	b := d.Bounds()
 	if b.Dx() != cfg.Width || b.Dy() != cfg.Height {
 		return true, convert.Errorf(fmt.Errorf("header says %dx%d, the decoder found %dx%d", cfg.Width, cfg.Height, b.Dx(), b.Dy()),
 			"input is not a valid %s file (its size is inconsistent)", codec.Name)
 	}
 	_, gray := d.StripImage(nil, image.Rectangle{}).(*image.Gray)
-	opaque := d.Opaque()
-	s := newStripSource(d, b, gray)
+	s := newStripSource(d, b, gray, codec.Name+" decoder")
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -107,25 +128,35 @@ func pngToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *
 	return true, nil
 }
 
-// streamConvert converts a PNG to a JPEG of the same size a strip at a time (pngToJPEG),
+// streamConvert converts a PNG (pngToJPEG), a binary 8-bit PGM or PPM (ppmToJPEG) or a
+// baseline striped 8-bit TIFF (tiffToJPEG) to a JPEG of the same size a strip at a time,
 // holding streamJPEGCost of the catalog's memory budget instead of the whole-image estimate.
 // handled is false, with the budget share returned, when the conversion is not one that
-// streams (another pair, a resize or crop, a PNG layout pngstream leaves to image/png): the
-// caller then converts the whole image under its own estimate.
+// streams (another pair, a resize or crop, an image under jpegStripMinPixels, a PNG layout
+// pngstream leaves to image/png, another Netpbm or TIFF variant): the caller then converts
+// the whole image under its own estimate.
 //
 // losses, when not nil, is called once the budget is held (the input's losses are reported
-// there, as on the whole-image path); translucent is handed to pngToJPEG.
+// there, as on the whole-image path); translucent is handed to pngToJPEG and tiffToJPEG.
 func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, losses, translucent func()) (handled bool, err error) {
-	if src.ID != "png" || dst.ID != "jpeg" {
+	if (src.ID != "png" && src.ID != "ppm" && src.ID != "tiff") || dst.ID != "jpeg" {
 		return false, nil
 	}
 	if w, h, box := ResizeBox(cfg.Width, cfg.Height, opts); w != cfg.Width || h != cfg.Height || box != image.Rect(0, 0, w, h) {
+		return false, nil
+	}
+	if int64(cfg.Width)*int64(cfg.Height) < jpegStripMinPixels {
+		// encodeJPEG writes such an image in one piece, not in jpegstrip's strips: the
+		// whole-image path's bytes, and the image is small anyway.
 		return false, nil
 	}
 	b := image.Rect(0, 0, cfg.Width, cfg.Height)
 	gray, bpp := cfg.ColorModel == color.GrayModel, 4
 	if _, pal := cfg.ColorModel.(color.Palette); gray || pal {
 		bpp = 1
+	}
+	if src.ID == "ppm" && !ppmStreams(in) {
+		return false, nil
 	}
 	est := BaseConversionMemory + streamJPEGCost(b, gray, bpp)
 	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
@@ -135,6 +166,12 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 	defer c.ReleaseMemory(est)
 	if losses != nil {
 		losses()
+	}
+	switch src.ID {
+	case "ppm":
+		return ppmToJPEG(ctx, in, out, src, cfg, opts)
+	case "tiff":
+		return tiffToJPEG(ctx, in, out, src, cfg, opts, translucent)
 	}
 	return pngToJPEG(ctx, in, out, src, cfg, opts, translucent)
 }
@@ -153,7 +190,8 @@ func streamJPEGCost(b image.Rectangle, gray bool, bpp int) int64 {
 // stripSource runs one pngstream decoder ahead of the JPEG strip workers: it decodes the
 // strips jpegstrip asks for, in order, into at most stripBuffers strip buffers it reuses.
 type stripSource struct {
-	d       *pngstream.Decoder
+	d       stripDecoder
+	name    string // the decoder's name in GuardCodec's errors
 	plan    image.Rectangle
 	stripH  int
 	bufLen  int
@@ -180,10 +218,10 @@ type decodedStrip struct {
 	err error
 }
 
-func newStripSource(d *pngstream.Decoder, b image.Rectangle, gray bool) *stripSource {
+func newStripSource(d stripDecoder, b image.Rectangle, gray bool, name string) *stripSource {
 	sh := jpegstrip.StripHeight(b, gray)
 	n := (b.Dy() + sh - 1) / sh
-	s := &stripSource{d: d, plan: b, stripH: sh, bufLen: d.BytesPerPixel() * b.Dx() * sh,
+	s := &stripSource{d: d, name: name, plan: b, stripH: sh, bufLen: d.BytesPerPixel() * b.Dx() * sh,
 		results: make([]chan decodedStrip, n), failed: make(chan struct{}),
 		free: make(chan []byte, stripBuffers()), held: map[image.Image]image.Image{}}
 	for i := range s.results {
@@ -222,7 +260,7 @@ func (s *stripSource) decode(ctx context.Context) {
 		r.Min.Y = s.plan.Min.Y + i*s.stripH
 		r.Max.Y = min(r.Min.Y+s.stripH, s.plan.Max.Y)
 		m := s.d.StripImage(buf, r)
-		if err := GuardCodec("PNG decoder", func() error { return s.d.ReadRows(m) }); err != nil {
+		if err := GuardCodec(s.name, func() error { return s.d.ReadRows(m) }); err != nil {
 			err = stripDecodeError{err}
 			s.results[i] <- decodedStrip{err: err}
 			fail(err)
@@ -230,13 +268,13 @@ func (s *stripSource) decode(ctx context.Context) {
 		}
 		s.results[i] <- decodedStrip{m: m}
 	}
-	err := GuardCodec("PNG decoder", s.d.Finish)
+	err := GuardCodec(s.name, s.d.Finish)
 	s.mu.Lock()
 	s.finishErr = err
 	s.mu.Unlock()
 }
 
-// stripDecodeError marks an error of the PNG decoder, as opposed to one of the encoder or
+// stripDecodeError marks an error of the strip decoder, as opposed to one of the encoder or
 // the output, when it comes back out of jpegstrip.
 type stripDecodeError struct{ err error }
 
