@@ -53,26 +53,6 @@ func runPPMPipeline(ctx context.Context, t testing.TB, data []byte, w io.Writer,
 	return ppmToJPEG(ctx, in, w, codec, cfg, opts)
 }
 
-// wholeNetpbmJPEG is what the whole-image path writes for a Netpbm file.
-func wholeNetpbmJPEG(t testing.TB, data []byte, opts convert.Options) []byte {
-	t.Helper()
-	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
-	codec := CodecByID("ppm")
-	cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := DecodePixels(context.Background(), in, codec, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := encodeJPEG(context.Background(), &out, img, opts); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
 // The streamed PGM/PPM -> JPEG writes the whole-image path's bytes exactly, at one strip, at
 // many, and with a short last strip.
 func TestStreamPPMToJPEG_SameBytesAsWholeImage(t *testing.T) {
@@ -87,7 +67,7 @@ func TestStreamPPMToJPEG_SameBytesAsWholeImage(t *testing.T) {
 					if err != nil || !handled {
 						t.Fatalf("handled %v, err %v", handled, err)
 					}
-					if want := wholeNetpbmJPEG(t, data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
+					if want := wholeImageJPEG(t, "ppm", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
 						t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 					}
 				})
@@ -118,7 +98,7 @@ func TestStreamPPMToJPEG_OthersFallBack(t *testing.T) {
 		if _, err := c.Convert(context.Background(), "ppm", "jpeg", convert.Options{}, openFile(t, path), &out, t.TempDir()); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if want := wholeNetpbmJPEG(t, data, convert.Options{}); !bytes.Equal(out.Bytes(), want) {
+		if want := wholeImageJPEG(t, "ppm", data, convert.Options{}); !bytes.Equal(out.Bytes(), want) {
 			t.Errorf("%s: the catalog's output differs from the whole-image path's", name)
 		}
 	}

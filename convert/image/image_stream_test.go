@@ -16,11 +16,12 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
-// wholeImageJPEG is what the whole-image path writes for a PNG: DecodePixels, then encodeJPEG.
-func wholeImageJPEG(t testing.TB, data []byte, opts convert.Options) []byte {
+// wholeImageJPEG is what the whole-image path writes for a file of the codec codecID (png,
+// tiff, ppm, ...): DecodePixels, then encodeJPEG.
+func wholeImageJPEG(t testing.TB, codecID string, data []byte, opts convert.Options) []byte {
 	t.Helper()
 	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
-	codec := CodecByID("png")
+	codec := CodecByID(codecID)
 	cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestStreamPNGToJPEG_SameBytesAsWholeImage(t *testing.T) {
 				if err != nil || !handled {
 					t.Fatalf("handled %v, err %v", handled, err)
 				}
-				if want := wholeImageJPEG(t, data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
+				if want := wholeImageJPEG(t, "png", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
 					t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 				}
 			})

@@ -58,26 +58,6 @@ func runTIFFPipeline(ctx context.Context, t testing.TB, data []byte, w io.Writer
 	return tiffToJPEG(ctx, in, w, codec, cfg, opts, nil)
 }
 
-// wholeTIFFJPEG is what the whole-image path writes for a TIFF: x/image/tiff, then encodeJPEG.
-func wholeTIFFJPEG(t testing.TB, data []byte, opts convert.Options) []byte {
-	t.Helper()
-	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
-	codec := CodecByID("tiff")
-	cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := DecodePixels(context.Background(), in, codec, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := encodeJPEG(context.Background(), &out, img, opts); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
 // The streamed TIFF -> JPEG writes the whole-image path's bytes exactly for every layout
 // tiffstrip reads, at one JPEG strip, at many, and with a short last strip.
 func TestStreamTIFFToJPEG_SameBytesAsWholeImage(t *testing.T) {
@@ -91,7 +71,7 @@ func TestStreamTIFFToJPEG_SameBytesAsWholeImage(t *testing.T) {
 					if err != nil || !handled {
 						t.Fatalf("handled %v, err %v", handled, err)
 					}
-					if want := wholeTIFFJPEG(t, data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
+					if want := wholeImageJPEG(t, "tiff", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
 						t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 					}
 				})
