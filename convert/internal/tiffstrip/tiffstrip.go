@@ -1,11 +1,12 @@
-// Package tiffstrip decodes baseline striped TIFFs a strip of rows at a time, with nothing the
-// size of the image allocated: chunky 8-bit gray, RGB and RGBA, uncompressed, LZW or deflate,
-// predictor 1 or 2. Every file it accepts decodes to exactly the pixels golang.org/x/image/tiff
-// gives it, and fails where x/image/tiff fails: the header is read by x/image/tiff's rules
-// (the same tags, types, limits and defaults), each strip through the same decompressors and
-// the same LimitReader, read to its end. A file outside that subset (tiles, 1- or 16-bit
-// samples, palettes, CCITT or PackBits, anything unusual in the header) is left to
-// x/image/tiff: NewDecoder returns ok false.
+// Package tiffstrip decodes baseline striped and tiled TIFFs a strip of rows at a time, with
+// nothing the size of the image allocated: chunky 8-bit gray, RGB and RGBA, uncompressed, LZW
+// or deflate, predictor 1 or 2. Strips are decoded row by row; tiles a row of tiles at a time
+// (tiles.go), the padding of edge tiles cropped. Every file it accepts decodes to exactly the
+// pixels golang.org/x/image/tiff gives it, and fails where x/image/tiff fails: the header is
+// read by x/image/tiff's rules (the same tags, types, limits and defaults), each strip or tile
+// through the same decompressors and the same LimitReader, read to its end. A file outside
+// that subset (1- or 16-bit samples, palettes, CCITT or PackBits, anything unusual in the
+// header) is left to x/image/tiff: NewDecoder returns ok false.
 package tiffstrip
 
 import (
@@ -70,7 +71,7 @@ const (
 	mNRGBA                  // *image.NRGBA
 )
 
-// Decoder reads the rows of a striped TIFF in order: StripImage, ReadRows until every row is
+// Decoder reads the rows of a striped or tiled TIFF in order: StripImage, ReadRows until every row is
 // read, then Finish.
 type Decoder struct {
 	r             io.ReaderAt
@@ -91,6 +92,8 @@ type Decoder struct {
 	closer  io.Closer // the current strip's decompressor, if any
 	row     []byte    // one row as stored
 	stripY0 int       // the first row of the current strip
+
+	tiles // the tile layout and tile-row buffer of a tiled file (tiles.go)
 }
 
 // NewDecoder reads the first IFD of the TIFF in r (size bytes). ok is false, with a nil
@@ -134,15 +137,16 @@ func NewDecoder(r io.ReaderAt, size int64) (d *Decoder, ok bool, err error) {
 		prev = tag
 		switch tag {
 		case tBitsPerSample, tExtraSamples, tPhotometricInterpretation, tCompression, tPredictor,
-			tRowsPerStrip, tImageLength, tImageWidth, tFillOrder, tT4Options, tT6Options, tSampleFormat:
+			tRowsPerStrip, tTileWidth, tTileLength, tImageLength, tImageWidth, tFillOrder, tT4Options,
+			tT6Options, tSampleFormat:
 			v, ok := d.values(e, 16)
 			if !ok {
 				return nil, false, nil
 			}
 			features[tag] = v
-		case tStripOffsets, tStripByteCounts:
+		case tStripOffsets, tStripByteCounts, tTileOffsets, tTileByteCounts:
 			entries[tag] = e
-		case tColorMap, tTileWidth, tTileLength, tTileOffsets, tTileByteCounts:
+		case tColorMap:
 			return nil, false, nil
 		case tPlanarConfiguration:
 			if v, ok := d.values(e, 1); !ok || len(v) != 1 || v[0] != 1 {
@@ -200,6 +204,19 @@ func NewDecoder(r io.ReaderAt, size int64) (d *Decoder, ok bool, err error) {
 	case prHorizontal:
 		d.predictor = true
 	default:
+		return nil, false, nil
+	}
+	_, tw := features[tTileWidth]
+	_, tl := features[tTileLength]
+	_, to := entries[tTileOffsets]
+	_, tc := entries[tTileByteCounts]
+	if first(tTileWidth) != 0 {
+		// x/image/tiff's test for a tiled file.
+		if !d.initTiles(first(tTileWidth), first(tTileLength), entries) {
+			return nil, false, nil
+		}
+		return d, true, nil
+	} else if tw || tl || to || tc {
 		return nil, false, nil
 	}
 	d.rowsPerStrip = d.height
@@ -278,8 +295,14 @@ func (d *Decoder) BytesPerPixel() int {
 	return 4
 }
 
-// RowsPerStrip is the height of the file's strips (the last may be shorter).
-func (d *Decoder) RowsPerStrip() int { return d.rowsPerStrip }
+// RowsPerStrip is the height of the file's strips or of its rows of tiles (the last may be
+// shorter).
+func (d *Decoder) RowsPerStrip() int {
+	if d.tiled {
+		return d.tileH
+	}
+	return d.rowsPerStrip
+}
 
 // StripImage returns an image of the type x/image/tiff decodes the file to, with bounds r
 // (full-width rows) over pix, which holds at least BytesPerPixel()*width*r.Dy() bytes.
@@ -316,6 +339,9 @@ func (d *Decoder) ReadRows(m image.Image) error {
 	rowLen := d.BytesPerPixel() * d.width
 	if pix == nil || r.Min.X != 0 || r.Max.X != d.width || r.Min.Y != d.y || r.Max.Y > d.height || stride < rowLen || len(pix) < stride*(r.Dy()-1)+rowLen {
 		return fmt.Errorf("tiffstrip: ReadRows into %T %v, want rows from %d of a %dx%d image", m, r, d.y, d.width, d.height)
+	}
+	if d.tiled {
+		return d.readTileRows(pix, stride, rowLen, r.Dy())
 	}
 	if d.row == nil {
 		d.row = make([]byte, d.samples*d.width)

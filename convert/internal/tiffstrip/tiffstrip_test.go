@@ -42,12 +42,7 @@ func pixels(w, h, samples int) []byte {
 // buildTIFF writes a baseline striped TIFF of the samples in l's layout, compressing each
 // strip (with the predictor's differences) itself, and extra IFD entries (sorted in).
 func buildTIFF(t testing.TB, w, h int, l layout, samples []byte, extra ...[3]uint32) []byte {
-	var order binary.ByteOrder = binary.LittleEndian
-	head := []byte("II\x2A\x00\x00\x00\x00\x00")
-	if l.bigEndian {
-		order, head = binary.BigEndian, []byte("MM\x00\x2A\x00\x00\x00\x00")
-	}
-	out := bytes.NewBuffer(head)
+	order, out := newTIFF(l)
 	rowLen := w * l.samples
 	rps := l.rowsPerStrip
 	if rps <= 0 || rps > h {
@@ -55,42 +50,66 @@ func buildTIFF(t testing.TB, w, h int, l layout, samples []byte, extra ...[3]uin
 	}
 	var offsets, counts []uint32
 	for y0 := 0; y0 < h; y0 += rps {
-		raw := append([]byte(nil), samples[y0*rowLen:min(y0+rps, h)*rowLen]...)
-		if l.predictor == 2 {
-			for r := 0; r < len(raw); r += rowLen {
-				for i := rowLen - 1; i >= l.samples; i-- {
-					raw[r+i] -= raw[r+i-l.samples]
-				}
-			}
-		}
-		var data []byte
-		switch l.compression {
-		case 5:
-			data = lzwLiterals(raw)
-		case 8:
-			var b bytes.Buffer
-			z := zlib.NewWriter(&b)
-			z.Write(raw)
-			z.Close()
-			data = b.Bytes()
-		default:
-			data = raw
-		}
+		data := encodeBlock(l, samples[y0*rowLen:min(y0+rps, h)*rowLen], rowLen)
 		offsets = append(offsets, uint32(out.Len()))
 		counts = append(counts, uint32(len(data)))
 		out.Write(data)
 	}
-	// Arrays written after the data.
-	array := func(v []uint32) uint32 {
-		if len(v) == 1 {
-			return v[0]
-		}
-		off := uint32(out.Len())
-		for _, x := range v {
-			binary.Write(out, order, x)
-		}
-		return off
+	return finishTIFF(out, order, w, h, l, [][4]uint32{
+		{tStripOffsets, 4, uint32(len(offsets)), writeArray(out, order, offsets)},
+		{tRowsPerStrip, 4, 1, uint32(rps)},
+		{tStripByteCounts, 4, uint32(len(counts)), writeArray(out, order, counts)},
+	}, extra...)
+}
+
+// newTIFF starts a TIFF in l's byte order: the header, its IFD offset written by finishTIFF.
+func newTIFF(l layout) (binary.ByteOrder, *bytes.Buffer) {
+	if l.bigEndian {
+		return binary.BigEndian, bytes.NewBuffer([]byte("MM\x00\x2A\x00\x00\x00\x00"))
 	}
+	return binary.LittleEndian, bytes.NewBuffer([]byte("II\x2A\x00\x00\x00\x00\x00"))
+}
+
+// encodeBlock returns the samples of a strip or tile (rows of rowLen bytes) with the
+// predictor's differences taken and compressed as l says.
+func encodeBlock(l layout, samples []byte, rowLen int) []byte {
+	raw := bytes.Clone(samples)
+	if l.predictor == 2 {
+		for r := 0; r < len(raw); r += rowLen {
+			for i := rowLen - 1; i >= l.samples; i-- {
+				raw[r+i] -= raw[r+i-l.samples]
+			}
+		}
+	}
+	switch l.compression {
+	case 5:
+		return lzwLiterals(raw)
+	case 8:
+		var b bytes.Buffer
+		z := zlib.NewWriter(&b)
+		z.Write(raw)
+		z.Close()
+		return b.Bytes()
+	}
+	return raw
+}
+
+// writeArray writes the values of an IFD entry after the data, returning the entry's value
+// (the one value itself when there is one).
+func writeArray(out *bytes.Buffer, order binary.ByteOrder, v []uint32) uint32 {
+	if len(v) == 1 {
+		return v[0]
+	}
+	off := uint32(out.Len())
+	for _, x := range v {
+		binary.Write(out, order, x)
+	}
+	return off
+}
+
+// finishTIFF writes the IFD of an image of l's layout, with the strip or tile entries
+// blocks (tag, type, count, value) and extra entries, all sorted by tag.
+func finishTIFF(out *bytes.Buffer, order binary.ByteOrder, w, h int, l layout, blocks [][4]uint32, extra ...[3]uint32) []byte {
 	bpsVal := uint32(8)
 	if l.samples > 2 {
 		bps := make([]byte, 2*l.samples)
@@ -106,11 +125,9 @@ func buildTIFF(t testing.TB, w, h int, l layout, samples []byte, extra ...[3]uin
 		{tBitsPerSample, 3, uint32(l.samples), bpsVal},
 		{tCompression, 3, 1, uint32(l.compression)},
 		{tPhotometricInterpretation, 3, 1, uint32(l.photometric)},
-		{tStripOffsets, 4, uint32(len(offsets)), array(offsets)},
 		{277, 3, 1, uint32(l.samples)},
-		{tRowsPerStrip, 4, 1, uint32(rps)},
-		{tStripByteCounts, 4, uint32(len(counts)), array(counts)},
 	}
+	entries = append(entries, blocks...)
 	if l.predictor != 0 {
 		entries = append(entries, [4]uint32{tPredictor, 3, 1, uint32(l.predictor)})
 	}
