@@ -298,3 +298,36 @@ func TestWriteTileSeeds(t *testing.T) {
 		}
 	}
 }
+
+// Tiled files written by libvips 8.14 and ImageMagick 6 (testdata/tiled, 72x40 crops of a
+// plasma fractal: RGB, RGBA and gray; deflate, LZW and none; with and without the
+// predictor; tiles of 16 to 64 with padding on the right and at the bottom) are taken and
+// decode to x/image/tiff's image exactly.
+func TestDecodeTiles_LibvipsAndImageMagickFiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "tiled", "*.tif"))
+	if err != nil || len(files) < 6 {
+		t.Fatalf("%d files, err %v", len(files), err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := tiff.Decode(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: x/image/tiff: %v", f, err)
+		}
+		d, ok, err := NewDecoder(bytes.NewReader(data), int64(len(data)))
+		if !ok || err != nil || !d.tiled {
+			t.Fatalf("%s: ok %v, err %v; want it decoded as tiles", f, ok, err)
+		}
+		got, err := decodeStrips(d, 8)
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %T differs from x/image/tiff's %T", f, got, want)
+		}
+		t.Logf("%s: %T %v, tiles %dx%d, compression %d, predictor %v", filepath.Base(f), got, got.Bounds(), d.tileW, d.tileH, d.compression, d.predictor)
+	}
+}
