@@ -159,6 +159,9 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 		return false, nil
 	}
 	est := BaseConversionMemory + streamJPEGCost(b, gray, bpp)
+	if src.ID == "tiff" {
+		est += tiffStreamExtra(in) // a tiled TIFF's row of tiles
+	}
 	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 	if err := c.AcquireMemory(ctx, est, what); err != nil {
 		return true, err

@@ -9,11 +9,11 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/tiffstrip"
 )
 
-// tiffToJPEG converts a baseline striped 8-bit TIFF (tiffstrip's subset) to a JPEG a strip
-// at a time, as pngToJPEG does a PNG: the same bytes as x/image/tiff's decode followed by
-// encodeJPEG, with nothing the size of the image held. handled is false, with nothing
-// written, for a TIFF tiffstrip leaves to x/image/tiff (tiles, planar, 16-bit, palettes,
-// other compressions).
+// tiffToJPEG converts a baseline striped or tiled 8-bit TIFF (tiffstrip's subset) to a JPEG
+// a strip at a time, as pngToJPEG does a PNG: the same bytes as x/image/tiff's decode
+// followed by encodeJPEG, with nothing the size of the image held (a tiled file: one row of
+// tiles, tiffStreamExtra). handled is false, with nothing written, for a TIFF tiffstrip
+// leaves to x/image/tiff (planar, 16-bit, palettes, other compressions).
 func tiffToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, opts convert.Options, translucent func()) (handled bool, err error) {
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -31,4 +31,15 @@ func tiffToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec 
 		return false, nil
 	}
 	return stripsToJPEG(ctx, dctx, stop, src, d, out, codec, cfg, opts, d.Opaque(), translucent)
+}
+
+// tiffStreamExtra is what tiffToJPEG holds for the TIFF in in beyond streamJPEGCost: for a
+// tiled file tiffstrip's decoded row of tiles and one tile. It is 0 for a striped file and
+// for one tiffstrip leaves to x/image/tiff.
+func tiffStreamExtra(in *io.SectionReader) int64 {
+	d, ok, err := tiffstrip.NewDecoder(in, in.Size())
+	if !ok || err != nil {
+		return 0
+	}
+	return d.TileBufferBytes()
 }

@@ -1,6 +1,7 @@
 package tiffstrip
 
 import (
+	"bufio"
 	"compress/zlib"
 	"errors"
 	"io"
@@ -25,6 +26,9 @@ type tiles struct {
 	rowPix  []byte // the current row of tiles, decoded: BytesPerPixel()*width a row
 	rowY0   int    // the first image row in rowPix
 	rowRows int    // image rows in rowPix (0: none decoded yet)
+
+	br *bufio.Reader // the current deflate tile's compressed bytes, reset for each
+	zr io.ReadCloser // the zlib reader of deflate tiles, reset for each
 }
 
 // initTiles sets up a tiled file of tiles tw x th as x/image/tiff's Decode does, with ok
@@ -174,10 +178,24 @@ func (d *Decoder) readTile(off, n int64) (int, error) {
 	case cLZW:
 		z = lzw.NewReader(sr, lzw.MSB, 8)
 	default:
-		var err error
-		if z, err = zlib.NewReader(sr); err != nil {
+		// One inflater for all the tiles, reset for each (x/image/tiff makes a new one; a
+		// reset one reads the same): the buffered reader is a flate.Reader, so the
+		// inflater reads it as it would its own bufio.Reader over sr.
+		if d.br == nil {
+			d.br = bufio.NewReader(sr)
+		} else {
+			d.br.Reset(sr)
+		}
+		if d.zr == nil {
+			zr, err := zlib.NewReader(d.br)
+			if err != nil {
+				return 0, err
+			}
+			d.zr = zr
+		} else if err := d.zr.(zlib.Resetter).Reset(d.br, nil); err != nil {
 			return 0, err
 		}
+		z = io.NopCloser(d.zr)
 	}
 	defer z.Close()
 	src := io.LimitReader(z, limit)
@@ -197,4 +215,14 @@ func (d *Decoder) readTile(off, n int64) (int, error) {
 		return 0, err
 	}
 	return got, nil
+}
+
+// TileBufferBytes is what the decoder of a tiled file allocates for its own buffers once it
+// decodes (not the decompressor's state): a decoded row of tiles (BytesPerPixel()*width bytes
+// a row) and one tile as stored. It is 0 for a striped file (one row as stored).
+func (d *Decoder) TileBufferBytes() int64 {
+	if !d.tiled {
+		return 0
+	}
+	return int64(d.BytesPerPixel())*int64(d.width)*int64(min(d.tileH, d.height)) + int64(d.tileW)*int64(d.tileH)*int64(d.samples)
 }

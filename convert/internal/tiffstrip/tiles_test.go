@@ -331,3 +331,27 @@ func TestDecodeTiles_LibvipsAndImageMagickFiles(t *testing.T) {
 		t.Logf("%s: %T %v, tiles %dx%d, compression %d, predictor %v", filepath.Base(f), got, got.Bounds(), d.tileW, d.tileH, d.compression, d.predictor)
 	}
 }
+
+// TileBufferBytes is the decoded row of tiles and one stored tile a tiled file's decoder
+// holds (here 1000 RGBA-decoded pixels by 64 rows, and a 48x64 RGB tile); 0 for strips.
+func TestTileBufferBytes(t *testing.T) {
+	l := layout{3, 2, 0, 8, 2, 0, false}
+	data := buildTiledTIFF(t, 1000, 100, l, 48, 64, pixels(1000, 100, 3))
+	d, ok, err := NewDecoder(bytes.NewReader(data), int64(len(data)))
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if got, want := d.TileBufferBytes(), int64(4*1000*64+48*64*3); got != want {
+		t.Errorf("tiled: %d, want %d", got, want)
+	}
+	if _, err := decodeStrips(d, 16); err != nil {
+		t.Fatal(err)
+	}
+	if got := int64(len(d.rowPix) + len(d.tile)); got != d.TileBufferBytes() {
+		t.Errorf("the decoder holds %d bytes, TileBufferBytes says %d", got, d.TileBufferBytes())
+	}
+	strips := buildTIFF(t, 1000, 100, l, pixels(1000, 100, 3))
+	if d, _, _ := NewDecoder(bytes.NewReader(strips), int64(len(strips))); d.TileBufferBytes() != 0 {
+		t.Errorf("striped: %d, want 0", d.TileBufferBytes())
+	}
+}
