@@ -5,6 +5,7 @@
 #
 #   huge-png-jpeg   100 MP (10000x10000) PNG -> JPEG q85   vips copy, IM convert
 #   big-tiff-jpeg   12 MP (4000x3000) uncompressed RGB TIFF -> JPEG q85   vips copy, IM convert
+#   big-tiled-jpeg  12 MP RGB TIFF in 256x256 deflate+predictor tiles -> JPEG q85   vips copy, IM
 #   big-jpeg-800    12 MP JPEG -> 800 px wide PNG          vipsthumbnail, IM -resize
 #   small-jpeg-250  1 MP JPEG -> 250 px wide PNG           vipsthumbnail, IM -resize
 #   small-jpeg-webp 1 MP JPEG -> WebP q85                  vips copy, IM convert
@@ -20,7 +21,7 @@ set -euo pipefail
 set -f # vips option suffixes like out.jpg[Q=85] are not globs
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/convsvc-bench-images21}
-ROWS=${ROWS:-huge-png-jpeg big-tiff-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp}
+ROWS=${ROWS:-huge-png-jpeg big-tiff-jpeg big-tiled-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp}
 PASSES=${PASSES:-2}
 RUNS=${RUNS:-3}
 RSS_RUNS=${RSS_RUNS:-3}
@@ -49,6 +50,7 @@ I=$OUT/img
 [ -s "$I/big.jpg" ] || "$B/genimg" -w 4000 -h 3000 -o "$I/big"
 [ -s "$I/small.jpg" ] || "$B/genimg" -w 1000 -h 1000 -o "$I/small"
 [ -s "$I/big.tif" ] || vips copy "$I/big.png" "$I/big.tif"
+case " $ROWS " in *" big-tiled-jpeg "*) [ -s "$I/big-tiled.tif" ] || vips copy "$I/big.png" "$I/big-tiled.tif[tile,tile-width=256,tile-height=256,compression=deflate,predictor=horizontal]" ;; esac
 case " $ROWS " in *" huge-png-jpeg "*) [ -s "$I/huge.png" ] || "$B/genimg" -w 10000 -h 10000 -o "$I/huge" ;; esac
 
 {
@@ -73,6 +75,11 @@ for row in $ROWS; do
 		cmd[vips]="vips copy $I/big.tif $O/$row-vips.jpg[Q=85]"
 		cmd[im]="$IM $I/big.tif -quality 85 $O/$row-im.jpg"
 		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 tiff jpeg $I/big.tif $O/$row-before.jpg" ;;
+	big-tiled-jpeg)
+		cmd[convsvc]="$B/convbench -q 85 tiff jpeg $I/big-tiled.tif $O/$row-convsvc.jpg"
+		cmd[vips]="vips copy $I/big-tiled.tif $O/$row-vips.jpg[Q=85]"
+		cmd[im]="$IM $I/big-tiled.tif -quality 85 $O/$row-im.jpg"
+		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 tiff jpeg $I/big-tiled.tif $O/$row-before.jpg" ;;
 	big-jpeg-800 | small-jpeg-250)
 		src=$I/big.jpg w=800
 		[ "$row" = small-jpeg-250 ] && src=$I/small.jpg w=250
