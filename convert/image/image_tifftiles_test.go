@@ -225,12 +225,14 @@ func TestStreamTiledTIFFToJPEG_CutAndCorrupt(t *testing.T) {
 	}
 }
 
-// The budget charges a streamed tiled TIFF -> JPEG its strips and its row of tiles.
+// The budget charges a streamed tiled TIFF -> JPEG its strips, its row of tiles, one stored
+// tile and the tile offsets.
 func TestStreamTiledTIFFToJPEG_MemoryBudget(t *testing.T) {
 	const w, h, tw, th = 3000, 2000, 256, 256
 	tif, jpg := CodecByID("tiff"), CodecByID("jpeg")
 	whole := memoryEstimate(tif, jpg, 1, w*h, w*h, false, false)
-	stream := BaseConversionMemory + streamJPEGCost(image.Rect(0, 0, w, h), false, 4) + 4*w*th + tw*th*3
+	stream := BaseConversionMemory + streamJPEGCost(image.Rect(0, 0, w, h), false, 4) +
+		4*w*th + tw*th*3 + 16*12*8 // a row of tiles, a tile, 12x8 offsets and counts
 	if stream*2 > whole {
 		t.Fatalf("stream estimate %d MiB is not well under the whole-image %d MiB", stream>>20, whole>>20)
 	}

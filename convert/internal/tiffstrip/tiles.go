@@ -217,12 +217,14 @@ func (d *Decoder) readTile(off, n int64) (int, error) {
 	return got, nil
 }
 
-// TileBufferBytes is what the decoder of a tiled file allocates for its own buffers once it
+// TileBufferBytes is what the decoder of a tiled file holds for its own buffers once it
 // decodes (not the decompressor's state): a decoded row of tiles (BytesPerPixel()*width bytes
-// a row) and one tile as stored. It is 0 for a striped file (one row as stored).
+// a row), one tile as stored, and the tiles' offsets and byte counts. It is 0 for a striped
+// file (one row as stored).
 func (d *Decoder) TileBufferBytes() int64 {
 	if !d.tiled {
 		return 0
 	}
-	return int64(d.BytesPerPixel())*int64(d.width)*int64(min(d.tileH, d.height)) + int64(d.tileW)*int64(d.tileH)*int64(d.samples)
+	return int64(d.BytesPerPixel())*int64(d.width)*int64(min(d.tileH, d.height)) +
+		int64(d.tileW)*int64(d.tileH)*int64(d.samples) + 16*int64(len(d.offsets))
 }

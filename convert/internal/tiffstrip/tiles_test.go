@@ -332,8 +332,9 @@ func TestDecodeTiles_LibvipsAndImageMagickFiles(t *testing.T) {
 	}
 }
 
-// TileBufferBytes is the decoded row of tiles and one stored tile a tiled file's decoder
-// holds (here 1000 RGBA-decoded pixels by 64 rows, and a 48x64 RGB tile); 0 for strips.
+// TileBufferBytes is the decoded row of tiles, one stored tile and the offsets and counts a
+// tiled file's decoder holds (here 1000 RGBA-decoded pixels by 64 rows, a 48x64 RGB tile, 21
+// by 2 tiles); 0 for strips.
 func TestTileBufferBytes(t *testing.T) {
 	l := layout{3, 2, 0, 8, 2, 0, false}
 	data := buildTiledTIFF(t, 1000, 100, l, 48, 64, pixels(1000, 100, 3))
@@ -341,13 +342,13 @@ func TestTileBufferBytes(t *testing.T) {
 	if !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if got, want := d.TileBufferBytes(), int64(4*1000*64+48*64*3); got != want {
+	if got, want := d.TileBufferBytes(), int64(4*1000*64+48*64*3+16*21*2); got != want {
 		t.Errorf("tiled: %d, want %d", got, want)
 	}
 	if _, err := decodeStrips(d, 16); err != nil {
 		t.Fatal(err)
 	}
-	if got := int64(len(d.rowPix) + len(d.tile)); got != d.TileBufferBytes() {
+	if got := int64(len(d.rowPix) + len(d.tile) + 8*len(d.offsets) + 8*len(d.counts)); got != d.TileBufferBytes() {
 		t.Errorf("the decoder holds %d bytes, TileBufferBytes says %d", got, d.TileBufferBytes())
 	}
 	strips := buildTIFF(t, 1000, 100, l, pixels(1000, 100, 3))
