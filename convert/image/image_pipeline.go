@@ -160,7 +160,11 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 	}
 	est := BaseConversionMemory + streamJPEGCost(b, gray, bpp)
 	if src.ID == "tiff" {
-		est += tiffStreamExtra(in) // a tiled TIFF's row of tiles
+		extra, stream := tiffStreamExtra(in) // a tiled TIFF's row of tiles
+		if !stream {
+			return false, nil
+		}
+		est += extra
 	}
 	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 	if err := c.AcquireMemory(ctx, est, what); err != nil {

@@ -34,12 +34,17 @@ func tiffToJPEG(ctx context.Context, in *io.SectionReader, out io.Writer, codec 
 }
 
 // tiffStreamExtra is what tiffToJPEG holds for the TIFF in in beyond streamJPEGCost: for a
-// tiled file tiffstrip's decoded row of tiles and one tile. It is 0 for a striped file and
-// for one tiffstrip leaves to x/image/tiff.
-func tiffStreamExtra(in *io.SectionReader) int64 {
+// tiled file tiffstrip's decoded row of tiles, one stored tile and the tile offsets; 0 for a
+// striped file and for one tiffstrip leaves to x/image/tiff. stream is false for a tiled file
+// whose row of tiles is more than half the image: holding it wins nothing over the
+// whole-image decode, which the caller then does.
+func tiffStreamExtra(in *io.SectionReader) (extra int64, stream bool) {
 	d, ok, err := tiffstrip.NewDecoder(in, in.Size())
 	if !ok || err != nil {
-		return 0
+		return 0, true
 	}
-	return d.TileBufferBytes()
+	if extra = d.TileBufferBytes(); extra > 0 && 2*d.RowsPerStrip() > d.Bounds().Dy() {
+		return 0, false
+	}
+	return extra, true
 }

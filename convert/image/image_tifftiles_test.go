@@ -283,3 +283,31 @@ func TestStreamTiledTIFFToJPEG_AllocatesTileRowsNotTheImage(t *testing.T) {
 		t.Errorf("4000x3000 in 256x256 tiles: %d MiB allocated, want under 16 MiB", got>>20)
 	}
 }
+
+// tiffStreamExtra: a tiled file streams charged its row of tiles, one stored tile and the
+// offsets; one whose row of tiles is more than half the image does not; striped files and
+// files tiffstrip leaves to x/image/tiff stream (or not) charged nothing more.
+func TestTIFFStreamExtra(t *testing.T) {
+	photo := func(w, h int) image.Image { return testimg.Photo(w, h) }
+	var striped bytes.Buffer
+	if err := encodeTIFF(context.Background(), &striped, testimg.Photo(600, 400), convert.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		data   []byte
+		extra  int64
+		stream bool
+	}{
+		"600x400 in 64x64 tiles":   {tiledTIFF(t, photo(600, 400), 64, 64, 8, true), 4*600*64 + 64*64*3 + 16*10*7, true},
+		"600x400 in 128x192 tiles": {tiledTIFF(t, photo(600, 400), 128, 192, 1, false), 4*600*192 + 128*192*3 + 16*5*3, true},
+		"600x400 in 256x256 tiles": {tiledTIFF(t, photo(600, 400), 256, 256, 8, true), 0, false},
+		"600x400 in one tile":      {tiledTIFF(t, photo(600, 400), 608, 400, 8, true), 0, false},
+		"striped":                  {striped.Bytes(), 0, true},
+		"not tiffstrip's":          {[]byte("II\x2A\x00\x08\x00\x00\x00\x00\x00"), 0, true},
+	} {
+		extra, stream := tiffStreamExtra(io.NewSectionReader(bytes.NewReader(tc.data), 0, int64(len(tc.data))))
+		if extra != tc.extra || stream != tc.stream {
+			t.Errorf("%s: extra %d, stream %v; want %d, %v", name, extra, stream, tc.extra, tc.stream)
+		}
+	}
+}
