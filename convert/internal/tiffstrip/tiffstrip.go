@@ -71,8 +71,8 @@ const (
 	mNRGBA                  // *image.NRGBA
 )
 
-// Decoder reads the rows of a striped or tiled TIFF in order: StripImage, ReadRows until every row is
-// read, then Finish.
+// Decoder reads the rows of a striped or tiled TIFF in order: StripImage, ReadRows until
+// every row is read, then Finish.
 type Decoder struct {
 	r             io.ReaderAt
 	size          int64
@@ -206,17 +206,18 @@ func NewDecoder(r io.ReaderAt, size int64) (d *Decoder, ok bool, err error) {
 	default:
 		return nil, false, nil
 	}
-	_, tw := features[tTileWidth]
-	_, tl := features[tTileLength]
-	_, to := entries[tTileOffsets]
-	_, tc := entries[tTileByteCounts]
-	if first(tTileWidth) != 0 {
-		// x/image/tiff's test for a tiled file.
+	if first(tTileWidth) != 0 { // x/image/tiff's test for a tiled file
 		if !d.initTiles(first(tTileWidth), first(tTileLength), entries) {
 			return nil, false, nil
 		}
 		return d, true, nil
-	} else if tw || tl || to || tc {
+	}
+	_, tw := features[tTileWidth]
+	_, tl := features[tTileLength]
+	_, to := entries[tTileOffsets]
+	_, tc := entries[tTileByteCounts]
+	if tw || tl || to || tc {
+		// Tile tags in a file x/image/tiff reads as striped (TileWidth 0): left to it.
 		return nil, false, nil
 	}
 	d.rowsPerStrip = d.height
