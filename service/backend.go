@@ -182,7 +182,7 @@ func (m *Main) openJobStore() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		pg, err := pgstore.Open(ctx, cfg.Database, pgstore.Options{Retention: cfg.Retention, Lease: cfg.Lease, Logger: m.log})
+		pg, err := pgstore.Open(ctx, cfg.Database, pgstore.Options{Retention: cfg.Retention, Lease: cfg.Lease, Logger: m.log, OnFinished: m.jobFinished})
 		if err != nil {
 			return fmt.Errorf("open database %s: %w", MaskDatabaseURL(cfg.Database), err)
 		}
@@ -193,7 +193,7 @@ func (m *Main) openJobStore() error {
 	if path == "" {
 		path = filepath.Join(cfg.DataDir, "convsvc.db")
 	}
-	st, err := store.Open(path, store.Options{Retention: cfg.Retention})
+	st, err := store.Open(path, store.Options{Retention: cfg.Retention, OnFinished: m.jobFinished})
 	if err != nil {
 		return err
 	}
