@@ -34,11 +34,13 @@ func uploadState(st JobStore) func(string) (blobstore.JobState, error) {
 	}
 }
 
-// Input cleaner sizes: cleanerQueue finished jobs wait at most (the sweep takes the rest), and
-// cleanerWorkers delete in parallel (S3 deletes are round trips).
+// Input cleaner sizes: cleanerQueue finished jobs wait at most (the sweep takes the rest),
+// cleanerWorkers delete in parallel (S3 deletes are round trips), and at stop they go on
+// with what is queued (the jobs a graceful drain finished) for at most cleanerDrain.
 const (
 	cleanerQueue   = 4096
 	cleanerWorkers = 4
+	cleanerDrain   = 5 * time.Second
 )
 
 // inputCleaner deletes the inputs of finished jobs off the store's callers: the FinishHook
@@ -66,7 +68,9 @@ func (m *Main) jobFinished(job store.Job) {
 }
 
 // startInputCleaner starts the goroutines that delete queued inputs, once object storage is
-// open (jobs that finished before, in crash recovery, wait in the queue); they stop with m.
+// open (jobs that finished before, in crash recovery, wait in the queue); they stop with m,
+// after what was queued by then or cleanerDrain, whichever comes first. What is left waits
+// for the sweep at the next start.
 func (m *Main) startInputCleaner() {
 	for range cleanerWorkers {
 		m.wg.Add(1)
@@ -75,14 +79,32 @@ func (m *Main) startInputCleaner() {
 			for {
 				select {
 				case <-m.stop:
-					return // what is still queued waits for the sweep at the next start
+					m.drainInputCleaner(time.Now().Add(cleanerDrain))
+					return
 				case id := <-m.cleaner.queue:
-					if err := m.blobs.DeleteInput(id); err != nil {
-						m.log.Warn("delete the input of a finished job", "job_id", id, "error", err)
-					}
+					m.deleteInput(id)
 				}
 			}
 		}()
+	}
+}
+
+// drainInputCleaner deletes what is queued until the queue is empty or the deadline passed.
+func (m *Main) drainInputCleaner(deadline time.Time) {
+	for time.Now().Before(deadline) {
+		select {
+		case id := <-m.cleaner.queue:
+			m.deleteInput(id)
+		default:
+			return
+		}
+	}
+}
+
+// deleteInput removes a finished job's input, keeping its output.
+func (m *Main) deleteInput(id string) {
+	if err := m.blobs.DeleteInput(id); err != nil {
+		m.log.Warn("delete the input of a finished job", "job_id", id, "error", err)
 	}
 }
 
@@ -113,9 +135,7 @@ func (m *Main) sweepDeadInputs() {
 	}
 	for _, id := range ids {
 		if state, err := m.store.JobUploadState(id); err == nil && state == store.UploadClosed {
-			if err := m.blobs.DeleteInput(id); err != nil {
-				m.log.Warn("delete the input of a finished job", "job_id", id, "error", err)
-			}
+			m.deleteInput(id)
 		}
 	}
 }

@@ -1,14 +1,20 @@
 package service_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
+	"github.com/convsvc/convsvc/store"
 )
 
 // noSweep keeps the periodic sweep (which also removes dead inputs) from running during a
@@ -192,4 +198,52 @@ func TestInputCleanup_CrashRecoveryFails(t *testing.T) {
 		t.Fatalf("recovered job: status %s code %q", j.Status, code)
 	}
 	waitInputGone(t, localInputs(e2), res.Job.ID, "crash recovery")
+}
+
+// TestInputCleanup_ReaperFails_PostgresS3: a job claimed by a node that stopped (it never
+// renews its lease) is failed at --max-attempts by this node's reaper, and its S3 input goes
+// with no sweep: the reaper's transaction reports it to this node's FinishHook.
+func TestInputCleanup_ReaperFails_PostgresS3(t *testing.T) {
+	pg := testenv.Postgres(t)
+	var dbURL string
+	e := testenv.Start(t, pg, testenv.S3(t), noSweep, func(c *service.Config) {
+		dbURL = c.Database
+		c.Lease = 2 * time.Second // the reaper runs every second
+		c.MaxAttempts = 1
+	})
+	in := s3Inputs(e)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	gone, err := pgstore.Open(ctx, dbURL, pgstore.Options{NodeID: "stopped-node", Lease: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gone.Close()
+	// The stopped node starts and claims the job before this node's workers do; a job they
+	// win converts here, and the test tries again with another.
+	var id string
+	for try := 0; id == "" && try < 20; try++ {
+		res := e.Create(e.Key, "csv", "json", int64(len(csvInput)))
+		testenv.MustStatus(t, e.Upload(res.UploadURL, csvInput), 200, "")
+		head, err := e.Bucket.Client().HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(e.Bucket.Name), Key: aws.String(e.UploadKey(res.Job.ID))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := gone.StartSealedJob(e.AccountID, res.Job.ID, store.Upload{Size: int64(len(csvInput)), ETag: aws.ToString(head.ETag)}); err != nil {
+			t.Fatal(err)
+		}
+		if job, ok, err := gone.ClaimJob(); err != nil {
+			t.Fatal(err)
+		} else if ok && job.ID == res.Job.ID {
+			id = job.ID
+		}
+	}
+	if id == "" {
+		t.Fatal("this node's workers claimed each of 20 jobs before the other node could")
+	}
+	j := e.WaitFinished(e.Key, id)
+	if code := errorCode(j); j.Status != "failed" || code != "expired_or_exhausted" {
+		t.Fatalf("reaped job: status %s code %q", j.Status, code)
+	}
+	waitInputGone(t, in, id, "lease reaper")
 }
