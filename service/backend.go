@@ -21,7 +21,9 @@ import (
 
 // JobStore is everything the service (API, worker queue, sweeper, metrics) needs from the job
 // database. *store.Store (bbolt) and *pgstore.Store (PostgreSQL) implement it; what only one
-// of them has is in the optional interfaces below.
+// of them has is in the optional interfaces below. Both are opened with Main.jobFinished as
+// their store.FinishHook (Options.OnFinished), which reports every job that reached a final
+// state after its commit (cleanup.go).
 type JobStore interface {
 	httpapi.Store
 	EnsureDefaultAccount(spendCapCents int64) (store.Account, string, error)

@@ -162,7 +162,9 @@ func TestInputCleanup_OutOfAttempts(t *testing.T) {
 }
 
 // TestInputCleanup_CrashRecoveryFails: a job a crash left running at --max-attempts is failed
-// by the next start's recovery, and its input goes.
+// by the next start's recovery, and its input goes. The sweep that runs once at every start
+// would remove it too, so this shows the path ends without an input, not which of the two
+// removed it (TestStore_RecoverRunningFinishHook shows the hook fires).
 func TestInputCleanup_CrashRecoveryFails(t *testing.T) {
 	testenv.BboltOnly(t, "start-up recovery is the embedded store's")
 	testenv.LocalBlobsOnly(t, "reads the blob store's files")
