@@ -275,7 +275,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 	defer cancel()
 	var job store.Job
 	var mismatch bool
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
 		mismatch = false
 		if job, err = lockOwnJob(ctx, tx, accountID, jobID); err != nil {
@@ -286,7 +286,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 		}
 		if uploadedSize != job.InputBytes {
 			mismatch = true
-			return s.finish(ctx, tx, &job, store.StatusCancelled, "", fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes), nil)
+			return s.finish(ctx, tx, fin, &job, store.StatusCancelled, "", fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes), nil)
 		}
 		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, accountID)
 		if err != nil {
@@ -326,7 +326,7 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var expired []string
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		ok, expired = false, expired[:0]
 		for {
 			j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE status = 'queued'
@@ -337,7 +337,7 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 				return err
 			}
 			if expiredAt(ctx, tx, j) {
-				if err := s.finish(ctx, tx, &j, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil); err != nil {
+				if err := s.finish(ctx, tx, fin, &j, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil); err != nil {
 					return err
 				}
 				expired = append(expired, j.ID)
@@ -397,7 +397,7 @@ func (s *Store) Heartbeat(jobID string, attempt int) (bool, error) {
 func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		requeued, failed = nil, nil
 		rows, err := tx.Query(ctx, `WITH expired AS (
 				SELECT id, account_id, attempt FROM jobs
@@ -438,6 +438,20 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		if len(failed) > 0 {
+			// The failed jobs as this transaction left them, for the FinishHook.
+			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1)`, failed)
+			if err != nil {
+				return err
+			}
+			jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Job, error) { return scanJob(row) })
+			if err != nil {
+				return err
+			}
+			for _, job := range jobs {
+				fin.add(job)
+			}
+		}
 		return notify(ctx, tx, payloads...)
 	})
 	if err != nil {
@@ -457,7 +471,7 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 	defer cancel()
 	var job store.Job
 	var expired bool
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
 		expired = false
 		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID)); err != nil {
@@ -468,15 +482,15 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 		}
 		if expiredAt(ctx, tx, job) {
 			expired = true
-			return s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
+			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
 		}
 		if o.ErrorCode == "" {
 			if o.Output == nil {
 				return fmt.Errorf("%w: success without output", store.ErrInvalidArgument)
 			}
-			return s.finish(ctx, tx, &job, store.StatusSucceeded, "", "", o.Output)
+			return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", o.Output)
 		}
-		return s.finish(ctx, tx, &job, store.StatusFailed, o.ErrorCode, o.ErrorMessage, nil)
+		return s.finish(ctx, tx, fin, &job, store.StatusFailed, o.ErrorCode, o.ErrorMessage, nil)
 	})
 	if err != nil {
 		return store.Job{}, wrap("finish job", err)
@@ -496,7 +510,7 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
 		requeued = false
 		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID)); err != nil {
@@ -507,10 +521,10 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 		}
 		switch {
 		case expiredAt(ctx, tx, job):
-			return s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
+			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
 		case job.Attempt >= maxAttempts:
 			msg := fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
-			return s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, msg, nil)
+			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, msg, nil)
 		}
 		if job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = coalesce(started_at, now()),
 				lease_owner = NULL, lease_expires_at = NULL
@@ -533,7 +547,7 @@ func (s *Store) CancelJob(accountID, jobID string) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var job store.Job
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
 		if job, err = lockOwnJob(ctx, tx, accountID, jobID); err != nil {
 			return err
@@ -544,7 +558,7 @@ func (s *Store) CancelJob(accountID, jobID string) (store.Job, error) {
 		case store.StatusSucceeded, store.StatusFailed:
 			return fmt.Errorf("%w: job already %s", store.ErrInvalidState, job.Status)
 		}
-		return s.finish(ctx, tx, &job, store.StatusCancelled, "", "", nil)
+		return s.finish(ctx, tx, fin, &job, store.StatusCancelled, "", "", nil)
 	})
 	if err != nil {
 		return store.Job{}, wrap("cancel job", err)
@@ -553,8 +567,9 @@ func (s *Store) CancelJob(accountID, jobID string) (store.Job, error) {
 	return job, nil
 }
 
-// finish moves a locked unfinished job to a final state with its spend movement, in tx.
-func (s *Store) finish(ctx context.Context, tx pgx.Tx, job *store.Job, status, code, message string, out *store.Output) error {
+// finish moves a locked unfinished job to a final state with its spend movement and webhook
+// deliveries, in tx, and records it in fin for the FinishHook.
+func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store.Job, status, code, message string, out *store.Output) error {
 	switch job.Status {
 	case store.StatusCreated, store.StatusQueued, store.StatusRunning:
 	default:
@@ -594,6 +609,7 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, job *store.Job, status, c
 	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
 		return err
 	}
+	fin.add(*job)
 	payloads := []string{"j:" + job.ID}
 	if status == store.StatusCancelled {
 		payloads = append(payloads, "c:"+job.ID)
@@ -608,7 +624,7 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, job *store.Job, status, c
 func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	err = s.tx(ctx, func(tx pgx.Tx) error {
+	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		deleted, more = nil, false
 		rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE expires_at <= now()
 			ORDER BY expires_at, seq LIMIT $1 FOR UPDATE SKIP LOCKED`, limit)
@@ -622,7 +638,7 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 		for _, job := range jobs {
 			switch job.Status {
 			case store.StatusCreated, store.StatusQueued, store.StatusRunning:
-				if err := s.finish(ctx, tx, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil); err != nil {
+				if err := s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil); err != nil {
 					return err
 				}
 			case store.StatusSucceeded:

@@ -73,6 +73,9 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives the listener's reconnects (default slog.Default()).
 	Logger *slog.Logger
+	// OnFinished, if set, is told about each job that reached a final state in this Store's
+	// transactions, after the commit (store.FinishHook); other nodes' transitions are theirs.
+	OnFinished store.FinishHook
 }
 
 // Store is the PostgreSQL-backed state of the service. It is safe for concurrent use.

@@ -569,3 +569,110 @@ func embeddedMigrations(t *testing.T) []int {
 	slices.Sort(versions)
 	return versions
 }
+
+// hookLog records a node's FinishHook calls and the job's upload state read from inside each.
+type hookLog struct {
+	mu     sync.Mutex
+	s      *pgstore.Store
+	jobs   []store.Job
+	states []store.UploadState
+}
+
+func (h *hookLog) hook(j store.Job) {
+	h.mu.Lock()
+	s := h.s
+	h.mu.Unlock()
+	st, err := s.JobUploadState(j.ID)
+	if err != nil {
+		st = store.UploadState(-1)
+	}
+	h.mu.Lock()
+	h.jobs, h.states = append(h.jobs, j), append(h.states, st)
+	h.mu.Unlock()
+}
+
+func (h *hookLog) take() ([]store.Job, []store.UploadState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	j, s := h.jobs, h.states
+	h.jobs, h.states = nil, nil
+	return j, s
+}
+
+// TestReapFinishHook: a reaper that fails jobs whose lease lapsed at --max-attempts calls its
+// own node's FinishHook once per failed job, after the commit; requeued jobs call none, and
+// another node's hook is not called for them.
+func TestReapFinishHook(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	logs := []*hookLog{{}, {}}
+	var ns []*pgstore.Store
+	for i, l := range logs {
+		s := open(t, url, pgstore.Options{Lease: time.Second, NodeID: fmt.Sprintf("node%d", i), OnFinished: l.hook})
+		l.mu.Lock()
+		l.s = s
+		l.mu.Unlock()
+		ns = append(ns, s)
+	}
+	reaper, worker := ns[0], ns[1]
+	acct := account(t, reaper, 10)
+	a := queuedJob(t, worker, acct.ID)
+	b := queuedJob(t, worker, acct.ID)
+	claim := func() {
+		t.Helper()
+		if _, ok, err := worker.ClaimJob(); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+	}
+	// reap waits for the leases to lapse and reaps until every running job is requeued or failed.
+	reap := func(maxAttempts, want int) (requeued, failed []string) {
+		t.Helper()
+		deadline := time.Now().Add(waitBound)
+		for len(requeued)+len(failed) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("leases of 1s not reaped within %v", waitBound)
+			}
+			time.Sleep(100 * time.Millisecond)
+			r, f, err := reaper.ReapExpiredLeases(maxAttempts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			requeued, failed = append(requeued, r...), append(failed, f...)
+		}
+		return requeued, failed
+	}
+	claim() // a attempt 1
+	claim() // b attempt 1
+	if requeued, _ := reap(2, 2); len(requeued) != 2 {
+		t.Fatalf("requeued %v, want both", requeued)
+	}
+	for i, l := range logs {
+		if jobs, _ := l.take(); len(jobs) != 0 {
+			t.Fatalf("node %d's hook called for requeued jobs: %v", i, jobs)
+		}
+	}
+	claim() // a attempt 2
+	claim() // b attempt 2
+	_, failed := reap(2, 2)
+	slices.Sort(failed)
+	want := []string{a.ID, b.ID}
+	slices.Sort(want)
+	if !slices.Equal(failed, want) {
+		t.Fatalf("failed %v, want %v", failed, want)
+	}
+	jobs, states := logs[0].take()
+	var got []string
+	for i, j := range jobs {
+		if j.Status != store.StatusFailed || j.ErrorCode != store.CodeExpiredOrExhausted || j.FinishedAt == nil || states[i] != store.UploadClosed {
+			t.Fatalf("hook call %d: job %+v, upload state inside the hook %v", i, j, states[i])
+		}
+		got = append(got, j.ID)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the reaper's hook saw %v, want each of %v once", got, want)
+	}
+	if jobs, _ := logs[1].take(); len(jobs) != 0 {
+		t.Fatalf("the other node's hook was called for %d jobs", len(jobs))
+	}
+	ledger(t, reaper, acct.ID, 0, 0)
+}

@@ -108,7 +108,6 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 		}
 		return err
 	}
-	dropInput(q.blobs, q.log, job) // the output stays until retention
 	if job.ErrorCode != "" {
 		logTransition(q.log, job, slog.String("error_code", job.ErrorCode))
 	} else {

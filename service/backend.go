@@ -21,7 +21,9 @@ import (
 
 // JobStore is everything the service (API, worker queue, sweeper, metrics) needs from the job
 // database. *store.Store (bbolt) and *pgstore.Store (PostgreSQL) implement it; what only one
-// of them has is in the optional interfaces below.
+// of them has is in the optional interfaces below. Both are opened with Main.jobFinished as
+// their store.FinishHook (Options.OnFinished), which reports every job that reached a final
+// state after its commit (cleanup.go).
 type JobStore interface {
 	httpapi.Store
 	EnsureDefaultAccount(spendCapCents int64) (store.Account, string, error)
@@ -182,7 +184,7 @@ func (m *Main) openJobStore() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		pg, err := pgstore.Open(ctx, cfg.Database, pgstore.Options{Retention: cfg.Retention, Lease: cfg.Lease, Logger: m.log})
+		pg, err := pgstore.Open(ctx, cfg.Database, pgstore.Options{Retention: cfg.Retention, Lease: cfg.Lease, Logger: m.log, OnFinished: m.jobFinished})
 		if err != nil {
 			return fmt.Errorf("open database %s: %w", MaskDatabaseURL(cfg.Database), err)
 		}
@@ -193,7 +195,7 @@ func (m *Main) openJobStore() error {
 	if path == "" {
 		path = filepath.Join(cfg.DataDir, "convsvc.db")
 	}
-	st, err := store.Open(path, store.Options{Retention: cfg.Retention})
+	st, err := store.Open(path, store.Options{Retention: cfg.Retention, OnFinished: m.jobFinished})
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,7 @@
 package service
 
 import (
-	"errors"
-	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/convsvc/convsvc/blobstore"
@@ -11,9 +10,12 @@ import (
 
 // Dead jobs take no uploads, and keep no input: the blob store asks uploadState before and
 // after every PUT, and the input of a job that finished (succeeded, failed, cancelled, size
-// mismatch) is removed right after the transition, by whoever made it. The sweep removes what
-// a crash between transition and removal left (sweepDeadInputs). Outputs stay until
-// retention.
+// mismatch, expired, out of attempts) is removed right after the transition committed. Both
+// job stores report every such transition, whoever made it (the API's cancel or start, a
+// worker, crash recovery, a lease reaper, an expiry), to their FinishHook, which is
+// jobFinished here; the input cleaner's goroutines delete the inputs. The sweep removes what a
+// crash between the commit and the deletion left, or what the cleaner's queue had no room for
+// (sweepDeadInputs). Outputs stay until retention.
 
 // uploadState is blobstore.Config.JobState on the job store.
 func uploadState(st JobStore) func(string) (blobstore.JobState, error) {
@@ -32,22 +34,83 @@ func uploadState(st JobStore) func(string) (blobstore.JobState, error) {
 	}
 }
 
-// dropInput removes a finished job's input, keeping its output.
-func dropInput(blobs ObjectStorage, log *slog.Logger, job store.Job) {
-	if !job.Finished() {
-		return
-	}
-	if err := blobs.DeleteInput(job.ID); err != nil {
-		log.Warn("delete the input of a finished job", "job_id", job.ID, "error", err)
+// Input cleaner sizes: cleanerQueue finished jobs wait at most (the sweep takes the rest),
+// cleanerWorkers delete in parallel (S3 deletes are round trips), and at stop they go on
+// with what is queued (the jobs a graceful drain finished) for at most cleanerDrain.
+const (
+	cleanerQueue   = 4096
+	cleanerWorkers = 4
+	cleanerDrain   = 5 * time.Second
+)
+
+// inputCleaner deletes the inputs of finished jobs off the store's callers: the FinishHook
+// runs in the goroutine that made the transition, which may hold the blob store's lock on the
+// job's id (a start that cancels for a size mismatch runs inside Seal) or answer an API call.
+type inputCleaner struct {
+	queue    chan string
+	overflow atomic.Bool // a job did not fit in the queue since the last sweep
+}
+
+func newInputCleaner() *inputCleaner {
+	return &inputCleaner{queue: make(chan string, cleanerQueue)}
+}
+
+// jobFinished is both job stores' FinishHook: it queues the finished job's input for
+// deletion. It never blocks; a job that does not fit waits for the next sweep.
+func (m *Main) jobFinished(job store.Job) {
+	select {
+	case m.cleaner.queue <- job.ID:
+	default:
+		if !m.cleaner.overflow.Swap(true) {
+			m.log.Warn("input cleanup queue full: finished jobs' inputs wait for the next sweep", "queue", cleanerQueue, "sweep_interval", m.cfg.SweepInterval)
+		}
 	}
 }
 
-// apiStore is the job store as the API sees it: creating a job tells the sweeper its expiry,
-// and a cancel also drops the job's input.
+// startInputCleaner starts the goroutines that delete queued inputs, once object storage is
+// open (jobs that finished before, in crash recovery, wait in the queue); they stop with m,
+// after what was queued by then or cleanerDrain, whichever comes first. What is left waits
+// for the sweep at the next start.
+func (m *Main) startInputCleaner() {
+	for range cleanerWorkers {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			for {
+				select {
+				case <-m.stop:
+					m.drainInputCleaner(time.Now().Add(cleanerDrain))
+					return
+				case id := <-m.cleaner.queue:
+					m.deleteInput(id)
+				}
+			}
+		}()
+	}
+}
+
+// drainInputCleaner deletes what is queued until the queue is empty or the deadline passed.
+func (m *Main) drainInputCleaner(deadline time.Time) {
+	for time.Now().Before(deadline) {
+		select {
+		case id := <-m.cleaner.queue:
+			m.deleteInput(id)
+		default:
+			return
+		}
+	}
+}
+
+// deleteInput removes a finished job's input, keeping its output.
+func (m *Main) deleteInput(id string) {
+	if err := m.blobs.DeleteInput(id); err != nil {
+		m.log.Warn("delete the input of a finished job", "job_id", id, "error", err)
+	}
+}
+
+// apiStore is the job store as the API sees it: creating a job tells the sweeper its expiry.
 type apiStore struct {
 	JobStore
-	blobs   ObjectStorage
-	log     *slog.Logger
 	created func(expiresAt time.Time)
 }
 
@@ -60,43 +123,11 @@ func (a apiStore) CreateJob(p store.CreateJobParams, render func(store.Job) (sto
 	return job, resp, err
 }
 
-// CancelJob cancels the job and removes its input.
-func (a apiStore) CancelJob(accountID, jobID string) (store.Job, error) {
-	job, err := a.JobStore.CancelJob(accountID, jobID)
-	if err == nil {
-		dropInput(a.blobs, a.log, job)
-	}
-	return job, err
-}
-
-// apiBlobs is object storage as the API sees it: a start that cancels the job for a size
-// mismatch also drops the upload.
-type apiBlobs struct {
-	ObjectStorage
-	log *slog.Logger
-}
-
-// Seal seals the upload and runs start; after a size mismatch the cancelled job's upload goes
-// (once Seal released the id's lock, which DeleteInput takes).
-func (a apiBlobs) Seal(jobID string, start func(store.Upload) error) error {
-	mismatch := false
-	err := a.ObjectStorage.Seal(jobID, func(up store.Upload) error {
-		err := start(up)
-		mismatch = errors.Is(err, store.ErrSizeMismatch)
-		return err
-	})
-	if mismatch {
-		if derr := a.ObjectStorage.DeleteInput(jobID); derr != nil {
-			a.log.Warn("delete the upload of a job cancelled for its size", "job_id", jobID, "error", derr)
-		}
-	}
-	return err
-}
-
 // sweepDeadInputs removes the inputs of jobs that finished (or passed expires_at) but still
-// have one: a crash came between the transition and dropInput, or crash recovery failed the
-// job (max attempts).
+// have one: a crash came between the commit and the input cleaner, the cleaner's queue was
+// full, or a PUT to S3's presigned URL landed after the job finished.
 func (m *Main) sweepDeadInputs() {
+	m.cleaner.overflow.Store(false)
 	ids, err := m.blobs.InputIDs()
 	if err != nil {
 		m.log.Warn("list job inputs", "error", err)
@@ -104,9 +135,7 @@ func (m *Main) sweepDeadInputs() {
 	}
 	for _, id := range ids {
 		if state, err := m.store.JobUploadState(id); err == nil && state == store.UploadClosed {
-			if err := m.blobs.DeleteInput(id); err != nil {
-				m.log.Warn("delete the input of a finished job", "job_id", id, "error", err)
-			}
+			m.deleteInput(id)
 		}
 	}
 }

@@ -11,8 +11,9 @@ import (
 
 // TestDeadJobs_TakeNoUploadsAndKeepNoInput (issue 18, item 6): after cancel, success,
 // failure or a size mismatch, the job's upload URL is refused and nothing is stored; the
-// input of a finished job is removed right after the transition (or by the next sweep after
-// a crash), and the output of a succeeded job stays until retention.
+// input of a finished job is removed right after the transition commits (the store's
+// FinishHook queues it for the input cleaner; the next sweep after a crash), and the output
+// of a succeeded job stays until retention.
 func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 	e := testenv.Start(t)
 	png := testenv.NoisePNG(t, 32, 24)
@@ -23,8 +24,8 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 			t.Fatalf("uploads/%s: %v, want it removed", id, err)
 		}
 	}
-	// goneSoon is gone for transitions a worker makes: the job reads as finished as soon as its
-	// transaction commits, and the worker removes the input right after.
+	// goneSoon is gone for a finished job's input: the job reads as finished as soon as its
+	// transaction commits, and the input cleaner removes the input right after.
 	goneSoon := func(t *testing.T, id string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -57,7 +58,7 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 		res := e.Create(e.Key, "png", "jpeg", int64(len(png)))
 		testenv.MustStatus(t, e.Upload(res.UploadURL, png), 200, "")
 		testenv.MustStatus(t, e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", e.Key, nil), 200, "")
-		gone(t, res.Job.ID) // at once: the cancel removed it
+		goneSoon(t, res.Job.ID)
 		testenv.MustStatus(t, e.Upload(res.UploadURL, png), 409, "job_finished")
 		gone(t, res.Job.ID)
 	})
@@ -97,14 +98,17 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		testenv.MustStatus(t, e.Start(e.Key, res.Job.ID), 400, "size_mismatch")
-		gone(t, res.Job.ID)
+		goneSoon(t, res.Job.ID)
 		testenv.MustStatus(t, e.Upload(res.UploadURL, png), 409, "job_finished")
 		gone(t, res.Job.ID)
 	})
 	t.Run("left by a crash, swept", func(t *testing.T) {
-		// A cancelled job whose input survived (a crash between the cancel and the removal).
+		// A cancelled job whose input survived (a crash between the cancel and the removal):
+		// the cleaner has removed it once, and the file is put back.
 		res := e.Create(e.Key, "png", "jpeg", int64(len(png)))
+		testenv.MustStatus(t, e.Upload(res.UploadURL, png), 200, "")
 		testenv.MustStatus(t, e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", e.Key, nil), 200, "")
+		goneSoon(t, res.Job.ID)
 		if err := os.WriteFile(filepath.Join(uploads, res.Job.ID), png, 0o600); err != nil {
 			t.Fatal(err)
 		}

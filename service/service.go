@@ -182,15 +182,17 @@ type Main struct {
 	// apiLimit and blobLimit cap the listeners' connections (nil: no cap).
 	apiLimit, blobLimit *connLimiter
 	expiryWake          chan struct{}
-	stop                chan struct{}
-	wg                  sync.WaitGroup
-	closed              sync.Once
+	// cleaner deletes finished jobs' inputs (the stores' FinishHook queues them).
+	cleaner *inputCleaner
+	stop    chan struct{}
+	wg      sync.WaitGroup
+	closed  sync.Once
 }
 
 // Run opens the data dir, recovers jobs a crash left running, and starts serving. It does not block.
 func Run(cfg Config) (*Main, error) {
 	cfg.Defaults()
-	m := &Main{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), expiryWake: make(chan struct{}, 1)}
+	m := &Main{cfg: cfg, log: cfg.Logger, stop: make(chan struct{}), expiryWake: make(chan struct{}, 1), cleaner: newInputCleaner()}
 	if err := m.open(); err != nil {
 		m.Close()
 		return nil, err
@@ -270,6 +272,7 @@ func (m *Main) open() error {
 		}
 		m.blobs = localObjects{local}
 	}
+	m.startInputCleaner()
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
 	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() }, func() int { return m.pool.Strays() })
 	queue := newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts)
@@ -318,8 +321,8 @@ func (m *Main) open() error {
 	}
 	m.api = httpapi.New(httpapi.Config{
 		WriteLimiter:   writeLimiter,
-		Store:          apiStore{JobStore: m.store, blobs: m.blobs, log: m.log, created: m.jobCreated},
-		Blobs:          apiBlobs{m.blobs, m.log},
+		Store:          apiStore{JobStore: m.store, created: m.jobCreated},
+		Blobs:          m.blobs,
 		Catalog:        m.catalog,
 		Workers:        m.pool,
 		Logger:         m.log,

@@ -190,7 +190,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 	var job Job
 	var mismatch bool
 	now := s.opts.Now().UTC()
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		var err error
 		mismatch = false
 		if job, err = findOwnJob(tx, accountID, jobID, now); err != nil {
@@ -202,7 +202,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 		if uploadedSize != job.InputBytes {
 			mismatch = true
 			job.ErrorMessage = fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes)
-			return s.finish(tx, &job, StatusCancelled, now)
+			return s.finish(tx, fin, &job, StatusCancelled, now)
 		}
 		acct, err := findAccount(tx, accountID)
 		if err != nil {
@@ -237,7 +237,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 	now := s.opts.Now().UTC()
 	var expired []string
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		ok, expired = false, expired[:0]
 		q := tx.Bucket(bucketQueue)
 		c := q.Cursor()
@@ -256,7 +256,7 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 			if !now.Before(j.ExpiresAt) {
 				// Past expires_at before a worker got to it: it fails now, whatever the sweep's
 				// schedule, and is never converted.
-				if err := s.expire(tx, &j, now); err != nil {
+				if err := s.expire(tx, fin, &j, now); err != nil {
 					return err
 				}
 				expired = append(expired, j.ID)
@@ -290,7 +290,7 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 	var job Job
 	var expired bool
 	now := s.opts.Now().UTC()
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		var err error
 		expired = false
 		if job, err = findJob(tx, jobID); err != nil {
@@ -301,7 +301,7 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 		}
 		if !now.Before(job.ExpiresAt) {
 			expired = true
-			return s.expire(tx, &job, now)
+			return s.expire(tx, fin, &job, now)
 		}
 		if o.ErrorCode == "" {
 			if o.Output == nil {
@@ -310,10 +310,10 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 			out := *o.Output
 			out.Attempt = attempt
 			job.Output = &out
-			return s.finish(tx, &job, StatusSucceeded, now)
+			return s.finish(tx, fin, &job, StatusSucceeded, now)
 		}
 		job.ErrorCode, job.ErrorMessage = o.ErrorCode, o.ErrorMessage
-		return s.finish(tx, &job, StatusFailed, now)
+		return s.finish(tx, fin, &job, StatusFailed, now)
 	})
 	if err != nil {
 		return Job{}, err
@@ -332,7 +332,7 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 // running that attempt is ErrInvalidState. requeued says which of the two happened.
 func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job Job, requeued bool, err error) {
 	now := s.opts.Now().UTC()
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		var err error
 		requeued = false
 		if job, err = findJob(tx, jobID); err != nil {
@@ -343,11 +343,11 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 		}
 		switch {
 		case !now.Before(job.ExpiresAt):
-			return s.expire(tx, &job, now)
+			return s.expire(tx, fin, &job, now)
 		case job.Attempt >= maxAttempts:
 			job.ErrorCode = CodeExpiredOrExhausted
 			job.ErrorMessage = fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
-			return s.finish(tx, &job, StatusFailed, now)
+			return s.finish(tx, fin, &job, StatusFailed, now)
 		}
 		if err := tx.Bucket(bucketRunning).Delete([]byte(job.ID)); err != nil {
 			return err
@@ -371,11 +371,11 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 
 // expire fails an unfinished job that reached its expires_at, releasing its reservation, in
 // the caller's transaction.
-func (s *Store) expire(tx *bolt.Tx, job *Job, now time.Time) error {
+func (s *Store) expire(tx *bolt.Tx, fin *finished, job *Job, now time.Time) error {
 	job.ErrorCode = CodeExpiredOrExhausted
 	job.ErrorMessage = "the job expired before it finished"
 	job.Output = nil
-	return s.finish(tx, job, StatusFailed, now)
+	return s.finish(tx, fin, job, StatusFailed, now)
 }
 
 // NextExpiry is the earliest expires_at of any stored job, and false when there is none: the
@@ -398,7 +398,7 @@ func (s *Store) NextExpiry() (time.Time, bool, error) {
 func (s *Store) CancelJob(accountID, jobID string) (Job, error) {
 	var job Job
 	now := s.opts.Now().UTC()
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		var err error
 		if job, err = findOwnJob(tx, accountID, jobID, now); err != nil {
 			return err
@@ -409,7 +409,7 @@ func (s *Store) CancelJob(accountID, jobID string) (Job, error) {
 		case job.Finished():
 			return fmt.Errorf("%w: job already %s", ErrInvalidState, job.Status)
 		}
-		return s.finish(tx, &job, StatusCancelled, now)
+		return s.finish(tx, fin, &job, StatusCancelled, now)
 	})
 	if err != nil {
 		return Job{}, err
@@ -422,7 +422,7 @@ func (s *Store) CancelJob(accountID, jobID string) (Job, error) {
 // to the queue in their original place, or fail expired_or_exhausted once attempt reached maxAttempts.
 func (s *Store) RecoverRunning(maxAttempts int) (requeued, failed []string, err error) {
 	now := s.opts.Now().UTC()
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		requeued, failed = nil, nil
 		c := tx.Bucket(bucketRunning).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.First() {
@@ -441,7 +441,7 @@ func (s *Store) RecoverRunning(maxAttempts int) (requeued, failed []string, err 
 			if job.Attempt >= maxAttempts {
 				job.ErrorCode = CodeExpiredOrExhausted
 				job.ErrorMessage = fmt.Sprintf("the conversion was interrupted %d times (--max-attempts %d)", job.Attempt, maxAttempts)
-				if err := s.finish(tx, &job, StatusFailed, now); err != nil {
+				if err := s.finish(tx, fin, &job, StatusFailed, now); err != nil {
 					return err
 				}
 				failed = append(failed, job.ID)
@@ -477,7 +477,7 @@ var unlinkBudget = 20_000
 // too, and more when it stopped early with expired jobs left (unlinkBudget): call it again.
 func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 	now := s.opts.Now().UTC()
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		deleted, more = deleted[:0], false
 		walked := 0
 		c := tx.Bucket(bucketExpiry).Cursor()
@@ -500,7 +500,7 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 				return err
 			}
 			if !job.Finished() {
-				if err := s.expire(tx, &job, now); err != nil {
+				if err := s.expire(tx, fin, &job, now); err != nil {
 					return err
 				}
 			}
@@ -562,8 +562,9 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 	return ok, err
 }
 
-// finish moves an unfinished job to a final state with its spend movement, in the caller's transaction.
-func (s *Store) finish(tx *bolt.Tx, job *Job, status string, now time.Time) error {
+// finish moves an unfinished job to a final state with its spend movement and webhook
+// deliveries, in the caller's transaction, and records it in fin for the FinishHook.
+func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now time.Time) error {
 	if !job.holdsReservation() {
 		return fmt.Errorf("%w: job %s already %s", ErrInvalidState, job.ID, job.Status)
 	}
@@ -596,7 +597,11 @@ func (s *Store) finish(tx *bolt.Tx, job *Job, status string, now time.Time) erro
 	if err := putJob(tx, *job); err != nil {
 		return err
 	}
-	return s.recordWebhookEvents(tx, *job, now)
+	if err := s.recordWebhookEvents(tx, *job, now); err != nil {
+		return err
+	}
+	fin.add(*job)
+	return nil
 }
 
 // deleteJob deletes a job and its index entries and returns how many list entries unlinking

@@ -50,6 +50,9 @@ type Options struct {
 	LockTimeout time.Duration
 	// Now is the clock; tests inject one (default time.Now).
 	Now func() time.Time
+	// OnFinished, if set, is told about each job that reached a final state, after the
+	// commit (FinishHook).
+	OnFinished FinishHook
 }
 
 // Store is the bbolt-backed state of the service. It is safe for concurrent use.

@@ -635,3 +635,48 @@ func TestStore_GroupCommitConcurrentLifecycle(t *testing.T) {
 		t.Fatalf("the first key must still work: %v", err)
 	}
 }
+
+// TestStore_RecoverRunningFinishHook: crash recovery calls the FinishHook for the jobs it
+// fails (max attempts), after its commit, and not for those it requeues.
+func TestStore_RecoverRunningFinishHook(t *testing.T) {
+	var s *Store
+	var mu sync.Mutex
+	var calls []Job
+	var states []UploadState
+	s, err := Open(filepath.Join(t.TempDir(), "convsvc.db"), Options{OnFinished: func(j Job) {
+		st, err := s.JobUploadState(j.ID)
+		if err != nil {
+			t.Errorf("upload state from the hook: %v", err)
+		}
+		mu.Lock()
+		calls, states = append(calls, j), append(states, st)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := mustAccount(t, s, 10)
+	j1 := mustCreate(t, s, a.ID, 1)
+	j2 := mustCreate(t, s, a.ID, 1)
+	s.StartJob(a.ID, j1.ID, 1)
+	s.ClaimJob() // j1 attempt 1
+	s.StartJob(a.ID, j2.ID, 1)
+	if requeued, failed, err := s.RecoverRunning(2); err != nil || len(requeued) != 1 || len(failed) != 0 {
+		t.Fatalf("recover: %v %v %v", requeued, failed, err)
+	}
+	if len(calls) != 0 {
+		t.Fatalf("the hook was called for %d requeued jobs", len(calls))
+	}
+	s.ClaimJob() // j1 attempt 2
+	s.ClaimJob() // j2 attempt 1
+	requeued, failed, err := s.RecoverRunning(2)
+	if err != nil || !slices.Equal(requeued, []string{j2.ID}) || !slices.Equal(failed, []string{j1.ID}) {
+		t.Fatalf("recover: requeued %v failed %v, %v", requeued, failed, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 1 || calls[0].ID != j1.ID || calls[0].Status != StatusFailed || calls[0].ErrorCode != CodeExpiredOrExhausted || states[0] != UploadClosed {
+		t.Fatalf("hook calls %+v, states inside the hook %v; want j1 failed and closed once", calls, states)
+	}
+}

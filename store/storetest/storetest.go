@@ -68,6 +68,8 @@ type Options struct {
 	Retention time.Duration
 	// IdempotencyTTL is how long an Idempotency-Key is remembered; 0 means the default (24h).
 	IdempotencyTTL time.Duration
+	// OnFinished is the store's FinishHook (nil: none); the backend passes it to its Open.
+	OnFinished store.FinishHook
 }
 
 // NewFunc opens a fresh, empty store for t; the backend closes it at t's cleanup.
