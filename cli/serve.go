@@ -67,6 +67,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.BoolVar(&o.cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and metadata addresses (tests and trusted networks; docs/webhooks.md)")
 	f.IntVar(&o.cfg.Workers, "workers", 0, "conversion workers (default: number of CPUs)")
 	f.DurationVar(&o.cfg.Retention, "retention", service.DefaultRetention, "how long jobs and their files are kept")
+	f.DurationVar(&o.cfg.Lease, "lease", defaultLease, "with a postgres:// --database, how long a running job stays this node's without a heartbeat (renewed every third of it): a node that dies has its jobs taken over by the others after about this long plus half of it; at least 1s")
 	f.IntVar(&o.cfg.MaxAttempts, "max-attempts", 3, "pickups before a job interrupted by crashes fails expired_or_exhausted")
 	f.DurationVar(&o.cfg.DrainTimeout, "drain-timeout", service.DefaultDrainTimeout, "time running conversions get on shutdown")
 	f.DurationVar(&o.cfg.ConversionTimeout, "conversion-timeout", service.DefaultConversionTimeout, "longest one conversion may run")
@@ -154,6 +155,9 @@ func (o *serveOptions) s3Settings() error {
 	}
 	return nil
 }
+
+// defaultLease is --lease's default, service's own default for an unset Config.Lease.
+const defaultLease = 30 * time.Second
 
 // databasePasswordFileEnv names the file holding the PostgreSQL password, for a --database URL
 // that carries none.

@@ -22,6 +22,7 @@ const (
 	maxAttempts           = 1000
 	maxRetention          = 10 * 365 * 24 * time.Hour
 	maxTimeout            = 24 * time.Hour
+	minLease              = time.Second
 	maxSpendCapCents      = 1_000_000_000_000_000 // ten trillion currency units
 	maxPixelsLimit        = 1 << 40
 	minConversionMemory   = 16 << 20
@@ -91,6 +92,9 @@ func (o *serveOptions) validate() error {
 		if d.value <= 0 || d.value > d.max {
 			bad(d.flag, "is %s: use a duration above 0 and at most %s, like 30s or 24h", d.value, d.maxHuman)
 		}
+	}
+	if c.Lease < minLease || c.Lease > maxTimeout {
+		bad("lease", "is %s: use 1s to 24h, like 30s (a node heartbeats every third of it)", c.Lease)
 	}
 	if c.DefaultSpendCapCents < 1 || c.DefaultSpendCapCents > maxSpendCapCents {
 		bad("default-spend-cap-cents", "is %d: use 1 to %d", c.DefaultSpendCapCents, int64(maxSpendCapCents))

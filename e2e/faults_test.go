@@ -240,13 +240,58 @@ func TestFaults_PoisonJobs(t *testing.T) {
 	}
 	waitMetric(t, p.URL, "convsvc_conversions_abandoned_running", 2)
 	waitMetric(t, p.URL, "convsvc_workers_busy", 2)
+	// Both workers report that they wait for their stray: from there a worker leaves only when
+	// its stray returns (poison-hang sleeps an hour) or a drain ends, so no job can be claimed.
+	// The reports are the signal; no sleep stands in for "long enough".
+	waitLog(t, p, "the worker waits for it to return", 2)
 	next := mustSubmit(t, c, "poison-slow", "poison-out", []byte("z"))
-	time.Sleep(2 * time.Second) // poison-slow takes 300 ms; it must not start at all
 	if j, err := c.GetJob(context.Background(), next, 0); err != nil || j.Status != "queued" {
 		t.Fatalf("with every worker held by a stray, the next job is %+v (%v), want queued", j, err)
 	}
+	// The drain stops claims and, after --drain-timeout, lets the workers go: the job was never
+	// claimed in the whole life of the process, so it is still queued, with no attempt, and no
+	// transition of it to running was logged.
 	p.Signal(syscall.SIGTERM, 30*time.Second)
-	checkStopped(t, data, true)
+	found := false
+	for _, j := range checkStopped(t, data, true) {
+		if j.ID == next {
+			found = true
+			if j.Status != store.StatusQueued || j.Attempt != 0 {
+				t.Fatalf("with every worker held by a stray, the next job ended %s at attempt %d, want queued at 0", j.Status, j.Attempt)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("job %s is not in the store", next)
+	}
+	if !loggedRunning(p.Stderr(), id) { // the pattern finds a claim: the second hang's
+		t.Fatalf("no claim of %s in the log:\n%s", id, p.Stderr())
+	}
+	if loggedRunning(p.Stderr(), next) {
+		t.Fatalf("the next job %s was claimed:\n%s", next, p.Stderr())
+	}
+}
+
+// loggedRunning reports whether a text log shows the job's transition to running (its claim).
+func loggedRunning(log, jobID string) bool {
+	for _, line := range strings.Split(log, "\n") {
+		if strings.Contains(line, `msg="job transition"`) && strings.Contains(line, " job_id="+jobID+" ") && strings.Contains(line, " status=running ") {
+			return true
+		}
+	}
+	return false
+}
+
+// waitLog waits until the server has logged n lines containing msg.
+func waitLog(t *testing.T, p *testproc.Proc, msg string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
+	for strings.Count(p.Stderr(), msg) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server logged %q %d times, want %d:\n%s", msg, strings.Count(p.Stderr(), msg), n, p.Stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // TestFaults_CrashEveryTime: a job that kills the process every time it runs ends

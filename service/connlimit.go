@@ -23,7 +23,7 @@ const (
 	// scratch files and the listeners themselves, besides 4 per worker.
 	fdHeadroom = 256
 	// maxShedding bounds the goroutines answering refused connections (each holds its
-	// descriptor for at most 1.25 s); beyond it a refused connection is closed without an
+	// descriptor for at most 1.5 s); beyond it a refused connection is closed without an
 	// answer.
 	maxShedding = 64
 )
@@ -122,6 +122,12 @@ func (l *connLimiter) refuse(c net.Conn, addr string, overAll bool) {
 	go func() {
 		defer func() { <-l.shedding }()
 		defer c.Close()
+		// Wait a moment for the request to begin: an answer that arrives before the client
+		// has sent its request is, to Go's net/http among others, an unsolicited response on
+		// an idle connection, an error instead of the 503.
+		c.SetReadDeadline(time.Now().Add(250 * time.Millisecond))
+		var first [1]byte
+		c.Read(first[:])
 		c.SetDeadline(time.Now().Add(time.Second))
 		if _, err := c.Write(shedResponse); err != nil {
 			return

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convsvc/convsvc/internal/promtext"
 	"github.com/convsvc/convsvc/internal/testenv"
 	"github.com/convsvc/convsvc/service"
 )
@@ -95,5 +96,67 @@ func TestConnections_ListenerCap(t *testing.T) {
 	}
 	if _, resp := keepAlive(t, "127.0.0.20", addr, "/healthz"); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("connection over the listener's cap: status %d, want 503", resp.StatusCode)
+	}
+}
+
+// TestConnections_MetricsListenerCap: the --metrics-listen listener has caps of its own, small
+// ones (4 connections per address, 16 in all), with the API listener's answer: the fifth idle
+// connection from one address is answered 503 too_many_connections with Retry-After and closed
+// while another address is served, the seventeenth from anywhere is refused too, the API
+// listener is not affected, and the refusals are counted under listener="metrics". Before, the
+// metrics listener took connections without limit.
+func TestConnections_MetricsListenerCap(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.MetricsListen = "127.0.0.1:0" })
+	addr := strings.TrimSuffix(strings.TrimPrefix(e.Main.MetricsURL(), "http://"), "/metrics")
+	var held []net.Conn
+	hold := func(local string) {
+		t.Helper()
+		c, resp := keepAlive(t, local, addr, "/metrics")
+		if resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("connection %d (from %s): status %d, close %v; want 200, kept open", len(held)+1, local, resp.StatusCode, resp.Close)
+		}
+		held = append(held, c)
+	}
+	refused := func(local, why string) {
+		t.Helper()
+		_, resp := keepAlive(t, local, addr, "/metrics")
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != "1" || !resp.Close {
+			t.Fatalf("%s: status %d, Retry-After %q, close %v; want 503 with Retry-After 1, closed", why, resp.StatusCode, resp.Header.Get("Retry-After"), resp.Close)
+		}
+	}
+	for range 4 {
+		hold("127.0.0.1")
+	}
+	refused("127.0.0.1", "a fifth connection from one address")
+	if _, resp := keepAlive(t, "127.0.0.1", strings.TrimPrefix(e.URL, "http://"), "/healthz"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the API refused 127.0.0.1 (%d) while it held its metrics connections", resp.StatusCode)
+	}
+	for _, local := range []string{"127.0.0.2", "127.0.0.3", "127.0.0.4"} {
+		for range 4 {
+			hold(local)
+		}
+	}
+	refused("127.0.0.5", "a seventeenth connection")
+
+	for _, c := range held {
+		c.Close()
+	}
+	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
+	for more := 0; ; more++ { // more: the scrapes refused until the server saw the closes
+		r := e.Do("GET", e.Main.MetricsURL(), "", nil)
+		if r.Status == http.StatusOK {
+			m, err := promtext.Parse(string(r.Body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Value("convsvc_connections_refused_total", "listener", "metrics"); got != float64(2+more) {
+				t.Errorf("convsvc_connections_refused_total{listener=\"metrics\"} = %v, want %d", got, 2+more)
+			}
+			break
+		}
+		if r.Status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("the metrics listener answers %d after its connections closed", r.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

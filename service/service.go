@@ -187,6 +187,9 @@ type Main struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 	closed  sync.Once
+
+	// metLimit caps the metrics listener's connections (nil: no cap, or no MetricsListen).
+	metLimit *connLimiter
 }
 
 // Run opens the data dir, recovers jobs a crash left running, and starts serving. It does not block.
@@ -301,6 +304,8 @@ func (m *Main) open() error {
 			return fmt.Errorf("listen on %s: %w (change it with --metrics-listen)", cfg.MetricsListen, err)
 		}
 		m.metURL = "http://" + metLn.Addr().String()
+		metLn = m.limitMetrics(metLn)
+		m.metrics.countRefused("metrics", m.metLimit)
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metricsHandler)
 		m.metSrv = newHTTPServer(httpapi.Observed(mux, httpapi.Observe{
@@ -411,6 +416,38 @@ func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.L
 	}
 	m.blobLimit = newConnLimiter(blobLn, "storage", limit, perAddr, m.log)
 	return m.apiLimit, m.blobLimit
+}
+
+// The metrics listener's caps (--metrics-listen): a scraper holds one connection, so a few
+// serve any setup, and the caps keep a runaway client from spending descriptors the API,
+// object storage and conversions need.
+const (
+	metricsMaxConnections           = 16
+	metricsMaxConnectionsPerAddress = 4
+)
+
+// limitMetrics caps the metrics listener's connections with the API's limiter: at most
+// metricsMaxConnections, and metricsMaxConnectionsPerAddress from one address, or the
+// --max-connections and --max-connections-per-address given if they are smaller; either
+// set to -1 (no cap) lifts the matching cap here too.
+func (m *Main) limitMetrics(ln net.Listener) net.Listener {
+	capOf := func(set, small int) int {
+		switch {
+		case set < 0:
+			return 0
+		case set == 0:
+			return small
+		default:
+			return min(set, small)
+		}
+	}
+	limit := capOf(m.cfg.MaxConnections, metricsMaxConnections)
+	perAddr := capOf(m.cfg.MaxConnectionsPerAddress, metricsMaxConnectionsPerAddress)
+	if limit == 0 && perAddr == 0 {
+		return ln
+	}
+	m.metLimit = newConnLimiter(ln, "metrics", limit, perAddr, m.log)
+	return m.metLimit
 }
 
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {

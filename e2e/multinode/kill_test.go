@@ -31,18 +31,16 @@ import (
 // reserved = the unfinished jobs, the month's spend = the successes (VerifyLedger too), every
 // output downloads with its recorded SHA-256, and no object in the bucket lacks a job.
 //
-// It takes about a minute, most of it the 30 s lease of the killed node running out, so
-// -short (.ci/run's race pass) skips it; the plain `go test ./...` runs it.
+// The nodes run with a short --lease (killLease) so the takeover does not wait out the
+// default 30 s; -short runs it too.
 func TestMultiNode_KillMidConversion(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the kill test waits out a 30 s lease; the plain run covers it")
-	}
 	bk := tests3.NewBucket(t, tests3.Options{})
 	t.Setenv("AWS_ACCESS_KEY_ID", bk.AccessKey) // inherited by the serve processes
 	t.Setenv("AWS_SECRET_ACCESS_KEY", bk.SecretKey)
 	const prefix = "multinode"
 	c := startCluster(t, 3, "--object-storage", "s3://"+bk.Name+"/"+prefix,
-		"--s3-endpoint", bk.Endpoint, "--s3-region", bk.Region, "--max-attempts", "3")
+		"--s3-endpoint", bk.Endpoint, "--s3-region", bk.Region, "--max-attempts", "3",
+		"--lease", killLease().String())
 	acct, key := c.newAccount(t, "load", 10_000)
 	ctx := context.Background()
 	api := func(i int) *client.Client { return c.api(i, key) }
@@ -179,7 +177,7 @@ func TestMultiNode_KillMidConversion(t *testing.T) {
 	}
 
 	// Wait on the survivors until every started job finished (the killed node's lease lapses
-	// after the default 30 s lease, and a reaper runs every 15 s).
+	// after killLease, and a reaper runs every half of it).
 	final := map[string]client.Job{}
 	for id, st := range want {
 		if st == client.StatusCreated {
@@ -285,6 +283,12 @@ func TestMultiNode_KillMidConversion(t *testing.T) {
 		}
 	}
 }
+
+// killLease is the nodes' --lease in the kill test: the killed node's job is taken over within
+// one and a half of it. A live node heartbeats every third of it and loses a job only when three
+// heartbeats in a row do not reach the database, so 6 s leaves a busy machine (load 20) two
+// seconds per heartbeat; CONVSVC_TEST_TIMEOUT_SCALE stretches it on slower ones.
+func killLease() time.Duration { return testenv.Scale(6 * time.Second).Round(time.Second) }
 
 // submit creates a png -> target job on c, uploads data to its presigned URL and starts it.
 func submit(ctx context.Context, c *client.Client, data []byte, target string) (string, error) {

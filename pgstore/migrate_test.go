@@ -1,0 +1,186 @@
+package pgstore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/pgstore"
+	"github.com/convsvc/convsvc/store"
+)
+
+// migrateTo applies migrations/0001 ... upTo to the database at conn as a release of that
+// schema did (pgstore.migrate): each file in its own transaction with its schema_migrations row.
+func migrateTo(t *testing.T, conn *pgx.Conn, upTo int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (
+		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(files)
+	for _, f := range files {
+		name := filepath.Base(f)
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v > upTo {
+			break
+		}
+		sql, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, string(sql)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, v, name)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("migration %s: %v", name, err)
+		}
+	}
+}
+
+// explain is the text of EXPLAIN's plan for query.
+func explain(t *testing.T, conn *pgx.Conn, query string, args ...any) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// accountsIndexScans is idx_scan of the accounts_created index, as the statistics show it.
+func accountsIndexScans(t *testing.T, conn *pgx.Conn) int64 {
+	t.Helper()
+	var n int64
+	if err := conn.QueryRow(context.Background(), `SELECT coalesce(sum(idx_scan), 0)::bigint FROM pg_stat_user_indexes
+		WHERE relname = 'accounts' AND indexrelname = 'accounts_created'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestMigrate_0005AccountsPagingIndex: a database a previous release left at migration 0004,
+// with 6,000 accounts (pairs of them created in the same second, so seq breaks the ties), gets
+// migration 0005 from Open: schema_migrations records it, the accounts table has the
+// (created_at, seq) index it lacked, AccountsPage lists the old accounts in their order across
+// pages, the planner reads both of AccountsPage's queries (first page, page after a cursor)
+// through the index, and AccountsPage's own queries do use it (its idx_scan grows).
+func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	migrateTo(t, conn, 4)
+	const accounts = 6000
+	if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at)
+		SELECT 'acct_old' || lpad(g::text, 5, '0'), 'old', 100, timestamptz '2026-01-01 00:00:00Z' + (g / 2) * interval '1 second'
+		FROM generate_series(1, $1::int) g ORDER BY g`, accounts); err != nil {
+		t.Fatal(err)
+	}
+	var before int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'accounts' AND indexdef LIKE '%(created_at, seq)%'`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	if before != 0 {
+		t.Fatalf("the 0004 schema already has %d (created_at, seq) index on accounts", before)
+	}
+
+	s := open(t, url, pgstore.Options{})
+	var versions []int
+	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(versions, 5) || !slices.Equal(versions, embeddedMigrations(t)) {
+		t.Fatalf("schema_migrations %v after Open, want 5 among %v", versions, embeddedMigrations(t))
+	}
+	var def string
+	if err := conn.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE tablename = 'accounts' AND indexname = 'accounts_created'`).Scan(&def); err != nil {
+		t.Fatalf("index accounts_created after Open: %v", err)
+	}
+	if !strings.HasSuffix(def, "(created_at, seq)") {
+		t.Fatalf("accounts_created is %q, want it on (created_at, seq)", def)
+	}
+
+	// The old accounts page in (created_at, seq) order: g's order.
+	scansBefore := accountsIndexScans(t, conn)
+	var got []string
+	for after := ""; ; {
+		page, more, err := s.AccountsPage(store.PageParams{Limit: 1000, StartingAfter: after})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range page {
+			got = append(got, a.ID)
+		}
+		if !more {
+			break
+		}
+		after = page[len(page)-1].ID
+	}
+	if len(got) != accounts {
+		t.Fatalf("AccountsPage listed %d accounts, want %d", len(got), accounts)
+	}
+	for i, id := range got {
+		if want := fmt.Sprintf("acct_old%05d", i+1); id != want {
+			t.Fatalf("account %d is %s, want %s", i, id, want)
+		}
+	}
+
+	// The planner takes the index for AccountsPage's two queries (page.go), with statistics.
+	if _, err := conn.Exec(ctx, `ANALYZE accounts`); err != nil {
+		t.Fatal(err)
+	}
+	first := explain(t, conn, `SELECT id FROM accounts ORDER BY created_at, seq LIMIT $1`, 21)
+	next := explain(t, conn, `SELECT id FROM accounts
+		WHERE (created_at, seq) > (SELECT created_at, seq FROM accounts WHERE id = $1)
+		ORDER BY created_at, seq LIMIT $2`, "acct_old03000", 21)
+	for name, plan := range map[string]string{"first page": first, "page after a cursor": next} {
+		if !strings.Contains(plan, "accounts_created") || strings.Contains(plan, "Sort") {
+			t.Errorf("%s: the plan does not read the accounts_created index in order:\n%s", name, plan)
+		}
+	}
+
+	// AccountsPage's own queries used it: the statistics count its scans once the store's
+	// backends flush them, which they do as they exit (closing the store; Close may run twice).
+	s.Close()
+	deadline := time.Now().Add(testenv.Scale(waitBound))
+	for accountsIndexScans(t, conn) < scansBefore+accounts/1000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("accounts_created was scanned %d times by 6 pages, want at least 6", accountsIndexScans(t, conn)-scansBefore)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
