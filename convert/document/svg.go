@@ -16,6 +16,8 @@ import (
 	"codeberg.org/go-pdf/fpdf"
 	"github.com/srwiley/oksvg"
 	"github.com/srwiley/rasterx"
+	"golang.org/x/image/font/sfnt"
+	"golang.org/x/image/math/fixed"
 	"golang.org/x/net/html/charset"
 
 	"github.com/convsvc/convsvc/convert"
@@ -49,7 +51,19 @@ type svgInfo struct {
 	w, h               float64 // intrinsic size in CSS pixels
 	vbX, vbY, vbW, vbH float64
 	stretch            bool // preserveAspectRatio="none"
+	marks              int  // paint-order marks written, one before each <text> outside <defs>
 }
+
+// Paint order: oksvg ignores <text> and returns its shapes as one list, in document order.
+// So that text paints between the shapes around it, svgSanitize writes a mark before each
+// <text> outside <defs>: an empty path oksvg keeps in its list (found by its impossible miter
+// limit; SVG's is at least 1) and svgLayoutText sees (by svgMarkAttr, which is removed from the
+// input). parseSVG takes the marks out of oksvg's list, remembering where they were.
+const (
+	svgMarkAttr  = "convsvc-paint-mark"
+	svgMarkMiter = 0.000123
+	svgMark      = `<path d="M0 0" fill="none" stroke="none" stroke-miterlimit="0.000123" ` + svgMarkAttr + `="1"/>`
+)
 
 var (
 	cssURLRE    = regexp.MustCompile(`(?i)url\(\s*['"]?\s*([^)'"]*)['"]?\s*\)`)
@@ -215,6 +229,10 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 				}
 				writeSVGAttrs(w.out, t.Attr, map[string]bool{"viewBox": true, "width": true, "height": true, "preserveAspectRatio": true})
 			} else {
+				if name == "text" && defsDepth == 0 {
+					w.out.WriteString(svgMark)
+					w.info.marks++
+				}
 				w.out.WriteString("<" + name)
 				writeSVGAttrs(w.out, t.Attr, nil)
 			}
@@ -327,7 +345,7 @@ func writeSVGAttrs(out *bytes.Buffer, attrs []xml.Attr, except map[string]bool) 
 	for _, a := range attrs {
 		k := a.Name.Local
 		switch {
-		case a.Name.Space == "xmlns" || k == "xmlns" || except[k] || seen[k]:
+		case a.Name.Space == "xmlns" || k == "xmlns" || except[k] || seen[k] || k == svgMarkAttr:
 			continue
 		case strings.HasPrefix(strings.ToLower(k), "on"):
 			continue
@@ -352,6 +370,7 @@ type svgDrawing struct {
 	icon      *oksvg.SvgIcon
 	info      svgInfo
 	text      []svgTextSeg
+	textAt    []int    // for each text segment, how many of icon's paths paint before it
 	textNotes []string // text features not drawn
 	missing   string   // characters no font has, quoted
 }
@@ -380,6 +399,17 @@ func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
 	if err != nil {
 		return nil, convert.Errorf(err, "input is not a valid SVG file (%v)", err)
 	}
+	// The paint-order marks: out of the paths, remembering how many paths precede each.
+	var before []int
+	paths := icon.SVGPaths[:0]
+	for _, sp := range icon.SVGPaths {
+		if sp.MiterLimit == svgMarkMiter && len(sp.Path) > 0 && sp.Path[0] == fixed.Int26_6(rasterx.PathMoveTo) {
+			before = append(before, len(paths))
+			continue
+		}
+		paths = append(paths, sp)
+	}
+	icon.SVGPaths = paths
 	// A dash pattern shorter than a pixel would split a long path into millions of dashes.
 	for i := range icon.SVGPaths {
 		sum := 0.0
@@ -391,11 +421,20 @@ func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
 		}
 	}
 	text, notes, missing := svgLayoutText(clean)
+	// Each segment paints after the paths before its mark; should the marks not be what was
+	// written (an input forging one), all text paints last, as if after every path.
+	textAt := make([]int, len(text))
+	for i, seg := range text {
+		textAt[i] = len(paths)
+		if len(before) == info.marks && seg.mark >= 1 && seg.mark <= len(before) {
+			textAt[i] = before[seg.mark-1]
+		}
+	}
 	var quoted []string
 	for _, r := range missing {
 		quoted = append(quoted, fmt.Sprintf("%q (U+%04X)", r, r))
 	}
-	return &svgDrawing{icon: icon, info: info, text: text, textNotes: notes, missing: strings.Join(quoted, ", ")}, nil
+	return &svgDrawing{icon: icon, info: info, text: text, textAt: textAt, textNotes: notes, missing: strings.Join(quoted, ", ")}, nil
 }
 
 // matrix maps the SVG's root coordinates onto a w x h canvas: its view box mapped into its
@@ -430,25 +469,43 @@ func (s *svgDrawing) matrix(iw, ih, w, h float64, fit string) rasterx.Matrix2D {
 
 // render draws the SVG on a transparent w x h canvas: its view box mapped into its intrinsic
 // box (iw x ih) as preserveAspectRatio says, and that box scaled to the canvas as fit says.
-func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string, text bool) (*image.RGBA, error) {
+// Shapes and the text segments text says to draw (none when nil) paint in document order.
+func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string, text func(seg int) bool) (*image.RGBA, error) {
 	m := s.matrix(iw, ih, float64(w), float64(h), fit)
 
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	scanner := rasterx.NewScannerGV(w, h, img, img.Bounds())
 	dasher := rasterx.NewDasher(w, h, scanner)
 	err := convimage.GuardCodec("SVG renderer", func() error {
+		td := newSVGTextDrawer(w, h, scanner)
+		seg := 0
+		// Text segments are in document order, as their textAt.
+		drawText := func(upTo int) error {
+			for ; seg < len(s.text) && s.textAt[seg] <= upTo; seg++ {
+				if text == nil || !text(seg) {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := td.draw(s.text[seg], m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		// Every path: one path can cost tens of milliseconds (the rasterizer walks the whole
 		// canvas it covers), so a check every few dozen kept a cancelled render going for seconds.
 		for i := range s.icon.SVGPaths {
+			if err := drawText(i); err != nil {
+				return err
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
 		}
-		if text {
-			return drawSVGText(ctx, s.text, m, w, h, scanner)
-		}
-		return nil
+		return drawText(math.MaxInt)
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -458,6 +515,67 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 	}
 	return img, nil
 }
+
+// coveredText reports, for each text segment, whether a shape painted after it may cover it
+// on a w x h canvas the root coordinates are mapped onto by m: the bounding boxes, in pixels,
+// of the segment's glyphs and of the later shape's fill and stroke intersect.
+func (s *svgDrawing) coveredText(ctx context.Context, m rasterx.Matrix2D, w, h int) ([]bool, error) {
+	covered := make([]bool, len(s.text))
+	if len(s.text) == 0 {
+		return covered, nil
+	}
+	// later[i] is the union of the boxes of paths i and after.
+	later := make([]fixed.Rectangle26_6, len(s.icon.SVGPaths)+1)
+	var bs svgBoundsScanner
+	dasher := rasterx.NewDasher(w, h, &bs)
+	err := convimage.GuardCodec("SVG renderer", func() error {
+		for i := len(s.icon.SVGPaths) - 1; i >= 0; i-- {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			bs.box = fixed.Rectangle26_6{}
+			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
+			later[i] = later[i+1].Union(bs.box)
+		}
+		return nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, convert.Errorf(err, "the SVG could not be drawn")
+	}
+	var buf sfnt.Buffer
+	for i, seg := range s.text {
+		box, err := svgTextBounds(&buf, seg, m)
+		if err != nil {
+			return nil, err
+		}
+		covered[i] = !box.Intersect(later[s.textAt[i]]).Empty()
+	}
+	return covered, nil
+}
+
+// svgBoundsScanner is a rasterx.Scanner that draws nothing and keeps the bounding box of
+// the edges it is given.
+type svgBoundsScanner struct {
+	box fixed.Rectangle26_6
+}
+
+func (b *svgBoundsScanner) add(p fixed.Point26_6) {
+	r := fixed.Rectangle26_6{Min: p, Max: fixed.Point26_6{X: p.X + 1, Y: p.Y + 1}}
+	b.box = b.box.Union(r)
+}
+
+func (b *svgBoundsScanner) Start(a fixed.Point26_6)            { b.add(a) }
+func (b *svgBoundsScanner) Line(a fixed.Point26_6)             { b.add(a) }
+func (b *svgBoundsScanner) Draw()                              {}
+func (b *svgBoundsScanner) GetPathExtent() fixed.Rectangle26_6 { return b.box }
+func (b *svgBoundsScanner) SetBounds(w, h int)                 {}
+func (b *svgBoundsScanner) SetColor(color any)                 {}
+func (b *svgBoundsScanner) SetWinding(useNonZeroWinding bool)  {}
+func (b *svgBoundsScanner) Clear()                             {}
+func (b *svgBoundsScanner) SetClip(rect image.Rectangle)       {}
 
 // svgToRaster draws the SVG at its own size (CSS pixels, scaled by dpi/96 when dpi is set) or
 // at the width and height asked for, and writes it in dst's format.
@@ -494,7 +612,7 @@ func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit, true)
+		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit, func(int) bool { return true })
 		if err != nil {
 			return err
 		}
@@ -504,8 +622,8 @@ func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 }
 
 // svgToPDF puts the SVG on one page of its own size, drawn at twice its resolution (or less
-// when that would pass the pixel limit) and embedded as a lossless PNG, with its text on top
-// as PDF text.
+// when that would pass the pixel limit) and embedded as a lossless PNG, with its text as PDF
+// text: on top, or invisible over its drawing where a later shape may cover it.
 func svgToPDF(c *convert.Catalog) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		lim := p.Limits.Normalized()
@@ -526,7 +644,13 @@ func svgToPDF(c *convert.Catalog) docRun {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill, false)
+		// Text that a later shape may cover is drawn in the picture, in its place, and written
+		// as invisible PDF text (selectable and searchable); the rest is PDF text on top.
+		covered, err := s.coveredText(ctx, s.matrix(float64(w), float64(h), float64(w), float64(h), convert.FitFill), w, h)
+		if err != nil {
+			return err
+		}
+		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill, func(i int) bool { return covered[i] })
 		if err != nil {
 			return err
 		}
@@ -552,7 +676,7 @@ func svgToPDF(c *convert.Catalog) docRun {
 		opts := fpdf.ImageOptions{ImageType: "PNG"}
 		f.RegisterImageOptionsReader("drawing", opts, bytes.NewReader(data))
 		f.ImageOptions("drawing", 0, 0, pw, ph, false, opts, 0, "")
-		s.pdfText(f, pw, ph)
+		s.pdfText(f, pw, ph, covered)
 		warnSVGText(p, s)
 		if err := f.Error(); err != nil {
 			return fmt.Errorf("writing the PDF: %w", err)
