@@ -110,15 +110,24 @@ func svgLength(s string) (float64, bool) {
 // replays them recursively, so a <use> inside <defs> could recurse without end or expand
 // exponentially. The second pass writes the file without <use> inside <defs>, without <use>
 // of anything oksvg cannot resolve, and counting what every <use> expands to.
+//
+// The first pass also collects the <style> sheets (svg_css.go), which the second applies to
+// each element's style="", dropping the <style> elements.
 func svgSanitize(ctx context.Context, data []byte) ([]byte, svgInfo, error) {
-	defs, elements, err := svgScan(ctx, data, nil)
+	var css strings.Builder
+	defs, elements, err := svgScan(ctx, data, nil, &css)
 	if err != nil {
 		return nil, svgInfo{}, err
 	}
+	sheet, err := parseSVGCSS(svgNeutralizeCSS(css.String()))
+	if err != nil {
+		return nil, svgInfo{}, err
+	}
+	sheet.maxInls = len(data) + svgCSSMaxInlined
 	var out bytes.Buffer
 	out.Grow(len(data))
-	w := &svgWriter{out: &out, defs: defs, expanded: elements}
-	if _, _, err := svgScan(ctx, data, w); err != nil {
+	w := &svgWriter{out: &out, defs: defs, expanded: elements, sheet: sheet}
+	if _, _, err := svgScan(ctx, data, w, nil); err != nil {
 		return nil, svgInfo{}, err
 	}
 	return out.Bytes(), w.info, nil
@@ -131,11 +140,13 @@ type svgWriter struct {
 	expanded int            // elements once every <use> is expanded
 	info     svgInfo
 	stack    []string
+	sheet    *svgSheet
 }
 
 // svgScan reads an SVG checking its structure; with w nil it returns the <defs> groups and the
-// element count, else it writes the sanitised file to w.
-func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, int, error) {
+// element count and adds the text of its <style> sheets to css, else it writes the sanitised
+// file to w.
+func svgScan(ctx context.Context, data []byte, w *svgWriter, css *strings.Builder) (map[string]int, int, error) {
 	invalid := func(err error, why string, args ...any) error {
 		return convert.Errorf(err, "input is not a valid SVG file ("+why+")", args...)
 	}
@@ -146,6 +157,7 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 	group := ""
 	depth, skip, elements := 0, 0, 0
 	defsDepth, gradDepth := 0, 0 // depth of the open <defs> and gradient, 0 when none
+	styleDepth := 0              // depth of the open CSS <style>, 0 when none
 	rootSeen := false
 	for {
 		tok, err := d.Token()
@@ -178,9 +190,14 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 				return nil, 0, ctx.Err()
 			}
 			name := t.Name.Local
-			if skip > 0 || svgDropped[strings.ToLower(name)] || name == "use" && defsDepth > 0 {
+			if skip > 0 || svgDropped[strings.ToLower(name)] || name == "use" && defsDepth > 0 || name == "style" && w != nil {
 				skip++
 				continue
+			}
+			if name == "style" && styleDepth == 0 {
+				if typ := strings.ToLower(strings.TrimSpace(svgAttr(t, "type"))); typ == "" || typ == "text/css" {
+					styleDepth = depth
+				}
 			}
 			if !rootSeen {
 				if name != "svg" {
@@ -227,14 +244,22 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 				if info.stretch {
 					w.out.WriteString(` preserveAspectRatio="none"`)
 				}
-				writeSVGAttrs(w.out, t.Attr, map[string]bool{"viewBox": true, "width": true, "height": true, "preserveAspectRatio": true})
+				attrs, err := w.styled(t)
+				if err != nil {
+					return nil, 0, err
+				}
+				writeSVGAttrs(w.out, attrs, map[string]bool{"viewBox": true, "width": true, "height": true, "preserveAspectRatio": true})
 			} else {
 				if name == "text" && defsDepth == 0 {
 					w.out.WriteString(svgMark)
 					w.info.marks++
 				}
+				attrs, err := w.styled(t)
+				if err != nil {
+					return nil, 0, err
+				}
 				w.out.WriteString("<" + name)
-				writeSVGAttrs(w.out, t.Attr, nil)
+				writeSVGAttrs(w.out, attrs, nil)
 			}
 			w.out.WriteString(">")
 			w.stack = append(w.stack, name)
@@ -244,6 +269,9 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 			}
 			if depth == gradDepth {
 				gradDepth = 0
+			}
+			if depth == styleDepth {
+				styleDepth = 0
 			}
 			depth--
 			if skip > 0 {
@@ -255,6 +283,13 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 				w.stack = w.stack[:len(w.stack)-1]
 			}
 		case xml.CharData:
+			if w == nil && css != nil && skip == 0 && styleDepth > 0 {
+				if css.Len()+len(t) > svgCSSMaxBytes {
+					return nil, 0, convert.Errorf(nil, "the SVG's style sheets are larger than %d KiB", svgCSSMaxBytes>>10)
+				}
+				css.Write(t)
+				css.WriteByte('\n')
+			}
 			if w == nil || skip > 0 || len(w.stack) == 0 {
 				continue
 			}
@@ -269,6 +304,22 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 		return nil, 0, invalid(nil, "it has no <svg> element")
 	}
 	return defs, elements, nil
+}
+
+// styled returns the element's attributes with its style="" (last) carrying what the style
+// sheets set, when they set anything.
+func (w *svgWriter) styled(se xml.StartElement) ([]xml.Attr, error) {
+	style, changed, err := w.sheet.style(se)
+	if err != nil || !changed {
+		return se.Attr, err
+	}
+	attrs := make([]xml.Attr, 0, len(se.Attr)+1)
+	for _, a := range se.Attr {
+		if a.Name.Local != "style" {
+			attrs = append(attrs, a)
+		}
+	}
+	return append(attrs, xml.Attr{Name: xml.Name{Local: "style"}, Value: style}), nil
 }
 
 // svgAttr returns the value of the attribute with local name key, whatever its namespace

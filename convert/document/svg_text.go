@@ -29,7 +29,7 @@ import (
 // with the shapes (svg.go's paint-order marks); PDF output writes the text as PDF text,
 // selectable and searchable, drawing in the picture what a later shape may cover.
 // What is not handled is reported (text_not_rendered): textPath, vertical writing modes,
-// text in CSS-classed styles is drawn with the defaults.
+// and selectors style sheets beyond svg_css.go's simple ones.
 
 // svgTextSeg is a run of characters drawn with one face, in user units.
 type svgTextSeg struct {
@@ -336,14 +336,20 @@ func svgFirstNumber(s string) float64 {
 	return v
 }
 
-// svgStyleValue returns a property from style="" or, failing that, the attribute.
+// svgStyleValue returns a property from style="" (its last declaration, as in CSS; the
+// sanitiser puts style sheet rules first and !important ones last) or, failing that, the
+// attribute.
 func svgStyleValue(se xml.StartElement, key string) string {
 	if style := svgAttr(se, "style"); style != "" {
+		found, val := false, ""
 		for _, decl := range strings.Split(style, ";") {
 			k, v, ok := strings.Cut(decl, ":")
 			if ok && strings.TrimSpace(k) == key {
-				return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "!important"))
+				found, val = true, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "!important"))
 			}
+		}
+		if found {
+			return val
 		}
 	}
 	return strings.TrimSpace(svgAttr(se, key))
