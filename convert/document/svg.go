@@ -628,6 +628,27 @@ func (b *svgBoundsScanner) SetWinding(useNonZeroWinding bool)  {}
 func (b *svgBoundsScanner) Clear()                             {}
 func (b *svgBoundsScanner) SetClip(rect image.Rectangle)       {}
 
+// pdfFontMemory is what embedding the faces of the text (a CJK font from the font directory
+// may be tens of megabytes) adds to making the PDF, as pdfFaceMemory counts it.
+func (s *svgDrawing) pdfFontMemory() int64 {
+	chars := map[*textFace]map[rune]bool{}
+	for _, seg := range s.text {
+		set := chars[seg.face]
+		if set == nil {
+			set = map[rune]bool{}
+			chars[seg.face] = set
+		}
+		for _, r := range seg.text {
+			set[r] = true
+		}
+	}
+	var n int64
+	for face, set := range chars {
+		n += pdfFaceMemory(len(face.ttf), len(set))
+	}
+	return n
+}
+
 // svgToRaster draws the SVG at its own size (CSS pixels, scaled by dpi/96 when dpi is set) or
 // at the width and height asked for, and writes it in dst's format.
 func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
@@ -690,7 +711,7 @@ func svgToPDF(c *convert.Catalog) docRun {
 		if err := convimage.CheckPixels(w, h, lim); err != nil {
 			return err
 		}
-		est := int64(float64(convimage.BaseConversionMemory) + float64(w)*float64(h)*20 + 4*float64(in.Size()))
+		est := int64(float64(convimage.BaseConversionMemory)+float64(w)*float64(h)*20+4*float64(in.Size())) + s.pdfFontMemory()
 		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d for a PDF", w, h)); err != nil {
 			return err
 		}
