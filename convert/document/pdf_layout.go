@@ -114,7 +114,7 @@ type pdfDoc struct {
 func (d *pdfDoc) addFont(fnt *pdfFont) {
 	if !d.added[fnt] {
 		if slices.Contains(pdfFallbacks, fnt) {
-			d.reserve(pdfFaceMemory(len(fnt.ttf), 0), "the CJK font "+fnt.family)
+			d.reserve(pdfFaceMemory(len(fnt.ttf), 0), "embedding the "+fnt.family+" fallback font")
 		}
 		fnt.addTo(d.f)
 		d.added[fnt] = true
@@ -227,7 +227,7 @@ func (d *pdfDoc) finish(w io.Writer) error {
 	// Subsetting a face (in Output) costs per character it keeps.
 	for fnt, set := range d.glyphs {
 		if d.added[fnt] {
-			d.reserve(pdfFaceMemory(0, len(set)), fmt.Sprintf("embedding %d characters of the CJK font %s", len(set), fnt.family))
+			d.reserve(pdfFaceMemory(0, len(set)), fmt.Sprintf("embedding %d characters of the %s fallback font", len(set), fnt.family))
 		}
 	}
 	if d.err != nil {

@@ -629,14 +629,19 @@ func (b *svgBoundsScanner) Clear()                             {}
 func (b *svgBoundsScanner) SetClip(rect image.Rectangle)       {}
 
 // pdfFontMemory is what embedding the faces of the text (a CJK font from the font directory
-// may be tens of megabytes) adds to making the PDF, as pdfFaceMemory counts it.
+// may be tens of megabytes) adds to making the PDF, as pdfFaceMemory counts it: the faces
+// pdfText embeds, the Go font for those fpdf cannot.
 func (s *svgDrawing) pdfFontMemory() int64 {
 	chars := map[*textFace]map[rune]bool{}
 	for _, seg := range s.text {
-		set := chars[seg.face]
+		face := seg.face
+		if !face.pdfOK() {
+			face = faceSans[0]
+		}
+		set := chars[face]
 		if set == nil {
 			set = map[rune]bool{}
-			chars[seg.face] = set
+			chars[face] = set
 		}
 		for _, r := range seg.text {
 			set[r] = true
