@@ -42,8 +42,13 @@ func FuzzSVG(f *testing.F) {
 		if !(s.info.w > 0 && s.info.h > 0 && s.info.vbW > 0 && s.info.vbH > 0) {
 			t.Fatalf("accepted an SVG of size %+v", s.info)
 		}
-		_, err = s.render(ctx, 32, 32, 32, 32, "", true)
+		_, err = s.render(ctx, 32, 32, 32, 32, "", func(int) bool { return true })
 		docFuzzErr(t, "render", err)
+		covered, err := s.coveredText(ctx, s.matrix(32, 32, 32, 32, ""), 32, 32)
+		docFuzzErr(t, "coveredText", err)
+		if err == nil && len(covered) != len(s.text) {
+			t.Fatalf("coveredText returned %d values for %d text segments", len(covered), len(s.text))
+		}
 	})
 }
 

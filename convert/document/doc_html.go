@@ -281,6 +281,7 @@ func htmlToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	if err != nil {
 		return err
 	}
+	defer d.release()
 	m := &mdPDF{pdfDoc: d, src: md}
 	m.blocks(tree)
 	return d.finish(out)

@@ -76,6 +76,7 @@ func textToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	if err != nil {
 		return err
 	}
+	defer d.release()
 	st := inlineStyle{mono: true, size: pdfTextSize, color: 0x111111}
 	lh := pdfTextSize * 1.3
 	perLine := max(1, int((d.right-d.left)/st.font().width("0", st.size)))
@@ -89,10 +90,17 @@ func textToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 			}
 			for _, part := range wrapMono(pdfSafeText(strings.ReplaceAll(line, "\t", "    ")), perLine) {
 				d.ensure(lh)
-				if part != "" {
-					d.drawLine([]word{{text: part, st: st, w: st.font().width(part, st.size)}}, d.left, d.y, lh, d.right-d.left, "L")
+				// Characters the monospaced face lacks come from the fallback faces, which
+				// are wider: a part may take more than one line.
+				for i, ws := range d.preLines(part, st, d.right-d.left) {
+					if i > 0 {
+						d.ensure(lh)
+					}
+					if len(ws) > 0 {
+						d.drawLine(ws, d.left, d.y, lh, d.right-d.left, "L")
+					}
+					d.y += lh
 				}
-				d.y += lh
 			}
 			if d.err != nil {
 				return d.err

@@ -100,19 +100,43 @@ type pdfDoc struct {
 	markers      []marker // list markers waiting for the next line drawn
 	lastLevel    int      // level of the last bookmark
 	images       int
-	added        map[*pdfFont]bool // faces registered with f: only those used are embedded
+	added        map[*pdfFont]bool          // faces registered with f: only those used are embedded
+	glyphs       map[*pdfFont]map[rune]bool // characters drawn with each fallback face
+	releases     []func()                   // memory reserved for the fallback faces
 	params       convert.Params
 	missing      []rune // characters no embedded face has (the first few)
 	err          error
 }
 
 // addFont registers a face with the document the first time it is used: parsing and
-// embedding all eight would double the cost of a small document.
+// embedding all eight would double the cost of a small document. A fallback face's memory
+// (pdfFaceMemory), which the input's size does not tell, is reserved from the budget first.
 func (d *pdfDoc) addFont(fnt *pdfFont) {
 	if !d.added[fnt] {
+		if slices.Contains(pdfFallbacks, fnt) {
+			d.reserve(pdfFaceMemory(len(fnt.ttf), 0), "embedding the "+fnt.family+" fallback font")
+		}
 		fnt.addTo(d.f)
 		d.added[fnt] = true
 	}
+}
+
+// reserve takes n bytes from the conversion memory budget until release.
+func (d *pdfDoc) reserve(n int64, what string) {
+	release, err := d.mem.Reserve(n, what)
+	if err != nil {
+		d.fail(err)
+		return
+	}
+	d.releases = append(d.releases, release)
+}
+
+// release gives back what reserve took; the callers of newPDFDoc defer it.
+func (d *pdfDoc) release() {
+	for _, r := range d.releases {
+		r()
+	}
+	d.releases = nil
 }
 
 // marker is a list marker drawn right-aligned to x on the baseline of the next line.
@@ -136,7 +160,8 @@ func newPDFDoc(ctx context.Context, p convert.Params, title string) (*pdfDoc, er
 		f.SetTitle(pdfSafeText(title), true)
 	}
 	f.SetCreationDate(time.Now().UTC())
-	d := &pdfDoc{ctx: ctx, f: f, lim: p.Limits.Normalized(), mem: p.Embedded, lastLevel: -1, added: map[*pdfFont]bool{}, params: p}
+	d := &pdfDoc{ctx: ctx, f: f, lim: p.Limits.Normalized(), mem: p.Embedded, lastLevel: -1, added: map[*pdfFont]bool{},
+		glyphs: map[*pdfFont]map[rune]bool{}, params: p}
 	d.pageW, d.pageH = f.GetPageSize()
 	d.left, d.right = pdfMargin, d.pageW-pdfMargin
 	f.SetFooterFunc(func() {
@@ -198,6 +223,15 @@ func (d *pdfDoc) finish(w io.Writer) error {
 	}
 	if err := d.ctx.Err(); err != nil {
 		return err
+	}
+	// Subsetting a face (in Output) costs per character it keeps.
+	for fnt, set := range d.glyphs {
+		if d.added[fnt] {
+			d.reserve(pdfFaceMemory(0, len(set)), fmt.Sprintf("embedding %d characters of the %s fallback font", len(set), fnt.family))
+		}
+	}
+	if d.err != nil {
+		return d.err
 	}
 	if len(d.missing) > 0 {
 		var q []string
@@ -271,6 +305,12 @@ func (d *pdfDoc) fallbackFor(fnt *pdfFont, r rune) uint8 {
 			return 0
 		}
 		if f.hasGlyph(r) {
+			set := d.glyphs[f]
+			if set == nil {
+				set = map[rune]bool{}
+				d.glyphs[f] = set
+			}
+			set[r] = true
 			return uint8(i + 1)
 		}
 	}
@@ -505,8 +545,6 @@ func (d *pdfDoc) codeBlock(text string) {
 	const pad = 4
 	text = strings.TrimRight(strings.ReplaceAll(text, "\t", "    "), "\n")
 	avail := d.right - d.left - 2*pad
-	charW := st.font().width("0", st.size)
-	perLine := max(1, int(avail/charW))
 	lines := strings.Split(text, "\n")
 	d.ensure(lh + 2*pad)
 	d.y += pad
@@ -515,19 +553,14 @@ func (d *pdfDoc) codeBlock(text string) {
 			d.fail(d.ctx.Err())
 			return
 		}
-		l = pdfSafeText(l)
-		runes := []rune(l)
-		for first := true; first || len(runes) > 0; first = false {
-			n := min(len(runes), perLine)
-			chunk := string(runes[:n])
-			runes = runes[n:]
+		for _, ws := range d.preLines(pdfSafeText(l), st, avail) {
 			if d.y+lh > d.bottom() {
 				d.newPage()
 			}
 			d.f.SetFillColor(0xf3, 0xf3, 0xf3)
 			d.f.Rect(d.left, d.y-pad/2, d.right-d.left, lh+pad, "F")
-			if chunk != "" {
-				d.drawLine([]word{{text: chunk, st: st, w: st.font().width(chunk, st.size)}}, d.left+pad, d.y, lh, avail, "L")
+			if len(ws) > 0 {
+				d.drawLine(ws, d.left+pad, d.y, lh, avail, "L")
 			} else {
 				d.flushMarkers(d.y + lh*0.8)
 			}
@@ -535,6 +568,50 @@ func (d *pdfDoc) codeBlock(text string) {
 		}
 	}
 	d.y += pad + pdfBodySize*0.6
+}
+
+// preLines splits a preformatted line into lines no wider than avail (at least one character
+// each), cutting between characters. Each line is a list of pieces drawn with st's face or,
+// for characters it lacks, the fallback face that has them (as body text is); an empty line is
+// one line without pieces.
+func (d *pdfDoc) preLines(line string, st inlineStyle, avail float64) [][]word {
+	fnt := st.font()
+	var lines [][]word
+	var cur []word
+	var b strings.Builder
+	x, pieceW := 0.0, 0.0
+	fb := uint8(0)
+	flush := func() {
+		if b.Len() > 0 {
+			ps := st
+			ps.fallback = fb
+			cur = append(cur, word{text: b.String(), st: ps, w: pieceW})
+			b.Reset()
+			pieceW = 0
+		}
+	}
+	for _, r := range line {
+		need := d.fallbackFor(fnt, r)
+		f := fnt
+		if need > 0 {
+			f = pdfFallbacks[need-1]
+		}
+		w := f.runeWidth(r, st.size)
+		if x > 0 && x+w > avail+1e-6 {
+			flush()
+			lines = append(lines, cur)
+			cur, x = nil, 0
+		}
+		if need != fb {
+			flush()
+			fb = need
+		}
+		b.WriteRune(r)
+		pieceW += w
+		x += w
+	}
+	flush()
+	return append(lines, cur)
 }
 
 // tableCell is a laid-out cell: its words and alignment.
@@ -813,6 +890,7 @@ func markdownPDF(ctx context.Context, w io.Writer, doc ast.Node, src []byte, p c
 	if err != nil {
 		return err
 	}
+	defer d.release()
 	m := &mdPDF{pdfDoc: d, src: src}
 	m.blocks(doc)
 	return d.finish(w)

@@ -16,6 +16,8 @@ import (
 	"codeberg.org/go-pdf/fpdf"
 	"github.com/srwiley/oksvg"
 	"github.com/srwiley/rasterx"
+	"golang.org/x/image/font/sfnt"
+	"golang.org/x/image/math/fixed"
 	"golang.org/x/net/html/charset"
 
 	"github.com/convsvc/convsvc/convert"
@@ -49,7 +51,19 @@ type svgInfo struct {
 	w, h               float64 // intrinsic size in CSS pixels
 	vbX, vbY, vbW, vbH float64
 	stretch            bool // preserveAspectRatio="none"
+	marks              int  // paint-order marks written, one before each <text> outside <defs>
 }
+
+// Paint order: oksvg ignores <text> and returns its shapes as one list, in document order.
+// So that text paints between the shapes around it, svgSanitize writes a mark before each
+// <text> outside <defs>: an empty path oksvg keeps in its list (found by its impossible miter
+// limit; SVG's is at least 1) and svgLayoutText sees (by svgMarkAttr, which is removed from the
+// input). parseSVG takes the marks out of oksvg's list, remembering where they were.
+const (
+	svgMarkAttr  = "convsvc-paint-mark"
+	svgMarkMiter = 0.000123
+	svgMark      = `<path d="M0 0" fill="none" stroke="none" stroke-miterlimit="0.000123" ` + svgMarkAttr + `="1"/>`
+)
 
 var (
 	cssURLRE    = regexp.MustCompile(`(?i)url\(\s*['"]?\s*([^)'"]*)['"]?\s*\)`)
@@ -96,15 +110,24 @@ func svgLength(s string) (float64, bool) {
 // replays them recursively, so a <use> inside <defs> could recurse without end or expand
 // exponentially. The second pass writes the file without <use> inside <defs>, without <use>
 // of anything oksvg cannot resolve, and counting what every <use> expands to.
+//
+// The first pass also collects the <style> sheets (svg_css.go), which the second applies to
+// each element's style="", dropping the <style> elements.
 func svgSanitize(ctx context.Context, data []byte) ([]byte, svgInfo, error) {
-	defs, elements, err := svgScan(ctx, data, nil)
+	var css strings.Builder
+	defs, elements, err := svgScan(ctx, data, nil, &css)
 	if err != nil {
 		return nil, svgInfo{}, err
 	}
+	sheet, err := parseSVGCSS(svgNeutralizeCSS(css.String()))
+	if err != nil {
+		return nil, svgInfo{}, err
+	}
+	sheet.maxInls = len(data) + svgCSSMaxInlined
 	var out bytes.Buffer
 	out.Grow(len(data))
-	w := &svgWriter{out: &out, defs: defs, expanded: elements}
-	if _, _, err := svgScan(ctx, data, w); err != nil {
+	w := &svgWriter{out: &out, defs: defs, expanded: elements, sheet: sheet}
+	if _, _, err := svgScan(ctx, data, w, nil); err != nil {
 		return nil, svgInfo{}, err
 	}
 	return out.Bytes(), w.info, nil
@@ -117,11 +140,13 @@ type svgWriter struct {
 	expanded int            // elements once every <use> is expanded
 	info     svgInfo
 	stack    []string
+	sheet    *svgSheet
 }
 
 // svgScan reads an SVG checking its structure; with w nil it returns the <defs> groups and the
-// element count, else it writes the sanitised file to w.
-func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, int, error) {
+// element count and adds the text of its <style> sheets to css, else it writes the sanitised
+// file to w.
+func svgScan(ctx context.Context, data []byte, w *svgWriter, css *strings.Builder) (map[string]int, int, error) {
 	invalid := func(err error, why string, args ...any) error {
 		return convert.Errorf(err, "input is not a valid SVG file ("+why+")", args...)
 	}
@@ -132,6 +157,7 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 	group := ""
 	depth, skip, elements := 0, 0, 0
 	defsDepth, gradDepth := 0, 0 // depth of the open <defs> and gradient, 0 when none
+	styleDepth := 0              // depth of the open CSS <style>, 0 when none
 	rootSeen := false
 	for {
 		tok, err := d.Token()
@@ -164,9 +190,14 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 				return nil, 0, ctx.Err()
 			}
 			name := t.Name.Local
-			if skip > 0 || svgDropped[strings.ToLower(name)] || name == "use" && defsDepth > 0 {
+			if skip > 0 || svgDropped[strings.ToLower(name)] || name == "use" && defsDepth > 0 || name == "style" && w != nil {
 				skip++
 				continue
+			}
+			if name == "style" && styleDepth == 0 {
+				if typ := strings.ToLower(strings.TrimSpace(svgAttr(t, "type"))); typ == "" || typ == "text/css" {
+					styleDepth = depth
+				}
 			}
 			if !rootSeen {
 				if name != "svg" {
@@ -213,10 +244,22 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 				if info.stretch {
 					w.out.WriteString(` preserveAspectRatio="none"`)
 				}
-				writeSVGAttrs(w.out, t.Attr, map[string]bool{"viewBox": true, "width": true, "height": true, "preserveAspectRatio": true})
+				attrs, err := w.styled(t)
+				if err != nil {
+					return nil, 0, err
+				}
+				writeSVGAttrs(w.out, attrs, map[string]bool{"viewBox": true, "width": true, "height": true, "preserveAspectRatio": true})
 			} else {
+				if name == "text" && defsDepth == 0 {
+					w.out.WriteString(svgMark)
+					w.info.marks++
+				}
+				attrs, err := w.styled(t)
+				if err != nil {
+					return nil, 0, err
+				}
 				w.out.WriteString("<" + name)
-				writeSVGAttrs(w.out, t.Attr, nil)
+				writeSVGAttrs(w.out, attrs, nil)
 			}
 			w.out.WriteString(">")
 			w.stack = append(w.stack, name)
@@ -226,6 +269,9 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 			}
 			if depth == gradDepth {
 				gradDepth = 0
+			}
+			if depth == styleDepth {
+				styleDepth = 0
 			}
 			depth--
 			if skip > 0 {
@@ -237,6 +283,13 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 				w.stack = w.stack[:len(w.stack)-1]
 			}
 		case xml.CharData:
+			if w == nil && css != nil && skip == 0 && styleDepth > 0 {
+				if css.Len()+len(t) > svgCSSMaxBytes {
+					return nil, 0, convert.Errorf(nil, "the SVG's style sheets are larger than %d KiB", svgCSSMaxBytes>>10)
+				}
+				css.Write(t)
+				css.WriteByte('\n')
+			}
 			if w == nil || skip > 0 || len(w.stack) == 0 {
 				continue
 			}
@@ -251,6 +304,22 @@ func svgScan(ctx context.Context, data []byte, w *svgWriter) (map[string]int, in
 		return nil, 0, invalid(nil, "it has no <svg> element")
 	}
 	return defs, elements, nil
+}
+
+// styled returns the element's attributes with its style="" (last) carrying what the style
+// sheets set, when they set anything.
+func (w *svgWriter) styled(se xml.StartElement) ([]xml.Attr, error) {
+	style, changed, err := w.sheet.style(se)
+	if err != nil || !changed {
+		return se.Attr, err
+	}
+	attrs := make([]xml.Attr, 0, len(se.Attr)+1)
+	for _, a := range se.Attr {
+		if a.Name.Local != "style" {
+			attrs = append(attrs, a)
+		}
+	}
+	return append(attrs, xml.Attr{Name: xml.Name{Local: "style"}, Value: style}), nil
 }
 
 // svgAttr returns the value of the attribute with local name key, whatever its namespace
@@ -327,7 +396,7 @@ func writeSVGAttrs(out *bytes.Buffer, attrs []xml.Attr, except map[string]bool) 
 	for _, a := range attrs {
 		k := a.Name.Local
 		switch {
-		case a.Name.Space == "xmlns" || k == "xmlns" || except[k] || seen[k]:
+		case a.Name.Space == "xmlns" || k == "xmlns" || except[k] || seen[k] || k == svgMarkAttr:
 			continue
 		case strings.HasPrefix(strings.ToLower(k), "on"):
 			continue
@@ -352,6 +421,7 @@ type svgDrawing struct {
 	icon      *oksvg.SvgIcon
 	info      svgInfo
 	text      []svgTextSeg
+	textAt    []int    // for each text segment, how many of icon's paths paint before it
 	textNotes []string // text features not drawn
 	missing   string   // characters no font has, quoted
 }
@@ -380,6 +450,17 @@ func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
 	if err != nil {
 		return nil, convert.Errorf(err, "input is not a valid SVG file (%v)", err)
 	}
+	// The paint-order marks: out of the paths, remembering how many paths precede each.
+	var before []int
+	paths := icon.SVGPaths[:0]
+	for _, sp := range icon.SVGPaths {
+		if sp.MiterLimit == svgMarkMiter && len(sp.Path) > 0 && sp.Path[0] == fixed.Int26_6(rasterx.PathMoveTo) {
+			before = append(before, len(paths))
+			continue
+		}
+		paths = append(paths, sp)
+	}
+	icon.SVGPaths = paths
 	// A dash pattern shorter than a pixel would split a long path into millions of dashes.
 	for i := range icon.SVGPaths {
 		sum := 0.0
@@ -391,11 +472,20 @@ func parseSVG(ctx context.Context, data []byte) (*svgDrawing, error) {
 		}
 	}
 	text, notes, missing := svgLayoutText(clean)
+	// Each segment paints after the paths before its mark; should the marks not be what was
+	// written (an input forging one), all text paints last, as if after every path.
+	textAt := make([]int, len(text))
+	for i, seg := range text {
+		textAt[i] = len(paths)
+		if len(before) == info.marks && seg.mark >= 1 && seg.mark <= len(before) {
+			textAt[i] = before[seg.mark-1]
+		}
+	}
 	var quoted []string
 	for _, r := range missing {
 		quoted = append(quoted, fmt.Sprintf("%q (U+%04X)", r, r))
 	}
-	return &svgDrawing{icon: icon, info: info, text: text, textNotes: notes, missing: strings.Join(quoted, ", ")}, nil
+	return &svgDrawing{icon: icon, info: info, text: text, textAt: textAt, textNotes: notes, missing: strings.Join(quoted, ", ")}, nil
 }
 
 // matrix maps the SVG's root coordinates onto a w x h canvas: its view box mapped into its
@@ -430,23 +520,73 @@ func (s *svgDrawing) matrix(iw, ih, w, h float64, fit string) rasterx.Matrix2D {
 
 // render draws the SVG on a transparent w x h canvas: its view box mapped into its intrinsic
 // box (iw x ih) as preserveAspectRatio says, and that box scaled to the canvas as fit says.
-func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string, text bool) (*image.RGBA, error) {
+// Shapes and the text segments text says to draw (none when nil) paint in document order.
+func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit string, text func(seg int) bool) (*image.RGBA, error) {
 	m := s.matrix(iw, ih, float64(w), float64(h), fit)
 
 	img := image.NewRGBA(image.Rect(0, 0, w, h))
 	scanner := rasterx.NewScannerGV(w, h, img, img.Bounds())
 	dasher := rasterx.NewDasher(w, h, scanner)
 	err := convimage.GuardCodec("SVG renderer", func() error {
+		td := newSVGTextDrawer(w, h, scanner)
+		seg := 0
+		// Text segments are in document order, as their textAt.
+		drawText := func(upTo int) error {
+			for ; seg < len(s.text) && s.textAt[seg] <= upTo; seg++ {
+				if text == nil || !text(seg) {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				if err := td.draw(s.text[seg], m); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		// Every path: one path can cost tens of milliseconds (the rasterizer walks the whole
 		// canvas it covers), so a check every few dozen kept a cancelled render going for seconds.
 		for i := range s.icon.SVGPaths {
+			if err := drawText(i); err != nil {
+				return err
+			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
 		}
-		if text {
-			return drawSVGText(ctx, s.text, m, w, h, scanner)
+		return drawText(math.MaxInt)
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, convert.Errorf(err, "the SVG could not be drawn")
+	}
+	return img, nil
+}
+
+// coveredText reports, for each text segment, whether a shape painted after it may cover it
+// on a w x h canvas the root coordinates are mapped onto by m: the bounding boxes, in pixels,
+// of the segment's glyphs and of the later shape's fill and stroke intersect.
+func (s *svgDrawing) coveredText(ctx context.Context, m rasterx.Matrix2D, w, h int) ([]bool, error) {
+	covered := make([]bool, len(s.text))
+	if len(s.text) == 0 {
+		return covered, nil
+	}
+	// later[i] is the union of the boxes of paths i and after.
+	later := make([]fixed.Rectangle26_6, len(s.icon.SVGPaths)+1)
+	var bs svgBoundsScanner
+	dasher := rasterx.NewDasher(w, h, &bs)
+	err := convimage.GuardCodec("SVG renderer", func() error {
+		for i := len(s.icon.SVGPaths) - 1; i >= 0; i-- {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			bs.box = fixed.Rectangle26_6{}
+			s.icon.SVGPaths[i].DrawTransformed(dasher, 1, m)
+			later[i] = later[i+1].Union(bs.box)
 		}
 		return nil
 	})
@@ -456,7 +596,62 @@ func (s *svgDrawing) render(ctx context.Context, iw, ih float64, w, h int, fit s
 		}
 		return nil, convert.Errorf(err, "the SVG could not be drawn")
 	}
-	return img, nil
+	var buf sfnt.Buffer
+	for i, seg := range s.text {
+		box, err := svgTextBounds(&buf, seg, m)
+		if err != nil {
+			return nil, err
+		}
+		covered[i] = !box.Intersect(later[s.textAt[i]]).Empty()
+	}
+	return covered, nil
+}
+
+// svgBoundsScanner is a rasterx.Scanner that draws nothing and keeps the bounding box of
+// the edges it is given.
+type svgBoundsScanner struct {
+	box fixed.Rectangle26_6
+}
+
+func (b *svgBoundsScanner) add(p fixed.Point26_6) {
+	r := fixed.Rectangle26_6{Min: p, Max: fixed.Point26_6{X: p.X + 1, Y: p.Y + 1}}
+	b.box = b.box.Union(r)
+}
+
+func (b *svgBoundsScanner) Start(a fixed.Point26_6)            { b.add(a) }
+func (b *svgBoundsScanner) Line(a fixed.Point26_6)             { b.add(a) }
+func (b *svgBoundsScanner) Draw()                              {}
+func (b *svgBoundsScanner) GetPathExtent() fixed.Rectangle26_6 { return b.box }
+func (b *svgBoundsScanner) SetBounds(w, h int)                 {}
+func (b *svgBoundsScanner) SetColor(color any)                 {}
+func (b *svgBoundsScanner) SetWinding(useNonZeroWinding bool)  {}
+func (b *svgBoundsScanner) Clear()                             {}
+func (b *svgBoundsScanner) SetClip(rect image.Rectangle)       {}
+
+// pdfFontMemory is what embedding the faces of the text (a CJK font from the font directory
+// may be tens of megabytes) adds to making the PDF, as pdfFaceMemory counts it: the faces
+// pdfText embeds, the Go font for those fpdf cannot.
+func (s *svgDrawing) pdfFontMemory() int64 {
+	chars := map[*textFace]map[rune]bool{}
+	for _, seg := range s.text {
+		face := seg.face
+		if !face.pdfOK() {
+			face = faceSans[0]
+		}
+		set := chars[face]
+		if set == nil {
+			set = map[rune]bool{}
+			chars[face] = set
+		}
+		for _, r := range seg.text {
+			set[r] = true
+		}
+	}
+	var n int64
+	for face, set := range chars {
+		n += pdfFaceMemory(len(face.ttf), len(set))
+	}
+	return n
 }
 
 // svgToRaster draws the SVG at its own size (CSS pixels, scaled by dpi/96 when dpi is set) or
@@ -494,7 +689,7 @@ func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit, true)
+		img, err := s.render(ctx, float64(bw), float64(bh), w, h, opts.Fit, func(int) bool { return true })
 		if err != nil {
 			return err
 		}
@@ -504,8 +699,8 @@ func svgToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 }
 
 // svgToPDF puts the SVG on one page of its own size, drawn at twice its resolution (or less
-// when that would pass the pixel limit) and embedded as a lossless PNG, with its text on top
-// as PDF text.
+// when that would pass the pixel limit) and embedded as a lossless PNG, with its text as PDF
+// text: on top, or invisible over its drawing where a later shape may cover it.
 func svgToPDF(c *convert.Catalog) docRun {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 		lim := p.Limits.Normalized()
@@ -521,12 +716,18 @@ func svgToPDF(c *convert.Catalog) docRun {
 		if err := convimage.CheckPixels(w, h, lim); err != nil {
 			return err
 		}
-		est := int64(float64(convimage.BaseConversionMemory) + float64(w)*float64(h)*20 + 4*float64(in.Size()))
+		est := int64(float64(convimage.BaseConversionMemory)+float64(w)*float64(h)*20+4*float64(in.Size())) + s.pdfFontMemory()
 		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d for a PDF", w, h)); err != nil {
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill, false)
+		// Text that a later shape may cover is drawn in the picture, in its place, and written
+		// as invisible PDF text (selectable and searchable); the rest is PDF text on top.
+		covered, err := s.coveredText(ctx, s.matrix(float64(w), float64(h), float64(w), float64(h), convert.FitFill), w, h)
+		if err != nil {
+			return err
+		}
+		img, err := s.render(ctx, float64(w), float64(h), w, h, convert.FitFill, func(i int) bool { return covered[i] })
 		if err != nil {
 			return err
 		}
@@ -552,7 +753,7 @@ func svgToPDF(c *convert.Catalog) docRun {
 		opts := fpdf.ImageOptions{ImageType: "PNG"}
 		f.RegisterImageOptionsReader("drawing", opts, bytes.NewReader(data))
 		f.ImageOptions("drawing", 0, 0, pw, ph, false, opts, 0, "")
-		s.pdfText(f, pw, ph)
+		s.pdfText(f, pw, ph, covered)
 		warnSVGText(p, s)
 		if err := f.Error(); err != nil {
 			return fmt.Errorf("writing the PDF: %w", err)

@@ -162,7 +162,7 @@ func TestSVG_Sanitized(t *testing.T) {
 			t.Errorf("sanitised SVG keeps %q:\n%s", bad, clean)
 		}
 	}
-	for _, keep := range []string{"<rect", "<circle", `fill="#3366cc"`, "stroke: none"} {
+	for _, keep := range []string{"<rect", "<circle", `fill="#3366cc"`, "stroke:none"} {
 		if !bytes.Contains(clean, []byte(keep)) {
 			t.Errorf("sanitised SVG lost %q:\n%s", keep, clean)
 		}

@@ -2,7 +2,6 @@ package document
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"fmt"
 	"image/color"
@@ -26,10 +25,11 @@ import (
 // (the first value of a list), dx, dy, text-anchor, font-size, font-weight, font-style,
 // font-family, fill, fill-opacity, opacity, stroke, stroke-width and transforms, inherited
 // through groups, from attributes and style="". Characters are drawn per character with the
-// face that has them (textfonts.go). Raster output fills the glyph outlines after every path
-// (text is drawn on top); PDF output writes the text as PDF text, selectable and searchable.
+// face that has them (textfonts.go). Raster output fills the glyph outlines in document order
+// with the shapes (svg.go's paint-order marks); PDF output writes the text as PDF text,
+// selectable and searchable, drawing in the picture what a later shape may cover.
 // What is not handled is reported (text_not_rendered): textPath, vertical writing modes,
-// text in CSS-classed styles is drawn with the defaults.
+// and selectors style sheets beyond svg_css.go's simple ones.
 
 // svgTextSeg is a run of characters drawn with one face, in user units.
 type svgTextSeg struct {
@@ -43,6 +43,7 @@ type svgTextSeg struct {
 	hasFill bool
 	stroke  color.NRGBA
 	strokeW float64
+	mark    int // paint-order marks (svg.go) before its <text>
 }
 
 // svgTextState is the inherited style while reading the tree.
@@ -81,6 +82,7 @@ func svgLayoutText(clean []byte) (segs []svgTextSeg, notes []string, missing []r
 	var chunkX, chunkY float64
 	var items []svgTextItem
 	var pendDX, pendDY float64
+	marks := 0 // paint-order marks seen
 	lastSpace := true
 	noted := map[string]bool{}
 	// Text inside <defs> is drawn only through <use>, which oksvg replays as paths: the ids of
@@ -95,7 +97,10 @@ func svgLayoutText(clean []byte) (segs []svgTextSeg, notes []string, missing []r
 	}
 	flush := func() {
 		if len(items) > 0 {
-			segs = append(segs, svgLayoutChunk(&buf, chunkX, chunkY, items, &missing)...)
+			for _, seg := range svgLayoutChunk(&buf, chunkX, chunkY, items, &missing) {
+				seg.mark = marks
+				segs = append(segs, seg)
+			}
 		}
 		items = nil
 	}
@@ -108,6 +113,9 @@ func svgLayoutText(clean []byte) (segs []svgTextSeg, notes []string, missing []r
 		case xml.StartElement:
 			st := stack[len(stack)-1]
 			name := t.Name.Local
+			if name == "path" && svgAttr(t, svgMarkAttr) != "" {
+				marks++
+			}
 			ids = append(ids, svgAttr(t, "id"))
 			if name == "text" {
 				for _, id := range ids {
@@ -328,14 +336,20 @@ func svgFirstNumber(s string) float64 {
 	return v
 }
 
-// svgStyleValue returns a property from style="" or, failing that, the attribute.
+// svgStyleValue returns a property from style="" (its last declaration, as in CSS; the
+// sanitiser puts style sheet rules first and !important ones last) or, failing that, the
+// attribute.
 func svgStyleValue(se xml.StartElement, key string) string {
 	if style := svgAttr(se, "style"); style != "" {
+		found, val := false, ""
 		for _, decl := range strings.Split(style, ";") {
 			k, v, ok := strings.Cut(decl, ":")
 			if ok && strings.TrimSpace(k) == key {
-				return strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "!important"))
+				found, val = true, strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "!important"))
 			}
+		}
+		if found {
+			return val
 		}
 	}
 	return strings.TrimSpace(svgAttr(se, key))
@@ -513,76 +527,120 @@ func svgParseTransform(s string) rasterx.Matrix2D {
 	}
 }
 
-// drawSVGText fills (and strokes) the glyph outlines of the segments onto the scanner's image;
-// m maps the SVG's root coordinates to pixels. Each segment is one fill (and one stroke): the
-// scanner's cost is per draw, over the whole canvas, not per glyph.
-func drawSVGText(ctx context.Context, segs []svgTextSeg, m rasterx.Matrix2D, w, h int, scanner rasterx.Scanner) error {
-	filler := rasterx.NewFiller(w, h, scanner)
-	stroker := rasterx.NewStroker(w, h, scanner)
-	var buf sfnt.Buffer
-	for _, seg := range segs {
-		// Every segment, as every path: each draw walks the canvas it covers.
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		fnt, err := seg.face.parse()
-		if err != nil {
-			return err
-		}
-		mt := m.Mult(seg.m)
-		k := seg.size / float64(fnt.UnitsPerEm()) / 64
-		trace := func(a rasterx.Adder) {
-			x := seg.x
-			i := 0
-			for _, r := range seg.text {
-				g, _ := fnt.GlyphIndex(&buf, r)
-				outline, err := fnt.LoadGlyph(&buf, g, fixed.Int26_6(fnt.UnitsPerEm())<<6, nil)
-				if err == nil {
-					pt := func(p fixed.Point26_6) fixed.Point26_6 {
-						px, py := mt.Transform(x+float64(p.X)*k, seg.y+float64(p.Y)*k)
-						return fixed.Point26_6{X: fixed.Int26_6(px * 64), Y: fixed.Int26_6(py * 64)}
-					}
-					open := false
-					for _, s := range outline {
-						switch s.Op {
-						case sfnt.SegmentOpMoveTo:
-							if open {
-								a.Stop(true)
-							}
-							a.Start(pt(s.Args[0]))
-							open = true
-						case sfnt.SegmentOpLineTo:
-							a.Line(pt(s.Args[0]))
-						case sfnt.SegmentOpQuadTo:
-							a.QuadBezier(pt(s.Args[0]), pt(s.Args[1]))
-						case sfnt.SegmentOpCubeTo:
-							a.CubeBezier(pt(s.Args[0]), pt(s.Args[1]), pt(s.Args[2]))
-						}
-					}
+// svgTextDrawer fills (and strokes) the glyph outlines of text segments onto a scanner's image.
+type svgTextDrawer struct {
+	filler  *rasterx.Filler
+	stroker *rasterx.Stroker
+	buf     sfnt.Buffer
+}
+
+func newSVGTextDrawer(w, h int, scanner rasterx.Scanner) *svgTextDrawer {
+	return &svgTextDrawer{filler: rasterx.NewFiller(w, h, scanner), stroker: rasterx.NewStroker(w, h, scanner)}
+}
+
+// svgTraceText adds the glyph outlines of seg to a, with m mapping the SVG's root coordinates
+// to pixels.
+func svgTraceText(buf *sfnt.Buffer, seg svgTextSeg, m rasterx.Matrix2D, a rasterx.Adder) error {
+	fnt, err := seg.face.parse()
+	if err != nil {
+		return err
+	}
+	mt := m.Mult(seg.m)
+	k := seg.size / float64(fnt.UnitsPerEm()) / 64
+	x := seg.x
+	i := 0
+	for _, r := range seg.text {
+		g, _ := fnt.GlyphIndex(buf, r)
+		outline, err := fnt.LoadGlyph(buf, g, fixed.Int26_6(fnt.UnitsPerEm())<<6, nil)
+		if err == nil {
+			pt := func(p fixed.Point26_6) fixed.Point26_6 {
+				px, py := mt.Transform(x+float64(p.X)*k, seg.y+float64(p.Y)*k)
+				return fixed.Point26_6{X: fixed.Int26_6(px * 64), Y: fixed.Int26_6(py * 64)}
+			}
+			open := false
+			for _, s := range outline {
+				switch s.Op {
+				case sfnt.SegmentOpMoveTo:
 					if open {
 						a.Stop(true)
 					}
+					a.Start(pt(s.Args[0]))
+					open = true
+				case sfnt.SegmentOpLineTo:
+					a.Line(pt(s.Args[0]))
+				case sfnt.SegmentOpQuadTo:
+					a.QuadBezier(pt(s.Args[0]), pt(s.Args[1]))
+				case sfnt.SegmentOpCubeTo:
+					a.CubeBezier(pt(s.Args[0]), pt(s.Args[1]), pt(s.Args[2]))
 				}
-				x += seg.adv[i]
-				i++
+			}
+			if open {
+				a.Stop(true)
 			}
 		}
-		if seg.hasFill {
-			filler.Clear()
-			filler.SetColor(seg.fill)
-			trace(filler)
-			filler.Draw()
-		}
-		if seg.strokeW > 0 {
-			scale := math.Sqrt(math.Abs(mt.A*mt.D - mt.B*mt.C))
-			stroker.Clear()
-			stroker.SetStroke(fixed.Int26_6(seg.strokeW*scale*64), 4<<6, rasterx.ButtCap, nil, rasterx.FlatGap, rasterx.Miter)
-			stroker.SetColor(seg.stroke)
-			trace(stroker)
-			stroker.Draw()
-		}
+		x += seg.adv[i]
+		i++
 	}
 	return nil
+}
+
+// svgStrokeScale is how much m scales the segment's lengths.
+func svgStrokeScale(seg svgTextSeg, m rasterx.Matrix2D) float64 {
+	mt := m.Mult(seg.m)
+	return math.Sqrt(math.Abs(mt.A*mt.D - mt.B*mt.C))
+}
+
+// draw paints one segment; m maps the SVG's root coordinates to pixels. Each segment is one
+// fill (and one stroke): the scanner's cost is per draw, over the whole canvas, not per glyph.
+func (d *svgTextDrawer) draw(seg svgTextSeg, m rasterx.Matrix2D) error {
+	if seg.hasFill {
+		d.filler.Clear()
+		d.filler.SetColor(seg.fill)
+		if err := svgTraceText(&d.buf, seg, m, d.filler); err != nil {
+			return err
+		}
+		d.filler.Draw()
+	}
+	if seg.strokeW > 0 {
+		d.stroker.Clear()
+		d.stroker.SetStroke(fixed.Int26_6(seg.strokeW*svgStrokeScale(seg, m)*64), 4<<6, rasterx.ButtCap, nil, rasterx.FlatGap, rasterx.Miter)
+		d.stroker.SetColor(seg.stroke)
+		if err := svgTraceText(&d.buf, seg, m, d.stroker); err != nil {
+			return err
+		}
+		d.stroker.Draw()
+	}
+	return nil
+}
+
+// svgBoundsAdder is a rasterx.Adder keeping the bounding box of the points (control points
+// included) it is given.
+type svgBoundsAdder struct{ svgBoundsScanner }
+
+func (b *svgBoundsAdder) QuadBezier(p, q fixed.Point26_6)    { b.add(p); b.add(q) }
+func (b *svgBoundsAdder) CubeBezier(p, q, r fixed.Point26_6) { b.add(p); b.add(q); b.add(r) }
+func (b *svgBoundsAdder) Stop(bool)                          {}
+
+// svgTextBounds is the box, in pixels, a segment may paint, m mapping the SVG's root
+// coordinates to pixels; empty when it paints nothing.
+func svgTextBounds(buf *sfnt.Buffer, seg svgTextSeg, m rasterx.Matrix2D) (fixed.Rectangle26_6, error) {
+	if !seg.hasFill && seg.strokeW <= 0 {
+		return fixed.Rectangle26_6{}, nil
+	}
+	var b svgBoundsAdder
+	if err := svgTraceText(buf, seg, m, &b); err != nil {
+		return fixed.Rectangle26_6{}, err
+	}
+	if b.box.Empty() {
+		return b.box, nil
+	}
+	// The stroke's miters reach at most 4 half-widths out (the miter limit is 4).
+	if seg.strokeW > 0 {
+		out := fixed.Int26_6(min(1e6, 2*seg.strokeW*svgStrokeScale(seg, m)+1) * 64)
+		b.box.Min.X, b.box.Min.Y = b.box.Min.X-out, b.box.Min.Y-out
+		b.box.Max.X, b.box.Max.Y = b.box.Max.X+out, b.box.Max.Y+out
+	}
+	return b.box, nil
 }
 
 // warnText reports what SVG text could not be drawn and characters no font has.
@@ -598,13 +656,14 @@ func warnSVGText(p convert.Params, s *svgDrawing) {
 // pdfText writes the text segments as PDF text over a pw x ph point page. Each segment is
 // written in its own coordinate system (cm), so transforms, rotation and skew are kept. Faces
 // fpdf cannot embed (OpenType with CFF outlines) are replaced by the Go font of the same style.
-func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64) {
+// Segments drawn in the picture (drawn[i]) are written invisible, to be selected and searched.
+func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool) {
 	if len(s.text) == 0 {
 		return
 	}
 	root := s.matrix(s.info.w, s.info.h, pw, ph, convert.FitFill)
 	names := map[*textFace]string{}
-	for _, seg := range s.text {
+	for i, seg := range s.text {
 		if !seg.hasFill && seg.strokeW == 0 {
 			continue
 		}
@@ -629,6 +688,9 @@ func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64) {
 		case seg.strokeW > 0:
 			mode = 1
 		}
+		if i < len(drawn) && drawn[i] {
+			mode = 3
+		}
 		alpha := 1.0
 		if seg.hasFill {
 			f.SetTextColor(int(seg.fill.R), int(seg.fill.G), int(seg.fill.B))
@@ -642,12 +704,12 @@ func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64) {
 			}
 		}
 		f.SetTextRenderingMode(mode)
-		if alpha < 1 {
+		if alpha < 1 && mode != 3 {
 			f.SetAlpha(alpha, "Normal")
 		}
 		// fpdf's Text takes y down from the page top: local (x, y) in SVG units is PDF (x, -y).
 		f.Text(seg.x, ph+seg.y, pdfSafeText(seg.text))
-		if alpha < 1 {
+		if alpha < 1 && mode != 3 {
 			f.SetAlpha(1, "Normal")
 		}
 		f.SetTextRenderingMode(0)

@@ -15,6 +15,11 @@
     page: { label: "Page", min: 1, only: ["pdf"] },
     dpi: { label: "DPI (10-1200)", min: 10, max: 1200, only: ["pdf", "svg"] },
   };
+  // Options of the input rather than of the target: offered whatever the target, when the
+  // input is one of only.
+  const INPUT_OPTIONS = {
+    sheet: { label: "Sheet (name or number; default the first)", only: ["xlsx"], maxLength: 31 },
+  };
 
   const $ = (sel, root = document) => root.querySelector(sel);
   let formatList = null; // promise of the GET /v1/formats list
@@ -306,10 +311,11 @@
   }
 
   // loadOptions shows the options the chosen target takes (GET /v1/formats/{target}.options),
-  // without those that only mean something for other inputs.
+  // without those that only mean something for other inputs, and the input's own options.
   async function loadOptions(it) {
     it.optionFields.replaceChildren();
     it.optionsBox.hidden = true;
+    delete it.optionsBox.dataset.for;
     const target = it.targetSel.value;
     if (!target) return;
     let detail;
@@ -321,6 +327,25 @@
     }
     if (it.targetSel.value !== target) return;
     const input = it.inputSel.value;
+    for (const [name, spec] of Object.entries(INPUT_OPTIONS)) {
+      if (!spec.only.includes(input)) continue;
+      const field = document.createElement("div");
+      field.className = "field";
+      const label = document.createElement("label");
+      label.htmlFor = "item-" + it.id + "-opt-" + name;
+      label.textContent = spec.label;
+      const control = document.createElement("input");
+      control.type = "text";
+      control.id = label.htmlFor;
+      control.maxLength = spec.maxLength;
+      control.spellcheck = false;
+      control.autocomplete = "off";
+      control.placeholder = "default";
+      control.dataset.option = name;
+      control.dataset.text = "true";
+      field.append(label, control);
+      it.optionFields.appendChild(field);
+    }
     for (const name of detail.options) {
       const spec = OPTION_INPUTS[name];
       if (spec && spec.only && !spec.only.includes(input)) continue;
@@ -356,6 +381,7 @@
       it.optionFields.appendChild(field);
     }
     it.optionsBox.hidden = !it.optionFields.children.length;
+    it.optionsBox.dataset.for = input + ">" + target; // what the fields are for, once shown
   }
 
   function readOptions(it) {
@@ -364,7 +390,7 @@
       const name = el.dataset.option;
       if (el.type === "checkbox") {
         if (el.checked) opts[name] = true;
-      } else if (el.tagName === "SELECT") {
+      } else if (el.tagName === "SELECT" || el.dataset.text) {
         if (el.value) opts[name] = el.value;
       } else if (el.value !== "") {
         opts[name] = Number(el.value);

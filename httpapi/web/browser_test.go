@@ -304,3 +304,74 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 		t.Errorf("Content-Security-Policy violations: %v", got)
 	}
 }
+
+// TestBrowser_XLSXSheetOption: the page offers the xlsx input's sheet option (a text field)
+// only when the input is xlsx, whatever the target, and sends what is typed as the job's
+// sheet: the workbook's "Costs" sheet is converted without the sheets_dropped warning a
+// conversion of the first sheet gets. A PNG's options have no sheet field, nor does the
+// workbook's once its input is switched to another format.
+func TestBrowser_XLSXSheetOption(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
+	ctx := startBrowser(t, t.TempDir())
+	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
+	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
+	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+
+	dir := t.TempDir()
+	book := filepath.Join(dir, "budget.xlsx")
+	if err := os.WriteFile(book, testenv.Sample(t, "data/sample-sheets.xlsx"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	png := filepath.Join(dir, "picture.png")
+	if err := os.WriteFile(png, testenv.Sample(t, "images/sample-alpha.png"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, time.Minute, "pick the files", chromedp.SetUploadFiles("#files", []string{book, png}))
+	waitFor(t, ctx, "the targets of xlsx", `document.querySelector("#item-1-target option[value=csv]") !== null`)
+	waitFor(t, ctx, "the targets of png", `document.querySelector("#item-2-target option[value=jpeg]") !== null`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-1-input").value + "," + document.querySelector("#item-2-input").value`); got != "xlsx,png" {
+		t.Fatalf("sniffed input formats %q, want xlsx,png", got)
+	}
+	// The PNG, to a target with options of its own: no sheet field.
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-2-target"); s.value = "jpeg"; s.dispatchEvent(new Event("change")); })()`)
+	waitFor(t, ctx, "jpeg's quality option", `document.querySelector("#item-2-opt-quality") !== null`)
+	if got := eval[bool](t, ctx, `document.querySelector("#item-2-opt-sheet") === null`); !got {
+		t.Error("the PNG's options offer a sheet")
+	}
+	// The workbook, to csv (a target without options of its own): the sheet field, labelled.
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-1-target"); s.value = "csv"; s.dispatchEvent(new Event("change")); })()`)
+	waitFor(t, ctx, "xlsx to csv's options", `document.querySelector("#item-1 .options").dataset.for === "xlsx>csv"`)
+	if got := eval[string](t, ctx, `(() => { const c = document.querySelector("#item-1-opt-sheet"); return c.type + "|" + c.maxLength + "|" + document.querySelector("label[for=item-1-opt-sheet]").textContent + "|" + document.querySelector("#item-1 .options").hidden; })()`); !strings.HasPrefix(got, "text|31|Sheet") || !strings.HasSuffix(got, "|false") {
+		t.Errorf("the sheet field (type|maxLength|label|box hidden): %s", got)
+	}
+	within(t, ctx, time.Minute, "convert the Costs sheet", chromedp.SendKeys("#item-1-opt-sheet", "Costs"), chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the download link", `!document.querySelector("#item-1 .result").hidden`)
+	jobs := e.Do("GET", "/v1/jobs?limit=1", e.Key, nil)
+	var list struct{ Data []testenv.Job }
+	jobs.JSON(t, &list)
+	var raw struct{ Data []map[string]any }
+	jobs.JSON(t, &raw)
+	if len(list.Data) != 1 || list.Data[0].Status != "succeeded" || list.Data[0].InputFormat != "xlsx" || list.Data[0].TargetFormat != "csv" || list.Data[0].Output == nil {
+		t.Fatalf("the job: %s", jobs.Body)
+	}
+	if opts, _ := raw.Data[0]["options"].(map[string]any); len(opts) != 1 || opts["sheet"] != "Costs" {
+		t.Errorf("the job's options %v, want exactly sheet Costs", raw.Data[0]["options"])
+	}
+	if w := list.Data[0].Output.Warnings; len(w) != 0 {
+		t.Errorf("the job's warnings %+v, want none: the chosen sheet converted", w)
+	}
+	if got := eval[string](t, ctx, `(() => { const u = document.querySelector("#item-1 .warnings"); return u.hidden ? "" : u.textContent; })()`); got != "" {
+		t.Errorf("warnings shown: %q", got)
+	}
+	// Switched to another input format, the workbook's options lose the sheet field.
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-1-input"); s.value = "csv"; s.dispatchEvent(new Event("change")); })()`)
+	waitFor(t, ctx, "the targets of csv", `document.querySelector("#item-1-target option[value=json]") !== null`)
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-1-target"); s.value = "json"; s.dispatchEvent(new Event("change")); })()`)
+	waitFor(t, ctx, "csv to json's options", `document.querySelector("#item-1 .options").dataset.for === "csv>json"`)
+	if got := eval[bool](t, ctx, `document.querySelector("#item-1-opt-sheet") === null`); !got {
+		t.Error("the sheet field stays when the input is csv")
+	}
+	if got := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`); !got {
+		t.Errorf("the page scrolls sideways at %v px", eval[float64](t, ctx, `window.innerWidth`))
+	}
+}
