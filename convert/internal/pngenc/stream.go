@@ -41,7 +41,7 @@ type StreamEncoder struct {
 	werr    error // set by the writer goroutine before it closes stop or wdone
 	closed  bool
 	adler   uint32
-	dataBuf sync.Pool
+	free    chan []byte // band buffers back from the workers, reused
 }
 
 // NewStreamEncoder starts a PNG of width x height pixels on w: grayscale when gray, else RGB
@@ -58,7 +58,7 @@ func NewStreamEncoder(ctx context.Context, w io.Writer, width, height int, gray 
 	}
 	e := &StreamEncoder{ctx: ctx, l: l, opt: opt, nw: nw, rows: rows, cw: &chunkWriter{w: w}, fill4: !gray,
 		pending: make(chan *band, nw), sem: make(chan struct{}, nw), stop: make(chan struct{}),
-		wdone: make(chan struct{}), adler: 1}
+		wdone: make(chan struct{}), adler: 1, free: make(chan []byte, 2*nw+1)}
 	e.cw.writeHeader(l)
 	e.cw.idat([]byte{0x78, zlibFlag(opt.Level)})
 	if e.cw.err != nil {
@@ -163,12 +163,13 @@ func (e *StreamEncoder) WriteRows(m image.Image) error {
 // startBand takes a buffer for the band starting at row y and puts the row above it first.
 func (e *StreamEncoder) startBand() {
 	n := (e.rows + 1) * e.l.rowLen
-	buf, _ := e.dataBuf.Get().(*[]byte)
-	if buf == nil || cap(*buf) < n {
-		b := make([]byte, 0, n)
-		buf = &b
+	var buf []byte
+	select {
+	case buf = <-e.free:
+	default:
+		buf = make([]byte, 0, n)
 	}
-	e.cur = (*buf)[:e.l.rowLen]
+	e.cur = buf[:e.l.rowLen]
 	if e.y > 0 {
 		copy(e.cur, e.prev)
 	}
@@ -216,8 +217,10 @@ func (e *StreamEncoder) dispatch() error {
 		} else {
 			bd.err = deflateBand(&bl, bd, &e.opt)
 		}
-		data = data[:0]
-		e.dataBuf.Put(&data)
+		select {
+		case e.free <- data[:0]:
+		default:
+		}
 	}()
 	return nil
 }
