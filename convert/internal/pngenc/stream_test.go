@@ -6,7 +6,10 @@ import (
 	"errors"
 	"image"
 	"image/color"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
@@ -108,4 +111,129 @@ func TestStreamEncoder_MissingRows(t *testing.T) {
 	if err := e.Close(); err == nil {
 		t.Fatal("Close after 4 of 10 rows: no error")
 	}
+}
+
+// waitGoroutines fails the test unless the goroutine count falls back to before within a
+// generous bound (the encoder's writer and workers end by Close).
+func waitGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines still running:\n%s", n-before, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// errDisk is limitWriter's error.
+var errDisk = errors.New("disk full")
+
+// limitWriter takes ok bytes, then fails every write with errDisk.
+type limitWriter struct{ ok, n int }
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if w.n+len(p) > w.ok {
+		return 0, errDisk
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+// A write error of the output, in the header or after some bands, is what NewStreamEncoder,
+// or WriteRows and Close, return; the PNG is not ended and no goroutine is left.
+func TestStreamEncoder_WriteError(t *testing.T) {
+	m := testimg.Photo(500, 400)
+	for _, ok := range []int{0, 40, 3000} {
+		before := runtime.NumGoroutine()
+		w := &limitWriter{ok: ok}
+		e, err := NewStreamEncoder(context.Background(), w, 500, 400, false, &Options{BandRows: 8, Workers: 2})
+		if ok < 33 { // signature and IHDR
+			if !errors.Is(err, errDisk) {
+				t.Errorf("ok %d: NewStreamEncoder %v, want %v", ok, err, errDisk)
+			}
+			waitGoroutines(t, before)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var werr error
+		for y := 0; y < 400 && werr == nil; y += 10 {
+			werr = e.WriteRows(m.SubImage(image.Rect(0, y, 500, y+10)))
+		}
+		cerr := e.Close()
+		if !errors.Is(cerr, errDisk) || (werr != nil && !errors.Is(werr, errDisk)) {
+			t.Errorf("ok %d: WriteRows %v, Close %v; want %v", ok, werr, cerr, errDisk)
+		}
+		if w.n > ok {
+			t.Errorf("ok %d: %d bytes taken", ok, w.n)
+		}
+		waitGoroutines(t, before)
+	}
+}
+
+// gateWriter takes the PNG signature and IHDR and blocks every later write until open is
+// closed, closing blocked when the first of them arrives.
+type gateWriter struct {
+	bytes.Buffer
+	blocked chan struct{}
+	open    chan struct{}
+	once    sync.Once
+}
+
+func (w *gateWriter) Write(p []byte) (int, error) {
+	if w.Len() >= 8+25 {
+		w.once.Do(func() { close(w.blocked) })
+		<-w.open
+	}
+	return w.Buffer.Write(p)
+}
+
+// While the output blocks, WriteRows fills the encoder's queue and then waits; cancelling
+// the context ends that wait at once with the context's error (the output still blocked),
+// and Close returns it once the output's write returns, leaving no goroutine.
+func TestStreamEncoder_CancelWhileOutputBlocks(t *testing.T) {
+	m := testimg.Photo(300, 2000)
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &gateWriter{blocked: make(chan struct{}), open: make(chan struct{})}
+	// The first 256 KiB IDAT chunk is full after a few bands of a photo, so the output blocks
+	// long before the 2000 rows are queued.
+	e, err := NewStreamEncoder(ctx, w, 300, 2000, false, &Options{BandRows: 16, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	werr := make(chan error, 1)
+	go func() {
+		var err error
+		for y := 0; y < 2000 && err == nil; y += 16 {
+			err = e.WriteRows(m.SubImage(image.Rect(0, y, 300, y+16)))
+		}
+		werr <- err
+	}()
+	select {
+	case <-w.blocked:
+	case err := <-werr:
+		t.Fatalf("every row was queued (%v) without the output writing a chunk", err)
+	}
+	cancel()
+	select {
+	case err := <-werr:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("WriteRows %v, want context.Canceled", err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("WriteRows did not return after the cancel while the output blocked")
+	}
+	close(w.open)
+	if err := e.Close(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Close %v, want context.Canceled", err)
+	}
+	if bytes.Contains(w.Bytes(), []byte("IEND")) {
+		t.Error("a cancelled PNG was ended with IEND")
+	}
+	waitGoroutines(t, before)
 }
