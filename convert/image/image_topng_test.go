@@ -365,7 +365,8 @@ func TestStreamToPNG_Truncated(t *testing.T) {
 }
 
 // BenchmarkStreamToPNG12MP is a 12 MP TIFF (convsvc's own: deflate, predictor) and PPM to PNG
-// through streamToPNG; with -benchmem its B/op is the allocation of the stream, not the image.
+// through streamToPNG ("stream") and through the whole-image path it replaces ("whole":
+// DecodePixels, then encodePNG); with -benchmem, B/op shows the image is no longer allocated.
 func BenchmarkStreamToPNG12MP(b *testing.B) {
 	var tb bytes.Buffer
 	if err := encodeTIFF(context.Background(), &tb, testimg.Photo(4000, 3000), convert.Options{}); err != nil {
@@ -376,12 +377,31 @@ func BenchmarkStreamToPNG12MP(b *testing.B) {
 		if from == "ppm" {
 			data = ppmBytes(4000, 3000, false, 255)
 		}
-		b.Run(from, func(b *testing.B) {
+		b.Run(from+"/stream", func(b *testing.B) {
 			b.SetBytes(4000 * 3000 * 3)
 			b.ReportAllocs()
 			for range b.N {
 				if handled, err := runToPNG(context.Background(), b, from, data, io.Discard); !handled || err != nil {
 					b.Fatalf("handled %v, err %v", handled, err)
+				}
+			}
+		})
+		b.Run(from+"/whole", func(b *testing.B) {
+			b.SetBytes(4000 * 3000 * 3)
+			b.ReportAllocs()
+			for range b.N {
+				in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+				codec := CodecByID(from)
+				cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
+				if err != nil {
+					b.Fatal(err)
+				}
+				img, err := DecodePixels(context.Background(), in, codec, cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := encodePNG(context.Background(), io.Discard, img, convert.Options{}); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})

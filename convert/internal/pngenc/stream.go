@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"image"
-	"sync"
-
 	"io"
+	"sync"
 )
 
 // StreamEncoder writes an opaque 8-bit image as a PNG from rows handed to it a strip at a
@@ -39,7 +38,8 @@ type StreamEncoder struct {
 	wdone   chan struct{}
 	wg      sync.WaitGroup
 	werr    error // set by the writer goroutine before it closes stop or wdone
-	closed  bool
+	closed  bool  // WriteRows refuses rows: Close was called or a band failed
+	ended   bool  // Close was called
 	adler   uint32
 	free    chan []byte // band buffers back from the workers, reused
 }
@@ -102,8 +102,9 @@ func StreamMemory(width, height int, gray bool, o *Options) int64 {
 	return int64(2*nw+1)*band*2 + int64(nw)*(band+2*flateState) + idatSize
 }
 
-// errEncoderFailed is returned by WriteRows after the encoder stopped for an earlier error.
-var errEncoderFailed = errors.New("pngenc: the encoder stopped after an earlier error")
+// errEncoderFailed is returned by WriteRows after the encoder stopped for an earlier error or
+// was closed, and by a second Close.
+var errEncoderFailed = errors.New("pngenc: the encoder was closed or stopped after an earlier error")
 
 // WriteRows appends the rows of m, full-width rows following those written before: an
 // *image.Gray for a gray encoder, else an *image.RGBA or *image.NRGBA of opaque pixels.
@@ -255,9 +256,13 @@ func (e *StreamEncoder) write() {
 
 // Close waits for the bands in flight and, when every row was written without error, ends the
 // PNG. It returns the first error of the encoder, or an error when rows are missing. It must
-// be called once, also after an error, so the encoder's goroutines end.
+// be called, also after an error, so the encoder's goroutines end; later calls return
+// errEncoderFailed.
 func (e *StreamEncoder) Close() error {
-	e.closed = true
+	if e.ended {
+		return errEncoderFailed
+	}
+	e.ended, e.closed = true, true
 	close(e.pending)
 	e.wg.Wait()
 	<-e.wdone

@@ -237,3 +237,28 @@ func TestStreamEncoder_CancelWhileOutputBlocks(t *testing.T) {
 	}
 	waitGoroutines(t, before)
 }
+
+// A second Close returns an error instead of panicking, and WriteRows after Close refuses.
+func TestStreamEncoder_CloseTwice(t *testing.T) {
+	var buf bytes.Buffer
+	e, err := NewStreamEncoder(context.Background(), &buf, 4, 2, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.WriteRows(image.NewGray(image.Rect(0, 0, 4, 2))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n := buf.Len()
+	if err := e.Close(); !errors.Is(err, errEncoderFailed) {
+		t.Errorf("second Close: %v, want errEncoderFailed", err)
+	}
+	if err := e.WriteRows(image.NewGray(image.Rect(0, 0, 4, 1))); !errors.Is(err, errEncoderFailed) {
+		t.Errorf("WriteRows after Close: %v, want errEncoderFailed", err)
+	}
+	if buf.Len() != n {
+		t.Errorf("%d bytes written after Close", buf.Len()-n)
+	}
+}
