@@ -9,6 +9,8 @@
 #   big-jpeg-800    12 MP JPEG -> 800 px wide PNG          vipsthumbnail, IM -resize
 #   small-jpeg-250  1 MP JPEG -> 250 px wide PNG           vipsthumbnail, IM -resize
 #   small-jpeg-webp 1 MP JPEG -> WebP q85                  vips copy, IM convert
+#   huge-tiff-png   100 MP uncompressed RGB TIFF -> PNG    vips copy, IM convert  (not in the default ROWS)
+#   huge-ppm-png    100 MP binary PPM -> PNG               vips copy, IM convert  (not in the default ROWS)
 #
 #   bench/images21.sh [OUTDIR]       # default /tmp/convsvc-bench-images21; report in OUTDIR/report.md
 #
@@ -51,7 +53,9 @@ I=$OUT/img
 [ -s "$I/small.jpg" ] || "$B/genimg" -w 1000 -h 1000 -o "$I/small"
 [ -s "$I/big.tif" ] || vips copy "$I/big.png" "$I/big.tif"
 case " $ROWS " in *" big-tiled-jpeg "*) [ -s "$I/big-tiled.tif" ] || vips copy "$I/big.png" "$I/big-tiled.tif[tile,tile-width=256,tile-height=256,compression=deflate,predictor=horizontal]" ;; esac
-case " $ROWS " in *" huge-png-jpeg "*) [ -s "$I/huge.png" ] || "$B/genimg" -w 10000 -h 10000 -o "$I/huge" ;; esac
+case " $ROWS " in *" huge-"*) [ -s "$I/huge.png" ] || "$B/genimg" -w 10000 -h 10000 -o "$I/huge" ;; esac
+case " $ROWS " in *" huge-tiff-png "*) [ -s "$I/huge.tif" ] || vips copy "$I/huge.png" "$I/huge.tif" ;; esac
+case " $ROWS " in *" huge-ppm-png "*) [ -s "$I/huge.ppm" ] || vips copy "$I/huge.png" "$I/huge.ppm" ;; esac
 
 {
 	echo "date: $(date -u +%FT%TZ)"
@@ -80,6 +84,13 @@ for row in $ROWS; do
 		cmd[vips]="vips copy $I/big-tiled.tif $O/$row-vips.jpg[Q=85]"
 		cmd[im]="$IM $I/big-tiled.tif -quality 85 $O/$row-im.jpg"
 		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 tiff jpeg $I/big-tiled.tif $O/$row-before.jpg" ;;
+	huge-tiff-png | huge-ppm-png)
+		ext=tif from=tiff
+		[ "$row" = huge-ppm-png ] && ext=ppm from=ppm
+		cmd[convsvc]="$B/convbench $from png $I/huge.$ext $O/$row-convsvc.png"
+		cmd[vips]="vips copy $I/huge.$ext $O/$row-vips.png"
+		cmd[im]="$IM $I/huge.$ext $O/$row-im.png"
+		[ -z "$BEFORE" ] || cmd[before]="$BEFORE $from png $I/huge.$ext $O/$row-before.png" ;;
 	big-jpeg-800 | small-jpeg-250)
 		src=$I/big.jpg w=800
 		[ "$row" = small-jpeg-250 ] && src=$I/small.jpg w=250

@@ -273,35 +273,14 @@ func (wk *worker) writer(comp Compressor, level int, dst io.Writer) (flateWriter
 // Encode writes m as a PNG to w. It returns ErrUnsupported (wrapped) for image types other
 // than *image.RGBA, *image.NRGBA and *image.Gray. It stops soon after ctx is done.
 func Encode(ctx context.Context, w io.Writer, m image.Image, o *Options) error {
-	var opt Options
-	if o != nil {
-		opt = *o
-	}
-	if opt.Level == 0 {
-		opt.Level = DefaultLevel
-	}
-	if opt.Level < 1 || opt.Level > 9 {
-		return fmt.Errorf("pngenc: level %d is not 1 to 9", opt.Level)
-	}
-	if opt.Filter < FilterAuto || opt.Filter > FilterMinSAD {
-		return fmt.Errorf("pngenc: unknown filter %d", opt.Filter)
-	}
 	l, err := newLayout(m)
 	if err != nil {
 		return err
 	}
-	nw := opt.Workers
-	if nw <= 0 {
-		nw = runtime.GOMAXPROCS(0)
+	opt, nw, rows, err := plan(o, l)
+	if err != nil {
+		return err
 	}
-	rows := opt.BandRows
-	if rows <= 0 {
-		// About 2 MiB of filtered bytes per band (each band restarts deflate's window, which
-		// costs 1-2% of size at 64 rows of a 4000-pixel photo), but at least 4 bands per
-		// worker so the cores stay busy to the end, and at least 16 rows.
-		rows = max(16, min((2<<20)/(l.rowLen+1), (l.h+4*nw-1)/(4*nw)))
-	}
-	rows = min(rows, l.h)
 
 	cw := &chunkWriter{w: w}
 	cw.writeHeader(l)
@@ -377,6 +356,37 @@ func Encode(ctx context.Context, w io.Writer, m image.Image, o *Options) error {
 	cw.flushIDAT()
 	cw.chunk("IEND", nil)
 	return cw.err
+}
+
+// plan checks o (nil is the zero value) and returns it with its defaults filled in, the number
+// of workers and the rows per band for an image of layout l. Encode and StreamEncoder share it,
+// so both cut the same bands and write the same bytes.
+func plan(o *Options, l *layout) (opt Options, nw, rows int, err error) {
+	if o != nil {
+		opt = *o
+	}
+	if opt.Level == 0 {
+		opt.Level = DefaultLevel
+	}
+	if opt.Level < 1 || opt.Level > 9 {
+		return opt, 0, 0, fmt.Errorf("pngenc: level %d is not 1 to 9", opt.Level)
+	}
+	if opt.Filter < FilterAuto || opt.Filter > FilterMinSAD {
+		return opt, 0, 0, fmt.Errorf("pngenc: unknown filter %d", opt.Filter)
+	}
+	nw = opt.Workers
+	if nw <= 0 {
+		nw = runtime.GOMAXPROCS(0)
+	}
+	rows = opt.BandRows
+	if rows <= 0 {
+		// About 2 MiB of filtered bytes per band (each band restarts deflate's window, which
+		// costs 1-2% of size at 64 rows of a 4000-pixel photo), but at least 4 bands per
+		// worker so the cores stay busy to the end, and at least 16 rows.
+		rows = max(16, min((2<<20)/(l.rowLen+1), (l.h+4*nw-1)/(4*nw)))
+	}
+	rows = min(rows, l.h)
+	return opt, nw, rows, nil
 }
 
 // zlibFlag is the FLG byte compress/zlib writes for level, with its check bits.
