@@ -8,6 +8,8 @@
 #   big-jpeg-800    12 MP JPEG -> 800 px wide PNG          vipsthumbnail, IM -resize
 #   small-jpeg-250  1 MP JPEG -> 250 px wide PNG           vipsthumbnail, IM -resize
 #   small-jpeg-webp 1 MP JPEG -> WebP q85                  vips copy, IM convert
+#   big-png-800     12 MP PNG -> 800 px wide JPEG q85      vipsthumbnail, IM -resize
+#   huge-png-800    100 MP PNG -> 800 px wide JPEG q85     vipsthumbnail, IM -resize
 #
 #   bench/images21.sh [OUTDIR]       # default /tmp/convsvc-bench-images21; report in OUTDIR/report.md
 #
@@ -20,7 +22,7 @@ set -euo pipefail
 set -f # vips option suffixes like out.jpg[Q=85] are not globs
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/convsvc-bench-images21}
-ROWS=${ROWS:-huge-png-jpeg big-tiff-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp}
+ROWS=${ROWS:-huge-png-jpeg big-tiff-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp big-png-800 huge-png-800}
 PASSES=${PASSES:-2}
 RUNS=${RUNS:-3}
 RSS_RUNS=${RSS_RUNS:-3}
@@ -49,7 +51,7 @@ I=$OUT/img
 [ -s "$I/big.jpg" ] || "$B/genimg" -w 4000 -h 3000 -o "$I/big"
 [ -s "$I/small.jpg" ] || "$B/genimg" -w 1000 -h 1000 -o "$I/small"
 [ -s "$I/big.tif" ] || vips copy "$I/big.png" "$I/big.tif"
-case " $ROWS " in *" huge-png-jpeg "*) [ -s "$I/huge.png" ] || "$B/genimg" -w 10000 -h 10000 -o "$I/huge" ;; esac
+case " $ROWS " in *" huge-png-jpeg "* | *" huge-png-800 "*) [ -s "$I/huge.png" ] || "$B/genimg" -w 10000 -h 10000 -o "$I/huge" ;; esac
 
 {
 	echo "date: $(date -u +%FT%TZ)"
@@ -88,6 +90,12 @@ for row in $ROWS; do
 		cmd[vips]="vips copy $I/small.jpg $O/$row-vips.webp[Q=85]"
 		cmd[im]="$IM $I/small.jpg -quality 85 $O/$row-im.webp"
 		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 jpeg webp $I/small.jpg $O/$row-before.webp" ;;
+	big-png-800 | huge-png-800) # strips decoded straight into the resampler (stripscale)
+		src=$I/${row%%-*}.png
+		cmd[convsvc]="$B/convbench -q 85 -width 800 png jpeg $src $O/$row-convsvc.jpg"
+		cmd[vips]="vipsthumbnail $src -s 800 -o $O/$row-vips.jpg[Q=85]"
+		cmd[im]="$IM $src -resize 800x -quality 85 $O/$row-im.jpg"
+		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 -width 800 png jpeg $src $O/$row-before.jpg" ;;
 	*) echo "unknown row $row" >&2; exit 2 ;;
 	esac
 	order=("${!cmd[@]}")
