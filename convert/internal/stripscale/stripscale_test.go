@@ -168,8 +168,8 @@ func TestScaler_SameAsDraw(t *testing.T) {
 		{1000, 7, image.Rectangle{}, 13, 1},              // one row out
 		{3, 1000, image.Rect(1, 10, 3, 990), 1, 1},       // one pixel out
 		{260, 130, image.Rect(1, 3, 259, 128), 129, 62},  // odd crop
-		{900, 600, image.Rectangle{}, 800, 533},          // small downscale
-		{2000, 1500, image.Rectangle{}, 100, 75},         // 20x: wide kernel
+		{450, 300, image.Rectangle{}, 400, 266},          // small downscale
+		{1000, 600, image.Rectangle{}, 50, 30},           // 20x: wide kernel
 	}
 	kinds := []string{"gray", "rgba", "rgba-premul", "nrgba", "paletted", "paletted-short", "gray16"}
 	for i, c := range cases {
@@ -273,4 +273,26 @@ func BenchmarkDrawScale(b *testing.B) {
 	for b.Loop() {
 		draw.CatmullRom.Scale(dst, dst.Bounds(), m, m.Bounds(), draw.Src, nil)
 	}
+}
+
+// FuzzScaler checks random sizes, crops and strip heights against draw.CatmullRom.Scale.
+func FuzzScaler(f *testing.F) {
+	f.Add(uint64(1), uint8(0), uint8(40), uint8(30), uint8(10), uint8(7), uint8(0), uint8(0), uint8(0), uint8(0), uint8(5))
+	f.Add(uint64(2), uint8(3), uint8(9), uint8(60), uint8(20), uint8(2), uint8(1), uint8(5), uint8(2), uint8(3), uint8(1))
+	f.Fuzz(func(t *testing.T, seed uint64, kind, sw, sh, dw, dh, x0, y0, x1, y1, stripH uint8) {
+		kinds := []string{"gray", "rgba", "rgba-premul", "nrgba", "paletted", "paletted-short", "gray16"}
+		w, h := int(sw)%64+1, int(sh)%64+1
+		sr := image.Rect(int(x0)%w, int(y0)%h, w-int(x1)%w, h-int(y1)%h).Canon()
+		if sr.Empty() {
+			sr = image.Rect(0, 0, w, h)
+		}
+		tw, th := int(dw)%64+1, int(dh)%64+1
+		m := noisy(kinds[int(kind)%len(kinds)], w, h, seed)
+		want := image.NewNRGBA(image.Rect(0, 0, tw, th))
+		draw.CatmullRom.Scale(want, want.Bounds(), m, sr, draw.Src, nil)
+		got := stream(t, m, sr, tw, th, int(stripH)%70+1)
+		if !bytes.Equal(got.Pix, want.Pix) {
+			t.Fatalf("%dx%d %v -> %dx%d: %d bytes differ", w, h, sr, tw, th, diff(got.Pix, want.Pix))
+		}
+	})
 }
