@@ -129,6 +129,8 @@ type Scaler struct {
 	y               int            // the next source row Write expects, in source coordinates
 	started         bool           // Write has had rows
 	pal             []color.RGBA64 // the palette of the last *image.Paletted strip, converted
+	px              [][4]float64   // the current row's pixels in sr, as the horizontal pass weighs them
+	gray            []float64      // the same for a gray row
 	palOf           color.Palette
 }
 
@@ -194,7 +196,7 @@ func RingRows(dw, dh int, sr image.Rectangle) int {
 
 // Memory is the bytes a Scaler holds besides its target: the ring and the weights.
 func (z *Scaler) Memory() int64 {
-	return int64(len(z.ring))*int64(z.dw)*32 + int64(len(z.h.contribs)+len(z.v.contribs))*16 +
+	return int64(len(z.ring))*int64(z.dw)*32 + int64(z.sr.Dx())*32 + int64(len(z.h.contribs)+len(z.v.contribs))*16 +
 		int64(len(z.h.sources)+len(z.v.sources))*24 + int64(len(z.hiEff))*8
 }
 
@@ -229,59 +231,50 @@ func (z *Scaler) Write(m image.Image) error {
 	return nil
 }
 
-// horizontal resamples source row y of m into row, as draw's scaleX_* for m's type do.
+// horizontal resamples source row y of m into row, as draw's scaleX_* for m's type do: the
+// row's pixels in sr are converted once to the float64 values those functions weigh (each
+// is exact, so the sums are theirs), then every target column sums its contributions.
 func (z *Scaler) horizontal(row [][4]float64, m image.Image, y int) {
-	minX := z.sr.Min.X
-	switch m := m.(type) {
-	case *image.Gray:
-		pix := m.Pix[(y-m.Rect.Min.Y)*m.Stride:]
-		off := minX - m.Rect.Min.X
+	minX, n := z.sr.Min.X, z.sr.Dx()
+	if g, ok := m.(*image.Gray); ok {
+		i := (y-g.Rect.Min.Y)*g.Stride + minX - g.Rect.Min.X
+		pix := g.Pix[i : i+n]
+		if z.gray == nil {
+			z.gray = make([]float64, n)
+		}
+		f := z.gray[:n]
+		for x, v := range pix {
+			f[x] = float64(uint32(v) * 0x101)
+		}
 		for t, s := range z.h.sources {
 			var pr float64
 			for _, c := range z.h.contribs[s.i:s.j] {
-				pru := uint32(pix[off+int(c.coord)]) * 0x101
-				pr += float64(float64(pru) * c.weight)
+				pr += float64(f[c.coord] * c.weight)
 			}
 			pr *= s.invTotalWeightFFFF
 			row[t] = [4]float64{pr, pr, pr, 1}
 		}
+		return
+	}
+	if z.px == nil {
+		z.px = make([][4]float64, n)
+	}
+	f := z.px[:n]
+	switch m := m.(type) {
 	case *image.NRGBA:
-		pix := m.Pix[(y-m.Rect.Min.Y)*m.Stride:]
-		off := minX - m.Rect.Min.X
-		for t, s := range z.h.sources {
-			var pr, pg, pb, pa float64
-			for _, c := range z.h.contribs[s.i:s.j] {
-				pi := (off + int(c.coord)) * 4
-				p := pix[pi : pi+4 : pi+4]
-				pau := uint32(p[3]) * 0x101
-				pru := uint32(p[0]) * pau / 0xff
-				pgu := uint32(p[1]) * pau / 0xff
-				pbu := uint32(p[2]) * pau / 0xff
-				pr += float64(float64(pru) * c.weight)
-				pg += float64(float64(pgu) * c.weight)
-				pb += float64(float64(pbu) * c.weight)
-				pa += float64(float64(pau) * c.weight)
-			}
-			row[t] = [4]float64{pr * s.invTotalWeightFFFF, pg * s.invTotalWeightFFFF, pb * s.invTotalWeightFFFF, pa * s.invTotalWeightFFFF}
+		i := (y-m.Rect.Min.Y)*m.Stride + (minX-m.Rect.Min.X)*4
+		pix := m.Pix[i : i+4*n]
+		for x := range f {
+			p := pix[4*x : 4*x+4 : 4*x+4]
+			pau := uint32(p[3]) * 0x101
+			f[x] = [4]float64{float64(uint32(p[0]) * pau / 0xff), float64(uint32(p[1]) * pau / 0xff), float64(uint32(p[2]) * pau / 0xff), float64(pau)}
 		}
 	case *image.RGBA:
-		pix := m.Pix[(y-m.Rect.Min.Y)*m.Stride:]
-		off := minX - m.Rect.Min.X
-		for t, s := range z.h.sources {
-			var pr, pg, pb, pa float64
-			for _, c := range z.h.contribs[s.i:s.j] {
-				pi := (off + int(c.coord)) * 4
-				p := pix[pi : pi+4 : pi+4]
-				pru := uint32(p[0]) * 0x101
-				pgu := uint32(p[1]) * 0x101
-				pbu := uint32(p[2]) * 0x101
-				pau := uint32(p[3]) * 0x101
-				pr += float64(float64(pru) * c.weight)
-				pg += float64(float64(pgu) * c.weight)
-				pb += float64(float64(pbu) * c.weight)
-				pa += float64(float64(pau) * c.weight)
-			}
-			row[t] = [4]float64{pr * s.invTotalWeightFFFF, pg * s.invTotalWeightFFFF, pb * s.invTotalWeightFFFF, pa * s.invTotalWeightFFFF}
+		i := (y-m.Rect.Min.Y)*m.Stride + (minX-m.Rect.Min.X)*4
+		pix := m.Pix[i : i+4*n]
+		for x := range f {
+			p := pix[4*x : 4*x+4 : 4*x+4]
+			f[x] = [4]float64{float64(uint32(p[0]) * 0x101), float64(uint32(p[1]) * 0x101), float64(uint32(p[2]) * 0x101), float64(uint32(p[3]) * 0x101)}
 		}
 	case *image.Paletted:
 		// What Paletted.RGBA64At returns for each index, converted once per palette.
@@ -294,48 +287,44 @@ func (z *Scaler) horizontal(row [][4]float64, m image.Image, y int) {
 			z.palOf = m.Palette
 		}
 		if len(z.pal) < 256 {
-			z.rgba64Row(row, m, y)
-			return
+			z.rgba64Row(f, m, y)
+			break
 		}
-		pix := m.Pix[(y-m.Rect.Min.Y)*m.Stride:]
-		off := minX - m.Rect.Min.X
-		for t, s := range z.h.sources {
-			var pr, pg, pb, pa float64
-			for _, c := range z.h.contribs[s.i:s.j] {
-				pu := z.pal[pix[off+int(c.coord)]]
-				pr += float64(float64(pu.R) * c.weight)
-				pg += float64(float64(pu.G) * c.weight)
-				pb += float64(float64(pu.B) * c.weight)
-				pa += float64(float64(pu.A) * c.weight)
-			}
-			row[t] = [4]float64{pr * s.invTotalWeightFFFF, pg * s.invTotalWeightFFFF, pb * s.invTotalWeightFFFF, pa * s.invTotalWeightFFFF}
+		i := (y-m.Rect.Min.Y)*m.Stride + minX - m.Rect.Min.X
+		pix := m.Pix[i : i+n]
+		for x, v := range pix {
+			pu := z.pal[v]
+			f[x] = [4]float64{float64(pu.R), float64(pu.G), float64(pu.B), float64(pu.A)}
 		}
 	default:
-		z.rgba64Row(row, m, y)
+		z.rgba64Row(f, m, y)
 	}
-}
-
-// rgba64Row is draw's scaleX_RGBA64Image for one row (scaleX_Image for an image without
-// RGBA64At).
-func (z *Scaler) rgba64Row(row [][4]float64, m image.Image, y int) {
-	m64, _ := m.(image.RGBA64Image)
 	for t, s := range z.h.sources {
 		var pr, pg, pb, pa float64
 		for _, c := range z.h.contribs[s.i:s.j] {
-			x := z.sr.Min.X + int(c.coord)
-			var pu color.RGBA64
-			if m64 != nil {
-				pu = m64.RGBA64At(x, y)
-			} else {
-				r, g, b, a := m.At(x, y).RGBA()
-				pu = color.RGBA64{uint16(r), uint16(g), uint16(b), uint16(a)}
-			}
-			pr += float64(float64(pu.R) * c.weight)
-			pg += float64(float64(pu.G) * c.weight)
-			pb += float64(float64(pu.B) * c.weight)
-			pa += float64(float64(pu.A) * c.weight)
+			p := &f[c.coord]
+			pr += float64(p[0] * c.weight)
+			pg += float64(p[1] * c.weight)
+			pb += float64(p[2] * c.weight)
+			pa += float64(p[3] * c.weight)
 		}
 		row[t] = [4]float64{pr * s.invTotalWeightFFFF, pg * s.invTotalWeightFFFF, pb * s.invTotalWeightFFFF, pa * s.invTotalWeightFFFF}
+	}
+}
+
+// rgba64Row converts the sr part of row y of m as draw's scaleX_RGBA64Image reads it
+// (scaleX_Image for an image without RGBA64At).
+func (z *Scaler) rgba64Row(f [][4]float64, m image.Image, y int) {
+	m64, _ := m.(image.RGBA64Image)
+	for x := range f {
+		var pu color.RGBA64
+		if m64 != nil {
+			pu = m64.RGBA64At(z.sr.Min.X+x, y)
+		} else {
+			r, g, b, a := m.At(z.sr.Min.X+x, y).RGBA()
+			pu = color.RGBA64{uint16(r), uint16(g), uint16(b), uint16(a)}
+		}
+		f[x] = [4]float64{float64(pu.R), float64(pu.G), float64(pu.B), float64(pu.A)}
 	}
 }
 
