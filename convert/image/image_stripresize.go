@@ -20,20 +20,20 @@ const stripResizeBuffers = 3
 // stripResizeBytes is about the size of one decoded strip of a strip resize.
 const stripResizeBytes = 256 << 10
 
-// stripResizeHeight is the height of a strip resize's strips for an image of width w whose
-// decoded pixels have bpp bytes: about stripResizeBytes, at least one row.
-func stripResizeHeight(w, bpp int) int {
-	return max(1, min(256, stripResizeBytes/max(1, w*bpp)))
+// stripResizeHeight is the height of a strip resize's strips for a w x h image whose decoded
+// pixels have bpp bytes: about stripResizeBytes, at least one row, at most the image.
+func stripResizeHeight(w, h, bpp int) int {
+	return max(1, min(256, h, stripResizeBytes/max(1, w*bpp)))
 }
 
 // stripResizeCost is what a strip resize holds besides the target and its encoder, in bytes:
 // the strip buffers, stripscale's ring and weights, and the decoder's own buffers (the
 // inflater's window, a row or two).
-func stripResizeCost(sw, bpp, dw, dh int, box image.Rectangle) int64 {
-	sh := stripResizeHeight(sw, bpp)
+func stripResizeCost(sw, sh, bpp, dw, dh int, box image.Rectangle) int64 {
+	rows := stripResizeHeight(sw, sh, bpp)
 	ring := int64(stripscale.RingRows(dw, dh, box)) * int64(dw) * 32
 	weights := int64(dw+dh)*24 + (int64(box.Dx())+int64(box.Dy()))*4*16
-	return stripResizeBuffers*int64(sw)*int64(sh)*int64(bpp) + ring + weights + 1<<20
+	return stripResizeBuffers*int64(sw)*int64(rows)*int64(bpp) + ring + weights + 1<<20
 }
 
 // stripResize resizes a PNG, binary 8-bit PGM/PPM or baseline striped TIFF to a smaller
@@ -98,7 +98,7 @@ func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 			"input is not a valid %s file (its size is inconsistent)", src.Name)
 	}
 	bpp := d.BytesPerPixel()
-	est := memoryEstimate(src, dst, 1, 0, int64(dw)*int64(dh), true, webpLossless(opts)) + stripResizeCost(cfg.Width, bpp, dw, dh, box)
+	est := memoryEstimate(src, dst, 1, 0, int64(dw)*int64(dh), true, webpLossless(opts)) + stripResizeCost(cfg.Width, cfg.Height, bpp, dw, dh, box)
 	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 	if err := c.AcquireMemory(ctx, est, what); err != nil {
 		return true, err
@@ -134,7 +134,7 @@ func resizeStrips(ctx, dctx context.Context, stop context.CancelFunc, d stripDec
 		return nil, err
 	}
 	b := d.Bounds()
-	sh := stripResizeHeight(b.Dx(), d.BytesPerPixel())
+	sh := stripResizeHeight(b.Dx(), b.Dy(), d.BytesPerPixel())
 	bufLen := d.BytesPerPixel() * b.Dx() * sh
 	free := make(chan []byte, stripResizeBuffers)
 	for range stripResizeBuffers {

@@ -194,7 +194,7 @@ func TestStripResize_MemoryBudget(t *testing.T) {
 	const w, h = 3000, 2000
 	png, jpg := CodecByID("png"), CodecByID("jpeg")
 	whole := memoryEstimate(png, jpg, 1, w*h, w*h/4, true, false)
-	strip := memoryEstimate(png, jpg, 1, 0, w*h/4, true, false) + stripResizeCost(w, 4, w/2, h/2, image.Rect(0, 0, w, h))
+	strip := memoryEstimate(png, jpg, 1, 0, w*h/4, true, false) + stripResizeCost(w, h, 4, w/2, h/2, image.Rect(0, 0, w, h))
 	if strip*2 > whole {
 		t.Fatalf("strip estimate %d MiB is not well under the whole-image %d MiB", strip>>20, whole>>20)
 	}
