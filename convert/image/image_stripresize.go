@@ -27,12 +27,12 @@ func stripResizeHeight(w, h, bpp int) int {
 }
 
 // stripResizeCost is what a strip resize holds besides the target and its encoder, in bytes:
-// the strip buffers, stripscale's ring and weights, and the decoder's own buffers (the
-// inflater's window, a row or two).
+// the strip buffers, stripscale's ring, weights and converted source row, and the decoder's
+// own buffers (the inflater's window, a row or two).
 func stripResizeCost(sw, sh, bpp, dw, dh int, box image.Rectangle) int64 {
 	rows := stripResizeHeight(sw, sh, bpp)
 	ring := int64(stripscale.RingRows(dw, dh, box)) * int64(dw) * 32
-	weights := int64(dw+dh)*24 + (int64(box.Dx())+int64(box.Dy()))*4*16
+	weights := int64(dw+dh)*24 + (int64(box.Dx())+int64(box.Dy()))*4*16 + int64(box.Dx())*32
 	return stripResizeBuffers*int64(sw)*int64(rows)*int64(bpp) + ring + weights + 1<<20
 }
 
