@@ -194,12 +194,6 @@ func RingRows(dw, dh int, sr image.Rectangle) int {
 	return len(z.ring)
 }
 
-// Memory is the bytes a Scaler holds besides its target: the ring and the weights.
-func (z *Scaler) Memory() int64 {
-	return int64(len(z.ring))*int64(z.dw)*32 + int64(z.sr.Dx())*32 + int64(len(z.h.contribs)+len(z.v.contribs))*16 +
-		int64(len(z.h.sources)+len(z.v.sources))*24 + int64(len(z.hiEff))*8
-}
-
 // Done reports whether every target row has been written.
 func (z *Scaler) Done() bool { return z.nextDst == int32(len(z.v.sources)) }
 
