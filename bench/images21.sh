@@ -11,6 +11,8 @@
 #   small-jpeg-webp 1 MP JPEG -> WebP q85                  vips copy, IM convert
 #   huge-tiff-png   100 MP uncompressed RGB TIFF -> PNG    vips copy, IM convert  (not in the default ROWS)
 #   huge-ppm-png    100 MP binary PPM -> PNG               vips copy, IM convert  (not in the default ROWS)
+#   big-png-800     12 MP PNG -> 800 px wide JPEG q85      vipsthumbnail, IM -resize
+#   huge-png-800    100 MP PNG -> 800 px wide JPEG q85     vipsthumbnail, IM -resize
 #
 #   bench/images21.sh [OUTDIR]       # default /tmp/convsvc-bench-images21; report in OUTDIR/report.md
 #
@@ -23,7 +25,7 @@ set -euo pipefail
 set -f # vips option suffixes like out.jpg[Q=85] are not globs
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/convsvc-bench-images21}
-ROWS=${ROWS:-huge-png-jpeg big-tiff-jpeg big-tiled-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp}
+ROWS=${ROWS:-huge-png-jpeg big-tiff-jpeg big-tiled-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp big-png-800 huge-png-800}
 PASSES=${PASSES:-2}
 RUNS=${RUNS:-3}
 RSS_RUNS=${RSS_RUNS:-3}
@@ -106,6 +108,12 @@ for row in $ROWS; do
 		cmd[vips]="vips copy $I/small.jpg $O/$row-vips.webp[Q=85]"
 		cmd[im]="$IM $I/small.jpg -quality 85 $O/$row-im.webp"
 		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 jpeg webp $I/small.jpg $O/$row-before.webp" ;;
+	big-png-800 | huge-png-800) # strips decoded straight into the resampler (stripscale)
+		src=$I/${row%%-*}.png
+		cmd[convsvc]="$B/convbench -q 85 -width 800 png jpeg $src $O/$row-convsvc.jpg"
+		cmd[vips]="vipsthumbnail $src -s 800 -o $O/$row-vips.jpg[Q=85]"
+		cmd[im]="$IM $src -resize 800x -quality 85 $O/$row-im.jpg"
+		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 -width 800 png jpeg $src $O/$row-before.jpg" ;;
 	*) echo "unknown row $row" >&2; exit 2 ;;
 	esac
 	order=("${!cmd[@]}")

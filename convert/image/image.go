@@ -226,6 +226,10 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts, losses, func() { warnAlpha(src, dst, p) }); handled {
 				return err
 			}
+			// A PNG, PPM or TIFF made smaller is resampled as its strips are decoded.
+			if handled, err := stripResize(ctx, c, in, out, src, dst, cfg, opts, losses, func(img image.Image) { reportAlpha(img, src, dst, p) }); handled {
+				return err
+			}
 		}
 		// Shrink-on-load: a JPEG resized to at most half its size is decoded at 1/2, 1/4 or
 		// 1/8 scale, and the budget is charged for what that decode holds.

@@ -174,7 +174,8 @@ func TestStreamTIFFToJPEG_MemoryBudget(t *testing.T) {
 	if got, _ := c.MemoryUse(); got != 0 {
 		t.Errorf("budget in use %d after the conversion", got)
 	}
-	_, err := c.Convert(context.Background(), "tiff", "jpeg", convert.Options{Width: w - 1}, openFile(t, src), io.Discard, t.TempDir())
+	// An enlargement converts the whole image (a reduction is resampled strip by strip).
+	_, err := c.Convert(context.Background(), "tiff", "jpeg", convert.Options{Width: w + 1}, openFile(t, src), io.Discard, t.TempDir())
 	var ce *convert.Error
 	if !errors.As(err, &ce) || !strings.Contains(ce.Message, "conversion memory budget") {
 		t.Errorf("resize: err = %v, want the budget exceeded", err)
