@@ -3,13 +3,13 @@
 // predictor 1 or 2. Every file it accepts decodes to exactly the pixels golang.org/x/image/tiff
 // gives it, and fails where x/image/tiff fails: the header is read by x/image/tiff's rules
 // (the same tags, types, limits and defaults), each strip through the same decompressors and
-// the same LimitReader, read to its end. A file outside that subset (tiles, 1- or 16-bit
+// the same LimitReader, read to its end (deflate through convert/internal/inflate, with
+// compress/zlib's bytes and errors: see openDeflate). A file outside that subset (tiles, 1- or 16-bit
 // samples, palettes, CCITT or PackBits, anything unusual in the header) is left to
 // x/image/tiff: NewDecoder returns ok false.
 package tiffstrip
 
 import (
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -401,11 +401,11 @@ func (d *Decoder) openStrip(j int) error {
 		z := lzw.NewReader(sr, lzw.MSB, 8)
 		d.src, d.closer = io.LimitReader(z, limit), z
 	default:
-		z, err := zlib.NewReader(sr)
+		z, err := openDeflate(d.r, off, n, limit)
 		if err != nil {
 			return err
 		}
-		d.src, d.closer = io.LimitReader(z, limit), z
+		d.src, d.closer = z, z
 	}
 	d.strip = j
 	return nil
