@@ -12,13 +12,15 @@ import (
 // limit), with the same bytes and the same outcome, but inflates with convert/internal/inflate,
 // which takes 0.4-0.5x compress/zlib's time (docs/benchmarks.md, "Deflate TIFF strips").
 //
-// The two inflaters give the same bytes for every stream (FuzzDeflateStrip). They can differ
-// in where a broken stream stops: compress/flate keeps the bytes of a cut stored block and
-// reports an error together with the last bytes before it, inflate does neither, and their
-// flate.CorruptInputError offsets differ. So once inflate reports anything but a clean end,
-// or the limit is reached on a stream that fails right there, the strip is inflated again
-// with compress/zlib, the bytes already given are skipped, and the rest, error included, is
-// compress/zlib's: a broken strip costs a second inflate, a valid one none.
+// The two inflaters give the same bytes for every valid stream. They differ in where a broken
+// one stops: compress/flate keeps the bytes of a cut stored block, inflate does not; on other
+// cut streams inflate gives a few bytes more (compress/flate wants as many bits as the
+// end-of-block code has before it decodes any symbol); compress/zlib reports an error together
+// with the last bytes before it, inflate after them; and their flate.CorruptInputError
+// offsets differ. So once inflate reports anything but a clean end, or reaches the limit
+// without ending cleanly right there, the strip is inflated again with compress/zlib, the
+// bytes already given are skipped, and the rest, error included, is compress/zlib's: a broken
+// strip costs a second inflate, a valid one nothing. FuzzDeflateStrip checks it.
 func openDeflate(r io.ReaderAt, off, n, limit int64) (io.ReadCloser, error) {
 	z, err := inflate.NewReader(io.NewSectionReader(r, off, n))
 	if err != nil {
@@ -77,14 +79,15 @@ func (s *deflateStrip) Read(p []byte) (int, error) {
 	return s.rest.Read(p)
 }
 
-// atLimit decides what follows the limit. With more output past it, or a clean end at it,
-// nothing (io.LimitReader's EOF); a stream that fails right at the limit fails there with
-// compress/zlib only if compress/flate found the error before it handed over the last bytes,
-// which depends on its window: compress/zlib decides.
+// atLimit decides what follows the limit. After a clean end right at it, nothing (what
+// io.LimitReader gives too). Anything else is compress/zlib's to decide: a stream that fails
+// right at the limit fails there with compress/zlib only if compress/flate found the error
+// before it handed over the last bytes, which depends on its window; and a cut stream can
+// give inflate a few more bytes than compress/flate before the error, which would hide it
+// here. A valid strip never gets here (it ends before the limit), so this costs nothing.
 func (s *deflateStrip) atLimit() {
 	var b [1]byte
-	n, err := s.z.Read(b[:])
-	if n > 0 || err == io.EOF {
+	if n, err := s.z.Read(b[:]); n == 0 && err == io.EOF {
 		s.z.Close()
 		s.z = nil
 		return
@@ -103,7 +106,8 @@ func (s *deflateStrip) toZlib() {
 	}
 	s.zr = zr
 	lr := io.LimitReader(zr, s.limit)
-	if _, err := io.CopyN(io.Discard, lr, s.given); err != nil && err != io.EOF {
+	// Not io.CopyN, which drops an error that comes with the last byte it wanted.
+	if _, err := io.Copy(io.Discard, io.LimitReader(lr, s.given)); err != nil {
 		// compress/zlib reports the error with (or before) the bytes given: it is the answer
 		// to every later Read, as compress/zlib's sticky error would be.
 		s.rest = errReader{err}
