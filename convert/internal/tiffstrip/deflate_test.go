@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -370,4 +371,35 @@ func TestWriteDeflateSeeds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// FuzzDeflateTIFF decodes any input that tiffstrip takes as a deflate TIFF with tiffstrip
+// and x/image/tiff: the same image, or the same error message (FuzzStripDecode asks only
+// that both fail). Seeds: the deflate layouts of allLayouts, small.
+//
+//	go test ./convert/internal/tiffstrip -run XXX -fuzz FuzzDeflateTIFF -fuzztime 60s
+func FuzzDeflateTIFF(f *testing.F) {
+	for _, l := range allLayouts() {
+		if l.compression == cDeflate {
+			f.Add(buildTIFF(f, 5, 4, l, pixels(5, 4, l.samples)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := tiff.DecodeConfig(bytes.NewReader(data))
+		if err != nil || cfg.Width*cfg.Height > 1<<16 {
+			return
+		}
+		d, ok, err := NewDecoder(bytes.NewReader(data), int64(len(data)))
+		if !ok || err != nil || (d.compression != cDeflate && d.compression != cDeflateOld) {
+			return
+		}
+		want, werr := tiff.Decode(bytes.NewReader(data))
+		got, gerr := decodeStrips(d, 3)
+		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
+			t.Fatalf("error %q, x/image/tiff %q", gerr, werr)
+		}
+		if gerr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatal("pixels differ from x/image/tiff's")
+		}
+	})
 }
