@@ -349,7 +349,9 @@ func (d *Decoder) nextRow(dst []byte) error {
 		}
 		return err
 	}
-	if d.predictor {
+	if d.predictor && d.mode == mRGB {
+		predictRGB(dst, row)
+	} else if d.predictor {
 		n := d.samples
 		for i := n; i < len(row); i++ {
 			row[i] += row[i-n]
@@ -363,6 +365,9 @@ func (d *Decoder) nextRow(dst []byte) error {
 			dst[i] = 0xff - v
 		}
 	case mRGB:
+		if d.predictor {
+			break // predictRGB wrote dst
+		}
 		for x := range d.width {
 			dst[4*x], dst[4*x+1], dst[4*x+2], dst[4*x+3] = row[3*x], row[3*x+1], row[3*x+2], 0xff
 		}
