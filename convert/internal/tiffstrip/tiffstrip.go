@@ -4,13 +4,13 @@
 // (tiles.go), the padding of edge tiles cropped. Every file it accepts decodes to exactly the
 // pixels golang.org/x/image/tiff gives it, and fails where x/image/tiff fails: the header is
 // read by x/image/tiff's rules (the same tags, types, limits and defaults), each strip or tile
-// through the same decompressors and the same LimitReader, read to its end. A file outside
-// that subset (1- or 16-bit samples, palettes, CCITT or PackBits, anything unusual in the
-// header) is left to x/image/tiff: NewDecoder returns ok false.
+// through the same decompressors and the same LimitReader, read to its end (deflate strips
+// through convert/internal/inflate, with compress/zlib's bytes and errors: see openDeflate).
+// A file outside that subset (1- or 16-bit samples, palettes, CCITT or PackBits, anything
+// unusual in the header) is left to x/image/tiff: NewDecoder returns ok false.
 package tiffstrip
 
 import (
-	"compress/zlib"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -376,7 +376,9 @@ func (d *Decoder) nextRow(dst []byte) error {
 		}
 		return err
 	}
-	if d.predictor {
+	if d.predictor && d.mode == mRGB {
+		predictRGB(dst, row)
+	} else if d.predictor {
 		n := d.samples
 		for i := n; i < len(row); i++ {
 			row[i] += row[i-n]
@@ -390,6 +392,9 @@ func (d *Decoder) nextRow(dst []byte) error {
 			dst[i] = 0xff - v
 		}
 	case mRGB:
+		if d.predictor {
+			break // predictRGB wrote dst
+		}
 		for x := range d.width {
 			dst[4*x], dst[4*x+1], dst[4*x+2], dst[4*x+3] = row[3*x], row[3*x+1], row[3*x+2], 0xff
 		}
@@ -428,11 +433,11 @@ func (d *Decoder) openStrip(j int) error {
 		z := lzw.NewReader(sr, lzw.MSB, 8)
 		d.src, d.closer = io.LimitReader(z, limit), z
 	default:
-		z, err := zlib.NewReader(sr)
+		z, err := newDeflateReader(d.r, off, n, limit)
 		if err != nil {
 			return err
 		}
-		d.src, d.closer = io.LimitReader(z, limit), z
+		d.src, d.closer = z, z
 	}
 	d.strip = j
 	return nil
