@@ -65,6 +65,7 @@ func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 	r := newInputReader(dctx, in)
 	var d stripDecoder
 	var ok bool
+	var tiles int64 // a tiled TIFF's row of tiles (tileRowExtra)
 	err = GuardCodec(src.Name+" decoder", func() (err error) {
 		switch src.ID {
 		case "png":
@@ -81,6 +82,7 @@ func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 			var td *tiffstrip.Decoder
 			if td, ok, err = tiffstrip.NewDecoder(r, r.Size()); ok {
 				d = td
+				tiles, ok = tileRowExtra(td)
 			}
 		}
 		return err
@@ -98,7 +100,7 @@ func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 			"input is not a valid %s file (its size is inconsistent)", src.Name)
 	}
 	bpp := d.BytesPerPixel()
-	est := memoryEstimate(src, dst, 1, 0, int64(dw)*int64(dh), true, webpLossless(opts)) + stripResizeCost(cfg.Width, cfg.Height, bpp, dw, dh, box)
+	est := memoryEstimate(src, dst, 1, 0, int64(dw)*int64(dh), true, webpLossless(opts)) + stripResizeCost(cfg.Width, cfg.Height, bpp, dw, dh, box) + tiles
 	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 	if err := c.AcquireMemory(ctx, est, what); err != nil {
 		return true, err

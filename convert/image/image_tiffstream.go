@@ -43,6 +43,13 @@ func tiffStreamExtra(in *io.SectionReader) (extra int64, stream bool) {
 	if !ok || err != nil {
 		return 0, true
 	}
+	return tileRowExtra(d)
+}
+
+// tileRowExtra is what a strip consumer of d holds beyond its own strips: for a tiled file
+// the decoded row of tiles, one stored tile and the tile offsets (TileBufferBytes), 0 for a
+// striped file. stream is false when the row of tiles is more than half the image.
+func tileRowExtra(d *tiffstrip.Decoder) (extra int64, stream bool) {
 	if extra = d.TileBufferBytes(); extra > 0 && 2*d.RowsPerStrip() > d.Bounds().Dy() {
 		return 0, false
 	}

@@ -41,6 +41,7 @@ func streamToPNG(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 	r := newInputReader(ctx, in)
 	var d stripDecoder
 	opaque, ok := true, false
+	var tiles int64 // a tiled TIFF's row of tiles (tileRowExtra)
 	err = GuardCodec(src.Name+" decoder", func() error {
 		switch src.ID {
 		case "ppm":
@@ -51,6 +52,7 @@ func streamToPNG(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 			td, tok, err := tiffstrip.NewDecoder(r, r.Size())
 			if tok {
 				d, ok, opaque = td, true, td.Opaque()
+				tiles, ok = tileRowExtra(td)
 			}
 			return err
 		}
@@ -63,7 +65,7 @@ func streamToPNG(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 		return false, nil
 	}
 	_, gray := d.StripImage(nil, image.Rectangle{}).(*image.Gray)
-	est := BaseConversionMemory + streamPNGCost(b, gray, d.BytesPerPixel())
+	est := BaseConversionMemory + streamPNGCost(b, gray, d.BytesPerPixel()) + tiles
 	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 	if err := c.AcquireMemory(ctx, est, what); err != nil {
 		return true, err

@@ -196,8 +196,9 @@ func TestStreamToPNG_MemoryBudget(t *testing.T) {
 		}
 
 		refused := map[string]func() error{
+			// An enlargement: a reduction streams too (stripResize), under its own estimate.
 			"resize": func() error {
-				_, err := c.Convert(context.Background(), from, "png", convert.Options{Width: w - 1}, openFile(t, files[from]), io.Discard, t.TempDir())
+				_, err := c.Convert(context.Background(), from, "png", convert.Options{Width: w + 1}, openFile(t, files[from]), io.Discard, t.TempDir())
 				return err
 			},
 		}
