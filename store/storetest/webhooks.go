@@ -39,6 +39,7 @@ var webhookCases = []testCase{
 	{"WebhookDisableEndpoint", testWebhookDisable},
 	{"WebhookClaimsNeverDuplicate", testWebhookClaimsConcurrent},
 	{"WebhookTakenBackOnLastAttempt", testWebhookTakenBack},
+	{"WebhookExpiryPaths", testWebhookExpiryPaths},
 }
 
 func init() { cases = append(cases, webhookCases...) }
@@ -655,5 +656,81 @@ func testWebhookTakenBack(t *testing.T, newStore NewFunc) {
 	}
 	if n != 2 {
 		t.Fatalf("requeued job's deliveries after it succeeded = %d, want 2", n)
+	}
+}
+
+// testWebhookExpiryPaths: the paths that fail a job because it passed expires_at (a finish, a
+// requeue, a claim, the retention sweep that then deletes it) record one job.failed per
+// destination with code expired_or_exhausted, like any other failure, and the deliveries
+// outlive the deleted jobs; the sweep deleting a finished job records nothing more.
+func testWebhookExpiryPaths(t *testing.T, newStore NewFunc) {
+	const retention = 3 * time.Second
+	f := newFixture(t, newStore, Options{Retention: retention}, 100)
+	ep := f.endpoint("https://a.example/hook")
+	done := f.finishOK(f.create(1))
+	toFinish := f.start(f.create(1))
+	toRequeue := f.start(f.create(1))
+	for _, want := range []string{toFinish.ID, toRequeue.ID} {
+		if got := f.claim(); got.ID != want {
+			t.Fatalf("claimed %s, want %s", got.ID, want)
+		}
+	}
+	queued := f.start(f.create(1))
+	created := f.create(1)
+	deadline := time.Now().Add(waitBound)
+	for {
+		st, err := f.s.JobUploadState(created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st == store.UploadClosed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job upload state still %v %v after a %v retention", st, waitBound, retention)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ds := f.deliveries(); len(ds) != 1 {
+		t.Fatalf("deliveries after passing expires_at by itself: %+v", ds)
+	}
+
+	_, err := f.s.FinishJob(toFinish.ID, 1, success(1))
+	wantErr(t, err, store.ErrNotFound, "finish after expires_at")
+	if _, requeued, err := f.s.RequeueJob(toRequeue.ID, 1, 3, "disk full"); err != nil || requeued {
+		t.Fatalf("requeue after expires_at: %v %v", requeued, err)
+	}
+	if _, ok, err := f.s.ClaimJob(); err != nil || ok {
+		t.Fatalf("claim of an expired queued job: ok=%v err=%v", ok, err)
+	}
+	for {
+		d, more, err := f.s.ExpireJobs(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d) == 0 && !more {
+			break
+		}
+	}
+	want := map[string]string{"evt_" + done.ID + "_succeeded": "job.succeeded"}
+	for _, j := range []store.Job{toFinish, toRequeue, queued, created} {
+		want["evt_"+j.ID+"_failed"] = "job.failed"
+	}
+	ds := f.deliveries()
+	if len(ds) != len(want) {
+		t.Fatalf("%d deliveries, want %d (one per event): %+v", len(ds), len(want), ds)
+	}
+	for _, d := range ds {
+		if want[d.EventID] != d.EventType || d.ID != d.EventID+"."+ep.ID || d.State != store.DeliveryPending {
+			t.Fatalf("delivery %+v; want events %v", d, want)
+		}
+		delete(want, d.EventID)
+		var snap store.Job
+		if err := json.Unmarshal(d.Job, &snap); err != nil || "job."+snap.Status != d.EventType || snap.FinishedAt == nil {
+			t.Fatalf("snapshot of %s: %s (%v)", d.EventType, d.Job, err)
+		}
+		if snap.Status == store.StatusFailed && snap.ErrorCode != store.CodeExpiredOrExhausted {
+			t.Fatalf("expired job's snapshot has error code %q: %s", snap.ErrorCode, d.Job)
+		}
 	}
 }
