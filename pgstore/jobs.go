@@ -393,7 +393,8 @@ func (s *Store) Heartbeat(jobID string, attempt int) (bool, error) {
 
 // ReapExpiredLeases requeues the running jobs whose lease lapsed (their node stopped or
 // stalled), keeping their place in the queue, or fails them expired_or_exhausted once attempt
-// reached maxAttempts, releasing their cents in the same statement. Every node may run it.
+// reached maxAttempts, releasing their cents in the same statement; a failed job's webhook
+// deliveries are recorded in the same transaction, as finish records them. Every node may run it.
 func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
@@ -439,8 +440,9 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 			return err
 		}
 		if len(failed) > 0 {
-			// The failed jobs as this transaction left them, for the FinishHook.
-			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1)`, failed)
+			// The failed jobs as this transaction left them: their webhook events (one per
+			// destination, the same as finish records for any failure) and the FinishHook.
+			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, failed)
 			if err != nil {
 				return err
 			}
@@ -448,7 +450,13 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 			if err != nil {
 				return err
 			}
+			if len(jobs) != len(failed) {
+				return fmt.Errorf("read back %d of the %d jobs it failed", len(jobs), len(failed))
+			}
 			for _, job := range jobs {
+				if err := recordWebhookEvents(ctx, tx, job); err != nil {
+					return err
+				}
 				fin.add(job)
 			}
 		}

@@ -70,6 +70,9 @@ type Options struct {
 	IdempotencyTTL time.Duration
 	// OnFinished is the store's FinishHook (nil: none); the backend passes it to its Open.
 	OnFinished store.FinishHook
+	// Lease is how long a claim lasts without a heartbeat on a backend with leases
+	// (LeaseReaper); 0 means its default. Backends without leases ignore it.
+	Lease time.Duration
 }
 
 // NewFunc opens a fresh, empty store for t; the backend closes it at t's cleanup.

@@ -38,6 +38,8 @@ var webhookCases = []testCase{
 	{"WebhookClaimRetryDeliver", testWebhookClaimRetryDeliver},
 	{"WebhookDisableEndpoint", testWebhookDisable},
 	{"WebhookClaimsNeverDuplicate", testWebhookClaimsConcurrent},
+	{"WebhookTakenBackOnLastAttempt", testWebhookTakenBack},
+	{"WebhookExpiryPaths", testWebhookExpiryPaths},
 }
 
 func init() { cases = append(cases, webhookCases...) }
@@ -476,6 +478,259 @@ func testWebhookClaimsConcurrent(t *testing.T, newStore NewFunc) {
 	for id, n := range seen {
 		if n != 1 {
 			t.Fatalf("delivery %s claimed %d times", id, n)
+		}
+	}
+}
+
+// LeaseReaper is a backend whose claims are leases that lapse when the worker stops renewing
+// them (PostgreSQL): any node's reaper requeues the running jobs whose lease lapsed, or fails
+// them expired_or_exhausted at maxAttempts.
+type LeaseReaper interface {
+	ReapExpiredLeases(maxAttempts int) (requeued, failed []string, err error)
+}
+
+// RunningRecoverer is a backend without leases (bbolt): at start-up, before any worker runs,
+// RecoverRunning requeues the jobs a crash left running, or fails them at maxAttempts.
+type RunningRecoverer interface {
+	RecoverRunning(maxAttempts int) (requeued, failed []string, err error)
+}
+
+// takeBack takes back the running jobs want names from a worker that stopped, the backend's
+// way: a LeaseReaper is reaped until every one of them was requeued or failed (their leases,
+// Options.Lease, lapse on the database's clock, so it polls within waitBound); a
+// RunningRecoverer recovers once. It returns what was requeued and failed, sorted.
+func (f *fixture) takeBack(maxAttempts int, want ...string) (requeued, failed []string) {
+	f.t.Helper()
+	switch b := f.s.(type) {
+	case LeaseReaper:
+		deadline := time.Now().Add(waitBound)
+		for {
+			r, fl, err := b.ReapExpiredLeases(maxAttempts)
+			if err != nil {
+				f.t.Fatalf("reap expired leases: %v", err)
+			}
+			requeued, failed = append(requeued, r...), append(failed, fl...)
+			done := true
+			for _, id := range want {
+				done = done && (slices.Contains(requeued, id) || slices.Contains(failed, id))
+			}
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				f.t.Fatalf("leases of %v not reaped within %v: requeued %v, failed %v", want, waitBound, requeued, failed)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	case RunningRecoverer:
+		var err error
+		if requeued, failed, err = b.RecoverRunning(maxAttempts); err != nil {
+			f.t.Fatalf("recover running: %v", err)
+		}
+	default:
+		f.t.Fatalf("%T can neither reap leases nor recover running jobs", f.s)
+	}
+	slices.Sort(requeued)
+	slices.Sort(failed)
+	return requeued, failed
+}
+
+// testWebhookTakenBack: a job whose worker stopped on its last attempt, failed
+// expired_or_exhausted by the lease reaper (PostgreSQL) or start-up recovery (bbolt), records
+// exactly one job.failed delivery per destination, with the failed job as its snapshot, like
+// any other failure; a job taken back with attempts left (requeued) records none, and taking
+// back again records nothing more.
+func testWebhookTakenBack(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{Lease: time.Second}, 100)
+	wb := f.wh()
+	if _, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_acct"); err != nil {
+		t.Fatal(err)
+	}
+	ep := f.endpoint("https://a.example/hook")
+	const jobURL = "https://job.example/hook"
+	create := func() store.Job {
+		t.Helper()
+		job, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1,
+			WebhookURL: jobURL}, plainRender)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	const maxAttempts = 2
+	// last: on its second (last) attempt; its first could not store its output.
+	last := f.start(create())
+	if got := f.claim(); got.ID != last.ID || got.Attempt != 1 {
+		t.Fatalf("claimed %s attempt %d", got.ID, got.Attempt)
+	}
+	if _, requeued, err := f.s.RequeueJob(last.ID, 1, maxAttempts, "disk full"); err != nil || !requeued {
+		t.Fatalf("requeue = %v, %v", requeued, err)
+	}
+	if got := f.claim(); got.ID != last.ID || got.Attempt != maxAttempts {
+		t.Fatalf("claimed %s attempt %d", got.ID, got.Attempt)
+	}
+	// early: on its first attempt.
+	early := f.start(create())
+	if got := f.claim(); got.ID != early.ID || got.Attempt != 1 {
+		t.Fatalf("claimed %s attempt %d", got.ID, got.Attempt)
+	}
+	if ds := f.deliveries(); len(ds) != 0 {
+		t.Fatalf("deliveries before any job finished: %+v", ds)
+	}
+
+	// Their worker stops: no heartbeat, no finish.
+	requeued, failed := f.takeBack(maxAttempts, last.ID, early.ID)
+	if !slices.Equal(failed, []string{last.ID}) || !slices.Equal(requeued, []string{early.ID}) {
+		t.Fatalf("taken back: requeued %v failed %v; want requeued [%s] failed [%s]", requeued, failed, early.ID, last.ID)
+	}
+	done := f.get(last.ID)
+	if done.Status != store.StatusFailed || done.ErrorCode != store.CodeExpiredOrExhausted || done.ErrorMessage == "" ||
+		done.FinishedAt == nil || done.Attempt != maxAttempts {
+		t.Fatalf("job failed on its last attempt: %+v", done)
+	}
+	if got := f.get(early.ID); got.Status != store.StatusQueued {
+		t.Fatalf("job with attempts left: %+v", got)
+	}
+	evt := "evt_" + last.ID + "_failed"
+	check := func(what string) {
+		t.Helper()
+		ds := f.deliveries()
+		want := []struct{ id, endpoint, url string }{
+			{evt + "." + ep.ID, ep.ID, ep.URL},
+			{evt + ".job", "", jobURL},
+		}
+		slices.SortFunc(want, func(x, y struct{ id, endpoint, url string }) int {
+			if x.id < y.id {
+				return -1
+			}
+			return 1
+		})
+		if len(ds) != len(want) {
+			t.Fatalf("%s: %d deliveries, want one job.failed per destination (%d): %+v", what, len(ds), len(want), ds)
+		}
+		for i, d := range ds {
+			w := want[i]
+			if d.ID != w.id || d.EndpointID != w.endpoint || d.URL != w.url || d.EventID != evt || d.EventType != "job.failed" ||
+				d.AccountID != f.acct.ID || d.JobID != last.ID || d.State != store.DeliveryPending || d.Attempts != 0 {
+				t.Fatalf("%s: delivery %d = %+v, want %+v", what, i, d, w)
+			}
+			var snap store.Job
+			if err := json.Unmarshal(d.Job, &snap); err != nil {
+				t.Fatalf("job snapshot %s: %v", d.Job, err)
+			}
+			if snap.ID != last.ID || snap.Status != store.StatusFailed || snap.ErrorCode != store.CodeExpiredOrExhausted ||
+				snap.ErrorMessage != done.ErrorMessage || snap.Attempt != maxAttempts || snap.Output != nil ||
+				snap.FinishedAt == nil || !snap.FinishedAt.Equal(*done.FinishedAt) {
+				t.Fatalf("%s: job snapshot %+v, failed job %+v", what, snap, done)
+			}
+		}
+		if c, err := wb.WebhookCounts(); err != nil || c != (store.WebhookCounts{Pending: 2}) {
+			t.Fatalf("%s: counts = %+v, %v", what, c, err)
+		}
+	}
+	check("taken back")
+	f.checkLedger(1, 0)
+
+	// Taking back again finds nothing and records nothing.
+	requeued, failed = f.takeBack(maxAttempts)
+	if len(requeued)+len(failed) != 0 {
+		t.Fatalf("taken back again: requeued %v failed %v", requeued, failed)
+	}
+	check("taken back again")
+	// The requeued job runs again and succeeds: its own event, nothing more for the failed one.
+	if got := f.claim(); got.ID != early.ID || got.Attempt != 2 {
+		t.Fatalf("claimed %s attempt %d", got.ID, got.Attempt)
+	}
+	if _, err := f.s.FinishJob(early.ID, 2, success(3)); err != nil {
+		t.Fatal(err)
+	}
+	f.checkLedger(0, 1)
+	n := 0
+	for _, d := range f.deliveries() {
+		if d.JobID == early.ID {
+			if d.EventType != "job.succeeded" {
+				t.Fatalf("requeued job's delivery %+v", d)
+			}
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("requeued job's deliveries after it succeeded = %d, want 2", n)
+	}
+}
+
+// testWebhookExpiryPaths: the paths that fail a job because it passed expires_at (a finish, a
+// requeue, a claim, the retention sweep that then deletes it) record one job.failed per
+// destination with code expired_or_exhausted, like any other failure, and the deliveries
+// outlive the deleted jobs; the sweep deleting a finished job records nothing more.
+func testWebhookExpiryPaths(t *testing.T, newStore NewFunc) {
+	const retention = 3 * time.Second
+	f := newFixture(t, newStore, Options{Retention: retention}, 100)
+	ep := f.endpoint("https://a.example/hook")
+	done := f.finishOK(f.create(1))
+	toFinish := f.start(f.create(1))
+	toRequeue := f.start(f.create(1))
+	for _, want := range []string{toFinish.ID, toRequeue.ID} {
+		if got := f.claim(); got.ID != want {
+			t.Fatalf("claimed %s, want %s", got.ID, want)
+		}
+	}
+	queued := f.start(f.create(1))
+	created := f.create(1)
+	deadline := time.Now().Add(waitBound)
+	for {
+		st, err := f.s.JobUploadState(created.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st == store.UploadClosed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job upload state still %v %v after a %v retention", st, waitBound, retention)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ds := f.deliveries(); len(ds) != 1 {
+		t.Fatalf("deliveries after passing expires_at by itself: %+v", ds)
+	}
+
+	_, err := f.s.FinishJob(toFinish.ID, 1, success(1))
+	wantErr(t, err, store.ErrNotFound, "finish after expires_at")
+	if _, requeued, err := f.s.RequeueJob(toRequeue.ID, 1, 3, "disk full"); err != nil || requeued {
+		t.Fatalf("requeue after expires_at: %v %v", requeued, err)
+	}
+	if _, ok, err := f.s.ClaimJob(); err != nil || ok {
+		t.Fatalf("claim of an expired queued job: ok=%v err=%v", ok, err)
+	}
+	for {
+		d, more, err := f.s.ExpireJobs(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d) == 0 && !more {
+			break
+		}
+	}
+	want := map[string]string{"evt_" + done.ID + "_succeeded": "job.succeeded"}
+	for _, j := range []store.Job{toFinish, toRequeue, queued, created} {
+		want["evt_"+j.ID+"_failed"] = "job.failed"
+	}
+	ds := f.deliveries()
+	if len(ds) != len(want) {
+		t.Fatalf("%d deliveries, want %d (one per event): %+v", len(ds), len(want), ds)
+	}
+	for _, d := range ds {
+		if want[d.EventID] != d.EventType || d.ID != d.EventID+"."+ep.ID || d.State != store.DeliveryPending {
+			t.Fatalf("delivery %+v; want events %v", d, want)
+		}
+		delete(want, d.EventID)
+		var snap store.Job
+		if err := json.Unmarshal(d.Job, &snap); err != nil || "job."+snap.Status != d.EventType || snap.FinishedAt == nil {
+			t.Fatalf("snapshot of %s: %s (%v)", d.EventType, d.Job, err)
+		}
+		if snap.Status == store.StatusFailed && snap.ErrorCode != store.CodeExpiredOrExhausted {
+			t.Fatalf("expired job's snapshot has error code %q: %s", snap.ErrorCode, d.Job)
 		}
 	}
 }
