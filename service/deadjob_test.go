@@ -15,6 +15,9 @@ import (
 // FinishHook queues it for the input cleaner; the next sweep after a crash), and the output
 // of a succeeded job stays until retention.
 func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
+	// It reads the local blob store's files; on S3 the same paths are
+	// TestInputCleanup_FinishingPaths_PostgresS3 and TestS3_PutAfterStartChangesNothing.
+	testenv.LocalBlobsOnly(t, "reads the local blob store's files")
 	e := testenv.Start(t)
 	png := testenv.NoisePNG(t, 32, 24)
 	uploads := filepath.Join(e.Cfg.DataDir, "blobs", "uploads")

@@ -19,6 +19,10 @@ import (
 // the same data dir, a PUT to the job is refused as sealed, and the worker converts the file
 // that was uploaded; once it succeeded, the input is removed and the output kept.
 func TestStart_SealSurvivesRestart(t *testing.T) {
+	// The stop is staged by reopening the bbolt file and reading uploads/{id}; on PostgreSQL
+	// and S3 the same guarantees are TestS3_PutAfterStartChangesNothing and the multinode kill test.
+	testenv.BboltOnly(t, "reopens the bbolt file")
+	testenv.LocalBlobsOnly(t, "reads the local blob store's files")
 	dir := filepath.Join(t.TempDir(), "data")
 	useDir := func(c *service.Config) { c.DataDir = dir }
 	e1 := testenv.Start(t, useDir)
