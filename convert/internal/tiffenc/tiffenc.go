@@ -270,23 +270,10 @@ func (wk *worker) strip(l *layout, y0, y1 int, o *Options) ([]byte, error) {
 		wk.row = make([]byte, l.rowLen)
 	}
 	row := wk.row[:l.rowLen]
-	out := &wk.out
-	out.b = out.b[:0]
-	if wk.zw == nil || wk.level != o.Level || wk.std != o.Stdlib {
-		var zw zlibWriter
-		var err error
-		if o.Stdlib {
-			zw, err = stdzlib.NewWriterLevel(out, o.Level)
-		} else {
-			zw, err = zlib.NewWriterLevel(out, o.Level)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("tiffenc: %w", err)
-		}
-		wk.zw, wk.level, wk.std = zw, o.Level, o.Stdlib
-	} else {
-		wk.zw.Reset(out)
+	if err := wk.reset(o); err != nil {
+		return nil, err
 	}
+	out := &wk.out
 	for y := y0; y < y1; y++ {
 		l.fill(row, y)
 		if !o.NoPredictor {
@@ -300,6 +287,28 @@ func (wk *worker) strip(l *layout, y0, y1 int, o *Options) ([]byte, error) {
 		return nil, fmt.Errorf("tiffenc: deflate: %w", err)
 	}
 	return append([]byte(nil), out.b...), nil
+}
+
+// reset empties the worker's output and readies its zlib writer for o.
+func (wk *worker) reset(o *Options) error {
+	out := &wk.out
+	out.b = out.b[:0]
+	if wk.zw == nil || wk.level != o.Level || wk.std != o.Stdlib {
+		var zw zlibWriter
+		var err error
+		if o.Stdlib {
+			zw, err = stdzlib.NewWriterLevel(out, o.Level)
+		} else {
+			zw, err = zlib.NewWriterLevel(out, o.Level)
+		}
+		if err != nil {
+			return fmt.Errorf("tiffenc: %w", err)
+		}
+		wk.zw, wk.level, wk.std = zw, o.Level, o.Stdlib
+	} else {
+		wk.zw.Reset(out)
+	}
+	return nil
 }
 
 // IFD entry types.
