@@ -12,7 +12,7 @@ import (
 	"sync"
 )
 
-// ErrFlat is what StripEncoder.Close returns, with nothing written, when the encoder chose
+// ErrFlat is what StripEncoder.WriteRows or Close returns, with nothing written, when the encoder chose
 // its options (Options.Level 0) and the rows turned out to be graphics: Encode would have
 // used ChosenOptions(true), not the photo options the strips were compressed with. Encoding
 // the same rows again with ChosenOptions(true) gives Encode's bytes.
@@ -37,8 +37,9 @@ func ChosenOptions(flat bool) Options {
 // a few bytes per strip.
 //
 // With Options.Level 0 the strips are compressed with the photo options while the rows
-// Encode samples to tell graphics from photos go by; if they say graphics, Close returns
-// ErrFlat and the caller encodes the rows again with ChosenOptions(true).
+// Encode samples to tell graphics from photos go by; if they say graphics, WriteRows (as
+// soon as enough of them do, whatever the rest) or Close returns ErrFlat, nothing is written,
+// and the caller encodes the rows again, from the first, with ChosenOptions(true).
 type StripEncoder struct {
 	ctx    context.Context
 	w      io.Writer
@@ -232,8 +233,10 @@ func (e *StripEncoder) WriteRows(m image.Image) error {
 		} else {
 			copy(dst, src)
 		}
-		if e.choose {
-			e.sample(dst)
+		if e.choose && e.sample(dst) {
+			// Graphics, whatever the rows still to come: no use compressing them as a photo.
+			e.Abort()
+			return ErrFlat
 		}
 		e.curRows++
 		e.y++
@@ -246,8 +249,10 @@ func (e *StripEncoder) WriteRows(m image.Image) error {
 	return nil
 }
 
-// sample does what flat does for row e.y (the samples rows y-1 and y for y = 1, 1+step, ...).
-func (e *StripEncoder) sample(row []byte) {
+// sample does what flat does for row e.y (it samples rows y-1 and y for y = 1, 1+step, ...),
+// and reports whether the image is graphics whatever the rows still to come: half of every
+// byte flat will have compared already equals the byte above.
+func (e *StripEncoder) sample(row []byte) bool {
 	y := e.y
 	if y >= 1 && (y-1)%e.step == 0 {
 		for i, c := range row {
@@ -260,6 +265,11 @@ func (e *StripEncoder) sample(row []byte) {
 	if y%e.step == 0 && y+1 < e.l.h {
 		copy(e.prev, row)
 	}
+	samples := 0
+	if e.l.h > 1 {
+		samples = (e.l.h-2)/e.step + 1
+	}
+	return samples > 0 && 2*e.same >= samples*e.l.rowLen
 }
 
 // buffer returns a free strip buffer, allocating up to cap(free) of them.

@@ -48,15 +48,24 @@ func rowsOf(m image.Image, y0, y1 int) image.Image {
 // reused between calls, so the encoder must copy), and redoes it with ChosenOptions(true) on
 // ErrFlat, as a caller must. flatRedo says whether it did.
 func streamEncode(ctx context.Context, w io.Writer, m image.Image, o *Options, feed int) (flatRedo bool, err error) {
+	flatRedo, _, err = streamEncodeRows(ctx, w, m, o, feed)
+	return flatRedo, err
+}
+
+// streamEncodeRows is streamEncode, also saying how many rows the first pass had written
+// when the encoder said ErrFlat (the image's height when it said it at Close).
+func streamEncodeRows(ctx context.Context, w io.Writer, m image.Image, o *Options, feed int) (flatRedo bool, flatAt int, err error) {
 	model, opaque := modelOf(m)
 	b := m.Bounds()
 	for {
 		e, err := NewStripEncoder(ctx, w, b.Dx(), b.Dy(), model, opaque, o)
 		if err != nil {
-			return flatRedo, err
+			return flatRedo, flatAt, err
 		}
 		var scratch image.Image
-		for y := 0; y < b.Dy(); y += feed {
+		var werr error
+		y := 0
+		for ; y < b.Dy() && werr == nil; y += feed {
 			src := rowsOf(m, y, min(y+feed, b.Dy()))
 			// A reused buffer: what the pipeline's decoder does.
 			switch s := src.(type) {
@@ -83,14 +92,16 @@ func streamEncode(ctx context.Context, w io.Writer, m image.Image, o *Options, f
 				src = &image.NRGBA{Pix: c.Pix, Stride: c.Stride, Rect: s.Rect}
 			}
 			draw.Draw(src.(draw.Image), src.Bounds(), rowsOf(m, y, min(y+feed, b.Dy())), image.Pt(0, y), draw.Src)
-			if err := e.WriteRows(src); err != nil {
-				e.Abort()
-				return flatRedo, err
-			}
+			werr = e.WriteRows(src)
 		}
-		err = e.Close()
+		if werr != nil {
+			e.Abort()
+			err = werr
+		} else {
+			err = e.Close()
+		}
 		if errors.Is(err, ErrFlat) && !flatRedo {
-			flatRedo = true
+			flatRedo, flatAt = true, min(y, b.Dy())
 			f := ChosenOptions(true)
 			if o != nil {
 				f.Workers = o.Workers
@@ -98,7 +109,7 @@ func streamEncode(ctx context.Context, w io.Writer, m image.Image, o *Options, f
 			o = &f
 			continue
 		}
-		return flatRedo, err
+		return flatRedo, flatAt, err
 	}
 }
 
@@ -181,6 +192,28 @@ func TestStripEncoder_SameBytesAsEncode(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Graphics are told from photos as soon as the sample Encode takes says so whatever the rows
+// still to come: for an image whose top two thirds are one colour, at about half its height,
+// not at Close.
+func TestStripEncoder_FlatEarly(t *testing.T) {
+	checkNoLeak(t)
+	m := image.NewNRGBA(image.Rect(0, 0, 200, 1000))
+	draw.Draw(m, m.Rect, testimg.Photo(200, 1000), image.Point{}, draw.Src)
+	draw.Draw(m, image.Rect(0, 0, 200, 667), &image.Uniform{color.NRGBA{10, 200, 30, 255}}, image.Point{}, draw.Src)
+	want := encode(t, m, nil)
+	var got bytes.Buffer
+	redo, at, err := streamEncodeRows(context.Background(), &got, m, nil, 10)
+	if err != nil || !redo {
+		t.Fatalf("redo %v, err %v", redo, err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatal("output differs from Encode's")
+	}
+	if at < 400 || at > 600 {
+		t.Errorf("ErrFlat after %d of 1000 rows, want about 500", at)
 	}
 }
 

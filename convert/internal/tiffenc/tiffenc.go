@@ -16,6 +16,9 @@
 // after the 8-byte header, then the IFD. Compressed data is a fraction of the image the caller
 // already holds (27 MB for a 48 MB 12 MP RGBA photo), and the workers' own buffers are one
 // strip each.
+//
+// StripEncoder (stream.go) writes Encode's bytes from rows handed to it a strip at a time,
+// for callers that never hold the whole image; it holds the compressed strips the same way.
 package tiffenc
 
 import (
