@@ -51,7 +51,8 @@ func streamToTIFF(ctx context.Context, c *convert.Catalog, in *io.SectionReader,
 	}
 	defer c.ReleaseMemory(est)
 
-	var o *tiffenc.Options // Encode's choice, as encodeTIFF's
+	// Encode's choice of options, as encodeTIFF's; the workers only change the speed.
+	o := &tiffenc.Options{Workers: tiffStreamWorkers()}
 	for pass := 0; ; pass++ {
 		handled, err := toTIFF(ctx, in, out, src, cfg, o, func() {
 			if pass == 0 && losses != nil {
@@ -61,12 +62,18 @@ func streamToTIFF(ctx context.Context, c *convert.Catalog, in *io.SectionReader,
 		if errors.Is(err, tiffenc.ErrFlat) && pass == 0 {
 			// Graphics, which Encode compresses with other options: the rows once more.
 			flat := tiffenc.ChosenOptions(true)
+			flat.Workers = o.Workers
 			o = &flat
 			continue
 		}
 		return handled, err
 	}
 }
+
+// tiffStreamWorkers is how many strips streamToTIFF compresses at once: up to 4, which
+// outpace the one decoding goroutine at deflate's BestSpeed, so that the raw strips and
+// deflate states the budget charges do not grow with the number of cores.
+func tiffStreamWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 
 // tiffStreamMinPixels is the smallest image streamToTIFF streams; smaller ones go the
 // whole-image way, whose memory is small anyway.
@@ -136,8 +143,9 @@ func toTIFF(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Cod
 // streamTIFFCost is what streamToTIFF holds for an image of b, in bytes: every compressed
 // strip until the IFD can be written (the output's io.Writer cannot seek back to the
 // header), charged at the samples' size, deflate's worst case; the decoder's strip; for each
-// worker (and 2 more) a strip of the largest rows tiffenc uses (256 for graphics), its
-// compressed copy and its deflate state; and the inflater's window and buffers.
+// of the tiffStreamWorkers workers (and 2 more) a strip of the largest rows tiffenc uses (256
+// for graphics), its compressed copy and its deflate state; and the inflater's window and
+// buffers.
 func streamTIFFCost(b image.Rectangle, gray bool) int64 {
 	spp, bpp := int64(3), int64(4)
 	if gray {
@@ -146,7 +154,7 @@ func streamTIFFCost(b image.Rectangle, gray bool) int64 {
 	w, h := int64(b.Dx()), int64(b.Dy())
 	samples := w * h * spp
 	held := samples + samples/256 + (h/16+1)*64 // stored blocks' and zlib's few bytes per strip
-	workers := int64(runtime.GOMAXPROCS(0))
+	workers := int64(tiffStreamWorkers())
 	strip := w * spp * 256
 	return held + w*bpp*tiffStreamRows + (workers+2)*strip + workers*(strip+1<<20) + 1<<20
 }

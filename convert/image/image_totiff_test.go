@@ -210,7 +210,8 @@ func TestStreamToTIFF_MemoryBudget(t *testing.T) {
 	png, tif := CodecByID("png"), CodecByID("tiff")
 	whole := memoryEstimate(png, tif, 1, w*h, w*h, false, false)
 	stream := BaseConversionMemory + streamTIFFCost(image.Rect(0, 0, w, h), false)
-	if stream*2 > whole {
+	// 0.40x on 2 cores, about 0.5x from 4 (tiffStreamWorkers' raw strips and deflate states).
+	if stream*3 > whole*2 {
 		t.Fatalf("stream estimate %d MiB is not well under the whole-image %d MiB", stream>>20, whole>>20)
 	}
 	c := testCatalog(convert.Limits{MaxConversionMemory: (stream + whole) / 2})
@@ -251,7 +252,9 @@ func (w *countingDiscard) Write(p []byte) (int, error) { w.n += int64(len(p)); r
 
 // The streamed conversion allocates the compressed output (held until the IFD can be
 // written) and a few strips, not the image: a 12 MP RGB PNG, which the whole-image path
-// decodes to a 48 MB RGBA image, converts with under 16 MB allocated beyond the output's size.
+// decodes to a 48 MB RGBA image (144 MB allocated in all), converts with under 24 MB
+// allocated beyond the output's size, whatever the number of cores (up to 4 workers, each
+// with its deflate state and output buffer, and 6 raw strips).
 func TestStreamToTIFF_AllocatesStripsNotTheImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("12 MP")
@@ -270,7 +273,7 @@ func TestStreamToTIFF_AllocatesStripsNotTheImage(t *testing.T) {
 	if !handled || err != nil {
 		t.Fatalf("handled %v, err %v", handled, err)
 	}
-	limit := uint64(out.n) + 16<<20
+	limit := uint64(out.n) + 24<<20
 	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
 		t.Errorf("4000x3000: %d MiB allocated for a %d MiB TIFF, want under %d MiB", got>>20, out.n>>20, limit>>20)
 	}
