@@ -4,6 +4,7 @@
 # rotated per pass), plus the peak RSS of each command (/usr/bin/time, median of RSS_RUNS):
 #
 #   huge-png-jpeg   100 MP (10000x10000) PNG -> JPEG q85   vips copy, IM convert
+#   huge-png-tiff   100 MP PNG -> deflate TIFF with predictor   vips copy, IM convert
 #   big-tiff-jpeg   12 MP (4000x3000) uncompressed RGB TIFF -> JPEG q85   vips copy, IM convert
 #   big-tiled-jpeg  12 MP RGB TIFF in 256x256 deflate+predictor tiles -> JPEG q85   vips copy, IM
 #   big-jpeg-800    12 MP JPEG -> 800 px wide PNG          vipsthumbnail, IM -resize
@@ -25,7 +26,7 @@ set -euo pipefail
 set -f # vips option suffixes like out.jpg[Q=85] are not globs
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/convsvc-bench-images21}
-ROWS=${ROWS:-huge-png-jpeg big-tiff-jpeg big-tiled-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp big-png-800 huge-png-800}
+ROWS=${ROWS:-huge-png-jpeg huge-png-tiff big-tiff-jpeg big-tiled-jpeg big-jpeg-800 small-jpeg-250 small-jpeg-webp big-png-800 huge-png-800}
 PASSES=${PASSES:-2}
 RUNS=${RUNS:-3}
 RSS_RUNS=${RSS_RUNS:-3}
@@ -76,6 +77,11 @@ for row in $ROWS; do
 		cmd[vips]="vips copy $I/huge.png $O/$row-vips.jpg[Q=85]"
 		cmd[im]="$IM $I/huge.png -quality 85 $O/$row-im.jpg"
 		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 png jpeg $I/huge.png $O/$row-before.jpg" ;;
+	huge-png-tiff)
+		cmd[convsvc]="$B/convbench png tiff $I/huge.png $O/$row-convsvc.tif"
+		cmd[vips]="vips copy $I/huge.png $O/$row-vips.tif[compression=deflate,predictor=horizontal]"
+		cmd[im]="$IM $I/huge.png -compress zip -define tiff:predictor=2 $O/$row-im.tif"
+		[ -z "$BEFORE" ] || cmd[before]="$BEFORE png tiff $I/huge.png $O/$row-before.tif" ;;
 	big-tiff-jpeg)
 		cmd[convsvc]="$B/convbench -q 85 tiff jpeg $I/big.tif $O/$row-convsvc.jpg"
 		cmd[vips]="vips copy $I/big.tif $O/$row-vips.jpg[Q=85]"

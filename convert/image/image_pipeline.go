@@ -142,6 +142,9 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 	if dst.ID == "png" {
 		return streamToPNG(ctx, c, in, out, src, dst, cfg, opts, losses) // image_topng.go
 	}
+	if dst.ID == "tiff" {
+		return streamToTIFF(ctx, c, in, out, src, dst, cfg, opts, losses) // image_totiff.go
+	}
 	if (src.ID != "png" && src.ID != "ppm" && src.ID != "tiff") || dst.ID != "jpeg" {
 		return false, nil
 	}

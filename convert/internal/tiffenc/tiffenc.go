@@ -16,6 +16,9 @@
 // after the 8-byte header, then the IFD. Compressed data is a fraction of the image the caller
 // already holds (27 MB for a 48 MB 12 MP RGBA photo), and the workers' own buffers are one
 // strip each.
+//
+// StripEncoder (stream.go) writes Encode's bytes from rows handed to it a strip at a time,
+// for callers that never hold the whole image; it holds the compressed strips the same way.
 package tiffenc
 
 import (
@@ -270,23 +273,10 @@ func (wk *worker) strip(l *layout, y0, y1 int, o *Options) ([]byte, error) {
 		wk.row = make([]byte, l.rowLen)
 	}
 	row := wk.row[:l.rowLen]
-	out := &wk.out
-	out.b = out.b[:0]
-	if wk.zw == nil || wk.level != o.Level || wk.std != o.Stdlib {
-		var zw zlibWriter
-		var err error
-		if o.Stdlib {
-			zw, err = stdzlib.NewWriterLevel(out, o.Level)
-		} else {
-			zw, err = zlib.NewWriterLevel(out, o.Level)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("tiffenc: %w", err)
-		}
-		wk.zw, wk.level, wk.std = zw, o.Level, o.Stdlib
-	} else {
-		wk.zw.Reset(out)
+	if err := wk.reset(o); err != nil {
+		return nil, err
 	}
+	out := &wk.out
 	for y := y0; y < y1; y++ {
 		l.fill(row, y)
 		if !o.NoPredictor {
@@ -300,6 +290,28 @@ func (wk *worker) strip(l *layout, y0, y1 int, o *Options) ([]byte, error) {
 		return nil, fmt.Errorf("tiffenc: deflate: %w", err)
 	}
 	return append([]byte(nil), out.b...), nil
+}
+
+// reset empties the worker's output and readies its zlib writer for o.
+func (wk *worker) reset(o *Options) error {
+	out := &wk.out
+	out.b = out.b[:0]
+	if wk.zw == nil || wk.level != o.Level || wk.std != o.Stdlib {
+		var zw zlibWriter
+		var err error
+		if o.Stdlib {
+			zw, err = stdzlib.NewWriterLevel(out, o.Level)
+		} else {
+			zw, err = zlib.NewWriterLevel(out, o.Level)
+		}
+		if err != nil {
+			return fmt.Errorf("tiffenc: %w", err)
+		}
+		wk.zw, wk.level, wk.std = zw, o.Level, o.Stdlib
+	} else {
+		wk.zw.Reset(out)
+	}
+	return nil
 }
 
 // IFD entry types.
