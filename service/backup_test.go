@@ -29,6 +29,7 @@ import (
 // transaction, sat in that transaction, and the writes, which grow the file past the mapping,
 // waited for it (for up to the 2-minute write timeout).
 func TestBackup_PausedDownloadDoesNotStallWrites(t *testing.T) {
+	testenv.BboltOnly(t, "the bbolt backup endpoint")
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)

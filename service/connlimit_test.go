@@ -51,6 +51,9 @@ func TestConnections_OneAddressAtItsCapDoesNotShutOthersOut(t *testing.T) {
 		{"storage", strings.TrimPrefix(e.Main.BlobURL(), "http://"), "/uploads/job_x"},
 	} {
 		t.Run(l.name, func(t *testing.T) {
+			if l.name == "storage" {
+				testenv.LocalBlobsOnly(t, "the local blob listener")
+			}
 			var held []net.Conn
 			for i := range perAddr {
 				c, resp := keepAlive(t, "127.0.0.1", l.addr, l.path)

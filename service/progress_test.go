@@ -22,6 +22,7 @@ import (
 // is stored and the job converts. Before, every retry was 409 upload_in_progress for as long
 // as the first upload stalled.
 func TestObjectStorage_StalledUploadEndsAndRetryProceeds(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "the local blob listener's upload timeouts")
 	e := testenv.Start(t, func(c *service.Config) { c.StorageProgressTimeout = time.Second })
 	data := append([]byte("n\n"), bytes.Repeat([]byte("1\n"), 499_999)...)
 	res := e.Create(e.Key, "csv", "json", int64(len(data)))

@@ -15,6 +15,7 @@ import (
 // the next tick. The store is empty when the job is created, so the sweeper was waiting for
 // the interval and must be woken by the create.
 func TestRetention_OnTime(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "reads the local blob store's files")
 	e := testenv.Start(t, func(c *service.Config) {
 		c.Retention = 3 * time.Second
 		c.SweepInterval = time.Hour

@@ -60,6 +60,7 @@ var csvInput = []byte("name,n\na,1\nb,2\n")
 // goes back to the queue and counts as a storage error, until --max-attempts fails it
 // expired_or_exhausted with its cent released. Mended, the next job converts.
 func TestStorageFault_OutputNotStoredIsRetriedNotFailed(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "makes the local blob store's directories fail (TestS3_StorageUnavailable is S3's)")
 	e := testenv.Start(t, func(c *service.Config) { c.MaxAttempts = 3; c.Workers = 1 })
 	mend := breakDir(t, filepath.Join(e.Cfg.DataDir, "blobs", "outputs"))
 	j := e.Convert(e.Key, "csv", "json", csvInput)
@@ -82,6 +83,7 @@ func TestStorageFault_OutputNotStoredIsRetriedNotFailed(t *testing.T) {
 // TestStorageFault_TransientFaultThenSuccess: a fault that goes away (the output's temporary
 // directory broken, then mended while the job is retried) ends in success on a later attempt.
 func TestStorageFault_TransientFaultThenSuccess(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "makes the local blob store's directories fail (TestS3_StorageUnavailable is S3's)")
 	e := testenv.Start(t, func(c *service.Config) { c.MaxAttempts = 1_000_000; c.Workers = 1 })
 	res := e.Create(e.Key, "csv", "json", int64(len(csvInput)))
 	testenv.MustStatus(t, e.Upload(res.UploadURL, csvInput), 200, "")
