@@ -206,3 +206,56 @@ func TestPDF_CJKCancelStopsCPU(t *testing.T) {
 	}
 	t.Logf("%v of CPU between the cancel and the return", after)
 }
+
+// docSVGIdeographs is an SVG whose text is n distinct consecutive ideographs from U+4E00, 40
+// to a <text> line.
+func docSVGIdeographs(n int) []byte {
+	var b strings.Builder
+	lines := (n + 39) / 40
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="900" height="%d">`, lines*24+24)
+	for l := range lines {
+		fmt.Fprintf(&b, `<text x="10" y="%d" font-size="20">`, l*24+24)
+		for i := l * 40; i < min(n, l*40+40); i++ {
+			b.WriteRune(rune(0x4e00 + i))
+		}
+		b.WriteString("</text>")
+	}
+	b.WriteString("</svg>")
+	return []byte(b.String())
+}
+
+// TestSVGPDF_ManyCJKCharacters does for SVG text what TestPDF_ManyCJKCharacters does for
+// Markdown: 3000 distinct consecutive ideographs all in the PDF's text, in its place, within
+// a CPU-time bound; over MaxPDFFallbackChars distinct characters, a user error.
+func TestSVGPDF_ManyCJKCharacters(t *testing.T) {
+	const n = 3000
+	c := docCatalog()
+	start := cputime.Self()
+	out, err := docConvertData(t, c, fmtSVG, fmtPDF, docSVGIdeographs(n), convert.Options{})
+	used := cputime.Self() - start
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := 8 * time.Second * convtest.RaceSlowdown; used > limit {
+		t.Errorf("%d distinct ideographs took %v of CPU, over %v", n, used, limit)
+	}
+	t.Logf("%d distinct ideographs: %v of CPU, %d KB of PDF", n, used, len(out)>>10)
+	text := strings.Join(docReadPDF(t, out).text, "")
+	// Each line's pieces (of the face's two instances) are read back in order.
+	for l := range n / 40 {
+		var line strings.Builder
+		for i := l * 40; i < l*40+40; i++ {
+			line.WriteRune(rune(0x4e00 + i))
+		}
+		if !strings.Contains(text, line.String()) {
+			t.Fatalf("the PDF's text lacks line %d, %q", l, line.String())
+		}
+	}
+	start = cputime.Self()
+	_, err = docConvertData(t, c, fmtSVG, fmtPDF, docSVGIdeographs(MaxPDFFallbackChars+1), convert.Options{})
+	used = cputime.Self() - start
+	docWantError(t, err, fmt.Sprintf("the SVG's text uses more than %d distinct characters", MaxPDFFallbackChars))
+	if limit := 8 * time.Second * convtest.RaceSlowdown; used > limit {
+		t.Errorf("refusing took %v of CPU, over %v", used, limit)
+	}
+}
