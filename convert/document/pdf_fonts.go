@@ -73,7 +73,7 @@ const pdfFallbackFaces = 2
 // of each run of consecutive characters used: a run of 1000 ideographs cost 0.5 s of CPU, 2000
 // 3.8 s, 20 000 more than 10 minutes, and Output cannot be interrupted. A character that would
 // make a run of its face longer goes to the face's second instance, whose runs (by how
-// characters are placed, fallbackFor) are at most 2 long. Ordinary text rarely has runs longer
+// characters are placed, pdfDoc.place) are at most 2 long. Ordinary text rarely has runs longer
 // than a few characters: 3755 common ideographs (GB2312 level 1) need no second instance.
 const pdfMaxRun = 64
 
