@@ -65,7 +65,9 @@ func docMeasureConversion(t *testing.T, c *convert.Catalog, from, to string, dat
 // over the estimate for both) is charged to the memory budget: for each document with such
 // characters, the budget held beyond that of the same document in Latin letters is at least
 // the bytes allocated beyond it, and not more than twice that plus 4 MiB. Allocation
-// (runtime TotalAlloc) bounds the heap the conversion may reach from above.
+// (runtime TotalAlloc) bounds the heap the conversion may reach from above. Consecutive
+// ideographs use a face's second fpdf instance (pdfMaxRun), which is charged too, up to
+// MaxPDFFallbackChars of them.
 func TestPDF_FaceMemoryCharged(t *testing.T) {
 	useFontDir(t, "")
 	c := testCatalog(convert.Limits{MaxConversionMemory: 8 << 30})
@@ -128,6 +130,9 @@ func TestPDF_FaceMemoryCharged(t *testing.T) {
 		{"markdown Hangul", fmtMarkdown, "# Title\n\nSome text 한국어 here.\n\n" + img},
 		{"markdown both", fmtMarkdown, "# Title\n\nSome text 東京 한국어 here.\n\n" + img},
 		{"markdown 400 ideographs", fmtMarkdown, "# Title\n\n" + distinct(0x4e00, 400) + "\n\n" + img},
+		{"markdown 3000 consecutive ideographs", fmtMarkdown, "# Title\n\n" + distinct(0x4e00, 3000) + "\n\n" + img},
+		{"markdown ideographs at the cap", fmtMarkdown, "# Title\n\n" + distinct(0x4e00, MaxPDFFallbackChars) + "\n\n" + img},
+		{"svg 3000 consecutive ideographs", fmtSVG, svg(strings.ReplaceAll(distinct(0x4e00, 3000), "\n", ""))},
 		{"markdown code block", fmtMarkdown, "# Title\n\n```\nx := \"東京 한국어\"\n```\n\n" + img},
 		{"html both", fmtHTML, html("Some text 東京 한국어 here.")},
 		{"text both", fmtTXT, "Some text 東京 한국어 here.\n" + letters(150_000, "\n")},

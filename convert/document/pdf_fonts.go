@@ -30,6 +30,7 @@ import (
 type pdfFont struct {
 	family, style string // fpdf's family ("sans", "mono") and style ("", "B", "I", "BI")
 	ttf           []byte
+	base          *pdfFont // for a second instance of a fallback face: the face it repeats
 
 	once    sync.Once
 	widths  []uint16 // by rune, for the Basic Multilingual Plane
@@ -49,12 +50,37 @@ var pdfFonts = [8]*pdfFont{
 	{family: "mono", style: "BI", ttf: gomonobolditalic.TTF},
 }
 
-// pdfFallbacks are the embedded faces (textfonts.go) for characters the Go fonts lack, in
-// the order they are tried: CJK ideographs and kana, then Hangul.
-var pdfFallbacks = []*pdfFont{
-	{family: "cjk", style: "", ttf: cjkTTF},
-	{family: "hangul", style: "", ttf: hangulTTF},
-}
+// pdfFallbacks are the embedded faces (textfonts.go) for characters the Go fonts lack: the
+// first pdfFallbackFaces are tried in order (CJK ideographs and kana, then Hangul); each is
+// followed, pdfFallbackFaces further on, by a second fpdf instance of the same face (see
+// pdfMaxRun).
+var pdfFallbacks = func() []*pdfFont {
+	faces := []*pdfFont{
+		{family: "cjk", style: "", ttf: cjkTTF},
+		{family: "hangul", style: "", ttf: hangulTTF},
+	}
+	for _, f := range faces[:len(faces):len(faces)] {
+		faces = append(faces, &pdfFont{family: f.family + "2", style: f.style, ttf: f.ttf, base: f})
+	}
+	return faces
+}()
+
+// pdfFallbackFaces is how many distinct faces pdfFallbacks holds (the rest are second instances).
+const pdfFallbackFaces = 2
+
+// pdfMaxRun is the most consecutive code points one fpdf font instance may draw in a document.
+// fpdf (v0.12.0, generateCIDFontMap) builds a font's width table in time cubic in the length
+// of each run of consecutive characters used: a run of 1000 ideographs cost 0.5 s of CPU, 2000
+// 3.8 s, 20 000 more than 10 minutes, and Output cannot be interrupted. A character that would
+// make a run of its face longer goes to the face's second instance, whose runs (by how
+// characters are placed, pdfDoc.place) are at most 2 long. Ordinary text rarely has runs longer
+// than a few characters: 3755 common ideographs (GB2312 level 1) need no second instance.
+const pdfMaxRun = 64
+
+// MaxPDFFallbackChars is the most distinct characters a generated PDF may draw with the
+// embedded CJK and Hangul faces together (real Chinese and Japanese documents use 2000 to 5000);
+// more fails the conversion before the PDF is written.
+const MaxPDFFallbackChars = 12_000
 
 // fontFor returns the face for a style.
 func fontFor(mono, bold, italic bool) *pdfFont {
@@ -74,6 +100,11 @@ func fontFor(mono, bold, italic bool) *pdfFont {
 // load reads the font's metrics once per process.
 func (f *pdfFont) load() error {
 	f.once.Do(func() {
+		if f.base != nil {
+			f.err = f.base.load()
+			f.widths, f.missing, f.has = f.base.widths, f.base.missing, f.base.has
+			return
+		}
 		fnt, err := sfnt.Parse(f.ttf)
 		if err != nil {
 			f.err = fmt.Errorf("parsing embedded font: %w", err)

@@ -101,7 +101,8 @@ type pdfDoc struct {
 	lastLevel    int      // level of the last bookmark
 	images       int
 	added        map[*pdfFont]bool          // faces registered with f: only those used are embedded
-	glyphs       map[*pdfFont]map[rune]bool // characters drawn with each fallback face
+	glyphs       map[*pdfFont]map[rune]bool // characters drawn with each fallback face instance
+	placed       map[rune]uint8             // the fallback face instance of each (fallbackFor)
 	releases     []func()                   // memory reserved for the fallback faces
 	params       convert.Params
 	missing      []rune // characters no embedded face has (the first few)
@@ -161,7 +162,7 @@ func newPDFDoc(ctx context.Context, p convert.Params, title string) (*pdfDoc, er
 	}
 	f.SetCreationDate(time.Now().UTC())
 	d := &pdfDoc{ctx: ctx, f: f, lim: p.Limits.Normalized(), mem: p.Embedded, lastLevel: -1, added: map[*pdfFont]bool{},
-		glyphs: map[*pdfFont]map[rune]bool{}, params: p}
+		glyphs: map[*pdfFont]map[rune]bool{}, placed: map[rune]uint8{}, params: p}
 	d.pageW, d.pageH = f.GetPageSize()
 	d.left, d.right = pdfMargin, d.pageW-pdfMargin
 	f.SetFooterFunc(func() {
@@ -233,6 +234,9 @@ func (d *pdfDoc) finish(w io.Writer) error {
 	if d.err != nil {
 		return d.err
 	}
+	if err := d.ctx.Err(); err != nil {
+		return err
+	}
 	if len(d.missing) > 0 {
 		var q []string
 		for _, r := range d.missing {
@@ -299,25 +303,64 @@ func (d *pdfDoc) fallbackFor(fnt *pdfFont, r rune) uint8 {
 	if fnt.hasGlyph(r) || r < 0x20 {
 		return 0
 	}
-	for i, f := range pdfFallbacks {
+	if fb, ok := d.placed[r]; ok {
+		return fb
+	}
+	for i, f := range pdfFallbacks[:pdfFallbackFaces] {
 		if err := f.load(); err != nil {
 			d.fail(err)
 			return 0
 		}
 		if f.hasGlyph(r) {
-			set := d.glyphs[f]
-			if set == nil {
-				set = map[rune]bool{}
-				d.glyphs[f] = set
-			}
-			set[r] = true
-			return uint8(i + 1)
+			return d.place(i, r)
 		}
 	}
 	if len(d.missing) < 8 && !slices.Contains(d.missing, r) {
 		d.missing = append(d.missing, r)
 	}
 	return 0
+}
+
+// place chooses the instance of fallback face i that draws r, the first time r is drawn: the
+// face's first instance unless r would make a run of consecutive characters in it longer than
+// pdfMaxRun, the second otherwise. A character goes to the second instance only when a
+// neighbour is in the first, so the second's runs are at most 2 long. Over
+// MaxPDFFallbackChars distinct characters, the conversion fails.
+func (d *pdfDoc) place(i int, r rune) uint8 {
+	if len(d.placed) >= MaxPDFFallbackChars {
+		d.fail(convert.Errorf(nil, "the document uses more than %d distinct characters that need the embedded CJK or Hangul fonts, more than a PDF made here may embed", MaxPDFFallbackChars))
+		return 0
+	}
+	j := i
+	if pdfRunWith(d.glyphs[pdfFallbacks[i]], r) > pdfMaxRun {
+		j = i + pdfFallbackFaces
+	}
+	f := pdfFallbacks[j]
+	if err := f.load(); err != nil {
+		d.fail(err)
+		return 0
+	}
+	set := d.glyphs[f]
+	if set == nil {
+		set = map[rune]bool{}
+		d.glyphs[f] = set
+	}
+	set[r] = true
+	d.placed[r] = uint8(j + 1)
+	return uint8(j + 1)
+}
+
+// pdfRunWith is the length of the run of consecutive characters of set that r would be part of
+// once added, counted up to pdfMaxRun+1.
+func pdfRunWith(set map[rune]bool, r rune) int {
+	n := 1
+	for k := r - 1; set[k] && n <= pdfMaxRun; k-- {
+		n++
+	}
+	for k := r + 1; set[k] && n <= pdfMaxRun; k++ {
+		n++
+	}
+	return n
 }
 
 // breakLines fills lines of width avail greedily. A word wider than a line is cut between

@@ -630,26 +630,14 @@ func (b *svgBoundsScanner) SetClip(rect image.Rectangle)       {}
 
 // pdfFontMemory is what embedding the faces of the text (a CJK font from the font directory
 // may be tens of megabytes) adds to making the PDF, as pdfFaceMemory counts it: the faces
-// pdfText embeds, the Go font for those fpdf cannot.
-func (s *svgDrawing) pdfFontMemory() int64 {
-	chars := map[*textFace]map[rune]bool{}
-	for _, seg := range s.text {
-		face := seg.face
-		if !face.pdfOK() {
-			face = faceSans[0]
-		}
-		set := chars[face]
-		if set == nil {
-			set = map[rune]bool{}
-			chars[face] = set
-		}
-		for _, r := range seg.text {
-			set[r] = true
-		}
-	}
+// pdfText embeds (pdfFaces), the Go font for those fpdf cannot, each fpdf instance of a face.
+func pdfFontMemory(faces map[*textFace]*svgPDFFace) int64 {
 	var n int64
-	for face, set := range chars {
-		n += pdfFaceMemory(len(face.ttf), len(set))
+	for face, pf := range faces {
+		n += pdfFaceMemory(len(face.ttf), len(pf.first))
+		if len(pf.second) > 0 {
+			n += pdfFaceMemory(len(face.ttf), len(pf.second))
+		}
 	}
 	return n
 }
@@ -716,7 +704,11 @@ func svgToPDF(c *convert.Catalog) docRun {
 		if err := convimage.CheckPixels(w, h, lim); err != nil {
 			return err
 		}
-		est := int64(float64(convimage.BaseConversionMemory)+float64(w)*float64(h)*20+4*float64(in.Size())) + s.pdfFontMemory()
+		faces, err := s.pdfFaces()
+		if err != nil {
+			return err
+		}
+		est := int64(float64(convimage.BaseConversionMemory)+float64(w)*float64(h)*20+4*float64(in.Size())) + pdfFontMemory(faces)
 		if err := c.AcquireMemory(ctx, est, fmt.Sprintf("drawing this SVG at %dx%d for a PDF", w, h)); err != nil {
 			return err
 		}
@@ -753,10 +745,13 @@ func svgToPDF(c *convert.Catalog) docRun {
 		opts := fpdf.ImageOptions{ImageType: "PNG"}
 		f.RegisterImageOptionsReader("drawing", opts, bytes.NewReader(data))
 		f.ImageOptions("drawing", 0, 0, pw, ph, false, opts, 0, "")
-		s.pdfText(f, pw, ph, covered)
+		s.pdfText(f, pw, ph, covered, faces)
 		warnSVGText(p, s)
 		if err := f.Error(); err != nil {
 			return fmt.Errorf("writing the PDF: %w", err)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		return f.Output(&convert.ContextWriter{Ctx: ctx, W: out})
 	}

@@ -653,11 +653,64 @@ func warnSVGText(p convert.Params, s *svgDrawing) {
 	}
 }
 
+// svgPDFFace is how one face of an SVG's text is embedded in a PDF: the characters each of
+// its two fpdf instances draws (see pdfMaxRun: a character that would make a run of consecutive
+// characters in the first instance longer goes to the second).
+type svgPDFFace struct {
+	first, second map[rune]bool
+}
+
+// svgPDFRune is what r becomes in the PDF's text (pdfSafeText), ok false when it is dropped.
+func svgPDFRune(r rune) (rune, bool) {
+	for _, d := range pdfSafeText(string(r)) {
+		return d, true
+	}
+	return 0, false
+}
+
+// pdfFaces plans the faces of the text pdfText writes (the Go font for those fpdf cannot
+// embed), in the order it writes them. More than MaxPDFFallbackChars distinct characters
+// fail, before anything costly.
+func (s *svgDrawing) pdfFaces() (map[*textFace]*svgPDFFace, error) {
+	faces := map[*textFace]*svgPDFFace{}
+	n := 0
+	for _, seg := range s.text {
+		if !seg.hasFill && seg.strokeW == 0 {
+			continue
+		}
+		face := seg.face
+		if !face.pdfOK() {
+			face = faceSans[0]
+		}
+		pf := faces[face]
+		if pf == nil {
+			pf = &svgPDFFace{first: map[rune]bool{}, second: map[rune]bool{}}
+			faces[face] = pf
+		}
+		for _, r := range seg.text {
+			r, ok := svgPDFRune(r)
+			if !ok || pf.first[r] || pf.second[r] {
+				continue
+			}
+			if n++; n > MaxPDFFallbackChars {
+				return nil, convert.Errorf(nil, "the SVG's text uses more than %d distinct characters, more than a PDF made here may embed", MaxPDFFallbackChars)
+			}
+			if pdfRunWith(pf.first, r) > pdfMaxRun {
+				pf.second[r] = true
+			} else {
+				pf.first[r] = true
+			}
+		}
+	}
+	return faces, nil
+}
+
 // pdfText writes the text segments as PDF text over a pw x ph point page. Each segment is
 // written in its own coordinate system (cm), so transforms, rotation and skew are kept. Faces
 // fpdf cannot embed (OpenType with CFF outlines) are replaced by the Go font of the same style.
 // Segments drawn in the picture (drawn[i]) are written invisible, to be selected and searched.
-func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool) {
+// faces is what pdfFaces planned.
+func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool, faces map[*textFace]*svgPDFFace) {
 	if len(s.text) == 0 {
 		return
 	}
@@ -676,6 +729,9 @@ func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool) {
 			name = fmt.Sprintf("svgf%d", len(names))
 			names[face] = name
 			f.AddUTF8FontFromBytes(name, "", bytes.Clone(face.ttf))
+			if pf := faces[face]; pf != nil && len(pf.second) > 0 {
+				f.AddUTF8FontFromBytes(name+"b", "", bytes.Clone(face.ttf))
+			}
 		}
 		m := root.Mult(seg.m)
 		f.TransformBegin()
@@ -708,13 +764,53 @@ func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool) {
 			f.SetAlpha(alpha, "Normal")
 		}
 		// fpdf's Text takes y down from the page top: local (x, y) in SVG units is PDF (x, -y).
-		f.Text(seg.x, ph+seg.y, pdfSafeText(seg.text))
+		if pf := faces[face]; pf == nil || len(pf.second) == 0 {
+			f.Text(seg.x, ph+seg.y, pdfSafeText(seg.text))
+		} else {
+			svgPDFPieces(f, seg, ph, pf, name)
+		}
 		if alpha < 1 && mode != 3 {
 			f.SetAlpha(1, "Normal")
 		}
 		f.SetTextRenderingMode(0)
 		f.TransformEnd()
 	}
+}
+
+// svgPDFPieces writes a segment whose face has two fpdf instances (name and name+"b") as
+// pieces of one instance each, each at its place in the segment.
+func svgPDFPieces(f *fpdf.Fpdf, seg svgTextSeg, ph float64, pf *svgPDFFace, name string) {
+	var piece []rune
+	x, at, second := seg.x, seg.x, false
+	flush := func() {
+		if len(piece) > 0 {
+			font := name
+			if second {
+				font += "b"
+			}
+			f.SetFont(font, "", seg.size)
+			f.Text(at, ph+seg.y, string(piece))
+			piece = piece[:0]
+		}
+	}
+	i := 0
+	for _, r := range seg.text {
+		if d, ok := svgPDFRune(r); ok {
+			if pf.second[d] != second {
+				flush()
+				second = pf.second[d]
+			}
+			if len(piece) == 0 {
+				at = x
+			}
+			piece = append(piece, d)
+		}
+		if i < len(seg.adv) {
+			x += seg.adv[i]
+		}
+		i++
+	}
+	flush()
 }
 
 // pdfOK reports whether fpdf can embed the face: TrueType outlines, and a trial document with
