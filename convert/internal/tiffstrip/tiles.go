@@ -95,10 +95,51 @@ func (d *Decoder) decodeTileRow(j int) error {
 	d.rowY0, d.rowRows = y0, 0
 	for i := range d.across {
 		if err := d.decodeTile(i, j, rows, rowLen); err != nil {
-			return err
+			return d.firstTileError(i, j, err)
 		}
 	}
 	d.rowRows = rows
+	return nil
+}
+
+// firstTileError is the error x/image/tiff reports for a file whose tile i0 of row j0 fails
+// with err, every tile before it in row order having decoded: x/image/tiff decodes the tiles
+// column by column, so a tile of an earlier column further down that fails is the one it
+// reports (a file with two broken tiles failed with "unexpected EOF" here and "zlib: invalid
+// header" there, FuzzTileDecode). Those tiles are read and checked in its order, not decoded;
+// a broken file costs at most the tiles x/image/tiff reads.
+func (d *Decoder) firstTileError(i0, j0 int, err error) error {
+	for i := range i0 {
+		for j := j0 + 1; j < d.down; j++ {
+			if e := d.checkTile(i, j); e != nil {
+				return e
+			}
+		}
+	}
+	return err
+}
+
+// checkTile reads tile i of row j into d.tile and checks that it holds the pixels
+// x/image/tiff needs of it (see decodeTile).
+func (d *Decoder) checkTile(i, j int) error {
+	rows := min(d.tileH, d.height-j*d.tileH)
+	k := j*d.across + i
+	got, err := d.readTile(int64(d.offsets[k]), int64(d.counts[k]))
+	if err != nil {
+		return err
+	}
+	tileRow := d.tileW * d.samples
+	cols := min(d.tileW, d.width-i*d.tileW)
+	need := (rows-1)*tileRow + cols*d.samples
+	switch {
+	case d.predictor:
+		need = len(d.tile)
+	case d.mode == mRGBA || d.mode == mNRGBA:
+		need = rows * tileRow
+	}
+	if got < need {
+		return errNoPixels
+	}
 	return nil
 }
 
@@ -109,25 +150,13 @@ func (d *Decoder) decodeTileRow(j int) error {
 // image copied when the tile holds them (x/image/tiff's bounds checks: up to the last pixel
 // in the image for gray and RGB, the whole last row in the image for RGBA).
 func (d *Decoder) decodeTile(i, j, rows, rowLen int) error {
-	k := j*d.across + i
-	got, err := d.readTile(int64(d.offsets[k]), int64(d.counts[k]))
-	if err != nil {
+	if err := d.checkTile(i, j); err != nil {
 		return err
 	}
 	s := d.samples
 	tileRow := d.tileW * s
 	x0 := i * d.tileW
 	cols := min(d.tileW, d.width-x0)
-	need := (rows-1)*tileRow + cols*s
-	switch {
-	case d.predictor:
-		need = len(d.tile)
-	case d.mode == mRGBA || d.mode == mNRGBA:
-		need = rows * tileRow
-	}
-	if got < need {
-		return errNoPixels
-	}
 	if d.predictor {
 		for r := 0; r < len(d.tile); r += tileRow {
 			row := d.tile[r : r+tileRow]

@@ -231,3 +231,42 @@ func TestWriteTiledDeflateSeeds(t *testing.T) {
 		}
 	}
 }
+
+// Two broken tiles: x/image/tiff decodes the tiles column by column and reports the first
+// failure in that order, so a broken tile further down an earlier column is the one whose
+// error counts, not the first broken one in row order (FuzzTileDecode found it). Every pair
+// of damages, either order.
+func TestDecodeTiles_ErrorOfTheFirstTileInColumnOrder(t *testing.T) {
+	const w, h, tw, th = 48, 40, 16, 16 // 3 x 3 tiles
+	streams := tileStreams(t, w, h, tw, th, zlib.BestSpeed)
+	damages := []string{"header", "cut-half", "adler", "flip-mid", "cut-0"}
+	for _, pair := range [][2]int{{2, 3}, {1, 6}, {2, 7}, {5, 7}, {1, 3}} { // row-major index
+		for _, a := range damages {
+			for _, b := range damages {
+				if a == b {
+					continue
+				}
+				bad := append([][]byte(nil), streams...)
+				bad[pair[0]] = damaged(streams[pair[0]])[a]
+				bad[pair[1]] = damaged(streams[pair[1]])[b]
+				t.Run(fmt.Sprintf("tiles%d-%d/%s-%s", pair[0], pair[1], a, b), func(t *testing.T) {
+					if err := sameAsXImageTiles(t, tiledWithStreams(t, w, h, tw, th, bad)); err == nil {
+						t.Fatal("no error")
+					}
+				})
+			}
+		}
+	}
+	// Uncompressed tiles too: a tile past the end of the file and a short one.
+	l := layout{1, 1, 0, 1, 0, 0, false}
+	data := buildTiledTIFF(t, w, h, l, tw, th, pixels(w, h, 1))
+	d, ok, err := NewDecoder(bytes.NewReader(data), int64(len(data)))
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	data = withTileOffset(data, d, 2, uint(len(data)))
+	data = withTileCount(data, d, 3, 5)
+	if err := sameAsXImageTiles(t, data); err == nil {
+		t.Fatal("uncompressed: no error")
+	}
+}
