@@ -5,12 +5,16 @@ import (
 	"compress/zlib"
 	"errors"
 	"fmt"
+	"image"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
+	"sync"
 	"testing"
 
+	"github.com/convsvc/convsvc/convert/internal/testimg"
 	"golang.org/x/image/tiff"
 )
 
@@ -268,5 +272,55 @@ func TestDecodeTiles_ErrorOfTheFirstTileInColumnOrder(t *testing.T) {
 	data = withTileCount(data, d, 3, 5)
 	if err := sameAsXImageTiles(t, data); err == nil {
 		t.Fatal("uncompressed: no error")
+	}
+}
+
+// benchTiledTIFF is a 12 MP (4000x3000) photo-like RGB TIFF in 256x256 deflate tiles with the
+// horizontal predictor (docs/benchmarks.md, "Tiled TIFF sources").
+var benchTiledTIFF = sync.OnceValue(func() []byte {
+	src := testimg.Photo(4000, 3000)
+	px := make([]byte, 0, 4000*3000*3)
+	for i := 0; i < len(src.Pix); i += 4 {
+		px = append(px, src.Pix[i:i+3]...)
+	}
+	return buildTiledTIFF(nil, 4000, 3000, layout{3, 2, 0, 8, 2, 0, false}, 256, 256, px)
+})
+
+// BenchmarkDeflateTiles decodes benchTiledTIFF in 64-row strips, as the TIFF -> JPEG pipeline
+// does, with the shipped tile inflater (one inflate.Reader, Reset a tile), with openDeflate
+// (a new inflate.Reader a tile) and with compress/zlib (a new reader a tile, as x/image/tiff).
+//
+//	go test ./convert/internal/tiffstrip -run XXX -bench DeflateTiles -benchmem -count 5
+func BenchmarkDeflateTiles(b *testing.B) {
+	data := benchTiledTIFF()
+	for _, v := range []struct {
+		name string
+		open func(*Decoder, int64, int64, int64) (io.ReadCloser, error)
+	}{
+		{"inflate", (*Decoder).openDeflateTileReused},
+		{"inflate-new-reader", func(d *Decoder, off, n, limit int64) (io.ReadCloser, error) { return openDeflate(d.r, off, n, limit) }},
+		{"compress-zlib", func(d *Decoder, off, n, limit int64) (io.ReadCloser, error) { return openZlib(d.r, off, n, limit) }},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			defer func(old func(*Decoder, int64, int64, int64) (io.ReadCloser, error)) { openDeflateTile = old }(openDeflateTile)
+			openDeflateTile = v.open
+			b.SetBytes(4000 * 3000 * 3)
+			b.ReportAllocs()
+			buf := make([]byte, 4*4000*64)
+			for b.Loop() {
+				d, ok, err := NewDecoder(bytes.NewReader(data), int64(len(data)))
+				if !ok || err != nil || !d.tiled {
+					b.Fatalf("NewDecoder: %v %v", ok, err)
+				}
+				for y := 0; y < 3000; y += 64 {
+					if err := d.ReadRows(d.StripImage(buf, image.Rect(0, y, 4000, min(y+64, 3000)))); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := d.Finish(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
