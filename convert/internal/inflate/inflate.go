@@ -855,3 +855,25 @@ func adler32Update(adler uint32, p []byte) uint32 {
 	}
 	return s2<<16 | s1
 }
+
+// Reset makes z a decoder of the zlib stream in src, as NewReader(src) would return, having
+// read its header: what it reads and returns from then on is NewReader's. It keeps z's input
+// buffer and the storage of its Huffman tables, and its output buffer (one from the pool if z
+// was closed), so a caller decoding many small streams in turn (tiffstrip's deflate tiles)
+// allocates nothing per stream. On a header error z is closed, as NewReader closes its
+// decoder; it can be Reset again.
+func (z *Reader) Reset(src io.Reader) error {
+	out := z.out
+	if out == nil {
+		out = outBuffers.Get().(*[outSize]byte)[:]
+	}
+	z.src, z.err = src, nil
+	z.pos, z.end, z.srcErr, z.bb, z.nb = 0, 0, nil, 0, 0
+	z.out, z.r, z.w, z.total, z.adler, z.summed = out, 0, 0, 0, 1, 0
+	z.inBlock, z.final, z.stored, z.lit, z.dist = false, false, 0, nil, nil
+	if err := z.readHeader(); err != nil {
+		z.Close()
+		return err
+	}
+	return nil
+}

@@ -5,7 +5,8 @@
 // pixels golang.org/x/image/tiff gives it, and fails where x/image/tiff fails: the header is
 // read by x/image/tiff's rules (the same tags, types, limits and defaults), each strip or tile
 // through the same decompressors and the same LimitReader, read to its end (deflate strips
-// through convert/internal/inflate, with compress/zlib's bytes and errors: see openDeflate).
+// and tiles through convert/internal/inflate, with compress/zlib's bytes and errors: see
+// openDeflate).
 // A file outside that subset (1- or 16-bit samples, palettes, CCITT or PackBits, anything
 // unusual in the header) is left to x/image/tiff: NewDecoder returns ok false.
 package tiffstrip

@@ -267,13 +267,16 @@ func TestDecodeTiles_TruncatedAndCorrupt(t *testing.T) {
 // FuzzTileDecode is FuzzStripDecode for tiled files: tiffstrip (when it takes the input)
 // and x/image/tiff give the same image or both fail. Seeds: testdata/fuzz/FuzzTileDecode
 // (TIFFSTRIP_WRITE_SEEDS=1 go test -run TestWriteTileSeeds rewrites them) and every layout
-// with 8x8 tiles over a 13x9 image.
+// with 8x8 tiles over a 13x9 image, and TestWriteTiledDeflateSeeds' deflate files (whole
+// and with a tile damaged). Deflate files must give x/image/tiff's error message too
+// (sameDeflateMessage), as their tiles go through convert/internal/inflate.
 func FuzzTileDecode(f *testing.F) {
 	for _, l := range tileLayouts() {
 		f.Add(buildTiledTIFF(f, 13, 9, l, 8, 8, pixels(13, 9, l.samples)))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkSame(t, data)
+		sameDeflateMessage(t, data)
 	})
 }
 
