@@ -172,14 +172,10 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 		}
 		est += extra
 	}
-	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
-	if err := c.AcquireMemory(ctx, est, what); err != nil {
+	if err := holdStreamBudget(ctx, c, est, cfg, src, dst, losses); err != nil {
 		return true, err
 	}
 	defer c.ReleaseMemory(est)
-	if losses != nil {
-		losses()
-	}
 	switch src.ID {
 	case "ppm":
 		return ppmToJPEG(ctx, in, out, src, cfg, opts)
@@ -187,6 +183,20 @@ func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader
 		return tiffToJPEG(ctx, in, out, src, cfg, opts, translucent)
 	}
 	return pngToJPEG(ctx, in, out, src, cfg, opts, translucent)
+}
+
+// holdStreamBudget reserves est bytes of c's memory budget for converting an image of cfg's
+// size from src to dst in strips, then reports the input's losses (losses, when not nil), as
+// the whole-image path does once its budget is held. The caller releases est.
+func holdStreamBudget(ctx context.Context, c *convert.Catalog, est int64, cfg image.Config, src, dst *Codec, losses func()) error {
+	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
+	if err := c.AcquireMemory(ctx, est, what); err != nil {
+		return err
+	}
+	if losses != nil {
+		losses()
+	}
+	return nil
 }
 
 // streamJPEGCost is what pngToJPEG holds for an image of b whose strips have bpp bytes per

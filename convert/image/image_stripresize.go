@@ -101,14 +101,10 @@ func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 	}
 	bpp := d.BytesPerPixel()
 	est := memoryEstimate(src, dst, 1, 0, int64(dw)*int64(dh), true, webpLossless(opts)) + stripResizeCost(cfg.Width, cfg.Height, bpp, dw, dh, box) + tiles
-	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
-	if err := c.AcquireMemory(ctx, est, what); err != nil {
+	if err := holdStreamBudget(ctx, c, est, cfg, src, dst, losses); err != nil {
 		return true, err
 	}
 	defer c.ReleaseMemory(est)
-	if losses != nil {
-		losses()
-	}
 	img, err := resizeStrips(ctx, dctx, stop, d, dw, dh, box, src.Name+" decoder")
 	if err != nil {
 		var de stripDecodeError

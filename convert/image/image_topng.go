@@ -2,7 +2,6 @@ package image
 
 import (
 	"context"
-	"fmt"
 	"image"
 	"io"
 
@@ -66,14 +65,10 @@ func streamToPNG(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 	}
 	_, gray := d.StripImage(nil, image.Rectangle{}).(*image.Gray)
 	est := BaseConversionMemory + streamPNGCost(b, gray, d.BytesPerPixel()) + tiles
-	what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
-	if err := c.AcquireMemory(ctx, est, what); err != nil {
+	if err := holdStreamBudget(ctx, c, est, cfg, src, dst, losses); err != nil {
 		return true, err
 	}
 	defer c.ReleaseMemory(est)
-	if losses != nil {
-		losses()
-	}
 	return true, stripsToPNG(ctx, r, d, out, src, gray)
 }
 
