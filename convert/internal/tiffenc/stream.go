@@ -36,7 +36,8 @@ func ChosenOptions(flat bool) Options {
 // strips are the output file, a fraction of the image on photos and at most its samples plus
 // a few bytes per strip. With Spill, the compressed strips go to the caller's spill file
 // once they pass a threshold, and the encoder holds at most that threshold plus the strips
-// compressed ahead of one still being compressed (Workers+2 at most).
+// compressed ahead of one still being compressed (Workers+2 at most) and as many spare
+// buffers.
 //
 // With Options.Level 0 the strips are compressed with the photo options while the rows
 // Encode samples to tell graphics from photos go by; if they say graphics, WriteRows (as
@@ -63,6 +64,11 @@ type StripEncoder struct {
 	flushed int                // the strips before it are in the spill
 	spilled int64              // their bytes
 	spare   [][]byte           // emptied strip buffers, for the strips done out of order
+	done    int                // the strips before it are compressed
+	// ahead holds a token for each strip submitted and not in the done prefix: a strip
+	// that lags holds back the submission of more than cap(ahead) after it, so that the
+	// strips done out of order, held in memory, are few.
+	ahead chan struct{}
 
 	cur     []byte // the strip being filled
 	curRows int
@@ -141,6 +147,7 @@ func NewStripEncoder(ctx context.Context, w io.Writer, width, height int, model 
 	nw = min(nw, nstrips)
 	e := &StripEncoder{ctx: ctx, w: w, l: l, model: model, opaque: opaque, opt: opt, choose: choose, rps: rps,
 		strips: make([][]byte, nstrips), sizes: make([]int, nstrips), jobs: make(chan stripJob), free: make(chan []byte, nw+2),
+		ahead:  make(chan struct{}, nw+2),
 		failed: make(chan struct{}), step: max(1, height/flatSampleRows)}
 	if choose {
 		e.prev = make([]byte, l.rowLen)
@@ -158,7 +165,8 @@ const SpillThreshold = 8 << 20
 // Spill makes the encoder write the compressed strips, in order, to the ReadWriteSeeker
 // create returns once more than after bytes of them would be held in memory, and copy them
 // from it to the output at Close (through a 64 KiB buffer): the encoder then holds at most
-// after bytes of compressed strips plus those done ahead of one still being compressed.
+// after bytes of compressed strips plus those done ahead of one still being compressed
+// (at most Workers+2, and as many spare buffers).
 // create is called at most once, from a worker; its error (wrapped) is the encoder's. The
 // caller owns what create returned: it closes and removes it once Close or Abort returned,
 // whatever happened. Spill must be called before the first WriteRows.
@@ -172,6 +180,10 @@ func (e *StripEncoder) store(i int, data []byte) error {
 	e.stored.Lock()
 	defer e.stored.Unlock()
 	e.sizes[i] = len(data)
+	for e.done < len(e.sizes) && e.sizes[e.done] > 0 { // a zlib stream is never empty
+		e.done++
+		<-e.ahead
+	}
 	spilling := e.create != nil && (e.spill != nil || e.held+int64(len(data)) > e.after)
 	if spilling && i == e.flushed {
 		if err := e.startSpill(); err != nil {
@@ -409,6 +421,15 @@ func (e *StripEncoder) buffer() ([]byte, error) {
 func (e *StripEncoder) submit() error {
 	j := stripJob{i: e.next, buf: e.cur, rows: e.curRows}
 	e.cur, e.curRows = nil, 0
+	select {
+	case e.ahead <- struct{}{}:
+	case <-e.failed:
+		e.free <- j.buf
+		return e.failure()
+	case <-e.ctx.Done():
+		e.free <- j.buf
+		return e.ctx.Err()
+	}
 	select {
 	case e.jobs <- j:
 		e.next++
