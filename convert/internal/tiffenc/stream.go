@@ -158,9 +158,9 @@ func NewStripEncoder(ctx context.Context, w io.Writer, width, height int, model 
 	return e, nil
 }
 
-// SpillThreshold is a threshold for Spill: 8 MiB of compressed strips held in memory, under
+// SpillThreshold is a threshold for Spill: 4 MiB of compressed strips held in memory, under
 // which small images never create a spill file.
-const SpillThreshold = 8 << 20
+const SpillThreshold = 4 << 20
 
 // Spill makes the encoder write the compressed strips, in order, to the ReadWriteSeeker
 // create returns once more than after bytes of them would be held in memory, and copy them
@@ -246,14 +246,20 @@ func (e *StripEncoder) flush() error {
 	return nil
 }
 
-// spareFor returns an empty buffer for n bytes: a spare one when there is, else a new one.
+// spareFor returns an empty buffer for n bytes: a spare one large enough when there is (the
+// smaller ones are dropped), else a new one, which while spilling is made for deflate's
+// worst case on a full strip, so that it can be used again for any strip.
 func (e *StripEncoder) spareFor(n int) []byte {
-	if k := len(e.spare); k > 0 {
-		b := e.spare[k-1]
-		e.spare = e.spare[:k-1]
+	for k := len(e.spare) - 1; k >= 0; k-- {
+		b := e.spare[k]
+		e.spare = e.spare[:k]
 		if cap(b) >= n {
 			return b
 		}
+	}
+	if e.spill != nil {
+		raw := e.rps * e.l.rowLen
+		return make([]byte, 0, max(n, raw+raw/256+64))
 	}
 	return make([]byte, 0, n)
 }
@@ -499,6 +505,10 @@ func (e *StripEncoder) Close() error {
 func (wk *worker) compress(buf []byte, rowLen, spp int, o *Options) ([]byte, error) {
 	if err := wk.reset(o); err != nil {
 		return nil, err
+	}
+	if n := len(buf) + len(buf)/256 + 64; cap(wk.out.b) < n {
+		// Deflate's worst case at once, not the doublings of append on every worker.
+		wk.out.b = make([]byte, 0, n)
 	}
 	for len(buf) >= rowLen {
 		row := buf[:rowLen]
