@@ -444,7 +444,8 @@ func (c *Catalog) ConverterFor(s Step) (Converter, bool) {
 
 // Convert converts in (format from) to format to, streaming the result to out, and returns
 // the warnings its converters reported (Params.Warn), nil when none. Intermediate results of a multi-step path go to temporary files in scratchDir (created if
-// missing), which are removed whatever happens. Every failure is returned as an *Error;
+// missing), which are removed whatever happens; converters get scratchDir as
+// Params.ScratchDir for temporary files of their own. Every failure is returned as an *Error;
 // panics in converters are recovered into one. On failure out may have received part of a
 // result, so callers write to something they can throw away.
 func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) ([]Warning, error) {

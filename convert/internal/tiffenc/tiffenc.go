@@ -18,7 +18,9 @@
 // strip each.
 //
 // StripEncoder (stream.go) writes Encode's bytes from rows handed to it a strip at a time,
-// for callers that never hold the whole image; it holds the compressed strips the same way.
+// for callers that never hold the whole image; it holds the compressed strips the same way,
+// or, with StripEncoder.Spill, writes them past a threshold to a spill the caller provides
+// (a file: tiffenc itself touches no file system) and copies them to the output at the end.
 package tiffenc
 
 import (
