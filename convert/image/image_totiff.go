@@ -123,11 +123,13 @@ func toTIFF(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Cod
 	if err != nil {
 		return true, err
 	}
+	// The deferred calls run bottom up: Abort ends the workers, which create and write the
+	// spill, before its error is read and the file removed.
 	spill := &tiffSpill{dir: scratchDir}
-	defer spill.remove() // after Abort: the workers, which create and write it, have ended
+	defer spill.remove()
+	defer func() { err = spill.explain(err) }()
 	defer e.Abort()
 	e.Spill(tiffSpillThreshold, spill.create)
-	defer func() { err = spill.explain(err) }()
 	buf := make([]byte, d.BytesPerPixel()*b.Dx()*tiffStreamRows)
 	for y := 0; y < b.Dy(); y += tiffStreamRows {
 		if err := ctx.Err(); err != nil {
