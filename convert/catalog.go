@@ -444,7 +444,8 @@ func (c *Catalog) ConverterFor(s Step) (Converter, bool) {
 
 // Convert converts in (format from) to format to, streaming the result to out, and returns
 // the warnings its converters reported (Params.Warn), nil when none. Intermediate results of a multi-step path go to temporary files in scratchDir (created if
-// missing), which are removed whatever happens. Every failure is returned as an *Error;
+// missing), which are removed whatever happens; converters get scratchDir as
+// Params.ScratchDir for temporary files of their own. Every failure is returned as an *Error;
 // panics in converters are recovered into one. On failure out may have received part of a
 // result, so callers write to something they can throw away.
 func (c *Catalog) Convert(ctx context.Context, from, to string, opts Options, in *os.File, out io.Writer, scratchDir string) ([]Warning, error) {
@@ -476,7 +477,7 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
-			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts, w)
+			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts, scratchDir, w)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
 		if errors.Is(err, os.ErrNotExist) {
@@ -492,7 +493,7 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 			os.Remove(tmp.Name())
 		}()
 		cw := &CountingWriter{W: tmp}
-		if err := c.runStep(ctx, cv, src, c.limitOutput(cw, s, inputSize), opts, w); err != nil {
+		if err := c.runStep(ctx, cv, src, c.limitOutput(cw, s, inputSize), opts, scratchDir, w); err != nil {
 			return err
 		}
 		cur, size = tmp, cw.N
@@ -506,7 +507,7 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 var outputBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 // runStep runs one converter with a buffered output, turning panics and plain errors into *Error.
-func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options, w *warnings) (err error) {
+func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options, scratchDir string, w *warnings) (err error) {
 	rw := &recordingWriter{w: out}
 	bw := outputBuffers.Get().(*bufio.Writer)
 	bw.Reset(rw)
@@ -519,7 +520,7 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 			err = Errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
 		}
 	}()
-	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts, Embedded: EmbeddedMemory{c.budget}, warnings: w})
+	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts, Embedded: EmbeddedMemory{c.budget}, ScratchDir: scratchDir, warnings: w})
 	if err == nil {
 		err = bw.Flush()
 	}

@@ -135,6 +135,9 @@ type Params struct {
 	// Embedded reserves the memory of resources a converter decodes inside its input (images
 	// in a document) from the same budget as direct conversions.
 	Embedded EmbeddedMemory
+	// ScratchDir is the directory for the converter's temporary files (Catalog.Convert's
+	// scratchDir; "" means os.TempDir()), which the converter removes before it returns.
+	ScratchDir string
 
 	// warnings collects what Warn reports; nil outside Catalog.Convert.
 	warnings *warnings

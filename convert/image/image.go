@@ -223,7 +223,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if frames == 1 {
 			// Formats that stream convert a strip at a time, with a budget share to match.
 			losses := func() { reportInputLosses(in, src, dst, cfg, frames, p) }
-			if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts, losses, func() { warnAlpha(src, dst, p) }); handled {
+			if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts, p.ScratchDir, losses, func() { warnAlpha(src, dst, p) }); handled {
 				return err
 			}
 			// A PNG, PPM or TIFF made smaller is resampled as its strips are decoded.

@@ -138,12 +138,13 @@ func stripsToJPEG(ctx, dctx context.Context, stop context.CancelFunc, src *input
 //
 // losses, when not nil, is called once the budget is held (the input's losses are reported
 // there, as on the whole-image path); translucent is handed to pngToJPEG and tiffToJPEG.
-func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, losses, translucent func()) (handled bool, err error) {
+// scratchDir (Params.ScratchDir) is where streamToTIFF spills its compressed strips.
+func streamConvert(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, scratchDir string, losses, translucent func()) (handled bool, err error) {
 	if dst.ID == "png" {
 		return streamToPNG(ctx, c, in, out, src, dst, cfg, opts, losses) // image_topng.go
 	}
 	if dst.ID == "tiff" {
-		return streamToTIFF(ctx, c, in, out, src, dst, cfg, opts, losses) // image_totiff.go
+		return streamToTIFF(ctx, c, in, out, src, dst, cfg, opts, scratchDir, losses) // image_totiff.go
 	}
 	if (src.ID != "png" && src.ID != "ppm" && src.ID != "tiff") || dst.ID != "jpeg" {
 		return false, nil

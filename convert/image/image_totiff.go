@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/color"
 	"io"
+	"os"
 	"runtime"
 
 	"github.com/convsvc/convsvc/convert"
@@ -22,8 +23,10 @@ const tiffStreamRows = 64
 // under streamTIFFCost of the budget. handled is false, with the budget share returned and
 // nothing written, when the conversion does not stream this way (another source, a resize or
 // crop, a small image, alpha or a palette, a layout the strip decoders leave to the
-// whole-image decoders): the caller then converts the whole image.
-func streamToTIFF(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, losses func()) (handled bool, err error) {
+// whole-image decoders): the caller then converts the whole image. The compressed strips,
+// past tiffenc.SpillThreshold, wait for the IFD in a temporary file in scratchDir ("" for
+// os.TempDir(), created if missing), removed before it returns.
+func streamToTIFF(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, scratchDir string, losses func()) (handled bool, err error) {
 	if src.ID != "png" && src.ID != "ppm" {
 		return false, nil
 	}
@@ -54,7 +57,7 @@ func streamToTIFF(ctx context.Context, c *convert.Catalog, in *io.SectionReader,
 	// Encode's choice of options, as encodeTIFF's; the workers only change the speed.
 	o := &tiffenc.Options{Workers: tiffStreamWorkers()}
 	for pass := 0; ; pass++ {
-		handled, err := toTIFF(ctx, in, out, src, cfg, o, func() {
+		handled, err := toTIFF(ctx, in, out, src, cfg, o, scratchDir, func() {
 			if pass == 0 && losses != nil {
 				losses()
 			}
@@ -80,9 +83,10 @@ func tiffStreamWorkers() int { return min(runtime.GOMAXPROCS(0), 4) }
 const tiffStreamMinPixels = 256 * 256
 
 // toTIFF decodes the rows of in a strip at a time into a tiffenc.StripEncoder writing to out
-// with the options o. started is called once the decoder took the file, before any row.
-// It returns tiffenc.ErrFlat, with nothing written, as the StripEncoder does.
-func toTIFF(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, o *tiffenc.Options, started func()) (handled bool, err error) {
+// with the options o, spilling its compressed strips to a file in scratchDir (tiffSpill).
+// started is called once the decoder took the file, before any row. It returns
+// tiffenc.ErrFlat, with nothing written, as the StripEncoder does.
+func toTIFF(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Codec, cfg image.Config, o *tiffenc.Options, scratchDir string, started func()) (handled bool, err error) {
 	src := newInputReader(ctx, in)
 	var d stripDecoder
 	ok := false
@@ -119,7 +123,13 @@ func toTIFF(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Cod
 	if err != nil {
 		return true, err
 	}
+	// The deferred calls run bottom up: Abort ends the workers, which create and write the
+	// spill, before its error is read and the file removed.
+	spill := &tiffSpill{dir: scratchDir}
+	defer spill.remove()
+	defer func() { err = spill.explain(err) }()
 	defer e.Abort()
+	e.Spill(tiffSpillThreshold, spill.create)
 	buf := make([]byte, d.BytesPerPixel()*b.Dx()*tiffStreamRows)
 	for y := 0; y < b.Dy(); y += tiffStreamRows {
 		if err := ctx.Err(); err != nil {
@@ -140,9 +150,74 @@ func toTIFF(ctx context.Context, in *io.SectionReader, out io.Writer, codec *Cod
 	return true, e.Close()
 }
 
-// streamTIFFCost is what streamToTIFF holds for an image of b, in bytes: every compressed
-// strip until the IFD can be written (the output's io.Writer cannot seek back to the
-// header), charged at the samples' size, deflate's worst case; the decoder's strip; for each
+// tiffSpillThreshold is the compressed strips toTIFF holds in memory before it spills them;
+// a variable for the tests.
+var tiffSpillThreshold int64 = tiffenc.SpillThreshold
+
+// tiffSpill is the temporary file in a scratch directory where toTIFF's StripEncoder spills
+// its compressed strips; it remembers its first error to name it in the conversion's.
+type tiffSpill struct {
+	dir string
+	f   *os.File
+	err error // the first creation, write or read error
+}
+
+// create makes the file in dir, and dir if missing, for StripEncoder.Spill.
+func (s *tiffSpill) create() (io.ReadWriteSeeker, error) {
+	f, err := os.CreateTemp(s.dir, "tiff-strips-*")
+	if errors.Is(err, os.ErrNotExist) {
+		if err = os.MkdirAll(s.dir, 0o700); err == nil {
+			f, err = os.CreateTemp(s.dir, "tiff-strips-*")
+		}
+	}
+	if err != nil {
+		s.err = err
+		return nil, err
+	}
+	s.f = f
+	return s, nil
+}
+
+func (s *tiffSpill) Write(p []byte) (int, error) {
+	n, err := s.f.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+func (s *tiffSpill) Read(p []byte) (int, error) {
+	n, err := s.f.Read(p)
+	if err != nil && err != io.EOF && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+func (s *tiffSpill) Seek(off int64, whence int) (int64, error) { return s.f.Seek(off, whence) }
+
+// remove closes and removes the file, if it was made.
+func (s *tiffSpill) remove() {
+	if s.f != nil {
+		s.f.Close()
+		os.Remove(s.f.Name())
+		s.f = nil
+	}
+}
+
+// explain turns err, when the spill failed, into the error that says so.
+func (s *tiffSpill) explain(err error) error {
+	if err == nil || s.err == nil {
+		return err
+	}
+	return convert.Errorf(err, "could not write a temporary file in the scratch directory")
+}
+
+// streamTIFFCost is what streamToTIFF holds for an image of b, in bytes: the compressed
+// strips until the IFD can be written (the output's io.Writer cannot seek back to the
+// header), charged at the samples' size, deflate's worst case: all of them, or when that is
+// more, tiffenc.SpillThreshold of them (the rest go to the scratch file) and twice
+// tiffenc's Workers+2 strips, done out of order or spare, and the spill's copy buffer; the decoder's strip; for each
 // of the tiffStreamWorkers workers (and 2 more) a strip of the largest rows tiffenc uses (256
 // for graphics), its compressed copy and its deflate state; and the inflater's window and
 // buffers.
@@ -156,5 +231,8 @@ func streamTIFFCost(b image.Rectangle, gray bool) int64 {
 	held := samples + samples/256 + (h/16+1)*64 // stored blocks' and zlib's few bytes per strip
 	workers := int64(tiffStreamWorkers())
 	strip := w * spp * 256
+	if spilled := tiffenc.SpillThreshold + 2*(workers+2)*(strip+strip/256+64) + 64<<10; spilled < held {
+		held = spilled
+	}
 	return held + w*bpp*tiffStreamRows + (workers+2)*strip + workers*(strip+1<<20) + 1<<20
 }

@@ -9,9 +9,12 @@ import (
 	"image/color"
 	"image/draw"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/convsvc/convsvc/convert"
@@ -42,7 +45,8 @@ func wholeImageTIFF(t testing.TB, codecID string, data []byte) []byte {
 }
 
 // runToTIFF runs streamToTIFF on data (of the codec codecID) after ReadHeader, as
-// imageRun does, under an unlimited budget; losses counts the calls of its callback.
+// imageRun does, under an unlimited budget, with a scratch directory of its own that must be
+// empty once it returned; losses counts the calls of its callback.
 func runToTIFF(ctx context.Context, t testing.TB, codecID string, data []byte, w io.Writer, losses *int) (bool, error) {
 	t.Helper()
 	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
@@ -50,6 +54,32 @@ func runToTIFF(ctx context.Context, t testing.TB, codecID string, data []byte, w
 }
 
 func runToTIFFFrom(ctx context.Context, t testing.TB, codecID string, in *io.SectionReader, w io.Writer, losses *int) (bool, error) {
+	t.Helper()
+	scratch := t.TempDir()
+	defer func() {
+		if left := listDir(t, scratch); len(left) != 0 {
+			t.Errorf("left in the scratch directory: %v", left)
+		}
+	}()
+	return runToTIFFIn(ctx, t, codecID, in, w, losses, scratch)
+}
+
+// listDir returns the names in dir.
+func listDir(t testing.TB, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+// runToTIFFIn is runToTIFFFrom with the scratch directory scratch.
+func runToTIFFIn(ctx context.Context, t testing.TB, codecID string, in *io.SectionReader, w io.Writer, losses *int, scratch string) (bool, error) {
 	t.Helper()
 	codec := CodecByID(codecID)
 	cfg, err := ReadHeader(ctx, in, codec, convert.Limits{}.Normalized())
@@ -61,7 +91,7 @@ func runToTIFFFrom(ctx context.Context, t testing.TB, codecID string, in *io.Sec
 			*losses++
 		}
 	}
-	return streamToTIFF(ctx, testCatalog(convert.Limits{}), in, w, codec, CodecByID("tiff"), cfg, convert.Options{}, count)
+	return streamToTIFF(ctx, testCatalog(convert.Limits{}), in, w, codec, CodecByID("tiff"), cfg, convert.Options{}, scratch, count)
 }
 
 // graphicsImage is an RGB image of flat rectangles, which tiffenc compresses with its
@@ -192,7 +222,7 @@ func TestStreamToTIFF_FallsBack(t *testing.T) {
 			if herr != nil {
 				t.Fatal(herr)
 			}
-			handled, err = streamToTIFF(context.Background(), testCatalog(convert.Limits{}), in, &out, CodecByID("png"), CodecByID("tiff"), cfg, convert.Options{Width: w / 2}, nil)
+			handled, err = streamToTIFF(context.Background(), testCatalog(convert.Limits{}), in, &out, CodecByID("png"), CodecByID("tiff"), cfg, convert.Options{Width: w / 2}, t.TempDir(), nil)
 		} else {
 			handled, err = runToTIFF(context.Background(), t, codecID, data, &out, nil)
 		}
@@ -250,11 +280,12 @@ type countingDiscard struct{ n int64 }
 
 func (w *countingDiscard) Write(p []byte) (int, error) { w.n += int64(len(p)); return len(p), nil }
 
-// The streamed conversion allocates the compressed output (held until the IFD can be
-// written) and a few strips, not the image: a 12 MP RGB PNG, which the whole-image path
-// decodes to a 48 MB RGBA image (144 MB allocated in all), converts with under 24 MB
-// allocated beyond the output's size, whatever the number of cores (up to 4 workers, each
-// with its deflate state and output buffer, and 6 raw strips).
+// The streamed conversion allocates a few strips, not the image nor the output: a 12 MP RGB
+// PNG, which the whole-image path decodes to a 48 MB RGBA image (144 MB allocated in all),
+// converts to a 27 MB TIFF with under 24 MiB allocated in all, whatever the number of cores
+// (up to 4 workers, each with its deflate state and output buffer, 6 raw strips, the 4 MiB
+// of compressed strips held before they spill to the scratch file (tiffenc.SpillThreshold), and the buffers reused
+// for those held while spilling).
 func TestStreamToTIFF_AllocatesStripsNotTheImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("12 MP")
@@ -273,9 +304,109 @@ func TestStreamToTIFF_AllocatesStripsNotTheImage(t *testing.T) {
 	if !handled || err != nil {
 		t.Fatalf("handled %v, err %v", handled, err)
 	}
-	limit := uint64(out.n) + 24<<20
+	if out.n < 2*tiffSpillThreshold {
+		t.Fatalf("a %d MiB TIFF: too small to spill much", out.n>>20)
+	}
+	const limit = 24 << 20
 	if got := after.TotalAlloc - before.TotalAlloc; got > limit {
 		t.Errorf("4000x3000: %d MiB allocated for a %d MiB TIFF, want under %d MiB", got>>20, out.n>>20, limit>>20)
+	}
+	t.Logf("4000x3000: %.1f MiB allocated for a %.1f MiB TIFF", float64(after.TotalAlloc-before.TotalAlloc)/(1<<20), float64(out.n)/(1<<20))
+}
+
+// forceSpill makes toTIFF spill every compressed strip for the rest of the test.
+func forceSpill(t testing.TB) {
+	old := tiffSpillThreshold
+	tiffSpillThreshold = 0
+	t.Cleanup(func() { tiffSpillThreshold = old })
+}
+
+// listAtWrite is an output that lists dir at its first write (the header, written once every
+// strip is compressed and spilled).
+type listAtWrite struct {
+	t    testing.TB
+	dir  string
+	seen []string
+	once bool
+	bytes.Buffer
+}
+
+func (w *listAtWrite) Write(p []byte) (int, error) {
+	if !w.once {
+		w.once = true
+		w.seen = listDir(w.t, w.dir)
+	}
+	return w.Buffer.Write(p)
+}
+
+// With every strip spilled, the conversion writes the whole-image path's bytes (photos, and
+// graphics, whose photo pass spilled before ErrFlat) from one spill file in the scratch
+// directory (created when missing), there when the output is written and gone once the
+// conversion returned. Through the catalog the spill goes to Convert's scratchDir.
+func TestStreamToTIFF_SpillsToScratch(t *testing.T) {
+	forceSpill(t)
+	for name, data := range toTIFFSamples(t, 1000, 517) {
+		t.Run(name, func(t *testing.T) {
+			checkGoroutines(t)
+			codecID := name[:3]
+			want := wholeImageTIFF(t, codecID, data)
+			scratch := filepath.Join(t.TempDir(), "missing")
+			out := &listAtWrite{t: t, dir: scratch}
+			in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+			if handled, err := runToTIFFIn(context.Background(), t, codecID, in, out, nil, scratch); !handled || err != nil {
+				t.Fatalf("handled %v, err %v", handled, err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Fatalf("output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
+			}
+			if len(out.seen) != 1 || !strings.HasPrefix(out.seen[0], "tiff-strips-") {
+				t.Errorf("scratch directory at the first write: %v, want one tiff-strips-* file", out.seen)
+			}
+			if left := listDir(t, scratch); len(left) != 0 {
+				t.Errorf("left in the scratch directory: %v", left)
+			}
+
+			scratch = t.TempDir()
+			out = &listAtWrite{t: t, dir: scratch}
+			if _, err := testCatalog(convert.Limits{}).Convert(context.Background(), codecID, "tiff", convert.Options{}, openFile(t, convtest.WriteTemp(t, data).Name()), out, scratch); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(out.Bytes(), want) {
+				t.Fatalf("Convert's output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
+			}
+			// (runStep's 64 KiB buffer holds a smaller output until the converter returned.)
+			if len(want) > 64<<10 && (len(out.seen) != 1 || !strings.HasPrefix(out.seen[0], "tiff-strips-")) {
+				t.Errorf("Convert's scratch directory at the first write: %v, want one tiff-strips-* file", out.seen)
+			}
+			if left := listDir(t, scratch); len(left) != 0 {
+				t.Errorf("left in Convert's scratch directory: %v", left)
+			}
+		})
+	}
+}
+
+// A scratch directory where the spill cannot be made (its path goes through a file) fails the
+// conversion with an error that says so, wrapping the file system's, and writes nothing;
+// through the catalog too.
+func TestStreamToTIFF_ScratchNotWritable(t *testing.T) {
+	forceSpill(t)
+	data := ppmBytes(800, 300, false, 255)
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	scratch := filepath.Join(notDir, "scratch")
+	const msg = "could not write a temporary file in the scratch directory"
+	var out bytes.Buffer
+	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+	_, err := runToTIFFIn(context.Background(), t, "ppm", in, &out, nil, scratch)
+	var ce *convert.Error
+	if !errors.As(err, &ce) || ce.Message != msg || !errors.Is(err, syscall.ENOTDIR) || out.Len() != 0 {
+		t.Fatalf("got %v with %d bytes written, want %q wrapping ENOTDIR", err, out.Len(), msg)
+	}
+	_, err = testCatalog(convert.Limits{}).Convert(context.Background(), "ppm", "tiff", convert.Options{}, openFile(t, convtest.WriteTemp(t, data).Name()), &out, scratch)
+	if !errors.As(err, &ce) || ce.Message != msg || out.Len() != 0 {
+		t.Fatalf("Convert: got %v with %d bytes written, want %q", err, out.Len(), msg)
 	}
 }
 
@@ -295,8 +426,10 @@ func (c *cancelAfterReader) ReadAt(p []byte, off int64) (int, error) {
 
 // Cancelled before or in the middle of the rows (the input read half way), the conversion
 // returns the context's error with nothing written and no goroutine left; an output that
-// fails at any write, the error; a truncated file, the invalid-input error.
+// fails at any write, the error; a truncated file, the invalid-input error. Every strip is
+// spilled, and the spill file is gone from the scratch directory in every case.
 func TestStreamToTIFF_StopsCleanly(t *testing.T) {
+	forceSpill(t) // and runToTIFF checks that the spill file is gone whatever happened
 	rgb := image.NewRGBA(image.Rect(0, 0, 800, 900))
 	draw.Draw(rgb, rgb.Rect, testimg.Photo(800, 900), image.Point{}, draw.Src)
 	data := encodePNGBytes(t, rgb)

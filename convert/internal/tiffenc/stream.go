@@ -34,7 +34,10 @@ func ChosenOptions(flat bool) Options {
 // Memory: Workers+2 uncompressed strips and every compressed strip, which must all be known
 // before the header (the IFD offset) can be written to a plain io.Writer; the compressed
 // strips are the output file, a fraction of the image on photos and at most its samples plus
-// a few bytes per strip.
+// a few bytes per strip. With Spill, the compressed strips go to the caller's spill file
+// once they pass a threshold, and the encoder holds at most that threshold plus the strips
+// compressed ahead of one still being compressed (Workers+2 at most) and as many spare
+// buffers.
 //
 // With Options.Level 0 the strips are compressed with the photo options while the rows
 // Encode samples to tell graphics from photos go by; if they say graphics, WriteRows (as
@@ -50,7 +53,23 @@ type StripEncoder struct {
 	choose bool // Level was 0: photo options, and the flat sample is taken
 	rps    int
 
-	strips  [][]byte
+	// stored is held while a worker stores its strip (strips, sizes, the spill fields).
+	stored  sync.Mutex
+	strips  [][]byte // compressed strips held in memory, nil once in the spill or not done
+	sizes   []int    // each strip's compressed size, once done
+	held    int64    // the bytes in strips
+	after   int64    // Spill's threshold
+	create  func() (io.ReadWriteSeeker, error)
+	spill   io.ReadWriteSeeker // nil until created
+	flushed int                // the strips before it are in the spill
+	spilled int64              // their bytes
+	spare   [][]byte           // emptied strip buffers, for the strips done out of order
+	done    int                // the strips before it are compressed
+	// ahead holds a token for each strip submitted and not in the done prefix: a strip
+	// that lags holds back the submission of more than cap(ahead) after it, so that the
+	// strips done out of order, held in memory, are few.
+	ahead chan struct{}
+
 	cur     []byte // the strip being filled
 	curRows int
 	y       int // the next row
@@ -127,7 +146,8 @@ func NewStripEncoder(ctx context.Context, w io.Writer, width, height int, model 
 	}
 	nw = min(nw, nstrips)
 	e := &StripEncoder{ctx: ctx, w: w, l: l, model: model, opaque: opaque, opt: opt, choose: choose, rps: rps,
-		strips: make([][]byte, nstrips), jobs: make(chan stripJob), free: make(chan []byte, nw+2),
+		strips: make([][]byte, nstrips), sizes: make([]int, nstrips), jobs: make(chan stripJob), free: make(chan []byte, nw+2),
+		ahead:  make(chan struct{}, nw+2),
 		failed: make(chan struct{}), step: max(1, height/flatSampleRows)}
 	if choose {
 		e.prev = make([]byte, l.rowLen)
@@ -136,6 +156,112 @@ func NewStripEncoder(ctx context.Context, w io.Writer, width, height int, model 
 		e.wg.Go(e.work)
 	}
 	return e, nil
+}
+
+// SpillThreshold is a threshold for Spill: 4 MiB of compressed strips held in memory, under
+// which small images never create a spill file.
+const SpillThreshold = 4 << 20
+
+// Spill makes the encoder write the compressed strips, in order, to the ReadWriteSeeker
+// create returns once more than after bytes of them would be held in memory, and copy them
+// from it to the output at Close (through a 64 KiB buffer): the encoder then holds at most
+// after bytes of compressed strips plus those done ahead of one still being compressed
+// (at most Workers+2, and as many spare buffers).
+// create is called at most once, from a worker; its error (wrapped) is the encoder's. The
+// caller owns what create returned: it closes and removes it once Close or Abort returned,
+// whatever happened. Spill must be called before the first WriteRows.
+func (e *StripEncoder) Spill(after int64, create func() (io.ReadWriteSeeker, error)) {
+	e.after, e.create = after, create
+}
+
+// store keeps strip i's compressed bytes, data (the worker's buffer, reused after store):
+// a copy in memory, or straight into the spill when it is the next one there.
+func (e *StripEncoder) store(i int, data []byte) error {
+	e.stored.Lock()
+	defer e.stored.Unlock()
+	e.sizes[i] = len(data)
+	for e.done < len(e.sizes) && e.sizes[e.done] > 0 { // a zlib stream is never empty
+		e.done++
+		<-e.ahead
+	}
+	spilling := e.create != nil && (e.spill != nil || e.held+int64(len(data)) > e.after)
+	if spilling && i == e.flushed {
+		if err := e.startSpill(); err != nil {
+			return err
+		}
+		if err := e.spillWrite(data); err != nil {
+			return err
+		}
+		return e.flush()
+	}
+	buf := e.spareFor(len(data))
+	e.strips[i] = append(buf, data...)
+	e.held += int64(len(data))
+	if spilling {
+		if err := e.startSpill(); err != nil {
+			return err
+		}
+		return e.flush()
+	}
+	return nil
+}
+
+// startSpill creates the spill if it is not there yet.
+func (e *StripEncoder) startSpill() error {
+	if e.spill != nil {
+		return nil
+	}
+	s, err := e.create()
+	if err != nil {
+		return fmt.Errorf("tiffenc: creating the spill for the compressed strips: %w", err)
+	}
+	e.spill = s
+	return nil
+}
+
+// spillWrite appends the next strip's bytes to the spill.
+func (e *StripEncoder) spillWrite(data []byte) error {
+	if _, err := e.spill.Write(data); err != nil {
+		return fmt.Errorf("tiffenc: writing the compressed strips to the spill: %w", err)
+	}
+	e.flushed++
+	e.spilled += int64(len(data))
+	return nil
+}
+
+// flush moves the held strips that come next, in order, to the spill, keeping their buffers
+// for the strips done out of order.
+func (e *StripEncoder) flush() error {
+	for e.flushed < len(e.strips) && e.strips[e.flushed] != nil {
+		s := e.strips[e.flushed]
+		e.strips[e.flushed] = nil
+		e.held -= int64(len(s))
+		if err := e.spillWrite(s); err != nil {
+			return err
+		}
+		if len(e.spare) < cap(e.free) {
+			e.spare = append(e.spare, s[:0])
+		}
+	}
+	return nil
+}
+
+// spareFor returns an empty buffer for n bytes: a spare one large enough when there is (the
+// smaller ones are dropped), else a new one, which while spilling is made for deflate's
+// worst case on a full strip, so that it can be used again for any strip.
+func (e *StripEncoder) spareFor(n int) []byte {
+	for k := len(e.spare) - 1; k >= 0; k-- {
+		b := e.spare[k]
+		e.spare = e.spare[:k]
+		if cap(b) >= n {
+			return b
+		}
+	}
+	if e.spill != nil {
+		raw := e.rps * e.l.rowLen
+		return make([]byte, 0, max(n, raw+raw/256+64))
+	}
+	return make([]byte, 0, n)
 }
 
 // work compresses the strips it receives until jobs is closed; after an error it only hands
@@ -152,7 +278,11 @@ func (e *StripEncoder) work() {
 		default:
 			err := e.ctx.Err()
 			if err == nil {
-				e.strips[j.i], err = wk.compress(j.buf[:j.rows*e.l.rowLen], e.l.rowLen, e.l.spp, &e.opt)
+				var data []byte
+				data, err = wk.compress(j.buf[:j.rows*e.l.rowLen], e.l.rowLen, e.l.spp, &e.opt)
+				if err == nil {
+					err = e.store(j.i, data)
+				}
 			}
 			if err != nil {
 				e.fail(err)
@@ -298,6 +428,15 @@ func (e *StripEncoder) submit() error {
 	j := stripJob{i: e.next, buf: e.cur, rows: e.curRows}
 	e.cur, e.curRows = nil, 0
 	select {
+	case e.ahead <- struct{}{}:
+	case <-e.failed:
+		e.free <- j.buf
+		return e.failure()
+	case <-e.ctx.Done():
+		e.free <- j.buf
+		return e.ctx.Err()
+	}
+	select {
 	case e.jobs <- j:
 		e.next++
 		return nil
@@ -338,16 +477,38 @@ func (e *StripEncoder) Close() error {
 		e.strips = nil
 		return ErrFlat
 	}
-	err := writeFile(e.w, e.l, e.rps, e.strips, !e.opt.NoPredictor)
-	e.strips = nil
-	return err
+	if e.spill == nil {
+		err := writeFile(e.w, e.l, e.rps, e.strips, !e.opt.NoPredictor)
+		e.strips = nil
+		return err
+	}
+	// Every strip is done, so every one was flushed to the spill after the last's store.
+	if e.flushed != len(e.strips) {
+		return fmt.Errorf("tiffenc: %d of %d strips in the spill at Close", e.flushed, len(e.strips))
+	}
+	e.strips, e.spare = nil, nil
+	return writeLayout(e.w, e.l, e.rps, e.sizes, !e.opt.NoPredictor, func() error {
+		if _, err := e.spill.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("tiffenc: rewinding the spill: %w", err)
+		}
+		n, err := io.CopyBuffer(e.w, io.LimitReader(e.spill, e.spilled), make([]byte, 64<<10))
+		if err == nil && n != e.spilled {
+			err = fmt.Errorf("tiffenc: the spill gave back %d of its %d bytes: %w", n, e.spilled, io.ErrUnexpectedEOF)
+		}
+		return err
+	})
 }
 
 // compress compresses the rows in buf (rowLen bytes each) as one zlib stream, as strip
-// does: predicted in place, one Write per row.
+// does: predicted in place, one Write per row. The result is the worker's buffer, valid until
+// its next use.
 func (wk *worker) compress(buf []byte, rowLen, spp int, o *Options) ([]byte, error) {
 	if err := wk.reset(o); err != nil {
 		return nil, err
+	}
+	if n := len(buf) + len(buf)/256 + 64; cap(wk.out.b) < n {
+		// Deflate's worst case at once, not the doublings of append on every worker.
+		wk.out.b = make([]byte, 0, n)
 	}
 	for len(buf) >= rowLen {
 		row := buf[:rowLen]
@@ -362,5 +523,5 @@ func (wk *worker) compress(buf []byte, rowLen, spp int, o *Options) ([]byte, err
 	if err := wk.zw.Close(); err != nil {
 		return nil, fmt.Errorf("tiffenc: deflate: %w", err)
 	}
-	return append([]byte(nil), wk.out.b...), nil
+	return wk.out.b, nil
 }

@@ -3,6 +3,7 @@ package tiffenc
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -10,7 +11,9 @@ import (
 	"image/draw"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,12 +58,20 @@ func streamEncode(ctx context.Context, w io.Writer, m image.Image, o *Options, f
 // streamEncodeRows is streamEncode, also saying how many rows the first pass had written
 // when the encoder said ErrFlat (the image's height when it said it at Close).
 func streamEncodeRows(ctx context.Context, w io.Writer, m image.Image, o *Options, feed int) (flatRedo bool, flatAt int, err error) {
+	return streamEncodeWith(ctx, w, m, o, feed, nil)
+}
+
+// streamEncodeWith is streamEncodeRows calling setup, when not nil, on every encoder it makes.
+func streamEncodeWith(ctx context.Context, w io.Writer, m image.Image, o *Options, feed int, setup func(*StripEncoder)) (flatRedo bool, flatAt int, err error) {
 	model, opaque := modelOf(m)
 	b := m.Bounds()
 	for {
 		e, err := NewStripEncoder(ctx, w, b.Dx(), b.Dy(), model, opaque, o)
 		if err != nil {
 			return flatRedo, flatAt, err
+		}
+		if setup != nil {
+			setup(e)
 		}
 		var scratch image.Image
 		var werr error
@@ -283,6 +294,142 @@ func TestStripEncoder_Errors(t *testing.T) {
 		_, err := streamEncode(ctx, &failWriter{n: n}, m, &Options{Level: 1, RowsPerStrip: 16}, 10)
 		if err == nil || err.Error() != "disk full" {
 			t.Errorf("writer failing after %d bytes: err = %v", n, err)
+		}
+	}
+}
+
+// fileSpills hands StripEncoder.Spill real files in dir and remembers them, closed and
+// removed by the test's cleanup.
+type fileSpills struct {
+	t     *testing.T
+	dir   string
+	files []*os.File
+}
+
+func newFileSpills(t *testing.T) *fileSpills {
+	s := &fileSpills{t: t, dir: t.TempDir()}
+	t.Cleanup(func() {
+		for _, f := range s.files {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	})
+	return s
+}
+
+func (s *fileSpills) create() (io.ReadWriteSeeker, error) {
+	f, err := os.CreateTemp(s.dir, "spill-*")
+	if err != nil {
+		return nil, err
+	}
+	s.files = append(s.files, f)
+	return f, nil
+}
+
+// With Spill, the strips go through the spill file and the output is still Encode's bytes,
+// for every layout, photos and graphics (whose first pass spilled before ErrFlat), whatever
+// the threshold: 0 (every strip spilled, from the first), a few strips' worth (the held ones
+// moved over when it is passed), and more than the whole output (no spill file created).
+// The spill holds exactly the strips: the output less its header and IFD.
+func TestStripEncoder_SpillSameBytes(t *testing.T) {
+	checkNoLeak(t)
+	images := map[string]image.Image{
+		"photo":            testimg.Photo(257, 300),
+		"rgba-translucent": testimg.PhotoAlpha(257, 300),
+		"graphics-gray":    graphics("gray", 150, 301, true),
+		"one-row":          testimg.Photo(300, 1),
+	}
+	for name, m := range images {
+		for _, o := range []*Options{nil, {Level: 1, RowsPerStrip: 4, Workers: 3}, {Level: 6, RowsPerStrip: 100, NoPredictor: true, Workers: 1}} {
+			want := encode(t, m, o)
+			for _, after := range []int64{0, 3000, int64(len(want))} {
+				spills := newFileSpills(t)
+				var got bytes.Buffer
+				lastFrom := 0 // the files made by the last pass (the graphics one after ErrFlat)
+				_, _, err := streamEncodeWith(context.Background(), &got, m, o, 7, func(e *StripEncoder) {
+					lastFrom = len(spills.files)
+					e.Spill(after, spills.create)
+				})
+				if err != nil {
+					t.Fatalf("%s %+v after %d: %v", name, o, after, err)
+				}
+				if !bytes.Equal(got.Bytes(), want) {
+					t.Fatalf("%s %+v after %d: %d bytes differ from Encode's %d", name, o, after, got.Len(), len(want))
+				}
+				ifdOff := int64(binary.LittleEndian.Uint32(want[4:8]))
+				strips := ifdOff - 8 // or one less: the IFD's word alignment
+				last := spills.files[lastFrom:]
+				if strips-1 <= after {
+					if len(last) != 0 {
+						t.Errorf("%s %+v after %d: %d spill files for %d bytes of strips", name, o, after, len(last), strips)
+					}
+					continue
+				}
+				if len(last) != 1 {
+					t.Fatalf("%s %+v after %d: %d spill files for %d bytes of strips, want 1", name, o, after, len(last), strips)
+				}
+				fi, err := last[0].Stat()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if fi.Size() != strips && fi.Size() != strips-1 {
+					t.Errorf("%s %+v after %d: spill of %d bytes, want the %d bytes of strips", name, o, after, fi.Size(), strips)
+				}
+			}
+		}
+	}
+}
+
+// errSpill is a spill that fails: to create, to write, or to read back.
+type errSpill struct {
+	io.ReadWriteSeeker
+	failWrite, failRead bool
+}
+
+func (s *errSpill) Write(p []byte) (int, error) {
+	if s.failWrite {
+		return 0, errors.New("spill disk full")
+	}
+	return s.ReadWriteSeeker.Write(p)
+}
+
+func (s *errSpill) Read(p []byte) (int, error) {
+	if s.failRead {
+		return 0, errors.New("spill unreadable")
+	}
+	return s.ReadWriteSeeker.Read(p)
+}
+
+// A spill that cannot be created, written or read back fails the encoding with its error,
+// wrapped, and no goroutine left.
+func TestStripEncoder_SpillErrors(t *testing.T) {
+	checkNoLeak(t)
+	m := testimg.Photo(200, 300)
+	o := &Options{Level: 1, RowsPerStrip: 8, Workers: 2}
+	errCreate := errors.New("scratch directory read-only")
+	for name, c := range map[string]struct {
+		create func(*fileSpills) (io.ReadWriteSeeker, error)
+		want   string
+	}{
+		"create": {func(*fileSpills) (io.ReadWriteSeeker, error) { return nil, errCreate }, "scratch directory read-only"},
+		"write": {func(s *fileSpills) (io.ReadWriteSeeker, error) {
+			f, err := s.create()
+			return &errSpill{ReadWriteSeeker: f, failWrite: true}, err
+		}, "spill disk full"},
+		"read": {func(s *fileSpills) (io.ReadWriteSeeker, error) {
+			f, err := s.create()
+			return &errSpill{ReadWriteSeeker: f, failRead: true}, err
+		}, "spill unreadable"},
+	} {
+		spills := newFileSpills(t)
+		_, _, err := streamEncodeWith(context.Background(), io.Discard, m, o, 10, func(e *StripEncoder) {
+			e.Spill(0, func() (io.ReadWriteSeeker, error) { return c.create(spills) })
+		})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, c.want)
+		}
+		if name == "create" && !errors.Is(err, errCreate) {
+			t.Errorf("create: err = %v does not wrap the creation's error", err)
 		}
 	}
 }

@@ -18,7 +18,9 @@
 // strip each.
 //
 // StripEncoder (stream.go) writes Encode's bytes from rows handed to it a strip at a time,
-// for callers that never hold the whole image; it holds the compressed strips the same way.
+// for callers that never hold the whole image; it holds the compressed strips the same way,
+// or, with StripEncoder.Spill, writes them past a threshold to a spill the caller provides
+// (a file: tiffenc itself touches no file system) and copies them to the output at the end.
 package tiffenc
 
 import (
@@ -357,12 +359,29 @@ func (e entry) put(p []byte) {
 // writeFile writes the header, the strips in order, then the IFD and the values too long to
 // sit in it.
 func writeFile(w io.Writer, l *layout, rps int, strips [][]byte, predictor bool) error {
-	offsets := make([]uint32, len(strips))
-	counts := make([]uint32, len(strips))
-	pos := uint64(8)
+	sizes := make([]int, len(strips))
 	for i, s := range strips {
-		offsets[i], counts[i] = uint32(pos), uint32(len(s))
-		pos += uint64(len(s))
+		sizes[i] = len(s)
+	}
+	return writeLayout(w, l, rps, sizes, predictor, func() error {
+		for _, s := range strips {
+			if _, err := w.Write(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// writeLayout is writeFile for strips of the given sizes, which body writes to w, in order,
+// between the header and the IFD.
+func writeLayout(w io.Writer, l *layout, rps int, sizes []int, predictor bool, body func() error) error {
+	offsets := make([]uint32, len(sizes))
+	counts := make([]uint32, len(sizes))
+	pos := uint64(8)
+	for i, n := range sizes {
+		offsets[i], counts[i] = uint32(pos), uint32(n)
+		pos += uint64(n)
 	}
 	pad := pos & 1 // the IFD starts on a word boundary
 	ifdOff := pos + pad
@@ -428,10 +447,8 @@ func writeFile(w io.Writer, l *layout, rps int, strips [][]byte, predictor bool)
 	if _, err := w.Write(hdr[:]); err != nil {
 		return err
 	}
-	for _, s := range strips {
-		if _, err := w.Write(s); err != nil {
-			return err
-		}
+	if err := body(); err != nil {
+		return err
 	}
 	if pad != 0 {
 		if _, err := w.Write([]byte{0}); err != nil {
