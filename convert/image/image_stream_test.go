@@ -127,6 +127,7 @@ func TestStreamPNGToJPEG_AllocatesStripsNotTheImage(t *testing.T) {
 // estimate while it runs), while a 16-bit PNG, which does not stream, and a resize are
 // refused for the budget.
 func TestStreamPNGToJPEG_MemoryBudget(t *testing.T) {
+	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	png, jpg := CodecByID("png"), CodecByID("jpeg")
 	whole := memoryEstimate(png, jpg, 1, w*h, w*h, false, false)
@@ -215,5 +216,16 @@ func TestStreamPNGToJPEG_Translucent(t *testing.T) {
 		if calls != tc.want {
 			t.Errorf("%s: translucent called %d times, want %d", name, calls, tc.want)
 		}
+	}
+}
+
+// atMostProcs runs the rest of t with GOMAXPROCS at most n. The strip paths' estimates and
+// allocations grow with the number of workers (streamJPEGCost, stripBuffers), and the image
+// sizes of the budget and allocation tests are chosen so that streaming is well under the
+// whole-image path at n; on a machine with many cores those sizes would be too small to say so.
+func atMostProcs(t *testing.T, n int) {
+	if old := runtime.GOMAXPROCS(0); old > n {
+		runtime.GOMAXPROCS(n)
+		t.Cleanup(func() { runtime.GOMAXPROCS(old) })
 	}
 }

@@ -143,6 +143,7 @@ func TestStreamTIFFToJPEG_CutAndCorrupt(t *testing.T) {
 // The budget charges a streamed TIFF -> JPEG its strips: under a budget too small for the
 // whole-image estimate it streams, holding exactly the stream estimate.
 func TestStreamTIFFToJPEG_MemoryBudget(t *testing.T) {
+	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	tif, jpg := CodecByID("tiff"), CodecByID("jpeg")
 	whole := memoryEstimate(tif, jpg, 1, w*h, w*h, false, false)

@@ -228,6 +228,7 @@ func TestStreamTiledTIFFToJPEG_CutAndCorrupt(t *testing.T) {
 // The budget charges a streamed tiled TIFF -> JPEG its strips, its row of tiles, one stored
 // tile and the tile offsets.
 func TestStreamTiledTIFFToJPEG_MemoryBudget(t *testing.T) {
+	atMostProcs(t, 2)
 	const w, h, tw, th = 3000, 2000, 256, 256
 	tif, jpg := CodecByID("tiff"), CodecByID("jpeg")
 	whole := memoryEstimate(tif, jpg, 1, w*h, w*h, false, false)
@@ -265,6 +266,7 @@ func TestStreamTiledTIFFToJPEG_MemoryBudget(t *testing.T) {
 // to a 48 MB RGBA image, converts with under 16 MiB allocated in all: a row of tiles (4 MB)
 // and the strips.
 func TestStreamTiledTIFFToJPEG_AllocatesTileRowsNotTheImage(t *testing.T) {
+	atMostProcs(t, 2)
 	if testing.Short() {
 		t.Skip("12 MP")
 	}

@@ -125,6 +125,7 @@ func budgetWhileWriting(t *testing.T, c *convert.Catalog, src, dstID string, opt
 // A tiled TIFF streamed to PNG holds exactly streamPNGCost plus its row of tiles, one stored
 // tile and the offsets, under a budget too small for the whole image.
 func TestStreamTiledTIFFToPNG_MemoryBudget(t *testing.T) {
+	atMostProcs(t, 2)
 	const w, h, tw, th = 3000, 2000, 256, 256
 	tif, png := CodecByID("tiff"), CodecByID("png")
 	whole := memoryEstimate(tif, png, 1, w*h, w*h, false, false)

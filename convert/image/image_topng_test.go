@@ -147,6 +147,7 @@ func TestStreamToPNG_OthersFallBack(t *testing.T) {
 // budget too small for the whole-image estimate it streams, holding exactly the stream
 // estimate, while a resize and a TIFF with alpha, which do not stream, are refused.
 func TestStreamToPNG_MemoryBudget(t *testing.T) {
+	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	var tb bytes.Buffer
 	if err := encodeTIFF(context.Background(), &tb, testimg.Photo(w, h), convert.Options{}); err != nil {
@@ -226,6 +227,7 @@ func TestStreamToPNG_MemoryBudget(t *testing.T) {
 // converts with under 32 MB allocated in all (the strip buffer, the encoder's bands and
 // their deflated copies, the deflaters), whatever the machine's load.
 func TestStreamToPNG_AllocatesStripsNotTheImage(t *testing.T) {
+	atMostProcs(t, 2)
 	if testing.Short() {
 		t.Skip("12 MP")
 	}
