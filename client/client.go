@@ -52,8 +52,9 @@ type Client struct {
 	BaseURL string       // e.g. http://127.0.0.1:8080
 	Key     string       // API key (cs_live_...) or admin token, sent as a bearer token
 	HTTP    *http.Client // default http.DefaultClient
-	// Retries is how often a JSON call answered 429 or 502 is tried again: 0 means 4,
-	// negative means never. A 429 waits its Retry-After; a 502 (or a 429 without one) backs
+	// Retries is how often a JSON call answered 429, 502 or 503 too_many_connections (the
+	// server's connection cap, answered before the request is read) is tried again: 0 means 4,
+	// negative means never. A 429 or 503 waits its Retry-After; a 502 (or one without it) backs
 	// off exponentially from RetryBackoff, with jitter, up to MaxBackoff. Uploads and
 	// downloads are not retried (a stream cannot be replayed).
 	Retries int
@@ -188,9 +189,10 @@ func (c *Client) httpClient() *http.Client {
 	return http.DefaultClient
 }
 
-// do sends a JSON request to the API, retrying 429 and 502 with backoff, and decodes the answer.
-// Retrying a create is safe: a 429 or a 502 from convsvc means nothing was reserved, and an
-// Idempotency-Key makes it safe behind a proxy too.
+// do sends a JSON request to the API, retrying 429, 502 and 503 too_many_connections with
+// backoff, and decodes the answer. Retrying a create is safe: a 429, a 502 or a refused
+// connection from convsvc means nothing was reserved, and an Idempotency-Key makes it safe
+// behind a proxy too.
 func (c *Client) do(ctx context.Context, method, path string, header http.Header, in, out any) error {
 	var body []byte
 	if in != nil {
@@ -223,8 +225,7 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 		}
 		err = decodeResponse(resp, out)
 		var apiErr *APIError
-		if !errors.As(err, &apiErr) ||
-			(apiErr.Status != http.StatusTooManyRequests && apiErr.Status != http.StatusBadGateway) {
+		if !errors.As(err, &apiErr) || !retryable(apiErr) {
 			return err
 		}
 		waitOut := c.WaitOutRateLimit && apiErr.Status == http.StatusTooManyRequests && apiErr.RetryAfter > 0
@@ -252,6 +253,18 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 		case <-t.C:
 		}
 	}
+}
+
+// retryable says whether an answer means the request did nothing and may be sent again:
+// 429 (rate limited), 502 (object storage unavailable) and the 503 of the connection cap.
+func retryable(e *APIError) bool {
+	switch e.Status {
+	case http.StatusTooManyRequests, http.StatusBadGateway:
+		return true
+	case http.StatusServiceUnavailable:
+		return e.Code == "too_many_connections"
+	}
+	return false
 }
 
 // backoff is the wait before retry number attempt+1: RetryBackoff doubled per attempt, capped

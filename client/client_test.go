@@ -81,6 +81,29 @@ func TestClient_502BacksOffThenSucceeds(t *testing.T) {
 	}
 }
 
+// The connection cap's 503 is answered before the request is read: the call is sent again
+// after its Retry-After. Any other 503 (a proxy in front of convsvc, say) is not retried.
+func TestClient_TooManyConnectionsIsRetried(t *testing.T) {
+	srv, n := scripted(t, apiError(503, "too_many_connections", "Retry-After", "1"))
+	c := &Client{BaseURL: srv.URL, Key: "k"}
+	start := time.Now()
+	if _, err := c.StartJob(context.Background(), "job_1"); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 2 {
+		t.Fatalf("%d attempts, want 2", n.Load())
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("retried after %v, want the 1 s Retry-After", took)
+	}
+
+	srv, n = scripted(t, apiError(503, "upstream_unavailable", "Retry-After", "1"))
+	c = &Client{BaseURL: srv.URL, Key: "k"}
+	if _, err := c.StartJob(context.Background(), "job_1"); !IsCode(err, "upstream_unavailable") || n.Load() != 1 {
+		t.Fatalf("err %v after %d attempts, want upstream_unavailable after 1", err, n.Load())
+	}
+}
+
 func TestClient_400IsNotRetried(t *testing.T) {
 	srv, n := scripted(t, apiError(400, "unsupported_format"))
 	c := &Client{BaseURL: srv.URL, Key: "k"}
