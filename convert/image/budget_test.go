@@ -118,3 +118,33 @@ func (w *blockingWriter) Write(p []byte) (int, error) {
 	w.n += len(p)
 	return len(p), nil
 }
+
+// budgetWhileWriting converts src (a file) with c from from to dstID under opts, and returns the budget
+// in use while the output is being written (the conversion blocked on its first write), after
+// checking that the conversion then ends well and gives the budget back.
+func budgetWhileWriting(t *testing.T, c *convert.Catalog, from, src, dstID string, opts convert.Options) int64 {
+	t.Helper()
+	bw := newBlockingWriter()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Convert(context.Background(), from, dstID, opts, openFile(t, src), bw, t.TempDir())
+		done <- err
+	}()
+	select {
+	case <-bw.started:
+	case err := <-done:
+		t.Fatalf("%s -> %s: the conversion ended before writing: %v", from, dstID, err)
+	}
+	got, _ := c.MemoryUse()
+	close(bw.release)
+	if err := <-done; err != nil {
+		t.Fatalf("%s -> %s: %v", from, dstID, err)
+	}
+	if after, _ := c.MemoryUse(); after != 0 {
+		t.Errorf("budget in use %d after the conversion", after)
+	}
+	if bw.n == 0 {
+		t.Error("nothing written")
+	}
+	return got
+}

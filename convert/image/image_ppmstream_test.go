@@ -135,22 +135,8 @@ func TestStreamPPMToJPEG_MemoryBudget(t *testing.T) {
 	c := testCatalog(convert.Limits{MaxConversionMemory: (stream + whole) / 2})
 	src := convtest.WriteTemp(t, ppmBytes(w, h, false, 255)).Name()
 
-	bw := newBlockingWriter()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Convert(context.Background(), "ppm", "jpeg", convert.Options{}, openFile(t, src), bw, t.TempDir())
-		done <- err
-	}()
-	<-bw.started
-	if got, _ := c.MemoryUse(); got != stream {
+	if got := budgetWhileWriting(t, c, "ppm", src, "jpeg", convert.Options{}); got != stream {
 		t.Errorf("budget in use %d while streaming, want the stream estimate %d", got, stream)
-	}
-	close(bw.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := c.MemoryUse(); got != 0 {
-		t.Errorf("budget in use %d after the conversion", got)
 	}
 
 	deep := convtest.WriteTemp(t, ppmBytes(w, h, false, 1000)).Name()

@@ -138,22 +138,8 @@ func TestStreamPNGToJPEG_MemoryBudget(t *testing.T) {
 	c := testCatalog(convert.Limits{MaxConversionMemory: (stream + whole) / 2})
 	src := encodeTemp(t, testimg.Photo(w, h))
 
-	bw := newBlockingWriter()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Convert(context.Background(), "png", "jpeg", convert.Options{}, openFile(t, src), bw, t.TempDir())
-		done <- err
-	}()
-	<-bw.started
-	if got, _ := c.MemoryUse(); got != stream {
+	if got := budgetWhileWriting(t, c, "png", src, "jpeg", convert.Options{}); got != stream {
 		t.Errorf("budget in use %d while streaming, want the stream estimate %d", got, stream)
-	}
-	close(bw.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := c.MemoryUse(); got != 0 {
-		t.Errorf("budget in use %d after the conversion", got)
 	}
 
 	deep := image.NewGray16(image.Rect(0, 0, w, h))

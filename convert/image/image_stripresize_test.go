@@ -200,22 +200,8 @@ func TestStripResize_MemoryBudget(t *testing.T) {
 	}
 	c := testCatalog(convert.Limits{MaxConversionMemory: (strip + whole) / 2})
 	src := encodeTemp(t, testimg.Photo(w, h))
-	bw := newBlockingWriter()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Convert(context.Background(), "png", "jpeg", convert.Options{Width: w / 2}, openFile(t, src), bw, t.TempDir())
-		done <- err
-	}()
-	<-bw.started
-	if got, _ := c.MemoryUse(); got != strip {
+	if got := budgetWhileWriting(t, c, "png", src, "jpeg", convert.Options{Width: w / 2}); got != strip {
 		t.Errorf("budget in use %d while writing, want the strip estimate %d", got, strip)
-	}
-	close(bw.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := c.MemoryUse(); got != 0 {
-		t.Errorf("budget in use %d after the conversion", got)
 	}
 	// An enlargement takes the whole-image path, which the budget refuses.
 	_, err := c.Convert(context.Background(), "png", "jpeg", convert.Options{Width: w + 1}, openFile(t, src), io.Discard, t.TempDir())

@@ -158,22 +158,8 @@ func TestStreamTIFFToJPEG_MemoryBudget(t *testing.T) {
 	}
 	src := convtest.WriteTemp(t, b.Bytes()).Name()
 
-	bw := newBlockingWriter()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Convert(context.Background(), "tiff", "jpeg", convert.Options{}, openFile(t, src), bw, t.TempDir())
-		done <- err
-	}()
-	<-bw.started
-	if got, _ := c.MemoryUse(); got != stream {
+	if got := budgetWhileWriting(t, c, "tiff", src, "jpeg", convert.Options{}); got != stream {
 		t.Errorf("budget in use %d while streaming, want the stream estimate %d", got, stream)
-	}
-	close(bw.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := c.MemoryUse(); got != 0 {
-		t.Errorf("budget in use %d after the conversion", got)
 	}
 	// An enlargement converts the whole image (a reduction is resampled strip by strip).
 	_, err := c.Convert(context.Background(), "tiff", "jpeg", convert.Options{Width: w + 1}, openFile(t, src), io.Discard, t.TempDir())

@@ -239,26 +239,8 @@ func TestStreamTiledTIFFToJPEG_MemoryBudget(t *testing.T) {
 	}
 	c := testCatalog(convert.Limits{MaxConversionMemory: (stream + whole) / 2})
 	src := convtest.WriteTemp(t, tiledTIFF(t, testimg.Photo(w, h), tw, th, 8, true)).Name()
-	bw := newBlockingWriter()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Convert(context.Background(), "tiff", "jpeg", convert.Options{}, openFile(t, src), bw, t.TempDir())
-		done <- err
-	}()
-	select {
-	case <-bw.started:
-	case err := <-done:
-		t.Fatalf("the conversion ended before writing: %v", err)
-	}
-	if got, _ := c.MemoryUse(); got != stream {
+	if got := budgetWhileWriting(t, c, "tiff", src, "jpeg", convert.Options{}); got != stream {
 		t.Errorf("budget in use %d while streaming, want the stream estimate with a row of tiles %d", got, stream)
-	}
-	close(bw.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := c.MemoryUse(); got != 0 {
-		t.Errorf("budget in use %d after the conversion", got)
 	}
 }
 

@@ -92,36 +92,6 @@ func tileRowCost(w, h, tw, th int) int64 {
 	return int64(4*w*th + tw*th*3 + 16*across*down)
 }
 
-// budgetWhileWriting converts src (a file) with c to dstID under opts, and returns the budget
-// in use while the output is being written (the conversion blocked on its first write), after
-// checking that the conversion then ends well and gives the budget back.
-func budgetWhileWriting(t *testing.T, c *convert.Catalog, src, dstID string, opts convert.Options) int64 {
-	t.Helper()
-	bw := newBlockingWriter()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Convert(context.Background(), "tiff", dstID, opts, openFile(t, src), bw, t.TempDir())
-		done <- err
-	}()
-	select {
-	case <-bw.started:
-	case err := <-done:
-		t.Fatalf("the conversion ended before writing: %v", err)
-	}
-	got, _ := c.MemoryUse()
-	close(bw.release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if after, _ := c.MemoryUse(); after != 0 {
-		t.Errorf("budget in use %d after the conversion", after)
-	}
-	if bw.n == 0 {
-		t.Error("nothing written")
-	}
-	return got
-}
-
 // A tiled TIFF streamed to PNG holds exactly streamPNGCost plus its row of tiles, one stored
 // tile and the offsets, under a budget too small for the whole image.
 func TestStreamTiledTIFFToPNG_MemoryBudget(t *testing.T) {
@@ -135,7 +105,7 @@ func TestStreamTiledTIFFToPNG_MemoryBudget(t *testing.T) {
 	}
 	c := testCatalog(convert.Limits{MaxConversionMemory: (stream + whole) / 2})
 	src := convtest.WriteTemp(t, tiledTIFF(t, testimg.Photo(w, h), tw, th, 8, true)).Name()
-	if got := budgetWhileWriting(t, c, src, "png", convert.Options{}); got != stream {
+	if got := budgetWhileWriting(t, c, "tiff", src, "png", convert.Options{}); got != stream {
 		t.Errorf("budget in use %d while streaming, want the PNG stream estimate with a row of tiles %d (without it %d)",
 			got, stream, stream-tileRowCost(w, h, tw, th))
 	}
@@ -154,7 +124,7 @@ func TestStripResizeTiledTIFF_MemoryBudget(t *testing.T) {
 	}
 	c := testCatalog(convert.Limits{MaxConversionMemory: (strip + whole) / 2})
 	src := convtest.WriteTemp(t, tiledTIFF(t, testimg.Photo(w, h), tw, th, 8, true)).Name()
-	if got := budgetWhileWriting(t, c, src, "jpeg", convert.Options{Width: w / 2}); got != strip {
+	if got := budgetWhileWriting(t, c, "tiff", src, "jpeg", convert.Options{Width: w / 2}); got != strip {
 		t.Errorf("budget in use %d while writing, want the strip estimate with a row of tiles %d (without it %d)",
 			got, strip, strip-tileRowCost(w, h, tw, th))
 	}

@@ -170,30 +170,8 @@ func TestStreamToPNG_MemoryBudget(t *testing.T) {
 		}
 		c := testCatalog(convert.Limits{MaxConversionMemory: (stream + whole) / 2})
 
-		bw := newBlockingWriter()
-		done := make(chan error, 1)
-		go func() {
-			_, err := c.Convert(context.Background(), from, "png", convert.Options{}, openFile(t, files[from]), bw, t.TempDir())
-			done <- err
-		}()
-		select {
-		case <-bw.started:
-		case err := <-done:
-			// Not streamed (refused for the budget) or failed: nothing was written.
-			t.Fatalf("%s: the conversion ended before writing: %v", from, err)
-		}
-		if got, _ := c.MemoryUse(); got != stream {
+		if got := budgetWhileWriting(t, c, from, files[from], "png", convert.Options{}); got != stream {
 			t.Errorf("%s: budget in use %d while streaming, want the stream estimate %d", from, got, stream)
-		}
-		close(bw.release)
-		if err := <-done; err != nil {
-			t.Fatalf("%s: %v", from, err)
-		}
-		if got, _ := c.MemoryUse(); got != 0 {
-			t.Errorf("%s: budget in use %d after the conversion", from, got)
-		}
-		if bw.n == 0 {
-			t.Errorf("%s: nothing written", from)
 		}
 
 		refused := map[string]func() error{
