@@ -67,7 +67,7 @@ func TestStreamPPMToJPEG_SameBytesAsWholeImage(t *testing.T) {
 					if err != nil || !handled {
 						t.Fatalf("handled %v, err %v", handled, err)
 					}
-					if want := wholeImageJPEG(t, "ppm", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
+					if want := wholeImage(t, "ppm", "jpeg", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
 						t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 					}
 				})
@@ -98,7 +98,7 @@ func TestStreamPPMToJPEG_OthersFallBack(t *testing.T) {
 		if _, err := c.Convert(context.Background(), "ppm", "jpeg", convert.Options{}, openFile(t, path), &out, t.TempDir()); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if want := wholeImageJPEG(t, "ppm", data, convert.Options{}); !bytes.Equal(out.Bytes(), want) {
+		if want := wholeImage(t, "ppm", "jpeg", data, convert.Options{}); !bytes.Equal(out.Bytes(), want) {
 			t.Errorf("%s: the catalog's output differs from the whole-image path's", name)
 		}
 	}

@@ -16,9 +16,10 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/testimg"
 )
 
-// wholeImageJPEG is what the whole-image path writes for a file of the codec codecID (png,
-// tiff, ppm, ...): DecodePixels, then encodeJPEG.
-func wholeImageJPEG(t testing.TB, codecID string, data []byte, opts convert.Options) []byte {
+// wholeImage is what the whole-image path writes for a file of the codec codecID converted
+// to dstID under opts: DecodePixels, Resize (nothing without a size), then the target's
+// encoder. The strip paths are held to its bytes.
+func wholeImage(t testing.TB, codecID, dstID string, data []byte, opts convert.Options) []byte {
 	t.Helper()
 	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
 	codec := CodecByID(codecID)
@@ -30,8 +31,11 @@ func wholeImageJPEG(t testing.TB, codecID string, data []byte, opts convert.Opti
 	if err != nil {
 		t.Fatal(err)
 	}
+	if img, err = Resize(context.Background(), img, opts, convert.Limits{}.Normalized()); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
-	if err := encodeJPEG(context.Background(), &out, img, opts); err != nil {
+	if err := CodecByID(dstID).Encode(context.Background(), &out, img, opts); err != nil {
 		t.Fatal(err)
 	}
 	return out.Bytes()
@@ -56,7 +60,7 @@ func TestStreamPNGToJPEG_SameBytesAsWholeImage(t *testing.T) {
 				if err != nil || !handled {
 					t.Fatalf("handled %v, err %v", handled, err)
 				}
-				if want := wholeImageJPEG(t, "png", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
+				if want := wholeImage(t, "png", "jpeg", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
 					t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 				}
 			})

@@ -34,30 +34,6 @@ func runStripResize(ctx context.Context, t testing.TB, c *convert.Catalog, codec
 	return stripResize(ctx, c, in, w, codec, CodecByID(dstID), cfg, opts, nil, nil)
 }
 
-// wholeImageResized is what the whole-image path writes: DecodePixels, Resize, then the
-// target's encoder.
-func wholeImageResized(t testing.TB, codecID, dstID string, data []byte, opts convert.Options) []byte {
-	t.Helper()
-	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
-	codec := CodecByID(codecID)
-	cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := DecodePixels(context.Background(), in, codec, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if img, err = Resize(context.Background(), img, opts, convert.Limits{}.Normalized()); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := CodecByID(dstID).Encode(context.Background(), &out, img, opts); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
 // stripResizeSamples are the PNG layouts pngstream reads, binary PGM and PPM, and the TIFF
 // layouts tiffstrip reads, at an odd size.
 func stripResizeSamples(t testing.TB, w, h int) map[string][]byte {
@@ -100,7 +76,7 @@ func TestStripResize_SameAsWholeImage(t *testing.T) {
 					if err != nil || !handled {
 						t.Fatalf("handled %v, err %v", handled, err)
 					}
-					if want := wholeImageResized(t, codecID, dstID, data, o); !bytes.Equal(out.Bytes(), want) {
+					if want := wholeImage(t, codecID, dstID, data, o); !bytes.Equal(out.Bytes(), want) {
 						t.Fatalf("strip resize output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 					}
 				})
@@ -121,7 +97,7 @@ func TestStripResize_Catalog(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if want := wholeImageResized(t, codecID, "jpeg", data, o); !bytes.Equal(out.Bytes(), want) {
+		if want := wholeImage(t, codecID, "jpeg", data, o); !bytes.Equal(out.Bytes(), want) {
 			t.Errorf("%s: output differs from the whole-image path's", name)
 		}
 		alphaWarned := false
@@ -301,7 +277,7 @@ func BenchmarkResize12MPPNG(b *testing.B) {
 	b.Run("whole", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			wholeImageResized(b, "png", "jpeg", data, o)
+			wholeImage(b, "png", "jpeg", data, o)
 		}
 	})
 }

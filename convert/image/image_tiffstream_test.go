@@ -71,7 +71,7 @@ func TestStreamTIFFToJPEG_SameBytesAsWholeImage(t *testing.T) {
 					if err != nil || !handled {
 						t.Fatalf("handled %v, err %v", handled, err)
 					}
-					if want := wholeImageJPEG(t, "tiff", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
+					if want := wholeImage(t, "tiff", "jpeg", data, convert.Options{Quality: q}); !bytes.Equal(out.Bytes(), want) {
 						t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 					}
 				})

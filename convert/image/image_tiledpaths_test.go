@@ -44,7 +44,7 @@ func TestStreamTiledTIFFToPNG_SameBytesAsWholeImage(t *testing.T) {
 				if err != nil || !handled {
 					t.Fatalf("handled %v, err %v", handled, err)
 				}
-				if want := wholeImagePNG(t, "tiff", data); !bytes.Equal(out.Bytes(), want) {
+				if want := wholeImage(t, "tiff", "png", data, convert.Options{}); !bytes.Equal(out.Bytes(), want) {
 					t.Fatalf("streamed PNG (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 				}
 			})
@@ -74,7 +74,7 @@ func TestStripResizeTiledTIFF_SameAsWholeImage(t *testing.T) {
 						if err != nil || !handled {
 							t.Fatalf("handled %v, err %v", handled, err)
 						}
-						if want := wholeImageResized(t, "tiff", dstID, data, o); !bytes.Equal(out.Bytes(), want) {
+						if want := wholeImage(t, "tiff", dstID, data, o); !bytes.Equal(out.Bytes(), want) {
 							t.Fatalf("strip resize output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 						}
 					})
@@ -197,9 +197,9 @@ func TestTiledTIFF_RowOfTilesOverHalfFallsBack(t *testing.T) {
 				if _, err := c.Convert(context.Background(), "tiff", p.dstID, p.opts, openFile(t, src), &viaCatalog, t.TempDir()); err != nil {
 					t.Fatal(err)
 				}
-				want := wholeImageResized(t, "tiff", p.dstID, data, p.opts)
+				want := wholeImage(t, "tiff", p.dstID, data, p.opts)
 				if p.dstID == "png" {
-					want = wholeImagePNG(t, "tiff", data)
+					want = wholeImage(t, "tiff", "png", data, convert.Options{})
 				}
 				if !bytes.Equal(viaCatalog.Bytes(), want) {
 					t.Errorf("%s through the catalog: %d bytes, the whole-image path's %d", p.dstID, viaCatalog.Len(), len(want))

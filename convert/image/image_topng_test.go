@@ -18,27 +18,6 @@ import (
 	"github.com/convsvc/convsvc/internal/testenv/testtime"
 )
 
-// wholeImagePNG is what the whole-image path writes for a file of the codec codecID:
-// DecodePixels, then encodePNG.
-func wholeImagePNG(t testing.TB, codecID string, data []byte) []byte {
-	t.Helper()
-	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
-	codec := CodecByID(codecID)
-	cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := DecodePixels(context.Background(), in, codec, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := encodePNG(context.Background(), &out, img, convert.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
 // runToPNG converts a file of the codec codecID with streamToPNG after ReadHeader, as
 // imageRun does, under an unlimited budget.
 func runToPNG(ctx context.Context, t testing.TB, codecID string, data []byte, w io.Writer) (bool, error) {
@@ -94,7 +73,7 @@ func TestStreamToPNG_SameBytesAsWholeImage(t *testing.T) {
 			if err != nil || !handled {
 				t.Fatalf("handled %v, err %v", handled, err)
 			}
-			if want := wholeImagePNG(t, codecOfSample(name), data); !bytes.Equal(out.Bytes(), want) {
+			if want := wholeImage(t, codecOfSample(name), "png", data, convert.Options{}); !bytes.Equal(out.Bytes(), want) {
 				t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 			}
 		})
@@ -111,7 +90,7 @@ func TestStreamToPNG_ThroughCatalog(t *testing.T) {
 		if _, err := c.Convert(context.Background(), name, "png", convert.Options{}, openFile(t, convtest.WriteTemp(t, data).Name()), &out, t.TempDir()); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if want := wholeImagePNG(t, name, data); !bytes.Equal(out.Bytes(), want) {
+		if want := wholeImage(t, name, "png", data, convert.Options{}); !bytes.Equal(out.Bytes(), want) {
 			t.Errorf("%s: catalog output (%d bytes) differs from the whole-image path's (%d bytes)", name, out.Len(), len(want))
 		}
 	}

@@ -23,27 +23,6 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/tiffenc"
 )
 
-// wholeImageTIFF is what the whole-image path writes for a file of the codec codecID:
-// DecodePixels, then encodeTIFF.
-func wholeImageTIFF(t testing.TB, codecID string, data []byte) []byte {
-	t.Helper()
-	in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
-	codec := CodecByID(codecID)
-	cfg, err := ReadHeader(context.Background(), in, codec, convert.Limits{}.Normalized())
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := DecodePixels(context.Background(), in, codec, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := encodeTIFF(context.Background(), &out, img, convert.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
-}
-
 // runToTIFF runs streamToTIFF on data (of the codec codecID) after ReadHeader, as
 // imageRun does, under an unlimited budget, with a scratch directory of its own that must be
 // empty once it returned; losses counts the calls of its callback.
@@ -146,7 +125,7 @@ func TestStreamToTIFF_SameBytesAsWholeImage(t *testing.T) {
 			if err != nil || !handled {
 				t.Fatalf("handled %v, err %v", handled, err)
 			}
-			want := wholeImageTIFF(t, codecID, data)
+			want := wholeImage(t, codecID, "tiff", data, convert.Options{})
 			if !bytes.Equal(out.Bytes(), want) {
 				t.Fatalf("streamed output (%d bytes) differs from the whole-image path's (%d bytes)", out.Len(), len(want))
 			}
@@ -335,7 +314,7 @@ func TestStreamToTIFF_SpillsToScratch(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			checkGoroutines(t)
 			codecID := name[:3]
-			want := wholeImageTIFF(t, codecID, data)
+			want := wholeImage(t, codecID, "tiff", data, convert.Options{})
 			scratch := filepath.Join(t.TempDir(), "missing")
 			out := &listAtWrite{t: t, dir: scratch}
 			in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
@@ -485,7 +464,7 @@ func BenchmarkStreamPNGToTIFF(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(rgb.Pix)))
 		for b.Loop() {
-			wholeImageTIFF(b, "png", data)
+			wholeImage(b, "png", "tiff", data, convert.Options{})
 		}
 	})
 }
