@@ -194,6 +194,17 @@ func testMigrateWebhooks(t *testing.T) {
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
+	// Again with --replace-target: the webhook rows already there are replaced, not added to
+	// (and do not block deleting the accounts they belong to).
+	root = cli.NewRootCommand()
+	root.SetArgs([]string{"admin", "migrate", "--data", dir, "--database", dbURL, "--replace-target",
+		"--object-storage", "s3://" + bk.Name + "/convsvc", "--s3-endpoint", bk.Endpoint, "--s3-region", bk.Region})
+	out.Reset()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	if err := root.Execute(); err != nil || !strings.Contains(out.String(), want) {
+		t.Fatalf("migrate --replace-target: %v\n%s", err, out.String())
+	}
 
 	pg, err := pgstore.Open(ctx, dbURL, pgstore.Options{})
 	if err != nil {
