@@ -30,7 +30,11 @@ func newAdminMigrateCommand(o *adminOptions) *cobra.Command {
 			"is checked) into PostgreSQL, S3-compatible object storage, or both: accounts, hashed keys,\n" +
 			"monthly spend history, and unfinished jobs with their input files (running jobs go back\n" +
 			"to the queue). Finished jobs and outputs are not copied; their successes stay in the\n" +
-			"ledger. A target that already holds data is refused unless --replace-target is given.\n" +
+			"ledger. Webhooks move too: endpoints with their secrets (receivers keep verifying with\n" +
+			"the secret they have), the accounts' signing secrets, the webhook_url of the jobs copied,\n" +
+			"and pending deliveries (sent by the new server); delivered and failed deliveries (the\n" +
+			"history) are not copied.\n" +
+			"A target that already holds data is refused unless --replace-target is given.\n" +
 			"The database part is one transaction, checked before it commits. S3 credentials come\n" +
 			"from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE twins).\n" +
 			"See docs/scaling.md, \"Moving up: convsvc admin migrate\".",
@@ -101,6 +105,11 @@ func printMigrateReport(cmd *cobra.Command, m *migrateOptions, rep MigrateReport
 		fmt.Fprintf(w, "database: copied %d accounts, %d keys (%d revoked), %d months of spend, %d unfinished jobs (%d of them were running: queued again)\n",
 			rep.Accounts, rep.Keys, rep.RevokedKeys, rep.Months, rep.UnfinishedJobs, rep.Requeued)
 		fmt.Fprintf(w, "database: not copied: %d finished jobs (%d successes kept in the ledger as purged)\n", rep.FinishedJobs, rep.PurgedAdded)
+		fmt.Fprintf(w, "database: copied webhooks: %d endpoints with their secrets, %d signing secrets, %d job webhook_urls, %d pending deliveries\n",
+			rep.WebhookEndpoints, rep.WebhookSigningSecrets, rep.JobWebhooks, rep.PendingDeliveries)
+		if rep.DeliveryHistory > 0 {
+			fmt.Fprintf(w, "database: not copied: %d delivered or failed webhook deliveries (history)\n", rep.DeliveryHistory)
+		}
 		fmt.Fprintln(w, "database: ledger verified")
 	}
 	if m.objectStorage != "" {

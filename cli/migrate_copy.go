@@ -15,6 +15,12 @@ package cli
 // added to its month's purged-success count, exactly as retention does, so the target's
 // ledger still adds up. Idempotency keys and rate windows are not copied.
 //
+// Webhooks: every endpoint with its secret (exactly, so receivers keep verifying with the
+// secret they have), health and times; every account's signing secret; the webhook_url of
+// each copied job; and every pending (undelivered) delivery, a claimed one released to be
+// due at once. Delivered and failed deliveries (the history the admin API lists) are not
+// copied.
+//
 // The database part is one PostgreSQL transaction that ends with a ledger check, so a
 // failure leaves the database as it was. Objects copied before a failure are deleted again.
 
@@ -78,6 +84,14 @@ type MigrateReport struct {
 	Uploads      map[string]s3store.UploadInfo
 	FinishedJobs int   // finished jobs not copied
 	PurgedAdded  int64 // successes among them, added to the months' purged-success counts
+	// WebhookEndpoints, WebhookSigningSecrets, JobWebhooks (copied jobs' webhook_url) and
+	// PendingDeliveries are the webhook records copied; DeliveryHistory counts the delivered
+	// and failed deliveries not copied.
+	WebhookEndpoints      int
+	WebhookSigningSecrets int
+	JobWebhooks           int
+	PendingDeliveries     int
+	DeliveryHistory       int
 }
 
 // parseObjectStorage parses s3://BUCKET/PREFIX into the bucket and the key prefix.
@@ -121,7 +135,7 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	data, rep := planMigration(dump)
+	data, rep := planMigration(dump, o.Now().UTC())
 
 	var pg *pgstore.Store
 	if o.DatabaseURL != "" {
@@ -211,8 +225,9 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 
 // planMigration turns the dump into what is imported: accounts and keys as they are, unfinished jobs
 // (running ones requeued), and the successes of the finished jobs left behind added to
-// their months' purged-success counts.
-func planMigration(d store.Dump) (pgstore.ImportData, MigrateReport) {
+// their months' purged-success counts; webhook endpoints and signing secrets as they are, the
+// copied jobs' webhook_url, and the pending deliveries (a claimed one due again at now).
+func planMigration(d store.Dump, now time.Time) (pgstore.ImportData, MigrateReport) {
 	rep := MigrateReport{Accounts: len(d.Accounts), Keys: len(d.Keys)}
 	for _, k := range d.Keys {
 		if k.RevokedAt != nil {
@@ -262,7 +277,29 @@ func planMigration(d store.Dump) (pgstore.ImportData, MigrateReport) {
 		}
 		accts[i].PurgedSuccesses = months
 	}
-	return pgstore.ImportData{Accounts: accts, Keys: d.Keys, Jobs: jobs}, rep
+	data := pgstore.ImportData{Accounts: accts, Keys: d.Keys, Jobs: jobs,
+		WebhookEndpoints: d.WebhookEndpoints, WebhookSigningSecrets: d.WebhookSigningSecrets,
+		JobWebhooks: map[string]string{}}
+	for _, j := range jobs {
+		if url := d.JobWebhooks[j.ID]; url != "" {
+			data.JobWebhooks[j.ID] = url
+		}
+	}
+	for _, w := range d.WebhookDeliveries {
+		if w.State != store.DeliveryPending {
+			rep.DeliveryHistory++
+			continue
+		}
+		if w.Claimed {
+			// Its dispatcher is gone with the old process: due again now, as start-up does
+			// (store.ResetWebhookClaims); the attempt it counted stays counted.
+			w.Claimed, w.NextAttemptAt = false, now
+		}
+		data.WebhookDeliveries = append(data.WebhookDeliveries, w)
+	}
+	rep.WebhookEndpoints, rep.WebhookSigningSecrets = len(data.WebhookEndpoints), len(data.WebhookSigningSecrets)
+	rep.JobWebhooks, rep.PendingDeliveries = len(data.JobWebhooks), len(data.WebhookDeliveries)
+	return data, rep
 }
 
 // copyInput copies the job's input file from the local blob store under blobDir (the sealed
@@ -314,7 +351,7 @@ func copyInput(ctx context.Context, objs *s3store.Store, blobDir, jobID string) 
 }
 
 // verifyDatabase checks the committed database: the ledger holds (pgstore.VerifyLedger)
-// and it has exactly the accounts, keys and jobs copied.
+// and it has exactly the accounts, keys, jobs and webhook records copied.
 func verifyDatabase(ctx context.Context, pg *pgstore.Store, d pgstore.ImportData) error {
 	if err := pg.VerifyLedger(); err != nil {
 		return err
@@ -328,6 +365,17 @@ func verifyDatabase(ctx context.Context, pg *pgstore.Store, d pgstore.ImportData
 	if accounts != len(d.Accounts) || keys != len(d.Keys) || jobs != len(d.Jobs) {
 		return fmt.Errorf("the database has %d accounts, %d keys, %d jobs; %d, %d, %d were copied",
 			accounts, keys, jobs, len(d.Accounts), len(d.Keys), len(d.Jobs))
+	}
+	var endpoints, secrets, jobURLs, pending int
+	err = pg.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_endpoints), (SELECT count(*) FROM webhook_signing_secrets),
+		(SELECT count(*) FROM job_webhooks), (SELECT count(*) FROM webhook_deliveries WHERE state = 'pending')`).
+		Scan(&endpoints, &secrets, &jobURLs, &pending)
+	if err != nil {
+		return fmt.Errorf("count webhooks: %w", err)
+	}
+	if endpoints != len(d.WebhookEndpoints) || secrets != len(d.WebhookSigningSecrets) || jobURLs != len(d.JobWebhooks) || pending != len(d.WebhookDeliveries) {
+		return fmt.Errorf("the database has %d webhook endpoints, %d signing secrets, %d job webhook_urls, %d pending deliveries; %d, %d, %d, %d were copied",
+			endpoints, secrets, jobURLs, pending, len(d.WebhookEndpoints), len(d.WebhookSigningSecrets), len(d.JobWebhooks), len(d.WebhookDeliveries))
 	}
 	return nil
 }

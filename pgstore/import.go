@@ -25,6 +25,16 @@ type ImportData struct {
 	// be created, queued, succeeded, failed or cancelled; a running one must be requeued by
 	// the caller first, since its lease belonged to a process that is gone.
 	Jobs []store.Job
+	// WebhookEndpoints are inserted with their ids, secrets (exactly: signatures made after the
+	// import verify with them), times and health, in this order (their order in listings).
+	WebhookEndpoints []store.WebhookEndpoint
+	// WebhookSigningSecrets are the accounts' signing secrets for jobs' own webhook_url.
+	WebhookSigningSecrets []store.WebhookSigningSecret
+	// JobWebhooks maps the id of a job in Jobs to the webhook_url it named at create.
+	JobWebhooks map[string]string
+	// WebhookDeliveries are inserted as given; a claimed one must be released by the caller
+	// (Claimed false), since its dispatcher belonged to a process that is gone.
+	WebhookDeliveries []store.WebhookDelivery
 }
 
 // ImportCounts says what Import wrote.
@@ -33,6 +43,12 @@ type ImportCounts struct {
 	Keys     int
 	Jobs     int
 	Months   int // month_spend rows (account and month)
+	// WebhookEndpoints, WebhookSigningSecrets, JobWebhooks and WebhookDeliveries are the
+	// webhook rows written.
+	WebhookEndpoints      int
+	WebhookSigningSecrets int
+	JobWebhooks           int
+	WebhookDeliveries     int
 }
 
 // HasData reports whether the database holds any account, key or job.
@@ -57,11 +73,14 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		counts = ImportCounts{}
 		// One import at a time, and none while another one is checking emptiness.
-		if _, err := tx.Exec(ctx, `LOCK TABLE accounts, api_keys, jobs, month_spend IN EXCLUSIVE MODE`); err != nil {
+		if _, err := tx.Exec(ctx, `LOCK TABLE accounts, api_keys, jobs, month_spend, webhook_endpoints,
+			webhook_signing_secrets, job_webhooks, webhook_deliveries IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		if replace {
-			if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys; DELETE FROM rate_windows; DELETE FROM jobs;
+			if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys; DELETE FROM rate_windows;
+				DELETE FROM webhook_deliveries; DELETE FROM job_webhooks; DELETE FROM webhook_endpoints;
+				DELETE FROM webhook_signing_secrets; DELETE FROM jobs;
 				DELETE FROM api_keys; DELETE FROM month_spend; DELETE FROM accounts`); err != nil {
 				return fmt.Errorf("empty the target: %w", err)
 			}
@@ -141,6 +160,9 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			}
 			counts.Jobs++
 		}
+		if err := importWebhooks(ctx, tx, d, &counts); err != nil {
+			return err
+		}
 		return checkImport(ctx, tx, d)
 	})
 	if err != nil {
@@ -150,6 +172,92 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		return ImportCounts{}, wrap("import", err)
 	}
 	return counts, nil
+}
+
+// importWebhooks writes d's webhook endpoints, signing secrets, jobs' webhook_url and
+// deliveries in the import's transaction.
+func importWebhooks(ctx context.Context, tx pgx.Tx, d ImportData, counts *ImportCounts) error {
+	for _, ep := range d.WebhookEndpoints {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, secret, created_at, failing_since, disabled_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)`, ep.ID, ep.AccountID, ep.URL, ep.Secret, ep.CreatedAt.UTC(),
+			utcPtr(ep.FailingSince), utcPtr(ep.DisabledAt)); err != nil {
+			return fmt.Errorf("webhook endpoint %s: %w", ep.ID, err)
+		}
+		counts.WebhookEndpoints++
+	}
+	for _, rec := range d.WebhookSigningSecrets {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_signing_secrets (account_id, secret, created_at) VALUES ($1, $2, $3)`,
+			rec.AccountID, rec.Secret, rec.CreatedAt.UTC()); err != nil {
+			return fmt.Errorf("webhook signing secret of %s: %w", rec.AccountID, err)
+		}
+		counts.WebhookSigningSecrets++
+	}
+	for _, id := range slices.Sorted(maps.Keys(d.JobWebhooks)) {
+		if _, err := tx.Exec(ctx, `INSERT INTO job_webhooks (job_id, url) VALUES ($1, $2)`, id, d.JobWebhooks[id]); err != nil {
+			return fmt.Errorf("webhook_url of job %s: %w", id, err)
+		}
+		counts.JobWebhooks++
+	}
+	for _, w := range d.WebhookDeliveries {
+		if w.Claimed {
+			return fmt.Errorf("%w: webhook delivery %s is claimed: release it before the import", store.ErrInvalidArgument, w.ID)
+		}
+		var endpoint *string
+		if w.EndpointID != "" {
+			endpoint = &w.EndpointID
+		}
+		job := []byte(w.Job)
+		if job == nil {
+			job = []byte{}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, event_id, event_type, account_id, job_id, endpoint_id, url, job,
+				created_at, state, attempts, next_attempt_at, claimed, last_attempt_at, last_status_code, last_error, delivered_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, false, $13, $14, $15, $16)`,
+			w.ID, w.EventID, w.EventType, w.AccountID, w.JobID, endpoint, w.URL, job,
+			w.CreatedAt.UTC(), w.State, w.Attempts, w.NextAttemptAt.UTC(), utcPtr(w.LastAttemptAt), w.LastStatusCode,
+			w.LastError, utcPtr(w.DeliveredAt)); err != nil {
+			return fmt.Errorf("webhook delivery %s: %w", w.ID, err)
+		}
+		counts.WebhookDeliveries++
+	}
+	return nil
+}
+
+// checkWebhookImport verifies, inside the import's transaction, that the webhook tables hold
+// exactly d's rows, and every endpoint and signing secret exactly its secret.
+func checkWebhookImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
+	var endpoints, secrets, jobURLs, deliveries int
+	if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_endpoints), (SELECT count(*) FROM webhook_signing_secrets),
+		(SELECT count(*) FROM job_webhooks), (SELECT count(*) FROM webhook_deliveries)`).Scan(&endpoints, &secrets, &jobURLs, &deliveries); err != nil {
+		return err
+	}
+	if endpoints != len(d.WebhookEndpoints) || secrets != len(d.WebhookSigningSecrets) || jobURLs != len(d.JobWebhooks) || deliveries != len(d.WebhookDeliveries) {
+		return fmt.Errorf("%w: the target holds %d webhook endpoints, %d signing secrets, %d job webhook_urls, %d deliveries after copying %d, %d, %d, %d",
+			ErrImportCheck, endpoints, secrets, jobURLs, deliveries, len(d.WebhookEndpoints), len(d.WebhookSigningSecrets), len(d.JobWebhooks), len(d.WebhookDeliveries))
+	}
+	want := map[string]string{}
+	for _, ep := range d.WebhookEndpoints {
+		want["endpoint "+ep.ID] = ep.Secret
+	}
+	for _, rec := range d.WebhookSigningSecrets {
+		want["signing secret of "+rec.AccountID] = rec.Secret
+	}
+	rows, err := tx.Query(ctx, `SELECT 'endpoint ' || id, secret FROM webhook_endpoints
+		UNION ALL SELECT 'signing secret of ' || account_id, secret FROM webhook_signing_secrets`)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name, secret string
+		if err := rows.Scan(&name, &secret); err != nil {
+			return err
+		}
+		if w, ok := want[name]; !ok || w != secret {
+			return fmt.Errorf("%w: webhook %s does not hold the secret copied", ErrImportCheck, name)
+		}
+	}
+	return rows.Err()
 }
 
 // checkImport verifies, inside the import's transaction, that the tables hold exactly d's
@@ -163,6 +271,9 @@ func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
 	if accounts != len(d.Accounts) || keys != len(d.Keys) || jobs != len(d.Jobs) {
 		return fmt.Errorf("%w: the target holds %d accounts, %d keys, %d jobs after copying %d, %d, %d",
 			ErrImportCheck, accounts, keys, jobs, len(d.Accounts), len(d.Keys), len(d.Jobs))
+	}
+	if err := checkWebhookImport(ctx, tx, d); err != nil {
+		return err
 	}
 	var problems []error
 	rows, err := tx.Query(ctx, `SELECT a.id, a.reserved_cents, count(j.id) FROM accounts a

@@ -87,3 +87,66 @@ func TestImport(t *testing.T) {
 		t.Fatalf("the replaced import's job: %v, want ErrNotFound", err)
 	}
 }
+
+// TestImport_Webhooks: endpoints keep their ids, secrets and health, the signing secret and a
+// job's webhook_url land, a pending delivery is claimable with the endpoint's secret; a
+// claimed delivery, or a webhook_url of a job not imported, rolls everything back.
+func TestImport_Webhooks(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, testpg.NewDatabase(t), pgstore.Options{})
+	withHooks := func() pgstore.ImportData {
+		d := importData()
+		created := d.Accounts[0].CreatedAt
+		failing := created.Add(time.Minute)
+		d.WebhookEndpoints = []store.WebhookEndpoint{{ID: "whk_import1", AccountID: "acct_import1", URL: "https://hooks.example/a",
+			Secret: "whsec_import_endpoint", CreatedAt: created, FailingSince: &failing}}
+		d.WebhookSigningSecrets = []store.WebhookSigningSecret{{AccountID: "acct_import1", Secret: "whsec_import_signing", CreatedAt: created}}
+		d.JobWebhooks = map[string]string{d.Jobs[0].ID: "https://hooks.example/job"}
+		event := store.WebhookEventID("job_gone", store.StatusCancelled)
+		d.WebhookDeliveries = []store.WebhookDelivery{{ID: event + ".whk_import1", EventID: event, EventType: "job.cancelled",
+			AccountID: "acct_import1", JobID: "job_gone", EndpointID: "whk_import1", URL: "https://hooks.example/a",
+			Job: []byte(`{"id":"job_gone"}`), CreatedAt: created, State: store.DeliveryPending, Attempts: 1, NextAttemptAt: created}}
+		return d
+	}
+	claimed := withHooks()
+	claimed.WebhookDeliveries[0].Claimed = true
+	if _, err := s.Import(ctx, claimed, false); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("import of a claimed delivery: %v, want ErrInvalidArgument", err)
+	}
+	orphan := withHooks()
+	orphan.JobWebhooks["job_not_imported"] = "https://hooks.example/x"
+	if _, err := s.Import(ctx, orphan, false); err == nil {
+		t.Fatal("import of a webhook_url of a job not imported succeeded")
+	}
+	if has, err := s.HasData(); err != nil || has {
+		t.Fatalf("after failed imports HasData = %v, %v; want an empty database", has, err)
+	}
+
+	d := withHooks()
+	counts, err := s.Import(ctx, d, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.WebhookEndpoints != 1 || counts.WebhookSigningSecrets != 1 || counts.JobWebhooks != 1 || counts.WebhookDeliveries != 1 {
+		t.Fatalf("counts = %+v", counts)
+	}
+	eps, err := s.WebhookEndpoints("acct_import1")
+	if err != nil || len(eps) != 1 || eps[0].ID != "whk_import1" || eps[0].Secret != "whsec_import_endpoint" ||
+		eps[0].FailingSince == nil || !eps[0].FailingSince.Equal(*d.WebhookEndpoints[0].FailingSince) {
+		t.Fatalf("endpoints = %+v, %v", eps, err)
+	}
+	if rec, err := s.WebhookSigningSecret("acct_import1"); err != nil || rec.Secret != "whsec_import_signing" {
+		t.Fatalf("signing secret = %+v, %v", rec, err)
+	}
+	if url, err := s.JobWebhookURL(d.Jobs[0].ID); err != nil || url != "https://hooks.example/job" {
+		t.Fatalf("job webhook_url = %q, %v", url, err)
+	}
+	got, err := s.ClaimWebhookDeliveries(10, time.Minute)
+	if err != nil || len(got) != 1 || got[0].ID != d.WebhookDeliveries[0].ID || got[0].Secret != "whsec_import_endpoint" || got[0].Attempts != 2 {
+		t.Fatalf("claim after import = %+v, %v; want the delivery at attempt 2 with the endpoint's secret", got, err)
+	}
+	// Replacing deletes the webhook rows with the accounts they belong to.
+	if _, err := s.Import(ctx, withHooks(), true); err != nil {
+		t.Fatalf("replace over webhook rows: %v", err)
+	}
+}

@@ -2,9 +2,11 @@ package store
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -12,11 +14,20 @@ import (
 
 // Dump is everything `convsvc admin migrate` copies out of a database, read in one
 // transaction: every account (with its monthly spend and purged-success counts), every key
-// (hash, never a secret) and every job.
+// (hash, never a secret), every job, and the webhook configuration and deliveries.
 type Dump struct {
 	Accounts []Account // oldest first
 	Keys     []APIKey  // oldest first
 	Jobs     []Job     // in creation order (Seq)
+	// WebhookEndpoints are every account's endpoints with their secrets, each account's
+	// oldest first.
+	WebhookEndpoints []WebhookEndpoint
+	// WebhookSigningSecrets are the accounts' signing secrets for jobs' own webhook_url.
+	WebhookSigningSecrets []WebhookSigningSecret
+	// JobWebhooks maps a job id to the webhook_url it named at create.
+	JobWebhooks map[string]string
+	// WebhookDeliveries are every delivery (pending, delivered and failed), oldest first.
+	WebhookDeliveries []WebhookDelivery
 }
 
 // OpenReadOnly opens the database at path for reading only, as `convsvc admin migrate` does:
@@ -59,10 +70,13 @@ func OpenReadOnly(path string, opts Options) (*Store, error) {
 	return &Store{db: db, opts: opts, group: groupCommit{db: db}}, nil
 }
 
-// Dump reads every account, key and job in one read transaction, so the three agree.
+// Dump reads every account, key, job and webhook record in one read transaction, so they agree.
 func (s *Store) Dump() (Dump, error) {
 	var d Dump
 	err := s.db.View(func(tx *bolt.Tx) error {
+		if err := dumpWebhooks(tx, &d); err != nil {
+			return err
+		}
 		err := tx.Bucket(bucketAccounts).ForEach(func(k, _ []byte) error {
 			acct, err := findAccount(tx, string(k))
 			if err != nil {
@@ -110,4 +124,74 @@ func (s *Store) Dump() (Dump, error) {
 		return 0
 	})
 	return d, nil
+}
+
+// dumpWebhooks reads the webhook buckets into d; a file from before webhooks has none.
+func dumpWebhooks(tx *bolt.Tx, d *Dump) error {
+	d.JobWebhooks = map[string]string{}
+	if b := tx.Bucket(bucketWebhookEndpoints); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			var ep WebhookEndpoint
+			if err := json.Unmarshal(v, &ep); err != nil {
+				return fmt.Errorf("webhook endpoint %q: %w", k, err)
+			}
+			d.WebhookEndpoints = append(d.WebhookEndpoints, ep)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Keys are account id 0x00 endpoint id: adjacent per account; order each account's.
+		slices.SortStableFunc(d.WebhookEndpoints, func(a, b WebhookEndpoint) int {
+			if a.AccountID != b.AccountID {
+				return strings.Compare(a.AccountID, b.AccountID)
+			}
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	}
+	if b := tx.Bucket(bucketWebhookSecrets); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			var rec WebhookSigningSecret
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("webhook signing secret of %s: %w", k, err)
+			}
+			d.WebhookSigningSecrets = append(d.WebhookSigningSecrets, rec)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if b := tx.Bucket(bucketJobWebhooks); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			d.JobWebhooks[string(k)] = string(v)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if b := tx.Bucket(bucketWebhookDeliveries); b != nil {
+		err := b.ForEach(func(k, v []byte) error {
+			var del WebhookDelivery
+			if err := json.Unmarshal(v, &del); err != nil {
+				return fmt.Errorf("webhook delivery %s: %w", k, err)
+			}
+			d.WebhookDeliveries = append(d.WebhookDeliveries, del)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		slices.SortStableFunc(d.WebhookDeliveries, func(a, b WebhookDelivery) int {
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+	}
+	return nil
 }

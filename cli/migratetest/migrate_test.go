@@ -294,6 +294,8 @@ func TestMigrate(t *testing.T) {
 		}
 	})
 
+	t.Run("webhooks move: endpoints, secrets, job webhook_url, pending deliveries", testMigrateWebhooks)
+
 	t.Run("database with data is refused", func(t *testing.T) {
 		dbURL := testpg.NewDatabase(t)
 		pg, err := pgstore.Open(ctx, dbURL, pgstore.Options{})
