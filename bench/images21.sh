@@ -107,8 +107,8 @@ for row in $ROWS; do
 		cmd[convsvc]="$B/convbench -width $w jpeg png $src $O/$row-convsvc.png"
 		cmd[vips]="vipsthumbnail $src -s $w -o $O/$row-vips.png"
 		cmd[im]="$IM $src -resize ${w}x $O/$row-im.png"
-		# main's convbench has no -w: no "before" for the resize rows.
-		;;
+		# BEFORE must be a convbench with -width (2fd7c8e and later).
+		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -width $w jpeg png $src $O/$row-before.png" ;;
 	small-jpeg-webp)
 		cmd[convsvc]="$B/convbench -q 85 jpeg webp $I/small.jpg $O/$row-convsvc.webp"
 		cmd[vips]="vips copy $I/small.jpg $O/$row-vips.webp[Q=85]"
