@@ -93,6 +93,13 @@ type budgetWaiter struct {
 	ready chan struct{} // closed when the bytes are granted
 }
 
+// overBudget is the error for a reservation of n bytes that the whole budget of size could
+// not hold: what needs it (an image, a document's fonts, ...) and that a smaller input would do.
+func overBudget(what string, n, size int64) *Error {
+	return Errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); use a smaller input",
+		what, bytesize.Format(n), bytesize.Format(size))
+}
+
 func newMemBudget(size int64) *memBudget {
 	return &memBudget{size: size}
 }
@@ -102,8 +109,7 @@ func newMemBudget(size int64) *memBudget {
 // when ctx ends first.
 func (b *memBudget) acquire(ctx context.Context, n int64, what string) error {
 	if n > b.size {
-		return Errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); make the image smaller",
-			what, bytesize.Format(n), bytesize.Format(b.size))
+		return overBudget(what, n, b.size)
 	}
 	b.mu.Lock()
 	if b.size-b.cur >= n && b.waiters.Len() == 0 {
@@ -191,8 +197,7 @@ func (m EmbeddedMemory) Reserve(n int64, what string) (release func(), err error
 		return func() {}, nil
 	}
 	if n > m.b.size {
-		return nil, Errorf(nil, "%s needs an estimated %s of memory, over the %s conversion memory budget (--max-conversion-memory); make the image smaller",
-			what, bytesize.Format(n), bytesize.Format(m.b.size))
+		return nil, overBudget(what, n, m.b.size)
 	}
 	m.b.mu.Lock()
 	m.b.cur += n

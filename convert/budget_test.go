@@ -98,7 +98,7 @@ func TestMemBudget_TooLarge(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("err = %v, want *Error", err)
 	}
-	if want := "converting this needs an estimated 3.0 GiB of memory, over the 1.0 MiB conversion memory budget (--max-conversion-memory); make the image smaller"; ce.Message != want {
+	if want := "converting this needs an estimated 3.0 GiB of memory, over the 1.0 MiB conversion memory budget (--max-conversion-memory); use a smaller input"; ce.Message != want {
 		t.Errorf("Message = %q\nwant      %q", ce.Message, want)
 	}
 }

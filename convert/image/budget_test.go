@@ -68,7 +68,7 @@ func TestImage_MemoryBudget(t *testing.T) {
 	_, err := c.Convert(context.Background(), "png", "bmp", convert.Options{}, openFile(t, src), io.Discard, t.TempDir())
 	var ce *convert.Error
 	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Message, "converting this 300x300 PNG to BMP needs an estimated ") ||
-		!strings.HasSuffix(ce.Message, " of memory, over the 1.0 MiB conversion memory budget (--max-conversion-memory); make the image smaller") {
+		!strings.HasSuffix(ce.Message, " of memory, over the 1.0 MiB conversion memory budget (--max-conversion-memory); use a smaller input") {
 		t.Errorf("err = %v, want the budget exceeded", err)
 	}
 }
