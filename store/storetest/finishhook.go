@@ -224,20 +224,7 @@ func testFinishHookExpiry(t *testing.T, newStore NewFunc) {
 	queued := f.start(f.create(1))
 	created := f.create(1)
 	f.expectNoFinish(rec, "create, start and claim")
-	deadline := time.Now().Add(waitBound)
-	for {
-		st, err := f.s.JobUploadState(created.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st == store.UploadClosed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job upload state still %v %v after a %v retention", st, waitBound, retention)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	f.waitExpired(created.ID, retention)
 	f.expectNoFinish(rec, "passing expires_at by itself")
 
 	_, err := f.s.FinishJob(toFinish.ID, 1, success(1))

@@ -172,6 +172,26 @@ func (f *fixture) create(inputBytes int64) store.Job {
 	return job
 }
 
+// waitExpired waits (up to waitBound) until the job with id is past its expires_at, which a
+// store reports as its upload state turning closed; retention is the case's, for the message.
+func (f *fixture) waitExpired(id string, retention time.Duration) {
+	f.t.Helper()
+	deadline := time.Now().Add(waitBound)
+	for {
+		st, err := f.s.JobUploadState(id)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if st == store.UploadClosed {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("job upload state still %v %v after a %v retention", st, waitBound, retention)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (f *fixture) start(job store.Job) store.Job {
 	f.t.Helper()
 	got, err := f.s.StartJob(f.acct.ID, job.ID, job.InputBytes)
@@ -1430,20 +1450,7 @@ func testExpiryChecks(t *testing.T, newStore NewFunc) {
 		t.Fatalf("claimed %s, want %s", got.ID, toRequeue.ID)
 	}
 	// Wait until every job is past expires_at: the newest job's upload state says so.
-	deadline := time.Now().Add(waitBound)
-	for {
-		st, err := f.s.JobUploadState(lateQueued.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st == store.UploadClosed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job upload state still %v %v after a %v retention", st, waitBound, retention)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	f.waitExpired(lateQueued.ID, retention)
 	if st, err := f.s.JobUploadState(created.ID); err != nil || st != store.UploadClosed {
 		t.Fatalf("JobUploadState(expired created job) = %v, %v; want closed", st, err)
 	}

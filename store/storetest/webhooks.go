@@ -677,20 +677,7 @@ func testWebhookExpiryPaths(t *testing.T, newStore NewFunc) {
 	}
 	queued := f.start(f.create(1))
 	created := f.create(1)
-	deadline := time.Now().Add(waitBound)
-	for {
-		st, err := f.s.JobUploadState(created.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st == store.UploadClosed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job upload state still %v %v after a %v retention", st, waitBound, retention)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	f.waitExpired(created.ID, retention)
 	if ds := f.deliveries(); len(ds) != 1 {
 		t.Fatalf("deliveries after passing expires_at by itself: %+v", ds)
 	}
