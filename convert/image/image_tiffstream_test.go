@@ -108,34 +108,7 @@ func TestStreamTIFFToJPEG_CutAndCorrupt(t *testing.T) {
 			inputs = append(inputs, c)
 		}
 		for _, in := range inputs {
-			sr := io.NewSectionReader(bytes.NewReader(in), 0, int64(len(in)))
-			codec := CodecByID("tiff")
-			cfg, err := ReadHeader(context.Background(), sr, codec, convert.Limits{}.Normalized())
-			if err != nil {
-				continue
-			}
-			var out bytes.Buffer
-			handled, err := tiffToJPEG(context.Background(), sr, &out, codec, cfg, convert.Options{}, nil)
-			if !handled {
-				continue
-			}
-			var want bytes.Buffer
-			img, wantErr := DecodePixels(context.Background(), sr, codec, cfg)
-			if wantErr == nil {
-				wantErr = encodeJPEG(context.Background(), &want, img, convert.Options{})
-			}
-			var ce *convert.Error
-			switch {
-			case err != nil && !errors.As(err, &ce):
-				t.Errorf("%s (%d bytes): %v is not a convert.Error", name, len(in), err)
-			case (err == nil) != (wantErr == nil):
-				t.Errorf("%s (%d bytes): streamed err %v, whole-image err %v", name, len(in), err, wantErr)
-			case err == nil:
-				// Under jpegStripMinPixels the whole-image path writes one piece, the
-				// streamed one strips (streamConvert sends such images the whole-image
-				// way): the same pixels.
-				sameDecodedJPEG(t, out.Bytes(), want.Bytes())
-			}
+			tiffStreamAgreesWithWhole(t, name, in)
 		}
 	}
 }
@@ -238,4 +211,38 @@ func TestStreamTIFFToJPEG_Translucent(t *testing.T) {
 			t.Errorf("%s: translucent called %d times, want %d", name, calls, tc.want)
 		}
 	}
+}
+
+// tiffStreamAgreesWithWhole converts in (a damaged TIFF) with tiffToJPEG and, when that streams
+// it, checks it against the whole-image path: both fail, or both succeed with the same pixels
+// (under jpegStripMinPixels the whole-image path writes one piece, the stream strips, so the
+// bytes may differ). A streamed failure must be a convert.Error. It says whether in streamed.
+func tiffStreamAgreesWithWhole(t *testing.T, name string, in []byte) bool {
+	t.Helper()
+	sr := io.NewSectionReader(bytes.NewReader(in), 0, int64(len(in)))
+	codec := CodecByID("tiff")
+	cfg, err := ReadHeader(context.Background(), sr, codec, convert.Limits{}.Normalized())
+	if err != nil {
+		return false
+	}
+	var out bytes.Buffer
+	handled, err := tiffToJPEG(context.Background(), sr, &out, codec, cfg, convert.Options{}, nil)
+	if !handled {
+		return false
+	}
+	var want bytes.Buffer
+	img, wantErr := DecodePixels(context.Background(), sr, codec, cfg)
+	if wantErr == nil {
+		wantErr = encodeJPEG(context.Background(), &want, img, convert.Options{})
+	}
+	var ce *convert.Error
+	switch {
+	case err != nil && !errors.As(err, &ce):
+		t.Errorf("%s (%d bytes): %v is not a convert.Error", name, len(in), err)
+	case (err == nil) != (wantErr == nil):
+		t.Errorf("%s (%d bytes): streamed err %v, whole-image err %v", name, len(in), err, wantErr)
+	case err == nil:
+		sameDecodedJPEG(t, out.Bytes(), want.Bytes())
+	}
+	return true
 }
