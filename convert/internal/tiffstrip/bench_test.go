@@ -49,11 +49,15 @@ func BenchmarkDeflateStrips(b *testing.B) {
 	}
 	for _, v := range []struct {
 		name string
-		open func(io.ReaderAt, int64, int64, int64) (io.ReadCloser, error)
-	}{{"inflate", openDeflate}, {"compress-zlib", openZlib}} {
+		open func(*Decoder, int64, int64, int64) (io.ReadCloser, error)
+	}{
+		{"inflate", (*Decoder).openDeflateReused},
+		{"inflate-new-reader", func(d *Decoder, off, n, limit int64) (io.ReadCloser, error) { return openDeflate(d.r, off, n, limit) }},
+		{"compress-zlib", func(d *Decoder, off, n, limit int64) (io.ReadCloser, error) { return openZlib(d.r, off, n, limit) }},
+	} {
 		b.Run(v.name, func(b *testing.B) {
-			defer func(old func(io.ReaderAt, int64, int64, int64) (io.ReadCloser, error)) { newDeflateReader = old }(newDeflateReader)
-			newDeflateReader = v.open
+			defer func(old func(*Decoder, int64, int64, int64) (io.ReadCloser, error)) { openDeflateBlock = old }(openDeflateBlock)
+			openDeflateBlock = v.open
 			d, ok, err := NewDecoder(bytes.NewReader(data), int64(len(data)))
 			if !ok || err != nil {
 				b.Fatalf("NewDecoder: %v %v", ok, err)

@@ -7,10 +7,6 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/inflate"
 )
 
-// newDeflateReader opens deflate strips: openDeflate; a variable so the benchmarks can
-// compare compress/zlib.
-var newDeflateReader = openDeflate
-
 // openDeflate opens a deflate strip (compression 8 or 32946): the n bytes of r at off, a zlib
 // stream. Its Read gives what x/image/tiff reads, io.LimitReader(zlib.NewReader(strip),
 // limit), with the same outcome (the same bytes, or the same error), but inflates with

@@ -434,7 +434,7 @@ func (d *Decoder) openStrip(j int) error {
 		z := lzw.NewReader(sr, lzw.MSB, 8)
 		d.src, d.closer = io.LimitReader(z, limit), z
 	default:
-		z, err := newDeflateReader(d.r, off, n, limit)
+		z, err := openDeflateBlock(d, off, n, limit)
 		if err != nil {
 			return err
 		}

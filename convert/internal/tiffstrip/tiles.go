@@ -27,10 +27,10 @@ type tiles struct {
 	rowY0   int    // the first image row in rowPix
 	rowRows int    // image rows in rowPix (0: none decoded yet)
 
-	// Deflate tiles: openDeflate's reader over one inflater, Reset for each tile.
-	sr  io.SectionReader // the current deflate tile's compressed bytes
-	inf *inflate.Reader  // the inflater of every deflate tile (nil until the first)
-	ds  deflateStrip     // the current deflate tile's reader
+	// Deflate strips and tiles: openDeflate's reader over one inflater, Reset for each.
+	sr  io.SectionReader // the current deflate block's compressed bytes
+	inf *inflate.Reader  // the inflater of every deflate block (nil until the first)
+	ds  deflateStrip     // the current deflate block's reader
 }
 
 // initTiles sets up a tiled file of tiles tw x th as x/image/tiff's Decode does, with ok
@@ -209,7 +209,7 @@ func (d *Decoder) readTile(off, n int64) (int, error) {
 	case cLZW:
 		z = lzw.NewReader(sr, lzw.MSB, 8)
 	default:
-		zs, err := openDeflateTile(d, off, n, limit)
+		zs, err := openDeflateBlock(d, off, n, limit)
 		if err != nil {
 			return 0, err
 		}
@@ -238,17 +238,17 @@ func (d *Decoder) readTile(off, n int64) (int, error) {
 	return got, nil
 }
 
-// openDeflateTile opens the deflate tile of n bytes at off: openDeflateTileReused; a
+// openDeflateBlock opens the deflate strip or tile of n bytes at off: openDeflateReused; a
 // variable so the benchmarks can compare compress/zlib.
-var openDeflateTile = (*Decoder).openDeflateTileReused
+var openDeflateBlock = (*Decoder).openDeflateReused
 
-// openDeflateTileReused is openDeflate for the tiles of d: x/image/tiff's
-// io.LimitReader(zlib.NewReader(tile), limit), the same bytes and errors, inflated with
-// convert/internal/inflate (compress/zlib after a broken stream, as for strips), but with one
-// inflater and one reader for all the tiles, Reset for each: a 12 MP file in 256x256 tiles has
-// 192 of them, and a new inflate.Reader (about 40 KB) a tile would double what a tiled
-// TIFF -> JPEG allocates. A reset inflater reads as a new one (TestReader_ResetSameAsNew).
-func (d *Decoder) openDeflateTileReused(off, n, limit int64) (io.ReadCloser, error) {
+// openDeflateReused is openDeflate for the strips or tiles of d: x/image/tiff's
+// io.LimitReader(zlib.NewReader(block), limit), the same bytes and errors, inflated with
+// convert/internal/inflate (compress/zlib after a broken stream), but with one inflater and
+// one reader for all the blocks, Reset for each: a 12 MP file in 256x256 tiles has 192 of
+// them, and a new inflate.Reader (about 40 KB) a tile would double what a tiled TIFF -> JPEG
+// allocates. A reset inflater reads as a new one (TestReader_ResetSameAsNew).
+func (d *Decoder) openDeflateReused(off, n, limit int64) (io.ReadCloser, error) {
 	d.sr = *io.NewSectionReader(d.r, off, n)
 	var err error
 	if d.inf == nil {

@@ -297,13 +297,13 @@ func BenchmarkDeflateTiles(b *testing.B) {
 		name string
 		open func(*Decoder, int64, int64, int64) (io.ReadCloser, error)
 	}{
-		{"inflate", (*Decoder).openDeflateTileReused},
+		{"inflate", (*Decoder).openDeflateReused},
 		{"inflate-new-reader", func(d *Decoder, off, n, limit int64) (io.ReadCloser, error) { return openDeflate(d.r, off, n, limit) }},
 		{"compress-zlib", func(d *Decoder, off, n, limit int64) (io.ReadCloser, error) { return openZlib(d.r, off, n, limit) }},
 	} {
 		b.Run(v.name, func(b *testing.B) {
-			defer func(old func(*Decoder, int64, int64, int64) (io.ReadCloser, error)) { openDeflateTile = old }(openDeflateTile)
-			openDeflateTile = v.open
+			defer func(old func(*Decoder, int64, int64, int64) (io.ReadCloser, error)) { openDeflateBlock = old }(openDeflateBlock)
+			openDeflateBlock = v.open
 			b.SetBytes(4000 * 3000 * 3)
 			b.ReportAllocs()
 			buf := make([]byte, 4*4000*64)
