@@ -39,8 +39,9 @@
 //
 //	if client.IsCode(err, client.CodeLimitReached) { ... }
 //
-// JSON calls answered 429 rate_limited or 502 storage_unavailable are retried (Retries times,
-// 4 by default): a 429 waits the server's Retry-After, a 502 backs off exponentially with
+// JSON calls answered 429 rate_limited, 502 storage_unavailable or 503 too_many_connections
+// (the connection cap) are retried (Retries times, 4 by default): a 429 or 503 waits the
+// server's Retry-After, a 502 backs off exponentially with
 // jitter, and no wait outlasts ctx. Pass an Idempotency-Key to CreateJob so a create retried
 // after a lost answer never reserves twice.
 package client
