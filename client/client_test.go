@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -225,5 +226,27 @@ func TestClient_WaitOutRateLimit(t *testing.T) {
 	c = &Client{BaseURL: srv.URL, Key: "k", Retries: 1, RetryBackoff: time.Millisecond, WaitOutRateLimit: true}
 	if _, err := c.StartJob(context.Background(), "job_1"); !IsCode(err, CodeRateLimited) || n.Load() != 2 {
 		t.Fatalf("429 without Retry-After: %v after %d attempts, want rate_limited after 2", err, n.Load())
+	}
+}
+
+// An upload refused by the storage listener's connection cap (503 too_many_connections,
+// answered before the body is read) is sent again, rewound, after its Retry-After; one that
+// cannot be rewound is not.
+func TestClient_UploadRetriesTooManyConnections(t *testing.T) {
+	srv, n := scripted(t, apiError(503, "too_many_connections", "Retry-After", "1"))
+	c := &Client{BaseURL: srv.URL, Key: "k"}
+	body := []byte("0123456789")
+	if err := c.uploadRetrying(context.Background(), srv.URL+"/uploads/job_1", bytes.NewReader(body), int64(len(body))); err != nil {
+		t.Fatal(err)
+	}
+	if n.Load() != 2 {
+		t.Fatalf("%d attempts, want 2", n.Load())
+	}
+
+	srv, n = scripted(t, apiError(503, "too_many_connections", "Retry-After", "1"))
+	c = &Client{BaseURL: srv.URL, Key: "k"}
+	err := c.uploadRetrying(context.Background(), srv.URL+"/uploads/job_1", io.MultiReader(bytes.NewReader(body)), int64(len(body)))
+	if !IsCode(err, "too_many_connections") || n.Load() != 1 {
+		t.Fatalf("err %v after %d attempts, want too_many_connections after 1", err, n.Load())
 	}
 }

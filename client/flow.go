@@ -85,8 +85,9 @@ type ConvertRequest struct {
 
 // Convert does the whole flow in one call: reserve a job converting size bytes of format from
 // read from in to format to, upload, start, wait, and write the output to out, checking its
-// SHA-256. JSON calls answered 429 or 502 are retried as the Client's Retries say (429 after
-// its Retry-After, 502 with backoff); so is the upload when in is an io.Seeker (it is rewound),
+// SHA-256. JSON calls answered 429, 502 or 503 too_many_connections are retried as the
+// Client's Retries say (429 and 503 after their Retry-After, 502 with backoff); so is the
+// upload when in is an io.Seeker (it is rewound),
 // and the download until its first byte reaches out. It returns the final job; a job that did
 // not succeed is an error that names its status and error code. When Convert fails or ctx ends
 // with the job unfinished, the job is cancelled (so it is not charged) before Convert returns.
@@ -135,7 +136,7 @@ func (c *Client) ConvertWith(ctx context.Context, r ConvertRequest, out io.Write
 	}
 }
 
-// uploadRetrying uploads r, retrying a 429 or 502 answer when r can be rewound.
+// uploadRetrying uploads r, retrying an answer that did nothing (retryable) when r can be rewound.
 func (c *Client) uploadRetrying(ctx context.Context, uploadURL string, r io.Reader, size int64) error {
 	seeker, canRewind := r.(io.Seeker)
 	var start int64
@@ -156,16 +157,16 @@ func (c *Client) uploadRetrying(ctx context.Context, uploadURL string, r io.Read
 	}
 }
 
-// retry reports whether err (after attempt earlier retries) is a 429 or 502 worth trying again,
-// having waited the Retry-After or the backoff; false when retries ran out or ctx ended.
+// retry reports whether err (after attempt earlier retries) is an answer worth trying again
+// (retryable: 429, 502, 503 too_many_connections), having waited the Retry-After or the
+// backoff; false when retries ran out or ctx ended.
 func (c *Client) retry(ctx context.Context, attempt int, err error) bool {
 	var apiErr *APIError
 	retries := c.Retries
 	if retries == 0 {
 		retries = 4
 	}
-	if !errors.As(err, &apiErr) || attempt >= retries ||
-		(apiErr.Status != http.StatusTooManyRequests && apiErr.Status != http.StatusBadGateway) {
+	if !errors.As(err, &apiErr) || attempt >= retries || !retryable(apiErr) {
 		return false
 	}
 	wait := c.backoff(attempt)

@@ -129,8 +129,9 @@ func stripsToJPEG(ctx, dctx context.Context, stop context.CancelFunc, src *input
 }
 
 // streamConvert converts a PNG (pngToJPEG), a binary 8-bit PGM or PPM (ppmToJPEG) or a
-// baseline striped 8-bit TIFF (tiffToJPEG) to a JPEG of the same size a strip at a time,
-// holding streamJPEGCost of the catalog's memory budget instead of the whole-image estimate.
+// baseline striped or tiled 8-bit TIFF (tiffToJPEG) to a JPEG of the same size a strip at a
+// time, holding streamJPEGCost of the catalog's memory budget instead of the whole-image
+// estimate; PNG and TIFF targets go to streamToPNG and streamToTIFF.
 // handled is false, with the budget share returned, when the conversion is not one that
 // streams (another pair, a resize or crop, an image under jpegStripMinPixels, a PNG layout
 // pngstream leaves to image/png, another Netpbm or TIFF variant): the caller then converts

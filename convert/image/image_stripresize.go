@@ -36,7 +36,7 @@ func stripResizeCost(sw, sh, bpp, dw, dh int, box image.Rectangle) int64 {
 	return stripResizeBuffers*int64(sw)*int64(rows)*int64(bpp) + ring + weights + 1<<20
 }
 
-// stripResize resizes a PNG, binary 8-bit PGM/PPM or baseline striped TIFF to a smaller
+// stripResize resizes a PNG, binary 8-bit PGM/PPM or baseline striped or tiled TIFF to a smaller
 // image without ever holding the source: one goroutine decodes strips of rows (pngstream,
 // ppmStripDecoder, tiffstrip), the caller's resamples each as it comes (stripscale), and the
 // small target is then encoded as on the whole-image path. The target's pixels are exactly
