@@ -69,6 +69,11 @@ func docMeasureConversion(t *testing.T, c *convert.Catalog, from, to string, dat
 // ideographs use a face's second fpdf instance (pdfMaxRun), which is charged too, up to
 // MaxPDFFallbackChars of them.
 func TestPDF_FaceMemoryCharged(t *testing.T) {
+	if raceEnabled {
+		// 24.0 MB allocated against 23.2 MB charged in one -race run, 20.7 MB in plain runs:
+		// the race detector's sync.Pool drops buffers at random. The plain run measures it.
+		t.Skip("allocation totals are not repeatable under -race")
+	}
 	useFontDir(t, "")
 	c := testCatalog(convert.Limits{MaxConversionMemory: 8 << 30})
 	distinct := func(lo, n int) string {
