@@ -350,18 +350,22 @@ func TestWriteSeeds(t *testing.T) {
 	if os.Getenv("TIFFSTRIP_WRITE_SEEDS") == "" {
 		t.Skip("set TIFFSTRIP_WRITE_SEEDS=1 to rewrite the seeds")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzStripDecode")
+	for i, l := range allLayouts() {
+		if i%3 == 0 {
+			writeSeed(t, "FuzzStripDecode", "seed-"+l.String(), buildTIFF(t, 6, 5, l, pixels(6, 5, l.samples)))
+		}
+	}
+}
+
+// writeSeed writes data as the []byte seed name of the fuzz target in testdata/fuzz.
+func writeSeed(t *testing.T, target, name string, data []byte) {
+	t.Helper()
+	dir := filepath.Join("testdata", "fuzz", target)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for i, l := range allLayouts() {
-		if i%3 != 0 {
-			continue
-		}
-		data := buildTIFF(t, 6, 5, l, pixels(6, 5, l.samples))
-		body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
-		if err := os.WriteFile(filepath.Join(dir, "seed-"+l.String()), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strconv"
 	"testing"
 
 	"golang.org/x/image/tiff"
@@ -286,18 +285,9 @@ func TestWriteTileSeeds(t *testing.T) {
 	if os.Getenv("TIFFSTRIP_WRITE_SEEDS") == "" {
 		t.Skip("set TIFFSTRIP_WRITE_SEEDS=1 to rewrite the seeds")
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzTileDecode")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	for i, l := range tileLayouts() {
-		if i%2 != 0 {
-			continue
-		}
-		data := buildTiledTIFF(t, 10, 9, l, 8, 8, pixels(10, 9, l.samples))
-		body := "go test fuzz v1\n[]byte(" + strconv.Quote(string(data)) + ")\n"
-		if err := os.WriteFile(filepath.Join(dir, "seed-tiled-"+l.String()), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
+		if i%2 == 0 {
+			writeSeed(t, "FuzzTileDecode", "seed-tiled-"+l.String(), buildTiledTIFF(t, 10, 9, l, 8, 8, pixels(10, 9, l.samples)))
 		}
 	}
 }
