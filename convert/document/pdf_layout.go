@@ -607,8 +607,9 @@ func (d *pdfDoc) heading(ws []word, level int, title string) {
 	if d.y > pdfMargin {
 		d.y += size * 0.8
 	}
-	// Keep the heading with two lines of what follows.
-	d.ensure(size*pdfLineFactor + 2*pdfBodySize*pdfLineFactor)
+	// Keep the heading with three lines of what follows: two of text, or a table's header
+	// and first row.
+	d.ensure(size*pdfLineFactor + 3*pdfBodySize*pdfLineFactor)
 	if title = strings.TrimSpace(title); title != "" {
 		lvl := min(level-1, d.lastLevel+1)
 		d.setStyle(ws0Style(ws, size))
@@ -836,6 +837,13 @@ func (d *pdfDoc) table(build func(size float64) [][]tableCell, header bool) {
 			lr = layout(r)
 		}
 		fresh := d.y <= pdfMargin
+		if isHeader && len(rows) > 1 && !fresh {
+			// The header goes with the first line of the first row, not alone at a page's foot.
+			if d.y+float64(lr.n+1)*lh+4*pdfCellPad > d.bottom() {
+				d.newPage()
+				fresh = true
+			}
+		}
 		for from := 0; from < lr.n && d.err == nil; {
 			fit := int((d.bottom() - d.y - 2*pdfCellPad) / lh)
 			if fit < min(lr.n-from, 3) && !fresh {

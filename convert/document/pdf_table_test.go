@@ -105,3 +105,26 @@ func TestBreakAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestPDFTable_HeaderWithFirstRow: wherever a page ends, a table's header row is never alone
+// at its foot (it goes with the first row's first line; on a next page it is repeated above
+// the rows that continue there), and a heading stays with the header.
+func TestPDFTable_HeaderWithFirstRow(t *testing.T) {
+	c := docCatalog()
+	// Code lines (11.7 pt each) and a paragraph (21 pt) move the heading down the page in
+	// steps finer than the room the header and first row need.
+	for filler := 64; filler < 100; filler++ {
+		md := strings.Repeat("Filler line.\n\n", 40+filler%2) + "```\n" + strings.Repeat("code\n", filler/2) + "```\n\n" +
+			"# Section\n\n| Hkey | Hvalue |\n|---|---|\n| alpha | 1 |\n| beta | 2 |\n"
+		out, err := docConvertData(t, c, fmtMarkdown, fmtPDF, []byte(md), convert.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, page := range docReadPDF(t, out).text {
+			if strings.Contains(page, "Hkey") && !strings.Contains(page, "alpha") && !strings.Contains(page, "beta") ||
+				strings.Contains(page, "Section") && !strings.Contains(page, "Hkey") {
+				t.Errorf("%d filler lines: page %d has the heading or header without what follows:\n%s", filler, i+1, page)
+			}
+		}
+	}
+}
