@@ -11,6 +11,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/convsvc/convsvc/convert"
 )
@@ -428,54 +430,66 @@ func (m *markdownDocWriter) heading(level int, text string) error {
 
 func (m *markdownDocWriter) table(cols []string, rows [][]string) error {
 	m.sep()
-	line := func(cells []string) {
-		m.bw.WriteByte('|')
-		for _, c := range cells {
-			m.bw.WriteString(" " + markdownEscape(c, false) + " |")
-		}
-		m.bw.WriteByte('\n')
+	t := &markdownTableWriter{bw: m.bw}
+	if err := t.begin(cols); err != nil {
+		return err
 	}
-	line(cols)
-	m.bw.WriteString(strings.Repeat("| --- ", len(cols)) + "|\n")
 	for _, r := range rows {
-		line(r)
+		if err := t.line(r); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 func (m *markdownDocWriter) end() error { return m.bw.Flush() }
 
-// markdownEscape makes text read literally in a Markdown heading or table cell: the
-// punctuation that could start emphasis, code, HTML, entities or cells is escaped with a
-// backslash, brackets too when they could make an inline link ("](" ; with no link
-// definitions in the document, no other bracket is a link), and line breaks become <br>.
+// markdownEscape makes text read literally in a Markdown heading or table cell (see
+// appendMarkdownEscaped).
 func markdownEscape(s string, heading bool) string {
-	var b strings.Builder
+	return string(appendMarkdownEscaped(nil, s, heading))
+}
+
+// appendMarkdownEscaped appends s escaped to read literally in a Markdown heading or table
+// cell: the punctuation that could start emphasis, code, HTML, entities or cells is escaped
+// with a backslash, brackets too when they could make an inline link ("](" ; with no link
+// definitions in the document, no other bracket is a link), # in a heading, and line breaks
+// become <br>.
+func appendMarkdownEscaped(b []byte, s string, heading bool) []byte {
 	link := strings.Contains(s, "](")
-	for _, r := range s {
+	prev := ' '
+	for i, r := range s {
 		switch r {
-		case '\\', '`', '*', '_', '<', '>', '|', '~', '&':
-			b.WriteByte('\\')
-			b.WriteRune(r)
+		case '\\', '`', '*', '<', '>', '|', '~', '&':
+			b = append(b, '\\')
+		case '_':
+			// Between letters or digits (snake_case) an underscore never makes emphasis.
+			next, _ := utf8.DecodeRuneInString(s[i+1:])
+			if !alnum(prev) || !alnum(next) {
+				b = append(b, '\\')
+			}
 		case '[', ']':
 			if link {
-				b.WriteByte('\\')
+				b = append(b, '\\')
 			}
-			b.WriteRune(r)
 		case '#':
 			if heading {
-				b.WriteByte('\\')
+				b = append(b, '\\')
 			}
-			b.WriteRune(r)
 		case '\n':
-			b.WriteString("<br>")
+			b = append(b, "<br>"...)
+			continue
 		case '\r':
-		default:
-			b.WriteRune(r)
+			continue
 		}
+		b = utf8.AppendRune(b, r)
+		prev = r
 	}
-	return b.String()
+	return b
 }
+
+// alnum reports whether r is a letter or digit, as CommonMark's flanking rules see them.
+func alnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // htmlDocWriter writes a tree document as an HTML page.
 type htmlDocWriter struct {

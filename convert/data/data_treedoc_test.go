@@ -86,11 +86,11 @@ func TestData_TreeAsMarkdown(t *testing.T) {
 	got := dataConvertOK(t, "toml", "markdown", proxyTOML+"\n[odd]\n\"a.b|c\" = \"*x* <y> `z`\"\n")
 	want := "| key | value |\n| --- | --- |\n| title | Edge proxy |\n\n" +
 		"# server\n\n| key | value |\n| --- | --- |\n| host | proxy.internal.example.com |\n| port | 8080 |\n| tls | true |\n\n" +
-		"## server.tls\\_options\n\n| key | value |\n| --- | --- |\n| min\\_version | 1.2 |\n| ciphers | TLS\\_AES\\_128\\_GCM\\_SHA256, TLS\\_CHACHA20\\_POLY1305\\_SHA256 |\n\n" +
+		"## server.tls_options\n\n| key | value |\n| --- | --- |\n| min_version | 1.2 |\n| ciphers | TLS_AES_128_GCM_SHA256, TLS_CHACHA20_POLY1305_SHA256 |\n\n" +
 		"# limits\n\n| key | value |\n| --- | --- |\n| ceiling | 4.5 |\n| floor | 0.25 |\n| burst | 1200 |\n\n" +
 		"# database\n\n| key | value |\n| --- | --- |\n| url | postgres://app@db.internal.example.com:5432/app?sslmode=require |\n| pool | 16 |\n\n" +
 		"# logging\n\n| key | value |\n| --- | --- |\n| level | info |\n| targets | stdout, /var/log/proxy/access.log |\n\n" +
-		"# cache\n\n| key | value |\n| --- | --- |\n| ttl\\_seconds | 3600 |\n| max\\_entries | 100000 |\n\n" +
+		"# cache\n\n| key | value |\n| --- | --- |\n| ttl_seconds | 3600 |\n| max_entries | 100000 |\n\n" +
 		"# upstreams\n\n| name | weight |\n| --- | --- |\n| alpha | 3 |\n| beta | 7 |\n\n" +
 		"# odd\n\n| key | value |\n| --- | --- |\n| a.b\\|c | \\*x\\* \\<y\\> \\`z\\` |\n"
 	if got != want {
@@ -148,5 +148,15 @@ func TestJSONIsTable(t *testing.T) {
 		if got := jsonIsTable(context.Background(), bytesSection([]byte(tc.in))); got != tc.want || treeIsTable(tree) != tc.want {
 			t.Errorf("%s: jsonIsTable %v, treeIsTable %v, want %v", tc.in, got, treeIsTable(tree), tc.want)
 		}
+	}
+}
+
+// TestData_MarkdownTableEscapes: a table cell reads literally in Markdown: no emphasis, code,
+// HTML tag (which a renderer would hide), entity or link is made of a value.
+func TestData_MarkdownTableEscapes(t *testing.T) {
+	got := dataConvertOK(t, "json", "markdown", `[{"t": "<friends> & *x* a_b _c_ \\ [l](u) &amp; ~s~ |"}]`)
+	want := "| t |\n| --- |\n| \\<friends\\> \\& \\*x\\* a_b \\_c\\_ \\\\ \\[l\\](u) \\&amp; \\~s\\~ \\| |\n"
+	if got != want {
+		t.Errorf("markdown:\n%s\nwant\n%s", got, want)
 	}
 }
