@@ -62,14 +62,7 @@ func TestDocx_WordCode(t *testing.T) {
 		`<w:r><w:t xml:space="preserve"> and </w:t></w:r><w:r><w:rPr><w:rFonts w:ascii="Courier New"/></w:rPr><w:t>y_z</w:t></w:r><w:r><w:t xml:space="preserve"> here.</w:t></w:r></w:p>` +
 		`<w:p><w:pPr><w:pStyle w:val="PlainCode"/></w:pPr><w:r><w:t>SELECT 1;</w:t></w:r></w:p>` +
 		`</w:body></w:document>`
-	in := docGenZip(t, map[string]string{
-		"[Content_Types].xml": `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`,
-		"_rels/.rels": `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`,
-		"word/document.xml": doc,
-		"word/styles.xml":   styles,
-	})
+	in := docMinimalDOCX(t, map[string]string{"word/document.xml": doc, "word/styles.xml": styles})
 	out, err := docConvertData(t, docCatalog(), fmtDOCX, fmtMarkdown, in, convert.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -98,4 +91,20 @@ func TestDocx_CodeText(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, txt)
 		}
 	}
+}
+
+// docMinimalDOCX zips the smallest package a DOCX reader opens around parts (word/document.xml
+// and any others): the content types and the package relationship to the main part.
+func docMinimalDOCX(t *testing.T, parts map[string]string) []byte {
+	t.Helper()
+	files := map[string]string{
+		"[Content_Types].xml": `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`,
+		"_rels/.rels": `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`,
+	}
+	for name, data := range parts {
+		files[name] = data
+	}
+	return docGenZip(t, files)
 }
