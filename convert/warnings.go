@@ -18,7 +18,8 @@ const (
 	WarnColorProfileDropped = "color_profile_dropped"
 	// WarnAnimationDropped: an animation was reduced to its first frame.
 	WarnAnimationDropped = "animation_dropped"
-	// WarnAlphaDropped: transparency was flattened onto a background because the target has none.
+	// WarnAlphaDropped: transparency was flattened onto a background because the target has none
+	// (or, as GIF, only fully transparent or opaque pixels).
 	WarnAlphaDropped = "alpha_dropped"
 	// WarnBitDepthReduced: samples were reduced to fewer bits (16-bit image to 8-bit, float audio to 24-bit integers).
 	WarnBitDepthReduced = "bit_depth_reduced"

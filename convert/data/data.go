@@ -23,7 +23,8 @@ import (
 // flat objects; tables become trees as an array of objects, which TOML and XML get wrapped
 // as {"rows": {"row": [...]}}. A top level of several members (a configuration file), or of
 // one array, becomes XML inside <root convsvc="members">, which reading XML unwraps again. An
-// object or array in a Markdown, HTML or NDJSON table cell is written as its compact JSON. What
+// object or array in a Markdown, HTML or NDJSON table cell is written as its compact JSON; a
+// tree that is not a table goes to Markdown and HTML laid out as a tree (data_treedoc.go). What
 // a target cannot hold (null in TOML, nesting in CSV, TSV and XLSX cells, a number beyond 64
 // bits in TOML) fails with a message that says where, instead of being dropped.
 
@@ -107,6 +108,11 @@ func dataRun(from, to string) func(context.Context, *io.SectionReader, io.Writer
 func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	fromTree := slices.Contains(treeFormats, from)
 	toTable := slices.Contains(tableTargets, to) || to == "json" && !fromTree
+	if fromTree && (to == "markdown" || to == "html") {
+		if handled, err := treeDocument(ctx, from, to, in, out, p); handled {
+			return err
+		}
+	}
 	if toTable {
 		r, closeFn, err := openTableReader(ctx, from, in, slices.Contains(nestedCellTargets, to), p)
 		if err != nil {

@@ -45,6 +45,18 @@ func BenchmarkData(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("json-csv-10MB", func(b *testing.B) { benchConverter(b, dataRun("json", "csv"), js.Bytes()) })
+	// A table wrapped in an object: Markdown reads its shape first (jsonIsTable), a pass of
+	// its own over the tokens, then converts it as a table in the table reader's two passes.
+	wrapped := append(append([]byte(`{"rows": `), js.Bytes()...), '}')
+	b.Run("json-wrapped-markdown-10MB", func(b *testing.B) { benchConverter(b, dataRun("json", "markdown"), wrapped) })
+	b.Run("json-wrapped-shape-10MB", func(b *testing.B) {
+		b.SetBytes(int64(len(wrapped)))
+		for b.Loop() {
+			if !jsonIsTable(context.Background(), io.NewSectionReader(bytes.NewReader(wrapped), 0, int64(len(wrapped)))) {
+				b.Fatal("not a table")
+			}
+		}
+	})
 	json2 := js.Bytes()[:bytes.IndexByte(js.Bytes()[2<<20:], '\n')+2<<20]
 	json2 = append(bytes.TrimRight(bytes.Clone(json2), ",\n"), "\n]\n"...)
 	b.Run("json-yaml-2MB", func(b *testing.B) { benchConverter(b, dataRun("json", "yaml"), json2) })

@@ -107,8 +107,10 @@ func FuzzXML(f *testing.F) {
 	})
 }
 
-// FuzzTree reads arbitrary JSON, YAML and TOML and writes every other tree format: errors
-// must be *Error, and JSON that is written must read back.
+// FuzzTree reads arbitrary JSON, YAML and TOML and writes every other tree format, and
+// Markdown and HTML (tables or trees laid out as documents): errors must be *Error, JSON that
+// is written must read back, and the token-level shape check of JSON (jsonIsTable) must agree
+// with the tree's (treeIsTable).
 func FuzzTree(f *testing.F) {
 	addFuzzSamples(f, "data", "sample.json")
 	addFuzzSamples(f, "data", "sample.yaml")
@@ -117,7 +119,7 @@ func FuzzTree(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx := context.Background()
 		for _, from := range []string{"json", "yaml", "toml"} {
-			for _, to := range []string{"json", "yaml", "toml", "xml", "csv"} {
+			for _, to := range []string{"json", "yaml", "toml", "xml", "csv", "markdown", "html"} {
 				if from == to {
 					continue
 				}
@@ -129,6 +131,11 @@ func FuzzTree(f *testing.F) {
 						t.Fatalf("%s -> json wrote JSON that does not read back: %v\n%s", from, err, out.Bytes())
 					}
 				}
+			}
+		}
+		if tree, err := decodeJSONTree(ctx, data); err == nil {
+			if got, want := jsonIsTable(ctx, bytesSection(data)), treeIsTable(tree); got != want {
+				t.Fatalf("jsonIsTable = %v, treeIsTable = %v for %s", got, want, data)
 			}
 		}
 	})

@@ -12,7 +12,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/convsvc/convsvc/convert"
 )
@@ -909,23 +908,12 @@ type markdownTableWriter struct {
 	buf  []byte
 }
 
+// line writes one row, each cell escaped to read literally (markdownEscape).
 func (m *markdownTableWriter) line(cells []string) error {
 	b := append(m.buf[:0], '|')
 	for _, c := range cells {
 		b = append(b, ' ')
-		for _, r := range c {
-			switch r {
-			case '|':
-				b = append(b, `\|`...)
-			case '\\':
-				b = append(b, `\\`...)
-			case '\n':
-				b = append(b, "<br>"...)
-			case '\r':
-			default:
-				b = utf8.AppendRune(b, r)
-			}
-		}
+		b = appendMarkdownEscaped(b, c, false)
 		b = append(b, " |"...)
 	}
 	b = append(b, '\n')

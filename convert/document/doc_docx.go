@@ -21,8 +21,14 @@ import (
 // relationships name), styles.xml for heading and list styles, numbering.xml for bullets
 // versus numbers, the document's relationships for hyperlinks and docProps/core.xml for the
 // title. Paragraphs, headings, bold, italic, underline, strikethrough, superscript and
-// subscript, hyperlinks, lists and tables (with merged cells) are kept; images, text boxes'
-// frames, headers, footers, footnotes and comments are not.
+// subscript, hyperlinks, lists, tables (with merged cells) and code are kept; images, text
+// boxes' frames, headers, footers, footnotes and comments are not.
+//
+// Code is what a code style or a monospace font marks: inline code is a run in a character
+// style for code (pandoc's VerbatimChar and the token styles based on it, Word's HTML Code) or
+// in a monospace font (Consolas, Courier, ...); a code block is a paragraph in a paragraph
+// style for code (pandoc's SourceCode, Word's HTML Preformatted, or any style in a monospace
+// font) or whose text is all in a monospace font, consecutive ones making one block.
 
 // Bounds on DOCX parts: each is checked against its declared size before it is opened and
 // counted while it is decompressed, since the declared size may lie.
@@ -46,13 +52,18 @@ type docxRun struct {
 	link                                 string
 }
 
-// docxPara is a paragraph: a heading level (0 for none), a list level (-1 for none).
+// docxPara is a paragraph: a heading level (0 for none), a list level (-1 for none), and
+// whether it is a line (or lines) of a code block.
 type docxPara struct {
 	heading   int
 	listLevel int
 	ordered   bool
 	numID     string
 	runs      []docxRun
+	code      bool
+	// monoText and plainText: whether the paragraph has text in a monospace font given to
+	// the run itself, and text in any other font; only the first makes it a code line.
+	monoText, plainText bool
 }
 
 // docxCell is a table cell: its blocks, the columns it spans, and whether it continues a
@@ -75,11 +86,40 @@ type docxDoc struct {
 	blocks []any
 }
 
-// docxStyle is what a paragraph style contributes.
+// docxStyle is what a paragraph or character style contributes.
 type docxStyle struct {
 	name, basedOn string
 	outline       int // 0-8, or -1
 	numID, ilvl   string
+	mono          bool // its run properties name a monospace font
+	isDefault     bool // the document's default style of its type
+}
+
+// docxCodeStyles are the names (lower case) of the styles that mark code whatever their font:
+// pandoc's, Word's built-in ones and common custom ones.
+var docxCodeStyles = map[string]bool{
+	"source code": true, "verbatim char": true, "html preformatted": true, "html code": true,
+	"html typewriter": true, "html keyboard": true, "plain text": true, "code": true,
+	"code block": true, "inline code": true, "macro text": true,
+}
+
+// monoFont reports whether a font name is a monospace font.
+func monoFont(name string) bool {
+	f := strings.ToLower(name)
+	for _, m := range []string{"courier", "consolas", "mono", "menlo", "monaco", "lucida console", "fixedsys", "typewriter", "source code", "fira code", "inconsolata"} {
+		if strings.Contains(f, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// runFont is the font an rFonts element names for Latin text, "" when it names only a theme.
+func runFont(se xml.StartElement) string {
+	if f := attrOf(se, "ascii"); f != "" {
+		return f
+	}
+	return attrOf(se, "hAnsi")
 }
 
 // docxPackage is an open DOCX: its zip entries and parsed auxiliary parts.
@@ -87,8 +127,9 @@ type docxPackage struct {
 	ctx      context.Context
 	zr       *zip.Reader
 	files    map[string]*zip.File
-	main     string // the main document part
-	styles   map[string]docxStyle
+	main     string                     // the main document part
+	styles   map[string]docxStyle       // paragraph styles by id
+	chars    map[string]docxStyle       // character styles by id
 	ordered  map[string]map[string]bool // numId -> ilvl -> numbered (not bullets)
 	links    map[string]string          // relationship id -> external target
 	title    string
@@ -116,7 +157,7 @@ func openDOCX(ctx context.Context, in *io.SectionReader) (*docxPackage, error) {
 		return nil, convert.Errorf(err, "input is not a valid DOCX file (its ZIP structure is broken: %v)", err)
 	}
 	p := &docxPackage{ctx: ctx, zr: zr, files: map[string]*zip.File{}, styles: map[string]docxStyle{},
-		ordered: map[string]map[string]bool{}, links: map[string]string{}}
+		chars: map[string]docxStyle{}, ordered: map[string]map[string]bool{}, links: map[string]string{}}
 	for _, f := range zr.File {
 		p.files[strings.TrimPrefix(f.Name, "/")] = f
 	}
@@ -280,16 +321,24 @@ func (p *docxPackage) partPath(name string) string {
 
 func (p *docxPackage) readStyles() error {
 	var cur *docxStyle
-	var id string
-	inPPr := false
+	var id, typ string
+	inPPr, inRPr := false, false
 	return p.decodePart(p.partPath("styles.xml"), docxMaxPartBytes, true, func(_ *xml.Decoder, tok xml.Token) error {
 		switch t := tok.(type) {
 		case xml.StartElement:
 			switch t.Name.Local {
 			case "style":
-				if attrOf(t, "type") == "paragraph" {
+				if typ = attrOf(t, "type"); typ == "paragraph" || typ == "character" {
 					id = attrOf(t, "styleId")
-					cur = &docxStyle{outline: -1}
+					cur = &docxStyle{outline: -1, isDefault: toggleAttr(attrOf(t, "default"))}
+				}
+			case "rPr":
+				inRPr = true
+			case "rFonts":
+				if cur != nil && inRPr {
+					if f := runFont(t); f != "" {
+						cur.mono = monoFont(f)
+					}
 				}
 			case "name":
 				if cur != nil {
@@ -319,26 +368,32 @@ func (p *docxPackage) readStyles() error {
 		case xml.EndElement:
 			switch t.Name.Local {
 			case "style":
-				if cur != nil {
+				if cur != nil && typ == "character" {
+					p.chars[id] = *cur
+				} else if cur != nil {
 					p.styles[id] = *cur
 				}
 				cur = nil
 			case "pPr":
 				inPPr = false
+			case "rPr":
+				inRPr = false
 			}
 		}
 		return nil
 	})
 }
 
-// styleOf resolves a paragraph style through basedOn: heading level (0 for none) and list
-// numbering it brings.
-func (p *docxPackage) styleOf(id string) (heading int, numID, ilvl string) {
+// styleOf resolves a paragraph style through basedOn: heading level (0 for none), list
+// numbering it brings, and whether it is a style for code (by its name, or a monospace font
+// set on it or on a style it is based on other than the default one).
+func (p *docxPackage) styleOf(id string) (heading int, numID, ilvl string, code bool) {
 	for range 16 {
 		st, ok := p.styles[id]
 		if !ok {
 			break
 		}
+		code = code || docxCodeStyles[st.name] || st.mono && !st.isDefault
 		if heading == 0 {
 			switch {
 			case st.name == "title":
@@ -356,7 +411,23 @@ func (p *docxPackage) styleOf(id string) (heading int, numID, ilvl string) {
 		}
 		id = st.basedOn
 	}
-	return heading, numID, ilvl
+	return heading, numID, ilvl, code
+}
+
+// charCode reports whether a character style marks code: by its name or a monospace font,
+// its own or that of a style it is based on.
+func (p *docxPackage) charCode(id string) bool {
+	for range 16 {
+		st, ok := p.chars[id]
+		if !ok {
+			return false
+		}
+		if docxCodeStyles[st.name] || st.mono {
+			return true
+		}
+		id = st.basedOn
+	}
+	return false
 }
 
 func (p *docxPackage) readNumbering() error {
@@ -434,6 +505,7 @@ type docxReader struct {
 	pending    []any        // paragraphs from text boxes, placed after the paragraph holding them
 
 	run       docxRun // properties of the current run
+	runFont   bool    // the current run's own properties name a monospace font
 	inRunPr   bool
 	inText    bool
 	skip      int // depth inside skipped elements (deleted text, field codes, fallbacks)
@@ -481,8 +553,8 @@ func (r *docxReader) token(_ *xml.Decoder, tok xml.Token) error {
 			r.paraStyle.numID, r.paraStyle.ilvl = "", ""
 		case "pStyle":
 			if p := r.para(); p != nil {
-				h, num, lvl := r.p.styleOf(attrOf(t, "val"))
-				p.heading = h
+				h, num, lvl, code := r.p.styleOf(attrOf(t, "val"))
+				p.heading, p.code = h, code
 				if num != "" && r.paraStyle.numID == "" {
 					r.paraStyle.numID, r.paraStyle.ilvl = num, lvl
 				}
@@ -499,6 +571,11 @@ func (r *docxReader) token(_ *xml.Decoder, tok xml.Token) error {
 			r.paraStyle.ilvl = attrOf(t, "val")
 		case "r":
 			r.run = docxRun{link: r.link}
+			r.runFont = false
+		case "rStyle":
+			if r.inRunPr && r.p.charCode(attrOf(t, "val")) {
+				r.run.mono = true
+			}
 		case "rPr":
 			r.inRunPr = true
 		case "b":
@@ -513,8 +590,10 @@ func (r *docxReader) token(_ *xml.Decoder, tok xml.Token) error {
 			r.run.sup = attrOf(t, "val") == "superscript"
 			r.run.sub = attrOf(t, "val") == "subscript"
 		case "rFonts":
-			f := strings.ToLower(attrOf(t, "ascii"))
-			r.run.mono = strings.Contains(f, "courier") || strings.Contains(f, "consolas") || strings.Contains(f, "mono")
+			if f := runFont(t); f != "" && r.inRunPr {
+				r.runFont = monoFont(f)
+				r.run.mono = r.runFont
+			}
 		case "t":
 			r.inText = true
 		case "tab", "ptab":
@@ -610,6 +689,11 @@ func toggle(se xml.StartElement) bool {
 	return true
 }
 
+// toggleAttr reads an on/off attribute that is off when absent, as w:default.
+func toggleAttr(v string) bool {
+	return v == "1" || v == "true" || v == "on"
+}
+
 func (r *docxReader) para() *docxPara {
 	if n := len(r.paras); n > 0 {
 		return r.paras[n-1]
@@ -643,6 +727,7 @@ func (r *docxReader) text(s string) {
 	if p == nil {
 		return
 	}
+	r.noteFont(p, s)
 	if n := len(p.runs); n > 0 {
 		last := &p.runs[n-1]
 		run := r.run
@@ -655,6 +740,18 @@ func (r *docxReader) text(s string) {
 	run := r.run
 	run.text = s
 	p.runs = append(p.runs, run)
+}
+
+// noteFont records whether text s of the current run is in a monospace font of its own.
+func (r *docxReader) noteFont(p *docxPara, s string) {
+	if strings.TrimSpace(s) == "" {
+		return
+	}
+	if r.runFont {
+		p.monoText = true
+	} else {
+		p.plainText = true
+	}
 }
 
 func (r *docxReader) endPara() {
@@ -670,6 +767,8 @@ func (r *docxReader) endPara() {
 		p.numID = r.paraStyle.numID
 		p.ordered = r.p.ordered[p.numID][strconv.Itoa(lvl)]
 	}
+	// A paragraph all in a monospace font is a line of code, as Word users write code.
+	p.code = (p.code || p.monoText && !p.plainText) && p.heading == 0 && p.listLevel < 0
 	if n > 1 {
 		// A text box inside a paragraph: its paragraphs follow the one holding it.
 		r.pending = append(r.pending, p)
@@ -703,14 +802,28 @@ func (h *docxHTML) closeLists(above int) {
 }
 
 func (h *docxHTML) blocks(blocks []any) {
-	for _, b := range blocks {
-		switch b := b.(type) {
+	for i := 0; i < len(blocks); i++ {
+		switch b := blocks[i].(type) {
 		case *docxPara:
 			if b.listLevel >= 0 {
 				h.listItem(b)
 				continue
 			}
 			h.closeLists(-1)
+			if b.code {
+				// Consecutive code paragraphs are one block, a line or more each.
+				var lines []string
+				for ; i < len(blocks); i++ {
+					p, ok := blocks[i].(*docxPara)
+					if !ok || !p.code {
+						break
+					}
+					lines = append(lines, runsText(p.runs))
+				}
+				i--
+				h.codeBlock(strings.Join(lines, "\n"))
+				continue
+			}
 			h.para(b)
 		case *docxTable:
 			h.closeLists(-1)
@@ -748,6 +861,15 @@ func (h *docxHTML) para(p *docxPara) {
 	h.b.WriteString("<" + tag + ">")
 	h.runs(p.runs)
 	h.b.WriteString("</" + tag + ">\n")
+}
+
+// codeBlock writes lines of code as they are: the runs' styles (the bold and colours of
+// highlighted tokens) are not part of the code.
+func (h *docxHTML) codeBlock(text string) {
+	if strings.TrimSpace(text) == "" {
+		return
+	}
+	h.b.WriteString("<pre><code>" + stdhtml.EscapeString(text) + "</code></pre>\n")
 }
 
 func isBlankRuns(runs []docxRun) bool {
@@ -843,7 +965,11 @@ func (h *docxHTML) cell(blocks []any) {
 			if !first {
 				h.b.WriteString("<br>")
 			}
-			h.runs(b.runs)
+			if b.code {
+				h.b.WriteString("<code>" + strings.ReplaceAll(stdhtml.EscapeString(runsText(b.runs)), "\n", "<br>") + "</code>")
+			} else {
+				h.runs(b.runs)
+			}
 			first = false
 		case *docxTable:
 			h.table(b)
@@ -936,10 +1062,13 @@ func docxToText(ctx context.Context, in *io.SectionReader, out io.Writer, p conv
 func docxText(w *mdTextWriter, blocks []any, prefix string) {
 	counters := map[string][]int{}
 	prevList := ""
+	prevCode := false // the block before was a code paragraph
 	for _, b := range blocks {
 		if w.err = w.ctx.Err(); w.err != nil {
 			return
 		}
+		afterCode := prevCode
+		prevCode = false
 		switch b := b.(type) {
 		case *docxPara:
 			text := strings.ReplaceAll(runsText(b.runs), "\t", " ")
@@ -965,6 +1094,12 @@ func docxText(w *mdTextWriter, blocks []any, prefix string) {
 				}
 				indent := strings.Repeat("  ", b.listLevel)
 				w.lines(prefix+indent+marker, prefix+indent+strings.Repeat(" ", len(marker)), text)
+			case b.code:
+				// Indented as Markdown's code blocks are in text, consecutive lines together.
+				w.blank = !afterCode
+				w.lines(prefix+"    ", prefix+"    ", strings.TrimRight(runsText(b.runs), "\n"))
+				w.blank = true
+				prevCode = true
 			case strings.TrimSpace(text) == "":
 				continue
 			default:

@@ -47,14 +47,7 @@ func linkDOCX(t *testing.T) []byte {
 <w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><w:body><w:p>` +
 		link("rId1", "js one") + link("rId2", "vb link") + link("rId3", "data link") + link("rId4", "web link") +
 		`</w:p></w:body></w:document>`
-	return docGenZip(t, map[string]string{
-		"[Content_Types].xml": `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`,
-		"_rels/.rels": `<?xml version="1.0" encoding="UTF-8" standalone="yes"?>
-<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>`,
-		"word/document.xml":            doc,
-		"word/_rels/document.xml.rels": rels,
-	})
+	return docMinimalDOCX(t, map[string]string{"word/document.xml": doc, "word/_rels/document.xml.rels": rels})
 }
 
 // TestScriptLinks_Dropped holds issue 18 item 8: every document writer drops javascript:,

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"codeberg.org/go-pdf/fpdf"
 	"github.com/yuin/goldmark/ast"
@@ -363,9 +364,15 @@ func pdfRunWith(set map[rune]bool, r rune) int {
 	return n
 }
 
-// breakLines fills lines of width avail greedily. A word wider than a line is cut between
-// characters; images stand on lines of their own.
+// pdfFit is how far a width may pass the room it is measured against and still fit: widths
+// are sums of floating-point advances, so a word measured into a column of its own width may
+// exceed it by a rounding error, which must not break it.
+const pdfFit = 1e-3
+
+// breakLines fills lines of width avail greedily. A word wider than a line is cut (cutWord);
+// images stand on lines of their own.
 func breakLines(ws []word, avail float64) [][]word {
+	avail += pdfFit
 	var lines [][]word
 	var line []word
 	x := 0.0
@@ -412,7 +419,9 @@ func breakLines(ws []word, avail float64) [][]word {
 	return lines
 }
 
-// cutWord splits w where its first part still fits in avail (at least one character).
+// cutWord splits w where its first part still fits in avail (at least one character): after
+// the last punctuation that ends a part of a token (breakAfter) when one fits, so a long URL,
+// path or compact JSON wraps between its parts, else between characters.
 func cutWord(w word, avail float64) (head, tail word) {
 	fnt := w.st.font()
 	runes := []rune(w.text)
@@ -429,12 +438,48 @@ func cutWord(w word, avail float64) (head, tail word) {
 		x += cw
 		n++
 	}
+	for b := n; b > 0 && n < len(runes); b-- {
+		if breakAfter(runes, b) {
+			n = b
+			x = fnt.width(string(runes[:n]), w.st.size)
+			break
+		}
+	}
 	head = w
 	head.text, head.w, head.space, head.br = string(runes[:n]), x, 0, false
 	tail = w
 	tail.text = string(runes[n:])
 	tail.w = fnt.width(tail.text, w.st.size)
 	return head, tail
+}
+
+// breakAfter reports whether a line may break between runes[b-1] and runes[b], a boundary
+// between the parts of a URL, path, list or compact JSON: after / \ ; & ? = | and closing
+// brackets, after , and : (not inside a number such as "8,080" or "12:30", nor in "://"),
+// after a hyphen between letters, and before an opening bracket. Never between two equal
+// punctuation marks, and never inside a word, number or name ("4.5", "max_connections").
+func breakAfter(runes []rune, b int) bool {
+	if b <= 0 || b >= len(runes) {
+		return false
+	}
+	prev, next := runes[b-1], runes[b]
+	if prev == next {
+		return false
+	}
+	digit := func(r rune) bool { return r >= '0' && r <= '9' }
+	switch prev {
+	case '/', '\\', ';', '&', '?', '=', '|', ')', ']', '}':
+		return true
+	case ',', ':':
+		return next != '/' && !(b >= 2 && digit(runes[b-2]) && digit(next))
+	case '-':
+		return b >= 2 && unicode.IsLetter(runes[b-2]) && unicode.IsLetter(next)
+	}
+	switch next {
+	case '(', '[', '{':
+		return prev != '(' && prev != '[' && prev != '{'
+	}
+	return false
 }
 
 // lineHeight is the height of a line holding ws with the given minimum font size.
@@ -562,8 +607,9 @@ func (d *pdfDoc) heading(ws []word, level int, title string) {
 	if d.y > pdfMargin {
 		d.y += size * 0.8
 	}
-	// Keep the heading with two lines of what follows.
-	d.ensure(size*pdfLineFactor + 2*pdfBodySize*pdfLineFactor)
+	// Keep the heading with three lines of what follows: two of text, or a table's header
+	// and first row.
+	d.ensure(size*pdfLineFactor + 3*pdfBodySize*pdfLineFactor)
 	if title = strings.TrimSpace(title); title != "" {
 		lvl := min(level-1, d.lastLevel+1)
 		d.setStyle(ws0Style(ws, size))
@@ -668,9 +714,11 @@ const pdfMinTableSize = 6
 
 // table draws rows of cells with a border, the first row as a header when header is set,
 // repeated at the top of every page the table continues on. Columns share the width by
-// their content; a table whose longest words do not fit side by side is set in a smaller
-// font (down to pdfMinTableSize), and rows taller than a page are split. build lays out the
-// cells at a font size.
+// their content, each at least as wide as its widest word (a run of pieces without a space)
+// so no word is cut; a table whose widest words do not fit side by side is set in a smaller
+// font (down to pdfMinTableSize), and if they still do not, the widest columns are narrowed
+// to a common width (tableWidths) and only their words wider than it are cut. Rows taller
+// than a page are split. build lays out the cells at a font size.
 func (d *pdfDoc) table(build func(size float64) [][]tableCell, header bool) {
 	size := float64(pdfTableSize)
 	rows := build(size)
@@ -689,13 +737,22 @@ func (d *pdfDoc) table(build func(size float64) [][]tableCell, header bool) {
 		sumNat, sumMin = 0, 0
 		for _, r := range rows {
 			for c, cell := range r {
-				line, longest := 0.0, 0.0
+				line, longest, tok := 0.0, 0.0, 0.0
 				for _, w := range cell.ws {
 					line += w.w + w.space
-					longest = max(longest, w.w)
+					tok += w.w
+					if w.space > 0 || w.br {
+						longest, tok = max(longest, tok), 0
+					}
+					if w.br {
+						natural[c] = max(natural[c], line+2*pdfCellPad)
+						line = 0
+					}
 				}
+				longest = max(longest, tok)
 				natural[c] = max(natural[c], line+2*pdfCellPad)
-				minimum[c] = max(minimum[c], min(longest, avail/float64(ncols))+2*pdfCellPad)
+				// A word wider than the whole width is cut whatever the columns do.
+				minimum[c] = max(minimum[c], min(longest, avail-2*pdfCellPad)+2*pdfCellPad)
 			}
 		}
 		for c := range ncols {
@@ -704,19 +761,22 @@ func (d *pdfDoc) table(build func(size float64) [][]tableCell, header bool) {
 		}
 	}
 	measure()
-	if sumMin > avail {
-		size = max(pdfMinTableSize, size*avail/sumMin)
+	if pads := 2 * pdfCellPad * float64(ncols); sumMin > avail+pdfFit {
+		// The words scale with the font and the padding does not.
+		k := 0.0
+		if avail > pads {
+			k = (avail - pads) / (sumMin - pads)
+		}
+		size = max(pdfMinTableSize, size*k)
 		rows = build(size)
 		measure()
 	}
 	widths := make([]float64, ncols)
 	switch {
-	case sumNat <= avail:
+	case sumNat <= avail+pdfFit:
 		copy(widths, natural)
-	case sumMin >= avail:
-		for c := range ncols {
-			widths[c] = minimum[c] * avail / sumMin
-		}
+	case sumMin >= avail-pdfFit:
+		widths = tableWidths(minimum, avail)
 	default:
 		extra := avail - sumMin
 		for c := range ncols {
@@ -777,6 +837,13 @@ func (d *pdfDoc) table(build func(size float64) [][]tableCell, header bool) {
 			lr = layout(r)
 		}
 		fresh := d.y <= pdfMargin
+		if isHeader && len(rows) > 1 && !fresh {
+			// The header goes with the first line of the first row, not alone at a page's foot.
+			if d.y+float64(lr.n+1)*lh+4*pdfCellPad > d.bottom() {
+				d.newPage()
+				fresh = true
+			}
+		}
 		for from := 0; from < lr.n && d.err == nil; {
 			fit := int((d.bottom() - d.y - 2*pdfCellPad) / lh)
 			if fit < min(lr.n-from, 3) && !fresh {
@@ -794,6 +861,38 @@ func (d *pdfDoc) table(build func(size float64) [][]tableCell, header bool) {
 		}
 	}
 	d.y += pdfBodySize * 0.6
+}
+
+// tableWidths fits columns whose minimum widths add up to more than avail: the narrow ones
+// keep their width, the widest are narrowed to one common width (the largest that makes the
+// sum avail), so words are cut only in the columns that cannot hold them. Within pdfFit of
+// avail, the minimums are kept as they are.
+func tableWidths(minimum []float64, avail float64) []float64 {
+	widths := slices.Clone(minimum)
+	sum := 0.0
+	for _, m := range minimum {
+		sum += m
+	}
+	if sum <= avail+pdfFit {
+		return widths
+	}
+	sorted := slices.Clone(minimum)
+	slices.Sort(sorted)
+	// The cap is between sorted[i-1] and sorted[i]: the i narrowest keep their width.
+	kept := 0.0
+	capW := avail / float64(len(sorted))
+	for i, m := range sorted {
+		c := (avail - kept) / float64(len(sorted)-i)
+		if m >= c {
+			capW = c
+			break
+		}
+		kept += m
+	}
+	for i := range widths {
+		widths[i] = min(widths[i], capW)
+	}
+	return widths
 }
 
 // quoteBar draws the bar beside a block quote from (page, y) to the current position.

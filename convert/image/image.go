@@ -13,6 +13,7 @@ import (
 	"image/png"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -258,6 +259,9 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				if a.frames[i], err = Resize(ctx, f, opts, lim); err != nil {
 					return err
 				}
+			}
+			if dst.ID == "gif" && slices.ContainsFunc(a.frames, hasPartialAlpha) {
+				warnAlpha(src, dst, p)
 			}
 			return dst.encodeAll(ctx, out, a, opts)
 		}

@@ -18,7 +18,9 @@ import (
 //   - metadata: EXIF, XMP and text chunks of the input are not written (metadata_dropped);
 //   - colour profiles: an embedded ICC profile is not written, and its pixels are written as
 //     they are, as if they were sRGB (color_profile_dropped);
-//   - transparency: JPEG and Netpbm composite it over white (alpha_dropped);
+//   - transparency: JPEG and Netpbm composite it over white (alpha_dropped); GIF keeps pixels
+//     fully transparent or opaque, so a partly transparent pixel becomes transparent when less
+//     than half opaque and is composited over white otherwise (alpha_dropped);
 //   - animation: a target holding one image gets the first frame (animation_dropped), APNG
 //     included (image/png decodes its default image);
 //   - bit depth: 16-bit samples stay 16-bit in PNG, TIFF and Netpbm and become 8-bit
@@ -36,7 +38,7 @@ func imageDrops(src, dst *Codec) []string {
 	case "jpeg", "png", "webp", "tiff":
 		d = append(d, convert.WarnMetadataDropped, convert.WarnColorProfileDropped)
 	}
-	if noAlphaTargets[dst.ID] {
+	if noAlphaTargets[dst.ID] || dst.ID == "gif" {
 		d = append(d, convert.WarnAlphaDropped)
 	}
 	if dst.FitMaxSide {
@@ -127,24 +129,81 @@ func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, 
 	}
 }
 
-// reportAlpha warns when an image with transparency goes to a target without it.
+// reportAlpha warns when an image with transparency goes to a target without it, or with
+// partial transparency to GIF, whose pixels are either fully transparent or opaque.
 func reportAlpha(img image.Image, src, dst *Codec, p convert.Params) {
-	if !noAlphaTargets[dst.ID] {
-		return
-	}
-	if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
+	switch {
+	case noAlphaTargets[dst.ID]:
+		if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
+			return
+		}
+	case dst.ID == "gif":
+		if !hasPartialAlpha(img) {
+			return
+		}
+	default:
 		return
 	}
 	warnAlpha(src, dst, p)
 }
 
 // warnAlpha reports that the source's transparent pixels were composited over white, when
-// the target has no transparency.
+// the target has no transparency, or thresholded and composited, when it is GIF.
 func warnAlpha(src, dst *Codec, p convert.Params) {
-	if !noAlphaTargets[dst.ID] {
-		return
+	switch {
+	case noAlphaTargets[dst.ID]:
+		p.Warn(convert.WarnAlphaDropped, fmt.Sprintf("the %s has transparent pixels; %s has no transparency, so they were composited over white", src.Name, dst.Name))
+	case dst.ID == "gif":
+		p.Warn(convert.WarnAlphaDropped, fmt.Sprintf("the %s has partly transparent pixels; GIF has only fully transparent or opaque ones, so those less than half opaque were made transparent and the others composited over white", src.Name))
 	}
-	p.Warn(convert.WarnAlphaDropped, fmt.Sprintf("the %s has transparent pixels; %s has no transparency, so they were composited over white", src.Name, dst.Name))
+}
+
+// hasPartialAlpha reports whether any pixel of img is neither fully transparent nor opaque
+// (for a paletted image: any palette entry).
+func hasPartialAlpha(img image.Image) bool {
+	if o, ok := img.(interface{ Opaque() bool }); ok && o.Opaque() {
+		return false
+	}
+	partial8 := func(pix []byte, stride, w, h int) bool {
+		for y := range h {
+			row := pix[y*stride:]
+			for i := 3; i < 4*w; i += 4 {
+				if a := row[i]; a != 0 && a != 0xff {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	b := img.Bounds()
+	switch m := img.(type) {
+	case *image.NRGBA:
+		return partial8(m.Pix, m.Stride, b.Dx(), b.Dy())
+	case *image.RGBA:
+		return partial8(m.Pix, m.Stride, b.Dx(), b.Dy())
+	case *image.Paletted:
+		for _, c := range m.Palette {
+			if _, _, _, a := c.RGBA(); a != 0 && a != 0xffff {
+				return true
+			}
+		}
+		return false
+	case *image.NYCbCrA:
+		for _, a := range m.A {
+			if a != 0 && a != 0xff {
+				return true
+			}
+		}
+		return false
+	}
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if _, _, _, a := img.At(x, y).RGBA(); a != 0 && a != 0xffff {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // is16Bit reports whether a header's colour model has 16 bits per channel.

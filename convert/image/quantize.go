@@ -19,13 +19,29 @@ const maxPaletteSample = 1 << 16
 // alphaThreshold: pixels less opaque than this become the transparent GIF index, the rest opaque.
 const alphaThreshold = 128
 
+// gifPixel is what GIF can hold of one non-premultiplied 8-bit pixel: nothing (ok false, the
+// transparent index) when it is less opaque than alphaThreshold, else its colour composited
+// over white as flattenWhite composites for JPEG, so a half-transparent red shows pink, not red.
+func gifPixel(r, g, b, a uint8) (uint8, uint8, uint8, bool) {
+	switch {
+	case a < alphaThreshold:
+		return 0, 0, 0, false
+	case a == 0xff:
+		return r, g, b, true
+	}
+	a32, inv := uint32(a), 255*(255-uint32(a))
+	return uint8((uint32(r)*a32 + inv + 127) / 255), uint8((uint32(g)*a32 + inv + 127) / 255),
+		uint8((uint32(b)*a32 + inv + 127) / 255), true
+}
+
 // toPaletted reduces an image to at most 256 colors for GIF. An image with few enough colors keeps
 // them exactly; otherwise the palette is chosen by median cut and the image dithered with
-// Floyd-Steinberg. GIF has one-bit transparency, so alpha is thresholded at half.
+// Floyd-Steinberg. GIF has one-bit transparency, so each pixel goes through gifPixel: alpha is
+// thresholded at half and the pixels kept are composited over white.
 func toPaletted(ctx context.Context, img image.Image) (*image.Paletted, error) {
 	switch m := img.(type) {
 	case *image.Paletted:
-		if len(m.Palette) <= 256 && len(m.Palette) > 0 {
+		if len(m.Palette) <= 256 && len(m.Palette) > 0 && gifPalette(m.Palette) {
 			return m, nil
 		}
 	case *image.Gray:
@@ -49,10 +65,28 @@ func toPaletted(ctx context.Context, img image.Image) (*image.Paletted, error) {
 	return ditherFS(ctx, src, pal, transparent)
 }
 
-// packColor is the key for one GIF color: transparent pixels all share key 0, and opaque
-// pixels carry alpha 255, so no opaque key is 0.
+// gifPalette reports whether a palette is written by image/gif as it is: every entry opaque
+// but at most one fully transparent one (image/gif marks the first transparent entry as the
+// transparent index and writes any other entry's premultiplied colour as opaque).
+func gifPalette(p color.Palette) bool {
+	transparent := 0
+	for _, c := range p {
+		switch _, _, _, a := c.RGBA(); a {
+		case 0xffff:
+		case 0:
+			transparent++
+		default:
+			return false
+		}
+	}
+	return transparent <= 1
+}
+
+// packColor is the key for one GIF color (after gifPixel): transparent pixels all share key 0,
+// and opaque pixels carry alpha 255, so no opaque key is 0.
 func packColor(r, g, b, a uint8) uint32 {
-	if a < alphaThreshold {
+	r, g, b, ok := gifPixel(r, g, b, a)
+	if !ok {
 		return 0
 	}
 	return uint32(r)<<24 | uint32(g)<<16 | uint32(b)<<8 | 0xff
@@ -110,10 +144,10 @@ func medianPalette(m *image.NRGBA) (pal color.Palette, transparent bool) {
 	for p := 0; p < total; {
 		x, y := p%w, p/w
 		i := y*m.Stride + 4*x
-		if m.Pix[i+3] < alphaThreshold {
+		if r, g, bl, ok := gifPixel(m.Pix[i], m.Pix[i+1], m.Pix[i+2], m.Pix[i+3]); !ok {
 			transparent = true
 		} else {
-			sample = append(sample, m.Pix[i], m.Pix[i+1], m.Pix[i+2], 0xff)
+			sample = append(sample, r, g, bl, 0xff)
 		}
 		if step == 1 {
 			p++
@@ -268,14 +302,15 @@ func ditherFS(ctx context.Context, m *image.NRGBA, pal color.Palette, transparen
 		clear(next)
 		for x := 0; x < w; x++ {
 			i := 4 * x
-			if row[i+3] < alphaThreshold {
+			r8, g8, b8, ok := gifPixel(row[i], row[i+1], row[i+2], row[i+3])
+			if !ok {
 				out[x] = uint8(transIdx)
 				continue
 			}
 			e := 3 * (x + 1)
-			r := clamp8(int32(row[i]) + (cur[e]+8)>>4)
-			g := clamp8(int32(row[i+1]) + (cur[e+1]+8)>>4)
-			bl := clamp8(int32(row[i+2]) + (cur[e+2]+8)>>4)
+			r := clamp8(int32(r8) + (cur[e]+8)>>4)
+			g := clamp8(int32(g8) + (cur[e+1]+8)>>4)
+			bl := clamp8(int32(b8) + (cur[e+2]+8)>>4)
 			pi := f.nearest(r, g, bl)
 			out[x] = pi
 			er, eg, eb := r-pr[pi], g-pg[pi], bl-pb[pi]
