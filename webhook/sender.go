@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +116,12 @@ func (s *Sender) send(ctx context.Context, url, secret, eventID, eventType strin
 	req.Header.Set(EventTypeHeader, eventType)
 	resp, err := s.client.Do(req)
 	if err != nil {
+		// net/http names the whole URL in its errors; tokens in it must not reach logs or
+		// last_error.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			ue.URL = RedactURL(ue.URL)
+		}
 		return Result{Err: fmt.Errorf("webhook: deliver %s: %w", eventID, err)}
 	}
 	defer resp.Body.Close()
@@ -125,7 +132,7 @@ func (s *Sender) send(ctx context.Context, url, secret, eventID, eventType strin
 	switch c := resp.StatusCode; {
 	case c >= 200 && c < 300:
 	case c >= 300 && c < 400:
-		loc := resp.Header.Get("Location")
+		loc := RedactURL(resp.Header.Get("Location"))
 		if len(loc) > 200 {
 			loc = loc[:200] + "..."
 		}
