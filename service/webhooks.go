@@ -203,7 +203,7 @@ func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 		}
 		a.StatusCode = res.StatusCode
 		if res.Err != nil {
-			a.Err = res.Err.Error()
+			a.Err = webhook.RedactURLs(res.Err.Error())
 			if now := d.now(); now.Sub(del.CreatedAt) < webhook.RetryFor {
 				a.RetryAt = now.Add(d.backoff(del.Attempts))
 			}
@@ -223,7 +223,7 @@ func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 		return
 	}
 	if a.Err != "" {
-		d.log.Warn("webhook delivery failed", "delivery", del.ID, "url", del.URL, "attempt", del.Attempts,
+		d.log.Warn("webhook delivery failed", "delivery", del.ID, "url", webhook.RedactURL(del.URL), "attempt", del.Attempts,
 			"status", a.StatusCode, "error", a.Err, "retry_at", a.RetryAt)
 	}
 }
