@@ -65,7 +65,9 @@ func TestGuard_RefusesThisHostsAddresses(t *testing.T) {
 // reason says so; another public address is not.
 func TestGuard_HostAddrs(t *testing.T) {
 	own := netip.MustParseAddr("93.184.215.14")
-	g := Guard{HostAddrs: func() ([]netip.Addr, error) { return []netip.Addr{own, netip.MustParseAddr("2606:4700::6810:84e5")}, nil }}
+	g := Guard{HostAddrs: func() ([]netip.Addr, error) {
+		return []netip.Addr{own, netip.MustParseAddr("2606:4700::6810:84e5")}, nil
+	}}
 	for _, url := range []string{"https://93.184.215.14/hook", "https://[::ffff:93.184.215.14]/hook", "https://[2606:4700::6810:84e5]:8443/"} {
 		err := g.CheckURL(context.Background(), url)
 		if !errors.Is(err, ErrForbiddenDestination) || !strings.Contains(err.Error(), "address of this server") {
