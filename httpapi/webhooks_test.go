@@ -78,11 +78,13 @@ func (rc *receiver) wait(t *testing.T, n int) []received {
 	}
 }
 
-// fastWebhooks lets webhooks reach this machine and retries after 50 ms.
+// fastWebhooks lets webhooks reach this machine, retries after 50 ms and pauses a
+// destination found down for 50 ms.
 func fastWebhooks(c *service.Config) {
 	c.WebhookAllowPrivate = true
 	c.WebhookPoll = 50 * time.Millisecond
 	c.WebhookBackoff = func(int) time.Duration { return 50 * time.Millisecond }
+	c.WebhookPause = func(int) time.Duration { return 50 * time.Millisecond }
 }
 
 type endpointView struct {

@@ -77,7 +77,7 @@ func TestDispatcher_GivesUpAndDisables(t *testing.T) {
 	}
 	round := func() {
 		t.Helper()
-		batch, err := st.ClaimWebhookDeliveries(webhookBatch, webhookClaim)
+		batch, err := st.ClaimWebhookDeliveries(store.WebhookClaim{Limit: webhookBatch, Hold: webhookClaim})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +197,7 @@ func TestDispatcher_StopsCleanly(t *testing.T) {
 	if n, err := st.ResetWebhookClaims(); err != nil || n != 1 {
 		t.Fatalf("reset claims = %d, %v", n, err)
 	}
-	if claimed, err := st.ClaimWebhookDeliveries(10, time.Minute); err != nil || len(claimed) != 1 || claimed[0].Attempts != 2 {
+	if claimed, err := st.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Minute}); err != nil || len(claimed) != 1 || claimed[0].Attempts != 2 {
 		t.Fatalf("claim after the reset = %+v, %v", claimed, err)
 	}
 }

@@ -60,3 +60,37 @@ func Schedule(rnd func() float64) []time.Duration {
 		at = append(at, t)
 	}
 }
+
+// The pause of a destination found down. A dispatcher sends a destination nothing more until
+// the pause ends, then tries again (a few attempts at most, its per-destination cap); each
+// time it is found down again the pause doubles, from PauseBase up to PauseCap.
+const (
+	// PauseBase is the ceiling of the first pause.
+	PauseBase = 15 * time.Second
+	// PauseCap is the largest ceiling: a destination down for long is tried every 7.5 to 15 minutes.
+	PauseCap = 15 * time.Minute
+)
+
+// DestinationPause returns how long a destination found down failures times in a row (1 the
+// first time) takes no attempts: min(PauseBase*2^(failures-1), PauseCap) with equal jitter,
+// as Backoff. rnd is as for Backoff.
+func DestinationPause(failures int, rnd func() float64) time.Duration {
+	if rnd == nil {
+		rnd = rand.Float64
+	}
+	if failures < 1 {
+		failures = 1
+	}
+	d := PauseCap
+	if failures <= 20 {
+		if e := PauseBase << (failures - 1); e < PauseCap {
+			d = e
+		}
+	}
+	f := rnd()
+	if f < 0 || f >= 1 || f != f {
+		f = 0
+	}
+	half := d / 2
+	return half + time.Duration(f*float64(d-half))
+}

@@ -46,6 +46,15 @@ type Result struct {
 // OK reports whether the attempt succeeded (the receiver answered 2xx).
 func (r Result) OK() bool { return r.Err == nil }
 
+// DestinationDown reports whether the attempt found the destination itself unable to take
+// deliveries, rather than refusing this one: no answer at all (a timeout, a refused or reset
+// connection, a TLS failure, an address the guard refuses) or 429 Too Many Requests or 503
+// Service Unavailable. A dispatcher pauses such a destination (DestinationPause) instead of
+// sending it more attempts that would each wait for the timeout.
+func (r Result) DestinationDown() bool {
+	return r.Err != nil && (r.StatusCode == 0 || r.StatusCode == http.StatusTooManyRequests || r.StatusCode == http.StatusServiceUnavailable)
+}
+
 // Sender delivers signed events over HTTP: POST, a timeout per attempt, no redirects, no
 // proxy, and every connection's address checked by its Guard.
 type Sender struct {
