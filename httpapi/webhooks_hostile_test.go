@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +162,126 @@ func waitDeliveryAttempted(t *testing.T, e *testenv.Env, acct, id string) delive
 			t.Fatalf("delivery %s never attempted", id)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// holdingListener is a real loopback listener that accepts connections and never answers
+// them: a webhook receiver that hangs. It counts the connections it holds.
+type holdingListener struct {
+	net.Listener
+	accepted chan struct{}
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newHoldingListener(t *testing.T) *holdingListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &holdingListener{Listener: ln, accepted: make(chan struct{}, 1000)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			h.mu.Lock()
+			h.conns = append(h.conns, c)
+			h.mu.Unlock()
+			h.accepted <- struct{}{}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, c := range h.conns {
+			c.Close()
+		}
+	})
+	return h
+}
+
+func (h *holdingListener) held() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.conns)
+}
+
+// hangingWebhooks is fastWebhooks with attempts that never time out: whatever a hanging
+// receiver holds stays held for the whole test.
+func hangingWebhooks(c *service.Config) {
+	fastWebhooks(c)
+	c.WebhookTimeout = time.Hour
+}
+
+// TestWebhooks_OneAccountCannotStallAnother (issue 38): account A has 48 events for a receiver
+// that accepts and never answers; account B's event for a fast receiver still arrives while
+// A's are stuck, and A's receiver holds no more connections than the per-destination cap. On
+// bbolt, on PostgreSQL, and on two nodes sharing one PostgreSQL database (A's events recorded
+// by both), where the cap holds across the nodes.
+func TestWebhooks_OneAccountCannotStallAnother(t *testing.T) {
+	for _, backend := range []string{"bbolt", "postgres", "postgres-two-nodes"} {
+		t.Run(backend, func(t *testing.T) {
+			opts := []func(*service.Config){hangingWebhooks}
+			if backend != "bbolt" {
+				opts = append(opts, testenv.Postgres(t))
+			}
+			envs := []*testenv.Env{testenv.Start(t, opts...)}
+			if backend == "postgres-two-nodes" {
+				envs = append(envs, testenv.Start(t, hangingWebhooks, func(c *service.Config) {
+					c.Database, c.AdminToken = envs[0].Cfg.Database, envs[0].Cfg.AdminToken
+				}))
+			}
+			e := envs[0]
+			acctA, keyA := e.NewAccount(100)
+			acctB, keyB := e.NewAccount(100)
+			hang := newHoldingListener(t)
+			fast := newReceiver(t, nil)
+			addEndpoint(t, e, acctA, "http://"+hang.Addr().String()+"/hook")
+			epB := addEndpoint(t, e, acctB, fast.URL+"/hook")
+
+			for i := range 48 { // within the key's 120 creates and cancels a minute
+				node := envs[i%len(envs)]
+				res := node.Create(keyA, "png", "jpeg", 10)
+				must(t, node.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", keyA, nil), 200, "")
+			}
+			// A's receiver holds the first attempts (without the caps: every slot).
+			select {
+			case <-hang.accepted:
+			case <-time.After(testenv.Scale(60 * time.Second)):
+				t.Fatal("A's receiver got no connection")
+			}
+			res := envs[len(envs)-1].Create(keyB, "png", "jpeg", 10)
+			must(t, envs[len(envs)-1].Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", keyB, nil), 200, "")
+			select {
+			case <-fast.notify:
+			case <-time.After(testenv.Scale(60 * time.Second)):
+				t.Fatalf("B's event did not arrive while A's receiver holds %d connections", hang.held())
+			}
+			got := fast.wait(t, 1)
+			if id := got[0].header.Get(webhook.EventIDHeader); id != "evt_"+res.Job.ID+"_cancelled" {
+				t.Fatalf("B's receiver got %q", id)
+			}
+			waitDelivery(t, e, acctB, "evt_"+res.Job.ID+"_cancelled."+epB.ID, "delivered")
+			// A's are still stuck: none delivered, and its receiver holds at most the cap.
+			stuck := 0
+			for _, d := range deliveries(t, e, acctA, "?limit=500") {
+				if d.State == "delivered" {
+					t.Fatalf("A's delivery %s was delivered by a receiver that never answers", d.ID)
+				}
+				if d.State == "pending" {
+					stuck++
+				}
+			}
+			if stuck != 48 {
+				t.Fatalf("%d of A's 48 deliveries pending", stuck)
+			}
+			if n := hang.held(); n < 1 || n > 2 {
+				t.Fatalf("A's receiver holds %d connections; the cap per destination is 2", n)
+			}
+		})
 	}
 }
