@@ -57,7 +57,8 @@ func TestDispatcher_GivesUpAndDisables(t *testing.T) {
 		return store.WebhookEventID(job.ID, store.StatusCancelled) + "." + ep.ID
 	}
 	render := func(j store.Job) ([]byte, error) { return []byte(`{"id":"` + j.ID + `"}`), nil }
-	d := newDispatcher(st, Config{WebhookAllowPrivate: true, WebhookBackoff: func(int) time.Duration { return -time.Second }},
+	d := newDispatcher(st, Config{WebhookAllowPrivate: true, WebhookBackoff: func(int) time.Duration { return -time.Second },
+		WebhookPause: func(int) time.Duration { return -time.Second }},
 		render, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer d.sender.Close()
 	d.now = clock
