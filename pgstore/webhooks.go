@@ -282,9 +282,13 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 			return err
 		}
 		// Due deliveries of a paused destination wait for the pause's end, not in a slot.
-		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries d SET next_attempt_at = p.paused_until, claimed = false
+		// Those whose retry period is over fail instead (c.GiveUpAfter).
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries d SET next_attempt_at = p.paused_until, claimed = false,
+				state = CASE WHEN $1::float8 > 0 AND d.created_at + $1::float8 * interval '1 microsecond' <= now() THEN 'failed' ELSE 'pending' END,
+				last_error = CASE WHEN $1::float8 > 0 AND d.created_at + $1::float8 * interval '1 microsecond' <= now() THEN $2 ELSE d.last_error END
 			FROM webhook_destinations p
-			WHERE p.destination = d.destination AND p.paused_until > now() AND d.state = 'pending' AND d.next_attempt_at <= now()`); err != nil {
+			WHERE p.destination = d.destination AND p.paused_until > now() AND d.state = 'pending' AND d.next_attempt_at <= now()`,
+			micros(c.GiveUpAfter), store.WebhookGaveUpPaused); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT c.id, c.account_id, c.destination, c.next_attempt_at
@@ -476,7 +480,7 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a store.WebhookAttempt) 
 
 // recordDestination keeps a destination's failing record after an attempt: a delivered one
 // deletes it; one that found the destination down counts a failure, pauses it and reschedules
-// its waiting deliveries to the pause's end.
+// its waiting deliveries to the pause's end (failing those older than a.GiveUpAfter).
 func recordDestination(ctx context.Context, tx pgx.Tx, dest string, a store.WebhookAttempt) error {
 	switch {
 	case a.Err == "":
@@ -491,8 +495,10 @@ func recordDestination(ctx context.Context, tx pgx.Tx, dest string, a store.Webh
 			paused_until = greatest(webhook_destinations.paused_until, excluded.paused_until)`, dest, pause); err != nil {
 		return err
 	}
-	_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = $2
-		WHERE destination = $1 AND state = 'pending' AND NOT claimed AND next_attempt_at < $2`, dest, pause)
+	_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = $2,
+			state = CASE WHEN $3::float8 > 0 AND created_at + $3::float8 * interval '1 microsecond' <= now() THEN 'failed' ELSE 'pending' END,
+			last_error = CASE WHEN $3::float8 > 0 AND created_at + $3::float8 * interval '1 microsecond' <= now() THEN $4 ELSE last_error END
+		WHERE destination = $1 AND state = 'pending' AND NOT claimed AND next_attempt_at < $2`, dest, pause, micros(a.GiveUpAfter), store.WebhookGaveUpPaused)
 	return err
 }
 

@@ -195,7 +195,8 @@ func (d *dispatcher) run(stop <-chan struct{}) {
 
 // webhookClaimRule is the claim of up to free deliveries, with the caps that share them.
 func webhookClaimRule(free int) store.WebhookClaim {
-	return store.WebhookClaim{Limit: free, Hold: webhookClaim, PerDestination: webhookPerDestination, PerAccount: webhookPerAccount}
+	return store.WebhookClaim{Limit: free, Hold: webhookClaim, PerDestination: webhookPerDestination, PerAccount: webhookPerAccount,
+		GiveUpAfter: webhook.RetryFor}
 }
 
 // eventBody is the signed body of a delivery: the event with the job as the API shows it.
@@ -213,7 +214,7 @@ func (d *dispatcher) eventBody(del store.WebhookDelivery) ([]byte, error) {
 }
 
 func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
-	a := store.WebhookAttempt{Attempts: del.Attempts, DisableAfter: webhook.DisableAfter}
+	a := store.WebhookAttempt{Attempts: del.Attempts, DisableAfter: webhook.DisableAfter, GiveUpAfter: webhook.RetryFor}
 	body, err := d.eventBody(del)
 	if err != nil {
 		a.Err = err.Error() // not the receiver's fault, and no retry mends it

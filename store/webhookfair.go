@@ -24,7 +24,15 @@ type WebhookClaim struct {
 	PerDestination int
 	// PerAccount caps the attempts of one account in flight; 0 is no cap.
 	PerAccount int
+	// GiveUpAfter, when set, fails instead of rescheduling a delivery of a paused destination
+	// that was created this long ago or longer (its retry period is over): a destination
+	// down for days does not keep a backlog that only its probes would drain.
+	GiveUpAfter time.Duration
 }
+
+// WebhookGaveUpPaused is the last_error of a delivery given up while its destination was
+// paused (WebhookClaim.GiveUpAfter).
+const WebhookGaveUpPaused = "given up: the destination was down until the retry period ended"
 
 // webhookScanPerAccount is how many of an account's due deliveries one claim looks at: past a
 // destination at its cap it looks further, but never further than this.

@@ -91,6 +91,10 @@ type WebhookAttempt struct {
 	// too busy): no attempt goes to it until then, its due deliveries are rescheduled to then,
 	// and its count of failures in a row grows. A delivered attempt ends any pause.
 	PauseDestinationUntil time.Time
+	// GiveUpAfter, with PauseDestinationUntil, fails the destination's waiting deliveries
+	// created this long ago or longer instead of rescheduling them (WebhookClaim.GiveUpAfter;
+	// the embedded store does it at its next claim).
+	GiveUpAfter time.Duration
 }
 
 // WebhookCounts are the figures /metrics shows.
@@ -560,14 +564,24 @@ func (s *Store) ClaimWebhookDeliveries(c WebhookClaim) ([]WebhookDelivery, error
 		pick, paused, last = PickWebhookDeliveries(cands, inflight, c, after)
 		for _, cand := range paused {
 			d, ok, err := queuedDelivery(tx, cand)
-			if err != nil || !ok {
+			if err != nil {
 				return err
+			}
+			if !ok {
+				continue
 			}
 			if d.Claimed { // a lapsed claim: it is not in flight any more
 				d.Claimed = false
 				if err := tx.Bucket(bucketWebhookClaimed).Delete([]byte(d.ID)); err != nil {
 					return err
 				}
+			}
+			if c.GiveUpAfter > 0 && !now.Before(d.CreatedAt.Add(c.GiveUpAfter)) {
+				d.State, d.LastError = DeliveryFailed, WebhookGaveUpPaused
+				if err := putDelivery(tx, d); err != nil {
+					return err
+				}
+				continue
 			}
 			d.NextAttemptAt = cand.PausedUntil
 			if err := putDelivery(tx, d); err != nil {

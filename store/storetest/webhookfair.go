@@ -15,6 +15,7 @@ func init() {
 		testCase{"WebhookClaimAccountsInTurn", testWebhookClaimAccountsInTurn},
 		testCase{"WebhookClaimPerAccountCap", testWebhookClaimPerAccountCap},
 		testCase{"WebhookClaimCapsExactConcurrently", testWebhookClaimCapsConcurrent},
+		testCase{"WebhookPausedGiveUp", testWebhookPausedGiveUp},
 	)
 }
 
@@ -197,6 +198,42 @@ func testWebhookClaimCapsConcurrent(t *testing.T, newStore NewFunc) {
 	}
 	if len(perDest) != 2 || perDest["a.example:443"] != 2 || perDest["a.example:8443"] != 2 {
 		t.Fatalf("concurrent claims with 2 per destination took %v", perDest)
+	}
+}
+
+// testWebhookPausedGiveUp: the deliveries waiting for a paused destination whose retry
+// period is over fail instead of waiting again.
+func testWebhookPausedGiveUp(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 1000)
+	f.endpoint("https://a.example/hook")
+	f.cancelledOn(f.acct.ID, 3)
+	got := f.claimWebhooks(store.WebhookClaim{Limit: 1, PerDestination: 2})
+	if len(got) != 1 {
+		t.Fatalf("claim took %d", len(got))
+	}
+	now := time.Now()
+	if _, err := f.wh().RecordWebhookAttempt(got[0].ID, store.WebhookAttempt{Attempts: 1, At: now, Err: "no answer", RetryAt: now.Add(-time.Second),
+		PauseDestinationUntil: now.Add(time.Hour), GiveUpAfter: time.Microsecond}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.claimWebhooks(store.WebhookClaim{Limit: 10, PerDestination: 2, GiveUpAfter: time.Microsecond}); len(got) != 0 {
+		t.Fatalf("claim while paused took %+v", got)
+	}
+	failed := 0
+	for _, d := range f.deliveries() {
+		switch {
+		case d.ID == got[0].ID:
+			if d.State != store.DeliveryPending || d.NextAttemptAt.Before(now.Add(time.Hour-time.Millisecond)) {
+				t.Errorf("the attempted delivery: %+v", d)
+			}
+		case d.State == store.DeliveryFailed && d.LastError == store.WebhookGaveUpPaused && d.Attempts == 0:
+			failed++
+		default:
+			t.Errorf("delivery waiting for the paused destination past its retry period: %+v", d)
+		}
+	}
+	if failed != 2 {
+		t.Fatalf("%d deliveries given up, want 2", failed)
 	}
 }
 
