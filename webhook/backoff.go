@@ -26,15 +26,21 @@ const (
 // that is down is not hammered and the schedule's length is predictable. rnd returns a value
 // in [0,1); nil uses math/rand/v2. An attempt below 1 counts as 1.
 func Backoff(attempt int, rnd func() float64) time.Duration {
+	return equalJitter(attempt, BackoffBase, BackoffCap, rnd)
+}
+
+// equalJitter is d/2 + rnd()*d/2 with d = min(base*2^(n-1), ceiling); n below 1 counts as 1,
+// and a nil rnd is math/rand/v2's.
+func equalJitter(n int, base, ceiling time.Duration, rnd func() float64) time.Duration {
 	if rnd == nil {
 		rnd = rand.Float64
 	}
-	if attempt < 1 {
-		attempt = 1
+	if n < 1 {
+		n = 1
 	}
-	d := BackoffCap
-	if attempt <= 20 { // 30 s << 19 is far above the cap; avoid shifting into overflow
-		if e := BackoffBase << (attempt - 1); e < BackoffCap {
+	d := ceiling
+	if n <= 20 { // base << 19 is far above both ceilings; avoid shifting into overflow
+		if e := base << (n - 1); e < ceiling {
 			d = e
 		}
 	}
@@ -75,22 +81,5 @@ const (
 // first time) takes no attempts: min(PauseBase*2^(failures-1), PauseCap) with equal jitter,
 // as Backoff. rnd is as for Backoff.
 func DestinationPause(failures int, rnd func() float64) time.Duration {
-	if rnd == nil {
-		rnd = rand.Float64
-	}
-	if failures < 1 {
-		failures = 1
-	}
-	d := PauseCap
-	if failures <= 20 {
-		if e := PauseBase << (failures - 1); e < PauseCap {
-			d = e
-		}
-	}
-	f := rnd()
-	if f < 0 || f >= 1 || f != f {
-		f = 0
-	}
-	half := d / 2
-	return half + time.Duration(f*float64(d-half))
+	return equalJitter(failures, PauseBase, PauseCap, rnd)
 }
