@@ -77,11 +77,7 @@ func TestWebhooks_RefusalTellsNothingOfDNS(t *testing.T) {
 func TestWebhooks_EscapedKeyHonoured(t *testing.T) {
 	for _, backend := range []string{"bbolt", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
-			opts := []func(*service.Config){fastWebhooks}
-			if backend == "postgres" {
-				opts = append(opts, testenv.Postgres(t))
-			}
-			e := testenv.Start(t, opts...)
+			e := startOn(t, backend, fastWebhooks)
 			acct, key := e.NewAccount(10)
 			must(t, e.Do("POST", "/v1/admin/accounts/"+acct+"/webhook-secret", e.AdminToken, nil), 200, "")
 			own := newReceiver(t, nil)
@@ -225,11 +221,11 @@ func hangingWebhooks(c *service.Config) {
 func TestWebhooks_OneAccountCannotStallAnother(t *testing.T) {
 	for _, backend := range []string{"bbolt", "postgres", "postgres-two-nodes"} {
 		t.Run(backend, func(t *testing.T) {
-			opts := []func(*service.Config){hangingWebhooks}
-			if backend != "bbolt" {
-				opts = append(opts, testenv.Postgres(t))
+			db := backend
+			if backend == "postgres-two-nodes" {
+				db = "postgres"
 			}
-			envs := []*testenv.Env{testenv.Start(t, opts...)}
+			envs := []*testenv.Env{startOn(t, db, hangingWebhooks)}
 			if backend == "postgres-two-nodes" {
 				envs = append(envs, testenv.Start(t, hangingWebhooks, func(c *service.Config) {
 					c.Database, c.AdminToken = envs[0].Cfg.Database, envs[0].Cfg.AdminToken
