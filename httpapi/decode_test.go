@@ -29,7 +29,8 @@ func TestParseCreateJob(t *testing.T) {
 		{`"x"`, 0, CodeInvalidRequest},
 	}
 	for _, tt := range tests {
-		_, _, size, _, err := parseCreateJob([]byte(tt.body))
+		parsed, err := parseCreateJob([]byte(tt.body))
+		size := parsed.size
 		var apiErr *Error
 		switch {
 		case tt.code == "" && (err != nil || size != tt.size):
@@ -47,7 +48,8 @@ func FuzzParseCreateJob(f *testing.F) {
 	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","input_bytes":1e999999999}`))
 	f.Add([]byte(`[[[[[[[[[[`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		_, _, size, _, err := parseCreateJob(body)
+		parsed, err := parseCreateJob(body)
+		size := parsed.size
 		if err == nil {
 			if size < 1 || size > store.MaxInputBytes {
 				t.Fatalf("accepted size %d", size)
@@ -124,7 +126,11 @@ func TestParsePlainCreate(t *testing.T) {
 func BenchmarkParseCreateJob(b *testing.B) {
 	body := []byte(`{"input_format":"png","target_format":"jpeg","input_bytes":153}`)
 	for name, parse := range map[string]func([]byte) (string, string, int64, convert.Options, error){
-		"plain": parseCreateJob, "strict": parseCreateJobStrict,
+		"plain": func(body []byte) (string, string, int64, convert.Options, error) {
+			c, err := parseCreateJob(body)
+			return c.input, c.target, c.size, c.opts, err
+		},
+		"strict": parseCreateJobStrict,
 	} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -114,7 +114,7 @@ type createJobRequest struct {
 	TargetFormat *string          `json:"target_format"`
 	InputBytes   json.RawMessage  `json:"input_bytes"`
 	Options      *convert.Options `json:"options"`
-	WebhookURL   *string          `json:"webhook_url"` // read by createWebhookURL
+	WebhookURL   *string          `json:"webhook_url"`
 }
 
 // decodeOptions reads the options a job was created with; nil when there were none.
@@ -129,25 +129,41 @@ func decodeOptions(raw json.RawMessage) *convert.Options {
 	return &o
 }
 
+// createJob is a create body as its one decode read it; every field the handler uses comes
+// from here, never from another look at the raw bytes.
+type createJob struct {
+	input, target string
+	size          int64
+	opts          convert.Options
+	webhookURL    *string // nil when absent
+}
+
 // parseCreateJob validates a create body in the order the contract ranks problems; options are
 // checked against the target later, once the formats are known to exist.
-func parseCreateJob(body []byte) (input, target string, size int64, opts convert.Options, err error) {
+func parseCreateJob(body []byte) (createJob, error) {
 	if input, target, size, ok := parsePlainCreate(body); ok {
-		return input, target, size, opts, nil
+		return createJob{input: input, target: target, size: size}, nil
 	}
-	return parseCreateJobStrict(body)
+	var req createJobRequest
+	input, target, size, opts, err := parseCreateJobInto(body, &req)
+	return createJob{input: input, target: target, size: size, opts: opts, webhookURL: req.WebhookURL}, err
 }
 
 // parseCreateJobStrict is parseCreateJob with encoding/json, for every body.
 func parseCreateJobStrict(body []byte) (input, target string, size int64, opts convert.Options, err error) {
 	var req createJobRequest
-	if err := decodeStrict(body, &req); err != nil {
+	return parseCreateJobInto(body, &req)
+}
+
+// parseCreateJobInto is parseCreateJobStrict decoding into req, for the fields it does not return.
+func parseCreateJobInto(body []byte, req *createJobRequest) (input, target string, size int64, opts convert.Options, err error) {
+	if err := decodeStrict(body, req); err != nil {
 		return "", "", 0, opts, err
 	}
 	if req.Options != nil {
 		opts = *req.Options
 	}
-	input, target, size, err = checkCreateFields(req)
+	input, target, size, err = checkCreateFields(*req)
 	return input, target, size, opts, err
 }
 
@@ -275,11 +291,12 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, err)
 		return
 	}
-	input, target, size, opts, err := parseCreateJob(body)
+	parsed, err := parseCreateJob(body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	input, target, size, opts := parsed.input, parsed.target, parsed.size, parsed.opts
 	if _, err := s.cfg.Catalog.Path(input, target); err != nil {
 		s.writeError(w, r, &Error{Code: CodeUnsupportedFormat, Err: err,
 			Message: fmt.Sprintf("%s cannot be converted to %s; GET /v1/formats/%s lists its targets", strconv.Quote(input), strconv.Quote(target), input)})
@@ -290,7 +307,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
 		return
 	}
-	webhookURL, err := s.createWebhookURL(r.Context(), body)
+	webhookURL, err := s.createWebhookURL(r, parsed.webhookURL)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -74,7 +72,7 @@ type webhookDeliveryView struct {
 
 func viewDelivery(d store.WebhookDelivery) webhookDeliveryView {
 	v := webhookDeliveryView{ID: d.ID, EventID: d.EventID, EventType: d.EventType, JobID: d.JobID, EndpointID: optString(d.EndpointID),
-		URL: d.URL, State: d.State, Attempts: d.Attempts, CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt,
+		URL: webhook.RedactURL(d.URL), State: d.State, Attempts: d.Attempts, CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt,
 		LastError: optString(d.LastError), DeliveredAt: d.DeliveredAt}
 	if d.State == store.DeliveryPending {
 		next := d.NextAttemptAt
@@ -91,22 +89,27 @@ func viewDelivery(d store.WebhookDelivery) webhookDeliveryView {
 func (s *Server) JobJSON(j store.Job) ([]byte, error) { return s.viewJob(j).encodeJSON() }
 
 // checkWebhookURL validates a destination: an http(s) URL, not too long, whose host resolves
-// to no loopback, private, link-local or metadata address (unless --webhook-allow-private).
-func (s *Server) checkWebhookURL(ctx context.Context, field, url string) error {
+// to no loopback, private, link-local, metadata or own address (unless
+// --webhook-allow-private). A refusal answers with one fixed message per class
+// (webhook.Refusal): what the name resolved to, or which resolver failed, goes to the server's
+// log only, never to the key that asked.
+func (s *Server) checkWebhookURL(r *http.Request, field, url string) error {
 	if url == "" {
 		return errorf(CodeInvalidRequest, field+" is required: the https URL that receives the events")
 	}
 	if len(url) > maxWebhookURL {
 		return errorf(CodeInvalidRequest, field+" is longer than "+strconv.Itoa(maxWebhookURL)+" characters")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if err := s.cfg.WebhookGuard.CheckURL(ctx, url); err != nil {
-		msg := field + " is refused: " + err.Error()
-		if errors.Is(err, webhook.ErrForbiddenDestination) {
-			msg += " (loopback, private, link-local and metadata destinations need serve --webhook-allow-private)"
+		s.log.InfoContext(r.Context(), "webhook destination refused", "request_id", requestID(r), "field", field,
+			"url", webhook.RedactURL(url), "error", webhook.RedactURLs(err.Error()))
+		msg := field + ": " + webhook.Refusal(err)
+		if errors.Is(err, webhook.ErrNotPublic) {
+			msg += " (an operator can allow private destinations with serve --webhook-allow-private)"
 		}
-		return &Error{Code: CodeInvalidRequest, Message: msg, Err: err}
+		return &Error{Code: CodeInvalidRequest, Message: msg, Err: errors.New(webhook.RedactURLs(err.Error()))}
 	}
 	return nil
 }
@@ -136,7 +139,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, ps 
 		err = errorf(CodeInvalidRequest, "url is required: the https URL that receives the events")
 	}
 	if err == nil {
-		err = s.checkWebhookURL(r.Context(), "url", *req.URL)
+		err = s.checkWebhookURL(r, "url", *req.URL)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -273,19 +276,14 @@ func (s *Server) routeWebhooks(handle func(method, path string, h httprouter.Han
 	handle("GET", "/v1/admin/accounts/:id/webhook-deliveries", s.withAdmin(s.handleListDeliveries))
 }
 
-// createWebhookURL reads the webhook_url of a create body, validated; "" when absent.
-func (s *Server) createWebhookURL(ctx context.Context, body []byte) (string, error) {
-	var req struct {
-		WebhookURL *string `json:"webhook_url"`
+// createWebhookURL validates the webhook_url of a create body as the create's one decode
+// read it; "" when absent.
+func (s *Server) createWebhookURL(r *http.Request, url *string) (string, error) {
+	if url == nil {
+		return "", nil
 	}
-	if !bytes.Contains(body, []byte(`"webhook_url"`)) {
-		return "", nil // the usual create: no second decode
-	}
-	if err := json.Unmarshal(body, &req); err != nil || req.WebhookURL == nil {
-		return "", nil // the create's own parse reported any problem with the body
-	}
-	if err := s.checkWebhookURL(ctx, "webhook_url", *req.WebhookURL); err != nil {
+	if err := s.checkWebhookURL(r, "webhook_url", *url); err != nil {
 		return "", err
 	}
-	return *req.WebhookURL, nil
+	return *url, nil
 }

@@ -78,11 +78,22 @@ func (rc *receiver) wait(t *testing.T, n int) []received {
 	}
 }
 
-// fastWebhooks lets webhooks reach this machine and retries after 50 ms.
+// startOn starts a service on backend ("bbolt", or "postgres" with a fresh database) with opts.
+func startOn(t *testing.T, backend string, opts ...func(*service.Config)) *testenv.Env {
+	t.Helper()
+	if backend == "postgres" {
+		opts = append(opts, testenv.Postgres(t))
+	}
+	return testenv.Start(t, opts...)
+}
+
+// fastWebhooks lets webhooks reach this machine, retries after 50 ms and pauses a
+// destination found down for 50 ms.
 func fastWebhooks(c *service.Config) {
 	c.WebhookAllowPrivate = true
 	c.WebhookPoll = 50 * time.Millisecond
 	c.WebhookBackoff = func(int) time.Duration { return 50 * time.Millisecond }
+	c.WebhookPause = func(int) time.Duration { return 50 * time.Millisecond }
 }
 
 type endpointView struct {
@@ -274,11 +285,7 @@ func TestWebhooks_AdminAPI(t *testing.T) {
 func TestWebhooks_Delivered(t *testing.T) {
 	for _, backend := range []string{"bbolt", "postgres"} {
 		t.Run(backend, func(t *testing.T) {
-			opts := []func(*service.Config){fastWebhooks}
-			if backend == "postgres" {
-				opts = append(opts, testenv.Postgres(t))
-			}
-			e := testenv.Start(t, opts...)
+			e := startOn(t, backend, fastWebhooks)
 			acct, key := e.NewAccount(10)
 			recv := newReceiver(t, nil)
 			own := newReceiver(t, nil)

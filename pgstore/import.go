@@ -211,8 +211,8 @@ func importWebhooks(ctx context.Context, tx pgx.Tx, d ImportData, counts *Import
 			job = []byte{}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, event_id, event_type, account_id, job_id, endpoint_id, url, job,
-				created_at, state, attempts, next_attempt_at, claimed, last_attempt_at, last_status_code, last_error, delivered_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, false, $13, $14, $15, $16)`,
+				created_at, state, attempts, next_attempt_at, claimed, last_attempt_at, last_status_code, last_error, delivered_at, destination)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, false, $13, $14, $15, $16, webhook_destination($7))`,
 			w.ID, w.EventID, w.EventType, w.AccountID, w.JobID, endpoint, w.URL, job,
 			w.CreatedAt.UTC(), w.State, w.Attempts, w.NextAttemptAt.UTC(), utcPtr(w.LastAttemptAt), w.LastStatusCode,
 			w.LastError, utcPtr(w.DeliveredAt)); err != nil {

@@ -141,7 +141,7 @@ func TestImport_Webhooks(t *testing.T) {
 	if url, err := s.JobWebhookURL(d.Jobs[0].ID); err != nil || url != "https://hooks.example/job" {
 		t.Fatalf("job webhook_url = %q, %v", url, err)
 	}
-	got, err := s.ClaimWebhookDeliveries(10, time.Minute)
+	got, err := s.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Minute})
 	if err != nil || len(got) != 1 || got[0].ID != d.WebhookDeliveries[0].ID || got[0].Secret != "whsec_import_endpoint" || got[0].Attempts != 2 {
 		t.Fatalf("claim after import = %+v, %v; want the delivery at attempt 2 with the endpoint's secret", got, err)
 	}

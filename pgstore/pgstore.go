@@ -43,6 +43,7 @@ var migrations embed.FS
 const (
 	lockMigrate        int64 = 0x636f6e7673760001 // "convsv" 1
 	lockDefaultAccount int64 = 0x636f6e7673760002
+	lockWebhookClaim   int64 = 0x636f6e7673760003 // ClaimWebhookDeliveries: caps exact across nodes
 )
 
 // notifyChannel is the LISTEN/NOTIFY channel of every state change. A payload is a kind
@@ -95,6 +96,12 @@ type Store struct {
 
 	wakeOnce sync.Once
 	wake     chan struct{} // WebhookWake's
+	// webhookRR is the account whose delivery this node's claim took last; its next claim
+	// starts after it.
+	webhookRR struct {
+		sync.Mutex
+		last string
+	}
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,13 +28,13 @@ func scanEndpoint(row pgx.Row) (store.WebhookEndpoint, error) {
 }
 
 const deliveryCols = `id, event_id, event_type, account_id, job_id, coalesce(endpoint_id, ''), url, job, created_at, state,
-	attempts, next_attempt_at, claimed, last_attempt_at, last_status_code, last_error, delivered_at`
+	attempts, next_attempt_at, claimed, last_attempt_at, last_status_code, last_error, delivered_at, destination`
 
 func scanDelivery(row pgx.Row) (store.WebhookDelivery, error) {
 	var d store.WebhookDelivery
 	var job []byte
 	err := row.Scan(&d.ID, &d.EventID, &d.EventType, &d.AccountID, &d.JobID, &d.EndpointID, &d.URL, &job, &d.CreatedAt, &d.State,
-		&d.Attempts, &d.NextAttemptAt, &d.Claimed, &d.LastAttemptAt, &d.LastStatusCode, &d.LastError, &d.DeliveredAt)
+		&d.Attempts, &d.NextAttemptAt, &d.Claimed, &d.LastAttemptAt, &d.LastStatusCode, &d.LastError, &d.DeliveredAt, &d.Destination)
 	if isNoRows(err) {
 		return d, store.ErrNotFound
 	}
@@ -215,13 +216,19 @@ func recordWebhookEvents(ctx context.Context, tx pgx.Tx, job store.Job) error {
 		return fmt.Errorf("encode job %s for its webhook: %w", job.ID, err)
 	}
 	eventID := store.WebhookEventID(job.ID, job.Status)
+	// A paused destination (webhook_destinations) gets no attempt before its pause ends.
 	tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (id, event_id, event_type, account_id, job_id, endpoint_id, url, job,
-			created_at, state, next_attempt_at)
-		SELECT $1::text || '.' || e.id, $1, $2::text, $3::text, $4::text, e.id, e.url, $5::bytea, now(), 'pending', now()
-			FROM webhook_endpoints e WHERE e.account_id = $3 AND e.disabled_at IS NULL
-		UNION ALL
-		SELECT $1::text || '.' || $6::text, $1, $2, $3, $4, NULL, w.url, $5::bytea, now(), 'pending', now()
-			FROM job_webhooks w WHERE w.job_id = $4
+			created_at, state, next_attempt_at, destination)
+		SELECT n.id, n.event_id, n.event_type, n.account_id, n.job_id, n.endpoint_id, n.url, n.job, now(), 'pending',
+			greatest(now(), (SELECT p.paused_until FROM webhook_destinations p WHERE p.destination = n.destination)), n.destination
+		FROM (
+			SELECT $1::text || '.' || e.id AS id, $1 AS event_id, $2::text AS event_type, $3::text AS account_id, $4::text AS job_id,
+				e.id AS endpoint_id, e.url, $5::bytea AS job, webhook_destination(e.url) AS destination
+				FROM webhook_endpoints e WHERE e.account_id = $3 AND e.disabled_at IS NULL
+			UNION ALL
+			SELECT $1::text || '.' || $6::text, $1, $2, $3, $4, NULL, w.url, $5::bytea, webhook_destination(w.url)
+				FROM job_webhooks w WHERE w.job_id = $4
+		) n
 		ON CONFLICT (id) DO NOTHING`,
 		eventID, store.WebhookEventType(job.Status), job.AccountID, job.ID, snapshot, store.DestinationJob)
 	if err != nil {
@@ -250,25 +257,108 @@ func (s *Store) WebhookWake() <-chan struct{} {
 	return s.wake
 }
 
-// ClaimWebhookDeliveries takes up to limit due pending deliveries that no other node holds
-// (FOR UPDATE SKIP LOCKED), counts the attempt and holds it for claim; see
-// store.Store.ClaimWebhookDeliveries.
-func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.WebhookDelivery, error) {
+// ClaimWebhookDeliveries takes due pending deliveries as c says, fairly across accounts and
+// destinations (store.WebhookClaim), counts each one's attempt and holds it for c.Hold; see
+// store.Store.ClaimWebhookDeliveries. Claims of every node take one transaction-scoped
+// advisory lock, so the attempts in flight they count (every node's) are exact and the caps
+// hold across nodes; the rows themselves are still locked FOR UPDATE SKIP LOCKED, so a claim
+// never waits for an attempt being recorded.
+func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDelivery, error) {
+	if c.Limit <= 0 {
+		return nil, nil
+	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var out []store.WebhookDelivery
+	var last string
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
+		// Nothing due, the usual poll: no lock, no writes.
+		var anyDue bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= now())`).Scan(&anyDue); err != nil || !anyDue {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockWebhookClaim); err != nil {
+			return err
+		}
+		// Due deliveries of a paused destination wait for the pause's end, not in a slot.
+		// Those whose retry period is over fail instead (c.GiveUpAfter).
+		if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries d SET next_attempt_at = p.paused_until, claimed = false,
+				state = CASE WHEN $1::float8 > 0 AND d.created_at + $1::float8 * interval '1 microsecond' <= now() THEN 'failed' ELSE 'pending' END,
+				last_error = CASE WHEN $1::float8 > 0 AND d.created_at + $1::float8 * interval '1 microsecond' <= now() THEN $2 ELSE d.last_error END
+			FROM webhook_destinations p
+			WHERE p.destination = d.destination AND p.paused_until > now() AND d.state = 'pending' AND d.next_attempt_at <= now()`,
+			micros(c.GiveUpAfter), store.WebhookGaveUpPaused); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, `SELECT c.id, c.account_id, c.destination, c.next_attempt_at
+			FROM (SELECT DISTINCT account_id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= now()) a
+			CROSS JOIN LATERAL (SELECT d.id, d.account_id, d.destination, d.next_attempt_at FROM webhook_deliveries d
+				WHERE d.account_id = a.account_id AND d.state = 'pending' AND d.next_attempt_at <= now()
+				ORDER BY d.next_attempt_at, d.id LIMIT $1) c
+			ORDER BY c.account_id, c.next_attempt_at, c.id`, webhookScanPerAccount)
+		if err != nil {
+			return err
+		}
+		var cands []store.WebhookCandidate
+		for rows.Next() {
+			var cand store.WebhookCandidate
+			if err := rows.Scan(&cand.ID, &cand.AccountID, &cand.Destination, &cand.Due); err != nil {
+				rows.Close()
+				return err
+			}
+			cands = append(cands, cand)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		inflight := store.WebhookInflight{Accounts: map[string]int{}, Destinations: map[string]int{}}
+		rows, err = tx.Query(ctx, `SELECT account_id, destination, count(*) FROM webhook_deliveries
+			WHERE state = 'pending' AND claimed AND next_attempt_at > now() GROUP BY account_id, destination`)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var acct, dest string
+			var n int
+			if err := rows.Scan(&acct, &dest, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			inflight.Accounts[acct] += n
+			inflight.Destinations[dest] += n
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		s.webhookRR.Lock()
+		after := s.webhookRR.last
+		s.webhookRR.Unlock()
+		var pick []store.WebhookCandidate
+		pick, _, last = store.PickWebhookDeliveries(cands, inflight, c, after) // none paused: rescheduled above
+		if len(pick) == 0 {
+			return nil
+		}
+		ids := make([]string, len(pick))
+		order := map[string]int{}
+		for i, p := range pick {
+			ids[i] = p.ID
+			order[p.ID] = i
+		}
 		type due struct {
 			id, secret, why string
+			failures        int
 		}
-		rows, err := tx.Query(ctx, `SELECT d.id, d.endpoint_id IS NULL, e.id IS NOT NULL, e.disabled_at IS NOT NULL,
-				coalesce(e.secret, ''), coalesce(s.secret, '')
+		rows, err = tx.Query(ctx, `SELECT d.id, d.endpoint_id IS NULL, e.id IS NOT NULL, e.disabled_at IS NOT NULL,
+				coalesce(e.secret, ''), coalesce(s.secret, ''), coalesce(p.failures, 0)
 			FROM webhook_deliveries d
 			LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
 			LEFT JOIN webhook_signing_secrets s ON s.account_id = d.account_id
-			WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-			ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED`, limit)
+			LEFT JOIN webhook_destinations p ON p.destination = d.destination
+			WHERE d.id = ANY($1) AND d.state = 'pending' AND d.next_attempt_at <= now()
+			FOR UPDATE OF d SKIP LOCKED`, ids)
 		if err != nil {
 			return err
 		}
@@ -277,7 +367,7 @@ func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.
 			var d due
 			var ownURL, epExists, disabled bool
 			var epSecret, acctSecret string
-			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret); err != nil {
+			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret, &d.failures); err != nil {
 				rows.Close()
 				return err
 			}
@@ -299,6 +389,7 @@ func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.
 		if err := rows.Err(); err != nil {
 			return err
 		}
+		slices.SortFunc(dues, func(a, b due) int { return order[a.id] - order[b.id] })
 		for _, d := range dues {
 			if d.why != "" {
 				if _, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET state = 'failed', last_error = $2, claimed = false WHERE id = $1`, d.id, d.why); err != nil {
@@ -308,11 +399,12 @@ func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.
 			}
 			got, err := scanDelivery(tx.QueryRow(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, claimed = true,
 					next_attempt_at = now() + $2 * interval '1 microsecond'
-				WHERE id = $1 RETURNING `+deliveryCols, d.id, micros(claim)))
+				WHERE id = $1 RETURNING `+deliveryCols, d.id, micros(c.Hold)))
 			if err != nil {
 				return err
 			}
 			got.Secret = d.secret
+			got.DestinationFailures = d.failures
 			out = append(out, got)
 		}
 		return nil
@@ -320,8 +412,16 @@ func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.
 	if err != nil {
 		return nil, wrap("claim webhook deliveries", err)
 	}
+	if last != "" {
+		s.webhookRR.Lock()
+		s.webhookRR.last = last
+		s.webhookRR.Unlock()
+	}
 	return out, nil
 }
+
+// webhookScanPerAccount is how many of an account's due deliveries one claim looks at.
+const webhookScanPerAccount = 64
 
 // RecordWebhookAttempt records how a claimed attempt ended; see store.Store.RecordWebhookAttempt.
 func (s *Store) RecordWebhookAttempt(deliveryID string, a store.WebhookAttempt) (store.WebhookDelivery, error) {
@@ -346,6 +446,12 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a store.WebhookAttempt) 
 			state = store.DeliveryFailed
 		default:
 			next = a.RetryAt.UTC()
+			if pause := a.PauseDestinationUntil.UTC(); pause.After(next) {
+				next = pause
+			}
+		}
+		if err := recordDestination(ctx, tx, d.Destination, a); err != nil {
+			return err
 		}
 		if d, err = scanDelivery(tx.QueryRow(ctx, `UPDATE webhook_deliveries SET state = $2, claimed = false, next_attempt_at = $3,
 				last_attempt_at = $4, last_status_code = $5, last_error = $6, delivered_at = $7
@@ -370,6 +476,30 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a store.WebhookAttempt) 
 		return store.WebhookDelivery{}, wrap("record webhook attempt", err)
 	}
 	return d, nil
+}
+
+// recordDestination keeps a destination's failing record after an attempt: a delivered one
+// deletes it; one that found the destination down counts a failure, pauses it and reschedules
+// its waiting deliveries to the pause's end (failing those older than a.GiveUpAfter).
+func recordDestination(ctx context.Context, tx pgx.Tx, dest string, a store.WebhookAttempt) error {
+	switch {
+	case a.Err == "":
+		_, err := tx.Exec(ctx, `DELETE FROM webhook_destinations WHERE destination = $1`, dest)
+		return err
+	case a.PauseDestinationUntil.IsZero():
+		return nil
+	}
+	pause := a.PauseDestinationUntil.UTC()
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_destinations (destination, failures, paused_until) VALUES ($1, 1, $2)
+		ON CONFLICT (destination) DO UPDATE SET failures = webhook_destinations.failures + 1,
+			paused_until = greatest(webhook_destinations.paused_until, excluded.paused_until)`, dest, pause); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = $2,
+			state = CASE WHEN $3::float8 > 0 AND created_at + $3::float8 * interval '1 microsecond' <= now() THEN 'failed' ELSE 'pending' END,
+			last_error = CASE WHEN $3::float8 > 0 AND created_at + $3::float8 * interval '1 microsecond' <= now() THEN $4 ELSE last_error END
+		WHERE destination = $1 AND state = 'pending' AND NOT claimed AND next_attempt_at < $2`, dest, pause, micros(a.GiveUpAfter), store.WebhookGaveUpPaused)
+	return err
 }
 
 // WebhookDeliveries lists the account's deliveries, newest first.

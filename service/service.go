@@ -96,11 +96,13 @@ type Config struct {
 	// (--webhook-allow-private: tests and trusted networks).
 	WebhookAllowPrivate bool
 	// WebhookTimeout bounds one delivery attempt (0: webhook.DefaultTimeout); WebhookPoll is
-	// how often the dispatcher looks for due retries (0: DefaultWebhookPoll); WebhookBackoff,
-	// when set, replaces webhook.Backoff (tests). serve has flags for none of them.
+	// how often the dispatcher looks for due retries (0: DefaultWebhookPoll); WebhookBackoff
+	// and WebhookPause, when set, replace webhook.Backoff and webhook.DestinationPause (tests).
+	// serve has flags for none of them.
 	WebhookTimeout time.Duration
 	WebhookPoll    time.Duration
 	WebhookBackoff func(attempt int) time.Duration
+	WebhookPause   func(failures int) time.Duration
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)

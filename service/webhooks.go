@@ -21,7 +21,7 @@ import (
 // state change.
 type webhookStore interface {
 	httpapi.WebhookStore
-	ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.WebhookDelivery, error)
+	ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDelivery, error)
 	RecordWebhookAttempt(deliveryID string, a store.WebhookAttempt) (store.WebhookDelivery, error)
 	WebhookCounts() (store.WebhookCounts, error)
 	PurgeWebhookDeliveries(cutoff time.Time) (int, error)
@@ -42,8 +42,16 @@ var (
 
 // Dispatcher tuning.
 const (
-	// webhookBatch is how many attempts may be in flight at once (and the most one claim takes).
-	webhookBatch = 16
+	// webhookBatch is how many attempts may be in flight at once on one node (and the most one
+	// claim takes). Waiting attempts cost a goroutine and a connection each; the caps below,
+	// not this, keep one account or destination from taking them all.
+	webhookBatch = 64
+	// webhookPerDestination is the most attempts in flight to one destination (host and port)
+	// across all nodes: a receiver that hangs holds this many, never the others' slots.
+	webhookPerDestination = 2
+	// webhookPerAccount is the most attempts of one account in flight across all nodes, so
+	// an account with many slow destinations holds at most this many of the slots.
+	webhookPerAccount = 8
 	// webhookClaim is how long a claimed attempt is held: longer than the sender's timeout,
 	// so no other node sends the same attempt while this one may still be sending it.
 	webhookClaim = 2 * time.Minute
@@ -63,6 +71,7 @@ type dispatcher struct {
 	log     *slog.Logger
 	poll    time.Duration
 	backoff func(attempt int) time.Duration
+	pause   func(failures int) time.Duration
 	now     func() time.Time
 
 	attempts *prometheus.CounterVec
@@ -76,6 +85,7 @@ func newDispatcher(st webhookStore, cfg Config, render func(store.Job) ([]byte, 
 		log:     log,
 		poll:    cfg.WebhookPoll,
 		backoff: cfg.WebhookBackoff,
+		pause:   cfg.WebhookPause,
 		now:     time.Now,
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "convsvc_webhook_attempts_total",
@@ -88,6 +98,9 @@ func newDispatcher(st webhookStore, cfg Config, render func(store.Job) ([]byte, 
 	if d.backoff == nil {
 		d.backoff = func(attempt int) time.Duration { return webhook.Backoff(attempt, nil) }
 	}
+	if d.pause == nil {
+		d.pause = func(failures int) time.Duration { return webhook.DestinationPause(failures, nil) }
+	}
 	for _, o := range []string{"delivered", "retry", "failed"} {
 		d.attempts.WithLabelValues(o)
 	}
@@ -96,8 +109,11 @@ func newDispatcher(st webhookStore, cfg Config, render func(store.Job) ([]byte, 
 
 // run delivers until stop closes; an attempt cut short by stop is not recorded, and its
 // delivery is sent again after a restart (bbolt) or when its claim lapses (PostgreSQL). Up to
-// webhookBatch attempts are in flight at once, each on its own goroutine, so a receiver that
-// hangs holds one slot for the sender's timeout, not the others.
+// webhookBatch attempts are in flight at once, each on its own goroutine; the store's claim
+// shares them fairly (webhookClaimRule): accounts in turn, at most webhookPerDestination to
+// one destination and webhookPerAccount of one account in flight, and nothing to a
+// destination paused for being down. So a receiver that hangs holds two slots for the
+// sender's timeout, then is paused, and never delays another account's deliveries.
 func (d *dispatcher) run(stop <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var inflight sync.WaitGroup
@@ -135,7 +151,7 @@ func (d *dispatcher) run(stop <-chan struct{}) {
 			if free == 0 {
 				break
 			}
-			batch, err := d.st.ClaimWebhookDeliveries(free, webhookClaim)
+			batch, err := d.st.ClaimWebhookDeliveries(webhookClaimRule(free))
 			if err != nil {
 				d.log.Error("webhooks: claim deliveries", "error", err)
 				break
@@ -177,6 +193,12 @@ func (d *dispatcher) run(stop <-chan struct{}) {
 	}
 }
 
+// webhookClaimRule is the claim of up to free deliveries, with the caps that share them.
+func webhookClaimRule(free int) store.WebhookClaim {
+	return store.WebhookClaim{Limit: free, Hold: webhookClaim, PerDestination: webhookPerDestination, PerAccount: webhookPerAccount,
+		GiveUpAfter: webhook.RetryFor}
+}
+
 // eventBody is the signed body of a delivery: the event with the job as the API shows it.
 func (d *dispatcher) eventBody(del store.WebhookDelivery) ([]byte, error) {
 	var job store.Job
@@ -192,7 +214,7 @@ func (d *dispatcher) eventBody(del store.WebhookDelivery) ([]byte, error) {
 }
 
 func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
-	a := store.WebhookAttempt{Attempts: del.Attempts, DisableAfter: webhook.DisableAfter}
+	a := store.WebhookAttempt{Attempts: del.Attempts, DisableAfter: webhook.DisableAfter, GiveUpAfter: webhook.RetryFor}
 	body, err := d.eventBody(del)
 	if err != nil {
 		a.Err = err.Error() // not the receiver's fault, and no retry mends it
@@ -203,9 +225,13 @@ func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 		}
 		a.StatusCode = res.StatusCode
 		if res.Err != nil {
-			a.Err = res.Err.Error()
-			if now := d.now(); now.Sub(del.CreatedAt) < webhook.RetryFor {
+			a.Err = webhook.RedactURLs(res.Err.Error())
+			now := d.now()
+			if now.Sub(del.CreatedAt) < webhook.RetryFor {
 				a.RetryAt = now.Add(d.backoff(del.Attempts))
+			}
+			if res.DestinationDown() {
+				a.PauseDestinationUntil = now.Add(d.pause(del.DestinationFailures + 1))
 			}
 		}
 	}
@@ -223,8 +249,8 @@ func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 		return
 	}
 	if a.Err != "" {
-		d.log.Warn("webhook delivery failed", "delivery", del.ID, "url", del.URL, "attempt", del.Attempts,
-			"status", a.StatusCode, "error", a.Err, "retry_at", a.RetryAt)
+		d.log.Warn("webhook delivery failed", "delivery", del.ID, "url", webhook.RedactURL(del.URL), "attempt", del.Attempts,
+			"status", a.StatusCode, "error", a.Err, "retry_at", a.RetryAt, "destination_paused_until", a.PauseDestinationUntil)
 	}
 }
 

@@ -57,7 +57,8 @@ func TestDispatcher_GivesUpAndDisables(t *testing.T) {
 		return store.WebhookEventID(job.ID, store.StatusCancelled) + "." + ep.ID
 	}
 	render := func(j store.Job) ([]byte, error) { return []byte(`{"id":"` + j.ID + `"}`), nil }
-	d := newDispatcher(st, Config{WebhookAllowPrivate: true, WebhookBackoff: func(int) time.Duration { return -time.Second }},
+	d := newDispatcher(st, Config{WebhookAllowPrivate: true, WebhookBackoff: func(int) time.Duration { return -time.Second },
+		WebhookPause: func(int) time.Duration { return -time.Second }},
 		render, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	defer d.sender.Close()
 	d.now = clock
@@ -77,7 +78,7 @@ func TestDispatcher_GivesUpAndDisables(t *testing.T) {
 	}
 	round := func() {
 		t.Helper()
-		batch, err := st.ClaimWebhookDeliveries(webhookBatch, webhookClaim)
+		batch, err := st.ClaimWebhookDeliveries(store.WebhookClaim{Limit: webhookBatch, Hold: webhookClaim})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,7 +198,7 @@ func TestDispatcher_StopsCleanly(t *testing.T) {
 	if n, err := st.ResetWebhookClaims(); err != nil || n != 1 {
 		t.Fatalf("reset claims = %d, %v", n, err)
 	}
-	if claimed, err := st.ClaimWebhookDeliveries(10, time.Minute); err != nil || len(claimed) != 1 || claimed[0].Attempts != 2 {
+	if claimed, err := st.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Minute}); err != nil || len(claimed) != 1 || claimed[0].Attempts != 2 {
 		t.Fatalf("claim after the reset = %+v, %v", claimed, err)
 	}
 }

@@ -123,7 +123,7 @@ func TestDump_Webhooks(t *testing.T) {
 	if _, err := s.CancelJob(acct.ID, job.ID); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := s.ClaimWebhookDeliveries(1, time.Hour)
+	claimed, err := s.ClaimWebhookDeliveries(WebhookClaim{Limit: 1, Hold: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
 	}

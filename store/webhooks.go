@@ -55,6 +55,8 @@ type WebhookDelivery struct {
 	// EndpointID is the account endpoint's id; empty for the job's own webhook_url.
 	EndpointID string `json:"endpoint_id,omitempty"`
 	URL        string `json:"url"`
+	// Destination is WebhookDestination(URL): what the per-destination cap and pauses count by.
+	Destination string `json:"destination,omitempty"`
 	// Job is the job as stored right after the state change (Job's JSON); the dispatcher
 	// renders it as the API shows jobs.
 	Job            json.RawMessage `json:"job"`
@@ -70,6 +72,9 @@ type WebhookDelivery struct {
 	Claimed bool `json:"claimed,omitempty"`
 	// Secret is filled by ClaimWebhookDeliveries: the secret that signs this attempt.
 	Secret string `json:"-"`
+	// DestinationFailures is filled by ClaimWebhookDeliveries: the attempts in a row that
+	// found the destination down (the dispatcher's next pause grows with it).
+	DestinationFailures int `json:"-"`
 }
 
 // WebhookAttempt is how one claimed attempt ended, as the dispatcher reports it.
@@ -82,6 +87,14 @@ type WebhookAttempt struct {
 	RetryAt time.Time
 	// DisableAfter disables the endpoint once it has failed continuously this long (0: never).
 	DisableAfter time.Duration
+	// PauseDestinationUntil, when set, says the destination itself was down (no answer, or
+	// too busy): no attempt goes to it until then, its due deliveries are rescheduled to then,
+	// and its count of failures in a row grows. A delivered attempt ends any pause.
+	PauseDestinationUntil time.Time
+	// GiveUpAfter, with PauseDestinationUntil, fails the destination's waiting deliveries
+	// created this long ago or longer instead of rescheduling them (WebhookClaim.GiveUpAfter;
+	// the embedded store does it at its next claim).
+	GiveUpAfter time.Duration
 }
 
 // WebhookCounts are the figures /metrics shows.
@@ -119,17 +132,32 @@ var (
 	bucketWebhookSecrets    = []byte("webhook_secrets")    // account id -> WebhookSigningSecret JSON
 	bucketJobWebhooks       = []byte("job_webhooks")       // job id -> its webhook_url
 	bucketWebhookDeliveries = []byte("webhook_deliveries") // delivery id -> WebhookDelivery JSON
-	bucketWebhookDue        = []byte("webhook_due")        // nextAttempt(8) delivery id -> nil, pending ones
 	bucketWebhookLog        = []byte("webhook_log")        // createdAt(8) delivery id -> state byte, account id
+	// bucketWebhookQueue holds the pending deliveries by account, then due time, so a claim
+	// serves the accounts in turn: account id 0x00 nextAttempt(8) delivery id -> destination.
+	bucketWebhookQueue = []byte("webhook_queue")
+	// bucketWebhookClaimed holds the attempts in flight: delivery id -> account id 0x00 destination.
+	bucketWebhookClaimed = []byte("webhook_claimed")
+	// bucketWebhookDests holds each destination that is failing: destination -> webhookDestinationState JSON.
+	bucketWebhookDests = []byte("webhook_destinations")
+	// bucketWebhookDue is the due index of files from before the queue (nextAttempt(8)
+	// delivery id -> nil); webhookBuckets moves it into bucketWebhookQueue.
+	bucketWebhookDue = []byte("webhook_due")
 )
 
 var webhookBuckets = [][]byte{bucketWebhookEndpoints, bucketWebhookSecrets, bucketJobWebhooks,
-	bucketWebhookDeliveries, bucketWebhookDue, bucketWebhookLog}
+	bucketWebhookDeliveries, bucketWebhookLog, bucketWebhookQueue, bucketWebhookClaimed, bucketWebhookDests}
 
-// webhookWake is a store's channel that WebhookWake hands out.
+// webhookWake is a store's channel that WebhookWake hands out, and the dispatcher's
+// round-robin position.
 type webhookWake struct {
 	once sync.Once
 	ch   chan struct{}
+
+	// rrMu guards rrLast, the account whose delivery a claim took last; the next claim
+	// starts after it.
+	rrMu   sync.Mutex
+	rrLast string
 }
 
 func (w *webhookWake) get() chan struct{} {
@@ -156,7 +184,71 @@ func (s *Store) webhookBuckets(tx *bolt.Tx) error {
 			}
 		}
 	}
-	return nil
+	return moveWebhookDue(tx)
+}
+
+// moveWebhookDue moves a file's pending deliveries from the due index of before the queue
+// into bucketWebhookQueue (and their claims into bucketWebhookClaimed), once.
+func moveWebhookDue(tx *bolt.Tx) error {
+	old := tx.Bucket(bucketWebhookDue)
+	if old == nil {
+		return nil
+	}
+	err := old.ForEach(func(k, _ []byte) error {
+		var d WebhookDelivery
+		if err := getJSON(tx.Bucket(bucketWebhookDeliveries), k[8:], &d); err == ErrNotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if d.State != DeliveryPending {
+			return nil
+		}
+		d.Destination = WebhookDestination(d.URL)
+		if err := putDelivery(tx, d); err != nil {
+			return err
+		}
+		if d.Claimed {
+			if err := putClaimed(tx, d); err != nil {
+				return err
+			}
+		}
+		return putQueued(tx, d)
+	})
+	if err != nil {
+		return err
+	}
+	return tx.DeleteBucket(bucketWebhookDue)
+}
+
+// deliveryQueueKey is a pending delivery's key in bucketWebhookQueue.
+func deliveryQueueKey(d WebhookDelivery) []byte {
+	return append(append([]byte(d.AccountID), 0), timeKey(d.NextAttemptAt, d.ID)...)
+}
+
+func putQueued(tx *bolt.Tx, d WebhookDelivery) error {
+	return tx.Bucket(bucketWebhookQueue).Put(deliveryQueueKey(d), []byte(d.Destination))
+}
+
+func deleteQueued(tx *bolt.Tx, d WebhookDelivery) error {
+	return tx.Bucket(bucketWebhookQueue).Delete(deliveryQueueKey(d))
+}
+
+func putClaimed(tx *bolt.Tx, d WebhookDelivery) error {
+	return tx.Bucket(bucketWebhookClaimed).Put([]byte(d.ID), append(append([]byte(d.AccountID), 0), d.Destination...))
+}
+
+// destinationState is the destination's failing record; the zero value when it is not failing.
+func destinationState(tx *bolt.Tx, dest string) (webhookDestinationState, error) {
+	var st webhookDestinationState
+	b := tx.Bucket(bucketWebhookDests)
+	if b == nil {
+		return st, nil
+	}
+	if err := getJSON(b, []byte(dest), &st); err != nil && err != ErrNotFound {
+		return st, err
+	}
+	return st, nil
 }
 
 // webhookUpdate is update with the webhook buckets present (a file from before them has none).
@@ -376,18 +468,29 @@ func (s *Store) recordWebhookEvents(tx *bolt.Tx, job Job, now time.Time) error {
 		return fmt.Errorf("encode job %s for its webhook: %w", job.ID, err)
 	}
 	eventID := WebhookEventID(job.ID, job.Status)
+	if err := s.webhookBuckets(tx); err != nil {
+		return err
+	}
 	deliveries := tx.Bucket(bucketWebhookDeliveries)
 	for _, d := range dests {
 		rec := WebhookDelivery{ID: eventID + "." + d.id, EventID: eventID, EventType: WebhookEventType(job.Status),
-			AccountID: job.AccountID, JobID: job.ID, EndpointID: d.endpoint, URL: d.url, Job: snapshot,
-			CreatedAt: now, State: DeliveryPending, NextAttemptAt: now}
+			AccountID: job.AccountID, JobID: job.ID, EndpointID: d.endpoint, URL: d.url, Destination: WebhookDestination(d.url),
+			Job: snapshot, CreatedAt: now, State: DeliveryPending, NextAttemptAt: now}
 		if deliveries.Get([]byte(rec.ID)) != nil {
 			continue // recorded already: one delivery per event and destination
+		}
+		// A paused destination gets no attempt before its pause ends.
+		st, err := destinationState(tx, rec.Destination)
+		if err != nil {
+			return err
+		}
+		if st.PausedUntil.After(rec.NextAttemptAt) {
+			rec.NextAttemptAt = st.PausedUntil
 		}
 		if err := putDelivery(tx, rec); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketWebhookDue).Put(timeKey(rec.NextAttemptAt, rec.ID), nil); err != nil {
+		if err := putQueued(tx, rec); err != nil {
 			return err
 		}
 	}
@@ -403,40 +506,97 @@ func putDelivery(tx *bolt.Tx, d WebhookDelivery) error {
 	return tx.Bucket(bucketWebhookLog).Put(timeKey(d.CreatedAt, d.ID), append([]byte{d.State[0]}, d.AccountID...))
 }
 
-// ClaimWebhookDeliveries takes up to limit pending deliveries whose next attempt is due, counts
-// the attempt and holds it for claim (another claim skips it until then), and fills in each
-// one's signing secret. A delivery whose endpoint or signing secret is gone, or whose endpoint
-// is disabled, fails instead of being returned.
-func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]WebhookDelivery, error) {
+// ClaimWebhookDeliveries takes due pending deliveries as c says (fairly across accounts and
+// destinations: see WebhookClaim), counts each one's attempt and holds it for c.Hold (another
+// claim skips it until then), and fills in each one's signing secret and its destination's
+// failures. A delivery whose endpoint or signing secret is gone, or whose endpoint is disabled,
+// fails instead of being returned; one whose destination is paused is rescheduled to the
+// pause's end.
+func (s *Store) ClaimWebhookDeliveries(c WebhookClaim) ([]WebhookDelivery, error) {
 	var out []WebhookDelivery
+	if c.Limit <= 0 {
+		return nil, nil
+	}
 	now := s.opts.Now().UTC()
 	// Most polls find nothing due: look first in a read transaction, which writes nothing.
 	due := false
 	if err := s.webhookView(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bucketWebhookDue).Cursor().First()
-		due = k != nil && int64(bytesToU64(k[:8])) <= now.UnixNano()
+		if tx.Bucket(bucketWebhookDue) != nil || tx.Bucket(bucketWebhookQueue) == nil {
+			due = true // a file from before the queue: the update moves it
+			return nil
+		}
+		due = len(dueCandidates(tx, now, 1)) > 0
 		return nil
 	}); err != nil || !due {
 		return nil, err
 	}
+	var last string
 	err := s.webhookUpdate(func(tx *bolt.Tx) error {
 		out = out[:0]
-		due := tx.Bucket(bucketWebhookDue)
-		c := due.Cursor()
-		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.First() {
-			if int64(bytesToU64(k[:8])) > now.UnixNano() {
-				break
+		cands := dueCandidates(tx, now, webhookScanPerAccount)
+		states := map[string]webhookDestinationState{}
+		for i, cand := range cands {
+			st, ok := states[cand.Destination]
+			if !ok {
+				var err error
+				if st, err = destinationState(tx, cand.Destination); err != nil {
+					return err
+				}
+				states[cand.Destination] = st
 			}
-			if err := c.Delete(); err != nil {
+			if st.PausedUntil.After(now) {
+				cands[i].PausedUntil = st.PausedUntil
+			}
+		}
+		inflight := WebhookInflight{Accounts: map[string]int{}, Destinations: map[string]int{}}
+		if err := tx.Bucket(bucketWebhookClaimed).ForEach(func(k, v []byte) error {
+			acct, dest, _ := bytes.Cut(v, []byte{0})
+			inflight.Accounts[string(acct)]++
+			inflight.Destinations[string(dest)]++
+			return nil
+		}); err != nil {
+			return err
+		}
+		s.webhooks.rrMu.Lock()
+		after := s.webhooks.rrLast
+		s.webhooks.rrMu.Unlock()
+		var pick, paused []WebhookCandidate
+		pick, paused, last = PickWebhookDeliveries(cands, inflight, c, after)
+		for _, cand := range paused {
+			d, ok, err := queuedDelivery(tx, cand)
+			if err != nil {
 				return err
 			}
-			var d WebhookDelivery
-			if err := getJSON(tx.Bucket(bucketWebhookDeliveries), k[8:], &d); err == ErrNotFound {
+			if !ok {
 				continue
-			} else if err != nil {
+			}
+			if d.Claimed { // a lapsed claim: it is not in flight any more
+				d.Claimed = false
+				if err := tx.Bucket(bucketWebhookClaimed).Delete([]byte(d.ID)); err != nil {
+					return err
+				}
+			}
+			if c.GiveUpAfter > 0 && !now.Before(d.CreatedAt.Add(c.GiveUpAfter)) {
+				d.State, d.LastError = DeliveryFailed, WebhookGaveUpPaused
+				if err := putDelivery(tx, d); err != nil {
+					return err
+				}
+				continue
+			}
+			d.NextAttemptAt = cand.PausedUntil
+			if err := putDelivery(tx, d); err != nil {
 				return err
 			}
-			if d.State != DeliveryPending {
+			if err := putQueued(tx, d); err != nil {
+				return err
+			}
+		}
+		for _, cand := range pick {
+			d, ok, err := queuedDelivery(tx, cand)
+			if err != nil {
+				return err
+			}
+			if !ok {
 				continue
 			}
 			secret, why, err := deliverySecret(tx, d)
@@ -445,6 +605,9 @@ func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]Webhoo
 			}
 			if why != "" {
 				d.State, d.LastError, d.Claimed = DeliveryFailed, why, false
+				if err := tx.Bucket(bucketWebhookClaimed).Delete([]byte(d.ID)); err != nil {
+					return err
+				}
 				if err := putDelivery(tx, d); err != nil {
 					return err
 				}
@@ -452,19 +615,80 @@ func (s *Store) ClaimWebhookDeliveries(limit int, claim time.Duration) ([]Webhoo
 			}
 			d.Attempts++
 			d.Claimed = true
-			d.NextAttemptAt = now.Add(claim)
+			d.NextAttemptAt = now.Add(c.Hold)
 			if err := putDelivery(tx, d); err != nil {
 				return err
 			}
-			if err := due.Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+			if err := putQueued(tx, d); err != nil {
+				return err
+			}
+			if err := putClaimed(tx, d); err != nil {
 				return err
 			}
 			d.Secret = secret
+			d.DestinationFailures = states[d.Destination].Failures
 			out = append(out, d)
 		}
 		return nil
 	})
+	if err == nil && last != "" {
+		s.webhooks.rrMu.Lock()
+		s.webhooks.rrLast = last
+		s.webhooks.rrMu.Unlock()
+	}
 	return out, err
+}
+
+// dueCandidates returns, for every account with a due delivery, up to perAccount of its due
+// deliveries, oldest first. Accounts are found by seeking past each one's keys, so the cost
+// is per account with due work and per delivery returned, not per delivery queued.
+func dueCandidates(tx *bolt.Tx, now time.Time, perAccount int) []WebhookCandidate {
+	var out []WebhookCandidate
+	c := tx.Bucket(bucketWebhookQueue).Cursor()
+	for k, v := c.First(); k != nil; {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(k) < i+9 {
+			k, v = c.Next()
+			continue
+		}
+		acct := k[:i]
+		prefix := k[:i+1]
+		n := 0
+		for ; k != nil && bytes.HasPrefix(k, prefix) && n < perAccount; k, v = c.Next() {
+			at := int64(bytesToU64(k[i+1 : i+9]))
+			if at > now.UnixNano() {
+				break
+			}
+			out = append(out, WebhookCandidate{ID: string(k[i+9:]), AccountID: string(acct), Destination: string(v),
+				Due: time.Unix(0, at).UTC()})
+			n++
+		}
+		// On to the next account: past every key with this prefix.
+		k, v = c.Seek(append(append([]byte(nil), acct...), 1))
+	}
+	return out
+}
+
+// queuedDelivery loads a candidate's delivery and takes its queue entry out; ok is false (and
+// the entry gone) when the delivery is no longer a pending one.
+func queuedDelivery(tx *bolt.Tx, cand WebhookCandidate) (WebhookDelivery, bool, error) {
+	key := append(append([]byte(cand.AccountID), 0), timeKey(cand.Due, cand.ID)...)
+	if err := tx.Bucket(bucketWebhookQueue).Delete(key); err != nil {
+		return WebhookDelivery{}, false, err
+	}
+	var d WebhookDelivery
+	if err := getJSON(tx.Bucket(bucketWebhookDeliveries), []byte(cand.ID), &d); err == ErrNotFound {
+		return d, false, nil
+	} else if err != nil {
+		return d, false, err
+	}
+	if d.State != DeliveryPending {
+		return d, false, nil
+	}
+	if d.Destination == "" {
+		d.Destination = WebhookDestination(d.URL)
+	}
+	return d, true, nil
 }
 
 // deliverySecret finds the secret that signs d, or why d cannot be sent.
@@ -498,30 +722,35 @@ func (s *Store) ResetWebhookClaims() (int, error) {
 	now := s.opts.Now().UTC()
 	err := s.webhookUpdate(func(tx *bolt.Tx) error {
 		n = 0
-		due := tx.Bucket(bucketWebhookDue)
-		var claimed []WebhookDelivery
-		err := due.ForEach(func(k, _ []byte) error {
-			var d WebhookDelivery
-			if err := getJSON(tx.Bucket(bucketWebhookDeliveries), k[8:], &d); err != nil {
-				return err
-			}
-			if d.Claimed {
-				claimed = append(claimed, d)
-			}
+		claimedB := tx.Bucket(bucketWebhookClaimed)
+		var ids []string
+		if err := claimedB.ForEach(func(k, _ []byte) error {
+			ids = append(ids, string(k))
 			return nil
-		})
-		if err != nil {
+		}); err != nil {
 			return err
 		}
-		for _, d := range claimed {
-			if err := due.Delete(timeKey(d.NextAttemptAt, d.ID)); err != nil {
+		for _, id := range ids {
+			if err := claimedB.Delete([]byte(id)); err != nil {
+				return err
+			}
+			var d WebhookDelivery
+			if err := getJSON(tx.Bucket(bucketWebhookDeliveries), []byte(id), &d); err == ErrNotFound {
+				continue
+			} else if err != nil {
+				return err
+			}
+			if d.State != DeliveryPending || !d.Claimed {
+				continue
+			}
+			if err := deleteQueued(tx, d); err != nil {
 				return err
 			}
 			d.Claimed, d.NextAttemptAt = false, now
 			if err := putDelivery(tx, d); err != nil {
 				return err
 			}
-			if err := due.Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+			if err := putQueued(tx, d); err != nil {
 				return err
 			}
 			n++
@@ -544,7 +773,13 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a WebhookAttempt) (Webho
 		if d.State != DeliveryPending || !d.Claimed || d.Attempts != a.Attempts {
 			return fmt.Errorf("%w: delivery %s is %s at attempt %d, not holding attempt %d", ErrInvalidState, d.ID, d.State, d.Attempts, a.Attempts)
 		}
-		if err := tx.Bucket(bucketWebhookDue).Delete(timeKey(d.NextAttemptAt, d.ID)); err != nil {
+		if d.Destination == "" {
+			d.Destination = WebhookDestination(d.URL)
+		}
+		if err := deleteQueued(tx, d); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketWebhookClaimed).Delete([]byte(d.ID)); err != nil {
 			return err
 		}
 		at := a.At.UTC()
@@ -559,11 +794,17 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a WebhookAttempt) (Webho
 			d.State = DeliveryFailed
 		default:
 			d.NextAttemptAt = a.RetryAt.UTC()
-			if err := tx.Bucket(bucketWebhookDue).Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+			if pause := a.PauseDestinationUntil.UTC(); pause.After(d.NextAttemptAt) {
+				d.NextAttemptAt = pause
+			}
+			if err := putQueued(tx, d); err != nil {
 				return err
 			}
 		}
 		if err := putDelivery(tx, d); err != nil {
+			return err
+		}
+		if err := recordDestination(tx, d.Destination, a); err != nil {
 			return err
 		}
 		if d.EndpointID == "" {
@@ -583,7 +824,28 @@ func (s *Store) RecordWebhookAttempt(deliveryID string, a WebhookAttempt) (Webho
 	return d, err
 }
 
-// endpointHealth is an endpoint's failing period and disabling after an attempt that ended at.
+// recordDestination keeps a destination's failing record after an attempt: a delivered one
+// forgets it, one that found the destination down counts a failure and pauses it.
+func recordDestination(tx *bolt.Tx, dest string, a WebhookAttempt) error {
+	b := tx.Bucket(bucketWebhookDests)
+	switch {
+	case a.Err == "":
+		return b.Delete([]byte(dest))
+	case a.PauseDestinationUntil.IsZero():
+		return nil
+	}
+	st, err := destinationState(tx, dest)
+	if err != nil {
+		return err
+	}
+	st.Failures++
+	if pause := a.PauseDestinationUntil.UTC(); pause.After(st.PausedUntil) {
+		st.PausedUntil = pause
+	}
+	return putJSON(b, []byte(dest), st)
+}
+
+// WebhookEndpointHealth is an endpoint's failing period and disabling after an attempt that ended at.
 func WebhookEndpointHealth(failingSince, disabledAt *time.Time, a WebhookAttempt, at time.Time) (*time.Time, *time.Time) {
 	if a.Err == "" {
 		return nil, disabledAt

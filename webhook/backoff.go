@@ -26,15 +26,21 @@ const (
 // that is down is not hammered and the schedule's length is predictable. rnd returns a value
 // in [0,1); nil uses math/rand/v2. An attempt below 1 counts as 1.
 func Backoff(attempt int, rnd func() float64) time.Duration {
+	return equalJitter(attempt, BackoffBase, BackoffCap, rnd)
+}
+
+// equalJitter is d/2 + rnd()*d/2 with d = min(base*2^(n-1), ceiling); n below 1 counts as 1,
+// and a nil rnd is math/rand/v2's.
+func equalJitter(n int, base, ceiling time.Duration, rnd func() float64) time.Duration {
 	if rnd == nil {
 		rnd = rand.Float64
 	}
-	if attempt < 1 {
-		attempt = 1
+	if n < 1 {
+		n = 1
 	}
-	d := BackoffCap
-	if attempt <= 20 { // 30 s << 19 is far above the cap; avoid shifting into overflow
-		if e := BackoffBase << (attempt - 1); e < BackoffCap {
+	d := ceiling
+	if n <= 20 { // base << 19 is far above both ceilings; avoid shifting into overflow
+		if e := base << (n - 1); e < ceiling {
 			d = e
 		}
 	}
@@ -59,4 +65,21 @@ func Schedule(rnd func() float64) []time.Duration {
 		}
 		at = append(at, t)
 	}
+}
+
+// The pause of a destination found down. A dispatcher sends a destination nothing more until
+// the pause ends, then tries again (a few attempts at most, its per-destination cap); each
+// time it is found down again the pause doubles, from PauseBase up to PauseCap.
+const (
+	// PauseBase is the ceiling of the first pause.
+	PauseBase = 15 * time.Second
+	// PauseCap is the largest ceiling: a destination down for long is tried every 7.5 to 15 minutes.
+	PauseCap = 15 * time.Minute
+)
+
+// DestinationPause returns how long a destination found down failures times in a row (1 the
+// first time) takes no attempts: min(PauseBase*2^(failures-1), PauseCap) with equal jitter,
+// as Backoff. rnd is as for Backoff.
+func DestinationPause(failures int, rnd func() float64) time.Duration {
+	return equalJitter(failures, PauseBase, PauseCap, rnd)
 }

@@ -83,3 +83,24 @@ func TestSchedule_RetriesForAtLeastADay(t *testing.T) {
 		t.Errorf("longest schedule has %d attempts, docs/webhooks.md says 21", n)
 	}
 }
+
+// TestDestinationPause: 7.5 to 15 s after the first failure in a row, doubling, then 7.5 to
+// 15 minutes for good.
+func TestDestinationPause(t *testing.T) {
+	for _, tt := range []struct {
+		failures int
+		lo, hi   time.Duration
+	}{
+		{0, 7500 * time.Millisecond, 15 * time.Second},
+		{1, 7500 * time.Millisecond, 15 * time.Second},
+		{2, 15 * time.Second, 30 * time.Second},
+		{6, 4 * time.Minute, 8 * time.Minute},
+		{7, 7*time.Minute + 30*time.Second, 15 * time.Minute},
+		{1000, 7*time.Minute + 30*time.Second, 15 * time.Minute},
+	} {
+		lo, hi := DestinationPause(tt.failures, func() float64 { return 0 }), DestinationPause(tt.failures, func() float64 { return 0.999999999 })
+		if lo != tt.lo || hi > tt.hi || hi < tt.hi-time.Millisecond {
+			t.Errorf("DestinationPause(%d) in [%v, %v], want [%v, %v)", tt.failures, lo, hi, tt.lo, tt.hi)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -44,6 +45,15 @@ type Result struct {
 
 // OK reports whether the attempt succeeded (the receiver answered 2xx).
 func (r Result) OK() bool { return r.Err == nil }
+
+// DestinationDown reports whether the attempt found the destination itself unable to take
+// deliveries, rather than refusing this one: no answer at all (a timeout, a refused or reset
+// connection, a TLS failure, an address the guard refuses) or 429 Too Many Requests or 503
+// Service Unavailable. A dispatcher pauses such a destination (DestinationPause) instead of
+// sending it more attempts that would each wait for the timeout.
+func (r Result) DestinationDown() bool {
+	return r.Err != nil && (r.StatusCode == 0 || r.StatusCode == http.StatusTooManyRequests || r.StatusCode == http.StatusServiceUnavailable)
+}
 
 // Sender delivers signed events over HTTP: POST, a timeout per attempt, no redirects, no
 // proxy, and every connection's address checked by its Guard.
@@ -115,6 +125,12 @@ func (s *Sender) send(ctx context.Context, url, secret, eventID, eventType strin
 	req.Header.Set(EventTypeHeader, eventType)
 	resp, err := s.client.Do(req)
 	if err != nil {
+		// net/http names the whole URL in its errors; tokens in it must not reach logs or
+		// last_error.
+		var ue *neturl.Error
+		if errors.As(err, &ue) {
+			ue.URL = RedactURL(ue.URL)
+		}
 		return Result{Err: fmt.Errorf("webhook: deliver %s: %w", eventID, err)}
 	}
 	defer resp.Body.Close()
@@ -125,7 +141,7 @@ func (s *Sender) send(ctx context.Context, url, secret, eventID, eventType strin
 	switch c := resp.StatusCode; {
 	case c >= 200 && c < 300:
 	case c >= 300 && c < 400:
-		loc := resp.Header.Get("Location")
+		loc := RedactURL(resp.Header.Get("Location"))
 		if len(loc) > 200 {
 			loc = loc[:200] + "..."
 		}

@@ -168,7 +168,7 @@ func testMigrateWebhooks(t *testing.T) {
 	if _, err := st.CancelJob(acct, cancelled); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err := st.ClaimWebhookDeliveries(1, time.Hour)
+	claimed, err := st.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 1, Hold: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d deliveries, %v; want 1", len(claimed), err)
 	}

@@ -22,7 +22,7 @@ type WebhookBackend interface {
 	SetWebhookSigningSecret(accountID, secret string) (store.WebhookSigningSecret, error)
 	WebhookSigningSecret(accountID string) (store.WebhookSigningSecret, error)
 	JobWebhookURL(jobID string) (string, error)
-	ClaimWebhookDeliveries(limit int, claim time.Duration) ([]store.WebhookDelivery, error)
+	ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDelivery, error)
 	RecordWebhookAttempt(deliveryID string, a store.WebhookAttempt) (store.WebhookDelivery, error)
 	WebhookDeliveries(accountID string, q store.WebhookDeliveryQuery) ([]store.WebhookDelivery, error)
 	WebhookCounts() (store.WebhookCounts, error)
@@ -310,7 +310,7 @@ func testWebhookClaimRetryDeliver(t *testing.T, newStore NewFunc) {
 	case <-time.After(waitBound):
 		t.Fatal("no wake-up after a delivery was recorded")
 	}
-	claimed, err := wb.ClaimWebhookDeliveries(10, time.Hour)
+	claimed, err := wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %+v, %v", claimed, err)
 	}
@@ -319,7 +319,7 @@ func testWebhookClaimRetryDeliver(t *testing.T, newStore NewFunc) {
 		t.Fatalf("claimed %+v", d)
 	}
 	// Held: a second claim gets nothing.
-	if again, err := wb.ClaimWebhookDeliveries(10, time.Hour); err != nil || len(again) != 0 {
+	if again, err := wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Hour}); err != nil || len(again) != 0 {
 		t.Fatalf("claimed again while held: %+v, %v", again, err)
 	}
 	// The attempt failed; due again at once.
@@ -334,7 +334,7 @@ func testWebhookClaimRetryDeliver(t *testing.T, newStore NewFunc) {
 		t.Fatalf("endpoint after a failure: %+v", eps[0])
 	}
 	// A stale report of attempt 1 is refused once attempt 2 is claimed.
-	claimed, err = wb.ClaimWebhookDeliveries(10, time.Hour)
+	claimed, err = wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Hour})
 	if err != nil || len(claimed) != 1 || claimed[0].Attempts != 2 {
 		t.Fatalf("second claim = %+v, %v", claimed, err)
 	}
@@ -352,7 +352,7 @@ func testWebhookClaimRetryDeliver(t *testing.T, newStore NewFunc) {
 	wantErr(t, err, store.ErrInvalidState, "report after delivered")
 	// Given up: failed for good.
 	f.finishOK(f.create(1))
-	claimed, err = wb.ClaimWebhookDeliveries(10, time.Hour)
+	claimed, err = wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %+v, %v", claimed, err)
 	}
@@ -381,7 +381,7 @@ func testWebhookDisable(t *testing.T, newStore NewFunc) {
 	ep := f.endpoint("https://a.example/hook")
 	f.finishOK(f.create(1))
 	f.finishOK(f.create(1))
-	claimed, err := wb.ClaimWebhookDeliveries(1, time.Hour)
+	claimed, err := wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 1, Hold: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %+v, %v", claimed, err)
 	}
@@ -390,7 +390,7 @@ func testWebhookDisable(t *testing.T, newStore NewFunc) {
 	if _, err := wb.RecordWebhookAttempt(claimed[0].ID, store.WebhookAttempt{Attempts: 1, At: start, Err: "HTTP 500", RetryAt: start.Add(-time.Second), DisableAfter: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
-	claimed, err = wb.ClaimWebhookDeliveries(1, time.Hour)
+	claimed, err = wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 1, Hold: time.Hour})
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim = %+v, %v", claimed, err)
 	}
@@ -406,7 +406,7 @@ func testWebhookDisable(t *testing.T, newStore NewFunc) {
 		t.Fatalf("counts = %+v, %v", c, err)
 	}
 	// A disabled endpoint's pending deliveries fail at their claim; new events skip it.
-	if claimed, err := wb.ClaimWebhookDeliveries(10, time.Hour); err != nil || len(claimed) != 0 {
+	if claimed, err := wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Hour}); err != nil || len(claimed) != 0 {
 		t.Fatalf("claimed for a disabled endpoint: %+v, %v", claimed, err)
 	}
 	f.finishOK(f.create(1))
@@ -424,7 +424,7 @@ func testWebhookDisable(t *testing.T, newStore NewFunc) {
 		t.Fatalf("enable = %+v, %v", got, err)
 	}
 	f.finishOK(f.create(1))
-	if claimed, err := wb.ClaimWebhookDeliveries(10, time.Hour); err != nil || len(claimed) != 1 {
+	if claimed, err := wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Hour}); err != nil || len(claimed) != 1 {
 		t.Fatalf("claim after enabling = %+v, %v", claimed, err)
 	}
 	_, err = wb.EnableWebhookEndpoint("acct_other", ep.ID)
@@ -451,7 +451,7 @@ func testWebhookClaimsConcurrent(t *testing.T, newStore NewFunc) {
 		go func() {
 			defer wg.Done()
 			for {
-				claimed, err := wb.ClaimWebhookDeliveries(3, time.Hour)
+				claimed, err := wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 3, Hold: time.Hour})
 				if err != nil {
 					errs <- err
 					return
