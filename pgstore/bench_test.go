@@ -78,3 +78,38 @@ func BenchmarkCreateStartParallel64(b *testing.B) {
 	close(work)
 	wg.Wait()
 }
+
+// BenchmarkListJobsByStatus is a filtered page over a long history (the same as store's
+// BenchmarkStore_ListJobsByStatus): 8,000 cancelled jobs and two running ones, of which the
+// page asks for the newest.
+func BenchmarkListJobsByStatus(b *testing.B) {
+	s := open(b, testpg.NewDatabase(b), pgstore.Options{})
+	a, err := s.CreateAccount("bench", 1<<40)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 100}
+	for i := range 8000 + 2 {
+		j, _, err := s.CreateJob(p, noRender)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i < 2 {
+			if _, err := s.StartJob(a.ID, j.ID, 100); err != nil {
+				b.Fatal(err)
+			}
+			if _, ok, err := s.ClaimJob(); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		} else if _, err := s.CancelJob(a.ID, j.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		jobs, more, err := s.ListJobs(a.ID, store.ListParams{Limit: 1, Status: store.StatusRunning})
+		if err != nil || len(jobs) != 1 || !more {
+			b.Fatal(len(jobs), more, err)
+		}
+	}
+}
