@@ -139,4 +139,9 @@ func BenchmarkStore_ListJobsByStatus(b *testing.B) {
 			b.Fatal(len(jobs), more, err)
 		}
 	}
+	n, err := s.ListJobsVisits(a.ID, ListParams{Limit: 1, Status: StatusRunning})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(n), "reads/op") // index entries and records read
 }

@@ -11,19 +11,25 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// bucketJobsByStatus indexes every job by account, status and creation order (schema 4):
-// accountID 0x00 status 0x00 seq(8) -> jobID. A page of GET /v1/jobs reads the entries it
+// bucketJobsByStatus indexes every job by status, account and creation order (schema 4):
+// status 0x00 accountID 0x00 seq(8) -> jobID. A page of GET /v1/jobs reads the entries it
 // returns and no others: a status filter reads one account's entries of that status, and the
 // unfiltered list merges the account's statuses by seq. Every change of a job's status moves
 // its entry in the same transaction (setStatus); deleteJob removes it.
+//
+// The status comes first so that the entries of the passing statuses (created, queued,
+// running), which every create, start and claim moves, stay together in a few pages whatever
+// the account: keyed by account first, each of those writes dirtied a page of its own account
+// (a group commit of 64 accounts' creates dirtied 64 more pages). Only a finish writes where
+// the account's history is (its status's run), and a finish writes the account record anyway.
 var bucketJobsByStatus = []byte("jobs_by_status")
 
 // indexPrefix is the first part of the index keys of the account's jobs in status.
 func indexPrefix(accountID, status string) []byte {
-	b := make([]byte, 0, len(accountID)+len(status)+2+8)
-	b = append(b, accountID...)
-	b = append(b, 0)
+	b := make([]byte, 0, len(status)+len(accountID)+2+8)
 	b = append(b, status...)
+	b = append(b, 0)
+	b = append(b, accountID...)
 	return append(b, 0)
 }
 
