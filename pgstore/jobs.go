@@ -569,9 +569,10 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 
 // RequeueJob puts a running job whose attempt could not store its output (a storage fault, not
 // the input's) back in the queue in its original place, in one transaction. The attempt stays
-// counted: once attempt has reached maxAttempts, or the job has expired, it fails
-// expired_or_exhausted instead and its reservation is released in the same transaction. A job
-// that is no longer running that attempt is ErrInvalidState. requeued says which happened.
+// counted: once attempt has reached maxAttempts it fails conversion_failed with reason as its
+// message (store.RequeueFailure), a job past its expires_at fails expired_or_exhausted, and
+// either way its reservation is released in the same transaction. A job that is no longer
+// running that attempt is ErrInvalidState. requeued says whether it went back to the queue.
 func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
@@ -588,8 +589,8 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 		case expiredAt(ctx, tx, job):
 			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
 		case job.Attempt >= maxAttempts:
-			msg := fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
-			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, msg, nil)
+			msg := store.RequeueFailure(reason, job.Attempt, maxAttempts)
+			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeConversionFailed, msg, nil)
 		}
 		if job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = coalesce(started_at, now()),
 				lease_owner = NULL, lease_expires_at = NULL

@@ -305,9 +305,10 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 
 // RequeueJob puts a running job whose attempt could not store its output (a storage fault, not
 // the input's) back in the queue in its original place, in one transaction. The attempt stays
-// counted: once attempt has reached maxAttempts, or the job has expired, it fails
-// expired_or_exhausted instead and its reservation is released. A job that is no longer
-// running that attempt is ErrInvalidState. requeued says which of the two happened.
+// counted: once attempt has reached maxAttempts it fails conversion_failed instead, with reason
+// (what the fault was: "storage full: ...") as its message, and its reservation is released;
+// a job past its expires_at fails expired_or_exhausted. A job that is no longer running that
+// attempt is ErrInvalidState. requeued says whether it went back to the queue.
 func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job Job, requeued bool, err error) {
 	now := s.opts.Now().UTC()
 	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
@@ -323,8 +324,8 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 		case !now.Before(job.ExpiresAt):
 			return s.expire(tx, fin, &job, now)
 		case job.Attempt >= maxAttempts:
-			job.ErrorCode = CodeExpiredOrExhausted
-			job.ErrorMessage = fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
+			job.ErrorCode = CodeConversionFailed
+			job.ErrorMessage = RequeueFailure(reason, job.Attempt, maxAttempts)
 			return s.finish(tx, fin, &job, StatusFailed, now)
 		}
 		if err := tx.Bucket(bucketRunning).Delete([]byte(job.ID)); err != nil {
@@ -347,6 +348,12 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 	}
 	s.signal(job.ID)
 	return job, requeued, nil
+}
+
+// RequeueFailure is the error_message of a job whose output could not be stored in its last
+// attempt: the fault's reason first, so the message says what happened.
+func RequeueFailure(reason string, attempts, maxAttempts int) string {
+	return fmt.Sprintf("%s (%d attempts, --max-attempts %d)", reason, attempts, maxAttempts)
 }
 
 // expire fails an unfinished job that reached its expires_at, releasing its reservation, in
