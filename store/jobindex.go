@@ -183,7 +183,7 @@ func indexedJobs(tx *bolt.Tx, accountID string, statuses []string, before uint64
 			prefix []byte
 			k, v   []byte
 		}
-		b := tx.Bucket(bucketJobsByStatus)
+		b, jobs := tx.Bucket(bucketJobsByStatus), tx.Bucket(bucketJobs)
 		runs := make([]run, 0, len(statuses))
 		for _, st := range statuses {
 			r := run{c: b.Cursor(), prefix: indexPrefix(accountID, st)}
@@ -207,8 +207,9 @@ func indexedJobs(tx *bolt.Tx, accountID string, statuses []string, before uint64
 			}
 			r := &runs[top]
 			count(visits)
-			job, err := findJob(tx, string(r.v))
-			if err == nil && (job.AccountID != accountID || !bytes.Equal(indexKey(job.AccountID, job.Status, job.Seq), r.k)) {
+			var job Job
+			err := readJob(jobs.Get(r.v), &job)
+			if err == nil && (job.AccountID != accountID || job.Seq != bytesToU64(r.k[len(r.prefix):]) || !runOf(r.prefix, job.Status)) {
 				err = fmt.Errorf("index entry %q names job %s of account %s in status %s (seq %d)", r.k, job.ID, job.AccountID, job.Status, job.Seq)
 			} else if err == ErrNotFound {
 				err = fmt.Errorf("index entry %q names job %s, which does not exist", r.k, r.v)
@@ -223,6 +224,11 @@ func indexedJobs(tx *bolt.Tx, accountID string, statuses []string, before uint64
 			}
 		}
 	}
+}
+
+// runOf reports whether prefix (indexPrefix) is of a run of status.
+func runOf(prefix []byte, status string) bool {
+	return len(prefix) > len(status) && string(prefix[:len(status)]) == status && prefix[len(status)] == 0
 }
 
 // count adds one to *visits when the caller counts.
