@@ -73,6 +73,7 @@
 //	412 precondition_failed    GET with a failing If-Match / If-Unmodified-Since
 //	416 range_not_satisfiable  GET with a Range outside the file
 //	503 storage_unavailable    the disk failed (Store methods wrap such errors with ErrStorage)
+//	507 insufficient_storage   the disk has no room for the upload (ENOSPC, EDQUOT, EFBIG: IsStorageFull); nothing kept
 //
 // # Big tests
 //

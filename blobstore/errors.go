@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"syscall"
 )
 
 // Sentinel errors returned by Store methods; match them with errors.Is.
@@ -16,6 +17,14 @@ var (
 	// ErrStorage wraps every local file-system failure, so callers can answer "storage unavailable".
 	ErrStorage = errors.New("blobstore: storage unavailable")
 )
+
+// IsStorageFull reports whether err is, or wraps, a file system with no room left for a write:
+// no space (ENOSPC), a quota reached (EDQUOT), or a file over the process's size limit
+// (EFBIG). The blob store's faults wrap the system's error, so it tells a full disk apart
+// from a broken one (EIO, a missing directory), which stays "storage unavailable".
+func IsStorageFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || errors.Is(err, syscall.EFBIG)
+}
 
 // Errors that only the HTTP handler produces; each maps to one row of httpStatus.
 var (
@@ -97,6 +106,9 @@ func httpStatus(err error) (status int, code, msg string) {
 	case errors.Is(err, errCORSRefused):
 		return http.StatusForbidden, "cors_refused",
 			"This origin or method may not use object storage from a browser."
+	case errors.Is(err, ErrStorage) && IsStorageFull(err):
+		return http.StatusInsufficientStorage, "insufficient_storage",
+			"Object storage has no room left for this file. Retry later, once the operator has freed space."
 	case errors.Is(err, ErrStorage):
 		return http.StatusServiceUnavailable, "storage_unavailable",
 			"Object storage could not complete the request. Retry with backoff."

@@ -144,6 +144,38 @@ func TestCLI_AdminBackup(t *testing.T) {
 	}
 }
 
+// TestCLI_AdminBackupOnPostgres: the binary's admin backup against a PostgreSQL server prints
+// the API's 501 not_implemented naming pg_dump, with the request id the server logged, and
+// exits 1 having written nothing.
+func TestCLI_AdminBackupOnPostgres(t *testing.T) {
+	e := testenv.Start(t, testenv.Postgres(t))
+	dir := t.TempDir()
+	_, stderr, code := runBinary(t, dir, nil, []string{"CONVSVC_SERVER=" + e.URL, "CONVSVC_ADMIN_TOKEN=" + e.AdminToken},
+		"admin", "backup", "-o", "b.db")
+	if code != 1 || !regexp.MustCompile(`^convsvc: not_implemented: .*pg_dump.* \(request id req_[0-9a-f]+\)\n$`).MatchString(stderr) {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("a refused backup left files: %v", entries)
+	}
+}
+
+// TestCLI_APIErrorsNameTheRequestID: every API error the CLI prints ends with the request id,
+// the one the server answered with.
+func TestCLI_APIErrorsNameTheRequestID(t *testing.T) {
+	e := testenv.Start(t)
+	for _, args := range [][]string{
+		{"admin", "accounts", "list", "--admin-token", "wrong"},
+		{"admin", "accounts", "get", "acct_nosuchaccount", "--admin-token", e.AdminToken},
+		{"admin", "backup", "-o", "b.db", "--admin-token", "wrong"},
+	} {
+		_, stderr, code := runBinary(t, t.TempDir(), nil, []string{"CONVSVC_SERVER=" + e.URL}, args...)
+		if code != 1 || !regexp.MustCompile(`^convsvc: [a-z_]+: .* \(request id req_[0-9a-f]+\)\n$`).MatchString(stderr) {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
 func TestCLI_FormatsShowsTargetsAndOptions(t *testing.T) {
 	local, err := run(t, "formats", "png")
 	if err != nil {

@@ -137,11 +137,14 @@ func withEnvHelp(fs *pflag.FlagSet) {
 	})
 }
 
-// describe prints API errors with their stable code first, and says what to do when nothing
-// answers at the server's address.
+// describe prints API errors with their stable code first and their request id last, and says
+// what to do when nothing answers at the server's address.
 func describe(err error) string {
 	var apiErr *client.APIError
 	if errors.As(err, &apiErr) {
+		if apiErr.RequestID != "" { // the id that finds the request in the server's log
+			return fmt.Sprintf("%s: %s (request id %s)", apiErr.Code, apiErr.Message, apiErr.RequestID)
+		}
 		return fmt.Sprintf("%s: %s", apiErr.Code, apiErr.Message)
 	}
 	return err.Error()

@@ -359,8 +359,8 @@ func TestFaults_CrashEveryTime(t *testing.T) {
 }
 
 // TestFaults_DiskFull mounts a 4 MiB tmpfs under the blob store: an upload that does not fit
-// fails cleanly with nothing half-written, create answers 502 while the disk is full, and
-// everything works again once space is freed.
+// answers 507 insufficient_storage with nothing half-written, create answers 502 while the
+// disk is full, and everything works again once space is freed.
 func TestFaults_DiskFull(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
 	blobs := filepath.Join(data, "blobs")
@@ -380,7 +380,7 @@ func TestFaults_DiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.Upload(ctx, res.UploadURL, strings.NewReader(string(big)), int64(len(big)))
-	if !isCode(err, "storage_unavailable") {
+	if !isCode(err, "insufficient_storage") {
 		t.Fatalf("upload into a full disk: %v", err)
 	}
 	if left, _ := os.ReadDir(filepath.Join(blobs, "tmp")); len(left) != 0 {

@@ -237,6 +237,10 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request, _ httprout
 		return
 	}
 	if !started {
+		if errors.Is(err, store.ErrNotSupported) {
+			err = &Error{Code: CodeNotImplemented, Err: err, Message: "this server keeps its database in PostgreSQL, " +
+				"which GET /v1/admin/backup does not copy: back it up with pg_dump (docs/operations.md)"}
+		}
 		s.writeError(w, r, err)
 		return
 	}

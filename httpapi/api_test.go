@@ -579,6 +579,34 @@ func TestAPI_ListJobs(t *testing.T) {
 	must(t, e.Do("GET", "/v1/jobs?starting_after=job_nope", e.Key, nil), 400, "invalid_request")
 }
 
+// TestAPI_ListAfterExpiredCursor: a starting_after whose job expired (and was swept) since the
+// page that named it is a place in the list, not an unknown cursor: the next page answers 200
+// with the older jobs still alive (none here) and never the newer ones.
+func TestAPI_ListAfterExpiredCursor(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.Retention = 2 * time.Second })
+	old := e.Create(e.Key, "png", "jpeg", 10).Job.ID
+	deadline := time.Now().Add(30 * time.Second)
+	for e.Do("GET", "/v1/jobs/"+old, e.Key, nil).Status != 404 {
+		if time.Now().After(deadline) {
+			t.Fatal("the job never expired")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	newer := e.Create(e.Key, "png", "jpeg", 10).Job.ID
+	for _, q := range []string{"", "&status=created"} {
+		r := e.Do("GET", "/v1/jobs?limit=5&starting_after="+old+q, e.Key, nil)
+		must(t, r, 200, "")
+		var page struct {
+			Data    []testenv.Job `json:"data"`
+			HasMore bool          `json:"has_more"`
+		}
+		r.JSON(t, &page)
+		if len(page.Data) != 0 || page.HasMore {
+			t.Fatalf("page after the expired %s%s: %+v (the newer job is %s)", old, q, page, newer)
+		}
+	}
+}
+
 func TestAPI_Formats(t *testing.T) {
 	e := testenv.Start(t)
 	r := e.Do("GET", "/v1/formats", "", nil)

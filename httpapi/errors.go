@@ -29,6 +29,7 @@ const (
 	CodeRequestTooLarge      = "request_too_large"
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeInternal             = "internal_error"
+	CodeNotImplemented       = "not_implemented"
 )
 
 // Error is an API error: a stable code, a message for the client, and an internal cause for the logs.
@@ -80,6 +81,8 @@ func statusOf(e *Error) int {
 		return http.StatusTooManyRequests
 	case CodeStorageUnavailable:
 		return http.StatusBadGateway
+	case CodeNotImplemented:
+		return http.StatusNotImplemented
 	default:
 		return http.StatusInternalServerError
 	}
@@ -108,6 +111,8 @@ func asAPIError(err error) *Error {
 		return &Error{Code: CodeIdempotencyMismatch, Message: "this Idempotency-Key was used with a different request body", Err: err}
 	case errors.Is(err, store.ErrInvalidArgument):
 		return &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	case errors.Is(err, store.ErrNotSupported):
+		return &Error{Code: CodeNotImplemented, Message: "this server's database does not support this operation", Err: err}
 	case errors.Is(err, convert.ErrUnsupported):
 		return &Error{Code: CodeUnsupportedFormat, Message: err.Error(), Err: err}
 	case errors.Is(err, blobstore.ErrStorage):
@@ -132,7 +137,7 @@ type errorDetail struct {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := asAPIError(err)
 	status := statusOf(e)
-	if status >= 500 && e.Code != CodeStorageUnavailable {
+	if status >= 500 && e.Code != CodeStorageUnavailable && e.Code != CodeNotImplemented {
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "error", err)
 	} else if e.Err != nil {
 		s.log.DebugContext(r.Context(), "request refused", "request_id", requestID(r), "code", e.Code, "error", e.Err)

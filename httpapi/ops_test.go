@@ -438,6 +438,20 @@ func TestOps_ReadyzTurns503WhileDraining(t *testing.T) {
 	t.Logf("drain took %v; the slow job ended %s %s", took.Round(time.Millisecond), j.Status, j.ErrorCode)
 }
 
+// TestOps_BackupOnPostgresIsNotImplemented: the API cannot copy a PostgreSQL database, so
+// the backup answers 501 not_implemented naming pg_dump, not 500 internal_error.
+func TestOps_BackupOnPostgresIsNotImplemented(t *testing.T) {
+	e := testenv.Start(t, testenv.Postgres(t))
+	r := e.Do("GET", "/v1/admin/backup", e.AdminToken, nil)
+	must(t, r, 501, "not_implemented")
+	if msg := r.Map(t)["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "pg_dump") {
+		t.Fatalf("message %q does not name pg_dump", msg)
+	}
+	if r.Header.Get("Request-Id") == "" {
+		t.Fatal("no Request-Id")
+	}
+}
+
 func TestOps_BackupAndRestore(t *testing.T) {
 	testenv.BboltOnly(t, "backup is bbolt's")
 	e := testenv.Start(t)

@@ -38,3 +38,12 @@ func TestConformance(t *testing.T) {
 		return open(t, testpg.NewDatabase(t), pgstore.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished, Lease: o.Lease})
 	})
 }
+
+// TestCursorAcrossRetention opens stores with a shorter, then a longer retention on one
+// database, as nodes restarted with another --retention would.
+func TestCursorAcrossRetention(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	storetest.RunCursorAcrossRetention(t, func(t *testing.T, retention time.Duration) storetest.Backend {
+		return open(t, url, pgstore.Options{Retention: retention})
+	})
+}

@@ -210,49 +210,106 @@ func (s *Store) Job(accountID, jobID string) (store.Job, error) {
 }
 
 // ListJobs returns a page of the account's live jobs, newest first, and whether more follow.
+// A status filter reads the jobs_account_status index (account_id, status, seq DESC), the
+// unfiltered list jobs_account (account_id, seq DESC), so a page reads the rows it returns
+// and no others. A StartingAfter job that has expired since, or was deleted, still marks
+// where the page starts (cursorSeq).
 func (s *Store) ListJobs(accountID string, p store.ListParams) ([]store.Job, bool, error) {
 	if p.Limit <= 0 {
 		p.Limit = 20
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	out := []store.Job{}
-	hasMore := false
+	var out []store.Job
+	var hasMore bool
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		out, hasMore = out[:0], false
-		before := int64(-1) // every seq
-		if p.StartingAfter != "" {
-			err := tx.QueryRow(ctx, `SELECT seq FROM jobs WHERE id = $1 AND account_id = $2 AND expires_at > now()`, p.StartingAfter, accountID).Scan(&before)
-			if isNoRows(err) {
-				return store.ErrNotFound
-			} else if err != nil {
-				return err
-			}
-		}
-		rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs
-			WHERE account_id = $1 AND expires_at > now() AND ($2 < 0 OR seq < $2) AND ($3 = '' OR status = $3)
-			ORDER BY seq DESC LIMIT $4`, accountID, before, p.Status, p.Limit+1)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			job, err := scanJob(rows)
-			if err != nil {
-				return err
-			}
-			if len(out) == p.Limit {
-				hasMore = true
-				break
-			}
-			out = append(out, job)
-		}
-		return rows.Err()
+		var err error
+		out, hasMore, err = listJobs(ctx, tx, accountID, p)
+		return err
 	})
 	if err != nil {
 		return nil, false, wrap("list jobs", err)
 	}
 	return out, hasMore, nil
+}
+
+// querier is what listJobs needs of a transaction (a test counts the rows its statements read).
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// listJobs is ListJobs in the caller's transaction.
+func listJobs(ctx context.Context, tx querier, accountID string, p store.ListParams) ([]store.Job, bool, error) {
+	out := []store.Job{}
+	before, err := cursorSeq(ctx, tx, accountID, p.StartingAfter)
+	if err != nil {
+		return nil, false, err
+	}
+	// One statement per shape, each a plain range scan of its index whatever plan the
+	// prepared statement gets: "($3 = '' OR status = $3)" would scan jobs_account.
+	sql := `SELECT ` + jobCols + ` FROM jobs WHERE account_id = $1 AND expires_at > now()`
+	args := []any{accountID, p.Limit + 1}
+	if p.Status != "" {
+		args = append(args, p.Status)
+		sql += fmt.Sprintf(` AND status = $%d`, len(args))
+	}
+	if before >= 0 {
+		args = append(args, before)
+		sql += fmt.Sprintf(` AND seq < $%d`, len(args))
+	}
+	rows, err := tx.Query(ctx, sql+` ORDER BY seq DESC LIMIT $2`, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		job, err := scanJob(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(out) == p.Limit {
+			return out, true, nil
+		}
+		out = append(out, job)
+	}
+	return out, false, rows.Err()
+}
+
+// cursorSeq is where a page after the job with id starts: the account's jobs with a lower seq
+// follow it; -1 (no cursor, or nothing newer than it survives) means every job. A job that
+// still has its row (expired or not) gives its seq; one that retention deleted gives the
+// position its id records, its creation time: the page continues with the jobs created in an
+// earlier millisecond (store.JobIDBound), as on bbolt. Finding that position reads the
+// account's jobs older than the cursor that still exist, which retention keeps few, since it
+// deletes oldest first. Ids are made from the clock of the node that created the job (seq
+// from the database's order), so nodes whose clocks disagree may shift that position by
+// their difference. Another account's job, and an id that is no job's, are ErrNotFound.
+func cursorSeq(ctx context.Context, tx querier, accountID, id string) (int64, error) {
+	if id == "" {
+		return -1, nil
+	}
+	var seq int64
+	var owner string
+	err := tx.QueryRow(ctx, `SELECT seq, account_id FROM jobs WHERE id = $1`, id).Scan(&seq, &owner)
+	switch {
+	case err == nil && owner == accountID:
+		return seq, nil
+	case err == nil:
+		return 0, store.ErrNotFound // another account's job
+	case !isNoRows(err):
+		return 0, err
+	}
+	// A minute of slack for another node's clock, since the id carries its time.
+	bound, ok := store.JobIDBound(id, time.Now().Add(time.Minute))
+	if !ok {
+		return 0, fmt.Errorf("%w: %q is not a job id", store.ErrNotFound, id)
+	}
+	err = tx.QueryRow(ctx, `SELECT seq FROM jobs WHERE account_id = $1 AND id COLLATE "C" >= $2 ORDER BY seq LIMIT 1`, accountID, bound).Scan(&seq)
+	if isNoRows(err) {
+		return -1, nil
+	}
+	return seq, err
 }
 
 // StartJob moves a created job whose upload holds uploadedSize bytes to queued; see
@@ -512,9 +569,10 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 
 // RequeueJob puts a running job whose attempt could not store its output (a storage fault, not
 // the input's) back in the queue in its original place, in one transaction. The attempt stays
-// counted: once attempt has reached maxAttempts, or the job has expired, it fails
-// expired_or_exhausted instead and its reservation is released in the same transaction. A job
-// that is no longer running that attempt is ErrInvalidState. requeued says which happened.
+// counted: once attempt has reached maxAttempts it fails conversion_failed with reason as its
+// message (store.RequeueFailure), a job past its expires_at fails expired_or_exhausted, and
+// either way its reservation is released in the same transaction. A job that is no longer
+// running that attempt is ErrInvalidState. requeued says whether it went back to the queue.
 func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
@@ -531,8 +589,8 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 		case expiredAt(ctx, tx, job):
 			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil)
 		case job.Attempt >= maxAttempts:
-			msg := fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
-			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeExpiredOrExhausted, msg, nil)
+			msg := store.RequeueFailure(reason, job.Attempt, maxAttempts)
+			return s.finish(ctx, tx, fin, &job, store.StatusFailed, store.CodeConversionFailed, msg, nil)
 		}
 		if job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = coalesce(started_at, now()),
 				lease_owner = NULL, lease_expires_at = NULL

@@ -55,8 +55,9 @@ const notifyChannel = "convsvc"
 // connection, a timeout, a failed statement. httpapi maps it to 503.
 var ErrUnavailable = errors.New("database unavailable")
 
-// ErrNotSupported is returned by methods that only the embedded store has (Backup).
-var ErrNotSupported = errors.New("not supported by the PostgreSQL store")
+// ErrNotSupported is returned by methods that only the embedded store has (Backup); it is a
+// store.ErrNotSupported, which the API answers 501 not_implemented.
+var ErrNotSupported = fmt.Errorf("%w (PostgreSQL)", store.ErrNotSupported)
 
 // Options configures a Store.
 type Options struct {
@@ -185,7 +186,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Backup is not supported: back up PostgreSQL with its own tools (pg_dump).
 func (s *Store) Backup(io.Writer, func(int64)) (int64, error) {
-	return 0, fmt.Errorf("backup: %w (use pg_dump)", ErrNotSupported)
+	return 0, fmt.Errorf("backup: %w: back the database up with pg_dump", ErrNotSupported)
 }
 
 // migrate applies the embedded migrations the database lacks, in order, each in its own

@@ -40,6 +40,9 @@ type jobQueue struct {
 	// inputFaults are the attempts whose input object storage could not deliver: their
 	// conversion_failed outcome is storage's fault, so the job is requeued instead.
 	inputFaults map[claimKey]bool
+	// outputFaults are the first fault of the blob store under each attempt's output, which
+	// says whether the disk was full (storageReason).
+	outputFaults map[claimKey]error
 }
 
 type claimKey struct {
@@ -49,7 +52,7 @@ type claimKey struct {
 
 func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics, maxAttempts int) *jobQueue {
 	return &jobQueue{store: st, blobs: blobs, log: log, metrics: m, maxAttempts: maxAttempts, claims: map[claimKey]time.Time{}, beats: map[claimKey]func(){},
-		running: map[string]store.Job{}, inputFaults: map[claimKey]bool{}}
+		running: map[string]store.Job{}, inputFaults: map[claimKey]bool{}, outputFaults: map[claimKey]error{}}
 }
 
 // Claim moves the oldest queued job to running and remembers when, for the duration metric.
@@ -117,13 +120,16 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 }
 
 // requeue returns a job whose output could not be stored to the queue, or fails it
-// expired_or_exhausted once its attempts are used up.
+// conversion_failed, saying why, once its attempts are used up.
 func (q *jobQueue) requeue(o convert.Outcome) error {
 	if q.metrics != nil {
 		q.metrics.storageErrors.WithLabelValues("output").Inc()
 	}
+	q.mu.Lock()
+	fault := q.outputFaults[claimKey{o.Task.JobID, o.Task.Attempt}]
+	q.mu.Unlock()
 	q.stopHeartbeat(o.Task.JobID, o.Task.Attempt)
-	job, requeued, err := q.store.RequeueJob(o.Task.JobID, o.Task.Attempt, q.maxAttempts, o.Message)
+	job, requeued, err := q.store.RequeueJob(o.Task.JobID, o.Task.Attempt, q.maxAttempts, storageReason(fault, o.Message))
 	q.observe(o, err)
 	if err != nil {
 		return err
@@ -140,6 +146,25 @@ func (q *jobQueue) requeue(o convert.Outcome) error {
 	return nil
 }
 
+// storageReason is what a job whose output could not be stored is told (its error_message if
+// no attempt could): "storage full" when the blob store's disk had no room (ENOSPC, EDQUOT,
+// EFBIG), else "storage unavailable" and what the worker reported.
+func storageReason(fault error, message string) string {
+	if fault != nil && blobstore.IsStorageFull(fault) {
+		return "storage full: the service's disk has no room left for the output; the operator must free space"
+	}
+	return "storage unavailable: " + message
+}
+
+// noteOutputFault remembers the first fault of the blob store under an attempt's output.
+func (q *jobQueue) noteOutputFault(key claimKey, err error) {
+	q.mu.Lock()
+	if _, ok := q.outputFaults[key]; !ok {
+		q.outputFaults[key] = err
+	}
+	q.mu.Unlock()
+}
+
 // observe counts a conversion's outcome and its time since the claim.
 func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
 	key := claimKey{o.Task.JobID, o.Task.Attempt}
@@ -147,6 +172,7 @@ func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
 	claimed, ok := q.claims[key]
 	delete(q.claims, key)
 	delete(q.inputFaults, key)
+	delete(q.outputFaults, key)
 	if j, found := q.running[key.jobID]; found && j.Attempt == key.attempt {
 		delete(q.running, key.jobID)
 	}
@@ -217,10 +243,21 @@ func (f jobFiles) OpenInput(jobID string) (*os.File, error) {
 	return in, err
 }
 
-// CreateOutput starts the output of the job's claimed attempt in object storage.
+// CreateOutput starts the output of the job's claimed attempt in object storage. The blob
+// store's faults under it are remembered, so that the job is told whether the disk was full.
 func (f jobFiles) CreateOutput(jobID string) (convert.OutputFile, error) {
 	job := f.claimed(jobID)
-	return f.blobs.CreateOutput(jobID, job.Attempt)
+	out, err := f.blobs.CreateOutput(jobID, job.Attempt)
+	if f.queue == nil {
+		return out, err
+	}
+	key := claimKey{job.ID, job.Attempt}
+	if err != nil {
+		f.queue.noteOutputFault(key, err)
+	} else if p, ok := out.(*pendingOutput); ok {
+		p.onFault = func(err error) { f.queue.noteOutputFault(key, err) }
+	}
+	return out, err
 }
 
 // storageError marks the blob store's own faults (blobstore.ErrStorage: disk full, read-only
@@ -238,6 +275,8 @@ func storageError(err error) error {
 type pendingOutput struct {
 	p     *blobstore.PendingOutput
 	fault error
+	// onFault (optional) is told each fault of the disk under the output's writes and commit.
+	onFault func(error)
 }
 
 // Write appends to the output; its error is the disk's.
@@ -264,6 +303,9 @@ func (o *pendingOutput) record(err error) error {
 	if o.fault == nil {
 		o.fault = se
 	}
+	if o.onFault != nil {
+		o.onFault(err)
+	}
 	return se
 }
 
@@ -276,6 +318,9 @@ func (o *pendingOutput) Discard() { o.p.Discard() }
 // Commit stores the output atomically as the job's.
 func (o *pendingOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {
 	out, err := o.p.Commit(blobstore.OutputMeta{ContentType: meta.ContentType, Filename: meta.Filename})
+	if err != nil && o.onFault != nil {
+		o.onFault(err)
+	}
 	return convert.Output{Bytes: out.Bytes, SHA256: out.SHA256}, storageError(err)
 }
 

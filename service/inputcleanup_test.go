@@ -155,8 +155,8 @@ func TestInputCleanup_OutOfAttempts(t *testing.T) {
 	testenv.MustStatus(t, e.Upload(res.UploadURL, csvInput), 200, "")
 	testenv.MustStatus(t, e.Start(e.Key, res.Job.ID), 200, "")
 	j := e.WaitFinished(e.Key, res.Job.ID)
-	if code := errorCode(j); j.Status != "failed" || code != "expired_or_exhausted" || j.Attempt != 2 {
-		t.Fatalf("job: status %s code %q attempt %d, want failed expired_or_exhausted after 2", j.Status, code, j.Attempt)
+	if code := errorCode(j); j.Status != "failed" || code != "conversion_failed" || j.Attempt != 2 {
+		t.Fatalf("job: status %s code %q attempt %d, want failed conversion_failed after 2", j.Status, code, j.Attempt)
 	}
 	waitInputGone(t, in, res.Job.ID, "out of attempts")
 }

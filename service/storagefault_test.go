@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testfs"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -56,17 +58,19 @@ func storageErrors(t *testing.T, e *testenv.Env) int {
 var csvInput = []byte("name,n\na,1\nb,2\n")
 
 // TestStorageFault_OutputNotStoredIsRetriedNotFailed: when the blob store cannot keep the
-// output (its outputs directory is broken), the job is not conversion_failed: every attempt
-// goes back to the queue and counts as a storage error, until --max-attempts fails it
-// expired_or_exhausted with its cent released. Mended, the next job converts.
+// output (its outputs directory is broken), the input is not blamed: every attempt goes back
+// to the queue and counts as a storage error, until --max-attempts fails it conversion_failed
+// with a message that says storage was unavailable, its cent released. Mended, the next job
+// converts.
 func TestStorageFault_OutputNotStoredIsRetriedNotFailed(t *testing.T) {
 	testenv.LocalBlobsOnly(t, "makes the local blob store's directories fail (TestS3_StorageUnavailable is S3's)")
 	e := testenv.Start(t, func(c *service.Config) { c.MaxAttempts = 3; c.Workers = 1 })
 	mend := breakDir(t, filepath.Join(e.Cfg.DataDir, "blobs", "outputs"))
 	j := e.Convert(e.Key, "csv", "json", csvInput)
-	if code := errorCode(j); j.Status != "failed" || code != "expired_or_exhausted" || j.Attempt != 3 {
-		t.Fatalf("job after a persistent storage fault: status %s code %q attempt %d, want failed expired_or_exhausted after 3 attempts",
-			j.Status, code, j.Attempt)
+	if code := errorCode(j); j.Status != "failed" || code != "conversion_failed" || j.Attempt != 3 ||
+		!strings.HasPrefix(errorMessage(j), "storage unavailable: ") {
+		t.Fatalf("job after a persistent storage fault: status %s code %q message %q attempt %d, want failed conversion_failed \"storage unavailable: ...\" after 3 attempts",
+			j.Status, code, errorMessage(j), j.Attempt)
 	}
 	if got := storageErrors(t, e); got != 3 {
 		t.Fatalf("convsvc_storage_errors_total %d, want 3", got)
@@ -102,6 +106,49 @@ func TestStorageFault_TransientFaultThenSuccess(t *testing.T) {
 	if j.Status != "succeeded" || j.Attempt < 2 {
 		t.Fatalf("job after a transient storage fault: status %s attempt %d, want succeeded on a later attempt", j.Status, j.Attempt)
 	}
+}
+
+// TestStorageFault_DiskFull puts the blob store on a real file system that is full: the job's
+// output cannot be written (ENOSPC), every attempt goes back to the queue, and the last one
+// fails the job conversion_failed with "storage full" in its message, not
+// expired_or_exhausted, its cent released. Once space is free, a job converts.
+func TestStorageFault_DiskFull(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "fills the local blob store's file system")
+	data := filepath.Join(t.TempDir(), "data")
+	blobs := filepath.Join(data, "blobs")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(testfs.SmallDir(t, 1<<20), blobs); err != nil {
+		t.Fatal(err)
+	}
+	e := testenv.Start(t, func(c *service.Config) { c.DataDir = data; c.MaxAttempts = 2; c.Workers = 1 })
+	res := e.Create(e.Key, "csv", "json", int64(len(csvInput)))
+	testenv.MustStatus(t, e.Upload(res.UploadURL, csvInput), 200, "")
+	testfs.Fill(t, blobs, "filler")
+	testenv.MustStatus(t, e.Start(e.Key, res.Job.ID), 200, "")
+	j := e.WaitFinished(e.Key, res.Job.ID)
+	if code := errorCode(j); j.Status != "failed" || code != "conversion_failed" || j.Attempt != 2 ||
+		!strings.HasPrefix(errorMessage(j), "storage full: ") {
+		t.Fatalf("job on a full disk: status %s code %q message %q attempt %d, want failed conversion_failed \"storage full: ...\" after 2 attempts",
+			j.Status, code, errorMessage(j), j.Attempt)
+	}
+	if r := e.Account(e.AccountID)["reserved_cents"]; r != float64(0) {
+		t.Fatalf("reserved_cents %v, want 0", r)
+	}
+	if err := os.Remove(filepath.Join(blobs, "filler")); err != nil {
+		t.Fatal(err)
+	}
+	if j := e.Convert(e.Key, "csv", "json", csvInput); j.Status != "succeeded" {
+		t.Fatalf("after freeing space: %+v", j)
+	}
+}
+
+func errorMessage(j testenv.Job) string {
+	if j.ErrorMessage == nil {
+		return ""
+	}
+	return *j.ErrorMessage
 }
 
 func errorCode(j testenv.Job) string {

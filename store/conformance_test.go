@@ -3,6 +3,7 @@ package store_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/convsvc/convsvc/store"
 	"github.com/convsvc/convsvc/store/storetest"
@@ -23,6 +24,30 @@ func TestConformance(t *testing.T) {
 			}
 			s.Close()
 		})
+		return s
+	})
+}
+
+// TestCursorAcrossRetention reopens one bbolt file with a shorter, then a longer retention.
+func TestCursorAcrossRetention(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "convsvc.db")
+	var cur *store.Store
+	t.Cleanup(func() {
+		if cur != nil {
+			cur.Close()
+		}
+	})
+	storetest.RunCursorAcrossRetention(t, func(t *testing.T, retention time.Duration) storetest.Backend {
+		if cur != nil {
+			if err := cur.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s, err := store.Open(path, store.Options{Retention: retention})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur = s
 		return s
 	})
 }

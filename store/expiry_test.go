@@ -141,7 +141,7 @@ func TestStore_RequeueJob(t *testing.T) {
 			}
 			continue
 		}
-		if requeued || got.Status != StatusFailed || got.ErrorCode != CodeExpiredOrExhausted {
+		if requeued || got.Status != StatusFailed || got.ErrorCode != CodeConversionFailed {
 			t.Fatalf("requeue at max attempts: %+v requeued=%v", got, requeued)
 		}
 	}

@@ -85,6 +85,9 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		if err := putJob(tx, job); err != nil {
 			return err
 		}
+		if err := indexJob(tx, job); err != nil {
+			return err
+		}
 		if err := putJobWebhook(tx, job, p.WebhookURL); err != nil {
 			return err
 		}
@@ -123,49 +126,20 @@ func (s *Store) Job(accountID, jobID string) (Job, error) {
 }
 
 // ListJobs returns a page of the account's live jobs, newest first, and whether more follow.
-// It follows the account's list of jobs (Account.LastJobID, then each Job.PrevJobID) until
-// a job that no longer exists.
+// It reads the account's entries of the status index (jobindex.go), so a page costs what it
+// returns, with or without a status filter. A StartingAfter job that has expired since, or
+// was deleted, still marks where the page starts (cursorSeq).
 func (s *Store) ListJobs(accountID string, p ListParams) ([]Job, bool, error) {
 	if p.Limit <= 0 {
 		p.Limit = 20
 	}
 	now := s.opts.Now()
-	out := []Job{}
-	hasMore := false
+	var out []Job
+	var hasMore bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		var next string
-		if p.StartingAfter != "" {
-			after, err := findOwnJob(tx, accountID, p.StartingAfter, now)
-			if err != nil {
-				return err
-			}
-			next = after.PrevJobID
-		} else {
-			acct, err := findAccount(tx, accountID)
-			if err == ErrNotFound {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			next = acct.LastJobID
-		}
-		for job, err := range listedJobs(tx, next) {
-			if err != nil {
-				return err
-			}
-			if job.AccountID != accountID {
-				return fmt.Errorf("job %s of account %s is on account %s's list", job.ID, job.AccountID, accountID)
-			}
-			if !now.Before(job.ExpiresAt) || (p.Status != "" && job.Status != p.Status) {
-				continue
-			}
-			if len(out) == p.Limit {
-				hasMore = true
-				return nil
-			}
-			out = append(out, job)
-		}
-		return nil
+		var err error
+		out, hasMore, err = listJobs(tx, accountID, p, now, nil)
+		return err
 	})
 	return out, hasMore, err
 }
@@ -212,7 +186,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month",
 				ErrLimitReached, spent, acct.ReservedCents, acct.SpendCapCents)
 		}
-		job.Status = StatusQueued
+		if err := setStatus(tx, &job, StatusQueued); err != nil {
+			return err
+		}
 		job.StartedAt = &now
 		job.Upload = up
 		if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
@@ -262,7 +238,9 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 				expired = append(expired, j.ID)
 				continue
 			}
-			j.Status = StatusRunning
+			if err := setStatus(tx, &j, StatusRunning); err != nil {
+				return err
+			}
 			j.Attempt++
 			if err := tx.Bucket(bucketRunning).Put([]byte(j.ID), nil); err != nil {
 				return err
@@ -327,9 +305,10 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 
 // RequeueJob puts a running job whose attempt could not store its output (a storage fault, not
 // the input's) back in the queue in its original place, in one transaction. The attempt stays
-// counted: once attempt has reached maxAttempts, or the job has expired, it fails
-// expired_or_exhausted instead and its reservation is released. A job that is no longer
-// running that attempt is ErrInvalidState. requeued says which of the two happened.
+// counted: once attempt has reached maxAttempts it fails conversion_failed instead, with reason
+// (what the fault was: "storage full: ...") as its message, and its reservation is released;
+// a job past its expires_at fails expired_or_exhausted. A job that is no longer running that
+// attempt is ErrInvalidState. requeued says whether it went back to the queue.
 func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job Job, requeued bool, err error) {
 	now := s.opts.Now().UTC()
 	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
@@ -345,14 +324,16 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 		case !now.Before(job.ExpiresAt):
 			return s.expire(tx, fin, &job, now)
 		case job.Attempt >= maxAttempts:
-			job.ErrorCode = CodeExpiredOrExhausted
-			job.ErrorMessage = fmt.Sprintf("the output could not be stored in %d attempts (--max-attempts %d): %s", job.Attempt, maxAttempts, reason)
+			job.ErrorCode = CodeConversionFailed
+			job.ErrorMessage = RequeueFailure(reason, job.Attempt, maxAttempts)
 			return s.finish(tx, fin, &job, StatusFailed, now)
 		}
 		if err := tx.Bucket(bucketRunning).Delete([]byte(job.ID)); err != nil {
 			return err
 		}
-		job.Status = StatusQueued
+		if err := setStatus(tx, &job, StatusQueued); err != nil {
+			return err
+		}
 		if job.StartedAt == nil {
 			job.StartedAt = &now
 		}
@@ -367,6 +348,12 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 	}
 	s.signal(job.ID)
 	return job, requeued, nil
+}
+
+// RequeueFailure is the error_message of a job whose output could not be stored in its last
+// attempt: the fault's reason first, so the message says what happened.
+func RequeueFailure(reason string, attempts, maxAttempts int) string {
+	return fmt.Sprintf("%s (%d attempts, --max-attempts %d)", reason, attempts, maxAttempts)
 }
 
 // expire fails an unfinished job that reached its expires_at, releasing its reservation, in
@@ -447,7 +434,9 @@ func (s *Store) RecoverRunning(maxAttempts int) (requeued, failed []string, err 
 				failed = append(failed, job.ID)
 				continue
 			}
-			job.Status = StatusQueued
+			if err := setStatus(tx, &job, StatusQueued); err != nil {
+				return err
+			}
 			if job.StartedAt == nil {
 				job.StartedAt = &now
 			}
@@ -592,7 +581,9 @@ func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now 
 			return err
 		}
 	}
-	job.Status = status
+	if err := setStatus(tx, job, status); err != nil {
+		return err
+	}
 	job.FinishedAt = &now
 	if err := putJob(tx, *job); err != nil {
 		return err
@@ -625,6 +616,9 @@ func deleteJob(tx *bolt.Tx, job Job) (int, error) {
 		return steps, err
 	}
 	if err := tx.Bucket(bucketExpiry).Delete(timeKey(job.ExpiresAt, job.ID)); err != nil {
+		return steps, err
+	}
+	if err := unindexJob(tx, job); err != nil {
 		return steps, err
 	}
 	if err := deleteJobWebhook(tx, job.ID); err != nil {
@@ -685,14 +679,19 @@ func listedJobs(tx *bolt.Tx, from string) iter.Seq2[Job, error] {
 // jobs bucket grows at its right edge: a group commit of 64 creates dirties a page or two of
 // it instead of up to 64 scattered leaves. The random part keeps ids unguessable.
 func newJobID(now time.Time) string {
-	ms := uint64(max(now.UnixMilli(), 0))
+	return jobIDPrefix(uint64(max(now.UnixMilli(), 0))) + randomBase62(16)
+}
+
+// jobIDPrefix is "job_" and ms as 8 base62 digits: the first characters of the ids of the
+// jobs created in that millisecond.
+func jobIDPrefix(ms uint64) string {
 	var b [4 + 8]byte
 	copy(b[:], "job_")
 	for i := len(b) - 1; i >= 4; i-- {
 		b[i] = base62Alphabet[ms%62]
 		ms /= 62
 	}
-	return string(b[:]) + randomBase62(16)
+	return string(b[:])
 }
 
 // queueKey orders the queue by first start, then creation: the job's place survives a requeue.

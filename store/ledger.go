@@ -10,9 +10,9 @@ import (
 
 // VerifyLedger checks, in one read transaction, the invariants DESIGN.md promises: for every
 // account reserved_cents equals its unfinished jobs and each month's spend equals the jobs that
-// succeeded in it; every index agrees with the job records, and each account's list of jobs
-// (Account.LastJobID, Job.PrevJobID) holds exactly its jobs, newest first. It returns every
-// violation found.
+// succeeded in it; every index (queue, running, status) agrees with the job records, and each
+// account's list of jobs (Account.LastJobID, Job.PrevJobID) holds exactly its jobs, newest
+// first. It returns every violation found.
 func (s *Store) VerifyLedger() error {
 	var problems []error
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -20,6 +20,7 @@ func (s *Store) VerifyLedger() error {
 		successes := map[string]map[string]int64{}
 		queued, running := map[string]bool{}, map[string]bool{}
 		jobsOf := map[string]int{}
+		indexed := map[string]string{} // the status index's entries the job records call for
 		err := tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 			job, err := findJob(tx, string(k))
 			if err != nil {
@@ -42,6 +43,7 @@ func (s *Store) VerifyLedger() error {
 				problems = append(problems, fmt.Errorf("job %s has illegal status %q", job.ID, job.Status))
 			}
 			jobsOf[job.AccountID]++
+			indexed[string(indexKey(job.AccountID, job.Status, job.Seq))] = job.ID
 			if job.Status == StatusQueued {
 				queued[job.ID] = true
 			}
@@ -58,6 +60,14 @@ func (s *Store) VerifyLedger() error {
 		for id := range queued {
 			if !inQueue[id] {
 				problems = append(problems, fmt.Errorf("queued job %s is not in the queue", id))
+			}
+		}
+		if index := tx.Bucket(bucketJobsByStatus); index != nil { // a file opened read-only before schema 4 has none
+			inIndex := map[string]string{}
+			index.ForEach(func(k, v []byte) error { inIndex[string(k)] = string(v); return nil })
+			if !maps.Equal(inIndex, indexed) {
+				problems = append(problems, fmt.Errorf("status index has %d entries, %d jobs; differing: %v",
+					len(inIndex), len(indexed), indexDiff(inIndex, indexed)))
 			}
 		}
 		inRunning := map[string]bool{}
@@ -124,4 +134,20 @@ func verifyJobList(tx *bolt.Tx, acct Account) (int, error) {
 		newer = job
 	}
 	return n, nil
+}
+
+// indexDiff lists up to 5 status index entries that are in one map and not the other.
+func indexDiff(got, want map[string]string) []string {
+	var out []string
+	for k, v := range got {
+		if want[k] != v && len(out) < 5 {
+			out = append(out, fmt.Sprintf("extra %q -> %s", k, v))
+		}
+	}
+	for k, v := range want {
+		if got[k] != v && len(out) < 10 {
+			out = append(out, fmt.Sprintf("missing %q -> %s", k, v))
+		}
+	}
+	return out
 }

@@ -147,7 +147,8 @@ func TestStatusOf_Protobuf(t *testing.T) {
 
 // TestStore_UpgradesSchema1 opens a file written by schema 1 (JSON records, the account_jobs
 // index, schema number 1): its jobs and accounts read, change and count as before, a changed
-// record is rewritten as protobuf, the ledger still checks, and the schema number becomes 3.
+// record is rewritten as protobuf, the ledger still checks, and the schema number becomes the
+// current one.
 func TestStore_UpgradesSchema1(t *testing.T) {
 	clk := newClock()
 	path := filepath.Join(t.TempDir(), "convsvc.db")
@@ -183,8 +184,8 @@ func TestStore_UpgradesSchema1(t *testing.T) {
 	if rec := raw(bucketJobs, queued.ID); isJSONRecord(rec) {
 		t.Fatalf("the newer job stayed JSON: the upgrade did not link it to the older")
 	}
-	if schema := raw(bucketMeta, "schema"); binary.BigEndian.Uint64(schema) != 3 {
-		t.Errorf("schema after open = %d, want 3", binary.BigEndian.Uint64(schema))
+	if schema := raw(bucketMeta, "schema"); binary.BigEndian.Uint64(schema) != schemaVersion {
+		t.Errorf("schema after open = %d, want %d", binary.BigEndian.Uint64(schema), schemaVersion)
 	}
 	if got, err := s.Job(a.ID, created.ID); err != nil || !reflect.DeepEqual(got, created) {
 		t.Errorf("Job = %+v, %v; want %+v", got, err, created)
@@ -274,6 +275,9 @@ func rewriteAsOldSchema(t *testing.T, s *Store, schema uint64) {
 				}
 			}
 		}
+		if err := tx.DeleteBucket(bucketJobsByStatus); err != nil { // schema 4's
+			return err
+		}
 		return tx.Bucket(bucketMeta).Put([]byte("schema"), u64(schema))
 	})
 	if err != nil {
@@ -354,6 +358,77 @@ func TestStore_UpgradesSchema2(t *testing.T) {
 	}
 	if err := s.VerifyLedger(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestStore_UpgradesSchema3 opens a schema 3 file, which has no status index: Open builds it
+// from the job records in the transaction that marks the file schema 4, so filtered pages
+// find every job at once; opening the file again changes nothing.
+func TestStore_UpgradesSchema3(t *testing.T) {
+	clk := newClock()
+	path := filepath.Join(t.TempDir(), "convsvc.db")
+	s, err := Open(path, Options{Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := mustAccount(t, s, 100), mustAccount(t, s, 100)
+	want := map[string][]string{} // account and status -> ids, newest first
+	for i := range 12 {
+		acct := []Account{a, b}[i%2]
+		job := mustCreate(t, s, acct.ID, 1)
+		switch i % 3 {
+		case 1:
+			if job, err = s.CancelJob(acct.ID, job.ID); err != nil {
+				t.Fatal(err)
+			}
+		case 2:
+			if job, err = s.StartJob(acct.ID, job.ID, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k := acct.ID + " " + job.Status
+		want[k] = append([]string{job.ID}, want[k]...)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bucketJobsByStatus); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketMeta).Put([]byte("schema"), u64(3))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	for range 2 {
+		s, err = Open(path, Options{Now: clk.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.db.View(func(tx *bolt.Tx) error {
+			if v := tx.Bucket(bucketMeta).Get([]byte("schema")); bytesToU64(v) != schemaVersion {
+				t.Errorf("schema %d after the upgrade", bytesToU64(v))
+			}
+			return nil
+		})
+		for _, acct := range []Account{a, b} {
+			for _, st := range []string{StatusCreated, StatusQueued, StatusCancelled} {
+				page, more, err := s.ListJobs(acct.ID, ListParams{Limit: 100, Status: st})
+				if err != nil || more {
+					t.Fatalf("ListJobs: more %v, %v", more, err)
+				}
+				var got []string
+				for _, j := range page {
+					got = append(got, j.ID)
+				}
+				if k := acct.ID + " " + st; !reflect.DeepEqual(got, want[k]) {
+					t.Errorf("account %s lists %s jobs %v, want %v", acct.ID, st, got, want[k])
+				}
+			}
+		}
+		if err := s.VerifyLedger(); err != nil {
+			t.Error(err)
+		}
+		s.Close()
 	}
 }
 

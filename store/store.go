@@ -36,9 +36,12 @@ var (
 
 // schemaVersion 2 writes job and account records as protobuf messages (record.go); it reads
 // schema 1's JSON records. Schema 3 lists an account's jobs by linking each to the one before
-// (Job.PrevJobID) instead of the account_jobs index. Open upgrades an older file's number
-// first, so an older binary refuses it, then moves its index into links (migrateAccountJobs).
-const schemaVersion = 3
+// (Job.PrevJobID) instead of the account_jobs index. Schema 4 adds the status index
+// (jobs_by_status, jobindex.go), which every status change keeps, so an older binary must not
+// write the file. Open upgrades an older file's number first, in the transaction that builds
+// the status index, so an older binary refuses it, then moves its account_jobs index into
+// links (migrateAccountJobs).
+const schemaVersion = 4
 
 // Options configures a Store.
 type Options struct {
@@ -115,10 +118,16 @@ func Open(path string, opts Options) (*Store, error) {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get([]byte("schema")); len(v) != 0 && len(v) != 8 {
+		v := meta.Get([]byte("schema"))
+		if len(v) != 0 && len(v) != 8 {
 			return fmt.Errorf("database schema record is %d bytes, not 8", len(v))
 		} else if v != nil && binary.BigEndian.Uint64(v) > schemaVersion {
 			return fmt.Errorf("database schema %d is newer than this binary's %d", binary.BigEndian.Uint64(v), schemaVersion)
+		}
+		if v == nil || binary.BigEndian.Uint64(v) < 4 || tx.Bucket(bucketJobsByStatus) == nil {
+			if err := buildStatusIndex(tx); err != nil {
+				return fmt.Errorf("build the status index: %w", err)
+			}
 		}
 		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})

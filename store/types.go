@@ -33,6 +33,9 @@ var (
 	ErrInvalidState        = errors.New("job is in the wrong state for this operation")
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
 	ErrInvalidArgument     = errors.New("invalid argument")
+	// ErrNotSupported is an operation this kind of store does not have (a backup of
+	// PostgreSQL through the API); httpapi answers 501 not_implemented.
+	ErrNotSupported = errors.New("not supported by this store")
 )
 
 // Job is a conversion job as stored.

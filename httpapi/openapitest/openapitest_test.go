@@ -184,10 +184,11 @@ func TestDocument_Valid(t *testing.T) {
 		"invalid_request", "unsupported_format", "file_too_large", "size_mismatch", "unauthorized",
 		"limit_reached", "not_found", "method_not_allowed", "invalid_state", "idempotency_mismatch",
 		"request_too_large", "unsupported_media_type", "rate_limited", "internal_error", "storage_unavailable",
-		"too_many_connections",
+		"too_many_connections", "not_implemented",
 	}
 	storageCodes := append(slices.Clone(apiCodes),
-		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled", "cors_refused")
+		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled", "cors_refused",
+		"insufficient_storage")
 	for _, tc := range []struct {
 		schema string
 		want   []string
@@ -233,6 +234,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
 		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"}, "transfer_stalled": {"408"},
 		"length_required": {"411"}, "cors_refused": {"403"}, "too_many_connections": {"503"},
+		"not_implemented": {"501"}, "insufficient_storage": {"507"},
 	}
 	resolve := func(r response) response {
 		if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {

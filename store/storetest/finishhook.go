@@ -192,7 +192,7 @@ func testFinishHookPaths(t *testing.T, newStore NewFunc) {
 		t.Fatalf("requeue at max attempts: %v %v", requeued, err)
 	}
 	got = f.expectFinished(rec, "requeue at max attempts", flaky.ID, store.StatusFailed, store.UploadClosed)
-	if got.ErrorCode != store.CodeExpiredOrExhausted {
+	if got.ErrorCode != store.CodeConversionFailed {
 		t.Fatalf("the hook's exhausted job has error code %q", got.ErrorCode)
 	}
 	if deleted, _, err := f.s.ExpireJobs(100); err != nil || len(deleted) != 0 {

@@ -117,6 +117,9 @@ var cases = []testCase{
 	{"IdempotencyCommitsWithJob", testIdempotencyAtomic},
 	{"IdempotencyTTL", testIdempotencyTTL},
 	{"ListPaging", testListPaging},
+	{"ListByStatus", testListByStatus},
+	{"ListCostIsThePage", testListCostIsThePage},
+	{"ListAfterExpiredCursor", testListAfterExpiredCursor},
 	{"Auth", testAuth},
 	{"Accounts", testAccounts},
 	{"EnsureDefaultAccountOnce", testEnsureDefault},
@@ -1327,7 +1330,8 @@ func testCounts(t *testing.T, newStore NewFunc) {
 }
 
 // testRequeue: a storage fault returns the running attempt to the queue in its original place,
-// the attempt counted; at maxAttempts the job fails expired_or_exhausted and its cent goes.
+// the attempt counted; at maxAttempts the job fails conversion_failed with the fault's reason
+// as its message, and its cent goes.
 func testRequeue(t *testing.T, newStore NewFunc) {
 	f := newFixture(t, newStore, Options{}, 100)
 	first := f.start(f.create(1))
@@ -1357,15 +1361,20 @@ func testRequeue(t *testing.T, newStore NewFunc) {
 	if got := f.claim(); got.ID != first.ID || got.Attempt != 2 {
 		t.Fatalf("claimed %s attempt %d after the requeue, want %s attempt 2", got.ID, got.Attempt, first.ID)
 	}
-	job, requeued, err = f.s.RequeueJob(first.ID, 2, 2, "disk full")
+	const reason = "storage full: the service's disk has no room for the output"
+	job, requeued, err = f.s.RequeueJob(first.ID, 2, 2, reason)
 	if err != nil || requeued {
 		t.Fatalf("requeue at max attempts: requeued=%v err=%v", requeued, err)
 	}
-	if job.Status != store.StatusFailed || job.ErrorCode != store.CodeExpiredOrExhausted || job.FinishedAt == nil {
-		t.Fatalf("exhausted job: status %s code %q finished %v", job.Status, job.ErrorCode, job.FinishedAt)
+	// The code says what happened: the conversion did not complete because its output could
+	// not be stored, which the message says first; the job did not expire.
+	wantMsg := reason + " (2 attempts, --max-attempts 2)"
+	if job.Status != store.StatusFailed || job.ErrorCode != store.CodeConversionFailed || job.ErrorMessage != wantMsg || job.FinishedAt == nil {
+		t.Fatalf("exhausted job: status %s code %q message %q finished %v; want failed %s %q",
+			job.Status, job.ErrorCode, job.ErrorMessage, job.FinishedAt, store.CodeConversionFailed, wantMsg)
 	}
-	if got := f.get(first.ID); got.Status != store.StatusFailed || got.ErrorCode != store.CodeExpiredOrExhausted || got.Attempt != 2 {
-		t.Fatalf("stored exhausted job: %s %q attempt %d", got.Status, got.ErrorCode, got.Attempt)
+	if got := f.get(first.ID); got.Status != store.StatusFailed || got.ErrorCode != store.CodeConversionFailed || got.ErrorMessage != wantMsg || got.Attempt != 2 {
+		t.Fatalf("stored exhausted job: %s %q %q attempt %d", got.Status, got.ErrorCode, got.ErrorMessage, got.Attempt)
 	}
 	f.checkLedger(1, 0)
 	if got := f.claim(); got.ID != second.ID {
