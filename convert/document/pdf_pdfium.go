@@ -90,6 +90,9 @@ type pdfiumCalls interface {
 	FPDF_GetPageSizeByIndex(*requests.FPDF_GetPageSizeByIndex) (*responses.FPDF_GetPageSizeByIndex, error)
 	RenderPageInDPI(*requests.RenderPageInDPI) (*responses.RenderPageInDPI, error)
 	GetPageText(*requests.GetPageText) (*responses.GetPageText, error)
+	FPDF_CreateNewDocument(*requests.FPDF_CreateNewDocument) (*responses.FPDF_CreateNewDocument, error)
+	FPDF_ImportPagesByIndex(*requests.FPDF_ImportPagesByIndex) (*responses.FPDF_ImportPagesByIndex, error)
+	FPDF_SaveAsCopy(*requests.FPDF_SaveAsCopy) (*responses.FPDF_SaveAsCopy, error)
 }
 
 // pdfSession is one open PDF in a PDFium instance of its own.
@@ -356,6 +359,19 @@ func pdfToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 			return err
 		}
 		defer s.close()
+		if p.Options.Pages != "" {
+			spec, err := convert.ParsePages(p.Options.Pages)
+			if err != nil {
+				return convert.Errorf(err, "pages: %v", err)
+			}
+			if !spec.Single() {
+				return renderPages(ctx, c, s, spec, dst, out, p)
+			}
+			if spec.Ranges[0].First > s.pages {
+				return convert.Errorf(nil, "pages: %d is past the last page (%d)", spec.Ranges[0].First, s.pages)
+			}
+			p.Options.Page, p.Options.Pages = spec.Ranges[0].First, ""
+		}
 		pl, err := planRender(s, p, dst)
 		if err != nil {
 			return err
