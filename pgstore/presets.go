@@ -117,4 +117,3 @@ func importPresets(ctx context.Context, tx pgx.Tx, presets []store.Preset, count
 	}
 	return nil
 }
-
