@@ -156,3 +156,6 @@ type Params struct {
 	// warnings collects what Warn reports; nil outside Catalog.Convert.
 	warnings *warnings
 }
+
+// Names lists the names of the options that are set, in the order of Options' fields.
+func (o Options) Names() []string { return o.set() }
