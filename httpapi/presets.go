@@ -141,7 +141,7 @@ func (s *Server) handleDeletePreset(w http.ResponseWriter, r *http.Request, ps h
 func (s *Server) createPreset(preset *string, key store.APIKey, target *string, opts *convert.Options) (string, error) {
 	if preset == nil || *preset == "" {
 		if key.PresetsOnly {
-			return "", errorf(CodePresetsOnly, "this API key may only create jobs from a preset: name one in \"preset\" (GET /v1/admin/presets lists them)")
+			return "", errorf(CodePresetsOnly, "this API key may only create jobs from a preset: name one in \"preset\" (the operator defines them)")
 		}
 		if preset != nil {
 			return "", errorf(CodeInvalidRequest, "preset is empty: name a preset, or leave preset out")

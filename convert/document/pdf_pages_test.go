@@ -1,7 +1,6 @@
 package document
 
 import (
-	"archive/zip"
 	"bytes"
 	"image/png"
 	"os"
@@ -60,23 +59,14 @@ func TestPDF_Pages_Zip(t *testing.T) {
 	if want := []string{"page-0003.png", "page-0001.png"}; !slices.Equal(names, want) {
 		t.Fatalf("unzip -l lists %v, want %v\n%s", names, want, listing)
 	}
-	zr, err := zip.NewReader(bytes.NewReader(out), int64(len(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
 	sizes := map[string][2]int{"page-0003.png": {876, 625}, "page-0001.png": {877, 1241}}
-	for _, f := range zr.File {
-		r, err := f.Open()
+	for name, data := range docZipEntries(t, out) {
+		img, err := png.Decode(strings.NewReader(data))
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", name, err)
 		}
-		img, err := png.Decode(r)
-		r.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", f.Name, err)
-		}
-		if got, want := img.Bounds().Size(), sizes[f.Name]; got.X != want[0] || got.Y != want[1] {
-			t.Errorf("%s is %v, want %dx%d", f.Name, got, want[0], want[1])
+		if got, want := img.Bounds().Size(), sizes[name]; got.X != want[0] || got.Y != want[1] {
+			t.Errorf("%s is %v, want %dx%d", name, got, want[0], want[1])
 		}
 	}
 }
