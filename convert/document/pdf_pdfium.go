@@ -1,7 +1,6 @@
 package document
 
 import (
-	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
@@ -428,8 +427,8 @@ func RegisterPDFPageArchive(c *convert.Catalog) {
 	c.AddConverter(convert.Converter{From: fmtPDF, To: "zip", Lossy: true, Run: pdfToPageArchive(c)})
 }
 
-// pdfToPageArchive renders every page as PNG into a zip archive; each page is checked against
-// the pixel limit before it is rendered.
+// pdfToPageArchive renders every page as PNG into a zip archive, as the pages option "all"
+// does for a PNG target; each page is checked against the pixel limit before it is rendered.
 func pdfToPageArchive(c *convert.Catalog) docRun {
 	png := convimage.CodecByID("png")
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
@@ -438,33 +437,6 @@ func pdfToPageArchive(c *convert.Catalog) docRun {
 			return err
 		}
 		defer s.close()
-		if s.pages > MaxPDFPages {
-			return convert.Errorf(nil, "the PDF has %d pages, over the %d page limit", s.pages, MaxPDFPages)
-		}
-		zw := zip.NewWriter(&convert.ContextWriter{Ctx: ctx, W: out})
-		for i := range s.pages {
-			pp := p
-			pp.Options.Page = i + 1
-			pp.Options.Width, pp.Options.Height, pp.Options.Fit = 0, 0, ""
-			pl, err := planRender(s, pp, png)
-			if err != nil {
-				return err
-			}
-			if err := c.AcquireMemory(ctx, pl.estimate, fmt.Sprintf("rendering page %d of this PDF at %d dpi", i+1, pl.dpi)); err != nil {
-				return err
-			}
-			err = func() error {
-				defer c.ReleaseMemory(pl.estimate)
-				w, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("page-%04d.png", i+1), Method: zip.Store})
-				if err != nil {
-					return err
-				}
-				return s.render(i, pl.dpi, func(img image.Image) error { return png.Encode(ctx, w, img, pl.opts) })
-			}()
-			if err != nil {
-				return err
-			}
-		}
-		return zw.Close()
+		return renderPages(ctx, c, s, convert.PageSpec{All: true}, png, out, p)
 	}
 }
