@@ -47,7 +47,7 @@ func newAdminCommand() *cobra.Command {
 	pf.StringVar(&o.dataDir, "data", "./convsvc-data", "data dir of a local server, to read its admin.token")
 	withEnvHelp(pf)
 	cmd.AddCommand(newAdminAccountsCommand(o), newAdminKeysCommand(o), newAdminBackupCommand(o))
-	cmd.AddCommand(newAdminMigrateCommand(o), newAdminWebhooksCommand(o))
+	cmd.AddCommand(newAdminMigrateCommand(o), newAdminWebhooksCommand(o), newAdminPresetsCommand(o))
 	return cmd
 }
 
@@ -228,6 +228,7 @@ func newAdminAccountsCommand(o *adminOptions) *cobra.Command {
 
 func newAdminKeysCommand(o *adminOptions) *cobra.Command {
 	cmd := &cobra.Command{Use: "keys", Short: "Issue, list and revoke API keys"}
+	var presetsOnly bool
 	create := &cobra.Command{
 		Use: "create ACCOUNT_ID", Short: "Issue a key (shown once)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -235,7 +236,7 @@ func newAdminKeysCommand(o *adminOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			key, err := c.CreateKey(cmd.Context(), args[0])
+			key, err := c.CreateKeyWith(cmd.Context(), args[0], client.KeyOptions{PresetsOnly: presetsOnly})
 			if err != nil {
 				return err
 			}
@@ -282,6 +283,7 @@ func newAdminKeysCommand(o *adminOptions) *cobra.Command {
 			return printJSON(cmd, key)
 		},
 	}
+	create.Flags().BoolVar(&presetsOnly, "presets-only", false, "limit the key to jobs created from a preset (a front end's key)")
 	pageFlags(list, &keysPage)
 	cmd.AddCommand(create, list, revoke)
 	return cmd

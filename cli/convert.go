@@ -46,6 +46,7 @@ type convertOptions struct {
 	verbose   bool
 	opts      client.Options
 	lossless  bool
+	preset    string
 }
 
 // maxParallel bounds convert --parallel: files in flight at once, each with its own upload.
@@ -95,6 +96,8 @@ func newConvertCommand() *cobra.Command {
 	f.IntVar(&o.opts.Page, "page", 0, "page of a PDF input, from 1")
 	f.IntVar(&o.opts.DPI, "dpi", 0, "resolution a PDF or SVG input is rendered at, 10 to 1200")
 	f.BoolVar(&o.lossless, "lossless", false, "lossless encoding (webp, avif, jxl)")
+	f.StringVar(&o.opts.Pages, "pages", "", `pages of a PDF or document input: "all", "1-3,7", "3-"; several pages to PNG, JPEG... give a .zip of page-0001.png..., to tiff one multi-page TIFF, pdf to pdf a PDF of those pages`)
+	f.StringVar(&o.preset, "preset", "", "run the operator's preset NAME (its target and options; --to must be its target, other option flags are refused)")
 	f.StringVar(&o.opts.Sheet, "sheet", "", "worksheet of an xlsx input: its name, or its position from 1 (default: the first, with a warning naming the others)")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
@@ -268,6 +271,9 @@ func (o *convertOptions) checkArgs(inputs []string) error {
 	if o.output != "" && len(inputs) > 1 {
 		return errors.New("-o names one output; with several inputs use --output-dir")
 	}
+	if o.preset != "" && !o.opts.IsZero() {
+		return fmt.Errorf("--preset %s runs the preset's options: drop the option flags (%s)", o.preset, strings.Join(convertOptionsSet(o.opts), ", "))
+	}
 	if o.output != "" && o.outputDir != "" {
 		return errors.New("-o and --output-dir exclude each other: -o names the output file itself")
 	}
@@ -356,8 +362,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 	if err != nil {
 		return target, fmt.Errorf("format %s: %w", target.ID, err)
 	}
-	opts := convert.Options{Quality: o.opts.Quality, Width: o.opts.Width, Height: o.opts.Height, Fit: o.opts.Fit,
-		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless, Sheet: o.opts.Sheet}
+	opts := kernelOptions(o.opts)
 	if err := opts.Validate(convert.Format{ID: target.ID, Options: detail.Options}); err != nil {
 		return target, err // the API's own words: options.quality: not accepted when converting to gif (...)
 	}
@@ -386,7 +391,8 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 			}
 			sources[from] = src
 		}
-		if from == target.ID || !slices.Contains(src.Targets, target.ID) {
+		selectPages := from == target.ID && from == "pdf" && opts.Pages != "" // pdf -> pdf: a page selection
+		if !selectPages && (from == target.ID || !slices.Contains(src.Targets, target.ID)) {
 			reach := "nothing"
 			if len(src.Targets) > 0 {
 				reach = strings.Join(src.Targets, ", ")
@@ -404,7 +410,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 			if p.input == stdio {
 				name = "stdin"
 			}
-			p.out = filepath.Join(o.outputDir, strings.TrimSuffix(name, filepath.Ext(name))+"."+firstExtension(target))
+			p.out = filepath.Join(o.outputDir, strings.TrimSuffix(name, filepath.Ext(name))+"."+outputExtension(target, opts))
 		}
 		if p.out == stdio {
 			continue
@@ -555,7 +561,7 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 	}
 	defer f.Close()
 	prog.state(fp, "reserving")
-	req := client.CreateJobRequest{InputFormat: p.from, TargetFormat: target.ID, InputBytes: p.size}
+	req := client.CreateJobRequest{InputFormat: p.from, TargetFormat: target.ID, InputBytes: p.size, Preset: o.preset}
 	if !o.opts.IsZero() {
 		req.Options = &o.opts
 	}
@@ -672,6 +678,27 @@ func formatByExtension(formats []client.Format, ext string) (client.Format, bool
 	}
 	return client.Format{}, false
 }
+
+// outputExtension is the extension of the file a job writes: zip when the pages option may
+// select several pages of an image target that holds one (TIFF and PDF hold them all), as
+// convert.Catalog.OutputFormat decides on the server.
+func outputExtension(target client.Format, opts convert.Options) string {
+	if opts.Pages != "" && target.Category == convert.CategoryImage && target.ID != "tiff" {
+		if spec, err := convert.ParsePages(opts.Pages); err == nil && !spec.Single() {
+			return "zip"
+		}
+	}
+	return firstExtension(target)
+}
+
+// kernelOptions is the client's options as the converters' options, to check them locally.
+func kernelOptions(o client.Options) convert.Options {
+	return convert.Options{Quality: o.Quality, Width: o.Width, Height: o.Height, Fit: o.Fit, Page: o.Page, DPI: o.DPI,
+		Lossless: o.Lossless, Sheet: o.Sheet, Pages: o.Pages}
+}
+
+// convertOptionsSet names the option flags that are set.
+func convertOptionsSet(o client.Options) []string { return kernelOptions(o).Names() }
 
 func firstExtension(f client.Format) string {
 	if len(f.Extensions) > 0 {

@@ -73,13 +73,41 @@ func writeFormatsMarkdown(out io.Writer, cat *convert.Catalog) error {
 	b.WriteString("| `width`, `height` | 1–32768 | output size in pixels; one alone keeps the aspect ratio |\n")
 	b.WriteString("| `fit` | `contain` (default), `cover`, `fill` | with both width and height: fit inside, fill and crop, or stretch |\n")
 	b.WriteString("| `page` | 1– | PDF to raster: the page to render (default 1) |\n")
+	b.WriteString("| `pages` | `\"all\"`, `\"1-3,7\"`, `\"3-\"` | PDF, or a document laid out as PDF (Markdown, HTML, text, DOCX, EPUB), to a raster target, and PDF to PDF: the pages in output order (see [Several pages](#several-pages)); not with `page` |\n")
 	b.WriteString("| `dpi` | 10–1200 | rendering resolution of PDF and SVG inputs |\n")
 	b.WriteString("| `lossless` | true/false | WebP: lossless (VP8L) instead of lossy |\n")
 	b.WriteString("| `sheet` | a name, or 1– | xlsx input, any target: the worksheet to convert, by name (case ignored) or position; default the first, with a `sheets_dropped` warning naming the others. An input option: accepted whatever the target, refused for other inputs |\n")
+	b.WriteString(severalPages)
 	b.WriteString(keepsAndDrops)
 	_, err := io.WriteString(out, b.String())
 	return err
 }
+
+// severalPages describes the pages option's grammar and outputs.
+const severalPages = `
+## Several pages
+
+` + "`pages`" + ` selects pages of a PDF input, or of a document the chain lays out as PDF first
+(Markdown, HTML, text, DOCX, EPUB), for a raster target, and pages of a PDF for PDF to PDF:
+
+- ` + "`\"all\"`" + `, or items separated by commas, each a page (` + "`7`" + `), a range (` + "`1-3`" + `) or a range
+  to the last page (` + "`3-`" + `); pages are numbered from 1 and at most 10000; spaces around items are
+  allowed. The output has the pages in the order given (` + "`\"7,1-3\"`" + ` puts page 7 first). Page 0,
+  negatives, reversed ranges (` + "`3-1`" + `) and a page named twice (` + "`1,1`" + `, ` + "`1-3,2`" + `, ` + "`3-,5`" + `) are
+  refused at create (` + "`400 invalid_request`" + `, naming the item).
+- One page (` + "`\"3\"`" + `, ` + "`\"3-3\"`" + `) is one file of the target format, as ` + "`page`" + ` gives.
+- Any other selection, whatever the document's page count turns out to be, is a zip archive for
+  targets that hold one image (PNG, JPEG, WebP, ...): ` + "`page-0001.png`" + `, ` + "`page-0002.png`" + `... named
+  by the source page number, one entry per page in output order. The job's output is then
+  ` + "`application/zip`" + ` with the file name ` + "`<job id>.zip`" + ` (the download's Content-Type and
+  Content-Disposition); ` + "`convsvc convert`" + ` names it ` + "`NAME.zip`" + `. For ` + "`tiff`" + ` it is one multi-page
+  TIFF (one IFD per page), and PDF to PDF writes a PDF of those pages, copied by PDFium.
+- Pages are rendered one at a time, each reserving its memory from the conversion budget and
+  checked against the pixel limit, and streamed into the archive or TIFF as they are encoded.
+  ` + "`width`" + `, ` + "`height`" + `, ` + "`fit`" + `, ` + "`dpi`" + ` and ` + "`quality`" + ` apply to every page.
+- The page count is not known at create (the file is not uploaded yet), so a page past the last
+  fails the job: ` + "`conversion_failed`" + ` with the message ` + "`pages: 9 is past the last page (3)`" + `.
+`
 
 // keepsAndDrops is what each family keeps, refuses or drops with a warning; the codes per pair
 // come from the registry (Converter.Drops) in the conversions table above.
@@ -94,7 +122,7 @@ fails with a message saying why) or dropped with a warning in the job's ` + "`ou
 |---|---|---|---|
 | image | pixels; 16 bits per channel into PNG, TIFF and Netpbm; transparency into every target but JPEG and Netpbm, and into GIF where each pixel is fully transparent or opaque; animation frames and timing between GIF and WebP | an image over the pixel, frame or memory limits, or larger than the target's maximum side | EXIF/XMP/text metadata (` + "`metadata_dropped`" + `), ICC profiles (` + "`color_profile_dropped`" + `, colours written as if sRGB), transparency into JPEG/Netpbm (` + "`alpha_dropped`" + `, composited over white) and partial transparency into GIF (` + "`alpha_dropped`" + `: pixels less than half opaque become transparent, the others are composited over white), frames past the first into still formats and of APNG (` + "`animation_dropped`" + `), 16-bit samples into 8-bit targets (` + "`bit_depth_reduced`" + `) |
 | data | every value, its type where the target has types, column order; a tree that is not a table (a configuration file) as headings and key/value tables in Markdown, HTML and the documents made from them | what the target cannot hold (nested values in CSV/TSV/XLSX cells, null in TOML, more rows or columns than XLSX holds), naming where | comments of YAML, TOML and XML (` + "`metadata_dropped`" + `); the other sheets of a workbook when no ` + "`sheet`" + ` option is given (` + "`sheets_dropped`" + `); formulas, written as their last computed values (` + "`formatting_dropped`" + `); charts and pictures (` + "`images_dropped`" + `); hyperlinks, reduced to the cell's text (` + "`links_dropped`" + `). Cells are read as Excel displays them, styles aside |
-| document | text, headings, emphasis, lists, tables, links and data: URI images between Markdown, HTML and EPUB; DOCX paragraphs, styles of text, hyperlinks, lists, tables, and code (code styles such as pandoc's and monospace fonts) as inline code and code blocks; every word of a PDF table whole (columns as wide as their widest word, the table set smaller when the page needs it; a word wider than the page wraps at its punctuation) | inputs over the size or page limits | images and link targets going to plain text (` + "`images_dropped`" + `, ` + "`links_dropped`" + `), DOCX images (` + "`images_dropped`" + `), Markdown and HTML images that are links rather than data: URIs, which are never fetched, in PDF and EPUB (` + "`images_dropped`" + `, alt text shown), the other pages of a PDF rendered as one image unless ` + "`page`" + ` chose it (` + "`pages_dropped`" + `; ` + "`zip`" + ` keeps every page); the PDF and SVG renderers report text they could not draw (` + "`text_not_rendered`" + `, ` + "`glyphs_missing`" + `) |
+| document | text, headings, emphasis, lists, tables, links and data: URI images between Markdown, HTML and EPUB; DOCX paragraphs, styles of text, hyperlinks, lists, tables, and code (code styles such as pandoc's and monospace fonts) as inline code and code blocks; every word of a PDF table whole (columns as wide as their widest word, the table set smaller when the page needs it; a word wider than the page wraps at its punctuation) | inputs over the size or page limits | images and link targets going to plain text (` + "`images_dropped`" + `, ` + "`links_dropped`" + `), DOCX images (` + "`images_dropped`" + `), Markdown and HTML images that are links rather than data: URIs, which are never fetched, in PDF and EPUB (` + "`images_dropped`" + `, alt text shown), the other pages of a PDF rendered as one image unless ` + "`page`" + ` or ` + "`pages`" + ` chose (` + "`pages_dropped`" + `; ` + "`pages`" + ` and ` + "`zip`" + ` keep every page); the PDF and SVG renderers report text they could not draw (` + "`text_not_rendered`" + `, ` + "`glyphs_missing`" + `) |
 | audio | samples, channels, sample rate and integer bit depth (WAV and FLAC both ways) | more than 8 channels, FLAC beyond 24 bits, over the sample limit | tags and pictures (` + "`metadata_dropped`" + `), float WAV samples as 24-bit integers (` + "`bit_depth_reduced`" + `) |
 | archive | names, contents, directories, rwx permission bits, modification times (to the second) | symbolic and hard links, devices, FIFOs, encrypted entries, names leaving the root, bombs | setuid/setgid/sticky bits and tar owners (` + "`permissions_dropped`" + `), extended attributes, ACLs and zip comments (` + "`metadata_dropped`" + `) |
 `

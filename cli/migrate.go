@@ -107,6 +107,7 @@ func printMigrateReport(cmd *cobra.Command, m *migrateOptions, rep MigrateReport
 		fmt.Fprintf(w, "database: not copied: %d finished jobs (%d successes kept in the ledger as purged)\n", rep.FinishedJobs, rep.PurgedAdded)
 		fmt.Fprintf(w, "database: copied webhooks: %d endpoints with their secrets, %d signing secrets, %d job webhook_urls, %d pending deliveries\n",
 			rep.WebhookEndpoints, rep.WebhookSigningSecrets, rep.JobWebhooks, rep.PendingDeliveries)
+		fmt.Fprintf(w, "database: copied %d presets\n", rep.Presets)
 		if rep.DeliveryHistory > 0 {
 			fmt.Fprintf(w, "database: not copied: %d delivered or failed webhook deliveries (history)\n", rep.DeliveryHistory)
 		}

@@ -92,6 +92,8 @@ type MigrateReport struct {
 	JobWebhooks           int
 	PendingDeliveries     int
 	DeliveryHistory       int
+	// Presets is the presets copied.
+	Presets int
 }
 
 // parseObjectStorage parses s3://BUCKET/PREFIX into the bucket and the key prefix.
@@ -279,7 +281,7 @@ func planMigration(d store.Dump, now time.Time) (pgstore.ImportData, MigrateRepo
 	}
 	data := pgstore.ImportData{Accounts: accts, Keys: d.Keys, Jobs: jobs,
 		WebhookEndpoints: d.WebhookEndpoints, WebhookSigningSecrets: d.WebhookSigningSecrets,
-		JobWebhooks: map[string]string{}}
+		JobWebhooks: map[string]string{}, Presets: d.Presets}
 	for _, j := range jobs {
 		if url := d.JobWebhooks[j.ID]; url != "" {
 			data.JobWebhooks[j.ID] = url
@@ -299,6 +301,7 @@ func planMigration(d store.Dump, now time.Time) (pgstore.ImportData, MigrateRepo
 	}
 	rep.WebhookEndpoints, rep.WebhookSigningSecrets = len(data.WebhookEndpoints), len(data.WebhookSigningSecrets)
 	rep.JobWebhooks, rep.PendingDeliveries = len(data.JobWebhooks), len(data.WebhookDeliveries)
+	rep.Presets = len(data.Presets)
 	return data, rep
 }
 
@@ -376,6 +379,13 @@ func verifyDatabase(ctx context.Context, pg *pgstore.Store, d pgstore.ImportData
 	if endpoints != len(d.WebhookEndpoints) || secrets != len(d.WebhookSigningSecrets) || jobURLs != len(d.JobWebhooks) || pending != len(d.WebhookDeliveries) {
 		return fmt.Errorf("the database has %d webhook endpoints, %d signing secrets, %d job webhook_urls, %d pending deliveries; %d, %d, %d, %d were copied",
 			endpoints, secrets, jobURLs, pending, len(d.WebhookEndpoints), len(d.WebhookSigningSecrets), len(d.JobWebhooks), len(d.WebhookDeliveries))
+	}
+	var presets int
+	if err := pg.Pool().QueryRow(ctx, `SELECT count(*) FROM presets`).Scan(&presets); err != nil {
+		return fmt.Errorf("count presets: %w", err)
+	}
+	if presets != len(d.Presets) {
+		return fmt.Errorf("the database has %d presets; %d were copied", presets, len(d.Presets))
 	}
 	return nil
 }

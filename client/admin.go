@@ -29,7 +29,9 @@ type APIKey struct {
 	Prefix    string     `json:"prefix"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at"`
-	Key       string     `json:"key,omitempty"`
+	// PresetsOnly: the key may only create jobs from a preset.
+	PresetsOnly bool   `json:"presets_only"`
+	Key         string `json:"key,omitempty"`
 }
 
 // Page is one page of an admin list: the items, oldest first, and whether more follow (pass

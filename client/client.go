@@ -147,9 +147,14 @@ type Format struct {
 
 // CreateJobRequest reserves a conversion.
 type CreateJobRequest struct {
-	InputFormat  string `json:"input_format"`
-	TargetFormat string `json:"target_format"`
+	InputFormat string `json:"input_format"`
+	// TargetFormat is the format to convert to; with Preset it may be left empty (or must be
+	// the preset's).
+	TargetFormat string `json:"target_format,omitempty"`
 	InputBytes   int64  `json:"input_bytes"`
+	// Preset (optional) names a preset an operator defined: the job takes its target and
+	// options, and Options must then be nil. A key created PresetsOnly must name one.
+	Preset string `json:"preset,omitempty"`
 	// Options (optional) tune the conversion; the target must accept each one that is set
 	// (Format.Options lists them), or the create is refused with invalid_request.
 	Options *Options `json:"options,omitempty"`
@@ -177,6 +182,10 @@ type Options struct {
 	Lossless *bool `json:"lossless,omitempty"`
 	// Sheet picks the worksheet of an xlsx input: its name, or its 1-based position as digits.
 	Sheet string `json:"sheet,omitempty"`
+	// Pages selects pages of a PDF (or a document laid out as PDF): "all", "1-3,7", "3-".
+	// Several pages to PNG, JPEG, WebP... make the output a zip of page-0001.png...; to TIFF
+	// one multi-page TIFF; PDF to PDF a PDF of those pages in that order.
+	Pages string `json:"pages,omitempty"`
 }
 
 // IsZero reports whether no option is set.

@@ -78,6 +78,9 @@ type ConvertRequest struct {
 	To   string
 	// Options (optional) tune the conversion.
 	Options *Options
+	// Preset (optional) names an operator's preset: the job takes its target and options (To
+	// may then be empty, and Options must be nil).
+	Preset string
 	// IdempotencyKey (optional) makes the create safe to repeat across calls; within one call
 	// the create's retries are safe without it.
 	IdempotencyKey string
@@ -95,9 +98,9 @@ func (c *Client) Convert(ctx context.Context, in io.Reader, size int64, from, to
 	return c.ConvertWith(ctx, ConvertRequest{In: in, Size: size, From: from, To: to}, out)
 }
 
-// ConvertWith is Convert with options and an idempotency key.
+// ConvertWith is Convert with options or a preset, and an idempotency key.
 func (c *Client) ConvertWith(ctx context.Context, r ConvertRequest, out io.Writer) (job Job, err error) {
-	res, err := c.CreateJob(ctx, CreateJobRequest{InputFormat: r.From, TargetFormat: r.To, InputBytes: r.Size, Options: r.Options}, r.IdempotencyKey)
+	res, err := c.CreateJob(ctx, CreateJobRequest{InputFormat: r.From, TargetFormat: r.To, InputBytes: r.Size, Options: r.Options, Preset: r.Preset}, r.IdempotencyKey)
 	if err != nil {
 		return Job{}, fmt.Errorf("create job: %w", err)
 	}

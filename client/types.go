@@ -40,6 +40,8 @@ const (
 	CodeRequestTooLarge      ErrorCode = "request_too_large"
 	CodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
 	CodeInternal             ErrorCode = "internal_error"
+	// CodePresetsOnly: the key may only create jobs from a preset (CreateJobRequest.Preset).
+	CodePresetsOnly ErrorCode = "presets_only"
 )
 
 // The error codes of a failed job.

@@ -63,6 +63,9 @@ type Format struct {
 	// Options lists the conversion options accepted when this format is the target; it is not
 	// part of the Format object of the API (GET /v1/formats/{id} shows it separately).
 	Options []string `json:"-"`
+	// MultiPage marks formats that hold several pages in one file (TIFF, PDF): several pages
+	// selected by the pages option stay one file of this format rather than a zip.
+	MultiPage bool `json:"-"`
 }
 
 // clone returns a copy of f that shares no memory with it.
@@ -177,7 +180,8 @@ func (c *Catalog) AddFormat(f Format) {
 	c.paths.Clear()
 }
 
-// AddConverter registers a converter; it panics when a format is unknown, From equals To,
+// AddConverter registers a converter; a converter from a format to itself is a transform
+// (pdf -> pdf selecting pages), the one path between them. It panics when a format is unknown,
 // Run is nil or the pair already has a converter, since those are programming errors.
 func (c *Catalog) AddConverter(cv Converter) {
 	c.mu.Lock()
@@ -188,9 +192,6 @@ func (c *Catalog) AddConverter(cv Converter) {
 	}
 	if _, ok := c.formats[cv.To]; !ok {
 		panic("convert: AddConverter to unknown format " + cv.To)
-	}
-	if cv.From == cv.To {
-		panic("convert: AddConverter from a format to itself: " + cv.From)
 	}
 	if cv.Run == nil {
 		panic("convert: AddConverter with nil Run: " + cv.From + " to " + cv.To)
@@ -307,6 +308,11 @@ func (c *Catalog) findPath(from, to string) ([]Step, error) {
 		return nil, fmt.Errorf("unknown format %q: %w", to, ErrUnsupported)
 	}
 	if from == to {
+		for _, cv := range c.out[from] {
+			if cv.To == to {
+				return []Step{{From: from, To: to, Lossy: cv.Lossy}}, nil
+			}
+		}
 		return nil, fmt.Errorf("%s to itself: %w", from, ErrUnsupported)
 	}
 

@@ -19,6 +19,8 @@ const (
 	// OptSheet picks the worksheet of an xlsx input, by name or 1-based index; it is an input
 	// option, accepted whatever the target (ValidateInput checks the input is xlsx).
 	OptSheet = "sheet"
+	// OptPages selects several pages of a PDF (or a document laid out as PDF): "all", "1-3,7".
+	OptPages = "pages"
 )
 
 // MaxSheetNameLen is the longest worksheet name Excel allows, in characters.
@@ -47,6 +49,10 @@ type Options struct {
 	// Sheet is the worksheet of an xlsx input to convert: its name, or its 1-based position
 	// in the workbook as digits ("2") when no sheet has that name. Empty means the first.
 	Sheet string `json:"sheet,omitempty"`
+	// Pages selects pages of a PDF input, or of a document laid out as PDF, in ParsePages'
+	// grammar: one page gives one file; a spec that may name several gives a zip of
+	// page-0001.png... (a multi-page TIFF for tiff, a PDF of those pages for pdf).
+	Pages string `json:"pages,omitempty"`
 }
 
 // IsZero reports whether no option is set.
@@ -68,6 +74,7 @@ func (o Options) set() []string {
 	add(o.DPI != 0, OptDPI)
 	add(o.Lossless != nil, OptLossless)
 	add(o.Sheet != "", OptSheet)
+	add(o.Pages != "", OptPages)
 	return names
 }
 
@@ -108,8 +115,15 @@ func (o Options) Validate(target Format) error {
 		return &OptionError{OptPage, "must be 1 or more"}
 	case o.DPI != 0 && (o.DPI < 10 || o.DPI > 1200):
 		return &OptionError{OptDPI, "must be from 10 to 1200"}
+	case o.Pages != "" && o.Page != 0:
+		return &OptionError{OptPages, "cannot be combined with page: give the one page as pages"}
 	case utf8.RuneCountInString(o.Sheet) > MaxSheetNameLen || !utf8.ValidString(o.Sheet):
 		return &OptionError{OptSheet, fmt.Sprintf("must be a sheet name of at most %d characters or a 1-based index", MaxSheetNameLen)}
+	}
+	if o.Pages != "" {
+		if _, err := ParsePages(o.Pages); err != nil {
+			return &OptionError{OptPages, err.Error()}
+		}
 	}
 	return nil
 }
@@ -142,3 +156,6 @@ type Params struct {
 	// warnings collects what Warn reports; nil outside Catalog.Convert.
 	warnings *warnings
 }
+
+// Names lists the names of the options that are set, in the order of Options' fields.
+func (o Options) Names() []string { return o.set() }

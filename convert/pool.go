@@ -497,7 +497,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 	}
 
 	meta := OutputMeta{ContentType: "application/octet-stream", Filename: t.JobID}
-	if f, ok := p.cat.Format(t.TargetFormat); ok {
+	if f := p.cat.OutputFormat(t.TargetFormat, t.Options); f.ID != "" {
 		meta.ContentType = f.MIME
 		if len(f.Extensions) > 0 {
 			meta.Filename += "." + f.Extensions[0]

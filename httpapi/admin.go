@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
 	"slices"
@@ -30,11 +32,12 @@ type monthlySpend struct {
 }
 
 type keyView struct {
-	ID        string     `json:"id"`
-	AccountID string     `json:"account_id"`
-	Prefix    string     `json:"prefix"`
-	CreatedAt time.Time  `json:"created_at"`
-	RevokedAt *time.Time `json:"revoked_at"`
+	ID          string     `json:"id"`
+	AccountID   string     `json:"account_id"`
+	Prefix      string     `json:"prefix"`
+	CreatedAt   time.Time  `json:"created_at"`
+	RevokedAt   *time.Time `json:"revoked_at"`
+	PresetsOnly bool       `json:"presets_only"`
 }
 
 type newKeyView struct {
@@ -88,7 +91,7 @@ func (s *Server) viewAccount(a store.Account) accountView {
 }
 
 func viewKey(k store.APIKey) keyView {
-	return keyView{ID: k.ID, AccountID: k.AccountID, Prefix: k.Prefix, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt}
+	return keyView{ID: k.ID, AccountID: k.AccountID, Prefix: k.Prefix, CreatedAt: k.CreatedAt, RevokedAt: k.RevokedAt, PresetsOnly: k.PresetsOnly}
 }
 
 type accountRequest struct {
@@ -165,8 +168,31 @@ func (s *Server) handleUpdateAccount(w http.ResponseWriter, r *http.Request, ps 
 	writeJSON(w, http.StatusOK, s.viewAccount(acct))
 }
 
+// keyRequest is the optional body of POST /v1/admin/accounts/{id}/keys.
+type keyRequest struct {
+	// PresetsOnly limits the key to jobs created from a preset.
+	PresetsOnly *bool `json:"presets_only"`
+}
+
 func (s *Server) handleCreateKey(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	key, secret, err := s.cfg.Store.CreateKey(ps.ByName("id"))
+	var req keyRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	if err == nil && len(bytes.TrimSpace(body)) > 0 {
+		if body, err = readJSONBody(w, &http.Request{Header: r.Header, Body: io.NopCloser(bytes.NewReader(body))}); err == nil {
+			err = decodeStrict(body, &req)
+		}
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var key store.APIKey
+	var secret string
+	if req.PresetsOnly != nil && *req.PresetsOnly {
+		key, secret, err = s.cfg.Store.CreateKeyWith(ps.ByName("id"), store.KeyOptions{PresetsOnly: true})
+	} else {
+		key, secret, err = s.cfg.Store.CreateKey(ps.ByName("id"))
+	}
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return

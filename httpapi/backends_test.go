@@ -32,6 +32,7 @@ var backendSuite = []struct {
 	{"GetJobWait", TestAPI_GetJobWait},
 	{"ListJobs", TestAPI_ListJobs},
 	{"Admin", TestAPI_Admin},
+	{"Presets", TestAPI_Presets},
 	{"RetentionExpiresJobs", TestAPI_RetentionExpiresJobs},
 }
 

@@ -63,7 +63,7 @@ func statusOf(e *Error) int {
 	switch e.Code {
 	case CodeInvalidRequest, CodeUnsupportedFormat, CodeFileTooLarge, CodeSizeMismatch:
 		return http.StatusBadRequest
-	case CodeUnauthorized:
+	case CodeUnauthorized, CodePresetsOnly:
 		return http.StatusForbidden
 	case CodeLimitReached:
 		return http.StatusForbidden

@@ -115,6 +115,7 @@ type createJobRequest struct {
 	InputBytes   json.RawMessage  `json:"input_bytes"`
 	Options      *convert.Options `json:"options"`
 	WebhookURL   *string          `json:"webhook_url"`
+	Preset       *string          `json:"preset"`
 }
 
 // decodeOptions reads the options a job was created with; nil when there were none.
@@ -136,6 +137,7 @@ type createJob struct {
 	size          int64
 	opts          convert.Options
 	webhookURL    *string // nil when absent
+	preset        *string // nil when absent
 }
 
 // parseCreateJob validates a create body in the order the contract ranks problems; options are
@@ -146,7 +148,7 @@ func parseCreateJob(body []byte) (createJob, error) {
 	}
 	var req createJobRequest
 	input, target, size, opts, err := parseCreateJobInto(body, &req)
-	return createJob{input: input, target: target, size: size, opts: opts, webhookURL: req.WebhookURL}, err
+	return createJob{input: input, target: target, size: size, opts: opts, webhookURL: req.WebhookURL, preset: req.Preset}, err
 }
 
 // parseCreateJobStrict is parseCreateJob with encoding/json, for every body.
@@ -263,8 +265,8 @@ func checkCreateFields(req createJobRequest) (input, target string, size int64, 
 	switch {
 	case req.InputFormat == nil || *req.InputFormat == "":
 		return "", "", 0, errorf(CodeInvalidRequest, "input_format is required: a format id from GET /v1/formats")
-	case req.TargetFormat == nil || *req.TargetFormat == "":
-		return "", "", 0, errorf(CodeInvalidRequest, "target_format is required: a format id from GET /v1/formats")
+	case (req.TargetFormat == nil || *req.TargetFormat == "") && req.Preset == nil:
+		return "", "", 0, errorf(CodeInvalidRequest, "target_format is required: a format id from GET /v1/formats (or a preset)")
 	case len(req.InputBytes) == 0 || string(req.InputBytes) == "null":
 		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes is required: the exact size of the file in bytes")
 	}
@@ -277,7 +279,10 @@ func checkCreateFields(req createJobRequest) (input, target string, size int64, 
 	case n.Cmp(big.NewInt(store.MaxInputBytes)) > 0:
 		return "", "", 0, errorf(CodeFileTooLarge, fmt.Sprintf("input_bytes is over the %d byte maximum", store.MaxInputBytes))
 	}
-	return *req.InputFormat, *req.TargetFormat, n.Int64(), nil
+	if req.TargetFormat != nil {
+		target = *req.TargetFormat
+	}
+	return *req.InputFormat, target, n.Int64(), nil
 }
 
 func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
@@ -297,13 +302,20 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		return
 	}
 	input, target, size, opts := parsed.input, parsed.target, parsed.size, parsed.opts
+	// The idempotency hash covers the request as sent: a preset's name, not what it expands to.
+	reqTarget, reqOpts := target, opts
+	preset, err := s.createPreset(parsed.preset, key, &target, &opts)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if _, err := s.cfg.Catalog.Path(input, target); err != nil {
 		s.writeError(w, r, &Error{Code: CodeUnsupportedFormat, Err: err,
 			Message: fmt.Sprintf("%s cannot be converted to %s; GET /v1/formats/%s lists its targets", strconv.Quote(input), strconv.Quote(target), input)})
 		return
 	}
 	targetFormat, _ := s.cfg.Catalog.Format(target)
-	if err := errors.Join(opts.Validate(targetFormat), opts.ValidateInput(input)); err != nil {
+	if err := errors.Join(opts.Validate(targetFormat), opts.ValidateInput(input), s.cfg.Catalog.ValidatePages(input, target, opts)); err != nil {
 		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
 		return
 	}
@@ -336,6 +348,10 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 	if idemKey != "" {
 		// Only a repeat under the same Idempotency-Key compares requests.
 		hashed := fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts)
+		if preset != "" {
+			reqRaw, _ := json.Marshal(reqOpts)
+			hashed = fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s\x00preset=%s", input, reqTarget, size, reqRaw, preset)
+		}
 		if webhookURL != "" {
 			hashed = fmt.Appendf(hashed, "\x00%s", webhookURL)
 		}

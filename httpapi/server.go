@@ -42,6 +42,7 @@ type Store interface {
 	RevokeKey(keyID string) (store.APIKey, error)
 
 	Backup(w io.Writer, size func(int64)) (int64, error)
+	PresetStore
 }
 
 // Blobs is what the API needs from object storage (the local blob store or S3, through
@@ -64,6 +65,8 @@ type Catalog interface {
 	Path(from, to string) ([]convert.Step, error)
 	Targets(id string) []string
 	Sources(id string) []string
+	// ValidatePages checks that the pages option applies to converting input to target.
+	ValidatePages(input, target string, o convert.Options) error
 }
 
 // Workers is what the API needs from the worker pool (implemented by *convert.Pool).
@@ -229,6 +232,10 @@ func (s *Server) routes() {
 	handle("GET", "/v1/admin/accounts/:id/keys", s.withAdmin(s.handleListKeys))
 	handle("DELETE", "/v1/admin/keys/:id", s.withAdmin(s.handleRevokeKey))
 	handle("GET", "/v1/admin/backup", s.withAdmin(s.handleBackup))
+	handle("GET", "/v1/admin/presets", s.withAdmin(s.handleListPresets))
+	handle("PUT", "/v1/admin/presets/:name", s.withAdmin(s.handlePutPreset))
+	handle("GET", "/v1/admin/presets/:name", s.withAdmin(s.handleGetPreset))
+	handle("DELETE", "/v1/admin/presets/:name", s.withAdmin(s.handleDeletePreset))
 	s.routeWebhooks(handle)
 	s.router = r
 	s.handler = Observed(r, Observe{Logger: s.log, Metrics: s.cfg.Metrics, Server: "api"})

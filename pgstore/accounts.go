@@ -151,11 +151,11 @@ func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (st
 	return acct, nil
 }
 
-const keyCols = `id, account_id, prefix, hash, created_at, revoked_at`
+const keyCols = `id, account_id, prefix, hash, created_at, revoked_at, presets_only`
 
 func scanKey(row pgx.Row) (store.APIKey, error) {
 	var k store.APIKey
-	err := row.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Hash, &k.CreatedAt, &k.RevokedAt)
+	err := row.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Hash, &k.CreatedAt, &k.RevokedAt, &k.PresetsOnly)
 	if isNoRows(err) {
 		return store.APIKey{}, store.ErrNotFound
 	}
@@ -165,12 +165,12 @@ func scanKey(row pgx.Row) (store.APIKey, error) {
 }
 
 // createKey inserts a new key for an existing account in tx (ErrNotFound otherwise).
-func createKey(ctx context.Context, tx pgx.Tx, accountID string) (store.APIKey, string, error) {
+func createKey(ctx context.Context, tx pgx.Tx, accountID string, o store.KeyOptions) (store.APIKey, string, error) {
 	secret := store.NewKeySecret()
 	hash := store.HashKey(secret)
-	key, err := scanKey(tx.QueryRow(ctx, `INSERT INTO api_keys (id, account_id, prefix, hash, created_at)
-		SELECT $1, $2, $3, $4, now() WHERE EXISTS (SELECT 1 FROM accounts WHERE id = $2) RETURNING `+keyCols,
-		store.NewKeyID(), accountID, secret[:store.KeyDisplayPrefixLen], hash[:]))
+	key, err := scanKey(tx.QueryRow(ctx, `INSERT INTO api_keys (id, account_id, prefix, hash, created_at, presets_only)
+		SELECT $1, $2, $3, $4, now(), $5 WHERE EXISTS (SELECT 1 FROM accounts WHERE id = $2) RETURNING `+keyCols,
+		store.NewKeyID(), accountID, secret[:store.KeyDisplayPrefixLen], hash[:], o.PresetsOnly))
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
@@ -180,13 +180,18 @@ func createKey(ctx context.Context, tx pgx.Tx, accountID string) (store.APIKey, 
 // CreateKey issues a new live key for the account and returns its record and the secret,
 // which is never stored (only its SHA-256) and cannot be shown again.
 func (s *Store) CreateKey(accountID string) (store.APIKey, string, error) {
+	return s.CreateKeyWith(accountID, store.KeyOptions{})
+}
+
+// CreateKeyWith is CreateKey with limits on what the key may do.
+func (s *Store) CreateKeyWith(accountID string, o store.KeyOptions) (store.APIKey, string, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var key store.APIKey
 	var secret string
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		key, secret, err = createKey(ctx, tx, accountID)
+		key, secret, err = createKey(ctx, tx, accountID, o)
 		return err
 	})
 	if err != nil {
@@ -278,7 +283,7 @@ func (s *Store) EnsureDefaultAccount(spendCapCents int64) (store.Account, string
 		if err != nil {
 			return err
 		}
-		_, secret, err = createKey(ctx, tx, acct.ID)
+		_, secret, err = createKey(ctx, tx, acct.ID, store.KeyOptions{})
 		return err
 	})
 	if err != nil {

@@ -35,6 +35,8 @@ type ImportData struct {
 	// WebhookDeliveries are inserted as given; a claimed one must be released by the caller
 	// (Claimed false), since its dispatcher belonged to a process that is gone.
 	WebhookDeliveries []store.WebhookDelivery
+	// Presets are inserted with their names, targets, options and times.
+	Presets []store.Preset
 }
 
 // ImportCounts says what Import wrote.
@@ -49,6 +51,8 @@ type ImportCounts struct {
 	WebhookSigningSecrets int
 	JobWebhooks           int
 	WebhookDeliveries     int
+	// Presets is the preset rows written.
+	Presets int
 }
 
 // HasData reports whether the database holds any account, key or job.
@@ -74,13 +78,13 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		counts = ImportCounts{}
 		// One import at a time, and none while another one is checking emptiness.
 		if _, err := tx.Exec(ctx, `LOCK TABLE accounts, api_keys, jobs, month_spend, webhook_endpoints,
-			webhook_signing_secrets, job_webhooks, webhook_deliveries IN EXCLUSIVE MODE`); err != nil {
+			webhook_signing_secrets, job_webhooks, webhook_deliveries, presets IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		if replace {
 			if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys; DELETE FROM rate_windows;
 				DELETE FROM webhook_deliveries; DELETE FROM job_webhooks; DELETE FROM webhook_endpoints;
-				DELETE FROM webhook_signing_secrets; DELETE FROM jobs;
+				DELETE FROM webhook_signing_secrets; DELETE FROM presets; DELETE FROM jobs;
 				DELETE FROM api_keys; DELETE FROM month_spend; DELETE FROM accounts`); err != nil {
 				return fmt.Errorf("empty the target: %w", err)
 			}
@@ -119,8 +123,8 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			}
 		}
 		for _, k := range d.Keys {
-			if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, account_id, prefix, hash, created_at, revoked_at)
-				VALUES ($1, $2, $3, $4, $5, $6)`, k.ID, k.AccountID, k.Prefix, k.Hash, k.CreatedAt.UTC(), utcPtr(k.RevokedAt)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO api_keys (id, account_id, prefix, hash, created_at, revoked_at, presets_only)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, k.ID, k.AccountID, k.Prefix, k.Hash, k.CreatedAt.UTC(), utcPtr(k.RevokedAt), k.PresetsOnly); err != nil {
 				return fmt.Errorf("key %s: %w", k.ID, err)
 			}
 			counts.Keys++
@@ -161,6 +165,9 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			counts.Jobs++
 		}
 		if err := importWebhooks(ctx, tx, d, &counts); err != nil {
+			return err
+		}
+		if err := importPresets(ctx, tx, d.Presets, &counts); err != nil {
 			return err
 		}
 		return checkImport(ctx, tx, d)
@@ -274,6 +281,13 @@ func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
 	}
 	if err := checkWebhookImport(ctx, tx, d); err != nil {
 		return err
+	}
+	var presets int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM presets`).Scan(&presets); err != nil {
+		return err
+	}
+	if presets != len(d.Presets) {
+		return fmt.Errorf("%w: the target holds %d presets after copying %d", ErrImportCheck, presets, len(d.Presets))
 	}
 	var problems []error
 	rows, err := tx.Query(ctx, `SELECT a.id, a.reserved_cents, count(j.id) FROM accounts a

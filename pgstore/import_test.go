@@ -150,3 +150,33 @@ func TestImport_Webhooks(t *testing.T) {
 		t.Fatalf("replace over webhook rows: %v", err)
 	}
 }
+
+// TestImport_Presets: presets land with their options and times, a presets-only key keeps its
+// limit, and a replace removes the presets that were there.
+func TestImport_Presets(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, testpg.NewDatabase(t), pgstore.Options{})
+	d := importData()
+	d.Keys[0].PresetsOnly = true
+	at := d.Accounts[0].CreatedAt
+	d.Presets = []store.Preset{{Name: "web-thumb", TargetFormat: "webp", Options: []byte(`{"width":320}`), CreatedAt: at, UpdatedAt: at.Add(time.Hour)}}
+	counts, err := s.Import(ctx, d, false)
+	if err != nil || counts.Presets != 1 {
+		t.Fatalf("Import = %+v, %v", counts, err)
+	}
+	p, err := s.Preset("web-thumb")
+	if err != nil || p.TargetFormat != "webp" || string(p.Options) != `{"width":320}` || !p.CreatedAt.Equal(at) || !p.UpdatedAt.Equal(at.Add(time.Hour)) {
+		t.Fatalf("Preset = %+v, %v", p, err)
+	}
+	keys, err := s.Keys("acct_import1")
+	if err != nil || len(keys) != 1 || !keys[0].PresetsOnly {
+		t.Fatalf("Keys = %+v, %v", keys, err)
+	}
+	d.Presets = nil
+	if _, err := s.Import(ctx, d, true); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := s.Presets(); err != nil || len(list) != 0 {
+		t.Fatalf("presets after a replace without them: %+v, %v", list, err)
+	}
+}

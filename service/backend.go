@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"net/http"
@@ -254,8 +255,12 @@ func (m *Main) openS3(scratch string) (ObjectStorage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("object storage %s: %w", cfg.ObjectStorage, err)
 	}
-	return s3Objects{s: s, extension: func(format string) string {
-		if f, ok := m.catalog.Format(format); ok && len(f.Extensions) > 0 {
+	return s3Objects{s: s, extension: func(job store.Job) string {
+		var opts convert.Options
+		if len(job.Options) > 0 {
+			_ = json.Unmarshal(job.Options, &opts) // validated at create
+		}
+		if f := m.catalog.OutputFormat(job.TargetFormat, opts); len(f.Extensions) > 0 {
 			return f.Extensions[0]
 		}
 		return ""

@@ -19,8 +19,9 @@ import (
 // download presigns the key of the attempt the job store recorded.
 type s3Objects struct {
 	s *s3store.Store
-	// format names a target format's first extension, for the download's filename.
-	extension func(format string) string
+	// extension names the first extension of a job's output format (its target, or zip for
+	// several pages), for the download's filename.
+	extension func(job store.Job) string
 }
 
 // UploadURL presigns the PUT of the job's input, with its size signed as Content-Length.
@@ -40,7 +41,7 @@ func (o s3Objects) DownloadURL(job store.Job, expires time.Time) string {
 	}
 	name := job.ID
 	if o.extension != nil {
-		if ext := o.extension(job.TargetFormat); ext != "" {
+		if ext := o.extension(job); ext != "" {
 			name += "." + ext
 		}
 	}

@@ -165,28 +165,40 @@ func putAccount(tx *bolt.Tx, acct Account) error {
 // CreateKey issues a new live key for the account and returns its record and the secret,
 // which is never stored and cannot be shown again.
 func (s *Store) CreateKey(accountID string) (APIKey, string, error) {
+	return s.CreateKeyWith(accountID, KeyOptions{})
+}
+
+// KeyOptions are the limits a key is created with.
+type KeyOptions struct {
+	// PresetsOnly limits the key to jobs created from a preset.
+	PresetsOnly bool
+}
+
+// CreateKeyWith is CreateKey with limits on what the key may do.
+func (s *Store) CreateKeyWith(accountID string, o KeyOptions) (APIKey, string, error) {
 	var key APIKey
 	var secret string
 	err := s.update(func(tx *bolt.Tx) error {
 		var err error
-		key, secret, err = createKey(tx, accountID, s.opts.Now())
+		key, secret, err = createKey(tx, accountID, s.opts.Now(), o)
 		return err
 	})
 	return key, secret, err
 }
 
-func createKey(tx *bolt.Tx, accountID string, now time.Time) (APIKey, string, error) {
+func createKey(tx *bolt.Tx, accountID string, now time.Time, o KeyOptions) (APIKey, string, error) {
 	if _, err := findAccount(tx, accountID); err != nil {
 		return APIKey{}, "", err
 	}
 	secret := NewKeySecret()
 	hash := hashKey(secret)
 	key := APIKey{
-		ID:        "key_" + randomBase62(16),
-		AccountID: accountID,
-		Prefix:    secret[:KeyDisplayPrefixLen],
-		Hash:      hash[:],
-		CreatedAt: now.UTC(),
+		ID:          "key_" + randomBase62(16),
+		AccountID:   accountID,
+		Prefix:      secret[:KeyDisplayPrefixLen],
+		Hash:        hash[:],
+		CreatedAt:   now.UTC(),
+		PresetsOnly: o.PresetsOnly,
 	}
 	if err := putJSON(tx.Bucket(bucketKeys), []byte(key.ID), key); err != nil {
 		return APIKey{}, "", err
@@ -296,7 +308,7 @@ func (s *Store) EnsureDefaultAccount(spendCapCents int64) (Account, string, erro
 			return err
 		}
 		var err error
-		_, secret, err = createKey(tx, acct.ID, s.opts.Now())
+		_, secret, err = createKey(tx, acct.ID, s.opts.Now(), KeyOptions{})
 		return err
 	})
 	return acct, secret, err

@@ -14,7 +14,7 @@ import (
 
 // Dump is everything `convsvc admin migrate` copies out of a database, read in one
 // transaction: every account (with its monthly spend and purged-success counts), every key
-// (hash, never a secret), every job, and the webhook configuration and deliveries.
+// (hash, never a secret), every job, the webhook configuration and deliveries, and the presets.
 type Dump struct {
 	Accounts []Account // oldest first
 	Keys     []APIKey  // oldest first
@@ -28,6 +28,8 @@ type Dump struct {
 	JobWebhooks map[string]string
 	// WebhookDeliveries are every delivery (pending, delivered and failed), oldest first.
 	WebhookDeliveries []WebhookDelivery
+	// Presets are the operator's named jobs, by name.
+	Presets []Preset
 }
 
 // OpenReadOnly opens the database at path for reading only, as `convsvc admin migrate` does:
@@ -77,7 +79,11 @@ func (s *Store) Dump() (Dump, error) {
 		if err := dumpWebhooks(tx, &d); err != nil {
 			return err
 		}
-		err := tx.Bucket(bucketAccounts).ForEach(func(k, _ []byte) error {
+		var err error
+		if d.Presets, err = dumpPresets(tx); err != nil {
+			return err
+		}
+		err = tx.Bucket(bucketAccounts).ForEach(func(k, _ []byte) error {
 			acct, err := findAccount(tx, string(k))
 			if err != nil {
 				return err

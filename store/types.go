@@ -130,6 +130,8 @@ type APIKey struct {
 	Hash      []byte     `json:"hash"`
 	CreatedAt time.Time  `json:"created_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+	// PresetsOnly limits the key to jobs created from a preset (create's "preset").
+	PresetsOnly bool `json:"presets_only,omitempty"`
 }
 
 // CreateJobParams is a validated job reservation request.

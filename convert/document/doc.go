@@ -1,8 +1,10 @@
 // Package document is the document family: Markdown, HTML, plain text, DOCX, EPUB, PDF and
 // SVG. It lays out Markdown, HTML, text, DOCX and EPUB as PDF, converts between the markup
 // formats, extracts PDF text, renders PDF pages and SVG drawings to every raster format of the
-// image family, and embeds images in PDFs. RegisterPDFPageArchive adds pdf -> zip (one PNG per
-// page) once the archive family's zip format is registered.
+// image family, and embeds images in PDFs. The pages option renders several pages (pdf_pages.go):
+// into a zip of page files, one multi-page TIFF, or for pdf -> pdf a new PDF of those pages.
+// RegisterPDFPageArchive adds pdf -> zip (one PNG per page) once the archive family's zip
+// format is registered.
 //
 // Modules: yuin/goldmark (Markdown), golang.org/x/net/html and JohannesKaufmann/html-to-markdown
 // (HTML), codeberg.org/go-pdf/fpdf with the Go fonts (PDF layout), klippa-app/go-pdfium in

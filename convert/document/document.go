@@ -15,7 +15,8 @@ import (
 //   - html -> markdown (html-to-markdown, tables and strikethrough kept), txt, pdf, epub
 //   - txt -> html, pdf
 //   - docx (word/document.xml read with archive/zip + encoding/xml) -> html, markdown, txt
-//   - pdf -> every writable raster (PDFium compiled to wasm, run by wazero), txt
+//   - pdf -> every writable raster (PDFium compiled to wasm, run by wazero), txt, and pdf
+//     (the pages option's selection, copied by PDFium)
 //   - svg (oksvg) -> every writable raster, pdf
 //   - every readable raster -> pdf (one page sized to the image; JPEG embedded as is)
 //
@@ -50,7 +51,7 @@ const (
 
 // documentFormats lists the formats this family registers.
 var documentFormats = []convert.Format{
-	{ID: fmtPDF, Name: "PDF document", Category: convert.CategoryDocument, Extensions: []string{"pdf"}, MIME: "application/pdf"},
+	{ID: fmtPDF, Name: "PDF document", Category: convert.CategoryDocument, Extensions: []string{"pdf"}, MIME: "application/pdf", Options: []string{convert.OptPages}, MultiPage: true},
 	{ID: fmtMarkdown, Name: "Markdown document", Category: convert.CategoryDocument, Extensions: []string{"md", "markdown"}, MIME: "text/markdown"},
 	{ID: fmtHTML, Name: "HTML document", Category: convert.CategoryDocument, Extensions: []string{"html", "htm"}, MIME: "text/html"},
 	{ID: fmtTXT, Name: "Plain text", Category: convert.CategoryDocument, Extensions: []string{"txt"}, MIME: "text/plain"},
@@ -122,6 +123,7 @@ func Register(c *convert.Catalog) {
 	add(fmtDOCX, fmtTXT, true, budgeted(docxEstimate, docxToText))
 
 	add(fmtPDF, fmtTXT, true, budgeted(pdfiumEstimate, pdfToText))
+	add(fmtPDF, fmtPDF, false, budgeted(selectPDFPagesEstimate, pdfSelectPages))
 	add(fmtSVG, fmtPDF, true, svgToPDF(c))
 
 	// Rasters: every writable image format from PDF pages and SVG, and every readable one to

@@ -161,8 +161,8 @@ func reportDOCXImages(in *io.SectionReader, to string, p convert.Params) {
 // reportPDFPages reports a PDF of several pages of which one became an image, unless the job
 // chose the page.
 func reportPDFPages(pages, page int, to string, p convert.Params) {
-	if pages > 1 && p.Options.Page == 0 {
-		p.Warn(convert.WarnPagesDropped, fmt.Sprintf("the PDF has %d pages; only page %d was converted to %s (choose another with the page option, or convert to zip for every page)", pages, page+1, to))
+	if pages > 1 && p.Options.Page == 0 && p.Options.Pages == "" {
+		p.Warn(convert.WarnPagesDropped, fmt.Sprintf("the PDF has %d pages; only page %d was converted to %s (choose another with the page option, or every page with pages: \"all\")", pages, page+1, to))
 	}
 }
 

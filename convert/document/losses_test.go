@@ -26,7 +26,7 @@ func TestDocument_Warnings(t *testing.T) {
 			w(convert.WarnImagesDropped, "the DOCX's 1 embedded image was not converted to Markdown (DOCX images are not read)")}},
 		{Sample: "sample.docx", From: "docx", To: "html"},
 		{Sample: "sample.pdf", From: "pdf", To: "png", Want: []convert.Warning{
-			w(convert.WarnPagesDropped, "the PDF has 3 pages; only page 1 was converted to PNG (choose another with the page option, or convert to zip for every page)")}},
+			w(convert.WarnPagesDropped, "the PDF has 3 pages; only page 1 was converted to PNG (choose another with the page option, or every page with pages: \"all\")")}},
 		{Sample: "sample.pdf", From: "pdf", To: "png", Opts: convert.Options{Page: 2}},
 		{Sample: "sample.md", From: "markdown", To: "html"},
 		{Sample: "sample.html", From: "html", To: "epub", Want: []convert.Warning{

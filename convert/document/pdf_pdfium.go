@@ -1,7 +1,6 @@
 package document
 
 import (
-	"archive/zip"
 	"bufio"
 	"bytes"
 	"context"
@@ -90,6 +89,9 @@ type pdfiumCalls interface {
 	FPDF_GetPageSizeByIndex(*requests.FPDF_GetPageSizeByIndex) (*responses.FPDF_GetPageSizeByIndex, error)
 	RenderPageInDPI(*requests.RenderPageInDPI) (*responses.RenderPageInDPI, error)
 	GetPageText(*requests.GetPageText) (*responses.GetPageText, error)
+	FPDF_CreateNewDocument(*requests.FPDF_CreateNewDocument) (*responses.FPDF_CreateNewDocument, error)
+	FPDF_ImportPagesByIndex(*requests.FPDF_ImportPagesByIndex) (*responses.FPDF_ImportPagesByIndex, error)
+	FPDF_SaveAsCopy(*requests.FPDF_SaveAsCopy) (*responses.FPDF_SaveAsCopy, error)
 }
 
 // pdfSession is one open PDF in a PDFium instance of its own.
@@ -356,6 +358,19 @@ func pdfToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 			return err
 		}
 		defer s.close()
+		if p.Options.Pages != "" {
+			spec, err := convert.ParsePages(p.Options.Pages)
+			if err != nil {
+				return convert.Errorf(err, "pages: %v", err)
+			}
+			if !spec.Single() {
+				return renderPages(ctx, c, s, spec, dst, out, p)
+			}
+			if spec.Ranges[0].First > s.pages {
+				return convert.Errorf(nil, "pages: %d is past the last page (%d)", spec.Ranges[0].First, s.pages)
+			}
+			p.Options.Page, p.Options.Pages = spec.Ranges[0].First, ""
+		}
 		pl, err := planRender(s, p, dst)
 		if err != nil {
 			return err
@@ -412,8 +427,8 @@ func RegisterPDFPageArchive(c *convert.Catalog) {
 	c.AddConverter(convert.Converter{From: fmtPDF, To: "zip", Lossy: true, Run: pdfToPageArchive(c)})
 }
 
-// pdfToPageArchive renders every page as PNG into a zip archive; each page is checked against
-// the pixel limit before it is rendered.
+// pdfToPageArchive renders every page as PNG into a zip archive, as the pages option "all"
+// does for a PNG target; each page is checked against the pixel limit before it is rendered.
 func pdfToPageArchive(c *convert.Catalog) docRun {
 	png := convimage.CodecByID("png")
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
@@ -422,33 +437,6 @@ func pdfToPageArchive(c *convert.Catalog) docRun {
 			return err
 		}
 		defer s.close()
-		if s.pages > MaxPDFPages {
-			return convert.Errorf(nil, "the PDF has %d pages, over the %d page limit", s.pages, MaxPDFPages)
-		}
-		zw := zip.NewWriter(&convert.ContextWriter{Ctx: ctx, W: out})
-		for i := range s.pages {
-			pp := p
-			pp.Options.Page = i + 1
-			pp.Options.Width, pp.Options.Height, pp.Options.Fit = 0, 0, ""
-			pl, err := planRender(s, pp, png)
-			if err != nil {
-				return err
-			}
-			if err := c.AcquireMemory(ctx, pl.estimate, fmt.Sprintf("rendering page %d of this PDF at %d dpi", i+1, pl.dpi)); err != nil {
-				return err
-			}
-			err = func() error {
-				defer c.ReleaseMemory(pl.estimate)
-				w, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("page-%04d.png", i+1), Method: zip.Store})
-				if err != nil {
-					return err
-				}
-				return s.render(i, pl.dpi, func(img image.Image) error { return png.Encode(ctx, w, img, pl.opts) })
-			}()
-			if err != nil {
-				return err
-			}
-		}
-		return zw.Close()
+		return renderPages(ctx, c, s, convert.PageSpec{All: true}, png, out, p)
 	}
 }

@@ -8,9 +8,9 @@ import (
 // lossless where the format has both modes, page and dpi for rendering PDF and SVG inputs
 // (Options.ValidateInput refuses them for other inputs).
 var (
-	rasterOptions      = []string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}
-	lossyRasterOptions = []string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}
-	webpOptions        = []string{convert.OptQuality, convert.OptLossless, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}
+	rasterOptions      = []string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}
+	lossyRasterOptions = []string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}
+	webpOptions        = []string{convert.OptQuality, convert.OptLossless, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}
 )
 
 // imageFormats lists every image format the family recognizes, convertible or not yet.
@@ -19,7 +19,7 @@ var imageFormats = []convert.Format{
 	{ID: "jpeg", Name: "JPEG image", Category: convert.CategoryImage, Extensions: []string{"jpg", "jpeg", "jpe"}, MIME: "image/jpeg", Options: lossyRasterOptions},
 	{ID: "gif", Name: "GIF image", Category: convert.CategoryImage, Extensions: []string{"gif"}, MIME: "image/gif", Options: rasterOptions},
 	{ID: "bmp", Name: "BMP image", Category: convert.CategoryImage, Extensions: []string{"bmp"}, MIME: "image/bmp", Options: rasterOptions},
-	{ID: "tiff", Name: "TIFF image", Category: convert.CategoryImage, Extensions: []string{"tif", "tiff"}, MIME: "image/tiff", Options: rasterOptions},
+	{ID: "tiff", Name: "TIFF image", Category: convert.CategoryImage, Extensions: []string{"tif", "tiff"}, MIME: "image/tiff", Options: rasterOptions, MultiPage: true},
 	{ID: "webp", Name: "WebP image", Category: convert.CategoryImage, Extensions: []string{"webp"}, MIME: "image/webp", Options: webpOptions},
 	{ID: "avif", Name: "AVIF image", Category: convert.CategoryImage, Extensions: []string{"avif"}, MIME: "image/avif", Options: lossyRasterOptions},
 	{ID: "qoi", Name: "QOI image", Category: convert.CategoryImage, Extensions: []string{"qoi"}, MIME: "image/qoi", Options: rasterOptions},

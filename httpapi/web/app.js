@@ -14,6 +14,8 @@
     height: { label: "Height (px)", min: 1, max: 32768 },
     page: { label: "Page", min: 1, only: ["pdf"] },
     dpi: { label: "DPI (10-1200)", min: 10, max: 1200, only: ["pdf", "svg"] },
+    // Several pages to one-image formats come back as a zip of page-0001.png, ... (outputName).
+    pages: { label: 'Pages ("all", "1-3,7"; default one)', only: ["pdf", "markdown", "html", "txt", "docx", "epub"], text: true, maxLength: 1000 },
   };
   // Options of the input rather than of the target: offered whatever the target, when the
   // input is one of only.
@@ -360,6 +362,15 @@
         control = document.createElement("select");
         option(control, "", "default (contain)");
         for (const v of ["contain", "cover", "fill"]) option(control, v, v);
+      } else if (spec && spec.text) {
+        label.textContent = spec.label;
+        control = document.createElement("input");
+        control.type = "text";
+        control.maxLength = spec.maxLength;
+        control.spellcheck = false;
+        control.autocomplete = "off";
+        control.placeholder = "default";
+        control.dataset.text = "true";
       } else if (name === "lossless") {
         field.classList.add("check");
         label.textContent = "Lossless";
@@ -549,9 +560,17 @@
     }
   }
 
+  // severalPages says whether a pages option may select more than one page ("all", "1-3", "3-"),
+  // which makes an image target's output a zip (a TIFF or PDF holds them all).
+  function severalPages(pages) {
+    const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(pages || "");
+    return !!pages && !(m && (m[2] === undefined || Number(m[1]) === Number(m[2])));
+  }
+
   function outputName(it, job, list) {
     const f = list.find((f) => f.id === job.target_format);
-    const ext = f && f.extensions.length ? f.extensions[0] : job.target_format;
+    let ext = f && f.extensions.length ? f.extensions[0] : job.target_format;
+    if (f && f.category === "image" && f.id !== "tiff" && job.options && severalPages(job.options.pages)) ext = "zip";
     const dot = it.file.name.lastIndexOf(".");
     const base = dot > 0 ? it.file.name.slice(0, dot) : it.file.name;
     return (base || job.id) + "." + ext;

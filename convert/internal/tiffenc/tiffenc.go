@@ -202,19 +202,28 @@ type zlibWriter interface {
 // Encode writes m as a TIFF to w. It returns ErrUnsupported (wrapped) for image types other
 // than *image.RGBA, *image.NRGBA and *image.Gray, and stops soon after ctx is done.
 func Encode(ctx context.Context, w io.Writer, m image.Image, o *Options) error {
+	l, rps, strips, predictor, err := compressStrips(ctx, m, o)
+	if err != nil {
+		return err
+	}
+	return writeFile(w, l, rps, strips, predictor)
+}
+
+// compressStrips compresses m's strips on the workers, with the options Encode chooses.
+func compressStrips(ctx context.Context, m image.Image, o *Options) (l *layout, rps int, strips [][]byte, predictor bool, err error) {
 	var opt Options
 	if o != nil {
 		opt = *o
 	}
 	if (opt.Level < 0 || opt.Level > 9) && opt.Level != HuffmanOnly {
-		return fmt.Errorf("tiffenc: level %d is not 1 to 9 or HuffmanOnly", opt.Level)
+		return nil, 0, nil, false, fmt.Errorf("tiffenc: level %d is not 1 to 9 or HuffmanOnly", opt.Level)
 	}
 	if opt.RowsPerStrip <= 0 {
 		opt.RowsPerStrip = 64
 	}
-	l, err := newLayout(m)
+	l, err = newLayout(m)
 	if err != nil {
-		return err
+		return nil, 0, nil, false, err
 	}
 	if opt.Level == 0 {
 		workers := opt.Workers
@@ -225,9 +234,9 @@ func Encode(ctx context.Context, w io.Writer, m image.Image, o *Options) error {
 		}
 		opt.Workers = workers
 	}
-	rps := min(opt.RowsPerStrip, l.h)
+	rps = min(opt.RowsPerStrip, l.h)
 	nstrips := (l.h + rps - 1) / rps
-	strips := make([][]byte, nstrips)
+	strips = make([][]byte, nstrips)
 	nw := opt.Workers
 	if nw <= 0 {
 		nw = runtime.GOMAXPROCS(0)
@@ -264,9 +273,9 @@ func Encode(ctx context.Context, w io.Writer, m image.Image, o *Options) error {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, 0, nil, false, err
 	}
-	return writeFile(w, l, rps, strips, !opt.NoPredictor)
+	return l, rps, strips, !opt.NoPredictor, nil
 }
 
 // strip compresses rows [y0, y1) as one zlib stream.
@@ -385,7 +394,34 @@ func writeLayout(w io.Writer, l *layout, rps int, sizes []int, predictor bool, b
 	}
 	pad := pos & 1 // the IFD starts on a word boundary
 	ifdOff := pos + pad
+	// The next-IFD offset after the entries stays 0: one image.
+	ifd, err := buildIFD(l, rps, offsets, counts, predictor, ifdOff, 0)
+	if err != nil {
+		return err
+	}
+	le := binary.LittleEndian
 
+	var hdr [8]byte
+	copy(hdr[:], "II*\x00")
+	le.PutUint32(hdr[4:], uint32(ifdOff))
+	if _, err := w.Write(hdr[:]); err != nil {
+		return err
+	}
+	if err := body(); err != nil {
+		return err
+	}
+	if pad != 0 {
+		if _, err := w.Write([]byte{0}); err != nil {
+			return err
+		}
+	}
+	_, err = w.Write(ifd)
+	return err
+}
+
+// buildIFD returns the IFD of one image, to be written at offset ifdOff, with the values too
+// long for an entry after it, and next as the offset of the following IFD (0 for none).
+func buildIFD(l *layout, rps int, offsets, counts []uint32, predictor bool, ifdOff, next uint64) ([]byte, error) {
 	bits := make([]uint32, l.spp)
 	for i := range bits {
 		bits[i] = 8
@@ -420,7 +456,7 @@ func writeLayout(w io.Writer, l *layout, rps int, sizes []int, predictor bool, b
 		}
 	}
 	if end := ifdOff + uint64(ifdLen) + uint64(extra); end > math.MaxUint32 {
-		return fmt.Errorf("tiffenc: the file would be %d bytes, more than TIFF's 4 GiB", end)
+		return nil, fmt.Errorf("tiffenc: the file would be %d bytes, more than TIFF's 4 GiB", end)
 	}
 	ifd := make([]byte, ifdLen+extra)
 	le := binary.LittleEndian
@@ -439,22 +475,92 @@ func writeLayout(w io.Writer, l *layout, rps int, sizes []int, predictor bool, b
 		e.put(ifd[ext:])
 		ext += e.size()
 	}
-	// The next-IFD offset after the entries stays 0: one image.
+	le.PutUint32(ifd[ifdLen-4:], uint32(next))
+	return ifd, nil
+}
 
-	var hdr [8]byte
-	copy(hdr[:], "II*\x00")
-	le.PutUint32(hdr[4:], uint32(ifdOff))
-	if _, err := w.Write(hdr[:]); err != nil {
+// ifdSize is the length of buildIFD's result for an image of nstrips strips.
+func ifdSize(l *layout, nstrips int, predictor bool) int {
+	n, extra := 13, 8+8 // entries; the two resolutions
+	if predictor {
+		n++
+	}
+	if l.extra != 0 {
+		n++
+	}
+	if l.spp*2 > 4 {
+		extra += 2 * l.spp
+	}
+	if nstrips > 1 {
+		extra += 2 * 4 * nstrips
+	}
+	return 2 + 12*n + 4 + extra
+}
+
+// PageWriter writes a multi-page TIFF (one IFD per page, each pointing to the next) to a
+// plain io.Writer, a page at a time: each page's strips are compressed as Encode does and
+// written after its IFD, so a page is never held once written.
+type PageWriter struct {
+	w    io.Writer
+	pos  uint64
+	open bool
+}
+
+// NewPageWriter returns a PageWriter writing to w.
+func NewPageWriter(w io.Writer) *PageWriter { return &PageWriter{w: w} }
+
+// WritePage writes m as the next page; last says whether it is the final page (its IFD then
+// points to no further one). Image types and errors are Encode's.
+func (p *PageWriter) WritePage(ctx context.Context, m image.Image, o *Options, last bool) error {
+	l, rps, strips, predictor, err := compressStrips(ctx, m, o)
+	if err != nil {
 		return err
 	}
-	if err := body(); err != nil {
+	if !p.open {
+		var hdr [8]byte
+		copy(hdr[:], "II*\x00")
+		binary.LittleEndian.PutUint32(hdr[4:], 8)
+		if _, err := p.w.Write(hdr[:]); err != nil {
+			return err
+		}
+		p.pos, p.open = 8, true
+	}
+	ifdOff := p.pos
+	pos := ifdOff + uint64(ifdSize(l, len(strips), predictor))
+	offsets := make([]uint32, len(strips))
+	counts := make([]uint32, len(strips))
+	for i, s := range strips {
+		offsets[i], counts[i] = uint32(pos), uint32(len(s))
+		pos += uint64(len(s))
+	}
+	pad := pos & 1 // the next IFD starts on a word boundary
+	next := pos + pad
+	if last {
+		next = 0
+	}
+	if pos+pad > math.MaxUint32 {
+		return fmt.Errorf("tiffenc: the file would be %d bytes, more than TIFF's 4 GiB", pos)
+	}
+	ifd, err := buildIFD(l, rps, offsets, counts, predictor, ifdOff, next)
+	if err != nil {
 		return err
 	}
-	if pad != 0 {
-		if _, err := w.Write([]byte{0}); err != nil {
+	if uint64(len(ifd)) != uint64(ifdSize(l, len(strips), predictor)) {
+		return fmt.Errorf("tiffenc: IFD of %d bytes, expected %d", len(ifd), ifdSize(l, len(strips), predictor))
+	}
+	if _, err := p.w.Write(ifd); err != nil {
+		return err
+	}
+	for _, s := range strips {
+		if _, err := p.w.Write(s); err != nil {
 			return err
 		}
 	}
-	_, err := w.Write(ifd)
-	return err
+	if pad != 0 {
+		if _, err := p.w.Write([]byte{0}); err != nil {
+			return err
+		}
+	}
+	p.pos = pos + pad
+	return nil
 }
