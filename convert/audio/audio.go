@@ -17,7 +17,7 @@ import (
 // 32/64-bit float (converted to 24-bit integers). MP3 decodes to 16-bit stereo (go-mp3 keeps
 // the encoder's delay and padding), Vorbis to 16-bit. WAV output keeps the source's depth
 // (WAVE_FORMAT_EXTENSIBLE beyond 16 bits or 2 channels); FLAC output holds 8, 12, 16, 20 or 24
-// bits, written with fixed predictors (mewkiz/flac) and no MD5 signature.
+// bits, written by convert/internal/flacenc (fixed or LPC predictors per subframe) with no MD5 signature.
 // WAV -> FLAC -> WAV gives back the same samples.
 
 // Audio limits.
