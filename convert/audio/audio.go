@@ -49,6 +49,13 @@ type pcmSource interface {
 	read() ([][]int32, error)
 }
 
+// rawPCM16 is implemented by sources that can also hand their blocks over as interleaved
+// 16-bit little-endian frames (WAV's data layout), which writeWAV then copies as they are.
+// readRaw16's bytes are valid until the next call; it returns io.EOF after the last block.
+type rawPCM16 interface {
+	readRaw16() ([]byte, error)
+}
+
 type audioCodec struct {
 	id, name string
 	open     func(ctx context.Context, in *io.SectionReader) (pcmSource, error)
@@ -284,7 +291,26 @@ func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error
 	shift := uint(container*8 - inf.bits)
 	var buf []byte
 	var written int64
+	raw, _ := s.(rawPCM16)
 	for {
+		if raw != nil && inf.bits == 16 {
+			// The source's bytes are already WAV's data: no round trip through int32.
+			b, err := raw.readRaw16()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			written += int64(len(b) / (2 * inf.channels))
+			if written > frames {
+				return convert.Errorf(nil, "the input holds more samples than its header says (%d)", frames)
+			}
+			if _, err := cw.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
 		block, err := s.read()
 		if err == io.EOF {
 			break
