@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every benchmark of the performance issue one after the other (never two at once) and
-# keeps each report in OUTDIR: images.md, throughput-small.md, throughput-small-more.md,
+# keeps each report in OUTDIR: images.md, audio.md, smallrss.md, throughput-small.md, throughput-small-more.md,
 # throughput-big.md, api.md,
 # blob.md, gotest.txt. Each step is also runnable alone; see docs/benchmarks.md.
 #
@@ -30,6 +30,8 @@ step() {
 }
 
 step images bench/images.sh "$OUT/images" && cp "$OUT/images/report.md" "$OUT/images.md"
+step audio sh -c "bench/audio.sh '$OUT/audio' >'$OUT/audio.md' 2>&1"
+step smallrss sh -c "bench/smallrss.sh '$OUT/smallrss' >'$OUT/smallrss.md' 2>&1"
 step build go build -o "$OUT/bin/" ./bench/throughput ./bench/apibench ./bench/blobbench ./bench/serveprof
 step throughput-small sh -c "'$OUT/bin/throughput' -classes small:png-jpeg,small:jpeg-png -rounds 3 >'$OUT/throughput-small.md'"
 step throughput-small-more sh -c "'$OUT/bin/throughput' -classes small:png-gif,small:png-tiff -rounds 1 >'$OUT/throughput-small-more.md'"

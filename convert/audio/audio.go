@@ -17,7 +17,7 @@ import (
 // 32/64-bit float (converted to 24-bit integers). MP3 decodes to 16-bit stereo (go-mp3 keeps
 // the encoder's delay and padding), Vorbis to 16-bit. WAV output keeps the source's depth
 // (WAVE_FORMAT_EXTENSIBLE beyond 16 bits or 2 channels); FLAC output holds 8, 12, 16, 20 or 24
-// bits, written with fixed predictors (mewkiz/flac) and no MD5 signature.
+// bits, written by convert/internal/flacenc (fixed or LPC predictors per subframe) with no MD5 signature.
 // WAV -> FLAC -> WAV gives back the same samples.
 
 // Audio limits.
@@ -47,6 +47,13 @@ type pcmSource interface {
 	// read returns the next block, one slice per channel, all of one length greater than
 	// zero; they are valid until the next call. It returns io.EOF after the last block.
 	read() ([][]int32, error)
+}
+
+// rawPCM16 is implemented by sources that can also hand their blocks over as interleaved
+// 16-bit little-endian frames (WAV's data layout), which writeWAV then copies as they are.
+// readRaw16's bytes are valid until the next call; it returns io.EOF after the last block.
+type rawPCM16 interface {
+	readRaw16() ([]byte, error)
 }
 
 type audioCodec struct {
@@ -284,7 +291,26 @@ func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error
 	shift := uint(container*8 - inf.bits)
 	var buf []byte
 	var written int64
+	raw, _ := s.(rawPCM16)
 	for {
+		if raw != nil && inf.bits == 16 {
+			// The source's bytes are already WAV's data: no round trip through int32.
+			b, err := raw.readRaw16()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			written += int64(len(b) / (2 * inf.channels))
+			if written > frames {
+				return convert.Errorf(nil, "the input holds more samples than its header says (%d)", frames)
+			}
+			if _, err := cw.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
 		block, err := s.read()
 		if err == io.EOF {
 			break

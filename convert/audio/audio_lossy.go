@@ -46,6 +46,23 @@ func openMP3(ctx context.Context, in *io.SectionReader) (pcmSource, error) {
 func (s *mp3Source) info() pcmInfo { return s.inf }
 
 func (s *mp3Source) read() ([][]int32, error) {
+	raw, err := s.readRaw16()
+	if err != nil {
+		return nil, err
+	}
+	frames := len(raw) / 4
+	l, r := s.chans[0][:frames], s.chans[1][:frames]
+	for i := range frames {
+		l[i] = int32(int16(binary.LittleEndian.Uint16(s.raw[4*i:])))
+		r[i] = int32(int16(binary.LittleEndian.Uint16(s.raw[4*i+2:])))
+	}
+	s.chans[0], s.chans[1] = l, r
+	return s.chans, nil
+}
+
+// readRaw16 returns the next block as the decoder writes it, 16-bit little-endian stereo
+// frames (WAV's data layout), valid until the next call; io.EOF after the last block.
+func (s *mp3Source) readRaw16() ([]byte, error) {
 	if err := s.ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -60,15 +77,8 @@ func (s *mp3Source) read() ([][]int32, error) {
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return nil, audioDecodeError(s.ctx, "MP3", err)
 	}
-	frames := n / 4
-	l, r := s.chans[0][:frames], s.chans[1][:frames]
-	for i := range frames {
-		l[i] = int32(int16(binary.LittleEndian.Uint16(s.raw[4*i:])))
-		r[i] = int32(int16(binary.LittleEndian.Uint16(s.raw[4*i+2:])))
-	}
-	s.chans[0], s.chans[1] = l, r
-	s.total += int64(frames)
-	return s.chans, nil
+	s.total += int64(n / 4)
+	return s.raw[:n], nil
 }
 
 // oggSource decodes Ogg Vorbis with oggvorbis, whose length (from the last page's granule

@@ -398,3 +398,33 @@ func TestGenerateAudioHostile(t *testing.T) {
 func sampleRange(bits int) (lo, hi int32) {
 	return -1 << (bits - 1), 1<<(bits-1) - 1
 }
+
+// samplesOnly hides a source's readRaw16, so writeWAV takes the int32 path.
+type samplesOnly struct{ pcmSource }
+
+// TestAudio_MP3ToWAVRawIsTheSamePath checks that MP3 -> WAV through the decoder's 16-bit bytes
+// (rawPCM16) writes the same file, byte for byte, as through the int32 blocks.
+func TestAudio_MP3ToWAVRawIsTheSamePath(t *testing.T) {
+	data := readAudioSample(t, "sample.mp3")
+	wav := func(hide bool) []byte {
+		s, err := openAudio(context.Background(), audioCodecByID("mp3"), io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := s.(rawPCM16); !ok {
+			t.Fatal("the MP3 source does not hand over its 16-bit bytes")
+		}
+		if hide {
+			s = samplesOnly{s}
+		}
+		var buf bytes.Buffer
+		if err := writeWAV(context.Background(), &buf, s, s.info().frames); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	raw, viaInt32 := wav(false), wav(true)
+	if len(raw) < 60000 || !bytes.Equal(raw, viaInt32) {
+		t.Fatalf("raw path wrote %d bytes, the int32 path %d, not the same", len(raw), len(viaInt32))
+	}
+}

@@ -1,5 +1,6 @@
-// Package flacenc is a FLAC encoder: fixed predictors (orders 0 to 4) chosen by a one-pass
-// residual estimate, partitioned Rice coding whose partition order and parameters come from
+// Package flacenc is a FLAC encoder: per subframe the smaller of a fixed predictor (orders 0
+// to 4, chosen by a one-pass residual estimate) and an LPC predictor (orders up to 8 from a
+// tukey(0.5)-windowed autocorrelation, as flac -5), partitioned Rice coding whose partition order and parameters come from
 // running sums of the folded residuals, a 64-bit word-at-a-time bit writer, and frames
 // encoded in parallel (FLAC frames are independent). It never allocates per sample: each
 // worker keeps its scratch buffers between frames.
@@ -178,16 +179,18 @@ func (e *Encoder) flush() error {
 
 // frameEncoder encodes one frame at a time; its buffers live as long as the Encoder.
 type frameEncoder struct {
-	inf   *Info
-	bw    bitWriter
-	side  []int32  // side channel (bps+1)
-	mid   []int32  // mid channel
-	res   []int32  // residuals of the chosen predictor
-	fold  []uint32 // zigzag-folded residuals
-	sums  []uint64 // per partition sums at every order, highest order first
-	ks    []uint8  // Rice parameters of the partition order being tried
-	bestK []uint8  // Rice parameters of the best partition order
-	bestP int      // the best partition order
+	inf    *Info
+	bw     bitWriter
+	side   []int32   // side channel (bps+1)
+	mid    []int32   // mid channel
+	res    []int32   // residuals of the chosen predictor
+	fold   []uint32  // zigzag-folded residuals
+	sums   []uint64  // per partition sums at every order, highest order first
+	ks     []uint8   // Rice parameters of the partition order being tried
+	bestK  []uint8   // Rice parameters of the best partition order
+	bestP  int       // the best partition order
+	window []float64 // tukey(0.5) window of the last block size
+	wx     []float64 // the windowed block
 }
 
 // Channel assignments (FLAC frame header, 4 bits).

@@ -31,6 +31,17 @@ func (f *frameEncoder) subframe(x []int32, bps int) {
 		order := bestFixedOrder(x)
 		cost := f.residualPlan(x, order)
 		cost += uint64(8 + order*bps + 6)
+		if p, ok := f.planLPC(x, bps); ok && p.order < n {
+			if f.lpcResiduals(x, &p) {
+				lcost := f.ricePlan(n, p.order) + uint64(8+p.order*(bps+p.prec)+4+5+6)
+				if lcost < cost && lcost < verbatim+8 {
+					f.writeLPC(x, &p, bps)
+					return
+				}
+			}
+			// Back to the fixed predictor: its residuals again.
+			f.residualPlan(x, order)
+		}
 		if cost < verbatim+8 {
 			f.writeFixed(x, order, bps)
 			return
@@ -106,6 +117,14 @@ func (f *frameEncoder) residualPlan(x []int32, order int) uint64 {
 			u[i-4] = fold(x[i] - 4*x[i-1] + 6*x[i-2] - 4*x[i-3] + x[i-4])
 		}
 	}
+	return f.ricePlan(n, order)
+}
+
+// ricePlan chooses the Rice partition order and parameters into f.bestP and f.bestK for the
+// n-order folded residuals in f.fold, and returns the estimated bits of the residual section
+// (without the 6 bits of method and order).
+func (f *frameEncoder) ricePlan(n, order int) uint64 {
+	u := f.fold
 
 	// The highest usable partition order: the block divides evenly and the first
 	// partition holds at least one residual.
@@ -198,6 +217,13 @@ func (f *frameEncoder) writeFixed(x []int32, order, bps int) {
 	for _, v := range x[:order] {
 		bw.write(uint64(uint32(v))&mask, uint(bps))
 	}
+	f.writeResidual(len(x), order)
+}
+
+// writeResidual writes the residual section (partitioned Rice) of the n-order residuals
+// in f.fold with the plan in f.bestP and f.bestK.
+func (f *frameEncoder) writeResidual(n, order int) {
+	bw := &f.bw
 	parts := 1 << f.bestP
 	paramBits := uint(4)
 	for _, k := range f.bestK[:parts] {
@@ -206,7 +232,7 @@ func (f *frameEncoder) writeFixed(x []int32, order, bps int) {
 		}
 	}
 	bw.write(uint64(paramBits-4)<<4|uint64(f.bestP), 6)
-	psize := len(x) >> f.bestP
+	psize := n >> f.bestP
 	u := f.fold
 	pos := 0
 	for i, k := range f.bestK[:parts] {
