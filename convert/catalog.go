@@ -177,8 +177,10 @@ func (c *Catalog) AddFormat(f Format) {
 	c.paths.Clear()
 }
 
-// AddConverter registers a converter; it panics when a format is unknown, From equals To,
-// Run is nil or the pair already has a converter, since those are programming errors.
+// AddConverter registers a converter; it panics when a format is unknown, Run is nil or the
+// pair already has a converter, since those are programming errors. A converter whose From
+// equals To is a transform within the format (resize, rotate, select pages): Path uses it
+// only for that pair, never inside a chain.
 func (c *Catalog) AddConverter(cv Converter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -188,9 +190,6 @@ func (c *Catalog) AddConverter(cv Converter) {
 	}
 	if _, ok := c.formats[cv.To]; !ok {
 		panic("convert: AddConverter to unknown format " + cv.To)
-	}
-	if cv.From == cv.To {
-		panic("convert: AddConverter from a format to itself: " + cv.From)
 	}
 	if cv.Run == nil {
 		panic("convert: AddConverter with nil Run: " + cv.From + " to " + cv.To)
@@ -280,8 +279,9 @@ func stateLess(a, b state) bool {
 
 // Path returns the cheapest chain of converters from one format to another: fewest lossy
 // steps, then fewest steps, ties broken by format id so the answer is stable, crossing
-// categories at most MaxCategoryChanges times. It returns an error wrapping ErrUnsupported when
-// from equals to, either is unknown, or to is unreachable.
+// categories at most MaxCategoryChanges times. From equal to to is the format's own transform
+// converter, a path of one step. It returns an error wrapping ErrUnsupported when either is
+// unknown, or to is unreachable (from equals to and the format has no transform).
 func (c *Catalog) Path(from, to string) ([]Step, error) {
 	key := [2]string{from, to}
 	if r, ok := c.paths.Load(key); ok {
@@ -307,6 +307,9 @@ func (c *Catalog) findPath(from, to string) ([]Step, error) {
 		return nil, fmt.Errorf("unknown format %q: %w", to, ErrUnsupported)
 	}
 	if from == to {
+		if c.hasSelf(from) {
+			return []Step{{From: from, To: to, Lossy: c.selfConverter(from).Lossy}}, nil
+		}
 		return nil, fmt.Errorf("%s to itself: %w", from, ErrUnsupported)
 	}
 
@@ -340,6 +343,9 @@ func (c *Catalog) findPath(from, to string) ([]Step, error) {
 			break
 		}
 		for _, cv := range c.out[curS.id] {
+			if cv.To == cv.From {
+				continue // a transform is a path of its own, never a hop of a chain
+			}
 			next, ok := c.step(curS, cv.To)
 			if !ok {
 				continue
@@ -366,17 +372,38 @@ func (c *Catalog) findPath(from, to string) ([]Step, error) {
 	return steps, nil
 }
 
-// Targets returns every format id reachable from id, directly or by chaining converters, sorted.
+// Targets returns every format id reachable from id, directly or by chaining converters,
+// sorted; id itself when the format has a transform converter.
 func (c *Catalog) Targets(id string) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.reach(id, func(n string) []string {
+	found := c.reach(id, func(n string) []string {
 		var next []string
 		for _, cv := range c.out[n] {
-			next = append(next, cv.To)
+			if cv.To != cv.From {
+				next = append(next, cv.To)
+			}
 		}
 		return next
 	})
+	if c.hasSelf(id) {
+		found = append(found, id)
+		slices.Sort(found)
+	}
+	return found
+}
+
+// hasSelf reports whether format id has a transform converter (From == To); c.mu must be held.
+func (c *Catalog) hasSelf(id string) bool { return c.selfConverter(id).Run != nil }
+
+// selfConverter returns format id's transform converter, or the zero Converter; c.mu must be held.
+func (c *Catalog) selfConverter(id string) Converter {
+	list := c.out[id]
+	i, found := slices.BinarySearchFunc(list, id, func(e Converter, to string) int { return cmp.Compare(e.To, to) })
+	if !found {
+		return Converter{}
+	}
+	return list[i]
 }
 
 // Sources returns every format id from which id can be reached, sorted. The chain rules are
@@ -393,6 +420,12 @@ func (c *Catalog) Sources(id string) []string {
 	}
 	for _, from := range ids {
 		if from == id {
+			c.mu.RLock()
+			self := c.hasSelf(id)
+			c.mu.RUnlock()
+			if self {
+				found = append(found, id)
+			}
 			continue
 		}
 		if slices.Contains(c.Targets(from), id) {

@@ -339,3 +339,29 @@ func TestCatalog_CategoryChangesBounded(t *testing.T) {
 		t.Fatalf("sources %v", got)
 	}
 }
+
+// TestCatalog_SelfConverter: a transform converter (From == To) is the path of its own pair,
+// is listed among the format's targets and sources, and is never a hop of a longer chain.
+func TestCatalog_SelfConverter(t *testing.T) {
+	c := testGraph(t)
+	c.AddConverter(Converter{From: "b", To: "b", Lossy: true, Run: appendRun(">b")})
+	steps, err := c.Path("b", "b")
+	if err != nil || pathString(steps) != "b>b*" {
+		t.Fatalf("Path(b, b) = %q, %v; want b>b*", pathString(steps), err)
+	}
+	if _, err := c.Path("a", "a"); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("Path(a, a) without a transform: %v, want ErrUnsupported", err)
+	}
+	if steps, err := c.Path("a", "c"); err != nil || pathString(steps) != "a>b>c" {
+		t.Fatalf("Path(a, c) = %q, %v; want a>b>c", pathString(steps), err)
+	}
+	if got := c.Targets("b"); !slices.Contains(got, "b") {
+		t.Errorf("Targets(b) = %v, want b among them", got)
+	}
+	if got := c.Targets("a"); slices.Contains(got, "a") {
+		t.Errorf("Targets(a) = %v, want no a", got)
+	}
+	if got := c.Sources("b"); !slices.Contains(got, "b") {
+		t.Errorf("Sources(b) = %v, want b among them", got)
+	}
+}
