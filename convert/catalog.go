@@ -26,6 +26,24 @@ type Error struct {
 	Message string
 	// Err is the underlying cause, for logs and errors.Is; it may be nil.
 	Err error
+	// Reason is a finer failure code for the Job's error_reason (ReasonOutputTooLarge, ...);
+	// empty when error_code says all there is.
+	Reason string
+}
+
+// ReasonOutputTooLarge: the output does not fit the job's max_bytes, even at the lowest
+// quality a max_bytes search tries.
+const ReasonOutputTooLarge = "output_too_large"
+
+// ErrorReason returns the Reason of the first *Error in err's chain that has one, or "".
+func ErrorReason(err error) string {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.Reason != "" {
+			return e.Reason
+		}
+		err = errors.Unwrap(err)
+	}
+	return ""
 }
 
 // Error returns the message followed by the underlying cause, for logs.

@@ -79,7 +79,10 @@ type inputMetadata struct {
 // reportInputLosses warns about what the input carries that no output keeps: metadata, a
 // colour profile, frames past the first, 16 bits per channel. It reads a little of the file's
 // structure and never fails the conversion.
-func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, frames int, p convert.Params) {
+//
+// fin, when not nil, says what the job keeps or converts: metadata kept by strip_metadata
+// false, a profile converted to sRGB or carried, are not losses.
+func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, frames int, fin *finisher, p convert.Params) {
 	var md inputMetadata
 	switch src.ID {
 	case "jpeg":
@@ -101,10 +104,10 @@ func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, 
 	if md.text {
 		kinds = append(kinds, "text chunks")
 	}
-	if len(kinds) > 0 {
+	if len(kinds) > 0 && (fin == nil || !fin.metadataKept()) {
 		p.Warn(convert.WarnMetadataDropped, fmt.Sprintf("the %s's %s metadata (camera, date, position, orientation...) was not written to the %s", src.Name, strings.Join(kinds, " and "), dst.Name))
 	}
-	if md.icc {
+	if md.icc && (fin == nil || !fin.profileHandled()) {
 		p.Warn(convert.WarnColorProfileDropped, fmt.Sprintf("the %s's embedded ICC colour profile was not written to the %s; its colours are written as if they were sRGB", src.Name, dst.Name))
 	}
 	if frames <= 1 {
