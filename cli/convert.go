@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,11 @@ type convertOptions struct {
 	verbose   bool
 	opts      client.Options
 	lossless  bool
+	// Transform flags (issue 31): crop as "L,T,W,H", the orientation and metadata switches.
+	crop         string
+	noAutoOrient bool
+	keepMetadata bool
+	maxBytes     sizeFlag
 }
 
 // maxParallel bounds convert --parallel: files in flight at once, each with its own upload.
@@ -96,6 +102,13 @@ func newConvertCommand() *cobra.Command {
 	f.IntVar(&o.opts.DPI, "dpi", 0, "resolution a PDF or SVG input is rendered at, 10 to 1200")
 	f.BoolVar(&o.lossless, "lossless", false, "lossless encoding (webp, avif, jxl)")
 	f.StringVar(&o.opts.Sheet, "sheet", "", "worksheet of an xlsx input: its name, or its position from 1 (default: the first, with a warning naming the others)")
+	f.IntVar(&o.opts.Rotate, "rotate", 0, "turn an image clockwise: 90, 180 or 270 (after EXIF orientation and --crop)")
+	f.StringVar(&o.opts.Flip, "flip", "", "mirror an image: horizontal or vertical (after --rotate)")
+	f.StringVar(&o.crop, "crop", "", "keep a rectangle of an image, LEFT,TOP,WIDTH,HEIGHT in pixels of the upright source, before resizing")
+	f.StringVar(&o.opts.Background, "background", "", "colour transparency is flattened onto for targets without it (jpeg), #rrggbb (default white)")
+	f.BoolVar(&o.noAutoOrient, "no-auto-orient", false, "leave an image as stored instead of applying its EXIF orientation")
+	f.BoolVar(&o.keepMetadata, "keep-metadata", false, "carry EXIF, XMP and the ICC profile into jpeg and png outputs (default: strip them, converting the profile to sRGB)")
+	f.Var(&o.maxBytes, "max-bytes", "largest output accepted, e.g. 200KB: jpeg, webp and avif lower their quality to fit, else the job fails")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
@@ -117,6 +130,9 @@ type plan struct {
 func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	if cmd.Flags().Changed("lossless") {
 		o.opts.Lossless = &o.lossless
+	}
+	if err := o.transformFlags(cmd); err != nil {
+		return err
 	}
 	if err := o.checkArgs(inputs); err != nil {
 		return err
@@ -357,7 +373,12 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		return target, fmt.Errorf("format %s: %w", target.ID, err)
 	}
 	opts := convert.Options{Quality: o.opts.Quality, Width: o.opts.Width, Height: o.opts.Height, Fit: o.opts.Fit,
-		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless, Sheet: o.opts.Sheet}
+		Page: o.opts.Page, DPI: o.opts.DPI, Lossless: o.opts.Lossless, Sheet: o.opts.Sheet,
+		Rotate: o.opts.Rotate, Flip: o.opts.Flip, Background: o.opts.Background,
+		AutoOrient: o.opts.AutoOrient, StripMetadata: o.opts.StripMetadata, MaxBytes: o.opts.MaxBytes}
+	if c := o.opts.Crop; c != nil {
+		opts.Crop = &convert.Crop{Left: c.Left, Top: c.Top, Width: c.Width, Height: c.Height}
+	}
 	if err := opts.Validate(convert.Format{ID: target.ID, Options: detail.Options}); err != nil {
 		return target, err // the API's own words: options.quality: not accepted when converting to gif (...)
 	}
@@ -386,7 +407,12 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 			}
 			sources[from] = src
 		}
-		if from == target.ID || !slices.Contains(src.Targets, target.ID) {
+		if from == target.ID && slices.Contains(src.Targets, target.ID) && len(opts.ChangingOptions()) == 0 {
+			errs = append(errs, fmt.Errorf("%s: converting %s to %s changes nothing without an option; set one of: %s",
+				p.input, from, target.ID, strings.Join(convert.SameFormatOptions(convert.Format{Options: detail.Options}), ", ")))
+			continue
+		}
+		if !slices.Contains(src.Targets, target.ID) {
 			reach := "nothing"
 			if len(src.Targets) > 0 {
 				reach = strings.Join(src.Targets, ", ")
@@ -394,7 +420,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 			errs = append(errs, fmt.Errorf("%s: cannot convert %s to %s; %s converts to: %s", p.input, from, target.ID, from, reach))
 			continue
 		}
-		if err := opts.ValidateInput(from); err != nil {
+		if err := errors.Join(opts.ValidateInput(from), opts.ValidateSource(convert.Format{ID: from, Category: src.Category})); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.input, err))
 			continue
 		}
@@ -724,4 +750,37 @@ func fontDirDefault() string {
 		return v
 	}
 	return standard.DefaultFontDir
+}
+
+// transformFlags sets the options of --crop, --no-auto-orient, --keep-metadata and
+// --max-bytes; the API checks the values (rotate 45, a bad colour) with its own words.
+func (o *convertOptions) transformFlags(cmd *cobra.Command) error {
+	if o.crop != "" {
+		parts := strings.Split(o.crop, ",")
+		var n [4]int
+		ok := len(parts) == 4
+		for i := 0; ok && i < 4; i++ {
+			v, err := strconv.Atoi(strings.TrimSpace(parts[i]))
+			n[i], ok = v, err == nil
+		}
+		if !ok {
+			return fmt.Errorf("--crop %q: want LEFT,TOP,WIDTH,HEIGHT in pixels, like 10,20,300,200", o.crop)
+		}
+		o.opts.Crop = &client.Crop{Left: n[0], Top: n[1], Width: n[2], Height: n[3]}
+	}
+	if o.noAutoOrient {
+		f := false
+		o.opts.AutoOrient = &f
+	}
+	if o.keepMetadata {
+		f := false
+		o.opts.StripMetadata = &f
+	}
+	if cmd.Flags().Changed("max-bytes") {
+		if o.maxBytes <= 0 {
+			return fmt.Errorf("--max-bytes: want a size of at least 1 byte, like 200KB")
+		}
+		o.opts.MaxBytes = int64(o.maxBytes)
+	}
+	return nil
 }

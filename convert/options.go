@@ -124,7 +124,11 @@ func (o Options) ChangingOptions() []string {
 func SameFormatOptions(target Format) []string {
 	var names []string
 	for _, n := range target.Options {
-		if n != OptFit && n != OptSheet {
+		switch {
+		case n == OptFit, n == OptSheet:
+		case n == OptPage && target.ID != "pdf", n == OptDPI && target.ID != "pdf" && target.ID != "svg":
+			// input options of other inputs (ValidateInput)
+		default:
 			names = append(names, n)
 		}
 	}
