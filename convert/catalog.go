@@ -528,6 +528,10 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
+			if opts.MaxBytes > 0 {
+				// Converters that cannot trade quality for size are held to max_bytes here.
+				out = &maxBytesWriter{w: out, left: opts.MaxBytes, max: opts.MaxBytes, to: s.To}
+			}
 			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts, scratchDir, w)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
@@ -614,5 +618,23 @@ func (r *recordingWriter) Write(p []byte) (int, error) {
 	if err != nil && r.err == nil {
 		r.err = err
 	}
+	return n, err
+}
+
+// maxBytesWriter fails the write that would take the output past the job's max_bytes, with an
+// *Error whose Reason is ReasonOutputTooLarge.
+type maxBytesWriter struct {
+	w         io.Writer
+	left, max int64
+	to        string
+}
+
+func (m *maxBytesWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > m.left {
+		return 0, &Error{Reason: ReasonOutputTooLarge, Err: ErrOutputTooLarge,
+			Message: fmt.Sprintf("the %s output is larger than max_bytes %d; raise max_bytes or ask for a smaller output", m.to, m.max)}
+	}
+	n, err := m.w.Write(p)
+	m.left -= int64(n)
 	return n, err
 }

@@ -188,7 +188,10 @@ func TestCatalog_AddPanics(t *testing.T) {
 		{"empty id", func(c *Catalog) { c.AddFormat(Format{}) }},
 		{"unknown from", func(c *Catalog) { c.AddConverter(Converter{From: "zz", To: "a", Run: appendRun("")}) }},
 		{"unknown to", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "zz", Run: appendRun("")}) }},
-		{"self", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "a", Run: appendRun("")}) }},
+		{"duplicate transform", func(c *Catalog) {
+			c.AddConverter(Converter{From: "a", To: "a", Run: appendRun("")})
+			c.AddConverter(Converter{From: "a", To: "a", Run: appendRun("")})
+		}},
 		{"nil run", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "g"}) }},
 		{"duplicate converter", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "b", Run: appendRun("")}) }},
 	}
@@ -363,5 +366,22 @@ func TestCatalog_SelfConverter(t *testing.T) {
 	}
 	if got := c.Sources("b"); !slices.Contains(got, "b") {
 		t.Errorf("Sources(b) = %v, want b among them", got)
+	}
+}
+
+// TestCatalog_MaxBytes: the last step's output is held to max_bytes whatever the converter; a
+// larger one fails with reason output_too_large, and one that fits goes through unchanged.
+func TestCatalog_MaxBytes(t *testing.T) {
+	c := testGraph(t)
+	in := bytes.Repeat([]byte("x"), 4096)
+	var out bytes.Buffer
+	_, err := c.Convert(context.Background(), "a", "c", Options{MaxBytes: 100}, writeTemp(t, in), &out, t.TempDir())
+	var ce *Error
+	if !errors.As(err, &ce) || ErrorReason(err) != ReasonOutputTooLarge || !strings.Contains(ce.Message, "max_bytes 100") {
+		t.Fatalf("4 KiB output, max_bytes 100: %v (reason %q)", err, ErrorReason(err))
+	}
+	out.Reset()
+	if _, err := c.Convert(context.Background(), "a", "c", Options{MaxBytes: 4096 + 4}, writeTemp(t, in), &out, t.TempDir()); err != nil || out.Len() != 4096+4 {
+		t.Fatalf("output of exactly max_bytes: %d bytes, %v", out.Len(), err)
 	}
 }

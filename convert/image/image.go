@@ -238,7 +238,13 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			extra += 2 * min(opts.MaxBytes, int64(dw)*int64(dh)*4+1<<16)
 		}
 		if !g.t.identity() {
-			extra += int64(dw) * int64(dh) * 4
+			extra += int64(dw) * int64(dh) * 4 // the turned copy
+			if !g.resizes(cfg.Width, cfg.Height) {
+				extra += int64(dw) * int64(dh) * 4 // and an 8-bit copy of a decoded YCbCr or 16-bit image
+			}
+		}
+		if fin.toSRGB != nil && !g.resizes(cfg.Width, cfg.Height) {
+			extra += int64(dw) * int64(dh) * 4 // converted in an 8-bit copy of the decoded image
 		}
 
 		if frames == 1 {
