@@ -111,7 +111,7 @@ func convertFile(t *testing.T, from, to, path string, opts convert.Options) ([]b
 	return out.Bytes(), ws, err
 }
 
-// TestOrientation_AllEight: a JPEG, PNG (eXIf) and TIFF tagged with each EXIF orientation
+// TestOrientation_AllEight: a JPEG, PNG (eXIf), TIFF and WebP tagged with each EXIF orientation
 // comes out upright, as vips autorot turns it (ImageMagick's -auto-orient ignores PNG's
 // eXIf), on the whole-image path, on
 // JPEG shrink-on-load and on PNG/TIFF strip resizing; auto_orient false leaves it as stored.
@@ -124,7 +124,7 @@ func TestOrientation_AllEight(t *testing.T) {
 	var jb, pb bytes.Buffer
 	jpeg.Encode(&jb, src, &jpeg.Options{Quality: 95})
 	png.Encode(&pb, src)
-	for _, format := range []string{"jpeg", "png", "tiff"} {
+	for _, format := range []string{"jpeg", "png", "tiff", "webp"} {
 		for v := 1; v <= 8; v++ {
 			t.Run(fmt.Sprintf("%s-%d", format, v), func(t *testing.T) {
 				var in string
@@ -136,6 +136,9 @@ func TestOrientation_AllEight(t *testing.T) {
 				case "tiff":
 					in = filepath.Join(dir, fmt.Sprintf("o%d.tif", v))
 					run(t, magick, writeFile(t, dir, fmt.Sprintf("t%d.png", v), pb.Bytes()), "-compress", "none", in)
+				case "webp":
+					in = filepath.Join(dir, fmt.Sprintf("o%d.webp", v))
+					run(t, vips, "copy", writeFile(t, dir, fmt.Sprintf("w%d.png", v), pb.Bytes()), in+"[lossless]")
 				}
 				run(t, exiftool, "-q", "-overwrite_original", fmt.Sprintf("-Orientation=%d", v), "-n", in)
 				want := filepath.Join(dir, fmt.Sprintf("want-%s-%d.png", format, v))
