@@ -126,6 +126,9 @@ func TestOrientation_AllEight(t *testing.T) {
 	png.Encode(&pb, src)
 	for _, format := range []string{"jpeg", "png", "tiff", "webp"} {
 		for v := 1; v <= 8; v++ {
+			if testing.Short() && format != "jpeg" && v != 6 {
+				continue // -short: every orientation of JPEG, the phone's portrait (6) of the others
+			}
 			t.Run(fmt.Sprintf("%s-%d", format, v), func(t *testing.T) {
 				var in string
 				switch format {
@@ -406,6 +409,23 @@ func TestICC_DisplayP3(t *testing.T) {
 		}
 		if len(ws) != 0 {
 			t.Errorf("%s: warnings %v", to, ws)
+		}
+	}
+
+	// A P3 JPEG (its profile in APP2) converts too.
+	jpegIn := filepath.Join(dir, "kept.jpeg")
+	wantJ := filepath.Join(dir, "want-jpeg.png")
+	run(t, vips, "icc_transform", jpegIn, wantJ, "srgb", "--embedded")
+	out, _, err = convertFile(t, "jpeg", "png", jpegIn, convert.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = png.Decode(bytes.NewReader(out))
+	wantJImg := readImage(t, wantJ)
+	for i := range patches {
+		g, w := nrgbaAt(got, 16*i+8, 8), nrgbaAt(wantJImg, 16*i+8, 8)
+		if d := deltaE(g, w); d > 3 {
+			t.Errorf("JPEG patch %v: got %v, vips %v, ΔE %.2f", patches[i], g, w, d)
 		}
 	}
 }
