@@ -104,7 +104,8 @@ func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, 
 	if md.text {
 		kinds = append(kinds, "text chunks")
 	}
-	if len(kinds) > 0 && (fin == nil || !fin.metadataKept()) {
+	asked := fin != nil && fin.opts.StripMetadata != nil && *fin.opts.StripMetadata // strip_metadata: true, explicitly
+	if len(kinds) > 0 && !asked && (fin == nil || !fin.metadataKept()) {
 		p.Warn(convert.WarnMetadataDropped, fmt.Sprintf("the %s's %s metadata (camera, date, position, orientation...) was not written to the %s", src.Name, strings.Join(kinds, " and "), dst.Name))
 	}
 	if md.icc && (fin == nil || !fin.profileHandled()) {
