@@ -107,7 +107,7 @@ func newConvertCommand() *cobra.Command {
 	f.StringVar(&o.crop, "crop", "", "keep a rectangle of an image, LEFT,TOP,WIDTH,HEIGHT in pixels of the upright source, before resizing")
 	f.StringVar(&o.opts.Background, "background", "", "colour transparency is flattened onto for targets without it (jpeg), #rrggbb (default white)")
 	f.BoolVar(&o.noAutoOrient, "no-auto-orient", false, "leave an image as stored instead of applying its EXIF orientation")
-	f.BoolVar(&o.keepMetadata, "keep-metadata", false, "carry EXIF, XMP and the ICC profile into jpeg and png outputs (default: strip them, converting the profile to sRGB)")
+	f.BoolVar(&o.keepMetadata, "keep-metadata", false, "carry EXIF, XMP and the ICC profile into jpeg, png and webp outputs (default: strip them, converting the profile to sRGB)")
 	f.Var(&o.maxBytes, "max-bytes", "largest output accepted, e.g. 200KB: jpeg, webp and avif lower their quality to fit, else the job fails")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")

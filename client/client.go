@@ -189,7 +189,7 @@ type Options struct {
 	// AutoOrient applies the input's EXIF orientation (nil means true).
 	AutoOrient *bool `json:"auto_orient,omitempty"`
 	// StripMetadata leaves EXIF, XMP and ICC out of the output (nil means true); false
-	// carries them into JPEG and PNG.
+	// carries them into JPEG, PNG and WebP.
 	StripMetadata *bool `json:"strip_metadata,omitempty"`
 	// MaxBytes is the largest output accepted; lossy targets lower their quality to fit, and
 	// the job fails with error reason output_too_large when they cannot.

@@ -25,7 +25,7 @@ const MaxBytesMinQuality = 10
 const MaxBytesEncodes = 7
 
 // metaTargets are the targets that carry metadata when strip_metadata is false.
-var metaTargets = map[string]bool{"jpeg": true, "png": true}
+var metaTargets = map[string]bool{"jpeg": true, "png": true, "webp": true}
 
 // finisher does what follows resampling: the turn, the colour conversion, flattening, and the
 // encode with metadata and max_bytes. Every single-image path ends in it.
@@ -126,6 +126,21 @@ func (f *finisher) encode(ctx context.Context, out io.Writer, img image.Image) e
 }
 
 func (f *finisher) encodeOnce(ctx context.Context, out io.Writer, img image.Image, opts convert.Options) error {
+	if f.dst.ID == "webp" && (f.metadataKept() || f.keepICC) {
+		// The extended format's header goes first and names the chunks: rewrite the whole
+		// (compressed, small) file.
+		var buf bytes.Buffer
+		if err := f.dst.Encode(ctx, &buf, img, opts); err != nil {
+			return err
+		}
+		ex, _, prof := f.metaBlocks()
+		b, err := webpWithMeta(buf.Bytes(), ex, prof)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
 	w := out
 	var mw *metaWriter
 	if f.metadataKept() || f.keepICC {
@@ -253,20 +268,23 @@ type metaWriter struct {
 	done   bool
 }
 
-func (f *finisher) metaWriter(w io.Writer) *metaWriter {
-	ex := f.meta.exif
-	if len(ex) > 0 && f.opts.Orient() {
-		ex = exif.WithOrientation(ex, 1)
-	}
-	var xmp, prof []byte
+// metaBlocks returns what the output carries: EXIF (orientation reset to 1 when the pixels
+// were turned upright), XMP, the ICC profile; nil for each that is not kept.
+func (f *finisher) metaBlocks() (ex, xmp, prof []byte) {
 	if f.metadataKept() {
-		xmp = f.meta.xmp
-	} else {
-		ex = nil
+		ex, xmp = f.meta.exif, f.meta.xmp
+		if len(ex) > 0 && f.opts.Orient() {
+			ex = exif.WithOrientation(ex, 1)
+		}
 	}
 	if f.keepICC {
 		prof = f.meta.icc
 	}
+	return ex, xmp, prof
+}
+
+func (f *finisher) metaWriter(w io.Writer) *metaWriter {
+	ex, xmp, prof := f.metaBlocks()
 	m := &metaWriter{w: w}
 	switch f.dst.ID {
 	case "jpeg":
@@ -348,4 +366,97 @@ func (m *metaWriter) flush() error {
 		}
 	}
 	return nil
+}
+
+// webpWithMeta rewrites a WebP file as the extended format with an ICCP chunk (prof) and an
+// EXIF chunk (ex) added, either may be empty: a VP8X header is written or its flags updated,
+// the image chunks are kept as they are, and earlier ICCP and EXIF chunks are replaced.
+func webpWithMeta(b, ex, prof []byte) ([]byte, error) {
+	if len(b) < 20 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
+		return nil, errors.New("webp: not a RIFF WEBP file")
+	}
+	type chunk struct {
+		typ  string
+		data []byte
+	}
+	var chunks []chunk
+	for off := 12; off+8 <= len(b); {
+		n := int(binary.LittleEndian.Uint32(b[off+4:]))
+		if n < 0 || off+8+n > len(b) {
+			return nil, errors.New("webp: chunk past the end")
+		}
+		chunks = append(chunks, chunk{string(b[off : off+4]), b[off+8 : off+8+n]})
+		off += 8 + n + n&1
+	}
+	if len(chunks) == 0 {
+		return nil, errors.New("webp: no chunks")
+	}
+	var vp8x []byte
+	switch first := chunks[0]; first.typ {
+	case "VP8X":
+		if len(first.data) < 10 {
+			return nil, errors.New("webp: short VP8X")
+		}
+		vp8x = append([]byte(nil), first.data[:10]...)
+		chunks = chunks[1:]
+	case "VP8 ":
+		d := first.data
+		if len(d) < 10 {
+			return nil, errors.New("webp: short VP8 header")
+		}
+		w, h := int(binary.LittleEndian.Uint16(d[6:])&0x3fff), int(binary.LittleEndian.Uint16(d[8:])&0x3fff)
+		vp8x = vp8xHeader(0, w, h)
+	case "VP8L":
+		d := first.data
+		if len(d) < 5 || d[0] != 0x2f {
+			return nil, errors.New("webp: short VP8L header")
+		}
+		bits := binary.LittleEndian.Uint32(d[1:])
+		var flags byte
+		if bits>>28&1 == 1 {
+			flags |= 0x10 // alpha
+		}
+		vp8x = vp8xHeader(flags, int(bits&0x3fff)+1, int(bits>>14&0x3fff)+1)
+	default:
+		return nil, fmt.Errorf("webp: unexpected first chunk %q", first.typ)
+	}
+	vp8x[0] &^= 0x28
+	if len(prof) > 0 {
+		vp8x[0] |= 0x20
+	}
+	if len(ex) > 0 {
+		vp8x[0] |= 0x08
+	}
+	out := []chunk{{"VP8X", vp8x}}
+	if len(prof) > 0 {
+		out = append(out, chunk{"ICCP", prof})
+	}
+	for _, c := range chunks {
+		if c.typ != "ICCP" && c.typ != "EXIF" {
+			out = append(out, c)
+		}
+	}
+	if len(ex) > 0 {
+		out = append(out, chunk{"EXIF", ex})
+	}
+	res := []byte("RIFF\x00\x00\x00\x00WEBP")
+	for _, c := range out {
+		res = append(res, c.typ...)
+		res = binary.LittleEndian.AppendUint32(res, uint32(len(c.data)))
+		res = append(res, c.data...)
+		if len(c.data)&1 == 1 {
+			res = append(res, 0)
+		}
+	}
+	binary.LittleEndian.PutUint32(res[4:], uint32(len(res)-8))
+	return res, nil
+}
+
+// vp8xHeader is a VP8X chunk's payload: flags and the canvas size.
+func vp8xHeader(flags byte, w, h int) []byte {
+	p := make([]byte, 10)
+	p[0] = flags
+	p[4], p[5], p[6] = byte(w-1), byte((w-1)>>8), byte((w-1)>>16)
+	p[7], p[8], p[9] = byte(h-1), byte((h-1)>>8), byte((h-1)>>16)
+	return p
 }

@@ -394,8 +394,13 @@ func TestICC_DisplayP3(t *testing.T) {
 
 	// Carried when kept: the pixels as they are, the profile in the PNG and in a JPEG.
 	keep := false
-	for _, to := range []string{"png", "jpeg"} {
-		out, ws, err = convertFile(t, "png", to, pngIn, convert.Options{StripMetadata: &keep})
+	for _, to := range []string{"png", "jpeg", "webp"} {
+		o := convert.Options{StripMetadata: &keep}
+		if to == "webp" {
+			lossless := true // lossy WebP's chroma alone moves a saturated patch past ΔE 3
+			o.Lossless = &lossless
+		}
+		out, ws, err = convertFile(t, "png", to, pngIn, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,7 +408,7 @@ func TestICC_DisplayP3(t *testing.T) {
 		if desc := run(t, exiftool, "-s3", "-ProfileDescription", p); desc != "Display P3\n" {
 			t.Errorf("%s: profile carried: %q, want Display P3", to, desc)
 		}
-		kept := readImage(t, p)
+		kept, _ := decodeOutput(t, to, out)
 		if c := nrgbaAt(kept, 16*5+8, 8); deltaE(c, patches[5]) > 3 {
 			t.Errorf("%s: kept pixels changed: %v", to, c)
 		}
@@ -430,7 +435,7 @@ func TestICC_DisplayP3(t *testing.T) {
 	}
 }
 
-// TestKeepMetadata: strip_metadata false carries EXIF into JPEG and PNG with the orientation
+// TestKeepMetadata: strip_metadata false carries EXIF into JPEG, PNG and WebP with the orientation
 // reset to 1 once the pixels were turned; by default nothing is carried.
 func TestKeepMetadata(t *testing.T) {
 	exiftool := needTool(t, "exiftool")
@@ -440,7 +445,7 @@ func TestKeepMetadata(t *testing.T) {
 	in := writeFile(t, dir, "in.jpg", jb.Bytes())
 	run(t, exiftool, "-q", "-overwrite_original", "-Orientation=6", "-n", "-Artist=convsvc test", in)
 	keep := false
-	for _, to := range []string{"jpeg", "png"} {
+	for _, to := range []string{"jpeg", "png", "webp"} {
 		out, _, err := convertFile(t, "jpeg", to, in, convert.Options{StripMetadata: &keep, Width: 40})
 		if err != nil {
 			t.Fatal(err)
@@ -450,7 +455,7 @@ func TestKeepMetadata(t *testing.T) {
 		if got != "1\nconvsvc test\n" {
 			t.Errorf("%s: exiftool says %q, want orientation 1 and the artist", to, got)
 		}
-		img := readImage(t, p)
+		img, _ := decodeOutput(t, to, out)
 		if s := img.Bounds().Size(); s != image.Pt(40, 60) {
 			t.Errorf("%s: %v, want 40x60 upright", to, s)
 		}
