@@ -302,21 +302,7 @@ func pngMetadata(in *io.SectionReader) inputMetadata {
 // jpegMetadata walks the segments before the scan for APP1 Exif and XMP and APP2 ICC_PROFILE.
 func jpegMetadata(in *io.SectionReader) inputMetadata {
 	var md inputMetadata
-	off := int64(2)
-	var h [4]byte
-	for range metaScanLimit {
-		if _, err := in.ReadAt(h[:], off); err != nil || h[0] != 0xFF {
-			return md
-		}
-		marker := h[1]
-		if marker == 0xFF { // fill byte
-			off++
-			continue
-		}
-		if marker == 0xDA || marker == 0xD9 { // start of scan, end of image
-			return md
-		}
-		n := int64(binary.BigEndian.Uint16(h[2:]))
+	jpegSegments(in, func(marker byte, off, n int64) bool {
 		if marker == 0xE1 || marker == 0xE2 {
 			id := make([]byte, min(n-2, 29))
 			if len(id) > 0 {
@@ -331,21 +317,59 @@ func jpegMetadata(in *io.SectionReader) inputMetadata {
 				md.icc = true
 			}
 		}
+		return true
+	})
+	return md
+}
+
+// jpegSegments calls fn for each marker segment before the scan (at most metaScanLimit):
+// its marker, the offset of its 0xFF and its length field n (the segment's bytes after the
+// marker, length field included); fn returns false to stop.
+func jpegSegments(in *io.SectionReader, fn func(marker byte, off, n int64) bool) {
+	off := int64(2)
+	var h [4]byte
+	for range metaScanLimit {
+		if _, err := in.ReadAt(h[:], off); err != nil || h[0] != 0xFF {
+			return
+		}
+		marker := h[1]
+		if marker == 0xFF { // fill byte
+			off++
+			continue
+		}
+		if marker == 0xDA || marker == 0xD9 { // start of scan, end of image
+			return
+		}
+		n := int64(binary.BigEndian.Uint16(h[2:]))
+		if !fn(marker, off, n) {
+			return
+		}
 		off += 2 + n
 	}
-	return md
+}
+
+// webpChunks calls fn for each RIFF chunk of a WebP after its header (at most metaScanLimit):
+// its type, the offset of its data and its size; fn returns false to stop.
+func webpChunks(in *io.SectionReader, fn func(typ string, off, n int64) bool) {
+	off := int64(12)
+	var h [8]byte
+	for range metaScanLimit {
+		if _, err := in.ReadAt(h[:], off); err != nil {
+			return
+		}
+		n := int64(binary.LittleEndian.Uint32(h[4:]))
+		if !fn(string(h[:4]), off+8, n) {
+			return
+		}
+		off += 8 + n + n&1
+	}
 }
 
 // webpMetadata looks for the EXIF, XMP and ICCP chunks of an extended WebP.
 func webpMetadata(in *io.SectionReader) inputMetadata {
 	var md inputMetadata
-	off := int64(12)
-	var h [8]byte
-	for range metaScanLimit {
-		if _, err := in.ReadAt(h[:], off); err != nil {
-			return md
-		}
-		switch string(h[:4]) {
+	webpChunks(in, func(typ string, _, _ int64) bool {
+		switch typ {
 		case "EXIF":
 			md.exif = true
 		case "XMP ":
@@ -353,9 +377,8 @@ func webpMetadata(in *io.SectionReader) inputMetadata {
 		case "ICCP":
 			md.icc = true
 		}
-		n := int64(binary.LittleEndian.Uint32(h[4:]))
-		off += 8 + n + n&1
-	}
+		return true
+	})
 	return md
 }
 

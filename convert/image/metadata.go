@@ -3,7 +3,6 @@ package image
 import (
 	"bytes"
 	"compress/zlib"
-	"encoding/binary"
 	"io"
 
 	"github.com/convsvc/convsvc/convert/internal/exif"
@@ -62,40 +61,27 @@ func readBlock(in io.ReaderAt, off, n int64) []byte {
 func jpegMeta(in *io.SectionReader) imageMeta {
 	var m imageMeta
 	var iccParts [][]byte
-	off := int64(2)
-	var h [4]byte
-	for range metaScanLimit {
-		if _, err := in.ReadAt(h[:], off); err != nil || h[0] != 0xFF {
-			break
+	jpegSegments(in, func(marker byte, off, n int64) bool {
+		if marker != 0xE1 && marker != 0xE2 {
+			return true
 		}
-		marker := h[1]
-		if marker == 0xFF {
-			off++
-			continue
-		}
-		if marker == 0xDA || marker == 0xD9 {
-			break
-		}
-		n := int64(binary.BigEndian.Uint16(h[2:]))
-		if marker == 0xE1 || marker == 0xE2 {
-			b := readBlock(in, off+4, n-2)
-			switch {
-			case marker == 0xE1 && bytes.HasPrefix(b, []byte("Exif\x00")) && len(b) > 6 && m.exif == nil:
-				m.exif = b[6:]
-			case marker == 0xE1 && bytes.HasPrefix(b, []byte("http://ns.adobe.com/xap/1.0/\x00")) && m.xmp == nil:
-				m.xmp = b[29:]
-			case marker == 0xE2 && bytes.HasPrefix(b, []byte("ICC_PROFILE\x00")) && len(b) > 14:
-				seq := int(b[12])
-				for len(iccParts) < seq {
-					iccParts = append(iccParts, nil)
-				}
-				if seq >= 1 && iccParts[seq-1] == nil {
-					iccParts[seq-1] = b[14:]
-				}
+		b := readBlock(in, off+4, n-2)
+		switch {
+		case marker == 0xE1 && bytes.HasPrefix(b, []byte("Exif\x00")) && len(b) > 6 && m.exif == nil:
+			m.exif = b[6:]
+		case marker == 0xE1 && bytes.HasPrefix(b, []byte("http://ns.adobe.com/xap/1.0/\x00")) && m.xmp == nil:
+			m.xmp = b[29:]
+		case marker == 0xE2 && bytes.HasPrefix(b, []byte("ICC_PROFILE\x00")) && len(b) > 14:
+			seq := int(b[12])
+			for len(iccParts) < seq {
+				iccParts = append(iccParts, nil)
+			}
+			if seq >= 1 && iccParts[seq-1] == nil {
+				iccParts[seq-1] = b[14:]
 			}
 		}
-		off += 2 + n
-	}
+		return true
+	})
 	var prof []byte
 	for _, p := range iccParts {
 		if p == nil || len(prof)+len(p) > maxMetaBlock {
@@ -142,23 +128,17 @@ func pngMeta(in *io.SectionReader) imageMeta {
 
 func webpMeta(in *io.SectionReader) imageMeta {
 	var m imageMeta
-	off := int64(12)
-	var h [8]byte
-	for range metaScanLimit {
-		if _, err := in.ReadAt(h[:], off); err != nil {
-			break
-		}
-		n := int64(binary.LittleEndian.Uint32(h[4:]))
-		switch string(h[:4]) {
+	webpChunks(in, func(typ string, off, n int64) bool {
+		switch typ {
 		case "EXIF":
-			m.exif = readBlock(in, off+8, n)
+			m.exif = readBlock(in, off, n)
 		case "XMP ":
-			m.xmp = readBlock(in, off+8, n)
+			m.xmp = readBlock(in, off, n)
 		case "ICCP":
-			m.icc = readBlock(in, off+8, n)
+			m.icc = readBlock(in, off, n)
 		}
-		off += 8 + n + n&1
-	}
+		return true
+	})
 	return m
 }
 

@@ -311,11 +311,7 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 // conversion of the first sheet gets. A PNG's options have no sheet field, nor does the
 // workbook's once its input is switched to another format.
 func TestBrowser_XLSXSheetOption(t *testing.T) {
-	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
-	ctx := startBrowser(t, t.TempDir())
-	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
-	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
-	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	e, ctx := openPageWithKey(t)
 
 	dir := t.TempDir()
 	book := filepath.Join(dir, "budget.xlsx")
@@ -379,11 +375,7 @@ func TestBrowser_XLSXSheetOption(t *testing.T) {
 // TestBrowser_TransformOptions: for an image input the page offers the transforms; a PNG to
 // PNG job with rotate, a crop and "keep metadata" sends them as the API's options.
 func TestBrowser_TransformOptions(t *testing.T) {
-	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
-	ctx := startBrowser(t, t.TempDir())
-	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
-	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
-	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	e, ctx := openPageWithKey(t)
 	png := filepath.Join(t.TempDir(), "picture.png")
 	if err := os.WriteFile(png, testenv.Sample(t, "images/sample.png"), 0o600); err != nil {
 		t.Fatal(err)
@@ -411,4 +403,16 @@ func TestBrowser_TransformOptions(t *testing.T) {
 	if len(opts) != 3 || opts["rotate"] != 90.0 || opts["strip_metadata"] != false || crop["width"] != 20.0 || crop["height"] != 10.0 {
 		t.Errorf("the job's options %v, want rotate 90, strip_metadata false and the crop", opts)
 	}
+}
+
+// openPageWithKey starts a service with one worker and a browser on its page, with the
+// account's key entered and accepted.
+func openPageWithKey(t *testing.T) (*testenv.Env, context.Context) {
+	t.Helper()
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
+	ctx := startBrowser(t, t.TempDir())
+	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
+	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
+	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	return e, ctx
 }
