@@ -13,12 +13,16 @@ import (
 )
 
 // What a raster conversion cannot keep is reported as a warning on the job (convert.Params.Warn)
-// rather than dropped silently (issue 23). The decoders keep pixels only, so:
+// rather than dropped silently (issue 23). What the job does not keep (finish.go):
 //
-//   - metadata: EXIF, XMP and text chunks of the input are not written (metadata_dropped);
-//   - colour profiles: an embedded ICC profile is not written, and its pixels are written as
+//   - metadata: EXIF, XMP and text chunks of the input are not written (metadata_dropped),
+//     unless strip_metadata is false and the target holds them (JPEG, PNG, WebP), or the job
+//     asked for strip_metadata: true;
+//   - colour profiles: a matrix/TRC RGB profile is converted to sRGB (or carried with the
+//     metadata); any other (CMYK, lookup tables) is not written, and its pixels are written as
 //     they are, as if they were sRGB (color_profile_dropped);
-//   - transparency: JPEG and Netpbm composite it over white (alpha_dropped); GIF keeps pixels
+//   - transparency: JPEG and Netpbm composite it over white or the background option
+//     (alpha_dropped); GIF keeps pixels
 //     fully transparent or opaque, so a partly transparent pixel becomes transparent when less
 //     than half opaque and is composited over white otherwise (alpha_dropped);
 //   - animation: a target holding one image gets the first frame (animation_dropped), APNG
