@@ -13,6 +13,7 @@
 #   huge-tiff-png   100 MP uncompressed RGB TIFF -> PNG    vips copy, IM convert  (not in the default ROWS)
 #   huge-ppm-png    100 MP binary PPM -> PNG               vips copy, IM convert  (not in the default ROWS)
 #   big-png-800     12 MP PNG -> 800 px wide JPEG q85      vipsthumbnail, IM -resize
+#   big-jpeg-jpeg-800  12 MP JPEG -> 800 px wide JPEG q85 (a same-format job)  vipsthumbnail, IM -resize  (not in the default ROWS)
 #   huge-png-800    100 MP PNG -> 800 px wide JPEG q85     vipsthumbnail, IM -resize
 #
 #   bench/images21.sh [OUTDIR]       # default /tmp/convsvc-bench-images21; report in OUTDIR/report.md
@@ -102,8 +103,8 @@ for row in $ROWS; do
 	big-jpeg-800 | small-jpeg-250)
 		src=$I/big.jpg w=800
 		[ "$row" = small-jpeg-250 ] && src=$I/small.jpg w=250
-		# The catalog converts between formats only (JPEG -> JPEG is refused), so the
-		# resized image is written as PNG by every tool: at 800 px its encode is small.
+		# Written as PNG by every tool (the row predates same-format jobs; big-jpeg-jpeg-800
+		# writes JPEG): at 800 px its encode is small.
 		cmd[convsvc]="$B/convbench -width $w jpeg png $src $O/$row-convsvc.png"
 		cmd[vips]="vipsthumbnail $src -s $w -o $O/$row-vips.png"
 		cmd[im]="$IM $src -resize ${w}x $O/$row-im.png"
@@ -114,6 +115,11 @@ for row in $ROWS; do
 		cmd[vips]="vips copy $I/small.jpg $O/$row-vips.webp[Q=85]"
 		cmd[im]="$IM $I/small.jpg -quality 85 $O/$row-im.webp"
 		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 jpeg webp $I/small.jpg $O/$row-before.webp" ;;
+	big-jpeg-jpeg-800) # shrink-on-load, then the transforms' finisher and a JPEG encode
+		cmd[convsvc]="$B/convbench -q 85 -width 800 jpeg jpeg $I/big.jpg $O/$row-convsvc.jpg"
+		cmd[vips]="vipsthumbnail $I/big.jpg -s 800 -o $O/$row-vips.jpg[Q=85]"
+		cmd[im]="$IM $I/big.jpg -resize 800x -quality 85 $O/$row-im.jpg"
+		[ -z "$BEFORE" ] || cmd[before]="$BEFORE -q 85 -width 800 jpeg jpeg $I/big.jpg $O/$row-before.jpg" ;;
 	big-png-800 | huge-png-800) # strips decoded straight into the resampler (stripscale)
 		src=$I/${row%%-*}.png
 		cmd[convsvc]="$B/convbench -q 85 -width 800 png jpeg $src $O/$row-convsvc.jpg"

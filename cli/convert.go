@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,11 @@ type convertOptions struct {
 	opts      client.Options
 	lossless  bool
 	preset    string
+	// Transform flags (issue 31): crop as "L,T,W,H", the orientation and metadata switches.
+	crop         string
+	noAutoOrient bool
+	keepMetadata bool
+	maxBytes     sizeFlag
 }
 
 // maxParallel bounds convert --parallel: files in flight at once, each with its own upload.
@@ -99,6 +105,13 @@ func newConvertCommand() *cobra.Command {
 	f.StringVar(&o.opts.Pages, "pages", "", `pages of a PDF or document input: "all", "1-3,7", "3-"; several pages to PNG, JPEG... give a .zip of page-0001.png..., to tiff one multi-page TIFF, pdf to pdf a PDF of those pages`)
 	f.StringVar(&o.preset, "preset", "", "run the operator's preset NAME (its target and options; --to must be its target, other option flags are refused)")
 	f.StringVar(&o.opts.Sheet, "sheet", "", "worksheet of an xlsx input: its name, or its position from 1 (default: the first, with a warning naming the others)")
+	f.IntVar(&o.opts.Rotate, "rotate", 0, "turn an image clockwise: 90, 180 or 270 (after EXIF orientation and --crop)")
+	f.StringVar(&o.opts.Flip, "flip", "", "mirror an image: horizontal or vertical (after --rotate)")
+	f.StringVar(&o.crop, "crop", "", "keep a rectangle of an image, LEFT,TOP,WIDTH,HEIGHT in pixels of the upright source, before resizing")
+	f.StringVar(&o.opts.Background, "background", "", "colour transparency is flattened onto for targets without it (jpeg), #rrggbb (default white)")
+	f.BoolVar(&o.noAutoOrient, "no-auto-orient", false, "leave an image as stored instead of applying its EXIF orientation")
+	f.BoolVar(&o.keepMetadata, "keep-metadata", false, "carry EXIF, XMP and the ICC profile into jpeg, png and webp outputs (default: strip them, converting the profile to sRGB)")
+	f.Var(&o.maxBytes, "max-bytes", "largest output accepted, e.g. 200KB: jpeg, webp and avif lower their quality to fit, else the job fails")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
@@ -120,6 +133,9 @@ type plan struct {
 func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	if cmd.Flags().Changed("lossless") {
 		o.opts.Lossless = &o.lossless
+	}
+	if err := o.transformFlags(cmd); err != nil {
+		return err
 	}
 	if err := o.checkArgs(inputs); err != nil {
 		return err
@@ -391,8 +407,12 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 			}
 			sources[from] = src
 		}
-		selectPages := from == target.ID && from == "pdf" && opts.Pages != "" // pdf -> pdf: a page selection
-		if !selectPages && (from == target.ID || !slices.Contains(src.Targets, target.ID)) {
+		if from == target.ID && slices.Contains(src.Targets, target.ID) && len(opts.ChangingOptions()) == 0 {
+			errs = append(errs, fmt.Errorf("%s: converting %s to %s changes nothing without an option; set one of: %s",
+				p.input, from, target.ID, strings.Join(convert.SameFormatOptions(convert.Format{Options: detail.Options}), ", ")))
+			continue
+		}
+		if !slices.Contains(src.Targets, target.ID) {
 			reach := "nothing"
 			if len(src.Targets) > 0 {
 				reach = strings.Join(src.Targets, ", ")
@@ -400,7 +420,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 			errs = append(errs, fmt.Errorf("%s: cannot convert %s to %s; %s converts to: %s", p.input, from, target.ID, from, reach))
 			continue
 		}
-		if err := opts.ValidateInput(from); err != nil {
+		if err := errors.Join(opts.ValidateInput(from), opts.ValidateSource(convert.Format{ID: from, Category: src.Category})); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.input, err))
 			continue
 		}
@@ -693,8 +713,14 @@ func outputExtension(target client.Format, opts convert.Options) string {
 
 // kernelOptions is the client's options as the converters' options, to check them locally.
 func kernelOptions(o client.Options) convert.Options {
-	return convert.Options{Quality: o.Quality, Width: o.Width, Height: o.Height, Fit: o.Fit, Page: o.Page, DPI: o.DPI,
-		Lossless: o.Lossless, Sheet: o.Sheet, Pages: o.Pages}
+	opts := convert.Options{Quality: o.Quality, Width: o.Width, Height: o.Height, Fit: o.Fit, Page: o.Page, DPI: o.DPI,
+		Lossless: o.Lossless, Sheet: o.Sheet, Pages: o.Pages,
+		Rotate: o.Rotate, Flip: o.Flip, Background: o.Background,
+		AutoOrient: o.AutoOrient, StripMetadata: o.StripMetadata, MaxBytes: o.MaxBytes}
+	if c := o.Crop; c != nil {
+		opts.Crop = &convert.Crop{Left: c.Left, Top: c.Top, Width: c.Width, Height: c.Height}
+	}
+	return opts
 }
 
 // convertOptionsSet names the option flags that are set.
@@ -751,4 +777,37 @@ func fontDirDefault() string {
 		return v
 	}
 	return standard.DefaultFontDir
+}
+
+// transformFlags sets the options of --crop, --no-auto-orient, --keep-metadata and
+// --max-bytes; the API checks the values (rotate 45, a bad colour) with its own words.
+func (o *convertOptions) transformFlags(cmd *cobra.Command) error {
+	if o.crop != "" {
+		parts := strings.Split(o.crop, ",")
+		var n [4]int
+		ok := len(parts) == 4
+		for i := 0; ok && i < 4; i++ {
+			v, err := strconv.Atoi(strings.TrimSpace(parts[i]))
+			n[i], ok = v, err == nil
+		}
+		if !ok {
+			return fmt.Errorf("--crop %q: want LEFT,TOP,WIDTH,HEIGHT in pixels, like 10,20,300,200", o.crop)
+		}
+		o.opts.Crop = &client.Crop{Left: n[0], Top: n[1], Width: n[2], Height: n[3]}
+	}
+	if o.noAutoOrient {
+		f := false
+		o.opts.AutoOrient = &f
+	}
+	if o.keepMetadata {
+		f := false
+		o.opts.StripMetadata = &f
+	}
+	if cmd.Flags().Changed("max-bytes") {
+		if o.maxBytes <= 0 {
+			return fmt.Errorf("--max-bytes: want a size of at least 1 byte, like 200KB")
+		}
+		o.opts.MaxBytes = int64(o.maxBytes)
+	}
+	return nil
 }

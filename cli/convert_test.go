@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"image/jpeg"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,17 +131,19 @@ func TestConvert_ChecksEverythingBeforeReserving(t *testing.T) {
 		{[]string{"sample.png", "--to", "jpeg", "-o", "missing/out.jpg"},
 			"output directory missing does not exist; create it first (mkdir -p missing)"},
 		{[]string{"empty.png", "--to", "jpeg"}, "empty.png is empty (0 bytes): there is nothing to convert"},
-		{[]string{"a/x.png", "sample.png", "--to", "png", "--from", "png"}, "a/x.png: cannot convert png to png; png converts to: avif, bmp, gif, ico, jpeg, pdf, ppm, qoi, tiff, webp\n" +
-			"sample.png: cannot convert png to png; png converts to: avif, bmp, gif, ico, jpeg, pdf, ppm, qoi, tiff, webp"},
+		{[]string{"a/x.png", "sample.png", "--to", "png", "--from", "png"}, "a/x.png: converting png to png changes nothing without an option; set one of: width, height, rotate, flip, crop, background, auto_orient, strip_metadata, max_bytes\n" +
+			"sample.png: converting png to png changes nothing without an option; set one of: width, height, rotate, flip, crop, background, auto_orient, strip_metadata, max_bytes"},
+		{[]string{"sample.png", "--to", "jpeg", "--crop", "1,2,3"}, "--crop \"1,2,3\": want LEFT,TOP,WIDTH,HEIGHT in pixels, like 10,20,300,200"},
+		{[]string{"sample.png", "--to", "jpeg", "--rotate", "45"}, "options.rotate: must be 90, 180 or 270 (degrees clockwise), not 45"},
 		{[]string{"sample.png", "--to", "jpeg", "-o", "./sample.png", "--force"},
 			"sample.png: its output ./sample.png is the input sample.png; choose another with -o or --output-dir"},
 		{[]string{"nothere.png", "--to", "jpeg"}, "nothere.png: no such file"},
 		{[]string{"sample.png", "--to", "gif", "--quality", "50"},
-			"options.quality: not accepted when converting to gif (accepted: width, height, fit, page, pages, dpi)"},
+			"options.quality: not accepted when converting to gif (accepted: width, height, fit, page, pages, dpi, rotate, flip, crop, background, auto_orient, strip_metadata, max_bytes)"},
 		{[]string{"sample.png", "--to", "jpeg", "--quality", "500"}, "options.quality: must be from 1 to 100"},
 		{[]string{"sample.png", "--to", "jpeg", "--page", "2"}, "sample.png: options.page: only applies when the input is pdf"},
 		{[]string{"sample.png", "--to", "wav"},
-			"sample.png: cannot convert png to wav; png converts to: avif, bmp, gif, ico, jpeg, pdf, ppm, qoi, tiff, webp"},
+			"sample.png: cannot convert png to wav; png converts to: avif, bmp, gif, ico, jpeg, pdf, png, ppm, qoi, tiff, webp"},
 		{[]string{"notes.xyz", "--to", "jpeg"}, "notes.xyz: cannot tell the format from extension \"xyz\"; pass --from"},
 		{[]string{"sample.png", "--to", "nope"}, "unknown target format \"nope\"; `convsvc formats` lists them"},
 		{[]string{"sample.png", "--to", "jepg"}, "unknown target format \"jepg\"; did you mean jpeg? (`convsvc formats` lists them)"},
@@ -198,6 +201,38 @@ func TestConvert_OptionsReachTheJob(t *testing.T) {
 	_, _, code, err = runIn(t, dir, "convert", "sample.png", "--to", "jpeg", "--lossless=false", "-f")
 	if code != 1 || err == nil || !strings.HasPrefix(err.Error(), "options.lossless: not accepted when converting to jpeg") {
 		t.Fatalf("--lossless=false to jpeg: exit %d, %v", code, err)
+	}
+}
+
+// TestConvert_TransformFlags: the transform flags reach the job as options, and a same-format
+// conversion with one of them runs (png to png, turned and cropped).
+func TestConvert_TransformFlags(t *testing.T) {
+	e := testenv.Start(t)
+	t.Setenv("CONVSVC_URL", e.URL)
+	t.Setenv("CONVSVC_KEY", e.Key)
+	dir := workdir(t)
+	out, _, code, err := runIn(t, dir, "convert", "sample.png", "--to", "png", "-o", "turned.png", "--rotate", "90", "--flip", "horizontal",
+		"--crop", "0,0,20,10", "--no-auto-orient", "--keep-metadata", "--max-bytes", "200KB", "--json")
+	if err != nil || code != 0 {
+		t.Fatalf("exit %d: %v", code, err)
+	}
+	var job client.Job
+	if err := json.Unmarshal([]byte(out), &job); err != nil {
+		t.Fatalf("%v: %q", err, out)
+	}
+	o := job.Options
+	if o == nil || o.Rotate != 90 || o.Flip != "horizontal" || o.Crop == nil || *o.Crop != (client.Crop{Left: 0, Top: 0, Width: 20, Height: 10}) ||
+		o.AutoOrient == nil || *o.AutoOrient || o.StripMetadata == nil || *o.StripMetadata || o.MaxBytes != 200000 || job.Status != client.StatusSucceeded {
+		t.Fatalf("job %+v options %+v", job, o)
+	}
+	f, err := os.Open(filepath.Join(dir, "turned.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil || cfg.Width != 10 || cfg.Height != 20 {
+		t.Fatalf("output is %dx%d (%v), want 10x20", cfg.Width, cfg.Height, err)
 	}
 }
 

@@ -186,10 +186,39 @@ type Options struct {
 	// Several pages to PNG, JPEG, WebP... make the output a zip of page-0001.png...; to TIFF
 	// one multi-page TIFF; PDF to PDF a PDF of those pages in that order.
 	Pages string `json:"pages,omitempty"`
+	// Rotate turns an image clockwise by 90, 180 or 270 degrees (after orientation and crop).
+	Rotate int `json:"rotate,omitempty"`
+	// Flip mirrors an image: "horizontal" or "vertical" (after Rotate).
+	Flip string `json:"flip,omitempty"`
+	// Crop keeps a rectangle of an image, in pixels of the upright source, before resizing.
+	Crop *Crop `json:"crop,omitempty"`
+	// Background is the "#rrggbb" colour transparency is flattened onto for targets without
+	// it (JPEG); white when empty.
+	Background string `json:"background,omitempty"`
+	// AutoOrient applies the input's EXIF orientation (nil means true).
+	AutoOrient *bool `json:"auto_orient,omitempty"`
+	// StripMetadata leaves EXIF, XMP and ICC out of the output (nil means true); false
+	// carries them into JPEG, PNG and WebP.
+	StripMetadata *bool `json:"strip_metadata,omitempty"`
+	// MaxBytes is the largest output accepted; lossy targets lower their quality to fit, and
+	// the job fails with error reason output_too_large when they cannot.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+}
+
+// Crop is a rectangle of an image in pixels.
+type Crop struct {
+	Left   int `json:"left"`
+	Top    int `json:"top"`
+	Width  int `json:"width"`
+	Height int `json:"height"`
 }
 
 // IsZero reports whether no option is set.
-func (o Options) IsZero() bool { return o == Options{} }
+func (o Options) IsZero() bool {
+	return o.Crop == nil && o.AutoOrient == nil && o.StripMetadata == nil && o.Lossless == nil &&
+		o.Quality == 0 && o.Width == 0 && o.Height == 0 && o.Fit == "" && o.Page == 0 && o.DPI == 0 &&
+		o.Sheet == "" && o.Rotate == 0 && o.Flip == "" && o.Background == "" && o.MaxBytes == 0
+}
 
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {

@@ -114,8 +114,11 @@ func ExampleClient() {
 	fmt.Println("cancelled:", cancelled.Error(), cancelled.ErrorCode == nil, err)
 
 	// API errors carry the stable code.
+	_, err = c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "rar", InputBytes: 1}, "")
+	fmt.Println("png to rar:", client.IsCode(err, client.CodeUnsupportedFormat))
+	// A same-format job is a transform: it needs an option that changes the output.
 	_, err = c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "png", InputBytes: 1}, "")
-	fmt.Println("same format twice:", client.IsCode(err, client.CodeUnsupportedFormat))
+	fmt.Println("png to png, no option:", client.IsCode(err, client.CodeInvalidRequest))
 	_, err = c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "gif", InputBytes: 1, Options: &client.Options{Quality: 50}}, "")
 	fmt.Println("quality for gif:", client.IsCode(err, client.CodeInvalidRequest))
 	// Output:
@@ -123,7 +126,8 @@ func ExampleClient() {
 	// finished: succeeded
 	// JPEG: true
 	// cancelled: cancelled true <nil>
-	// same format twice: true
+	// png to rar: true
+	// png to png, no option: true
 	// quality for gif: true
 }
 

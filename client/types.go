@@ -71,6 +71,7 @@ const (
 	WarnPermissionsDropped  WarningCode = "permissions_dropped"   // file modes were not kept
 	WarnPagesDropped        WarningCode = "pages_dropped"         // only one page of a document became an image
 	WarnImageResized        WarningCode = "image_resized"         // shrunk to the largest size the target holds
+	WarnQualityReduced      WarningCode = "quality_reduced"       // quality lowered to fit max_bytes
 )
 
 // Warning is one thing a succeeded conversion could not keep.

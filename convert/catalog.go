@@ -26,6 +26,24 @@ type Error struct {
 	Message string
 	// Err is the underlying cause, for logs and errors.Is; it may be nil.
 	Err error
+	// Reason is a finer failure code for the Job's error_reason (ReasonOutputTooLarge, ...);
+	// empty when error_code says all there is.
+	Reason string
+}
+
+// ReasonOutputTooLarge: the output does not fit the job's max_bytes, even at the lowest
+// quality a max_bytes search tries.
+const ReasonOutputTooLarge = "output_too_large"
+
+// ErrorReason returns the Reason of the first *Error in err's chain that has one, or "".
+func ErrorReason(err error) string {
+	for err != nil {
+		if e, ok := err.(*Error); ok && e.Reason != "" {
+			return e.Reason
+		}
+		err = errors.Unwrap(err)
+	}
+	return ""
 }
 
 // Error returns the message followed by the underlying cause, for logs.
@@ -180,9 +198,10 @@ func (c *Catalog) AddFormat(f Format) {
 	c.paths.Clear()
 }
 
-// AddConverter registers a converter; a converter from a format to itself is a transform
-// (pdf -> pdf selecting pages), the one path between them. It panics when a format is unknown,
-// Run is nil or the pair already has a converter, since those are programming errors.
+// AddConverter registers a converter; it panics when a format is unknown, Run is nil or the
+// pair already has a converter, since those are programming errors. A converter whose From
+// equals To is a transform within the format (resize, rotate, select pages): Path uses it
+// only for that pair, never inside a chain.
 func (c *Catalog) AddConverter(cv Converter) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -281,8 +300,9 @@ func stateLess(a, b state) bool {
 
 // Path returns the cheapest chain of converters from one format to another: fewest lossy
 // steps, then fewest steps, ties broken by format id so the answer is stable, crossing
-// categories at most MaxCategoryChanges times. It returns an error wrapping ErrUnsupported when
-// from equals to, either is unknown, or to is unreachable.
+// categories at most MaxCategoryChanges times. From equal to to is the format's own transform
+// converter, a path of one step. It returns an error wrapping ErrUnsupported when either is
+// unknown, or to is unreachable (from equals to and the format has no transform).
 func (c *Catalog) Path(from, to string) ([]Step, error) {
 	key := [2]string{from, to}
 	if r, ok := c.paths.Load(key); ok {
@@ -308,10 +328,8 @@ func (c *Catalog) findPath(from, to string) ([]Step, error) {
 		return nil, fmt.Errorf("unknown format %q: %w", to, ErrUnsupported)
 	}
 	if from == to {
-		for _, cv := range c.out[from] {
-			if cv.To == to {
-				return []Step{{From: from, To: to, Lossy: cv.Lossy}}, nil
-			}
+		if c.hasSelf(from) {
+			return []Step{{From: from, To: to, Lossy: c.selfConverter(from).Lossy}}, nil
 		}
 		return nil, fmt.Errorf("%s to itself: %w", from, ErrUnsupported)
 	}
@@ -346,6 +364,9 @@ func (c *Catalog) findPath(from, to string) ([]Step, error) {
 			break
 		}
 		for _, cv := range c.out[curS.id] {
+			if cv.To == cv.From {
+				continue // a transform is a path of its own, never a hop of a chain
+			}
 			next, ok := c.step(curS, cv.To)
 			if !ok {
 				continue
@@ -372,17 +393,38 @@ func (c *Catalog) findPath(from, to string) ([]Step, error) {
 	return steps, nil
 }
 
-// Targets returns every format id reachable from id, directly or by chaining converters, sorted.
+// Targets returns every format id reachable from id, directly or by chaining converters,
+// sorted; id itself when the format has a transform converter.
 func (c *Catalog) Targets(id string) []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.reach(id, func(n string) []string {
+	found := c.reach(id, func(n string) []string {
 		var next []string
 		for _, cv := range c.out[n] {
-			next = append(next, cv.To)
+			if cv.To != cv.From {
+				next = append(next, cv.To)
+			}
 		}
 		return next
 	})
+	if c.hasSelf(id) {
+		found = append(found, id)
+		slices.Sort(found)
+	}
+	return found
+}
+
+// hasSelf reports whether format id has a transform converter (From == To); c.mu must be held.
+func (c *Catalog) hasSelf(id string) bool { return c.selfConverter(id).Run != nil }
+
+// selfConverter returns format id's transform converter, or the zero Converter; c.mu must be held.
+func (c *Catalog) selfConverter(id string) Converter {
+	list := c.out[id]
+	i, found := slices.BinarySearchFunc(list, id, func(e Converter, to string) int { return cmp.Compare(e.To, to) })
+	if !found {
+		return Converter{}
+	}
+	return list[i]
 }
 
 // Sources returns every format id from which id can be reached, sorted. The chain rules are
@@ -399,6 +441,12 @@ func (c *Catalog) Sources(id string) []string {
 	}
 	for _, from := range ids {
 		if from == id {
+			c.mu.RLock()
+			self := c.hasSelf(id)
+			c.mu.RUnlock()
+			if self {
+				found = append(found, id)
+			}
 			continue
 		}
 		if slices.Contains(c.Targets(from), id) {
@@ -483,6 +531,10 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
+			if opts.MaxBytes > 0 {
+				// Converters that cannot trade quality for size are held to max_bytes here.
+				out = &maxBytesWriter{w: out, left: opts.MaxBytes, max: opts.MaxBytes, to: s.To}
+			}
 			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts, scratchDir, w)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
@@ -569,5 +621,23 @@ func (r *recordingWriter) Write(p []byte) (int, error) {
 	if err != nil && r.err == nil {
 		r.err = err
 	}
+	return n, err
+}
+
+// maxBytesWriter fails the write that would take the output past the job's max_bytes, with an
+// *Error whose Reason is ReasonOutputTooLarge.
+type maxBytesWriter struct {
+	w         io.Writer
+	left, max int64
+	to        string
+}
+
+func (m *maxBytesWriter) Write(p []byte) (int, error) {
+	if int64(len(p)) > m.left {
+		return 0, &Error{Reason: ReasonOutputTooLarge, Err: ErrOutputTooLarge,
+			Message: fmt.Sprintf("the %s output is larger than max_bytes %d; raise max_bytes or ask for a smaller output", m.to, m.max)}
+	}
+	n, err := m.w.Write(p)
+	m.left -= int64(n)
 	return n, err
 }

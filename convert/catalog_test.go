@@ -181,7 +181,7 @@ func TestCatalog_Targets_CycleExcludesSelf(t *testing.T) {
 
 // TestCatalog_SelfConverter: a converter from a format to itself (a transform) is the one
 // path between them, and no other path goes through it.
-func TestCatalog_SelfConverter(t *testing.T) {
+func TestCatalog_SelfConverterLeavesOtherPaths(t *testing.T) {
 	c := testGraph(t)
 	if _, err := c.Path("a", "a"); err == nil {
 		t.Fatal("a to a without a converter has a path")
@@ -206,6 +206,10 @@ func TestCatalog_AddPanics(t *testing.T) {
 		{"empty id", func(c *Catalog) { c.AddFormat(Format{}) }},
 		{"unknown from", func(c *Catalog) { c.AddConverter(Converter{From: "zz", To: "a", Run: appendRun("")}) }},
 		{"unknown to", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "zz", Run: appendRun("")}) }},
+		{"duplicate transform", func(c *Catalog) {
+			c.AddConverter(Converter{From: "a", To: "a", Run: appendRun("")})
+			c.AddConverter(Converter{From: "a", To: "a", Run: appendRun("")})
+		}},
 		{"nil run", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "g"}) }},
 		{"duplicate converter", func(c *Catalog) { c.AddConverter(Converter{From: "a", To: "b", Run: appendRun("")}) }},
 	}
@@ -354,5 +358,48 @@ func TestCatalog_CategoryChangesBounded(t *testing.T) {
 	}
 	if got := c.Sources("img"); !slices.Equal(got, []string{"doc", "doc2"}) {
 		t.Fatalf("sources %v", got)
+	}
+}
+
+// TestCatalog_SelfConverter: a transform converter (From == To) is the path of its own pair,
+// is listed among the format's targets and sources, and is never a hop of a longer chain.
+func TestCatalog_SelfConverter(t *testing.T) {
+	c := testGraph(t)
+	c.AddConverter(Converter{From: "b", To: "b", Lossy: true, Run: appendRun(">b")})
+	steps, err := c.Path("b", "b")
+	if err != nil || pathString(steps) != "b>b*" {
+		t.Fatalf("Path(b, b) = %q, %v; want b>b*", pathString(steps), err)
+	}
+	if _, err := c.Path("a", "a"); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("Path(a, a) without a transform: %v, want ErrUnsupported", err)
+	}
+	if steps, err := c.Path("a", "c"); err != nil || pathString(steps) != "a>b>c" {
+		t.Fatalf("Path(a, c) = %q, %v; want a>b>c", pathString(steps), err)
+	}
+	if got := c.Targets("b"); !slices.Contains(got, "b") {
+		t.Errorf("Targets(b) = %v, want b among them", got)
+	}
+	if got := c.Targets("a"); slices.Contains(got, "a") {
+		t.Errorf("Targets(a) = %v, want no a", got)
+	}
+	if got := c.Sources("b"); !slices.Contains(got, "b") {
+		t.Errorf("Sources(b) = %v, want b among them", got)
+	}
+}
+
+// TestCatalog_MaxBytes: the last step's output is held to max_bytes whatever the converter; a
+// larger one fails with reason output_too_large, and one that fits goes through unchanged.
+func TestCatalog_MaxBytes(t *testing.T) {
+	c := testGraph(t)
+	in := bytes.Repeat([]byte("x"), 4096)
+	var out bytes.Buffer
+	_, err := c.Convert(context.Background(), "a", "c", Options{MaxBytes: 100}, writeTemp(t, in), &out, t.TempDir())
+	var ce *Error
+	if !errors.As(err, &ce) || ErrorReason(err) != ReasonOutputTooLarge || !strings.Contains(ce.Message, "max_bytes 100") {
+		t.Fatalf("4 KiB output, max_bytes 100: %v (reason %q)", err, ErrorReason(err))
+	}
+	out.Reset()
+	if _, err := c.Convert(context.Background(), "a", "c", Options{MaxBytes: 4096 + 4}, writeTemp(t, in), &out, t.TempDir()); err != nil || out.Len() != 4096+4 {
+		t.Fatalf("output of exactly max_bytes: %d bytes, %v", out.Len(), err)
 	}
 }

@@ -21,7 +21,33 @@ const (
 	OptSheet = "sheet"
 	// OptPages selects several pages of a PDF (or a document laid out as PDF): "all", "1-3,7".
 	OptPages = "pages"
+
+	// Transforms of image targets (issue 31).
+	OptRotate        = "rotate"
+	OptFlip          = "flip"
+	OptCrop          = "crop"
+	OptBackground    = "background"
+	OptAutoOrient    = "auto_orient"
+	OptStripMetadata = "strip_metadata"
+	OptMaxBytes      = "max_bytes"
 )
+
+// Flip directions.
+const (
+	FlipHorizontal = "horizontal" // mirror left to right
+	FlipVertical   = "vertical"   // mirror top to bottom
+)
+
+// MaxOutputBytesOption bounds max_bytes: larger values are no bound at all in practice.
+const MaxOutputBytesOption = 1 << 40
+
+// Crop is a rectangle of the source image in pixels, after EXIF orientation is applied.
+type Crop struct {
+	Left   int `json:"left"`
+	Top    int `json:"top"`
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
 
 // MaxSheetNameLen is the longest worksheet name Excel allows, in characters.
 const MaxSheetNameLen = 31
@@ -53,10 +79,67 @@ type Options struct {
 	// grammar: one page gives one file; a spec that may name several gives a zip of
 	// page-0001.png... (a multi-page TIFF for tiff, a PDF of those pages for pdf).
 	Pages string `json:"pages,omitempty"`
+
+	// Rotate turns the image clockwise by 90, 180 or 270 degrees, after orientation and crop.
+	Rotate int `json:"rotate,omitempty"`
+	// Flip mirrors the image (FlipHorizontal or FlipVertical), after Rotate.
+	Flip string `json:"flip,omitempty"`
+	// Crop keeps a rectangle of the source, in pixels of the upright image, before resizing.
+	Crop *Crop `json:"crop,omitempty"`
+	// Background is the "#rrggbb" colour transparency is flattened onto for targets without
+	// alpha; white when empty.
+	Background string `json:"background,omitempty"`
+	// AutoOrient applies the input's EXIF orientation to the pixels; nil means true.
+	AutoOrient *bool `json:"auto_orient,omitempty"`
+	// StripMetadata leaves the input's EXIF, XMP and ICC profile out of the output; nil means
+	// true. False carries them into targets that hold them.
+	StripMetadata *bool `json:"strip_metadata,omitempty"`
+	// MaxBytes is the largest output accepted: lossy targets lower their quality to fit, and
+	// the job fails (error_reason output_too_large) when even the lowest quality does not.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
 // IsZero reports whether no option is set.
-func (o Options) IsZero() bool { return o == Options{} }
+func (o Options) IsZero() bool { return len(o.set()) == 0 }
+
+// Orient reports whether the input's EXIF orientation is applied (auto_orient, default true).
+func (o Options) Orient() bool { return o.AutoOrient == nil || *o.AutoOrient }
+
+// KeepMetadata reports whether EXIF, XMP and ICC are carried into the output
+// (strip_metadata: false).
+func (o Options) KeepMetadata() bool { return o.StripMetadata != nil && !*o.StripMetadata }
+
+// ChangingOptions lists the options set in o that make an output differ from an input of the
+// same format: every option but auto_orient false and fit alone (it only shapes width and
+// height). A same-format job needs at least one.
+func (o Options) ChangingOptions() []string {
+	var names []string
+	for _, n := range o.set() {
+		switch {
+		case n == OptSheet, n == OptFit:
+		case n == OptAutoOrient && !o.Orient():
+		default:
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// SameFormatOptions lists, of the options target accepts, those that would make a job from
+// target to target do something; create names them when a same-format job sets none.
+func SameFormatOptions(target Format) []string {
+	var names []string
+	for _, n := range target.Options {
+		switch {
+		case n == OptFit, n == OptSheet:
+		case n == OptPage && target.ID != "pdf", n == OptDPI && target.ID != "pdf" && target.ID != "svg":
+			// input options of other inputs (ValidateInput)
+		default:
+			names = append(names, n)
+		}
+	}
+	return names
+}
 
 // set lists the names of the options that are set.
 func (o Options) set() []string {
@@ -75,6 +158,13 @@ func (o Options) set() []string {
 	add(o.Lossless != nil, OptLossless)
 	add(o.Sheet != "", OptSheet)
 	add(o.Pages != "", OptPages)
+	add(o.Rotate != 0, OptRotate)
+	add(o.Flip != "", OptFlip)
+	add(o.Crop != nil, OptCrop)
+	add(o.Background != "", OptBackground)
+	add(o.AutoOrient != nil, OptAutoOrient)
+	add(o.StripMetadata != nil, OptStripMetadata)
+	add(o.MaxBytes != 0, OptMaxBytes)
 	return names
 }
 
@@ -119,10 +209,73 @@ func (o Options) Validate(target Format) error {
 		return &OptionError{OptPages, "cannot be combined with page: give the one page as pages"}
 	case utf8.RuneCountInString(o.Sheet) > MaxSheetNameLen || !utf8.ValidString(o.Sheet):
 		return &OptionError{OptSheet, fmt.Sprintf("must be a sheet name of at most %d characters or a 1-based index", MaxSheetNameLen)}
+	case o.Rotate != 0 && o.Rotate != 90 && o.Rotate != 180 && o.Rotate != 270:
+		return &OptionError{OptRotate, fmt.Sprintf("must be 90, 180 or 270 (degrees clockwise), not %d", o.Rotate)}
+	case o.Flip != "" && o.Flip != FlipHorizontal && o.Flip != FlipVertical:
+		return &OptionError{OptFlip, "must be horizontal or vertical"}
+	case o.Crop != nil && (o.Crop.Left < 0 || o.Crop.Top < 0):
+		return &OptionError{OptCrop, "left and top must be 0 or more"}
+	case o.Crop != nil && (o.Crop.Width < 1 || o.Crop.Height < 1 || o.Crop.Width > MaxDimension*4 || o.Crop.Height > MaxDimension*4):
+		return &OptionError{OptCrop, fmt.Sprintf("width and height must be from 1 to %d", MaxDimension*4)}
+	case o.Crop != nil && (o.Crop.Left > MaxDimension*4 || o.Crop.Top > MaxDimension*4):
+		return &OptionError{OptCrop, fmt.Sprintf("left and top must be at most %d", MaxDimension*4)}
+	case o.Background != "" && !validHexColor(o.Background):
+		return &OptionError{OptBackground, `must be a colour written "#rrggbb", such as "#ffffff"`}
+	case o.MaxBytes < 0 || o.MaxBytes > MaxOutputBytesOption:
+		return &OptionError{OptMaxBytes, fmt.Sprintf("must be from 1 to %d bytes", int64(MaxOutputBytesOption))}
 	}
 	if o.Pages != "" {
 		if _, err := ParsePages(o.Pages); err != nil {
 			return &OptionError{OptPages, err.Error()}
+		}
+	}
+	return nil
+}
+
+// validHexColor reports whether s is "#rrggbb".
+func validHexColor(s string) bool {
+	if len(s) != 7 || s[0] != '#' {
+		return false
+	}
+	for _, c := range []byte(s[1:]) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// BackgroundRGB returns the background colour's red, green and blue; white when unset.
+func (o Options) BackgroundRGB() (r, g, b uint8) {
+	if !validHexColor(o.Background) {
+		return 0xff, 0xff, 0xff
+	}
+	h := func(c byte) uint8 {
+		switch {
+		case c <= '9':
+			return c - '0'
+		case c >= 'a':
+			return c - 'a' + 10
+		default:
+			return c - 'A' + 10
+		}
+	}
+	s := o.Background
+	return h(s[1])<<4 | h(s[2]), h(s[3])<<4 | h(s[4]), h(s[5])<<4 | h(s[6])
+}
+
+// imageOnlyOptions are the transforms only image inputs take.
+var imageOnlyOptions = []string{OptRotate, OptFlip, OptCrop, OptAutoOrient, OptStripMetadata}
+
+// ValidateSource checks the options that only an input of some category takes: the image
+// transforms (rotate, flip, crop, auto_orient, strip_metadata) need an image input.
+func (o Options) ValidateSource(input Format) error {
+	if input.Category == CategoryImage {
+		return nil
+	}
+	for _, n := range o.set() {
+		if slices.Contains(imageOnlyOptions, n) {
+			return &OptionError{n, fmt.Sprintf("only applies when the input is an image (this one is %s)", input.ID)}
 		}
 	}
 	return nil

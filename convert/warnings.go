@@ -37,6 +37,9 @@ const (
 	// WarnImageResized: an image larger than the target holds was shrunk to fit (an icon is at
 	// most 256x256) because the job set no size.
 	WarnImageResized = "image_resized"
+	// WarnQualityReduced: a lossy target was written at a lower quality than asked (or than
+	// the default) to fit max_bytes; the message names the quality and the encodes spent.
+	WarnQualityReduced = "quality_reduced"
 )
 
 // WarningCodes lists every warning code, in the order above; the OpenAPI document's enum and
@@ -46,7 +49,7 @@ var WarningCodes = []string{
 	WarnColorProfileDropped, WarnAnimationDropped, WarnAlphaDropped, WarnBitDepthReduced,
 	WarnImagesDropped, WarnLinksDropped,
 	WarnFormattingDropped, WarnPermissionsDropped, WarnPagesDropped,
-	WarnImageResized,
+	WarnImageResized, WarnQualityReduced,
 }
 
 // Warning is something a successful conversion could not keep: a stable Code (one of

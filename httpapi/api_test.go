@@ -68,7 +68,14 @@ func TestAPI_CreateJob_Errors(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"same format", `{"input_format":"png","target_format":"png","input_bytes":10}`, 400, "unsupported_format"},
+		{"same format, no option", `{"input_format":"png","target_format":"png","input_bytes":10}`, 400, "invalid_request"},
+		{"same format, auto_orient false only", `{"input_format":"jpeg","target_format":"jpeg","input_bytes":10,"options":{"auto_orient":false}}`, 400, "invalid_request"},
+		{"same format without a transform", `{"input_format":"csv","target_format":"csv","input_bytes":10}`, 400, "unsupported_format"},
+		{"rotate 45", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"options":{"rotate":45}}`, 400, "invalid_request"},
+		{"flip diagonal", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"options":{"flip":"diagonal"}}`, 400, "invalid_request"},
+		{"background not #rrggbb", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"options":{"background":"white"}}`, 400, "invalid_request"},
+		{"crop of no width", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"options":{"crop":{"left":0,"top":0,"width":0,"height":5}}}`, 400, "invalid_request"},
+		{"rotate a PDF input", `{"input_format":"pdf","target_format":"png","input_bytes":10,"options":{"rotate":90}}`, 400, "invalid_request"},
 		{"unknown input", `{"input_format":"nope","target_format":"png","input_bytes":10}`, 400, "unsupported_format"},
 		{"unknown target", `{"input_format":"png","target_format":"nope","input_bytes":10}`, 400, "unsupported_format"},
 		{"unreachable", `{"input_format":"png","target_format":"rar","input_bytes":10}`, 400, "unsupported_format"},

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -315,8 +316,15 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		return
 	}
 	targetFormat, _ := s.cfg.Catalog.Format(target)
-	if err := errors.Join(opts.Validate(targetFormat), opts.ValidateInput(input), s.cfg.Catalog.ValidatePages(input, target, opts)); err != nil {
+	inputFormat, _ := s.cfg.Catalog.Format(input)
+	if err := errors.Join(opts.Validate(targetFormat), opts.ValidateInput(input), opts.ValidateSource(inputFormat),
+		s.cfg.Catalog.ValidatePages(input, target, opts)); err != nil {
 		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
+		return
+	}
+	if input == target && len(opts.ChangingOptions()) == 0 {
+		s.writeError(w, r, errorf(CodeInvalidRequest, fmt.Sprintf("converting %s to %s changes nothing without an option; set one of: %s",
+			input, target, strings.Join(convert.SameFormatOptions(targetFormat), ", "))))
 		return
 	}
 	webhookURL, err := s.createWebhookURL(r, parsed.webhookURL)

@@ -38,6 +38,7 @@ func TestWarningCodes_Agree(t *testing.T) {
 		client.WarnColorProfileDropped, client.WarnAnimationDropped, client.WarnAlphaDropped, client.WarnBitDepthReduced,
 		client.WarnImagesDropped, client.WarnLinksDropped,
 		client.WarnFormattingDropped, client.WarnPermissionsDropped, client.WarnPagesDropped, client.WarnImageResized,
+		client.WarnQualityReduced,
 	}
 	var got []string
 	for _, c := range clientCodes {

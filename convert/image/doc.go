@@ -14,7 +14,12 @@
 // budget (Catalog.AcquireMemory). 8-bit images stay 8-bit; JPEG at JPEGQuality, WebP at
 // WebPQuality, AVIF at AVIFQuality unless the quality option says otherwise; PNG at zlib
 // BestSpeed; GIF with a median-cut palette and Floyd-Steinberg dithering; alpha is composited
-// over white for targets without it.
+// over white (or the background option) for targets without it.
+//
+// Transforms (transform.go, finish.go): every format is its own target too; EXIF orientation,
+// crop, rotate and flip make one turn of the output (d4), planned with the resize so that
+// every path resamples the stored image and turns only the result; then an ICC profile is
+// converted to sRGB or carried, alpha flattened, and the encode fits max_bytes.
 //
 // The document family uses the exported Codec table, DecodePixels, Resize and the limits
 // helpers to embed images in PDFs and to encode rendered pages.

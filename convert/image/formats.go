@@ -7,10 +7,14 @@ import (
 // Options accepted by raster targets: resizing everywhere, quality where the encoder is lossy,
 // lossless where the format has both modes, page and dpi for rendering PDF and SVG inputs
 // (Options.ValidateInput refuses them for other inputs).
+// Every raster target also takes the transforms (rotate, flip, crop, background,
+// auto_orient, strip_metadata, max_bytes); Options.ValidateSource keeps the ones that need
+// an image input to image inputs.
 var (
-	rasterOptions      = []string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}
-	lossyRasterOptions = []string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}
-	webpOptions        = []string{convert.OptQuality, convert.OptLossless, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}
+	transformOptions   = []string{convert.OptRotate, convert.OptFlip, convert.OptCrop, convert.OptBackground, convert.OptAutoOrient, convert.OptStripMetadata, convert.OptMaxBytes}
+	rasterOptions      = append([]string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transformOptions...)
+	lossyRasterOptions = append([]string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transformOptions...)
+	webpOptions        = append([]string{convert.OptQuality, convert.OptLossless, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transformOptions...)
 )
 
 // imageFormats lists every image format the family recognizes, convertible or not yet.

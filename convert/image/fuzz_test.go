@@ -117,3 +117,22 @@ func fuzzEncode(ctx context.Context, enc *Codec, img image.Image) error {
 	}
 	return enc.Encode(ctx, io.Discard, img, convert.Options{})
 }
+
+// FuzzReadImageMeta feeds arbitrary bytes to the metadata reader of every format that carries
+// EXIF, XMP or ICC: nothing may panic, no block may exceed maxMetaBlock, the orientation is
+// 1 to 8, and a profile found parses or fails cleanly.
+func FuzzReadImageMeta(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in := io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data)))
+		for _, id := range []string{"jpeg", "png", "webp", "tiff"} {
+			m := readImageMeta(in, CodecByID(id))
+			if m.orientation < 1 || m.orientation > 8 {
+				t.Fatalf("%s: orientation %d", id, m.orientation)
+			}
+			if len(m.exif) > maxMetaBlock || len(m.icc) > maxMetaBlock || len(m.xmp) > maxMetaBlock {
+				t.Fatalf("%s: blocks of %d, %d, %d bytes", id, len(m.exif), len(m.icc), len(m.xmp))
+			}
+			newFinisher(CodecByID(id), CodecByID("jpeg"), convert.Params{}, geometry{}, m).profileHandled()
+		}
+	})
+}

@@ -165,7 +165,8 @@ func plainDecode(f func(io.Reader) (image.Image, error)) func(context.Context, i
 }
 
 // Register adds the image formats and a direct converter for every readable raster format to
-// every writable one: decoding once and encoding once beats chaining through an intermediate file.
+// every writable one, itself included (a transform: resize, rotate, recompress): decoding once
+// and encoding once beats chaining through an intermediate file.
 func Register(c *convert.Catalog) {
 	for _, f := range imageFormats {
 		c.AddFormat(f)
@@ -174,7 +175,7 @@ func Register(c *convert.Catalog) {
 		src := &Codecs[i]
 		for j := range Codecs {
 			dst := &Codecs[j]
-			if src.ID == dst.ID || dst.Encode == nil {
+			if dst.Encode == nil {
 				continue
 			}
 			c.AddConverter(convert.Converter{From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst)})
@@ -199,11 +200,20 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			}
 		}
 		opts := p.Options
-		if dst.FitMaxSide && opts.Width == 0 && opts.Height == 0 && (cfg.Width > dst.MaxSide || cfg.Height > dst.MaxSide) {
-			opts.Width, opts.Height, opts.Fit = dst.MaxSide, dst.MaxSide, convert.FitContain
-			p.Warn(convert.WarnImageResized, fmt.Sprintf("the %dx%d image was shrunk to fit %dx%d, the largest %s holds", cfg.Width, cfg.Height, dst.MaxSide, dst.MaxSide, dst.Name))
+		meta := readImageMeta(in, src)
+		orient := 1
+		if opts.Orient() {
+			orient = meta.orientation
 		}
-		dw, dh, _ := ResizeBox(cfg.Width, cfg.Height, opts)
+		if ow, oh := orientations[max(1, min(8, orient))].size(cfg.Width, cfg.Height); dst.FitMaxSide && opts.Width == 0 && opts.Height == 0 && opts.Crop == nil && (ow > dst.MaxSide || oh > dst.MaxSide) {
+			opts.Width, opts.Height, opts.Fit = dst.MaxSide, dst.MaxSide, convert.FitContain
+			p.Warn(convert.WarnImageResized, fmt.Sprintf("the %dx%d image was shrunk to fit %dx%d, the largest %s holds", ow, oh, dst.MaxSide, dst.MaxSide, dst.Name))
+		}
+		g, err := planGeometry(cfg.Width, cfg.Height, orient, opts)
+		if err != nil {
+			return err
+		}
+		dw, dh := g.dw, g.dh
 		if err := CheckPixels(dw, dh, lim); err != nil {
 			return err
 		}
@@ -220,15 +230,34 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			return convert.Errorf(nil, "%s images are written up to %s megapixels and this one would be %dx%d; set width and height to make it smaller",
 				dst.Name, Megapixels(float64(dst.maxPixels)), dw, dh)
 		}
+		p.Options = opts
+		fin := newFinisher(src, dst, p, g, meta)
+		// What the output holds beside the pixels: a max_bytes search's two buffers, a turn's copy.
+		extra := int64(0)
+		if opts.MaxBytes > 0 {
+			extra += 2 * min(opts.MaxBytes, int64(dw)*int64(dh)*4+1<<16)
+		}
+		if !g.t.identity() {
+			extra += int64(dw) * int64(dh) * 4 // the turned copy
+			if !g.resizes(cfg.Width, cfg.Height) {
+				extra += int64(dw) * int64(dh) * 4 // and an 8-bit copy of a decoded YCbCr or 16-bit image
+			}
+		}
+		if fin.toSRGB != nil && !g.resizes(cfg.Width, cfg.Height) {
+			extra += int64(dw) * int64(dh) * 4 // converted in an 8-bit copy of the decoded image
+		}
 
 		if frames == 1 {
-			// Formats that stream convert a strip at a time, with a budget share to match.
-			losses := func() { reportInputLosses(in, src, dst, cfg, frames, p) }
-			if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts, p.ScratchDir, losses, func() { warnAlpha(src, dst, p) }); handled {
-				return err
+			losses := func() { reportInputLosses(in, src, dst, cfg, frames, fin, p) }
+			// Formats that stream convert a strip at a time, with a budget share to match; only
+			// when the pixels go through unchanged but for a resize.
+			if g.plain(cfg.Width, cfg.Height) && fin.colourPlain() && !fin.metadataKept() && !fin.keepICC && opts.MaxBytes == 0 && opts.Background == "" {
+				if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts, p.ScratchDir, losses, func() { warnAlpha(src, dst, p) }); handled {
+					return err
+				}
 			}
 			// A PNG, PPM or TIFF made smaller is resampled as its strips are decoded.
-			if handled, err := stripResize(ctx, c, in, out, src, dst, cfg, opts, losses, func(img image.Image) { reportAlpha(img, src, dst, p) }); handled {
+			if handled, err := stripResize(ctx, c, in, out, src, dst, cfg, g, opts, extra, losses, fin.finish); handled {
 				return err
 			}
 		}
@@ -236,10 +265,9 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		// 1/8 scale, and the budget is charged for what that decode holds.
 		shrink := jpegShrinkPlan{denom: 1, decodedPx: int64(cfg.Width) * int64(cfg.Height)}
 		if src.ID == "jpeg" && frames == 1 {
-			_, _, box := ResizeBox(cfg.Width, cfg.Height, opts)
-			shrink = planJPEGShrink(in, cfg, box, dw, dh)
+			shrink = planJPEGShrink(in, cfg, g.box, g.rw, g.rh)
 		}
-		est := memoryEstimate(src, dst, frames, shrink.decodedPx, int64(dw)*int64(dh), dw != cfg.Width || dh != cfg.Height, webpLossless(opts)) + shrink.extra
+		est := memoryEstimate(src, dst, frames, shrink.decodedPx, int64(dw)*int64(dh), g.resizes(cfg.Width, cfg.Height), webpLossless(opts)) + shrink.extra + extra
 		what := fmt.Sprintf("converting this %dx%d %s to %s", cfg.Width, cfg.Height, src.Name, dst.Name)
 		if frames > 1 {
 			what = fmt.Sprintf("converting this %d-frame %dx%d %s to %s", frames, cfg.Width, cfg.Height, src.Name, dst.Name)
@@ -248,7 +276,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			return err
 		}
 		defer c.ReleaseMemory(est)
-		reportInputLosses(in, src, dst, cfg, frames, p)
+		reportInputLosses(in, src, dst, cfg, frames, fin, p)
 
 		if frames > 1 {
 			a, err := decodeImageFrames(ctx, in, src, cfg, frames)
@@ -256,9 +284,10 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				return err
 			}
 			for i, f := range a.frames {
-				if a.frames[i], err = Resize(ctx, f, opts, lim); err != nil {
+				if a.frames[i], err = resizeGeom(ctx, f, g, lim); err != nil {
 					return err
 				}
+				a.frames[i] = applyD4(a.frames[i], g.t)
 			}
 			if dst.ID == "gif" && slices.ContainsFunc(a.frames, hasPartialAlpha) {
 				warnAlpha(src, dst, p)
@@ -270,11 +299,10 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			if err != nil {
 				return err
 			}
-			_, _, box := ResizeBox(cfg.Width, cfg.Height, opts)
-			if img, err = resizeShrunk(ctx, img, shrink.denom, dw, dh, box, lim); err != nil {
+			if img, err = resizeShrunk(ctx, img, shrink.denom, g.rw, g.rh, g.box, lim); err != nil {
 				return err
 			}
-			return dst.Encode(ctx, out, img, opts)
+			return fin.finish(ctx, out, img)
 		}
 		img, err := DecodePixels(ctx, in, src, cfg)
 		if err != nil {
@@ -283,11 +311,10 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if img, err = Resize(ctx, img, opts, lim); err != nil {
+		if img, err = resizeGeom(ctx, img, g, lim); err != nil {
 			return err
 		}
-		reportAlpha(img, src, dst, p)
-		return dst.Encode(ctx, out, img, opts)
+		return fin.finish(ctx, out, img)
 	}
 }
 

@@ -16,8 +16,8 @@ import (
 // jpegShrink is the DCT scale denominator (8, 4, 2, or 1 for none) a JPEG resize decodes at:
 // the largest whose decode still covers the output in both dimensions, counting the part of
 // the source the fit mode keeps (box), so the resampler after it only ever shrinks. A resize
-// to more than half the source decodes at full size. (EXIF orientation is not applied to
-// JPEG inputs, so width and height are the stored ones.)
+// to more than half the source decodes at full size. Box and sizes are in the stored
+// orientation: an EXIF turn is applied to the resized output (planGeometry).
 func jpegShrink(box image.Rectangle, dw, dh int) int {
 	for _, d := range []int{8, 4, 2} {
 		if box.Dx()/d >= dw && box.Dy()/d >= dh {

@@ -48,11 +48,11 @@ func stripResizeCost(sw, sh, bpp, dw, dh int, box image.Rectangle) int64 {
 // handled is false, with nothing written and no budget held, when the conversion is not a
 // downscale (target area under the source's) of a format and layout a strip decoder reads.
 // losses is called once the budget is held; alpha gets the target before it is encoded.
-func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options, losses func(), alpha func(image.Image)) (handled bool, err error) {
+func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, g geometry, opts convert.Options, extra int64, losses func(), finish func(context.Context, io.Writer, image.Image) error) (handled bool, err error) {
 	if src.ID != "png" && src.ID != "ppm" && src.ID != "tiff" {
 		return false, nil
 	}
-	dw, dh, box := ResizeBox(cfg.Width, cfg.Height, opts)
+	dw, dh, box := g.rw, g.rh, g.box
 	if int64(dw)*int64(dh) >= int64(cfg.Width)*int64(cfg.Height) || box.Empty() || dw <= 0 || dh <= 0 {
 		// Not a downscale: scaleTo enlarges with BiLinear, and the source is not the larger.
 		return false, nil
@@ -100,7 +100,7 @@ func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 			"input is not a valid %s file (its size is inconsistent)", src.Name)
 	}
 	bpp := d.BytesPerPixel()
-	est := memoryEstimate(src, dst, 1, 0, int64(dw)*int64(dh), true, webpLossless(opts)) + stripResizeCost(cfg.Width, cfg.Height, bpp, dw, dh, box) + tiles
+	est := memoryEstimate(src, dst, 1, 0, int64(dw)*int64(dh), true, webpLossless(opts)) + stripResizeCost(cfg.Width, cfg.Height, bpp, dw, dh, box) + tiles + extra
 	if err := holdStreamBudget(ctx, c, est, cfg, src, dst, losses); err != nil {
 		return true, err
 	}
@@ -116,10 +116,7 @@ func stripResize(ctx context.Context, c *convert.Catalog, in *io.SectionReader, 
 		}
 		return true, err
 	}
-	if alpha != nil {
-		alpha(img)
-	}
-	return true, dst.Encode(ctx, out, img, opts)
+	return true, finish(ctx, out, img)
 }
 
 // resizeStrips decodes d's rows in a goroutine, stripResizeBuffers strips at most, reading

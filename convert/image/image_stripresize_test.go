@@ -31,7 +31,7 @@ func runStripResize(ctx context.Context, t testing.TB, c *convert.Catalog, codec
 	if err != nil {
 		return true, err
 	}
-	return stripResize(ctx, c, in, w, codec, CodecByID(dstID), cfg, opts, nil, nil)
+	return stripResizeOpts(ctx, c, in, w, codec, CodecByID(dstID), cfg, opts)
 }
 
 // stripResizeSamples are the PNG layouts pngstream reads, binary PGM and PPM, and the TIFF
@@ -248,7 +248,7 @@ func TestStripResize_CancelMidStream(t *testing.T) {
 		}
 		var out bytes.Buffer
 		start := time.Now()
-		handled, err := stripResize(ctx, testCatalog(convert.Limits{}), in, &out, codec, CodecByID("jpeg"), cfg, convert.Options{Width: 200}, nil, nil)
+		handled, err := stripResizeOpts(ctx, testCatalog(convert.Limits{}), in, &out, codec, CodecByID("jpeg"), cfg, convert.Options{Width: 200})
 		if !handled || !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled at %d of %d bytes: handled %v, err %v", at, len(data), handled, err)
 		}
@@ -280,5 +280,17 @@ func BenchmarkResize12MPPNG(b *testing.B) {
 		for b.Loop() {
 			wholeImage(b, "png", "jpeg", data, o)
 		}
+	})
+}
+
+// stripResizeOpts runs stripResize as imageRun does for an input without orientation or
+// metadata: the geometry of opts, and a plain encode after resampling.
+func stripResizeOpts(ctx context.Context, c *convert.Catalog, in *io.SectionReader, out io.Writer, src, dst *Codec, cfg image.Config, opts convert.Options) (bool, error) {
+	g, err := planGeometry(cfg.Width, cfg.Height, 1, opts)
+	if err != nil {
+		return true, err
+	}
+	return stripResize(ctx, c, in, out, src, dst, cfg, g, opts, 0, nil, func(ctx context.Context, w io.Writer, img image.Image) error {
+		return dst.Encode(ctx, w, img, opts)
 	})
 }

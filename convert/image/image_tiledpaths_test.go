@@ -169,7 +169,7 @@ func TestTiledTIFF_RowOfTilesOverHalfFallsBack(t *testing.T) {
 					return streamToPNG(context.Background(), c, in, out, tif, CodecByID("png"), cfg, convert.Options{}, nil)
 				}, memoryEstimate(tif, CodecByID("png"), 1, w*h, w*h, false, false)},
 				{"jpeg", resize, func(c *convert.Catalog, out io.Writer) (bool, error) {
-					return stripResize(context.Background(), c, in, out, tif, CodecByID("jpeg"), cfg, resize, nil, nil)
+					return stripResizeOpts(context.Background(), c, in, out, tif, CodecByID("jpeg"), cfg, resize)
 				}, memoryEstimate(tif, CodecByID("jpeg"), 1, w*h, w*h/4, true, false)},
 			} {
 				c := testCatalog(convert.Limits{})

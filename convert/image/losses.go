@@ -13,12 +13,16 @@ import (
 )
 
 // What a raster conversion cannot keep is reported as a warning on the job (convert.Params.Warn)
-// rather than dropped silently (issue 23). The decoders keep pixels only, so:
+// rather than dropped silently (issue 23). What the job does not keep (finish.go):
 //
-//   - metadata: EXIF, XMP and text chunks of the input are not written (metadata_dropped);
-//   - colour profiles: an embedded ICC profile is not written, and its pixels are written as
+//   - metadata: EXIF, XMP and text chunks of the input are not written (metadata_dropped),
+//     unless strip_metadata is false and the target holds them (JPEG, PNG, WebP), or the job
+//     asked for strip_metadata: true;
+//   - colour profiles: a matrix/TRC RGB profile is converted to sRGB (or carried with the
+//     metadata); any other (CMYK, lookup tables) is not written, and its pixels are written as
 //     they are, as if they were sRGB (color_profile_dropped);
-//   - transparency: JPEG and Netpbm composite it over white (alpha_dropped); GIF keeps pixels
+//   - transparency: JPEG and Netpbm composite it over white or the background option
+//     (alpha_dropped); GIF keeps pixels
 //     fully transparent or opaque, so a partly transparent pixel becomes transparent when less
 //     than half opaque and is composited over white otherwise (alpha_dropped);
 //   - animation: a target holding one image gets the first frame (animation_dropped), APNG
@@ -79,7 +83,10 @@ type inputMetadata struct {
 // reportInputLosses warns about what the input carries that no output keeps: metadata, a
 // colour profile, frames past the first, 16 bits per channel. It reads a little of the file's
 // structure and never fails the conversion.
-func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, frames int, p convert.Params) {
+//
+// fin, when not nil, says what the job keeps or converts: metadata kept by strip_metadata
+// false, a profile converted to sRGB or carried, are not losses.
+func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, frames int, fin *finisher, p convert.Params) {
 	var md inputMetadata
 	switch src.ID {
 	case "jpeg":
@@ -101,10 +108,11 @@ func reportInputLosses(in *io.SectionReader, src, dst *Codec, cfg image.Config, 
 	if md.text {
 		kinds = append(kinds, "text chunks")
 	}
-	if len(kinds) > 0 {
+	asked := fin != nil && fin.opts.StripMetadata != nil && *fin.opts.StripMetadata // strip_metadata: true, explicitly
+	if len(kinds) > 0 && !asked && (fin == nil || !fin.metadataKept()) {
 		p.Warn(convert.WarnMetadataDropped, fmt.Sprintf("the %s's %s metadata (camera, date, position, orientation...) was not written to the %s", src.Name, strings.Join(kinds, " and "), dst.Name))
 	}
-	if md.icc {
+	if md.icc && (fin == nil || !fin.profileHandled()) {
 		p.Warn(convert.WarnColorProfileDropped, fmt.Sprintf("the %s's embedded ICC colour profile was not written to the %s; its colours are written as if they were sRGB", src.Name, dst.Name))
 	}
 	if frames <= 1 {
@@ -298,21 +306,7 @@ func pngMetadata(in *io.SectionReader) inputMetadata {
 // jpegMetadata walks the segments before the scan for APP1 Exif and XMP and APP2 ICC_PROFILE.
 func jpegMetadata(in *io.SectionReader) inputMetadata {
 	var md inputMetadata
-	off := int64(2)
-	var h [4]byte
-	for range metaScanLimit {
-		if _, err := in.ReadAt(h[:], off); err != nil || h[0] != 0xFF {
-			return md
-		}
-		marker := h[1]
-		if marker == 0xFF { // fill byte
-			off++
-			continue
-		}
-		if marker == 0xDA || marker == 0xD9 { // start of scan, end of image
-			return md
-		}
-		n := int64(binary.BigEndian.Uint16(h[2:]))
+	jpegSegments(in, func(marker byte, off, n int64) bool {
 		if marker == 0xE1 || marker == 0xE2 {
 			id := make([]byte, min(n-2, 29))
 			if len(id) > 0 {
@@ -327,21 +321,59 @@ func jpegMetadata(in *io.SectionReader) inputMetadata {
 				md.icc = true
 			}
 		}
+		return true
+	})
+	return md
+}
+
+// jpegSegments calls fn for each marker segment before the scan (at most metaScanLimit):
+// its marker, the offset of its 0xFF and its length field n (the segment's bytes after the
+// marker, length field included); fn returns false to stop.
+func jpegSegments(in *io.SectionReader, fn func(marker byte, off, n int64) bool) {
+	off := int64(2)
+	var h [4]byte
+	for range metaScanLimit {
+		if _, err := in.ReadAt(h[:], off); err != nil || h[0] != 0xFF {
+			return
+		}
+		marker := h[1]
+		if marker == 0xFF { // fill byte
+			off++
+			continue
+		}
+		if marker == 0xDA || marker == 0xD9 { // start of scan, end of image
+			return
+		}
+		n := int64(binary.BigEndian.Uint16(h[2:]))
+		if !fn(marker, off, n) {
+			return
+		}
 		off += 2 + n
 	}
-	return md
+}
+
+// webpChunks calls fn for each RIFF chunk of a WebP after its header (at most metaScanLimit):
+// its type, the offset of its data and its size; fn returns false to stop.
+func webpChunks(in *io.SectionReader, fn func(typ string, off, n int64) bool) {
+	off := int64(12)
+	var h [8]byte
+	for range metaScanLimit {
+		if _, err := in.ReadAt(h[:], off); err != nil {
+			return
+		}
+		n := int64(binary.LittleEndian.Uint32(h[4:]))
+		if !fn(string(h[:4]), off+8, n) {
+			return
+		}
+		off += 8 + n + n&1
+	}
 }
 
 // webpMetadata looks for the EXIF, XMP and ICCP chunks of an extended WebP.
 func webpMetadata(in *io.SectionReader) inputMetadata {
 	var md inputMetadata
-	off := int64(12)
-	var h [8]byte
-	for range metaScanLimit {
-		if _, err := in.ReadAt(h[:], off); err != nil {
-			return md
-		}
-		switch string(h[:4]) {
+	webpChunks(in, func(typ string, _, _ int64) bool {
+		switch typ {
 		case "EXIF":
 			md.exif = true
 		case "XMP ":
@@ -349,9 +381,8 @@ func webpMetadata(in *io.SectionReader) inputMetadata {
 		case "ICCP":
 			md.icc = true
 		}
-		n := int64(binary.LittleEndian.Uint32(h[4:]))
-		off += 8 + n + n&1
-	}
+		return true
+	})
 	return md
 }
 

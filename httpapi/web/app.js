@@ -16,6 +16,17 @@
     dpi: { label: "DPI (10-1200)", min: 10, max: 1200, only: ["pdf", "svg"] },
     // Several pages to one-image formats come back as a zip of page-0001.png, ... (outputName).
     pages: { label: 'Pages ("all", "1-3,7"; default one)', only: ["pdf", "markdown", "html", "txt", "docx", "epub"], text: true, maxLength: 1000 },
+    max_bytes: { label: "Largest output (bytes)", min: 1 },
+  };
+  // The transforms take image inputs only (the API refuses them for others).
+  const IMAGE_INPUTS = ["png", "jpeg", "gif", "bmp", "tiff", "webp", "avif", "jxl", "qoi", "ppm", "ico"];
+  const TRANSFORMS = {
+    rotate: { label: "Rotate (clockwise)", choices: [["", "none"], ["90", "90°"], ["180", "180°"], ["270", "270°"]], number: true },
+    flip: { label: "Flip", choices: [["", "none"], ["horizontal", "horizontal"], ["vertical", "vertical"]] },
+    crop: { label: "Crop (left,top,width,height px)", text: true },
+    background: { label: "Background for transparency (#rrggbb)", text: true },
+    auto_orient: { label: "Ignore EXIF orientation", check: false },
+    strip_metadata: { label: "Keep metadata (EXIF, XMP, colour profile)", check: false },
   };
   // Options of the input rather than of the target: offered whatever the target, when the
   // input is one of only.
@@ -351,6 +362,8 @@
     for (const name of detail.options) {
       const spec = OPTION_INPUTS[name];
       if (spec && spec.only && !spec.only.includes(input)) continue;
+      const tr = TRANSFORMS[name];
+      if (tr && (!IMAGE_INPUTS.includes(input) || (name === "background" && !["jpeg", "ppm"].includes(target)))) continue;
       const field = document.createElement("div");
       field.className = "field";
       const label = document.createElement("label");
@@ -371,6 +384,25 @@
         control.autocomplete = "off";
         control.placeholder = "default";
         control.dataset.text = "true";
+      } else if (tr && tr.choices) {
+        label.textContent = tr.label;
+        control = document.createElement("select");
+        for (const [v, text] of tr.choices) option(control, v, text);
+        if (tr.number) control.dataset.number = "true";
+      } else if (tr && tr.text) {
+        label.textContent = tr.label;
+        control = document.createElement("input");
+        control.type = "text";
+        control.spellcheck = false;
+        control.autocomplete = "off";
+        control.placeholder = "none";
+        control.dataset.text = "true";
+      } else if (tr && tr.check !== undefined) {
+        field.classList.add("check");
+        label.textContent = tr.label;
+        control = document.createElement("input");
+        control.type = "checkbox";
+        control.dataset.checked = JSON.stringify(tr.check);
       } else if (name === "lossless") {
         field.classList.add("check");
         label.textContent = "Lossless";
@@ -400,7 +432,12 @@
     for (const el of it.optionFields.querySelectorAll("[data-option]")) {
       const name = el.dataset.option;
       if (el.type === "checkbox") {
-        if (el.checked) opts[name] = true;
+        if (el.checked) opts[name] = el.dataset.checked ? JSON.parse(el.dataset.checked) : true;
+      } else if (name === "crop") {
+        const n = el.value.split(",").map((v) => Number(v.trim()));
+        if (el.value.trim() !== "") opts.crop = n.length === 4 && n.every(Number.isInteger) ? { left: n[0], top: n[1], width: n[2], height: n[3] } : el.value;
+      } else if (el.dataset.number) {
+        if (el.value) opts[name] = Number(el.value);
       } else if (el.tagName === "SELECT" || el.dataset.text) {
         if (el.value) opts[name] = el.value;
       } else if (el.value !== "") {

@@ -311,11 +311,7 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 // conversion of the first sheet gets. A PNG's options have no sheet field, nor does the
 // workbook's once its input is switched to another format.
 func TestBrowser_XLSXSheetOption(t *testing.T) {
-	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
-	ctx := startBrowser(t, t.TempDir())
-	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
-	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
-	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	e, ctx := openPageWithKey(t)
 
 	dir := t.TempDir()
 	book := filepath.Join(dir, "budget.xlsx")
@@ -374,4 +370,49 @@ func TestBrowser_XLSXSheetOption(t *testing.T) {
 	if got := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`); !got {
 		t.Errorf("the page scrolls sideways at %v px", eval[float64](t, ctx, `window.innerWidth`))
 	}
+}
+
+// TestBrowser_TransformOptions: for an image input the page offers the transforms; a PNG to
+// PNG job with rotate, a crop and "keep metadata" sends them as the API's options.
+func TestBrowser_TransformOptions(t *testing.T) {
+	e, ctx := openPageWithKey(t)
+	png := filepath.Join(t.TempDir(), "picture.png")
+	if err := os.WriteFile(png, testenv.Sample(t, "images/sample.png"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, time.Minute, "pick the file", chromedp.SetUploadFiles("#files", []string{png}))
+	waitFor(t, ctx, "png among png's targets", `document.querySelector("#item-1-target option[value=png]") !== null`)
+	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-1-target"); s.value = "png"; s.dispatchEvent(new Event("change")); })()`)
+	waitFor(t, ctx, "png to png's options", `document.querySelector("#item-1 .options").dataset.for === "png>png"`)
+	if got := eval[bool](t, ctx, `document.querySelector("#item-1-opt-background") === null`); !got {
+		t.Error("a background field for a target with transparency")
+	}
+	eval[chromedp.Void](t, ctx, `(() => {
+		const r = document.querySelector("#item-1-opt-rotate"); r.value = "90";
+		document.querySelector("#item-1-opt-strip_metadata").checked = true;
+	})()`)
+	within(t, ctx, time.Minute, "convert", chromedp.SendKeys("#item-1-opt-crop", "0,0,20,10"), chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the download link", `!document.querySelector("#item-1 .result").hidden`)
+	var raw struct{ Data []map[string]any }
+	e.Do("GET", "/v1/jobs?limit=1", e.Key, nil).JSON(t, &raw)
+	if len(raw.Data) != 1 || raw.Data[0]["status"] != "succeeded" {
+		t.Fatalf("the job: %v", raw.Data)
+	}
+	opts, _ := raw.Data[0]["options"].(map[string]any)
+	crop, _ := opts["crop"].(map[string]any)
+	if len(opts) != 3 || opts["rotate"] != 90.0 || opts["strip_metadata"] != false || crop["width"] != 20.0 || crop["height"] != 10.0 {
+		t.Errorf("the job's options %v, want rotate 90, strip_metadata false and the crop", opts)
+	}
+}
+
+// openPageWithKey starts a service with one worker and a browser on its page, with the
+// account's key entered and accepted.
+func openPageWithKey(t *testing.T) (*testenv.Env, context.Context) {
+	t.Helper()
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
+	ctx := startBrowser(t, t.TempDir())
+	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
+	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
+	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+	return e, ctx
 }
