@@ -51,8 +51,12 @@ func TestStreamPNGToJPEG_SameBytesAsWholeImage(t *testing.T) {
 			samples[name] = data
 		}
 	}
+	qualities := []int{0, 35}
+	if testing.Short() {
+		qualities = []int{0} // -race -short: 162 s for both at a load of 20; the plain run checks q35
+	}
 	for name, data := range samples {
-		for _, q := range []int{0, 35} {
+		for _, q := range qualities {
 			t.Run(fmt.Sprintf("%s/q%d", name, q), func(t *testing.T) {
 				checkGoroutines(t)
 				var out bytes.Buffer
@@ -131,6 +135,7 @@ func TestStreamPNGToJPEG_AllocatesStripsNotTheImage(t *testing.T) {
 // estimate while it runs), while a 16-bit PNG, which does not stream, and a resize are
 // refused for the budget.
 func TestStreamPNGToJPEG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	png, jpg := CodecByID("png"), CodecByID("jpeg")

@@ -116,6 +116,7 @@ func TestStreamTIFFToJPEG_CutAndCorrupt(t *testing.T) {
 // The budget charges a streamed TIFF -> JPEG its strips: under a budget too small for the
 // whole-image estimate it streams, holding exactly the stream estimate.
 func TestStreamTIFFToJPEG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	tif, jpg := CodecByID("tiff"), CodecByID("jpeg")

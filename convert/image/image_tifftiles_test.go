@@ -204,6 +204,7 @@ func TestStreamTiledTIFFToJPEG_CutAndCorrupt(t *testing.T) {
 // The budget charges a streamed tiled TIFF -> JPEG its strips, its row of tiles, one stored
 // tile and the tile offsets.
 func TestStreamTiledTIFFToJPEG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h, tw, th = 3000, 2000, 256, 256
 	tif, jpg := CodecByID("tiff"), CodecByID("jpeg")
