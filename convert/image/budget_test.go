@@ -159,3 +159,21 @@ func skipBudgetTestInShort(t *testing.T) {
 		t.Skip("-short: a 3000x2000 budget test; the plain run runs it")
 	}
 }
+
+// shortQualities is the qualities a same-bytes test runs: all of them, or under -short only
+// the first (the default). Under -race -short each such test of a streamed path took 2.5 to 3
+// minutes at a load of 16-20 with both; the plain run checks every quality.
+func shortQualities(all ...int) []int {
+	if testing.Short() {
+		return all[:1]
+	}
+	return all
+}
+
+// shortTargets is shortQualities for the targets of a strip-resize same-bytes test.
+func shortTargets(all ...string) []string {
+	if testing.Short() {
+		return all[:1]
+	}
+	return all
+}

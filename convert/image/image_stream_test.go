@@ -51,12 +51,8 @@ func TestStreamPNGToJPEG_SameBytesAsWholeImage(t *testing.T) {
 			samples[name] = data
 		}
 	}
-	qualities := []int{0, 35}
-	if testing.Short() {
-		qualities = []int{0} // -race -short: 162 s for both at a load of 20; the plain run checks q35
-	}
 	for name, data := range samples {
-		for _, q := range qualities {
+		for _, q := range shortQualities(0, 35) {
 			t.Run(fmt.Sprintf("%s/q%d", name, q), func(t *testing.T) {
 				checkGoroutines(t)
 				var out bytes.Buffer

@@ -63,7 +63,7 @@ func TestStripResizeTiledTIFF_SameAsWholeImage(t *testing.T) {
 	for _, tc := range tiledStreamCases {
 		for name, data := range tiledSamples(t, tc.size.X, tc.size.Y, tc.tile.X, tc.tile.Y) {
 			for _, o := range opts {
-				for _, dstID := range []string{"png", "jpeg"} {
+				for _, dstID := range shortTargets("png", "jpeg") {
 					if dstID == "jpeg" && o.Fit != convert.FitCover {
 						continue
 					}
