@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,9 +30,13 @@ import (
 // dir made by the real service, a real PostgreSQL and a real S3 server. They are apart from
 // cli's own tests so that TestMain can be testpg.Main.
 
-// TestMain stops the private PostgreSQL server at the end (testpg.Main); the local S3 server
-// is stopped by TestMigrate, the only test that uses it (tests3.Main would need m.Run too).
-func TestMain(m *testing.M) { testpg.Main(m) }
+// TestMain stops the private PostgreSQL server (testpg.Run) and the local S3 server
+// (tests3.Stop) once every test has run.
+func TestMain(m *testing.M) {
+	code := testpg.Run(m)
+	tests3.Stop()
+	os.Exit(code)
+}
 
 // source is a data dir made by a real service, and what it holds.
 type source struct {
@@ -157,7 +162,6 @@ func s3Options(bk tests3.Bucket, prefix string) *s3store.Options {
 }
 
 func TestMigrate(t *testing.T) {
-	t.Cleanup(tests3.Stop) // registered first, so it runs after every bucket's cleanup
 	src := makeSource(t)
 	ctx := context.Background()
 

@@ -148,3 +148,32 @@ func budgetWhileWriting(t *testing.T, c *convert.Catalog, from, src, dstID strin
 	}
 	return got
 }
+
+// skipBudgetTestInShort skips, under -short, a memory-budget test of a 3000x2000 image through
+// a streamed path: under -race -short (.ci/run's second suite) each took one to two and a half
+// minutes at a load of 20, nine of them. The plain run runs them all, and the same paths'
+// same-bytes tests, on smaller images, still run under the race detector.
+func skipBudgetTestInShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: a 3000x2000 budget test; the plain run runs it")
+	}
+}
+
+// shortQualities is the qualities a same-bytes test runs: all of them, or under -short only
+// the first (the default). Under -race -short each such test of a streamed path took 2.5 to 3
+// minutes at a load of 16-20 with both; the plain run checks every quality.
+func shortQualities(all ...int) []int {
+	if testing.Short() {
+		return all[:1]
+	}
+	return all
+}
+
+// shortTargets is shortQualities for the targets of a strip-resize same-bytes test.
+func shortTargets(all ...string) []string {
+	if testing.Short() {
+		return all[:1]
+	}
+	return all
+}

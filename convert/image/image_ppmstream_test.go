@@ -124,6 +124,7 @@ func TestStreamPPMToJPEG_Truncated(t *testing.T) {
 // whole-image estimate it streams, holding exactly the stream estimate, while a PPM with
 // maxval 1000, which does not stream, is refused for the budget.
 func TestStreamPPMToJPEG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	ppm, jpg := CodecByID("ppm"), CodecByID("jpeg")

@@ -52,7 +52,7 @@ func TestStreamPNGToJPEG_SameBytesAsWholeImage(t *testing.T) {
 		}
 	}
 	for name, data := range samples {
-		for _, q := range []int{0, 35} {
+		for _, q := range shortQualities(0, 35) {
 			t.Run(fmt.Sprintf("%s/q%d", name, q), func(t *testing.T) {
 				checkGoroutines(t)
 				var out bytes.Buffer
@@ -131,6 +131,7 @@ func TestStreamPNGToJPEG_AllocatesStripsNotTheImage(t *testing.T) {
 // estimate while it runs), while a 16-bit PNG, which does not stream, and a resize are
 // refused for the budget.
 func TestStreamPNGToJPEG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	png, jpg := CodecByID("png"), CodecByID("jpeg")

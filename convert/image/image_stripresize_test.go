@@ -167,6 +167,7 @@ func TestStripResize_CorruptFile(t *testing.T) {
 // too small for the whole-image estimate a 3000x2000 PNG -> 1500 px converts, holding exactly
 // the strip resize's estimate while it writes.
 func TestStripResize_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	const w, h = 3000, 2000
 	png, jpg := CodecByID("png"), CodecByID("jpeg")
 	whole := memoryEstimate(png, jpg, 1, w*h, w*h/4, true, false)

@@ -63,7 +63,7 @@ func runTIFFPipeline(ctx context.Context, t testing.TB, data []byte, w io.Writer
 func TestStreamTIFFToJPEG_SameBytesAsWholeImage(t *testing.T) {
 	for _, sz := range []image.Point{{300, 300}, {1000, 517}, {257, 2000}} {
 		for name, data := range tiffSamples(t, sz.X, sz.Y) {
-			for _, q := range []int{0, 35} {
+			for _, q := range shortQualities(0, 35) {
 				t.Run(fmt.Sprintf("%s/q%d", name, q), func(t *testing.T) {
 					checkGoroutines(t)
 					var out bytes.Buffer
@@ -116,6 +116,7 @@ func TestStreamTIFFToJPEG_CutAndCorrupt(t *testing.T) {
 // The budget charges a streamed TIFF -> JPEG its strips: under a budget too small for the
 // whole-image estimate it streams, holding exactly the stream estimate.
 func TestStreamTIFFToJPEG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	tif, jpg := CodecByID("tiff"), CodecByID("jpeg")

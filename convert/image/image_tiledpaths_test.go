@@ -63,7 +63,7 @@ func TestStripResizeTiledTIFF_SameAsWholeImage(t *testing.T) {
 	for _, tc := range tiledStreamCases {
 		for name, data := range tiledSamples(t, tc.size.X, tc.size.Y, tc.tile.X, tc.tile.Y) {
 			for _, o := range opts {
-				for _, dstID := range []string{"png", "jpeg"} {
+				for _, dstID := range shortTargets("png", "jpeg") {
 					if dstID == "jpeg" && o.Fit != convert.FitCover {
 						continue
 					}
@@ -95,6 +95,7 @@ func tileRowCost(w, h, tw, th int) int64 {
 // A tiled TIFF streamed to PNG holds exactly streamPNGCost plus its row of tiles, one stored
 // tile and the offsets, under a budget too small for the whole image.
 func TestStreamTiledTIFFToPNG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h, tw, th = 3000, 2000, 256, 256
 	tif, png := CodecByID("tiff"), CodecByID("png")
@@ -114,6 +115,7 @@ func TestStreamTiledTIFFToPNG_MemoryBudget(t *testing.T) {
 // A tiled TIFF made smaller in strips holds exactly the strip resize's estimate plus its row
 // of tiles, one stored tile and the offsets, under a budget too small for the whole image.
 func TestStripResizeTiledTIFF_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	const w, h, tw, th = 3000, 2000, 256, 256
 	tif, jpg := CodecByID("tiff"), CodecByID("jpeg")
 	whole := memoryEstimate(tif, jpg, 1, w*h, w*h/4, true, false)

@@ -126,6 +126,7 @@ func TestStreamToPNG_OthersFallBack(t *testing.T) {
 // budget too small for the whole-image estimate it streams, holding exactly the stream
 // estimate, while a resize and a TIFF with alpha, which do not stream, are refused.
 func TestStreamToPNG_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	atMostProcs(t, 2)
 	const w, h = 3000, 2000
 	var tb bytes.Buffer

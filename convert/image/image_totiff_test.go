@@ -215,6 +215,7 @@ func TestStreamToTIFF_FallsBack(t *testing.T) {
 // image: under a budget too small for the whole-image estimate a PNG -> TIFF streams, holding
 // exactly the stream estimate while it writes, while a resize is refused for the budget.
 func TestStreamToTIFF_MemoryBudget(t *testing.T) {
+	skipBudgetTestInShort(t)
 	const w, h = 3000, 2000
 	png, tif := CodecByID("png"), CodecByID("tiff")
 	whole := memoryEstimate(png, tif, 1, w*h, w*h, false, false)
