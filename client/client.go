@@ -214,11 +214,7 @@ type Crop struct {
 }
 
 // IsZero reports whether no option is set.
-func (o Options) IsZero() bool {
-	return o.Crop == nil && o.AutoOrient == nil && o.StripMetadata == nil && o.Lossless == nil &&
-		o.Quality == 0 && o.Width == 0 && o.Height == 0 && o.Fit == "" && o.Page == 0 && o.DPI == 0 &&
-		o.Sheet == "" && o.Rotate == 0 && o.Flip == "" && o.Background == "" && o.MaxBytes == 0
-}
+func (o Options) IsZero() bool { return o == Options{} }
 
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {

@@ -132,7 +132,8 @@ func SameFormatOptions(target Format) []string {
 	for _, n := range target.Options {
 		switch {
 		case n == OptFit, n == OptSheet:
-		case n == OptPage && target.ID != "pdf", n == OptDPI && target.ID != "pdf" && target.ID != "svg":
+		case n == OptPage && target.ID != "pdf", n == OptPages && target.ID != "pdf",
+			n == OptDPI && target.ID != "pdf" && target.ID != "svg":
 			// input options of other inputs (ValidateInput)
 		default:
 			names = append(names, n)
