@@ -215,6 +215,8 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 				fc.OnRetry = func(wait time.Duration, err *client.APIError) {
 					if err.Status == http.StatusTooManyRequests {
 						prog.state(files[i], fmt.Sprintf("rate limited: waiting %d s", ceilSeconds(wait)))
+					} else {
+						prog.state(files[i], fmt.Sprintf("%s: retrying in %d s", err.Code, ceilSeconds(wait)))
 					}
 				}
 			}
@@ -602,8 +604,9 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 	}
 	job := res.Job
 	prog.transfer(fp, "upload", 0, p.size)
-	body := &client.ProgressReader{R: f, Total: p.size, Progress: func(done, total int64) { prog.transfer(fp, "upload", done, total) }}
-	if err := c.Upload(ctx, res.UploadURL, body, p.size); err != nil {
+	// The file itself, not a wrapper of it: the client then sends it again when object storage
+	// answers 503 too_many_connections (or 429, 502) or the connection fails before an answer.
+	if err := c.UploadWithProgress(ctx, res.UploadURL, f, p.size, func(done, total int64) { prog.transfer(fp, "upload", done, total) }); err != nil {
 		return job, err
 	}
 	started, err := c.StartJob(ctx, job.ID)
