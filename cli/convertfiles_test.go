@@ -83,3 +83,68 @@ func TestConvert_RetriesAnUploadRefusedByTheConnectionCap(t *testing.T) {
 		t.Fatal("no JPEG written")
 	}
 }
+
+// TestConvert_FileWhoseExtensionLies: a JPEG named photo.png is converted as the JPEG it is,
+// with a notice on stderr naming both, and the job says jpeg; before, the CLI trusted the
+// extension, reserved a png job, uploaded, and the job failed ("not a valid PNG file").
+func TestConvert_FileWhoseExtensionLies(t *testing.T) {
+	e := testenv.Start(t)
+	t.Setenv("CONVSVC_URL", e.URL)
+	t.Setenv("CONVSVC_KEY", e.Key)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "photo.png"), testenv.Sample(t, "images/sample.jpeg"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code, err := runIn(t, dir, "convert", "photo.png", "--to", "gif")
+	if err != nil || code != 0 || !strings.HasPrefix(out, "photo.png -> photo.gif (") {
+		t.Fatalf("exit %d, %v, stdout %q, stderr %q", code, err, out, errOut)
+	}
+	want := "convsvc: photo.png holds a JPEG image, not a PNG image as its extension says: converting it as jpeg (pass --from to choose)\n"
+	if errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
+	}
+	jobs := jobsOf(t, e)
+	if len(jobs) != 1 || jobs[0].InputFormat != "jpeg" || jobs[0].Status != "succeeded" {
+		t.Fatalf("jobs %+v, want one succeeded jpeg job", jobs)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "photo.gif")); !bytes.HasPrefix(b, []byte("GIF8")) {
+		t.Fatal("no GIF written")
+	}
+	// Files whose extension tells the truth, or whose signature cannot tell (a DOCX is a ZIP,
+	// Markdown is text), get no notice.
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("<html> is how it starts\n\n# Notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "letter.docx"), testenv.Sample(t, "documents/sample.docx"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []string{"notes.md", "letter.docx"} {
+		_, errOut, code, err := runIn(t, dir, "convert", in, "--to", "txt")
+		if err != nil || code != 0 || errOut != "" {
+			t.Errorf("convert %s: exit %d, %v, stderr %q", in, code, err, errOut)
+		}
+	}
+}
+
+// TestConvert_OutputExtensionMustMatchTheTarget: -o out.png --to jpeg is refused before any job
+// (it wrote JPEG bytes under .png without a word); an extension of the target, none, or one no
+// format claims is taken as given.
+func TestConvert_OutputExtensionMustMatchTheTarget(t *testing.T) {
+	e := testenv.Start(t)
+	t.Setenv("CONVSVC_URL", e.URL)
+	t.Setenv("CONVSVC_KEY", e.Key)
+	dir := workdir(t)
+	_, _, code, err := runIn(t, dir, "convert", "sample.png", "--to", "jpeg", "-o", "out.png")
+	want := "-o out.png: .png is the extension of PNG image, but --to jpeg writes JPEG image; name the output out.jpg, or pass --to png"
+	if code != 1 || err == nil || err.Error() != want {
+		t.Fatalf("exit %d, error %v; want %q", code, err, want)
+	}
+	if jobs := jobsOf(t, e); len(jobs) != 0 {
+		t.Fatalf("%d jobs reserved for a refused output", len(jobs))
+	}
+	for _, name := range []string{"out.jpeg", "out.jpe", "out", "out.data"} {
+		if _, errOut, code, err := runIn(t, dir, "convert", "sample.png", "--to", "jpeg", "-o", name); err != nil || code != 0 {
+			t.Errorf("-o %s: exit %d, %v, stderr %q", name, code, err, errOut)
+		}
+	}
+}
