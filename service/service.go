@@ -342,6 +342,7 @@ func (m *Main) open() error {
 		RateWindow:     cfg.RateWindow,
 		Webhooks:       webhookAPIStore(m.store),
 		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		ObjectStorage:  objectStorageKind(local),
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	corsOrigins := cfg.CORSOrigins
@@ -715,6 +716,15 @@ func originOf(base string) string {
 		return base
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// objectStorageKind is what the web page is told of object storage: the local blob store, or
+// S3 (local is nil).
+func objectStorageKind(local *blobstore.Store) string {
+	if local == nil {
+		return httpapi.ObjectStorageS3
+	}
+	return httpapi.ObjectStorageLocal
 }
 
 // defaultCORSOrigins are the origins object storage lets upload without --cors-origins: the
