@@ -1,11 +1,7 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,25 +22,7 @@ func TestConvert_RetriesAnUploadRefusedByTheConnectionCap(t *testing.T) {
 	const perAddr = 4
 	e := testenv.Start(t, func(c *service.Config) { c.MaxConnectionsPerAddress = perAddr })
 	blobAddr := strings.TrimPrefix(e.Main.BlobURL(), "http://")
-	var held []net.Conn
-	for range perAddr {
-		conn, err := net.Dial("tcp", blobAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		io.WriteString(conn, "GET /uploads/job_x HTTP/1.1\r\nHost: storage\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable || resp.Close {
-			t.Fatalf("held connection refused or closed: %d", resp.StatusCode)
-		}
-		held = append(held, conn)
-	}
+	held := testenv.HoldConnections(t, blobAddr, "/uploads/job_x", perAddr)
 	// Once the storage listener has refused a connection (convert's upload), give the places
 	// back, so that the retry gets in.
 	refused := make(chan float64, 1)

@@ -1,11 +1,9 @@
 package client_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -128,16 +126,7 @@ func TestClient_FileStaysOpenAfterConvertAndUpload(t *testing.T) {
 	c := &client.Client{BaseURL: e.URL, Key: e.Key}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	want := testenv.Sample(t, "images/sample.png")
-	path := filepath.Join(t.TempDir(), "photo.png")
-	if err := os.WriteFile(path, want, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	want, in := openSample(t)
 	size := int64(len(want))
 
 	var out bytes.Buffer
@@ -177,26 +166,7 @@ func TestClient_UploadOfAFileIsRetried(t *testing.T) {
 	const perAddr = 2
 	e := testenv.Start(t, func(c *service.Config) { c.MaxConnectionsPerAddress = perAddr })
 	// Hold every connection 127.0.0.1 may have open on the storage listener.
-	blobAddr := strings.TrimPrefix(e.Main.BlobURL(), "http://")
-	var held []net.Conn
-	for range perAddr {
-		conn, err := net.Dial("tcp", blobAddr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { conn.Close() })
-		io.WriteString(conn, "GET /uploads/job_x HTTP/1.1\r\nHost: storage\r\n\r\n")
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable || resp.Close {
-			t.Fatalf("held connection refused or closed: %d", resp.StatusCode)
-		}
-		held = append(held, conn)
-	}
+	held := testenv.HoldConnections(t, strings.TrimPrefix(e.Main.BlobURL(), "http://"), "/uploads/job_x", perAddr)
 	var mu sync.Mutex
 	var retries []*client.APIError
 	c := &client.Client{BaseURL: e.URL, Key: e.Key, OnRetry: func(_ time.Duration, err *client.APIError) {
@@ -207,16 +177,7 @@ func TestClient_UploadOfAFileIsRetried(t *testing.T) {
 			conn.Close()
 		}
 	}}
-	want := testenv.Sample(t, "images/sample.png")
-	path := filepath.Join(t.TempDir(), "photo.png")
-	if err := os.WriteFile(path, want, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	in, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
+	want, in := openSample(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
@@ -232,4 +193,21 @@ func TestClient_UploadOfAFileIsRetried(t *testing.T) {
 	if _, err := in.Stat(); err != nil {
 		t.Fatalf("the file after a retried upload: %v", err)
 	}
+}
+
+// openSample writes images/sample.png to a file of the test and opens it (closed at cleanup,
+// which tolerates a file the test closed itself); it returns the bytes and the file.
+func openSample(t *testing.T) ([]byte, *os.File) {
+	t.Helper()
+	want := testenv.Sample(t, "images/sample.png")
+	path := filepath.Join(t.TempDir(), "photo.png")
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return want, in
 }
