@@ -449,8 +449,10 @@ func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Jo
 // that does not pass Close on).
 //
 // When r is an io.ReaderAt (an *os.File, a *bytes.Reader, a *strings.Reader), Upload reads
-// size bytes from r's current offset (0 when r is no io.Seeker) with ReadAt and leaves that
-// offset where it was, so the same file can be uploaded again, or read on, afterwards. Such an
+// size bytes from r's current offset (0 when r is no io.Seeker) and leaves that offset where
+// it was (an *os.File is sent by the kernel from its offset, which is put back after each
+// attempt; other readers are read with ReadAt), so the same file can be uploaded again, or read
+// on, afterwards; it must not be read elsewhere meanwhile. Such an
 // upload is sent again, from its first byte, when object storage answers 429, 502 or 503
 // too_many_connections (after its Retry-After, or the backoff) and when the connection fails
 // before any answer, as the Client's Retries say, with OnRetry told of each wait. Any other
@@ -471,12 +473,22 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			rereadable = false // a pipe or a terminal behind an *os.File: read it as a stream
 		}
 	}
+	// An *os.File without progress goes to net/http as itself (behind a reader without Close),
+	// so the kernel copies it to the socket (sendfile), which moves its offset: the offset is
+	// put back after each attempt.
+	file, _ := r.(*os.File)
+	if !rereadable || progress != nil {
+		file = nil
+	}
 	for attempt := 0; ; attempt++ {
 		var body io.Reader
 		var sent *countingReader
-		if rereadable {
+		switch {
+		case file != nil:
+			body = file
+		case rereadable:
 			body = io.NewSectionReader(ra, start, size)
-		} else {
+		default:
 			sent = &countingReader{r: r}
 			body = sent
 		}
@@ -484,6 +496,11 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			body = &ProgressReader{R: body, Total: size, Progress: progress}
 		}
 		err := c.uploadOnce(ctx, uploadURL, body, size)
+		if file != nil {
+			if _, serr := file.Seek(start, io.SeekStart); serr != nil && err == nil {
+				err = fmt.Errorf("upload: put the file's offset back: %w", serr)
+			}
+		}
 		if err == nil {
 			return nil
 		}
