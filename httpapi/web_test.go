@@ -145,4 +145,15 @@ func TestWeb_StorageCORS(t *testing.T) {
 	if r.Header.Get("Access-Control-Allow-Origin") != "https://app.example" {
 		t.Errorf("PUT Allow-Origin %q", r.Header.Get("Access-Control-Allow-Origin"))
 	}
+
+	// --listen on every address without --public-url: http://0.0.0.0:PORT, which no browser
+	// sends as its Origin, is not the page's allowed origin (it was); the loopback names on the
+	// API's port are.
+	e3 := testenv.Start(t, func(c *service.Config) { c.Listen = "0.0.0.0:0" })
+	port := e3.URL[strings.LastIndex(e3.URL, ":")+1:]
+	res = e3.Create(e3.Key, "png", "jpeg", 10)
+	for _, origin := range []string{"http://127.0.0.1:" + port, "http://localhost:" + port, "http://[::1]:" + port} {
+		must(t, preflight(e3, res.UploadURL, origin), 204, "")
+	}
+	must(t, preflight(e3, res.UploadURL, "http://0.0.0.0:"+port), 403, "cors_refused")
 }
