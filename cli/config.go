@@ -45,6 +45,9 @@ func newConfigCommand() *cobra.Command {
 			if err := o.validate(); err != nil {
 				return err
 			}
+			for _, w := range o.warnings() {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w)
+			}
 			entries := effectiveConfig(cmd.Flags(), &o)
 			out := cmd.OutOrStdout()
 			if jsonOut {
@@ -113,6 +116,9 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 		case "cors-origins":
 			if len(o.cfg.CORSOrigins) == 0 {
 				e.Value = "(the origin of --public-url)"
+				if o.cfg.PublicURL == "" && unspecifiedHost(o.cfg.Listen) {
+					e.Value = "(http://127.0.0.1, http://localhost and http://[::1] on --listen's port: --public-url is unset and --listen is every address)"
+				}
 			}
 		case "gc-heap-floor":
 			if gcfloor.OverriddenByGOGC() {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -72,8 +71,10 @@ func newConvertCommand() *cobra.Command {
 			"Everything that can be checked is checked before any job is reserved: the inputs are\n" +
 			"readable and not empty, each pair converts, the options suit the target, the output\n" +
 			"directories exist and are writable, no two inputs write the same output, and no output\n" +
-			"exists already (pass --force to overwrite). INPUT - reads standard input (give --from\n" +
-			"when its format cannot be recognised); -o - writes the result to standard output.\n" +
+			"exists already (pass --force to overwrite), and -o's extension is the target's. A file\n" +
+			"whose content is another format than its extension says (a JPEG named .png) is\n" +
+			"converted as what it is, with a notice on stderr. INPUT - reads standard input (give\n" +
+			"--from when its format cannot be recognised); -o - writes the result to standard output.\n" +
 			"Ctrl-C (or SIGTERM) cancels the jobs in flight, removes temporary files and exits 130.",
 		Example: "  convsvc convert photo.png --to jpeg --quality 80 --width 1024\n" +
 			"  convsvc convert *.png --to gif --output-dir out/\n" +
@@ -128,6 +129,9 @@ type plan struct {
 	size  int64
 	from  string
 	out   string // "-" for standard output
+	// notice, when set, tells the user that the file was taken for another format than its
+	// extension says (what its content is); it is printed on stderr before any job.
+	notice string
 }
 
 func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
@@ -176,6 +180,11 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	notice := &rateNotice{w: cmd.ErrOrStderr(), now: time.Now}
 	c := &client.Client{BaseURL: o.server, Key: o.key, WaitOutRateLimit: true, OnRetry: notice.retry}
 	target, err := o.check(ctx, c, plans)
+	for _, p := range plans {
+		if p.notice != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "convsvc: "+p.notice)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -215,6 +224,8 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 				fc.OnRetry = func(wait time.Duration, err *client.APIError) {
 					if err.Status == http.StatusTooManyRequests {
 						prog.state(files[i], fmt.Sprintf("rate limited: waiting %d s", ceilSeconds(wait)))
+					} else {
+						prog.state(files[i], fmt.Sprintf("%s: retrying in %d s", err.Code, ceilSeconds(wait)))
 					}
 				}
 			}
@@ -441,6 +452,10 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 			errs = append(errs, fmt.Errorf("%s: its output %s is the input %s; choose another with -o or --output-dir", p.input, p.out, in))
 			continue
 		}
+		if err := outputContradicts(formats, target, o.output); err != nil {
+			errs = append(errs, err)
+			continue
+		}
 		if other, dup := outputs[key]; dup {
 			errs = append(errs, fmt.Errorf("%s and %s would both be written to %s; convert them in separate runs with --output-dir or -o", other, p.input, p.out))
 			continue
@@ -472,12 +487,19 @@ func (o *convertOptions) inputFormat(formats []client.Format, p *plan) (string, 
 		return f.ID, nil
 	}
 	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(p.input)), ".")
+	head := readHead(p.path)
 	if p.input != stdio && ext != "" {
 		if f, ok := formatByExtension(formats, ext); ok {
+			if actual, ok := contentContradicts(formats, f, head); ok {
+				// A file whose extension lies (a JPEG named .png) would be reserved, uploaded
+				// and then fail: it is converted as what it is, and the user is told.
+				p.notice = fmt.Sprintf("%s holds a %s, not a %s as its extension says: converting it as %s (pass --from to choose)", p.input, actual.Name, f.Name, actual.ID)
+				return actual.ID, nil
+			}
 			return f.ID, nil
 		}
 	}
-	if f, ok := sniff(formats, p.path); ok {
+	if f, ok := sniff(formats, head); ok {
 		return f.ID, nil
 	}
 	if p.input == stdio {
@@ -486,16 +508,28 @@ func (o *convertOptions) inputFormat(formats []client.Format, p *plan) (string, 
 	return "", fmt.Errorf("%s: cannot tell the format from extension %q; pass --from", p.input, ext)
 }
 
-// sniff recognises a file by its first bytes (http.DetectContentType) and the formats' MIME.
-func sniff(formats []client.Format, path string) (client.Format, bool) {
+// readHead is the first convert.SniffLen bytes of the file at path (fewer, or none, when it is
+// shorter or cannot be read: the upload reports that).
+func readHead(path string) []byte {
 	f, err := os.Open(path)
 	if err != nil {
-		return client.Format{}, false
+		return nil
 	}
 	defer f.Close()
-	head := make([]byte, 512)
-	n, _ := io.ReadFull(bufio.NewReader(f), head)
-	mime, _, _ := strings.Cut(http.DetectContentType(head[:n]), ";")
+	head := make([]byte, convert.SniffLen)
+	n, _ := io.ReadFull(f, head)
+	return head[:n]
+}
+
+// sniff recognises content by its first bytes: convert.Sniff (the server's own signatures),
+// else http.DetectContentType and the formats' MIME types.
+func sniff(formats []client.Format, head []byte) (client.Format, bool) {
+	if id, _ := convert.Sniff(head); id != "" {
+		if f, ok := findFormat(formats, id); ok {
+			return f, true
+		}
+	}
+	mime, _, _ := strings.Cut(http.DetectContentType(head), ";")
 	if mime == "application/octet-stream" || strings.HasPrefix(mime, "text/plain") {
 		return client.Format{}, false
 	}
@@ -505,6 +539,46 @@ func sniff(formats []client.Format, path string) (client.Format, bool) {
 		}
 	}
 	return client.Format{}, false
+}
+
+// contentContradicts reports the format a file's content shows when its extension's format f
+// says otherwise: a binary signature of another format of ours (convert.Sniff). Text is never
+// a contradiction (Markdown may begin like HTML), nor is a ZIP signature for a format kept in
+// a ZIP container (DOCX, XLSX, EPUB), which the signature cannot tell apart.
+func contentContradicts(formats []client.Format, f client.Format, head []byte) (client.Format, bool) {
+	if len(head) == 0 || convert.LooksLikeText(head) {
+		return client.Format{}, false
+	}
+	id, _ := convert.Sniff(head)
+	if id == "" || id == f.ID || (id == "zip" && zipContainer(f)) {
+		return client.Format{}, false
+	}
+	actual, ok := findFormat(formats, id)
+	return actual, ok
+}
+
+// zipContainer reports whether files of f are ZIP archives inside (by its MIME type).
+func zipContainer(f client.Format) bool {
+	return strings.Contains(f.MIME, "zip") || strings.Contains(f.MIME, "openxmlformats") || strings.Contains(f.MIME, "opendocument")
+}
+
+// outputContradicts refuses an -o whose extension names another format than the target
+// (-o out.png --to jpeg would write JPEG bytes under .png). An output without an extension,
+// or with one no format claims, is taken as given.
+func outputContradicts(formats []client.Format, target client.Format, out string) error {
+	if out == "" || out == stdio {
+		return nil
+	}
+	ext := strings.TrimPrefix(strings.ToLower(filepath.Ext(out)), ".")
+	if ext == "" {
+		return nil
+	}
+	named, ok := formatByExtension(formats, ext)
+	if !ok || named.ID == target.ID || slices.Contains(target.Extensions, ext) {
+		return nil
+	}
+	return fmt.Errorf("-o %s: .%s is the extension of %s, but --to %s writes %s; name the output %s, or pass --to %s",
+		out, ext, named.Name, target.ID, target.Name, strings.TrimSuffix(out, filepath.Ext(out))+"."+firstExtension(target), named.ID)
 }
 
 // checkOutput refuses an output that exists (unless force) or whose directory is missing or
@@ -602,8 +676,9 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 	}
 	job := res.Job
 	prog.transfer(fp, "upload", 0, p.size)
-	body := &client.ProgressReader{R: f, Total: p.size, Progress: func(done, total int64) { prog.transfer(fp, "upload", done, total) }}
-	if err := c.Upload(ctx, res.UploadURL, body, p.size); err != nil {
+	// The file itself, not a wrapper of it: the client then sends it again when object storage
+	// answers 503 too_many_connections (or 429, 502) or the connection fails before an answer.
+	if err := c.UploadWithProgress(ctx, res.UploadURL, f, p.size, func(done, total int64) { prog.transfer(fp, "upload", done, total) }); err != nil {
 		return job, err
 	}
 	started, err := c.StartJob(ctx, job.ID)

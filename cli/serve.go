@@ -173,6 +173,9 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	o.cfg.Logger = log
+	for _, w := range o.warnings() {
+		log.Warn(w)
+	}
 	if err := o.databasePassword(); err != nil {
 		return err
 	}

@@ -67,6 +67,11 @@ func (o *serveOptions) validate() error {
 			bad(u.flag, "is %q: %v; use an absolute http(s) URL without query or fragment, like https://convert.example.com", u.value, err)
 		}
 	}
+	for _, origin := range c.CORSOrigins {
+		if err := checkCORSOrigin(strings.TrimSpace(origin)); err != nil {
+			bad("cors-origins", "has %q: %v; list origins as browsers send them in Origin, scheme://host[:port] like https://app.example.com, or * for any", origin, err)
+		}
+	}
 	if service.IsPostgresURL(c.Database) {
 		// The value is not quoted back: it may carry the database password.
 		if u, err := url.Parse(c.Database); err != nil || u.Host == "" {
@@ -192,6 +197,75 @@ func checkPublicURL(raw string) error {
 		return errors.New("it has a query, a fragment or user information")
 	}
 	return nil
+}
+
+// checkCORSOrigin accepts * and what a browser can send in Origin: http or https, a host, an
+// optional port other than the scheme's default, in lower case, and nothing else. Anything
+// more (a path, a trailing slash, a query, user information, a wildcard inside a host, another
+// scheme) never equals an Origin, so the page it was meant for would be refused.
+func checkCORSOrigin(v string) error {
+	if v == "*" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	switch {
+	case err != nil:
+		return errors.New("not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("an Origin's scheme is http or https")
+	case strings.Contains(v, "*"):
+		return errors.New("a wildcard matches only as * alone; list each origin")
+	case u.User != nil:
+		return errors.New("an Origin has no user information")
+	case u.Host == "" || strings.HasSuffix(u.Host, ":"):
+		return errors.New("there is no host (or an empty port)")
+	case u.Path == "/" && u.RawQuery == "" && u.Fragment == "":
+		return errors.New("an Origin has no trailing slash")
+	case u.Path != "" || u.RawPath != "":
+		return errors.New("an Origin has no path")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(v, "#"):
+		return errors.New("an Origin has no query or fragment")
+	case v != strings.ToLower(v):
+		return fmt.Errorf("browsers send it in lower case: %s", strings.ToLower(v))
+	case (u.Scheme == "http" && u.Port() == "80") || (u.Scheme == "https" && u.Port() == "443"):
+		return fmt.Errorf("browsers leave the default port out: %s://%s", u.Scheme, u.Hostname())
+	}
+	return nil
+}
+
+// warnings are the settings serve runs with but that clients are unlikely to manage with: a
+// listener on every address (0.0.0.0, ::) with no public URL, which would put that address in
+// URLs. serve logs them at start; config prints them on stderr.
+func (o *serveOptions) warnings() []string {
+	c := &o.cfg
+	var out []string
+	if c.PublicURL == "" && unspecifiedHost(c.Listen) {
+		page := "object storage lets the web page upload only when it is opened at http://127.0.0.1, http://localhost or http://[::1] on that port"
+		if len(c.CORSOrigins) > 0 {
+			page = "clients are told http://" + c.Listen
+		}
+		out = append(out, fmt.Sprintf("--listen %s is every address and no --public-url (%s) names the one clients use, so %s; set --public-url to the API's address as browsers see it, like https://convert.example.com",
+			c.Listen, envName("public-url"), page))
+	}
+	if _, _, s3, _ := service.ParseObjectStorage(c.ObjectStorage); !s3 && c.BlobPublicURL == "" && unspecifiedHost(c.BlobListen) {
+		out = append(out, fmt.Sprintf("--blob-listen %s is every address and no --blob-public-url (%s) names the one clients use, so upload and download URLs name http://%s, which browsers refuse and other machines cannot reach; set --blob-public-url to object storage's address as clients see it, like https://files.example.com",
+			c.BlobListen, envName("blob-public-url"), c.BlobListen))
+	}
+	return out
+}
+
+// unspecifiedHost reports whether a listen address has no host or an unspecified one (0.0.0.0,
+// ::): the listener takes every address, and none of them is one to give clients.
+func unspecifiedHost(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsUnspecified()
 }
 
 // parseProxyPrefix reads a CIDR, or one address as the prefix holding only it.

@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/convsvc/convsvc/cli"
 )
 
 // TestCLI_RefusesNonsenseConfiguration: serve and convsvc config refuse, with the same
@@ -46,6 +49,15 @@ func TestCLI_RefusesNonsenseConfiguration(t *testing.T) {
 		{"metrics port", []string{"--metrics-listen", ":http-alt"}, [2]string{}, []string{"--metrics-listen", "0 to 65535"}},
 		{"public URL scheme", []string{"--public-url", "ftp://example.com"}, [2]string{}, []string{"--public-url", "http(s)"}},
 		{"blob URL with query", []string{"--blob-public-url", "http://example.com/?a=1"}, [2]string{}, []string{"--blob-public-url", "without query"}},
+		{"CORS wildcard in a host", []string{"--cors-origins", "https://*.example.com"}, [2]string{}, []string{"--cors-origins", "https://*.example.com", "* alone", "scheme://host[:port]"}},
+		{"CORS path", []string{"--cors-origins", "https://app.example.com/upload"}, [2]string{}, []string{"--cors-origins", "no path"}},
+		{"CORS trailing slash", []string{"--cors-origins", "https://app.example.com/"}, [2]string{}, []string{"--cors-origins", "no trailing slash"}},
+		{"CORS javascript", []string{"--cors-origins", "javascript:alert(1)"}, [2]string{}, []string{"--cors-origins", "http or https"}},
+		{"CORS user info", []string{"--cors-origins", "https://me@app.example.com"}, [2]string{}, []string{"--cors-origins", "no user information"}},
+		{"CORS query", []string{"--cors-origins", "https://app.example.com?x=1"}, [2]string{}, []string{"--cors-origins", "no query"}},
+		{"CORS upper case", []string{"--cors-origins", "https://App.example.com"}, [2]string{}, []string{"--cors-origins", "lower case: https://app.example.com"}},
+		{"CORS default port", []string{"--cors-origins", "https://app.example.com:443"}, [2]string{}, []string{"--cors-origins", "default port out: https://app.example.com"}},
+		{"CORS from the environment", nil, [2]string{"CONVSVC_CORS_ORIGINS", "https://ok.example.com,http://bad.example.com/x"}, []string{"--cors-origins (CONVSVC_CORS_ORIGINS)", "http://bad.example.com/x", "no path"}},
 		{"bad CIDR", []string{"--trusted-proxies", "10.0.0.0/33"}, [2]string{}, []string{"--trusted-proxies", "10.0.0.0/33", "CIDR"}},
 		{"not an address", []string{"--trusted-proxies", "10.0.0.0/8,proxy.local"}, [2]string{}, []string{"--trusted-proxies", "proxy.local"}},
 		{"database URL", []string{"--database", "postgres://convsvc:s3cret@%zz/db"}, [2]string{}, []string{"--database", "not a valid postgres:// URL"}},
@@ -97,6 +109,7 @@ func TestCLI_ConfigAcceptsSaneConfiguration(t *testing.T) {
 		{"--listen", ":0", "--blob-listen", ":0"},
 		{"--listen", "[::1]:8080", "--blob-listen", "localhost:8081", "--metrics-listen", "127.0.0.1:9090"},
 		{"--public-url", "https://convert.example.com/", "--blob-public-url", "https://files.example.com/base"},
+		{"--cors-origins", "https://app.example.com,http://127.0.0.1:8080, http://[::1]:8080,*"},
 	} {
 		if _, err := run(t, append([]string{"config", "--data", t.TempDir()}, args...)...); err != nil {
 			t.Errorf("config %v: %v", args, err)
@@ -128,6 +141,50 @@ func TestCLI_ConvertRefusesNonsenseFlags(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("convert %v: %q does not say %q", tc.args, err, w)
 			}
+		}
+	}
+}
+
+// TestCLI_WarnsOfAnUnspecifiedPublicAddress: --listen 0.0.0.0:8080 (or [::]:8080, or :8080)
+// without --public-url would make http://0.0.0.0:8080 the page's CORS origin, and
+// --blob-listen without --blob-public-url the host of every signed URL; config (and serve,
+// in its log) warns, naming the flag that fixes it, and shows the origins used instead. With
+// the public URLs set, or on loopback, there is no warning.
+func TestCLI_WarnsOfAnUnspecifiedPublicAddress(t *testing.T) {
+	config := func(args ...string) (string, string) {
+		t.Helper()
+		cmd := cli.NewRootCommand()
+		var out, errOut bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		cmd.SetArgs(append([]string{"config", "--data", t.TempDir()}, args...))
+		if err := cmd.Execute(); err != nil {
+			t.Fatalf("config %v: %v", args, err)
+		}
+		return out.String(), errOut.String()
+	}
+	for _, listen := range []string{"0.0.0.0:8080", "[::]:8080", ":8080"} {
+		out, errOut := config("--listen", listen, "--blob-listen", "0.0.0.0:8081")
+		for _, want := range []string{
+			"warning: --listen " + listen + " is every address and no --public-url (CONVSVC_PUBLIC_URL)",
+			"only when it is opened at http://127.0.0.1, http://localhost or http://[::1] on that port",
+			"warning: --blob-listen 0.0.0.0:8081 is every address and no --blob-public-url (CONVSVC_BLOB_PUBLIC_URL)",
+		} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("--listen %s: stderr %q lacks %q", listen, errOut, want)
+			}
+		}
+		if !strings.Contains(out, "(http://127.0.0.1, http://localhost and http://[::1] on --listen's port") {
+			t.Errorf("--listen %s: config shows the CORS origins as\n%s", listen, out)
+		}
+	}
+	for _, args := range [][]string{
+		nil,
+		{"--listen", "0.0.0.0:8080", "--public-url", "https://convert.example.com", "--blob-listen", "0.0.0.0:8081", "--blob-public-url", "https://files.example.com"},
+		{"--listen", "192.0.2.7:8080", "--blob-listen", "[::1]:8081"},
+	} {
+		if _, errOut := config(args...); errOut != "" {
+			t.Errorf("config %v warns: %q", args, errOut)
 		}
 	}
 }

@@ -55,8 +55,9 @@ type Client struct {
 	// Retries is how often a JSON call answered 429, 502 or 503 too_many_connections (the
 	// server's connection cap, answered before the request is read) is tried again: 0 means 4,
 	// negative means never. A 429 or 503 waits its Retry-After; a 502 (or one without it) backs
-	// off exponentially from RetryBackoff, with jitter, up to MaxBackoff. Uploads and
-	// downloads are not retried (a stream cannot be replayed).
+	// off exponentially from RetryBackoff, with jitter, up to MaxBackoff. Uploads of a reader
+	// that can be read again (an io.ReaderAt, such as an *os.File) are retried the same way,
+	// and also when their connection fails before any answer; other streams are not (Upload).
 	Retries int
 	// RetryBackoff is the first backoff (default 250ms); each retry doubles it.
 	RetryBackoff time.Duration
@@ -66,8 +67,10 @@ type Client struct {
 	// comes, until ctx ends, without counting it against Retries: a batch larger than the
 	// key's write budget then waits instead of failing with rate_limited.
 	WaitOutRateLimit bool
-	// OnRetry (optional) is called before each wait for a retry, with the wait and the answer
-	// that caused it, so that a caller can show that it is waiting.
+	// OnRetry (optional) is called before each wait for a retry (JSON calls, uploads and
+	// Convert's download), with the wait and the answer that caused it, so that a caller can
+	// show that it is waiting; an upload whose connection failed without an answer is
+	// reported with Status 0 and Code CodeConnectionFailed.
 	OnRetry func(wait time.Duration, err *APIError)
 }
 
@@ -296,7 +299,7 @@ func retryable(e *APIError) bool {
 	case http.StatusTooManyRequests, http.StatusBadGateway:
 		return true
 	case http.StatusServiceUnavailable:
-		return e.Code == "too_many_connections"
+		return e.Code == CodeTooManyConnections
 	}
 	return false
 }
@@ -437,9 +440,79 @@ func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Jo
 	}
 }
 
-// Upload PUTs size bytes from r to a signed upload URL.
+// Upload PUTs size bytes from r to a signed upload URL. It never closes r: the caller's file
+// stays open and usable (net/http closes a request body, so r is handed over behind a reader
+// that does not pass Close on).
+//
+// When r is an io.ReaderAt (an *os.File, a *bytes.Reader, a *strings.Reader), Upload reads
+// size bytes from r's current offset (0 when r is no io.Seeker) and leaves that offset where
+// it was (an *os.File is sent by the kernel from its offset, which is put back after each
+// attempt; other readers are read with ReadAt), so the same file can be uploaded again, or read
+// on, afterwards; it must not be read elsewhere meanwhile. Such an
+// upload is sent again, from its first byte, when object storage answers 429, 502 or 503
+// too_many_connections (after its Retry-After, or the backoff) and when the connection fails
+// before any answer, as the Client's Retries say, with OnRetry told of each wait. Any other
+// reader (a pipe, standard input, a network stream) is read once: it is sent again only when
+// the failed attempt had read nothing from it.
 func (c *Client) Upload(ctx context.Context, uploadURL string, r io.Reader, size int64) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, r)
+	return c.UploadWithProgress(ctx, uploadURL, r, size, nil)
+}
+
+// UploadWithProgress is Upload that calls progress (when not nil) as bytes are sent, with the
+// bytes so far and size; a retried upload reports again from 0.
+func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.Reader, size int64, progress func(done, total int64)) error {
+	ra, rereadable := r.(io.ReaderAt)
+	var start int64
+	if s, ok := r.(io.Seeker); ok && rereadable {
+		var err error
+		if start, err = s.Seek(0, io.SeekCurrent); err != nil {
+			rereadable = false // a pipe or a terminal behind an *os.File: read it as a stream
+		}
+	}
+	// An *os.File without progress goes to net/http as itself (behind a reader without Close),
+	// so the kernel copies it to the socket (sendfile), which moves its offset: the offset is
+	// put back after each attempt.
+	file, _ := r.(*os.File)
+	if !rereadable || progress != nil {
+		file = nil
+	}
+	for attempt := 0; ; attempt++ {
+		var body io.Reader
+		var sent *countingReader
+		switch {
+		case file != nil:
+			body = file
+		case rereadable:
+			body = io.NewSectionReader(ra, start, size)
+		default:
+			sent = &countingReader{r: r}
+			body = sent
+		}
+		if progress != nil {
+			body = &ProgressReader{R: body, Total: size, Progress: progress}
+		}
+		err := c.uploadOnce(ctx, uploadURL, body, size)
+		if file != nil {
+			if _, serr := file.Seek(start, io.SeekStart); serr != nil && err == nil {
+				err = fmt.Errorf("upload: put the file's offset back: %w", serr)
+			}
+		}
+		if err == nil {
+			return nil
+		}
+		if !rereadable && sent.n > 0 {
+			return err // the bytes read are gone: the stream cannot be sent again
+		}
+		if !c.retryUpload(ctx, attempt, err) {
+			return err
+		}
+	}
+}
+
+// uploadOnce sends one PUT of body; body is wrapped so that net/http cannot close the
+// caller's reader.
+func (c *Client) uploadOnce(ctx context.Context, uploadURL string, body io.Reader, size int64) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, io.NopCloser(body))
 	if err != nil {
 		return err
 	}
@@ -450,6 +523,18 @@ func (c *Client) Upload(ctx context.Context, uploadURL string, r io.Reader, size
 		return fmt.Errorf("upload: %w", err)
 	}
 	return decodeResponse(resp, nil)
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // Download writes a succeeded job's output to path atomically and checks its SHA-256.

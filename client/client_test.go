@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -230,23 +231,73 @@ func TestClient_WaitOutRateLimit(t *testing.T) {
 }
 
 // An upload refused by the storage listener's connection cap (503 too_many_connections,
-// answered before the body is read) is sent again, rewound, after its Retry-After; one that
-// cannot be rewound is not.
+// answered before the body is read) is sent again, from its first byte, after its
+// Retry-After, and OnRetry hears of it; a stream that cannot be read again is not.
 func TestClient_UploadRetriesTooManyConnections(t *testing.T) {
 	srv, n := scripted(t, apiError(503, "too_many_connections", "Retry-After", "1"))
-	c := &Client{BaseURL: srv.URL, Key: "k"}
+	var retries []ErrorCode
+	c := &Client{BaseURL: srv.URL, Key: "k", OnRetry: func(_ time.Duration, err *APIError) { retries = append(retries, err.Code) }}
 	body := []byte("0123456789")
-	if err := c.uploadRetrying(context.Background(), srv.URL+"/uploads/job_1", bytes.NewReader(body), int64(len(body))); err != nil {
+	if err := c.Upload(context.Background(), srv.URL+"/uploads/job_1", bytes.NewReader(body), int64(len(body))); err != nil {
 		t.Fatal(err)
 	}
-	if n.Load() != 2 {
-		t.Fatalf("%d attempts, want 2", n.Load())
+	if n.Load() != 2 || len(retries) != 1 || retries[0] != CodeTooManyConnections {
+		t.Fatalf("%d attempts, OnRetry saw %v; want 2 attempts, one too_many_connections", n.Load(), retries)
 	}
 
 	srv, n = scripted(t, apiError(503, "too_many_connections", "Retry-After", "1"))
 	c = &Client{BaseURL: srv.URL, Key: "k"}
-	err := c.uploadRetrying(context.Background(), srv.URL+"/uploads/job_1", io.MultiReader(bytes.NewReader(body)), int64(len(body)))
+	err := c.Upload(context.Background(), srv.URL+"/uploads/job_1", io.MultiReader(bytes.NewReader(body)), int64(len(body)))
 	if !IsCode(err, "too_many_connections") || n.Load() != 1 {
 		t.Fatalf("err %v after %d attempts, want too_many_connections after 1", err, n.Load())
 	}
 }
+
+// TestClient_UploadRetriesAConnectionClosedWithoutAnswer: a connection that ends before any
+// answer (the server closed it after reading the upload) is a failure to send the file again,
+// whole, and OnRetry sees it as connection_failed; the caller's reader is never closed.
+func TestClient_UploadRetriesAConnectionClosedWithoutAnswer(t *testing.T) {
+	var n atomic.Int32
+	var mu sync.Mutex
+	var got [][]byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, b)
+		mu.Unlock()
+		if n.Add(1) == 1 {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	var retries []*APIError
+	c := &Client{RetryBackoff: time.Millisecond, OnRetry: func(_ time.Duration, err *APIError) { retries = append(retries, err) }}
+	in := &closeCounter{Reader: strings.NewReader("0123456789")}
+	if err := c.Upload(context.Background(), srv.URL+"/uploads/job_1", in, 10); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n.Load() != 2 || len(got) != 2 || string(got[1]) != "0123456789" {
+		t.Fatalf("%d attempts, bodies %q; want the whole file sent twice", n.Load(), got)
+	}
+	if len(retries) != 1 || retries[0].Code != CodeConnectionFailed || retries[0].Status != 0 {
+		t.Fatalf("OnRetry saw %+v, want one connection_failed with status 0", retries)
+	}
+	if in.closed != 0 {
+		t.Fatalf("the caller's reader was closed %d times", in.closed)
+	}
+}
+
+// closeCounter is a ReaderAt and Seeker (a strings.Reader) that counts calls to Close.
+type closeCounter struct {
+	*strings.Reader
+	closed int
+}
+
+func (c *closeCounter) Close() error { c.closed++; return nil }

@@ -44,4 +44,10 @@
 // server's Retry-After, a 502 backs off exponentially with
 // jitter, and no wait outlasts ctx. Pass an Idempotency-Key to CreateJob so a create retried
 // after a lost answer never reserves twice.
+//
+// Upload and Convert never close the reader they are given. A file (any io.ReaderAt) is read
+// from its current offset, and the offset is left (or put back) where it was, so the same
+// *os.File serves Convert and then Upload, as above; and its upload is retried like a JSON call, and when
+// the connection fails before any answer, with OnRetry told of each wait. A stream that can be
+// read only once (a pipe, standard input) is not sent again once bytes of it were read.
 package client

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -90,8 +92,9 @@ type ConvertRequest struct {
 // read from in to format to, upload, start, wait, and write the output to out, checking its
 // SHA-256. JSON calls answered 429, 502 or 503 too_many_connections are retried as the
 // Client's Retries say (429 and 503 after their Retry-After, 502 with backoff); so is the
-// upload when in is an io.Seeker (it is rewound),
-// and the download until its first byte reaches out. It returns the final job; a job that did
+// upload when in is an io.ReaderAt such as an *os.File (see Upload: in is never closed, and
+// its offset is left where it was, so the file can be used again), and the download until
+// its first byte reaches out. It returns the final job; a job that did
 // not succeed is an error that names its status and error code. When Convert fails or ctx ends
 // with the job unfinished, the job is cancelled (so it is not charged) before Convert returns.
 func (c *Client) Convert(ctx context.Context, in io.Reader, size int64, from, to string, out io.Writer) (Job, error) {
@@ -116,7 +119,7 @@ func (c *Client) ConvertWith(ctx context.Context, r ConvertRequest, out io.Write
 			}
 		}
 	}()
-	if err := c.uploadRetrying(ctx, res.UploadURL, r.In, r.Size); err != nil {
+	if err := c.Upload(ctx, res.UploadURL, r.In, r.Size); err != nil {
 		return job, fmt.Errorf("upload: %w", err)
 	}
 	if job, err = c.StartJob(ctx, job.ID); err != nil {
@@ -139,37 +142,53 @@ func (c *Client) ConvertWith(ctx context.Context, r ConvertRequest, out io.Write
 	}
 }
 
-// uploadRetrying uploads r, retrying an answer that did nothing (retryable) when r can be rewound.
-func (c *Client) uploadRetrying(ctx context.Context, uploadURL string, r io.Reader, size int64) error {
-	seeker, canRewind := r.(io.Seeker)
-	var start int64
-	if canRewind {
-		var err error
-		if start, err = seeker.Seek(0, io.SeekCurrent); err != nil {
-			canRewind = false
-		}
-	}
-	for attempt := 0; ; attempt++ {
-		err := c.Upload(ctx, uploadURL, r, size)
-		if err == nil || !canRewind || !c.retry(ctx, attempt, err) {
-			return err
-		}
-		if _, serr := seeker.Seek(start, io.SeekStart); serr != nil {
-			return errors.Join(err, serr)
-		}
-	}
-}
-
 // retry reports whether err (after attempt earlier retries) is an answer worth trying again
-// (retryable: 429, 502, 503 too_many_connections), having waited the Retry-After or the
-// backoff; false when retries ran out or ctx ended.
+// (retryable: 429, 502, 503 too_many_connections), having told OnRetry and waited the
+// Retry-After or the backoff; false when retries ran out or ctx ended.
 func (c *Client) retry(ctx context.Context, attempt int, err error) bool {
 	var apiErr *APIError
+	if !errors.As(err, &apiErr) || !retryable(apiErr) {
+		return false
+	}
+	return c.waitToRetry(ctx, attempt, apiErr)
+}
+
+// retryUpload is retry for an upload, which is also sent again when the connection failed
+// before any answer (refused, reset, closed): a PUT of the same bytes to the same signed URL
+// replaces what an earlier one may have stored, and nothing is sealed before start. OnRetry
+// sees such a failure as an APIError with Status 0 and Code CodeConnectionFailed.
+func (c *Client) retryUpload(ctx context.Context, attempt int, err error) bool {
+	var apiErr *APIError
+	switch {
+	case errors.As(err, &apiErr):
+		if !retryable(apiErr) {
+			return false
+		}
+	case ctx.Err() == nil && connectionFailed(err):
+		apiErr = &APIError{Code: CodeConnectionFailed, Message: err.Error()}
+	default:
+		return false
+	}
+	return c.waitToRetry(ctx, attempt, apiErr)
+}
+
+// connectionFailed says whether err is a connection's failure (refused, reset, closed before
+// the answer) rather than a request that could never succeed.
+func connectionFailed(err error) bool {
+	var opErr *net.OpError
+	return errors.As(err, &opErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+}
+
+// waitToRetry waits before retry number attempt+1 of a call answered apiErr: its Retry-After,
+// or the backoff, after telling OnRetry. It is false, without waiting, when Retries ran out or
+// the wait would outlast ctx, and false when ctx ends during it.
+func (c *Client) waitToRetry(ctx context.Context, attempt int, apiErr *APIError) bool {
 	retries := c.Retries
 	if retries == 0 {
 		retries = 4
 	}
-	if !errors.As(err, &apiErr) || attempt >= retries || !retryable(apiErr) {
+	if attempt >= retries {
 		return false
 	}
 	wait := c.backoff(attempt)
@@ -178,6 +197,9 @@ func (c *Client) retry(ctx context.Context, attempt int, err error) bool {
 	}
 	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 		return false
+	}
+	if c.OnRetry != nil {
+		c.OnRetry(wait, apiErr)
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()

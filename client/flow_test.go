@@ -6,12 +6,15 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/convsvc/convsvc/client"
+	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/service"
 )
 
 // faults passes requests to the real server, except that it answers the first request matching
@@ -111,4 +114,100 @@ func TestConvert_FailureCancelsTheJob(t *testing.T) {
 	if err != nil || got.Status != client.StatusCancelled {
 		t.Fatalf("server has the job %s (%v), want cancelled", got.Status, err)
 	}
+}
+
+// TestClient_FileStaysOpenAfterConvertAndUpload: the README's lines with a real file on a real
+// server. Convert, then the step-by-step flow with the same *os.File, then reading it: the
+// client never closes the caller's file nor moves its offset (net/http closes a request body,
+// and an *os.File handed to it as one was closed after the first upload, so the next use
+// failed with "file already closed").
+func TestClient_FileStaysOpenAfterConvertAndUpload(t *testing.T) {
+	e := testenv.Start(t)
+	c := &client.Client{BaseURL: e.URL, Key: e.Key}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	want, in := openSample(t)
+	size := int64(len(want))
+
+	var out bytes.Buffer
+	if job, err := c.Convert(ctx, in, size, "png", "jpeg", &out); err != nil || job.Status != client.StatusSucceeded {
+		t.Fatalf("Convert: %v (job %s)", err, job.Status)
+	}
+	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "webp", InputBytes: size}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Upload(ctx, res.UploadURL, in, size); err != nil {
+		t.Fatalf("Upload of the file Convert used: %v", err)
+	}
+	if _, err := c.StartJob(ctx, res.Job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if job, err := c.WaitJob(ctx, res.Job.ID, nil); err != nil || job.Status != client.StatusSucceeded {
+		t.Fatalf("the uploaded file's job: %v %s", err, job.Error())
+	}
+	// Still open, still at offset 0: reading it gives the whole file.
+	got, err := io.ReadAll(in)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("reading the file after the uploads: %d bytes, %v; want the %d bytes of the file", len(got), err, len(want))
+	}
+	if err := in.Close(); err != nil {
+		t.Fatalf("closing the file: %v (the client closed it)", err)
+	}
+}
+
+// TestClient_UploadOfAFileIsRetried: the storage listener's connection cap answers the upload
+// 503 too_many_connections (its real answer, before the request is read): Convert tells
+// OnRetry, sends the file again after the Retry-After, and the job succeeds with the file's
+// bytes; the file stays open. Before, net/http closed the file with the first attempt and the
+// retry failed with "file already closed", without OnRetry hearing of it.
+func TestClient_UploadOfAFileIsRetried(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "the local storage listener's connection cap")
+	const perAddr = 2
+	e := testenv.Start(t, func(c *service.Config) { c.MaxConnectionsPerAddress = perAddr })
+	// Hold every connection 127.0.0.1 may have open on the storage listener.
+	held := testenv.HoldConnections(t, strings.TrimPrefix(e.Main.BlobURL(), "http://"), "/uploads/job_x", perAddr)
+	var mu sync.Mutex
+	var retries []*client.APIError
+	c := &client.Client{BaseURL: e.URL, Key: e.Key, OnRetry: func(_ time.Duration, err *client.APIError) {
+		mu.Lock()
+		defer mu.Unlock()
+		retries = append(retries, err)
+		for _, conn := range held { // give the places back: the retry gets in
+			conn.Close()
+		}
+	}}
+	want, in := openSample(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	job, err := c.Convert(ctx, in, int64(len(want)), "png", "jpeg", &out)
+	if err != nil || job.Status != client.StatusSucceeded || !bytes.HasPrefix(out.Bytes(), []byte{0xFF, 0xD8}) {
+		t.Fatalf("Convert: %v (job %s, %d bytes out)", err, job.Status, out.Len())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(retries) == 0 || retries[0].Status != http.StatusServiceUnavailable || retries[0].Code != client.CodeTooManyConnections {
+		t.Fatalf("OnRetry saw %+v, want the upload's 503 too_many_connections first", retries)
+	}
+	if _, err := in.Stat(); err != nil {
+		t.Fatalf("the file after a retried upload: %v", err)
+	}
+}
+
+// openSample writes images/sample.png to a file of the test and opens it (closed at cleanup,
+// which tolerates a file the test closed itself); it returns the bytes and the file.
+func openSample(t *testing.T) ([]byte, *os.File) {
+	t.Helper()
+	want := testenv.Sample(t, "images/sample.png")
+	path := filepath.Join(t.TempDir(), "photo.png")
+	if err := os.WriteFile(path, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close() })
+	return want, in
 }

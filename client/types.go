@@ -41,7 +41,11 @@ const (
 	CodeUnsupportedMediaType ErrorCode = "unsupported_media_type"
 	CodeInternal             ErrorCode = "internal_error"
 	// CodePresetsOnly: the key may only create jobs from a preset (CreateJobRequest.Preset).
-	CodePresetsOnly ErrorCode = "presets_only"
+	CodePresetsOnly        ErrorCode = "presets_only"
+	CodeTooManyConnections ErrorCode = "too_many_connections"
+	// CodeConnectionFailed is no answer of the server: OnRetry sees it (with Status 0) before
+	// an upload is sent again after its connection failed.
+	CodeConnectionFailed ErrorCode = "connection_failed"
 )
 
 // The error codes of a failed job.

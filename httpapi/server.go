@@ -123,6 +123,10 @@ type Config struct {
 	// address the per-address limits use (clientKey); from any other peer those headers are
 	// ignored.
 	TrustedProxies []netip.Prefix
+	// ObjectStorage is the kind of object storage, ObjectStorageLocal (default) or
+	// ObjectStorageS3: the web page names where uploads' CORS is set (--cors-origins, or the
+	// bucket's CORS rule) when one fails.
+	ObjectStorage string
 }
 
 // Server is the API's http.Handler.
@@ -139,6 +143,7 @@ type Server struct {
 	adminFails *slidingLimiter
 	storage    storageProbe
 	csp        string // the web page's Content-Security-Policy
+	web        map[string]webAsset
 }
 
 // New builds a Server.
@@ -174,6 +179,7 @@ func New(cfg Config) *Server {
 	s.storage.check = cfg.Blobs.Check
 	// The page uploads to and downloads from object storage: its origin joins connect-src.
 	s.csp = pageCSP(originOf(cfg.Blobs.UploadURL("job_0", 1, cfg.Now().Add(UploadURLTTL))))
+	s.web = webAssetsFor(cfg.ObjectStorage)
 	s.routes()
 	return s
 }
@@ -205,8 +211,11 @@ func (s *Server) routes() {
 		})
 	}
 
-	handle("GET", "/", s.handleWeb)
-	handle("GET", "/web/:file", s.handleWeb)
+	for _, method := range []string{"GET", "HEAD"} {
+		handle(method, "/", s.handleWeb)
+		handle(method, "/web/:file", s.handleWeb)
+		handle(method, "/favicon.ico", s.handleWeb)
+	}
 	handle("GET", "/healthz", s.handleHealth)
 	handle("GET", "/readyz", s.handleReady)
 	if s.cfg.MetricsHandler != nil {

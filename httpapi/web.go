@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"maps"
 	"net/http"
 	"net/url"
 	"time"
@@ -13,9 +14,10 @@ import (
 )
 
 // webFiles is the web page served at GET /: plain HTML, CSS and JavaScript, embedded so the
-// binary needs nothing at run time.
+// binary needs nothing at run time, and its icon (icon.svg; favicon.ico is the same icon made
+// with convsvc itself: convsvc convert icon.svg --to ico --width 32 --height 32).
 //
-//go:embed web/index.html web/app.js web/app.css
+//go:embed web/index.html web/app.js web/app.css web/icon.svg web/favicon.ico
 var webFiles embed.FS
 
 // webAsset is one embedded file of the page with its headers.
@@ -25,12 +27,19 @@ type webAsset struct {
 	etag        string
 }
 
+func newWebAsset(body []byte, contentType string) webAsset {
+	sum := sha256.Sum256(body)
+	return webAsset{body: body, contentType: contentType, etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+}
+
 // webAssets are the page's files by URL path.
 var webAssets = func() map[string]webAsset {
 	files := map[string][2]string{
-		"/":            {"web/index.html", "text/html; charset=utf-8"},
-		"/web/app.js":  {"web/app.js", "text/javascript; charset=utf-8"},
-		"/web/app.css": {"web/app.css", "text/css; charset=utf-8"},
+		"/":             {"web/index.html", "text/html; charset=utf-8"},
+		"/web/app.js":   {"web/app.js", "text/javascript; charset=utf-8"},
+		"/web/app.css":  {"web/app.css", "text/css; charset=utf-8"},
+		"/web/icon.svg": {"web/icon.svg", "image/svg+xml"},
+		"/favicon.ico":  {"web/favicon.ico", "image/x-icon"},
 	}
 	m := make(map[string]webAsset, len(files))
 	for path, f := range files {
@@ -38,11 +47,31 @@ var webAssets = func() map[string]webAsset {
 		if err != nil {
 			panic("httpapi: embedded web file missing: " + f[0])
 		}
-		sum := sha256.Sum256(body)
-		m[path] = webAsset{body: body, contentType: f[1], etag: `"` + hex.EncodeToString(sum[:16]) + `"`}
+		m[path] = newWebAsset(body, f[1])
 	}
 	return m
 }()
+
+// Object storage kinds (Config.ObjectStorage), which the page's hints depend on.
+const (
+	ObjectStorageLocal = "local" // convsvc's own blob listener: CORS from --cors-origins
+	ObjectStorageS3    = "s3"    // an S3 bucket: CORS from the bucket's CORS rule
+)
+
+// pageStorageAttr is index.html's placeholder for the kind of object storage, which the page
+// reads to say where CORS is configured when an upload fails.
+const pageStorageAttr = `data-object-storage="local"`
+
+// webAssetsFor are webAssets with index.html naming the server's kind of object storage.
+func webAssetsFor(kind string) map[string]webAsset {
+	if kind == "" || kind == ObjectStorageLocal {
+		return webAssets
+	}
+	m := maps.Clone(webAssets)
+	page := m["/"]
+	m["/"] = newWebAsset(bytes.Replace(page.body, []byte(pageStorageAttr), []byte(`data-object-storage="`+kind+`"`), 1), page.contentType)
+	return m
+}
 
 // pageCSP is the page's Content-Security-Policy: scripts, styles and requests only from this
 // origin (plus object storage, for uploads and downloads), no inline code, no frames, no forms.
@@ -64,9 +93,10 @@ func originOf(raw string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-// handleWeb serves the page and its two files with a strict CSP and revalidation by ETag.
+// handleWeb serves the page, its files and its icon with a strict CSP and revalidation by
+// ETag; HEAD answers as GET without the body.
 func (s *Server) handleWeb(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
-	a, ok := webAssets[r.URL.Path]
+	a, ok := s.web[r.URL.Path]
 	if !ok {
 		s.writeError(w, r, errorf(CodeNotFound, "no such file of the web page"))
 		return

@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,6 +66,55 @@ func TestWeb_PageAndFiles(t *testing.T) {
 	}
 }
 
+// TestWeb_HeadAndIcon: HEAD / answers as GET without a body (it was 405), and the page has an
+// icon: it links web/icon.svg, and /favicon.ico, which browsers and tools ask for on their
+// own, is an ICO (it was a 404 on every load).
+func TestWeb_HeadAndIcon(t *testing.T) {
+	e := testenv.Start(t)
+	for _, path := range []string{"/", "/web/app.js", "/web/icon.svg", "/favicon.ico"} {
+		get := e.Do("GET", path, "", nil)
+		must(t, get, 200, "")
+		head := e.Do("HEAD", path, "", nil)
+		must(t, head, 200, "")
+		if len(head.Body) != 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") || head.Header.Get("ETag") != get.Header.Get("ETag") ||
+			head.Header.Get("Content-Length") != strconv.Itoa(len(get.Body)) {
+			t.Errorf("HEAD %s: %d body bytes, Content-Type %q, ETag %q, Content-Length %q; GET: %q, %q, %d bytes", path, len(head.Body),
+				head.Header.Get("Content-Type"), head.Header.Get("ETag"), head.Header.Get("Content-Length"), get.Header.Get("Content-Type"), get.Header.Get("ETag"), len(get.Body))
+		}
+	}
+	icon := e.Do("GET", "/favicon.ico", "", nil)
+	if icon.Header.Get("Content-Type") != "image/x-icon" || !bytes.HasPrefix(icon.Body, []byte{0, 0, 1, 0}) {
+		t.Errorf("/favicon.ico: Content-Type %q, starts % x", icon.Header.Get("Content-Type"), icon.Body[:min(4, len(icon.Body))])
+	}
+	if svg := e.Do("GET", "/web/icon.svg", "", nil); svg.Header.Get("Content-Type") != "image/svg+xml" || !bytes.HasPrefix(svg.Body, []byte("<svg")) {
+		t.Errorf("/web/icon.svg: Content-Type %q", svg.Header.Get("Content-Type"))
+	}
+	if page := string(e.Do("GET", "/", "", nil).Body); !strings.Contains(page, `<link rel="icon" href="web/icon.svg" type="image/svg+xml">`) {
+		t.Error("the page links no icon")
+	}
+}
+
+// TestWeb_PageNamesItsObjectStorage: the page says which object storage the server uses, so
+// that a failed upload's hint names the right fix: --cors-origins for convsvc's own blob
+// listener, the bucket's CORS rule on S3 (where --cors-origins does nothing).
+func TestWeb_PageNamesItsObjectStorage(t *testing.T) {
+	local := testenv.Start(t, func(c *service.Config) { c.ObjectStorage, c.S3 = "", service.S3Config{} })
+	s3 := testenv.Start(t, testenv.S3(t))
+	pages := map[string]testenv.Response{"local": local.Do("GET", "/", "", nil), "s3": s3.Do("GET", "/", "", nil)}
+	for kind, r := range pages {
+		must(t, r, 200, "")
+		if want := `<body data-object-storage="` + kind + `">`; !strings.Contains(string(r.Body), want) {
+			t.Errorf("the %s server's page lacks %s", kind, want)
+		}
+	}
+	if pages["local"].Header.Get("ETag") == pages["s3"].Header.Get("ETag") {
+		t.Error("the two pages share an ETag")
+	}
+	if r := s3.Do("GET", "/", "", nil, "If-None-Match", pages["s3"].Header.Get("ETag")); r.Status != http.StatusNotModified {
+		t.Errorf("the S3 server's page revalidated with its ETag: %d", r.Status)
+	}
+}
+
 // TestWeb_StorageCORS: by default object storage lets the API's own page (its origin) upload,
 // and no other; --cors-origins replaces that list.
 func TestWeb_StorageCORS(t *testing.T) {
@@ -94,4 +145,15 @@ func TestWeb_StorageCORS(t *testing.T) {
 	if r.Header.Get("Access-Control-Allow-Origin") != "https://app.example" {
 		t.Errorf("PUT Allow-Origin %q", r.Header.Get("Access-Control-Allow-Origin"))
 	}
+
+	// --listen on every address without --public-url: http://0.0.0.0:PORT, which no browser
+	// sends as its Origin, is not the page's allowed origin (it was); the loopback names on the
+	// API's port are.
+	e3 := testenv.Start(t, func(c *service.Config) { c.Listen = "0.0.0.0:0" })
+	port := e3.URL[strings.LastIndex(e3.URL, ":")+1:]
+	res = e3.Create(e3.Key, "png", "jpeg", 10)
+	for _, origin := range []string{"http://127.0.0.1:" + port, "http://localhost:" + port, "http://[::1]:" + port} {
+		must(t, preflight(e3, res.UploadURL, origin), 204, "")
+	}
+	must(t, preflight(e3, res.UploadURL, "http://0.0.0.0:"+port), 403, "cors_refused")
 }

@@ -342,11 +342,12 @@ func (m *Main) open() error {
 		RateWindow:     cfg.RateWindow,
 		Webhooks:       webhookAPIStore(m.store),
 		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		ObjectStorage:  objectStorageKind(local),
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	corsOrigins := cfg.CORSOrigins
 	if len(corsOrigins) == 0 {
-		corsOrigins = []string{originOf(m.apiURL)}
+		corsOrigins = defaultCORSOrigins(m.apiURL)
 	}
 	if local != nil {
 		blobHandler := countBytes(local.CORS(local.HandlerWith(blobstore.HandlerConfig{ProgressTimeout: cfg.StorageProgressTimeout}), corsOrigins), m.metrics.blobBytes.WithLabelValues("upload"), m.metrics.blobBytes.WithLabelValues("download"))
@@ -715,6 +716,36 @@ func originOf(base string) string {
 		return base
 	}
 	return u.Scheme + "://" + u.Host
+}
+
+// objectStorageKind is what the web page is told of object storage: the local blob store, or
+// S3 (local is nil).
+func objectStorageKind(local *blobstore.Store) string {
+	if local == nil {
+		return httpapi.ObjectStorageS3
+	}
+	return httpapi.ObjectStorageLocal
+}
+
+// defaultCORSOrigins are the origins object storage lets upload without --cors-origins: the
+// origin of the API's public URL, where the web page is. A public URL on an unspecified
+// address (--listen 0.0.0.0:8080 without --public-url) is no origin a browser ever sends, so
+// then the page is allowed from this machine's loopback names on the same port only (serve
+// warns, naming --public-url).
+func defaultCORSOrigins(apiURL string) []string {
+	u, err := url.Parse(apiURL)
+	if err != nil || u.Host == "" {
+		return []string{originOf(apiURL)}
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); host != "" && (err != nil || !ip.IsUnspecified()) {
+		return []string{originOf(apiURL)}
+	}
+	port := u.Port()
+	if port == "" {
+		return []string{u.Scheme + "://127.0.0.1", u.Scheme + "://localhost", u.Scheme + "://[::1]"}
+	}
+	return []string{u.Scheme + "://127.0.0.1:" + port, u.Scheme + "://localhost:" + port, u.Scheme + "://[::1]:" + port}
 }
 
 // loadOrCreateSecret reads a token file, or creates one (0600) with a random token.

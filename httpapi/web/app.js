@@ -34,6 +34,22 @@
     sheet: { label: "Sheet (name or number; default the first)", only: ["xlsx"], maxLength: 31 },
   };
 
+  // The target each input format most likely goes to, chosen when a file is added (the list
+  // is alphabetical, which put AVIF first for Markdown and EPUB first for CSV). The one table of
+  // defaults: a format not in it, or one that cannot reach its entry, starts on the first.
+  const LIKELY_TARGET = {
+    // documents to PDF; a PDF to an image of its page
+    markdown: "pdf", html: "pdf", docx: "pdf", txt: "pdf", epub: "pdf", pdf: "png",
+    // a table to a workbook, a workbook to CSV, structured data to JSON (JSON to CSV)
+    csv: "xlsx", tsv: "xlsx", xlsx: "csv", json: "csv", ndjson: "json", yaml: "json", toml: "json", xml: "json",
+    // images to what opens everywhere: a PNG to JPEG, everything else to PNG (HEIC to JPEG)
+    png: "jpeg", jpeg: "png", webp: "png", avif: "png", jxl: "png", heic: "jpeg", gif: "png", bmp: "png",
+    tiff: "png", ico: "png", ppm: "png", qoi: "png", svg: "png", psd: "png",
+    // audio to WAV (a WAV to FLAC); archives to ZIP (a ZIP to tar.gz)
+    wav: "flac", flac: "wav", mp3: "wav", ogg: "wav",
+    zip: "tgz", tar: "zip", tgz: "zip", tzst: "zip",
+  };
+
   const $ = (sel, root = document) => root.querySelector(sel);
   let formatList = null; // promise of the GET /v1/formats list
   const formatDetails = new Map(); // id -> promise of GET /v1/formats/{id}
@@ -316,6 +332,7 @@
         option(it.targetSel, "", "No conversions from this format");
       }
       for (const t of detail.targets) option(it.targetSel, t, (names.get(t) || t) + " (" + t + ")");
+      if (detail.targets.includes(LIKELY_TARGET[input])) it.targetSel.value = LIKELY_TARGET[input];
       it.convertBtn.disabled = !detail.targets.length;
       await loadOptions(it);
     } catch (err) {
@@ -525,7 +542,11 @@
     } catch (err) {
       if (!it.cancelled) {
         showError(it, err);
-        if (!it.job || !FINISHED.has(it.job.status)) it.state.textContent = "";
+        if (it.job && !FINISHED.has(it.job.status)) {
+          await release(it);
+        } else if (!it.job) {
+          it.state.textContent = "";
+        }
       }
     } finally {
       it.xhr = null;
@@ -564,7 +585,7 @@
       });
       xhr.addEventListener("error", () => {
         it.xhr = null;
-        reject(new APIError("The upload to object storage failed: the network failed, or storage refused this page's origin (the operator allows it with --cors-origins)."));
+        reject(new APIError("The upload to object storage failed: the network failed, or storage refused this page's origin (" + storageHint() + ")."));
       });
       xhr.addEventListener("abort", () => {
         it.xhr = null;
@@ -572,6 +593,34 @@
       });
       xhr.send(it.file);
     });
+  }
+
+  // release cancels the job a failed step (upload, start, wait) left unfinished, so that its
+  // reservation (a cent against the spend cap) is released now rather than at expiry.
+  async function release(it) {
+    try {
+      showJob(it, await api("POST", "/v1/jobs/" + it.job.id + "/cancel"));
+      it.state.textContent = "Cancelled, so nothing is charged.";
+    } catch (err) {
+      if (err.code === "invalid_state") {
+        try {
+          showJob(it, await api("GET", "/v1/jobs/" + it.job.id)); // it finished meanwhile
+        } catch (_) {
+          // the job's state stays as last shown
+        }
+        return;
+      }
+      it.state.textContent = "The job " + it.job.id + " could not be cancelled (" + err.message + "); it holds its reservation until it expires.";
+    }
+  }
+
+  // storageHint says where uploads from this page are allowed: the bucket's CORS rule when
+  // object storage is S3 (the server says so in index.html), else --cors-origins.
+  function storageHint() {
+    if (document.body.dataset.objectStorage === "s3") {
+      return "the bucket's CORS rule must allow this page's origin, " + location.origin + " (docs/scaling.md, Bucket settings)";
+    }
+    return "the operator allows it with --cors-origins";
   }
 
   async function cancelJob(it) {

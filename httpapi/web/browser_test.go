@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -415,4 +416,65 @@ func openPageWithKey(t *testing.T) (*testenv.Env, context.Context) {
 	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
 	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
 	return e, ctx
+}
+
+// TestBrowser_FailedUploadCancelsTheJob: files are added with the likeliest target chosen
+// (Markdown to PDF, CSV to XLSX; the alphabetically first, AVIF and EPUB, before). When a step
+// fails after the job was reserved (here object storage refuses the page's origin, so the
+// upload fails in the browser), the page cancels the job, so its cent is released at once
+// (before, the job stayed created, holding its reservation until it expired), and the error's
+// hint names the fix for the server's object storage: --cors-origins for convsvc's own, the
+// bucket's CORS rule for S3.
+func TestBrowser_FailedUploadCancelsTheJob(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "object storage refusing the page's origin through --cors-origins")
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1; c.CORSOrigins = []string{"https://elsewhere.example"} })
+	ctx := startBrowser(t, t.TempDir())
+	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
+	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
+	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
+
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.md")
+	table := filepath.Join(dir, "table.csv")
+	if err := os.WriteFile(notes, []byte("# Notes\n\nSome words.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(table, []byte("a,b\n1,2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	within(t, ctx, time.Minute, "pick the files", chromedp.SetUploadFiles("#files", []string{notes, table}))
+	waitFor(t, ctx, "the targets of markdown", `document.querySelector("#item-1-target option[value=pdf]") !== null`)
+	waitFor(t, ctx, "the targets of csv", `document.querySelector("#item-2-target option[value=xlsx]") !== null`)
+	if got := eval[string](t, ctx, `document.querySelector("#item-1-target").value + "," + document.querySelector("#item-2-target").value`); got != "pdf,xlsx" {
+		t.Errorf("default targets of notes.md and table.csv: %s, want pdf,xlsx", got)
+	}
+
+	reserved := func() float64 { return e.Account(e.AccountID)["reserved_cents"].(float64) }
+	for i, c := range []struct{ storage, hint string }{
+		{"local", "the operator allows it with --cors-origins"},
+		{"s3", "the bucket's CORS rule must allow this page's origin, " + e.URL},
+	} {
+		item := "#item-" + strconv.Itoa(i+1)
+		eval[chromedp.Void](t, ctx, `document.body.dataset.objectStorage = "`+c.storage+`"; undefined`)
+		within(t, ctx, time.Minute, "convert "+item, chromedp.Click(item+" .convert"))
+		waitFor(t, ctx, "the failed upload's job cancelled", `document.querySelector("`+item+` .state").dataset.status === "cancelled"`)
+		if got := eval[string](t, ctx, `document.querySelector("`+item+` .error").textContent`); !strings.Contains(got, "The upload to object storage failed") || !strings.Contains(got, c.hint) {
+			t.Errorf("%s storage: error %q lacks %q", c.storage, got, c.hint)
+		}
+		if got := eval[string](t, ctx, `document.querySelector("`+item+` .state").textContent`); got != "Cancelled, so nothing is charged." {
+			t.Errorf("%s storage: state %q", c.storage, got)
+		}
+		jobs := e.Do("GET", "/v1/jobs?limit=1", e.Key, nil)
+		var list struct{ Data []testenv.Job }
+		jobs.JSON(t, &list)
+		if len(list.Data) != 1 || list.Data[0].Status != "cancelled" {
+			t.Fatalf("%s storage: the reserved job after the failed upload: %s", c.storage, jobs.Body)
+		}
+		if r := reserved(); r != 0 {
+			t.Errorf("%s storage: %v cents still reserved after the failed upload", c.storage, r)
+		}
+		if got := eval[string](t, ctx, `[...document.querySelectorAll("`+item+` .actions button")].filter((b) => b.offsetParent !== null).map((b) => b.textContent).join(",")`); got != "Convert,Remove" {
+			t.Errorf("buttons after the failure: %s", got)
+		}
+	}
 }
