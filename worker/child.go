@@ -22,7 +22,10 @@ const landlockEnv = "CONVSVC_WORKER_LANDLOCKED"
 
 // landlockNote describes the Landlock rules of cfg.
 func landlockNote(cfg childConfig) string {
-	return fmt.Sprintf("filesystem: Landlock ABI %d (read: %s; read-write: %s)", landlockABI(), strings.Join(cfg.ReadDirs, ", "), strings.Join(cfg.WriteDirs, ", "))
+	// The last write directory is the worker's own scratch directory, named as such so the
+	// note is the same for every worker.
+	write := append(append([]string(nil), cfg.WriteDirs[:max(len(cfg.WriteDirs)-1, 0)]...), "its scratch directory")
+	return fmt.Sprintf("filesystem: Landlock ABI %d (read: %s; read-write: %s)", landlockABI(), strings.Join(cfg.ReadDirs, ", "), strings.Join(write, ", "))
 }
 
 // socketFD is the worker's end of the socket pair (the first of exec.Cmd.ExtraFiles).

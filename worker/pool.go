@@ -580,3 +580,19 @@ func (w *proc) watch(capBytes int64, done <-chan struct{}) {
 		}
 	}
 }
+
+// Offered says what confinement this system offers workers, before any is started (for
+// `convsvc config`; the log line at start and /readyz say what was applied).
+func Offered() string {
+	if !supported {
+		return "worker processes run on Linux only"
+	}
+	parts := []string{"network namespace: tried at start"}
+	if abi := landlockABI(); abi > 0 {
+		parts = append(parts, fmt.Sprintf("Landlock ABI %d", abi))
+	} else {
+		parts = append(parts, "no Landlock on this kernel")
+	}
+	parts = append(parts, "memory cap: RSS watchdog")
+	return strings.Join(parts, "; ")
+}
