@@ -45,7 +45,7 @@ func newMetrics(st JobStore, workers int, running, strays func() int) *metrics {
 		http: httpapi.NewMetrics(reg),
 		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "convsvc_conversions_total",
-			Help: "Conversions that ended, by input format, target format and outcome (succeeded, conversion_failed, worker_shutdown, storage_error, cancelled, expired, error).",
+			Help: "Conversions that ended, by input format, target format and outcome (succeeded, conversion_failed, worker_shutdown, storage_error, worker_crashed, cancelled, expired, error).",
 		}, []string{"input", "target", "outcome"}),
 		convSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "convsvc_conversion_duration_seconds",
