@@ -395,3 +395,101 @@ func Server(dir, prebuilt string) (string, error) {
 	}
 	return bin, nil
 }
+
+// children lists the pids whose parent is pid (the server's worker processes).
+func children(pid int) []int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		if c, err := strconv.Atoi(f); err == nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TreeRSSKiB is the VmRSS of pid and its children together, in KiB.
+func TreeRSSKiB(pid int) int64 {
+	n := RSSKiB(pid)
+	for _, c := range children(pid) {
+		n += RSSKiB(c)
+	}
+	return n
+}
+
+// TreeCPU is the user+system CPU seconds of pid, of its children that are alive, and of those
+// it has reaped (cutime, cstime).
+func TreeCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	cu, _ := strconv.ParseFloat(f[13], 64)
+	cs, _ := strconv.ParseFloat(f[14], 64)
+	total := ProcCPU(pid) + (cu+cs)/100
+	for _, c := range children(pid) {
+		total += ProcCPU(c)
+	}
+	return total
+}
+
+// SampleTreeRSS samples the VmRSS of pid and its children together every interval.
+func SampleTreeRSS(pid int, interval time.Duration) *TreeRSSSampler {
+	s := &TreeRSSSampler{stop: make(chan struct{}), done: make(chan struct{}), peak: TreeRSSKiB(pid)}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+				s.peak = max(s.peak, TreeRSSKiB(pid))
+			}
+		}
+	}()
+	return s
+}
+
+// TreeRSSSampler records the largest VmRSS of a process and its children.
+type TreeRSSSampler struct {
+	stop, done chan struct{}
+	peak       int64
+}
+
+// Stop ends sampling and returns the largest sum seen (first and n are 0: unused).
+func (s *TreeRSSSampler) Stop() (first, peak int64, n int) {
+	close(s.stop)
+	<-s.done
+	return 0, s.peak, 0
+}
+
+// Scrape reads a server's /metrics into a map of unlabelled sample values.
+func Scrape(hc *http.Client, base string) (map[string]float64, error) {
+	resp, err := hc.Get(base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") || strings.Contains(f[0], "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			out[f[0]] = v
+		}
+	}
+	return out, nil
+}
