@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -283,7 +284,7 @@ func (p *Pool) exec(scratch string, netns bool) (*proc, error) {
 		child.Close()
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	if err := startLocked(cmd); err != nil {
 		parent.Close()
 		child.Close()
 		return nil, &startError{fmt.Errorf("starting a worker (%s): %w", p.cfg.Command[0], err)}
@@ -536,9 +537,12 @@ func (p *Pool) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writ
 	case <-w.exited:
 		return nil, p.died(w, t, capBytes)
 	case <-ctx.Done():
-		w.kill(causeOf(ctx))
+		cause := causeOf(ctx)
+		w.kill(cause)
 		<-w.exited
-		p.replace()
+		if cause != CauseShutdown {
+			p.replace()
+		}
 		return nil, context.Cause(ctx)
 	}
 }
@@ -595,4 +599,33 @@ func Offered() string {
 	}
 	parts = append(parts, "memory cap: RSS watchdog")
 	return strings.Join(parts, "; ")
+}
+
+// spawns carries worker starts to the one goroutine that starts them all.
+var (
+	spawnOnce sync.Once
+	spawns    chan spawnReq
+)
+
+type spawnReq struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// startLocked starts cmd from a goroutine locked to its thread for the life of the process:
+// Linux sends a worker its parent-death signal (Pdeathsig) when the thread that started it
+// exits, not the process, and the runtime may end a thread another goroutine locked.
+func startLocked(cmd *exec.Cmd) error {
+	spawnOnce.Do(func() {
+		spawns = make(chan spawnReq)
+		go func() {
+			runtime.LockOSThread() // never unlocked: this thread lives as long as the process
+			for r := range spawns {
+				r.done <- r.cmd.Start()
+			}
+		}()
+	})
+	done := make(chan error, 1)
+	spawns <- spawnReq{cmd, done}
+	return <-done
 }

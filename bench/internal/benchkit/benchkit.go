@@ -396,16 +396,20 @@ func Server(dir, prebuilt string) (string, error) {
 	return bin, nil
 }
 
-// children lists the pids whose parent is pid (the server's worker processes).
+// children lists the pids whose parent is pid (the server's worker processes), whichever of
+// its threads started them.
 func children(pid int) []int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	if err != nil {
-		return nil
-	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	var out []int
-	for _, f := range strings.Fields(string(b)) {
-		if c, err := strconv.Atoi(f); err == nil {
-			out = append(out, c)
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
 		}
 	}
 	return out
