@@ -90,6 +90,9 @@ type Pool struct {
 	all    map[*proc]struct{}
 	closed bool
 	seq    int
+	// pending counts replacements being started; ready wakes a get waiting for one.
+	pending int
+	ready   chan struct{}
 
 	starts, crashes atomic.Int64
 	startNanos      atomic.Int64
@@ -132,7 +135,7 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	p := &Pool{cfg: cfg, log: cfg.Logger, all: map[*proc]struct{}{}, kills: map[string]int64{}}
+	p := &Pool{cfg: cfg, log: cfg.Logger, all: map[*proc]struct{}{}, kills: map[string]int64{}, ready: make(chan struct{}, 1)}
 	p.base = childConfig{Limits: cfg.Limits, FontDir: cfg.FontDir}
 	if !cfg.NoConfinement && supported {
 		p.netns.Store(true)
@@ -382,7 +385,8 @@ func (w *proc) kill(cause string) {
 	w.cmd.Process.Kill()
 }
 
-// put returns an idle worker to the pool, or kills it when the pool is closed.
+// put returns an idle worker to the pool, or kills it when the pool is closed or already
+// keeps a worker for every slot.
 func (p *Pool) put(w *proc) {
 	p.mu.Lock()
 	if p.closed {
@@ -390,17 +394,38 @@ func (p *Pool) put(w *proc) {
 		w.kill(CauseShutdown)
 		return
 	}
+	if len(p.idle) >= p.cfg.Workers {
+		p.mu.Unlock()
+		w.kill(CauseRecycle)
+		return
+	}
 	p.idle = append(p.idle, w)
 	p.mu.Unlock()
+	p.wake()
+}
+
+// wake tells a get waiting for a replacement to look again.
+func (p *Pool) wake() {
+	select {
+	case p.ready <- struct{}{}:
+	default:
+	}
 }
 
 // replace starts a worker in the background to take a dead one's place.
 func (p *Pool) replace() {
 	p.wg.Add(1)
+	p.mu.Lock()
+	p.pending++
+	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
 		w, err := p.start()
+		p.mu.Lock()
+		p.pending--
+		p.mu.Unlock()
 		if err != nil {
+			p.wake() // a waiting get starts one itself
 			p.mu.Lock()
 			closed := p.closed
 			p.mu.Unlock()
@@ -414,10 +439,20 @@ func (p *Pool) replace() {
 	}()
 }
 
-// get takes an idle live worker, or starts one when none is idle.
+// get takes an idle live worker, waits for one being started, or starts one when none is.
 func (p *Pool) get() (*proc, error) {
+	deadline := time.Now().Add(time.Minute)
 	for {
 		p.mu.Lock()
+		if len(p.idle) == 0 && p.pending > 0 && time.Now().Before(deadline) {
+			p.mu.Unlock()
+			// One wake-up may serve several waiters: look again at least every 50 ms.
+			select {
+			case <-p.ready:
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
 		if len(p.idle) == 0 {
 			p.mu.Unlock()
 			return p.start()
