@@ -94,21 +94,28 @@ func RSSKiB(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/status", pid
 func HWMKiB(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") }
 
 // ProcCPU is a process's user+system CPU seconds so far, from /proc/PID/stat (0 when it is gone).
-func ProcCPU(pid int) float64 {
+func ProcCPU(pid int) float64 { return statSeconds(pid, 11, 12) }
+
+// statSeconds sums fields of /proc/PID/stat (counted after the command name) that hold clock
+// ticks, in seconds; 0 when the process is gone.
+func statSeconds(pid int, fields ...int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) / 100 // USER_HZ
+	var ticks float64
+	for _, i := range fields {
+		v, _ := strconv.ParseFloat(f[i], 64)
+		ticks += v
+	}
+	return ticks / 100 // USER_HZ
 }
 
-// RSSSampler records a process's VmRSS every interval until Stop.
+// RSSSampler records a process's VmRSS (or its and its children's) every interval until Stop.
 type RSSSampler struct {
-	pid     int
+	read    func() int64 // one sample, in KiB
 	stop    chan struct{}
 	done    chan struct{}
 	mu      sync.Mutex
@@ -117,8 +124,13 @@ type RSSSampler struct {
 
 // SampleRSS starts sampling pid's VmRSS every interval.
 func SampleRSS(pid int, interval time.Duration) *RSSSampler {
-	s := &RSSSampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
-	s.samples = append(s.samples, RSSKiB(pid))
+	return sample(func() int64 { return RSSKiB(pid) }, interval)
+}
+
+// sample starts calling read every interval.
+func sample(read func() int64, interval time.Duration) *RSSSampler {
+	s := &RSSSampler{read: read, stop: make(chan struct{}), done: make(chan struct{})}
+	s.samples = append(s.samples, read())
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(interval)
@@ -128,7 +140,7 @@ func SampleRSS(pid int, interval time.Duration) *RSSSampler {
 			case <-s.stop:
 				return
 			case <-t.C:
-				v := RSSKiB(pid)
+				v := s.read()
 				s.mu.Lock()
 				s.samples = append(s.samples, v)
 				s.mu.Unlock()
@@ -142,7 +154,7 @@ func SampleRSS(pid int, interval time.Duration) *RSSSampler {
 func (s *RSSSampler) Stop() (first, peak int64, n int) {
 	close(s.stop)
 	<-s.done
-	s.samples = append(s.samples, RSSKiB(s.pid))
+	s.samples = append(s.samples, s.read())
 	return s.samples[0], slices.Max(s.samples), len(s.samples)
 }
 
@@ -427,15 +439,7 @@ func TreeRSSKiB(pid int) int64 {
 // TreeCPU is the user+system CPU seconds of pid, of its children that are alive, and of those
 // it has reaped (cutime, cstime).
 func TreeCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	cu, _ := strconv.ParseFloat(f[13], 64)
-	cs, _ := strconv.ParseFloat(f[14], 64)
-	total := ProcCPU(pid) + (cu+cs)/100
+	total := statSeconds(pid, 11, 12, 13, 14)
 	for _, c := range children(pid) {
 		total += ProcCPU(c)
 	}
@@ -443,35 +447,8 @@ func TreeCPU(pid int) float64 {
 }
 
 // SampleTreeRSS samples the VmRSS of pid and its children together every interval.
-func SampleTreeRSS(pid int, interval time.Duration) *TreeRSSSampler {
-	s := &TreeRSSSampler{stop: make(chan struct{}), done: make(chan struct{}), peak: TreeRSSKiB(pid)}
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-t.C:
-				s.peak = max(s.peak, TreeRSSKiB(pid))
-			}
-		}
-	}()
-	return s
-}
-
-// TreeRSSSampler records the largest VmRSS of a process and its children.
-type TreeRSSSampler struct {
-	stop, done chan struct{}
-	peak       int64
-}
-
-// Stop ends sampling and returns the largest sum seen (first and n are 0: unused).
-func (s *TreeRSSSampler) Stop() (first, peak int64, n int) {
-	close(s.stop)
-	<-s.done
-	return 0, s.peak, 0
+func SampleTreeRSS(pid int, interval time.Duration) *RSSSampler {
+	return sample(func() int64 { return TreeRSSKiB(pid) }, interval)
 }
 
 // Scrape reads a server's /metrics into a map of unlabelled sample values.
