@@ -14,6 +14,7 @@ import (
 
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
+	"github.com/convsvc/convsvc/worker"
 )
 
 // configEntry is one serve setting as convsvc config shows it.
@@ -102,6 +103,10 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 		case "workers":
 			if o.cfg.Workers <= 0 {
 				e.Value = fmt.Sprint(runtime.GOMAXPROCS(0))
+			}
+		case "isolation":
+			if e.Value == service.IsolationProcess {
+				e.Value += " (" + worker.Offered() + ")"
 			}
 		case "public-url":
 			if e.Value == "" {

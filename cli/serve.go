@@ -70,6 +70,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.DurationVar(&o.cfg.Lease, "lease", defaultLease, "with a postgres:// --database, how long a running job stays this node's without a heartbeat (renewed every third of it): a node that dies has its jobs taken over by the others after about this long plus half of it; at least 1s")
 	f.IntVar(&o.cfg.MaxAttempts, "max-attempts", 3, "pickups before a job interrupted by crashes fails expired_or_exhausted")
 	f.DurationVar(&o.cfg.DrainTimeout, "drain-timeout", service.DefaultDrainTimeout, "time running conversions get on shutdown")
+	f.StringVar(&o.cfg.Isolation, "isolation", defaultIsolation(), "where conversions run: process (worker processes of this binary: killed on cancel and timeout, capped in memory, confined where Linux allows; Linux only) or none (in the server's process)")
 	f.DurationVar(&o.cfg.ConversionTimeout, "conversion-timeout", service.DefaultConversionTimeout, "longest one conversion may run")
 	f.StringVar(&o.cfg.AdminToken, "admin-token", "", "admin API token (default: generated into DATA/admin.token)")
 	f.Int64Var(&o.cfg.DefaultSpendCapCents, "default-spend-cap-cents", service.DefaultSpendCapCents, "monthly spend cap of the default account")
@@ -168,6 +169,7 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	standard.SetFontDir(o.fontDir)
+	o.cfg.FontDir = o.fontDir
 	log, err := newLogger(o.logFormat, o.logLevel, os.Stderr)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/service"
+	"github.com/convsvc/convsvc/worker"
 )
 
 // Ranges serve accepts. A value outside them is refused at start, by serve and by convsvc config
@@ -42,6 +43,15 @@ func (o *serveOptions) validate() error {
 		errs = append(errs, fmt.Errorf("--%s (%s) %s", flag, envName(flag), fmt.Sprintf(format, args...)))
 	}
 	c := &o.cfg
+	switch c.Isolation {
+	case service.IsolationNone:
+	case service.IsolationProcess:
+		if !worker.Supported() {
+			bad("isolation", "is process, which runs on Linux only: use none")
+		}
+	default:
+		bad("isolation", "is %q: use process or none", c.Isolation)
+	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		bad("data", "is empty: give the data directory")
 	}

@@ -86,11 +86,14 @@ type Job struct {
 	Attempt      int        `json:"attempt"`
 	ErrorCode    *ErrorCode `json:"error_code"`
 	ErrorMessage *string    `json:"error_message"`
-	ExpiresAt    time.Time  `json:"expires_at"`
-	CreatedAt    time.Time  `json:"created_at"`
-	StartedAt    *time.Time `json:"started_at"`
-	FinishedAt   *time.Time `json:"finished_at"`
-	Output       *Output    `json:"output"`
+	// ErrorReason is a finer reason beside ErrorCode ("memory_exceeded", "worker_crashed",
+	// ...), nil when ErrorCode says all there is.
+	ErrorReason *string    `json:"error_reason"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at"`
+	FinishedAt  *time.Time `json:"finished_at"`
+	Output      *Output    `json:"output"`
 }
 
 // Finished reports whether the job reached a final state.

@@ -30,7 +30,10 @@ var allowedImports = map[string][]string{
 	"convert/audio":    {"convert", "convert/internal/*", "internal/bytesize"},
 	"convert/archive":  {"convert", "convert/internal/*", "internal/bytesize"},
 	// The assembler knows every family; nothing in convert imports it.
-	"convert/standard": {"convert", "convert/image", "convert/document", "convert/data", "convert/audio", "convert/archive"},
+	"convert/standard": {"convert", "convert/image", "convert/document", "convert/data", "convert/audio", "convert/archive", "convert/internal/*"},
+	// The worker processes (server side and child): the kernel, and the standard catalog a
+	// worker builds.
+	"worker": {"convert", "convert/standard", "internal/bytesize"},
 	// Codecs shared by families know neither the kernel nor a family; convtest (test helpers)
 	// knows only the kernel.
 	"convert/internal/convtest": {"convert"},
@@ -48,8 +51,8 @@ var allowedImports = map[string][]string{
 	"internal/*":         {"internal/*", "client", "httpapi", "httpapi/openapitest", "service", "store", "pgstore"},
 	"httpapi":            {"convert", "store", "blobstore", "httpapi/*", "webhook"},
 	"httpapi/*":          {},
-	"service":            {"convert", "convert/standard", "store", "blobstore", "pgstore", "s3store", "httpapi", "internal/*", "webhook"},
-	"cli":                {"convert", "convert/standard", "service", "client", "store", "blobstore", "pgstore", "s3store", "internal/*"},
+	"service":            {"convert", "convert/standard", "store", "blobstore", "pgstore", "s3store", "httpapi", "internal/*", "webhook", "worker"},
+	"cli":                {"convert", "convert/standard", "service", "client", "store", "blobstore", "pgstore", "s3store", "internal/*", "worker"},
 	"":                   {"cli"},
 	"e2e":                {"internal/*", "client"},
 	"e2e/multinode":      {"internal/*", "client", "pgstore"},

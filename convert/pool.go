@@ -21,7 +21,33 @@ const (
 	// CodeStorageError means the output could not be stored (disk full, read-only directory):
 	// the input is not at fault, so the queue should retry the job, not fail it.
 	CodeStorageError = "storage_error"
+	// CodeWorkerCrashed means the process running the conversion died mid-job (a Runner's
+	// ErrWorkerCrashed): the input may be at fault or not, so the queue retries the job until
+	// its attempts are used up, as it does for a job whose server crashed.
+	CodeWorkerCrashed = "worker_crashed"
 )
+
+// ErrWorkerCrashed is what a Runner wraps when the process running a conversion died mid-job.
+var ErrWorkerCrashed = errors.New("the worker process running the conversion died")
+
+// Runner runs one conversion: Catalog.Convert in this process by default, or in another
+// (PoolConfig.Runner). It returns the conversion's warnings, or an *Error the user may read,
+// a *StorageError, an error wrapping ErrWorkerCrashed, or the cause of ctx once ctx is done.
+// A Runner that stops the conversion when ctx is done leaves no abandoned conversion behind.
+type Runner interface {
+	Run(ctx context.Context, t Task, in *os.File, out io.Writer, scratchDir string) ([]Warning, error)
+}
+
+// catalogRunner runs conversions in this process.
+type catalogRunner struct{ cat *Catalog }
+
+func (r catalogRunner) Run(ctx context.Context, t Task, in *os.File, out io.Writer, scratchDir string) ([]Warning, error) {
+	return r.cat.Convert(ctx, t.InputFormat, t.TargetFormat, t.Options, in, out, scratchDir)
+}
+
+// reasoned is an error with a finer failure reason (a Job's error_reason, e.g.
+// "memory_exceeded"); a Runner's *Error may wrap one.
+type reasoned interface{ FailureReason() string }
 
 // StorageError is a failure of the file store to keep an output. Files implementations wrap
 // their own faults in it (creating, writing or committing an output), so the pool can tell
@@ -83,6 +109,8 @@ type Outcome struct {
 	Output  *Output // set on success only
 	Code    string
 	Message string // safe to show to the API user; "" on success
+	// Reason is a finer failure reason beside Code (e.g. "memory_exceeded"), or "".
+	Reason string
 }
 
 // Queue is the job queue the pool claims from (implemented elsewhere over bbolt).
@@ -133,6 +161,8 @@ type PoolConfig struct {
 	// cancelled or stopped by shutdown while its converter ignored the context) finally returns,
 	// with how long it ran past the moment it was abandoned. It must not block.
 	StrayReturned func(overrun time.Duration)
+	// Runner runs each conversion; nil runs Catalog.Convert in this process.
+	Runner Runner
 }
 
 // Pool runs conversions for queued jobs on a fixed number of worker goroutines.
@@ -161,11 +191,12 @@ type Pool struct {
 	strays atomic.Int64 // conversions abandoned on timeout or cancel that have not returned yet
 }
 
-// Causes with which a task's context is cancelled.
+// Causes with which a task's context is cancelled (context.Cause), so a Runner can tell why
+// it was stopped.
 var (
-	errTaskTimeout  = errors.New("conversion timed out")
-	errTaskCancel   = errors.New("job cancelled")
-	errTaskShutdown = errors.New("worker shutdown")
+	ErrTaskTimeout  = errors.New("conversion timed out")
+	ErrTaskCancel   = errors.New("job cancelled")
+	ErrTaskShutdown = errors.New("worker shutdown")
 )
 
 // NewPool returns a pool that claims tasks from q and converts them with cat; call Start to run it.
@@ -184,6 +215,9 @@ func NewPool(cfg PoolConfig, cat *Catalog, q Queue, f Files) *Pool {
 	}
 	if cfg.ScratchDir == "" {
 		cfg.ScratchDir = os.TempDir()
+	}
+	if cfg.Runner == nil {
+		cfg.Runner = catalogRunner{cat}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -233,7 +267,7 @@ func (p *Pool) Cancel(jobID string) bool {
 	defer p.mu.Unlock()
 	cancel, ok := p.running[jobID]
 	if ok {
-		cancel(errTaskCancel)
+		cancel(ErrTaskCancel)
 	}
 	return ok
 }
@@ -263,7 +297,7 @@ func (p *Pool) Shutdown(ctx context.Context) error {
 	p.killed = true
 	n := len(p.running)
 	for _, cancel := range p.running {
-		cancel(errTaskShutdown)
+		cancel(ErrTaskShutdown)
 	}
 	p.mu.Unlock()
 	<-p.workersDone
@@ -337,13 +371,13 @@ func (p *Pool) runTask(t Task) string {
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, p.cfg.Timeout, errTaskTimeout)
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, p.cfg.Timeout, ErrTaskTimeout)
 	defer cancelTimeout()
 
 	p.mu.Lock()
 	p.running[t.JobID] = cancel
 	if p.killed {
-		cancel(errTaskShutdown)
+		cancel(ErrTaskShutdown)
 	}
 	p.mu.Unlock()
 	defer func() {
@@ -467,7 +501,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 				}
 			}
 		}()
-		res.warnings, res.err = p.cat.Convert(ctx, t.InputFormat, t.TargetFormat, t.Options, in, out, p.cfg.ScratchDir)
+		res.warnings, res.err = p.cfg.Runner.Run(ctx, t, in, out, p.cfg.ScratchDir)
 	}()
 
 	var res convResult
@@ -487,10 +521,19 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 		if se := storageFault(res.err, res.out); se != nil {
 			return storageOutcome(log, se), nil
 		}
+		if errors.Is(res.err, ErrWorkerCrashed) {
+			log.Warn("the worker process died mid-job; the job goes back to the queue", "err", res.err)
+			return Outcome{Code: CodeWorkerCrashed, Message: "the worker process running the conversion died"}, nil
+		}
 		var ce *Error
 		if errors.As(res.err, &ce) {
 			log.Info("conversion failed", "err", res.err)
-			return Outcome{Code: CodeConversionFailed, Message: ce.Message}, nil
+			o := Outcome{Code: CodeConversionFailed, Message: ce.Message}
+			var r reasoned
+			if errors.As(res.err, &r) {
+				o.Reason = r.FailureReason()
+			}
+			return o, nil
 		}
 		log.Error("conversion failed", "err", res.err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error"}, nil
@@ -526,9 +569,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 // stopped describes why a task's context ended before its conversion did.
 func (p *Pool) stopped(ctx context.Context, log *slog.Logger) Outcome {
 	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, errTaskShutdown):
+	case errors.Is(cause, ErrTaskShutdown):
 		return Outcome{Code: CodeWorkerShutdown, Message: "stopped by shutdown after the drain timeout; raise --drain-timeout"}
-	case errors.Is(cause, errTaskCancel):
+	case errors.Is(cause, ErrTaskCancel):
 		return Outcome{Code: CodeConversionFailed, Message: "cancelled"}
 	default:
 		if n := p.strays.Load(); n > 0 {

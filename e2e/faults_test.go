@@ -212,10 +212,12 @@ func TestFaults_DrainLetsRunningJobsFinish(t *testing.T) {
 // worker until it really returns (issue 18 item 1): /metrics counts it, the other worker takes
 // the next job, and once every worker holds a stray nothing more runs.
 func TestFaults_PoisonJobs(t *testing.T) {
+	// In the server's process (--isolation none): abandoned conversions hold their workers.
+	// TestFaults_ProcessIsolation is the same faults in worker processes.
 	data := filepath.Join(t.TempDir(), "data")
 	// The timeout must leave room for poison-slow's 300 ms on a busy machine: at 500 ms it timed
 	// out beside three busy loops (issue 24).
-	p := testproc.Serve(t, binary, data, "--workers", "2", "--conversion-timeout", "3s", "--drain-timeout", "1s")
+	p := testproc.Serve(t, binary, data, "--isolation", "none", "--workers", "2", "--conversion-timeout", "3s", "--drain-timeout", "1s")
 	c := &client.Client{BaseURL: p.URL, Key: p.Key}
 	for i, tt := range []struct{ from, message string }{
 		{"poison-panic", "internal error"},
@@ -295,10 +297,12 @@ func waitLog(t *testing.T, p *testproc.Proc, msg string, n int) {
 }
 
 // TestFaults_CrashEveryTime: a job that kills the process every time it runs ends
-// expired_or_exhausted after --max-attempts restarts, and the server then stays up.
+// expired_or_exhausted after --max-attempts restarts, and the server then stays up. It runs
+// conversions in the server's process (--isolation none); in worker processes the same job
+// kills only its worker (TestFaults_ProcessIsolation).
 func TestFaults_CrashEveryTime(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "data")
-	p := testproc.Serve(t, binary, data, "--workers", "1", "--max-attempts", "3")
+	p := testproc.Serve(t, binary, data, "--isolation", "none", "--workers", "1", "--max-attempts", "3")
 	key := p.Key
 	c := &client.Client{BaseURL: p.URL, Key: key}
 	id, err := submit(context.Background(), c, "poison-exit", "poison-out", []byte("x"))
@@ -326,7 +330,7 @@ func TestFaults_CrashEveryTime(t *testing.T) {
 		if restarts > 3 {
 			t.Fatalf("crash loop: still crashing after %d restarts", restarts)
 		}
-		next, err := testproc.Start(binary, data, "--workers", "1", "--max-attempts", "3")
+		next, err := testproc.Start(binary, data, "--isolation", "none", "--workers", "1", "--max-attempts", "3")
 		// The restarted server can take the job again and die of it before it says it serves
 		// (seen under -race beside busy loops, issue 24): that is the same crash.
 		var se *testproc.StartError

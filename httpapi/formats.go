@@ -50,8 +50,9 @@ type healthView struct {
 }
 
 type readyView struct {
-	Status  string   `json:"status"`
-	Reasons []string `json:"reasons"`
+	Status  string         `json:"status"`
+	Reasons []string       `json:"reasons"`
+	Details map[string]any `json:"details,omitempty"`
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -63,11 +64,15 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request, _ httproute
 	if s.cfg.Ready != nil {
 		reasons = s.cfg.Ready()
 	}
+	var details map[string]any
+	if s.cfg.ReadyDetails != nil {
+		details = s.cfg.ReadyDetails()
+	}
 	if len(reasons) > 0 {
-		writeJSON(w, http.StatusServiceUnavailable, readyView{Status: "not_ready", Reasons: reasons})
+		writeJSON(w, http.StatusServiceUnavailable, readyView{Status: "not_ready", Reasons: reasons, Details: details})
 		return
 	}
-	writeJSON(w, http.StatusOK, readyView{Status: "ready", Reasons: []string{}})
+	writeJSON(w, http.StatusOK, readyView{Status: "ready", Reasons: []string{}, Details: details})
 }
 
 // handleOpenAPI serves the OpenAPI document with the headers of every other JSON answer, and

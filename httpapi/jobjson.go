@@ -86,6 +86,8 @@ func (v *jobView) appendJSON(b []byte) []byte {
 	b = appendOptString(b, v.ErrorCode)
 	b = append(b, `,"error_message":`...)
 	b = appendOptString(b, v.ErrorMessage)
+	b = append(b, `,"error_reason":`...)
+	b = appendOptString(b, v.ErrorReason)
 	b = append(b, `,"expires_at":`...)
 	b = appendJSONTime(b, v.ExpiresAt)
 	b = append(b, `,"created_at":`...)

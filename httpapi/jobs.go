@@ -30,6 +30,7 @@ type jobView struct {
 	Attempt      int              `json:"attempt"`
 	ErrorCode    *string          `json:"error_code"`
 	ErrorMessage *string          `json:"error_message"`
+	ErrorReason  *string          `json:"error_reason"`
 	ExpiresAt    time.Time        `json:"expires_at"`
 	CreatedAt    time.Time        `json:"created_at"`
 	StartedAt    *time.Time       `json:"started_at"`
@@ -83,6 +84,7 @@ func (s *Server) viewJob(j store.Job) jobView {
 		Attempt:      j.Attempt,
 		ErrorCode:    optString(j.ErrorCode),
 		ErrorMessage: optString(j.ErrorMessage),
+		ErrorReason:  optString(j.ErrorReason),
 		ExpiresAt:    j.ExpiresAt,
 		CreatedAt:    j.CreatedAt,
 		StartedAt:    j.StartedAt,

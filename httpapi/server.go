@@ -100,6 +100,9 @@ type Config struct {
 	AdminToken string
 	// Ready returns the reasons the service is not ready; nil or empty means ready.
 	Ready func() []string
+	// ReadyDetails, when set, returns what /readyz shows beside the status (the conversion
+	// isolation and its confinement).
+	ReadyDetails func() map[string]any
 	// WriteLimit, ReadLimit and AnonLimit are requests per minute: per key for job writes
 	// (create, start, cancel) and reads, and per client address for requests without a valid key.
 	WriteLimit, ReadLimit, AnonLimit int

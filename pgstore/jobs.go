@@ -14,7 +14,7 @@ import (
 // jobCols are the columns scanJob reads, in its order.
 const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
 	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
-	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings`
+	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason`
 
 // nullString is b as text, or NULL when b is nil.
 func nullString(b []byte) *string {
@@ -53,7 +53,7 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	var outWarnings *string
 	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
 		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
-		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings)
+		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason)
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -555,6 +555,7 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 			}
 			return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", o.Output)
 		}
+		job.ErrorReason = o.ErrorReason
 		return s.finish(ctx, tx, fin, &job, store.StatusFailed, o.ErrorCode, o.ErrorMessage, nil)
 	})
 	if err != nil {
@@ -666,8 +667,8 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 		message = job.ErrorMessage
 	}
 	updated, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, finished_at = now(), error_code = $3, error_message = $4,
-			output_bytes = $5, output_sha256 = $6, output_attempt = $7, output_warnings = $8, lease_owner = NULL, lease_expires_at = NULL
-		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings)))
+			output_bytes = $5, output_sha256 = $6, output_attempt = $7, output_warnings = $8, error_reason = $9, lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings), job.ErrorReason))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -90,7 +91,15 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 	if o.Code == convert.CodeStorageError {
 		return q.requeue(o)
 	}
-	outcome := store.Outcome{ErrorCode: o.Code, ErrorMessage: o.Message}
+	if o.Code == convert.CodeWorkerCrashed {
+		if o.Task.Attempt < q.maxAttempts {
+			return q.requeue(o)
+		}
+		// Its last attempt: it ends as a job whose server crashed every time would.
+		o.Code, o.Reason = store.CodeExpiredOrExhausted, "worker_crashed"
+		o.Message = fmt.Sprintf("the worker process died during each of %d attempts (--max-attempts %d)", o.Task.Attempt, q.maxAttempts)
+	}
+	outcome := store.Outcome{ErrorCode: o.Code, ErrorMessage: o.Message, ErrorReason: o.Reason}
 	if o.Code == "" && o.Output != nil {
 		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256}
 		for _, w := range o.Output.Warnings {
@@ -122,7 +131,7 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 // requeue returns a job whose output could not be stored to the queue, or fails it
 // conversion_failed, saying why, once its attempts are used up.
 func (q *jobQueue) requeue(o convert.Outcome) error {
-	if q.metrics != nil {
+	if q.metrics != nil && o.Code == convert.CodeStorageError {
 		q.metrics.storageErrors.WithLabelValues("output").Inc()
 	}
 	q.mu.Lock()
@@ -134,13 +143,13 @@ func (q *jobQueue) requeue(o convert.Outcome) error {
 	if err != nil {
 		return err
 	}
-	reason := "storage_error"
+	reason := o.Code
 	switch {
 	case requeued:
 	case !time.Now().Before(job.ExpiresAt):
 		reason = "expired"
 	default:
-		reason = "storage_error_max_attempts"
+		reason = o.Code + "_max_attempts"
 	}
 	logTransition(q.log, job, slog.String("reason", reason))
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/worker"
 )
 
 // metrics are the service's Prometheus collectors, in a registry of its own (so several
@@ -44,7 +45,7 @@ func newMetrics(st JobStore, workers int, running, strays func() int) *metrics {
 		http: httpapi.NewMetrics(reg),
 		conversions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "convsvc_conversions_total",
-			Help: "Conversions that ended, by input format, target format and outcome (succeeded, conversion_failed, worker_shutdown, storage_error, cancelled, expired, error).",
+			Help: "Conversions that ended, by input format, target format and outcome (succeeded, conversion_failed, worker_shutdown, storage_error, worker_crashed, cancelled, expired, error).",
 		}, []string{"input", "target", "outcome"}),
 		convSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "convsvc_conversion_duration_seconds",
@@ -298,3 +299,35 @@ func (w *countingWriter) ReadFrom(src io.Reader) (int64, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countWorkers exports the worker processes' counters (nothing with --isolation none).
+func (m *metrics) countWorkers(w *worker.Pool) {
+	if w == nil {
+		return
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "convsvc_worker_starts_total",
+			Help: "Conversion worker processes started (--isolation process).",
+		}, func() float64 { return float64(w.Stats().Starts) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "convsvc_worker_start_seconds_total",
+			Help: "Time worker processes took from exec to ready, summed; divided by convsvc_worker_starts_total, the mean start time.",
+		}, func() float64 { return w.Stats().StartSeconds }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "convsvc_worker_crashes_total",
+			Help: "Worker processes that died on their own (a fatal runtime error, os.Exit, a signal from outside); a job running in one goes back to the queue until --max-attempts.",
+		}, func() float64 { return float64(w.Stats().Crashes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "convsvc_worker_processes",
+			Help: "Worker processes alive now.",
+		}, func() float64 { return float64(w.Stats().Live) }),
+	)
+	for _, cause := range []string{worker.CauseMemory, worker.CauseCancel, worker.CauseTimeout, worker.CauseShutdown, worker.CauseRecycle} {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "convsvc_worker_kills_total",
+			Help:        "Worker processes the server killed (SIGKILL), by cause: memory (past the memory cap), cancel (job cancelled or expired), timeout (--conversion-timeout), shutdown, recycle (after its job or memory-growth bound).",
+			ConstLabels: prometheus.Labels{"cause": cause},
+		}, func() float64 { return float64(w.Stats().Kills[cause]) }))
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/store"
 	"github.com/convsvc/convsvc/webhook"
+	"github.com/convsvc/convsvc/worker"
 )
 
 // Config is every setting of a running service; cli fills it from flags and environment.
@@ -103,6 +104,15 @@ type Config struct {
 	WebhookPoll    time.Duration
 	WebhookBackoff func(attempt int) time.Duration
 	WebhookPause   func(failures int) time.Duration
+	// Isolation is where conversions run: IsolationProcess in worker processes (package
+	// worker: killed on cancel, capped in memory, confined), IsolationNone or "" in this
+	// process. serve's --isolation defaults to process on Linux.
+	Isolation string
+	// WorkerCommand starts a worker process (worker.Config.Command); default this executable
+	// with the argument "worker". Test binaries point it at themselves (worker.IsChild).
+	WorkerCommand []string
+	// FontDir is the font directory worker processes read (serve's --font-dir).
+	FontDir string
 	// OnDefaultKey is called once when serve created account "default" on an empty data dir,
 	// with the key that will never be shown again.
 	OnDefaultKey func(accountID, key string)
@@ -168,6 +178,7 @@ type Main struct {
 	blobs    ObjectStorage
 	catalog  *convert.Catalog
 	pool     *convert.Pool
+	workers  *worker.Pool // the worker processes; nil with IsolationNone
 	trimmer  *gcfloor.Trimmer
 	api      *httpapi.Server
 	metrics  *metrics
@@ -277,6 +288,21 @@ func (m *Main) open() error {
 		}
 		m.blobs = localObjects{local}
 	}
+	var runner convert.Runner
+	if m.cfg.Isolation == IsolationProcess {
+		if m.workers, err = worker.New(worker.Config{Workers: cfg.Workers, Limits: m.catalog.Limits(), FontDir: cfg.FontDir,
+			ScratchDir: scratch, Command: cfg.WorkerCommand, Logger: m.log}); err == nil {
+			err = m.workers.Start()
+		}
+		if err != nil {
+			apiLn.Close()
+			if blobLn != nil {
+				blobLn.Close()
+			}
+			return fmt.Errorf("starting the conversion worker processes: %w (--isolation none runs conversions in the server's process)", err)
+		}
+		runner = m.workers
+	}
 	m.startInputCleaner()
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
 	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() }, func() int { return m.pool.Strays() })
@@ -287,11 +313,13 @@ func (m *Main) open() error {
 		ScratchDir:    scratch,
 		Logger:        m.log,
 		StrayReturned: m.metrics.strayReturned,
+		Runner:        runner,
 	}, m.catalog, queue, jobFiles{blobs: m.blobs, queue: queue, shared: queue.shared()})
 	queue.cancel = m.pool.Cancel
 	m.trimmer = gcfloor.NewTrimmer(cfg.MemoryTrimDelay, func() bool { return m.pool.Running() > 0 })
 	queue.jobDone = m.trimmer.JobDone
 
+	m.metrics.countWorkers(m.workers)
 	m.metrics.countRefused("api", m.apiLimit)
 	m.metrics.countRefused("storage", m.blobLimit)
 
@@ -335,6 +363,7 @@ func (m *Main) open() error {
 		Logger:         m.log,
 		AdminToken:     cfg.AdminToken,
 		Ready:          m.notReadyReasons,
+		ReadyDetails:   m.readyDetails,
 		Metrics:        m.metrics.http,
 		MetricsHandler: metricsHandler,
 		TrustedProxies: cfg.TrustedProxies,
@@ -509,6 +538,27 @@ func (m *Main) JobStore() JobStore { return m.store }
 // Catalog is the format registry in use.
 func (m *Main) Catalog() *convert.Catalog { return m.catalog }
 
+// Values of Config.Isolation.
+const (
+	IsolationProcess = "process"
+	IsolationNone    = "none"
+)
+
+// Isolation describes where conversions run and what confines them, for logs, /readyz and
+// `convsvc config`.
+func (m *Main) Isolation() (mode string, confinement []string) {
+	if m.workers == nil {
+		return IsolationNone, []string{"none: conversions run in the server's process"}
+	}
+	return IsolationProcess, m.workers.Confinement()
+}
+
+// readyDetails are /readyz's details: the isolation and what it applies.
+func (m *Main) readyDetails() map[string]any {
+	mode, conf := m.Isolation()
+	return map[string]any{"isolation": mode, "confinement": conf}
+}
+
 // notReadyReasons says why the service should not get traffic, if it should not.
 func (m *Main) notReadyReasons() []string {
 	var reasons []string
@@ -587,6 +637,9 @@ func (m *Main) Close() error {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			m.pool.Shutdown(ctx)
+		}
+		if m.workers != nil {
+			m.workers.Close()
 		}
 		m.trimmer.Stop()
 		m.wg.Wait()

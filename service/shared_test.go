@@ -17,11 +17,15 @@ import (
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/worker"
 )
 
 // TestMain stops the private PostgreSQL server the shared-store tests start, and the S3
 // server of the S3 tests.
 func TestMain(m *testing.M) {
+	if worker.IsChild() { // a worker process started by a test with IsolationProcess
+		os.Exit(worker.ChildMain())
+	}
 	code := testpg.Run(m)
 	tests3.Stop()
 	os.Exit(code)

@@ -290,7 +290,7 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 			job.Output = &out
 			return s.finish(tx, fin, &job, StatusSucceeded, now)
 		}
-		job.ErrorCode, job.ErrorMessage = o.ErrorCode, o.ErrorMessage
+		job.ErrorCode, job.ErrorMessage, job.ErrorReason = o.ErrorCode, o.ErrorMessage, o.ErrorReason
 		return s.finish(tx, fin, &job, StatusFailed, now)
 	})
 	if err != nil {

@@ -48,6 +48,7 @@ const (
 	jobFieldUploadVersion protowire.Number = 23
 	// jobFieldOutputWarning is repeated: one (code, message) message per warning, in order.
 	jobFieldOutputWarning protowire.Number = 24
+	jobFieldErrorReason   protowire.Number = 25
 
 	warningFieldCode    protowire.Number = 1
 	warningFieldMessage protowire.Number = 2
@@ -134,6 +135,7 @@ func appendJob(b []byte, job *Job) []byte {
 	b = appendInt(b, jobFieldAttempt, int64(job.Attempt))
 	b = appendString(b, jobFieldErrorCode, job.ErrorCode)
 	b = appendString(b, jobFieldErrorMessage, job.ErrorMessage)
+	b = appendString(b, jobFieldErrorReason, job.ErrorReason)
 	b = appendTime(b, jobFieldCreatedAt, job.CreatedAt)
 	if job.StartedAt != nil {
 		b = appendTime(b, jobFieldStartedAt, *job.StartedAt)
@@ -305,6 +307,8 @@ func decodeJob(b []byte, job *Job) error {
 			job.ErrorCode, err = f.str()
 		case jobFieldErrorMessage:
 			job.ErrorMessage, err = f.str()
+		case jobFieldErrorReason:
+			job.ErrorReason, err = f.str()
 		case jobFieldCreatedAt:
 			job.CreatedAt, err = f.time()
 		case jobFieldStartedAt:

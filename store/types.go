@@ -55,11 +55,14 @@ type Job struct {
 	Attempt      int             `json:"attempt"`
 	ErrorCode    string          `json:"error_code,omitempty"`
 	ErrorMessage string          `json:"error_message,omitempty"`
-	CreatedAt    time.Time       `json:"created_at"`
-	StartedAt    *time.Time      `json:"started_at,omitempty"`
-	FinishedAt   *time.Time      `json:"finished_at,omitempty"`
-	ExpiresAt    time.Time       `json:"expires_at"`
-	Output       *Output         `json:"output,omitempty"`
+	// ErrorReason is a finer reason beside ErrorCode (docs/decisions.md: memory_exceeded,
+	// worker_crashed, ...), or "".
+	ErrorReason string     `json:"error_reason,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+	StartedAt   *time.Time `json:"started_at,omitempty"`
+	FinishedAt  *time.Time `json:"finished_at,omitempty"`
+	ExpiresAt   time.Time  `json:"expires_at"`
+	Output      *Output    `json:"output,omitempty"`
 	// Upload is the sealed input the start recorded, when object storage identifies it by
 	// more than its size (S3: ETag, version id); the workers read exactly that object.
 	Upload *Upload `json:"upload,omitempty"`
@@ -160,6 +163,7 @@ type Outcome struct {
 	Output       *Output // set on success
 	ErrorCode    string  // set on failure
 	ErrorMessage string
+	ErrorReason  string // a finer reason beside ErrorCode, or ""
 }
 
 // ListParams selects a page of an account's jobs, newest first.

@@ -10,6 +10,7 @@ import (
 	"github.com/convsvc/convsvc/convert/data"
 	"github.com/convsvc/convsvc/convert/document"
 	"github.com/convsvc/convsvc/convert/image"
+	"github.com/convsvc/convsvc/convert/internal/wasmcodec"
 )
 
 // NewCatalog returns a catalog of every standard family's formats and converters.
@@ -36,3 +37,7 @@ const DefaultFontDir = document.DefaultFontDir
 // SetFontDir sets the directory searched for fonts that documents and SVG text name or need
 // beyond the embedded ones ("" for none); see document.SetFontDir.
 func SetFontDir(dir string) { document.SetFontDir(dir) }
+
+// WasmCacheDir is the directory the WebAssembly codecs keep compiled modules in between
+// processes, or "" for none (the worker processes are allowed to write there).
+func WasmCacheDir() string { return wasmcodec.CacheDir() }

@@ -546,8 +546,19 @@ func testClaimFinishFailure(t *testing.T, newStore NewFunc) {
 		done.FinishedAt == nil || done.Output != nil {
 		t.Fatalf("failed job %+v", done)
 	}
-	if got := f.get(job.ID); got.Status != store.StatusFailed || got.ErrorCode != store.CodeConversionFailed || got.ErrorMessage != "bad pixels" {
+	if got := f.get(job.ID); got.Status != store.StatusFailed || got.ErrorCode != store.CodeConversionFailed || got.ErrorMessage != "bad pixels" || got.ErrorReason != "" {
 		t.Fatalf("read back %+v", got)
+	}
+	// A finer reason beside the code is kept with it.
+	capped := f.create(10)
+	f.start(capped)
+	f.claim()
+	done, err = f.s.FinishJob(capped.ID, 1, store.Outcome{ErrorCode: store.CodeConversionFailed, ErrorMessage: "past the memory cap of 1 GiB", ErrorReason: "memory_exceeded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := f.get(capped.ID); done.ErrorReason != "memory_exceeded" || got.ErrorReason != "memory_exceeded" || got.ErrorCode != store.CodeConversionFailed {
+		t.Fatalf("finished %q, read back %+v; want error_reason memory_exceeded", done.ErrorReason, got)
 	}
 	f.checkLedger(0, 0)
 }

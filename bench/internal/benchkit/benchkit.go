@@ -94,21 +94,28 @@ func RSSKiB(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/status", pid
 func HWMKiB(pid int) int64 { return procField(fmt.Sprintf("/proc/%d/status", pid), "VmHWM:") }
 
 // ProcCPU is a process's user+system CPU seconds so far, from /proc/PID/stat (0 when it is gone).
-func ProcCPU(pid int) float64 {
+func ProcCPU(pid int) float64 { return statSeconds(pid, 11, 12) }
+
+// statSeconds sums fields of /proc/PID/stat (counted after the command name) that hold clock
+// ticks, in seconds; 0 when the process is gone.
+func statSeconds(pid int, fields ...int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) / 100 // USER_HZ
+	var ticks float64
+	for _, i := range fields {
+		v, _ := strconv.ParseFloat(f[i], 64)
+		ticks += v
+	}
+	return ticks / 100 // USER_HZ
 }
 
-// RSSSampler records a process's VmRSS every interval until Stop.
+// RSSSampler records a process's VmRSS (or its and its children's) every interval until Stop.
 type RSSSampler struct {
-	pid     int
+	read    func() int64 // one sample, in KiB
 	stop    chan struct{}
 	done    chan struct{}
 	mu      sync.Mutex
@@ -117,8 +124,13 @@ type RSSSampler struct {
 
 // SampleRSS starts sampling pid's VmRSS every interval.
 func SampleRSS(pid int, interval time.Duration) *RSSSampler {
-	s := &RSSSampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
-	s.samples = append(s.samples, RSSKiB(pid))
+	return sample(func() int64 { return RSSKiB(pid) }, interval)
+}
+
+// sample starts calling read every interval.
+func sample(read func() int64, interval time.Duration) *RSSSampler {
+	s := &RSSSampler{read: read, stop: make(chan struct{}), done: make(chan struct{})}
+	s.samples = append(s.samples, read())
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(interval)
@@ -128,7 +140,7 @@ func SampleRSS(pid int, interval time.Duration) *RSSSampler {
 			case <-s.stop:
 				return
 			case <-t.C:
-				v := RSSKiB(pid)
+				v := s.read()
 				s.mu.Lock()
 				s.samples = append(s.samples, v)
 				s.mu.Unlock()
@@ -142,7 +154,7 @@ func SampleRSS(pid int, interval time.Duration) *RSSSampler {
 func (s *RSSSampler) Stop() (first, peak int64, n int) {
 	close(s.stop)
 	<-s.done
-	s.samples = append(s.samples, RSSKiB(s.pid))
+	s.samples = append(s.samples, s.read())
 	return s.samples[0], slices.Max(s.samples), len(s.samples)
 }
 
@@ -394,4 +406,71 @@ func Server(dir, prebuilt string) (string, error) {
 		return "", fmt.Errorf("build convsvc: %w", err)
 	}
 	return bin, nil
+}
+
+// children lists the pids whose parent is pid (the server's worker processes), whichever of
+// its threads started them.
+func children(pid int) []int {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	var out []int
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// TreeRSSKiB is the VmRSS of pid and its children together, in KiB.
+func TreeRSSKiB(pid int) int64 {
+	n := RSSKiB(pid)
+	for _, c := range children(pid) {
+		n += RSSKiB(c)
+	}
+	return n
+}
+
+// TreeCPU is the user+system CPU seconds of pid, of its children that are alive, and of those
+// it has reaped (cutime, cstime).
+func TreeCPU(pid int) float64 {
+	total := statSeconds(pid, 11, 12, 13, 14)
+	for _, c := range children(pid) {
+		total += ProcCPU(c)
+	}
+	return total
+}
+
+// SampleTreeRSS samples the VmRSS of pid and its children together every interval.
+func SampleTreeRSS(pid int, interval time.Duration) *RSSSampler {
+	return sample(func() int64 { return TreeRSSKiB(pid) }, interval)
+}
+
+// Scrape reads a server's /metrics into a map of unlabelled sample values.
+func Scrape(hc *http.Client, base string) (map[string]float64, error) {
+	resp, err := hc.Get(base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") || strings.Contains(f[0], "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+			out[f[0]] = v
+		}
+	}
+	return out, nil
 }

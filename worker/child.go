@@ -1,0 +1,151 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/standard"
+)
+
+// ConfigEnv names the environment variable through which the server gives a worker its
+// settings (a JSON childConfig). A process started with it set is a worker.
+const ConfigEnv = "CONVSVC_WORKER_CONFIG"
+
+// landlockEnv is set, to what was applied, in a worker that confined itself and ran again.
+const landlockEnv = "CONVSVC_WORKER_LANDLOCKED"
+
+// landlockNote describes the Landlock rules of cfg.
+func landlockNote(cfg childConfig) string {
+	// The last write directory is the worker's own scratch directory, named as such so the
+	// note is the same for every worker.
+	write := append(append([]string(nil), cfg.WriteDirs[:max(len(cfg.WriteDirs)-1, 0)]...), "its scratch directory")
+	return fmt.Sprintf("filesystem: Landlock ABI %d (read: %s; read-write: %s)", landlockABI(), strings.Join(cfg.ReadDirs, ", "), strings.Join(write, ", "))
+}
+
+// socketFD is the worker's end of the socket pair (the first of exec.Cmd.ExtraFiles).
+const socketFD = 3
+
+// childConfig is what a worker needs to build the standard catalog and confine itself.
+type childConfig struct {
+	Limits     convert.Limits `json:"limits"`
+	FontDir    string         `json:"font_dir"`
+	ScratchDir string         `json:"scratch_dir"`
+	// ReadDirs and WriteDirs are what Landlock leaves the worker (the font and compile cache
+	// directories, its scratch directory); Landlock is off when Landlock is false.
+	Landlock  bool     `json:"landlock"`
+	ReadDirs  []string `json:"read_dirs,omitempty"`
+	WriteDirs []string `json:"write_dirs,omitempty"`
+	// NetNamespace is set when the server started the worker in a network namespace of its own.
+	NetNamespace bool `json:"net_namespace"`
+}
+
+// childExtras, when a test sets it before ChildMain, adds converters to a worker's catalog.
+var childExtras func(*convert.Catalog)
+
+// IsChild reports whether this process was started as a worker (ConfigEnv is set). Test
+// binaries that run process isolation call it in TestMain and then ChildMain.
+func IsChild() bool { return os.Getenv(ConfigEnv) != "" }
+
+// ChildMain runs a worker: it builds the standard catalog from the server's settings, confines
+// itself, says it is ready, then converts the jobs the server sends, one at a time, until the
+// server closes the socket. It returns the process's exit code.
+func ChildMain() int {
+	if err := serveChild(); err != nil {
+		fmt.Fprintln(os.Stderr, "convsvc worker:", err)
+		return 1
+	}
+	return 0
+}
+
+func serveChild() error {
+	var cfg childConfig
+	if err := json.Unmarshal([]byte(os.Getenv(ConfigEnv)), &cfg); err != nil {
+		return fmt.Errorf("reading %s: %w", ConfigEnv, err)
+	}
+	landlocked, confined := os.LookupEnv(landlockEnv)
+	if cfg.Landlock && !confined {
+		// Confine and run again; back here only when Landlock could not be applied.
+		note := landlockNote(cfg)
+		if err := landlockExec(cfg.ReadDirs, cfg.WriteDirs, append(os.Environ(), landlockEnv+"="+note)); err != nil {
+			landlocked = "filesystem: not confined (Landlock: " + err.Error() + ")"
+		}
+	}
+	os.Unsetenv(ConfigEnv)
+	os.Unsetenv(landlockEnv)
+	c, err := newConn(os.NewFile(socketFD, "worker-socket"))
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	standard.SetFontDir(cfg.FontDir)
+	cat := standard.NewCatalog(cfg.Limits)
+	if childExtras != nil {
+		childExtras(cat)
+	}
+	applied := []string{}
+	if cfg.NetNamespace {
+		applied = append(applied, "network: own empty network namespace")
+	}
+	if cfg.Landlock {
+		applied = append(applied, landlocked)
+	}
+	if err := c.send(reply{Ready: true, Confinement: applied}); err != nil {
+		return err
+	}
+	for {
+		var req request
+		files, err := c.recv(&req)
+		if err != nil {
+			return nil // the server closed the socket or went away: nothing left to do
+		}
+		if len(files) != 2 {
+			closeAll(files)
+			return fmt.Errorf("a request came with %d descriptors, want 2", len(files))
+		}
+		rep := convertOne(cat, req, files[0], files[1], cfg.ScratchDir)
+		files[0].Close()
+		files[1].Close()
+		if err := c.send(rep); err != nil {
+			return err
+		}
+	}
+}
+
+// storageWriter records the first error of the output file's writes, so a full disk is told
+// from a refused input.
+type storageWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *storageWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
+}
+
+// convertOne runs one job and describes its result.
+func convertOne(cat *convert.Catalog, req request, in, out *os.File, scratch string) reply {
+	sw := &storageWriter{w: out}
+	warnings, err := cat.Convert(context.Background(), req.From, req.To, req.Options, in, sw, scratch)
+	if err == nil {
+		return reply{Warnings: warnings}
+	}
+	var se *convert.StorageError
+	if sw.err != nil || errors.As(err, &se) {
+		return reply{Error: &replyError{Kind: kindStorage, Message: "writing the output failed", Detail: err.Error()}}
+	}
+	var ce *convert.Error
+	if errors.As(err, &ce) {
+		return reply{Error: &replyError{Kind: kindConversion, Message: ce.Message, Detail: err.Error()}}
+	}
+	return reply{Error: &replyError{Kind: kindConversion, Message: "internal error", Detail: err.Error()}}
+}

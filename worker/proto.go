@@ -1,0 +1,130 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/convsvc/convsvc/convert"
+)
+
+// The protocol between the server and a worker is one SOCK_SEQPACKET socket pair: each message
+// is one JSON object in one packet, so there is no framing to get wrong. A request carries
+// the job's input and output as two file descriptors (SCM_RIGHTS); the worker answers each
+// request with one reply. The worker's first message, before any request, says it is ready
+// and what confinement it applied.
+
+// maxMessage bounds one packet; requests and replies are a few hundred bytes.
+const maxMessage = 1 << 20
+
+// request asks a worker to convert one job: the input is the first descriptor passed with it,
+// the output (an empty file the worker writes from offset 0) the second.
+type request struct {
+	JobID   string          `json:"job_id"`
+	From    string          `json:"from"`
+	To      string          `json:"to"`
+	Options convert.Options `json:"options"`
+}
+
+// reply is a worker's answer: the ready message (Ready set) or a job's result.
+type reply struct {
+	Ready       bool              `json:"ready,omitempty"`
+	Confinement []string          `json:"confinement,omitempty"`
+	Warnings    []convert.Warning `json:"warnings,omitempty"`
+	Error       *replyError       `json:"error,omitempty"`
+}
+
+// Kinds of a replyError.
+const (
+	kindConversion = "conversion" // a *convert.Error: Message is for the user
+	kindStorage    = "storage"    // writing the output failed
+)
+
+// replyError is a failed conversion: Message for the user, Detail for the logs.
+type replyError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+// conn is one end of the socket pair.
+type conn struct{ c *net.UnixConn }
+
+// newConn wraps the socket f (which it takes over).
+func newConn(f *os.File) (*conn, error) {
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, err
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("worker socket is a %T, not a unix socket", c)
+	}
+	return &conn{uc}, nil
+}
+
+// send writes v as one packet with the descriptors fds.
+func (c *conn) send(v any, fds ...int) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	_, _, err = c.c.WriteMsgUnix(b, oob, nil)
+	return err
+}
+
+// recv reads one packet into v and returns the descriptors that came with it.
+func (c *conn) recv(v any) ([]*os.File, error) {
+	buf := make([]byte, maxMessage)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, flags, _, err := c.c.ReadMsgUnix(buf, oob)
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	if oobn > 0 {
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			fds, err := unix.ParseUnixRights(&m)
+			if err != nil {
+				continue
+			}
+			for _, fd := range fds {
+				files = append(files, os.NewFile(uintptr(fd), "passed"))
+			}
+		}
+	}
+	if n == 0 && oobn == 0 {
+		return nil, errors.New("the other end closed the socket")
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+		closeAll(files)
+		return nil, errors.New("a message was truncated")
+	}
+	if err := json.Unmarshal(buf[:n], v); err != nil {
+		closeAll(files)
+		return nil, err
+	}
+	return files, nil
+}
+
+func (c *conn) close() error { return c.c.Close() }
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
