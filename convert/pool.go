@@ -532,6 +532,8 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 			var r reasoned
 			if errors.As(res.err, &r) {
 				o.Reason = r.FailureReason()
+			} else {
+				o.Reason = ErrorReason(res.err)
 			}
 			return o, nil
 		}

@@ -50,7 +50,8 @@ func TestAPI_SameFormatJobs(t *testing.T) {
 	// max_bytes below any output: the job fails conversion_failed, saying why.
 	job, _ = convertWithOptions(t, e, "jpeg", "png", map[string]any{"max_bytes": 10}, src.Bytes())
 	if job.Status != client.StatusFailed || job.ErrorCode == nil || *job.ErrorCode != client.CodeConversionFailed ||
-		job.ErrorMessage == nil || !strings.Contains(*job.ErrorMessage, "does not fit max_bytes 10") {
+		job.ErrorMessage == nil || !strings.Contains(*job.ErrorMessage, "does not fit max_bytes 10") ||
+		job.ErrorReason == nil || *job.ErrorReason != "output_too_large" {
 		t.Fatalf("max_bytes 10: %+v", job)
 	}
 	// A crop outside the picture is known only once it is read: a job error naming its size.

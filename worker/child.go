@@ -145,7 +145,7 @@ func convertOne(cat *convert.Catalog, req request, in, out *os.File, scratch str
 	}
 	var ce *convert.Error
 	if errors.As(err, &ce) {
-		return reply{Error: &replyError{Kind: kindConversion, Message: ce.Message, Detail: err.Error()}}
+		return reply{Error: &replyError{Kind: kindConversion, Message: ce.Message, Reason: convert.ErrorReason(err), Detail: err.Error()}}
 	}
 	return reply{Error: &replyError{Kind: kindConversion, Message: "internal error", Detail: err.Error()}}
 }

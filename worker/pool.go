@@ -555,7 +555,7 @@ func (p *Pool) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writ
 			if r.Error.Kind == kindStorage {
 				return nil, &convert.StorageError{Err: errors.New(r.Error.Detail)}
 			}
-			return nil, &convert.Error{Message: r.Error.Message, Err: errors.New(r.Error.Detail)}
+			return nil, &convert.Error{Message: r.Error.Message, Reason: r.Error.Reason, Err: errors.New(r.Error.Detail)}
 		}
 		p.done(w)
 		if _, err := tmp.Seek(0, io.SeekStart); err != nil {

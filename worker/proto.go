@@ -48,7 +48,9 @@ const (
 type replyError struct {
 	Kind    string `json:"kind"`
 	Message string `json:"message"`
-	Detail  string `json:"detail,omitempty"`
+	// Reason is the convert.Error's finer failure reason (convert.ErrorReason), or "".
+	Reason string `json:"reason,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // conn is one end of the socket pair.
