@@ -124,13 +124,18 @@ func New(opts Options) (*Store, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("s3store: options %s are empty", strings.Join(missing, ", "))
 	}
-	creds := opts.Credentials
-	if creds == nil {
-		creds = credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, opts.SessionToken)
+	var creds aws.CredentialsProvider
+	switch c := opts.Credentials.(type) {
+	case nil:
+		creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, opts.SessionToken))
+	case *aws.CredentialsCache: // the SDK's default chain comes cached
+		creds = c
+	default:
+		creds = aws.NewCredentialsCache(c)
 	}
 	o := s3.Options{
 		Region:                     opts.Region,
-		Credentials:                aws.NewCredentialsCache(creds),
+		Credentials:                creds,
 		UsePathStyle:               opts.PathStyle,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
