@@ -308,16 +308,23 @@ func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
 	if info.VersionID == "null" { // S3's id of an object written while versioning was off
 		info.VersionID = ""
 	}
+	if err := s.copyInput(ctx, jobID, info); err != nil {
+		return fmt.Errorf("seal %s: %w", jobID, err)
+	}
+	return start(info)
+}
+
+// copyInput copies the upload info describes server-side to InputKey. The copy is of that
+// object only: a PUT landing since fails the copy (412) rather than sealing other bytes.
+func (s *Store) copyInput(ctx context.Context, jobID string, info UploadInfo) error {
 	if info.ETag == "" {
-		return fmt.Errorf("%w: seal %s: the server gave the upload no ETag", ErrStorage, jobID)
+		return fmt.Errorf("%w: the server gave the upload no ETag", ErrStorage)
 	}
 	source := s.bucket + "/" + s.UploadKey(jobID)
 	if info.VersionID != "" {
 		source += "?versionId=" + info.VersionID
 	}
-	// The copy is of the object the HEAD saw: a PUT landing in between fails the copy (412)
-	// rather than sealing bytes other than those recorded.
-	_, err = s.client.CopyObject(ctx, &s3.CopyObjectInput{
+	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.InputKey(jobID, info.ETag)),
 		CopySource:        aws.String(source),
@@ -325,11 +332,11 @@ func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
 	})
 	if err != nil {
 		if isPreconditionFailed(err) {
-			return fmt.Errorf("%w: seal %s: the upload was replaced during the start; retry: %w", ErrStorage, jobID, err)
+			return fmt.Errorf("%w: the upload was replaced meanwhile; retry: %w", ErrStorage, err)
 		}
-		return fmt.Errorf("%w: seal %s: copy the upload: %w", ErrStorage, jobID, err)
+		return fmt.Errorf("%w: copy the upload: %w", ErrStorage, err)
 	}
-	return start(info)
+	return nil
 }
 
 // getInput GETs the sealed copy of the job's input (copy true), or for a job sealed before
