@@ -19,12 +19,7 @@ import (
 // and leaves it waiting for its answer. The connection is closed at the test's cleanup.
 func holdWait(t *testing.T, local, addr, path, key, xff string) net.Conn {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 30 * time.Second}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatalf("dial from %s: %v", local, err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialFrom(t, local, addr)
 	req := fmt.Sprintf("GET %s HTTP/1.1\r\nHost: convsvc\r\nAuthorization: Bearer %s\r\n", path, key)
 	if xff != "" {
 		req += "X-Forwarded-For: " + xff + "\r\n"
