@@ -1,6 +1,7 @@
 package blobstore_test
 
 import (
+	"io"
 	"log/slog"
 	"net/http/httptest"
 	"sync"
@@ -81,6 +82,15 @@ func (b *localBackend) WriteOutput(id string, _ int, data []byte, meta blobstore
 
 func (b *localBackend) DownloadURL(id string, _ int, out blobstore.Output, _ blobstore.OutputMeta, expires time.Time) (string, error) {
 	return b.st.DownloadURL(id, out.Bytes, expires), nil
+}
+
+func (b *localBackend) ReadInput(id string) ([]byte, error) {
+	f, err := b.st.OpenInput(id)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
 
 func (b *localBackend) Delete(id string) error    { return b.st.Delete(id) }

@@ -188,7 +188,7 @@ func s3CredentialEntries() []configEntry {
 		case v == "":
 			e.Value = "(none)"
 			if c.env == awsAccessKeyEnv {
-				e.Value = "(none: serve refuses to start without credentials)"
+				e.Value = "(none: the AWS SDK's default chain: profile, web identity, container or instance role)"
 			}
 		default:
 			e.Source = "env_file"

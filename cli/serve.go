@@ -54,7 +54,7 @@ func newServeCommand() *cobra.Command {
 func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.DataDir, "data", "./convsvc-data", "data directory (database, files, secrets)")
 	f.StringVar(&o.cfg.Database, "database", "", "job database: a bbolt file (default DATA/convsvc.db) or a postgres:// URL that several nodes share; the password may also come from $CONVSVC_DATABASE_PASSWORD_FILE")
-	f.StringVar(&o.cfg.ObjectStorage, "object-storage", "", "where uploads and outputs live: the blob store in DATA/blobs served on --blob-listen (default), or s3://BUCKET/PREFIX on any S3-compatible server; credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, optional $AWS_SESSION_TOKEN (each also as _FILE)")
+	f.StringVar(&o.cfg.ObjectStorage, "object-storage", "", "where uploads and outputs live: the blob store in DATA/blobs served on --blob-listen (default), or s3://BUCKET/PREFIX on any S3-compatible server; credentials from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY, optional $AWS_SESSION_TOKEN (each also as _FILE), else the AWS SDK's default chain (AWS_PROFILE and the shared files, web identity, ECS container and EC2 instance roles)")
 	f.StringVar(&o.cfg.S3.Endpoint, "s3-endpoint", "", "S3 API base URL for --object-storage s3://..., e.g. http://minio:9000 (default: AWS for --s3-region)")
 	f.StringVar(&o.cfg.S3.Region, "s3-region", "", "S3 region for --object-storage s3://... (default: $AWS_REGION; us-east-1 suits most self-hosted servers)")
 	f.StringVar(&o.s3PathStyle, "s3-path-style", "auto", "address the bucket in the URL path (ENDPOINT/BUCKET/KEY) rather than the host name: true, false, or auto (on when --s3-endpoint is set, as MinIO and most self-hosted servers need)")

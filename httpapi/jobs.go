@@ -435,6 +435,13 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request, ps httprou
 		return
 	}
 	id := ps.ByName("id")
+	if wait > 0 {
+		if !s.waits.acquire(key.ID) {
+			wait = 0 // the key holds MaxWaitsPerKey polls: answer as it is (?wait is a hint)
+		} else {
+			defer s.waits.release(key.ID)
+		}
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {

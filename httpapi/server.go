@@ -130,6 +130,9 @@ type Config struct {
 	// ObjectStorageS3: the web page names where uploads' CORS is set (--cors-origins, or the
 	// bucket's CORS rule) when one fails.
 	ObjectStorage string
+	// MaxWaitsPerKey bounds the long polls one key holds at once (default
+	// DefaultMaxWaitsPerKey); one over it is answered at once.
+	MaxWaitsPerKey int
 }
 
 // Server is the API's http.Handler.
@@ -145,7 +148,8 @@ type Server struct {
 	// adminFails counts failed admin authentication per address, apart from anon.
 	adminFails *slidingLimiter
 	storage    storageProbe
-	csp        string // the web page's Content-Security-Policy
+	waits      *waitSlots // long polls held, per key
+	csp        string     // the web page's Content-Security-Policy
 	web        map[string]webAsset
 }
 
@@ -169,6 +173,9 @@ func New(cfg Config) *Server {
 	if cfg.RateWindow <= 0 {
 		cfg.RateWindow = rateWindow
 	}
+	if cfg.MaxWaitsPerKey <= 0 {
+		cfg.MaxWaitsPerKey = DefaultMaxWaitsPerKey
+	}
 	s := &Server{
 		cfg:    cfg,
 		log:    cfg.Logger,
@@ -178,6 +185,7 @@ func New(cfg Config) *Server {
 		anon:   newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
 		// The admin API's failed-authentication budget: the same size, its own window.
 		adminFails: newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
+		waits:      newWaitSlots(cfg.MaxWaitsPerKey),
 	}
 	s.storage.check = cfg.Blobs.Check
 	// The page uploads to and downloads from object storage: its origin joins connect-src.

@@ -11,10 +11,11 @@ import (
 	"github.com/convsvc/convsvc/blobstore"
 )
 
-// ImportInput stores size bytes from r as the job's upload (UploadKey), as `convsvc admin
-// migrate` does for the unfinished jobs it copies, and returns what Seal would record for
-// it (r must be seekable: the request is signed over its body): the size, the ETag and, in a versioned bucket, the version id. The object lands
-// whole or not at all (one PutObject with its Content-Length). ctx bounds the transfer.
+// ImportInput stores size bytes from r as the job's upload (UploadKey) and its sealed copy
+// (InputKey), as `convsvc admin migrate` does for the unfinished jobs it copies, and returns
+// what Seal would record for it (r must be seekable: the request is signed over its body):
+// the size, the ETag and, in a versioned bucket, the version id. The object lands whole or
+// not at all (one PutObject with its Content-Length). ctx bounds the transfer.
 func (s *Store) ImportInput(ctx context.Context, jobID string, r io.ReadSeeker, size int64) (UploadInfo, error) {
 	if !validID(jobID) {
 		return UploadInfo{}, blobstore.ErrInvalidID
@@ -34,6 +35,9 @@ func (s *Store) ImportInput(ctx context.Context, jobID string, r io.ReadSeeker, 
 	info := UploadInfo{Size: size, ETag: aws.ToString(out.ETag), VersionID: aws.ToString(out.VersionId)}
 	if info.VersionID == "null" {
 		info.VersionID = ""
+	}
+	if err := s.copyInput(ctx, jobID, info); err != nil {
+		return UploadInfo{}, fmt.Errorf("import input %s: %w", jobID, err)
 	}
 	return info, nil
 }

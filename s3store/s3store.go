@@ -1,10 +1,11 @@
 // Package s3store is convsvc's object storage on any S3-compatible endpoint (AWS S3, MinIO,
 // Ceph RGW, versitygw, ...): presigned upload and download URLs from the S3 API itself, sealing
-// by HeadObject, inputs read back by ETag or version id, outputs under a per-attempt key.
+// by a server-side copy to a key no URL can write, outputs under a per-attempt key.
 //
 // # Layout
 //
 //	PREFIX/uploads/{id}             the job's input, PUT by the client through the upload URL
+//	PREFIX/inputs/{id}/{etag}       the sealed input: a server-side copy of the upload, made at start
 //	PREFIX/outputs/{id}/{attempt}   the output of one attempt, PUT by the worker that ran it
 //
 // PREFIX is Options.Prefix without leading or trailing slashes; when empty the keys start at
@@ -20,10 +21,16 @@
 //
 // # Sealing
 //
-// A presigned URL cannot be revoked, so a PUT after start still lands. Seal therefore records
-// what was there at start (size, ETag and, in a versioned bucket, the version id) and OpenInput
-// reads exactly that object: by version id, or with If-Match on the ETag, which fails with
-// ErrInputChanged when the object was replaced.
+// A presigned URL cannot be revoked, so a PUT after start still lands (a client retrying a PUT
+// whose answer it lost). Seal therefore copies the upload server-side (CopyObject, pinned to the
+// ETag and version it found) to inputs/{id}/{etag}, a key no presigned URL names, before it
+// calls start; OpenInput reads that copy, so the sealed input stays what was sealed on any
+// S3-compatible store, versioned or not. The key carries the upload's ETag, so a later Seal of
+// a replaced upload (a repeated start) writes another key and never changes a sealed copy. A
+// copy whose start never committed (a crash, or a repeated start) is removed with the job's
+// input (DeleteInput, and InputIDs lists it for the sweep). Jobs sealed before the copy existed
+// have none: OpenInput then reads the upload by version id, or with If-Match on the ETag, which
+// fails with ErrInputChanged when the object was replaced.
 //
 // # Errors
 //
@@ -124,13 +131,18 @@ func New(opts Options) (*Store, error) {
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("s3store: options %s are empty", strings.Join(missing, ", "))
 	}
-	creds := opts.Credentials
-	if creds == nil {
-		creds = credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, opts.SessionToken)
+	var creds aws.CredentialsProvider
+	switch c := opts.Credentials.(type) {
+	case nil:
+		creds = aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(opts.AccessKey, opts.SecretKey, opts.SessionToken))
+	case *aws.CredentialsCache: // the SDK's default chain comes cached
+		creds = c
+	default:
+		creds = aws.NewCredentialsCache(c)
 	}
 	o := s3.Options{
 		Region:                     opts.Region,
-		Credentials:                aws.NewCredentialsCache(creds),
+		Credentials:                creds,
 		UsePathStyle:               opts.PathStyle,
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
@@ -170,6 +182,22 @@ func (s *Store) OutputKey(jobID string, attempt int) string {
 }
 
 func (s *Store) outputDir(jobID string) string { return s.prefix + "outputs/" + jobID + "/" }
+
+// inputDir holds the job's sealed copies.
+func (s *Store) inputDir(jobID string) string { return s.prefix + "inputs/" + jobID + "/" }
+
+// InputKey is the key of the sealed copy of the job's upload whose ETag is etag.
+func (s *Store) InputKey(jobID, etag string) string {
+	name := strings.Trim(etag, `"`)
+	if !plainETag(name) {
+		sum := sha256.Sum256([]byte(etag))
+		name = "h" + hex.EncodeToString(sum[:16])
+	}
+	return s.inputDir(jobID) + name
+}
+
+// plainETag matches the ETags S3 servers give (hex, "-" and a part count), which are safe in a key.
+var plainETag = regexp.MustCompile(`^[0-9A-Za-z-]{1,80}$`).MatchString
 
 // validID matches blobstore's job ids: ^job_[A-Za-z0-9]{1,64}$.
 var validID = regexp.MustCompile(`^job_[A-Za-z0-9]{1,64}$`).MatchString
@@ -254,8 +282,9 @@ type UploadInfo struct {
 	VersionID string // "" unless the bucket is versioned
 }
 
-// Seal reads the size, ETag and version id of the job's upload and calls start with them, so
-// the job store can record them with the start. Seal returns an error wrapping
+// Seal reads the size, ETag and version id of the job's upload, copies exactly that object
+// server-side to InputKey (which no presigned URL can write), and then calls start with them,
+// so the job store records the start only once the copy exists. Seal returns an error wrapping
 // blobstore.ErrNotFound, without calling start, when nothing was uploaded, and otherwise
 // start's error.
 func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
@@ -279,29 +308,71 @@ func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
 	if info.VersionID == "null" { // S3's id of an object written while versioning was off
 		info.VersionID = ""
 	}
+	if err := s.copyInput(ctx, jobID, info); err != nil {
+		return fmt.Errorf("seal %s: %w", jobID, err)
+	}
 	return start(info)
 }
 
-// OpenInput downloads exactly the object Seal recorded (by version id, else by If-Match on
-// the ETag) into the scratch dir and returns it open for reading at offset 0. The file has no
+// copyInput copies the upload info describes server-side to InputKey. The copy is of that
+// object only: a PUT landing since fails the copy (412) rather than sealing other bytes.
+func (s *Store) copyInput(ctx context.Context, jobID string, info UploadInfo) error {
+	if info.ETag == "" {
+		return fmt.Errorf("%w: the server gave the upload no ETag", ErrStorage)
+	}
+	source := s.bucket + "/" + s.UploadKey(jobID)
+	if info.VersionID != "" {
+		source += "?versionId=" + info.VersionID
+	}
+	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+		Bucket:            aws.String(s.bucket),
+		Key:               aws.String(s.InputKey(jobID, info.ETag)),
+		CopySource:        aws.String(source),
+		CopySourceIfMatch: aws.String(info.ETag),
+	})
+	if err != nil {
+		if isPreconditionFailed(err) {
+			return fmt.Errorf("%w: the upload was replaced meanwhile; retry: %w", ErrStorage, err)
+		}
+		return fmt.Errorf("%w: copy the upload: %w", ErrStorage, err)
+	}
+	return nil
+}
+
+// getInput GETs the sealed copy of the job's input (copy true), or for a job sealed before
+// copies existed, the upload by version id, else with If-Match on the ETag.
+func (s *Store) getInput(ctx context.Context, jobID string, info UploadInfo) (out *s3.GetObjectOutput, copy bool, err error) {
+	if info.ETag != "" {
+		out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.InputKey(jobID, info.ETag))})
+		if err == nil || !isNotFound(err) {
+			return out, true, err
+		}
+	}
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.UploadKey(jobID))}
+	if info.VersionID != "" {
+		in.VersionId = aws.String(info.VersionID)
+	} else {
+		in.IfMatch = aws.String(info.ETag)
+	}
+	out, err = s.client.GetObject(ctx, in)
+	return out, false, err
+}
+
+// OpenInput downloads the input Seal recorded into the scratch dir and returns it open for
+// reading at offset 0: the sealed copy, or for a job sealed before copies existed the upload
+// itself by version id, else by If-Match on the ETag. The file has no
 // name left on Unix (it is removed once open), so closing it frees the space. A replaced upload
 // gives ErrInputChanged, a missing one blobstore.ErrNotFound.
 func (s *Store) OpenInput(jobID string, info UploadInfo) (*os.File, error) {
 	if !validID(jobID) {
 		return nil, blobstore.ErrInvalidID
 	}
-	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.UploadKey(jobID))}
-	switch {
-	case info.VersionID != "":
-		in.VersionId = aws.String(info.VersionID)
-	case info.ETag != "":
-		in.IfMatch = aws.String(info.ETag)
-	default:
+	if info.ETag == "" && info.VersionID == "" {
 		return nil, fmt.Errorf("s3store: open input %s: the start recorded neither ETag nor version id", jobID)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	out, err := s.client.GetObject(ctx, in)
+	out, copied, err := s.getInput(ctx, jobID, info)
 	if err != nil {
 		switch {
 		case isPreconditionFailed(err):
@@ -312,7 +383,7 @@ func (s *Store) OpenInput(jobID string, info UploadInfo) (*os.File, error) {
 		return nil, fmt.Errorf("%w: open input %s: %w", ErrStorage, jobID, err)
 	}
 	defer out.Body.Close()
-	if info.ETag != "" && aws.ToString(out.ETag) != info.ETag {
+	if !copied && info.ETag != "" && aws.ToString(out.ETag) != info.ETag {
 		return nil, fmt.Errorf("open input %s: ETag %s, recorded %s: %w", jobID, aws.ToString(out.ETag), info.ETag, ErrInputChanged)
 	}
 	f, err := os.CreateTemp(s.scratch, "in-"+jobID+"-*")
@@ -431,23 +502,32 @@ func (p *PendingOutput) Commit(meta blobstore.OutputMeta) (blobstore.Output, err
 	return out, nil
 }
 
-// Delete removes every object of the job: its upload and the outputs of all attempts, with
-// every version of each in a versioned bucket. Objects that do not exist are fine.
+// Delete removes every object of the job: its upload, its sealed copies and the outputs of
+// all attempts, with every version of each in a versioned bucket. Objects that do not exist
+// are fine.
 func (s *Store) Delete(jobID string) error {
 	if !validID(jobID) {
 		return blobstore.ErrInvalidID
 	}
+	if err := s.deleteUnder(jobID, s.UploadKey(jobID), s.inputDir(jobID), s.outputDir(jobID)); err != nil {
+		return fmt.Errorf("%w: delete %s: %w", ErrStorage, jobID, err)
+	}
+	return nil
+}
+
+// deleteUnder deletes every version of every object under the prefixes, where the job's
+// upload key counts only as itself (uploads/job_1 is also a prefix of uploads/job_12).
+func (s *Store) deleteUnder(jobID string, prefixes ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
 	defer cancel()
 	var errs []error
-	for _, prefix := range []string{s.UploadKey(jobID), s.outputDir(jobID)} {
+	for _, prefix := range prefixes {
 		objs, err := s.listVersions(ctx, prefix)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, o := range objs {
-			// uploads/job_1 is also a prefix of uploads/job_12: only the exact key is the job's.
 			if prefix == s.UploadKey(jobID) && o.key != prefix {
 				continue
 			}
@@ -460,10 +540,7 @@ func (s *Store) Delete(jobID string) error {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: delete %s: %w", ErrStorage, jobID, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }
 
 type objectVersion struct{ key, version string }
@@ -515,30 +592,10 @@ func (s *Store) list(ctx context.Context, prefix string, fn func(types.Object)) 
 }
 
 // JobIDs lists, sorted and without duplicates, every job id that has an object under the
-// prefix (an upload or an output of any attempt), so a sweep can delete objects whose job is
+// prefix (an upload, a sealed copy or an output of any attempt), so a sweep can delete objects whose job is
 // gone. It pages through ListObjectsV2; a bucket lifecycle rule is the cheaper backstop.
 func (s *Store) JobIDs() ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opTimeout)
-	defer cancel()
-	seen := make(map[string]struct{})
-	for _, dir := range []string{"uploads/", "outputs/"} {
-		err := s.list(ctx, s.prefix+dir, func(o types.Object) {
-			rest := strings.TrimPrefix(aws.ToString(o.Key), s.prefix+dir)
-			id, _, _ := strings.Cut(rest, "/")
-			if validID(id) {
-				seen[id] = struct{}{}
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrStorage, err)
-		}
-	}
-	ids := make([]string, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
+	return s.idsUnder("uploads/", "inputs/", "outputs/")
 }
 
 // Check proves the bucket is reachable with the credentials (HeadBucket).
@@ -586,52 +643,45 @@ func isPreconditionFailed(err error) bool {
 	return apiCode(err) == "PreconditionFailed" || httpStatusOf(err) == http.StatusPreconditionFailed
 }
 
-// DeleteInput removes the job's upload (every version of it in a versioned bucket) and keeps
-// its outputs. A missing upload is fine.
+// DeleteInput removes the job's upload and its sealed copies (every version of each in a
+// versioned bucket) and keeps its outputs. A missing upload is fine.
 func (s *Store) DeleteInput(jobID string) error {
 	if !validID(jobID) {
 		return blobstore.ErrInvalidID
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
-	defer cancel()
-	key := s.UploadKey(jobID)
-	objs, err := s.listVersions(ctx, key)
-	if err != nil {
-		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
-	}
-	var errs []error
-	for _, o := range objs {
-		if o.key != key { // uploads/job_1 is also a prefix of uploads/job_12
-			continue
-		}
-		in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(o.key)}
-		if o.version != "" {
-			in.VersionId = aws.String(o.version)
-		}
-		if _, err := s.client.DeleteObject(ctx, in); err != nil && !isNotFound(err) {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := s.deleteUnder(jobID, s.UploadKey(jobID), s.inputDir(jobID)); err != nil {
 		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
 	}
 	return nil
 }
 
-// InputIDs lists, sorted, the job ids that have an upload under the prefix, so a sweep can
-// remove the inputs of finished jobs.
+// InputIDs lists, sorted and without duplicates, the job ids that have an upload or a sealed
+// copy under the prefix, so a sweep can remove the inputs of finished or vanished jobs.
 func (s *Store) InputIDs() ([]string, error) {
+	return s.idsUnder("uploads/", "inputs/")
+}
+
+// idsUnder lists, sorted and without duplicates, the job ids named by the first path element
+// under each of the dirs (relative to the prefix).
+func (s *Store) idsUnder(dirs ...string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opTimeout)
 	defer cancel()
-	var ids []string
-	dir := s.prefix + "uploads/"
-	err := s.list(ctx, dir, func(o types.Object) {
-		if id := strings.TrimPrefix(aws.ToString(o.Key), dir); validID(id) {
-			ids = append(ids, id)
+	seen := make(map[string]struct{})
+	for _, dir := range dirs {
+		err := s.list(ctx, s.prefix+dir, func(o types.Object) {
+			rest := strings.TrimPrefix(aws.ToString(o.Key), s.prefix+dir)
+			id, _, _ := strings.Cut(rest, "/")
+			if validID(id) {
+				seen[id] = struct{}{}
+			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrStorage, err)
 		}
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrStorage, err)
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
 	}
 	slices.Sort(ids)
 	return ids, nil

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(tests3.Main(m)) }
 
 // newStore returns a Store on a fresh bucket under a prefix, with its own scratch dir.
-func newStore(t *testing.T, versioned bool) (*s3store.Store, tests3.Bucket, string) {
+func newStore(t testing.TB, versioned bool) (*s3store.Store, tests3.Bucket, string) {
 	t.Helper()
 	bk := tests3.NewBucket(t, tests3.Options{Versioned: versioned})
 	scratch := t.TempDir()
@@ -53,26 +54,59 @@ func TestConformance(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			blobtest.Run(t, func(t *testing.T) blobtest.Backend {
 				st, _, _ := newStore(t, versioned)
-				return s3Backend{st}
+				return newS3Backend(st)
 			})
 		})
 	}
 }
 
-// s3Backend adapts *s3store.Store to the suite.
-type s3Backend struct{ st *s3store.Store }
+// s3Backend adapts *s3store.Store to the suite. Like the job store's start, it records what
+// the first Seal of a job found, and a repeated Seal changes nothing recorded.
+type s3Backend struct {
+	st     *s3store.Store
+	mu     sync.Mutex
+	sealed map[string]s3store.UploadInfo
+}
 
-func (b s3Backend) UploadURL(id string, size int64, expires time.Time) (string, error) {
+func newS3Backend(st *s3store.Store) *s3Backend {
+	return &s3Backend{st: st, sealed: make(map[string]s3store.UploadInfo)}
+}
+
+func (b *s3Backend) UploadURL(id string, size int64, expires time.Time) (string, error) {
 	return b.st.UploadURL(id, size, expires)
 }
 
-func (b s3Backend) Seal(id string) (int64, error) {
+func (b *s3Backend) Seal(id string) (int64, error) {
 	size := int64(-1)
-	err := b.st.Seal(id, func(info s3store.UploadInfo) error { size = info.Size; return nil })
+	err := b.st.Seal(id, func(info s3store.UploadInfo) error {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if first, ok := b.sealed[id]; ok {
+			info = first
+		}
+		b.sealed[id] = info
+		size = info.Size
+		return nil
+	})
 	return size, err
 }
 
-func (b s3Backend) WriteOutput(id string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+func (b *s3Backend) ReadInput(id string) ([]byte, error) {
+	b.mu.Lock()
+	info, ok := b.sealed[id]
+	b.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("job %s was never sealed", id)
+	}
+	f, err := b.st.OpenInput(id, info)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+func (b *s3Backend) WriteOutput(id string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
 	p, err := b.st.CreateOutput(id, attempt)
 	if err != nil {
 		return blobstore.Output{}, err
@@ -84,13 +118,13 @@ func (b s3Backend) WriteOutput(id string, attempt int, data []byte, meta blobsto
 	return p.Commit(meta)
 }
 
-func (b s3Backend) DownloadURL(id string, attempt int, _ blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error) {
+func (b *s3Backend) DownloadURL(id string, attempt int, _ blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error) {
 	return b.st.DownloadURL(id, attempt, meta.Filename, meta.ContentType, expires)
 }
 
-func (b s3Backend) Delete(id string) error    { return b.st.Delete(id) }
-func (b s3Backend) JobIDs() ([]string, error) { return b.st.JobIDs() }
-func (b s3Backend) Check() error              { return b.st.Check() }
+func (b *s3Backend) Delete(id string) error    { return b.st.Delete(id) }
+func (b *s3Backend) JobIDs() ([]string, error) { return b.st.JobIDs() }
+func (b *s3Backend) Check() error              { return b.st.Check() }
 
 // TestUploadURL_DeterministicAndBound: the URL depends only on its arguments, signs the size
 // as Content-Length, and is valid exactly until expires (X-Amz-Date = expires - 900 s).
@@ -145,8 +179,8 @@ func TestUploadURL_ValidUntilExpires(t *testing.T) {
 }
 
 // TestOpenInput_PinnedAtSeal: a PUT after Seal (the URL is still valid) must not change what
-// is converted: in a versioned bucket OpenInput returns the sealed version's bytes, in an
-// unversioned one it fails with ErrInputChanged (If-Match).
+// is converted: in a versioned bucket and in an unversioned one OpenInput returns the sealed
+// bytes (the copy Seal made), and Delete leaves nothing.
 func TestOpenInput_PinnedAtSeal(t *testing.T) {
 	for _, versioned := range []bool{false, true} {
 		name := map[bool]string{false: "Unversioned", true: "Versioned"}[versioned]
@@ -184,20 +218,13 @@ func TestOpenInput_PinnedAtSeal(t *testing.T) {
 				t.Fatalf("second PUT: %d %s", r.Status, r.Body)
 			}
 			f, err = st.OpenInput(id, info)
-			if versioned {
-				if err != nil {
-					t.Fatalf("OpenInput after a later PUT: %v; want the sealed version", err)
-				}
-				got, err := io.ReadAll(f)
-				f.Close()
-				if err != nil || !bytes.Equal(got, orig) {
-					t.Fatalf("OpenInput after a later PUT read other bytes (%d, %v); want the sealed version", len(got), err)
-				}
-			} else if !errors.Is(err, s3store.ErrInputChanged) {
-				if f != nil {
-					f.Close()
-				}
-				t.Fatalf("OpenInput after a later PUT = %v; want ErrInputChanged", err)
+			if err != nil {
+				t.Fatalf("OpenInput after a later PUT: %v; want the sealed bytes", err)
+			}
+			got, err = io.ReadAll(f)
+			f.Close()
+			if err != nil || !bytes.Equal(got, orig) {
+				t.Fatalf("OpenInput after a later PUT read other bytes (%d, %v); want the sealed ones", len(got), err)
 			}
 			wantEmptyDir(t, scratch)
 
@@ -228,7 +255,7 @@ func TestOpenInput_Missing(t *testing.T) {
 // TestOutputs_PerAttempt: a stale attempt's commit never replaces another attempt's output.
 func TestOutputs_PerAttempt(t *testing.T) {
 	st, _, scratch := newStore(t, false)
-	b := s3Backend{st}
+	b := newS3Backend(st)
 	id := blobtest.NewJobID()
 	meta := blobstore.OutputMeta{ContentType: "text/plain", Filename: "a.txt"}
 	if _, err := b.WriteOutput(id, 2, []byte("second"), meta); err != nil {
@@ -482,3 +509,118 @@ func TestJobIDs_PagedAndPrefixed(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestSeal_LeftoverCopy: a Seal whose start fails (the job store refused, or the process died
+// after the copy) leaves a copy that InputIDs lists and DeleteInput removes with the upload.
+func TestSeal_LeftoverCopy(t *testing.T) {
+	st, bk, _ := newStore(t, false)
+	id := blobtest.NewJobID()
+	blobtest.Upload(t, newS3Backend(st), id, []byte("sealed bytes"))
+	refused := errors.New("start refused")
+	if err := st.Seal(id, func(s3store.UploadInfo) error { return refused }); !errors.Is(err, refused) {
+		t.Fatalf("Seal = %v; want start's error", err)
+	}
+	keys := bucketKeys(t, bk)
+	if len(keys) != 2 || !strings.HasPrefix(keys[0], "convsvc/inputs/"+id+"/") || keys[1] != st.UploadKey(id) {
+		t.Fatalf("after Seal the bucket holds %q; want the upload and its copy under inputs/%s/", keys, id)
+	}
+	if ids, err := st.InputIDs(); err != nil || !slices.Equal(ids, []string{id}) {
+		t.Fatalf("InputIDs = %v, %v; want [%s]", ids, err, id)
+	}
+	if err := st.DeleteInput(id); err != nil {
+		t.Fatal(err)
+	}
+	if keys := bucketKeys(t, bk); len(keys) != 0 {
+		t.Fatalf("after DeleteInput the bucket holds %q", keys)
+	}
+}
+
+// TestOpenInput_SealedBeforeCopies: a job whose start recorded the upload but made no copy
+// (sealed by an older convsvc) reads the upload, pinned by If-Match: a replaced one is
+// ErrInputChanged.
+func TestOpenInput_SealedBeforeCopies(t *testing.T) {
+	st, bk, _ := newStore(t, false)
+	id := blobtest.NewJobID()
+	data := blobtest.RandomBytes(1000)
+	u, err := st.UploadURL(id, int64(len(data)), time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := blobtest.Put(t, u, data); r.Status != 200 {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+	h, err := bk.Client().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bk.Name), Key: aws.String(st.UploadKey(id))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := s3store.UploadInfo{Size: int64(len(data)), ETag: aws.ToString(h.ETag)}
+	f, err := st.OpenInput(id, info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(f)
+	f.Close()
+	if !bytes.Equal(got, data) {
+		t.Fatalf("OpenInput read %d other bytes", len(got))
+	}
+	if r := blobtest.Put(t, u, blobtest.RandomBytes(1000)); r.Status != 200 {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+	if f, err := st.OpenInput(id, info); !errors.Is(err, s3store.ErrInputChanged) {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("OpenInput of a replaced upload = %v; want ErrInputChanged", err)
+	}
+}
+
+// bucketKeys lists every key in the bucket, sorted.
+func bucketKeys(t *testing.T, bk tests3.Bucket) []string {
+	t.Helper()
+	out, err := bk.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bk.Name)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, o := range out.Contents {
+		keys = append(keys, aws.ToString(o.Key))
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// BenchmarkSeal measures a start's object-storage work for each file named in
+// $CONVSVC_BENCH_SEAL_INPUTS (comma-separated): "seal" is Seal (HeadObject and the server-side
+// CopyObject to the sealed key), "head" is the HeadObject alone (what a start cost before the
+// copy). Without the variable it skips. docs/benchmarks.md has the command and figures.
+func BenchmarkSeal(b *testing.B) {
+	inputs := os.Getenv("CONVSVC_BENCH_SEAL_INPUTS")
+	if inputs == "" {
+		b.Skip("set CONVSVC_BENCH_SEAL_INPUTS to the files to seal")
+	}
+	st, bk, _ := newStore(b, false)
+	for _, path := range strings.Split(inputs, ",") {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := blobtest.NewJobID()
+		blobtest.Upload(b, newS3Backend(st), id, data)
+		name := filepath.Base(path)
+		b.Run(name+"/seal", func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			for b.Loop() {
+				if err := st.Seal(id, func(s3store.UploadInfo) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/head", func(b *testing.B) {
+			for b.Loop() {
+				if _, err := bk.Client().HeadObject(context.Background(), &s3.HeadObjectInput{Bucket: aws.String(bk.Name), Key: aws.String(st.UploadKey(id))}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -214,10 +214,10 @@ type S3Config struct {
 	// on when an Endpoint is given and off for AWS.
 	PathStyle *bool
 	// AccessKey, SecretKey and SessionToken are static credentials; when AccessKey is empty
-	// Credentials (if set) provides them.
+	// Credentials provides them, and without it the AWS SDK's default chain (variables,
+	// shared profiles, web identity, ECS container and EC2 instance roles).
 	AccessKey, SecretKey, SessionToken string
-	// Credentials is used when AccessKey is empty (for embedders with their own provider;
-	// serve reads static keys only).
+	// Credentials is used when AccessKey is empty (for embedders with their own provider).
 	Credentials aws.CredentialsProvider
 }
 
@@ -249,7 +249,9 @@ func (m *Main) openS3(scratch string) (ObjectStorage, error) {
 		opts.Credentials = cfg.S3.Credentials
 	}
 	if opts.AccessKey == "" && opts.Credentials == nil {
-		return nil, fmt.Errorf("object storage %s needs credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE twins)", cfg.ObjectStorage)
+		if opts.Credentials, err = defaultS3Credentials(cfg.ObjectStorage, cfg.S3.Region); err != nil {
+			return nil, err
+		}
 	}
 	s, err := s3store.New(opts)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,12 +55,16 @@ var shedResponse = []byte("HTTP/1.1 503 Service Unavailable\r\n" +
 
 // connLimiter caps a listener's open connections, in all and per client address. A
 // connection over either cap is answered 503 with Retry-After at once, before its request is
-// read, and closed; it never reaches the HTTP server.
+// read, and closed; it never reaches the HTTP server. Connections from a trusted reverse proxy
+// (--trusted-proxies) count toward the total only: the proxy carries every client, so a cap
+// on its address would let one client's connections refuse all others' (the API bounds each
+// key's long polls instead, httpapi.DefaultMaxWaitsPerKey).
 type connLimiter struct {
 	net.Listener
 	name    string // api or storage, for the log
 	max     int    // open connections in all; 0: no cap
 	perAddr int    // open connections per client address; 0: no cap
+	trusted []netip.Prefix
 	log     *slog.Logger
 
 	mu     sync.Mutex
@@ -86,7 +91,7 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		addr := hostOf(c.RemoteAddr())
 		l.mu.Lock()
 		overAll := l.max > 0 && l.open >= l.max
-		overAddr := l.perAddr > 0 && l.byAddr[addr] >= l.perAddr
+		overAddr := l.perAddr > 0 && l.byAddr[addr] >= l.perAddr && !l.fromProxy(addr)
 		if !overAll && !overAddr {
 			l.open++
 			l.byAddr[addr]++
@@ -97,6 +102,31 @@ func (l *connLimiter) Accept() (net.Conn, error) {
 		}
 		l.refuse(c, addr, overAll)
 	}
+}
+
+// fromProxy reports whether addr (hostOf a peer) is a trusted reverse proxy.
+func (l *connLimiter) fromProxy(addr string) bool {
+	if len(l.trusted) == 0 {
+		return false
+	}
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	a = a.Unmap()
+	for _, p := range l.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// Open is how many connections are open now.
+func (l *connLimiter) Open() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.open
 }
 
 // Refused is how many connections were refused since start.

@@ -20,12 +20,7 @@ import (
 // client does. It returns the connection and the response.
 func keepAlive(t *testing.T, local, addr, path string) (net.Conn, *http.Response) {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 30 * time.Second}
-	c, err := d.Dial("tcp", addr)
-	if err != nil {
-		t.Fatalf("dial from %s: %v", local, err)
-	}
-	t.Cleanup(func() { c.Close() })
+	c := dialFrom(t, local, addr)
 	c.SetDeadline(time.Now().Add(60 * time.Second))
 	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: convsvc\r\n\r\n", path)
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
@@ -36,6 +31,19 @@ func keepAlive(t *testing.T, local, addr, path string) (net.Conn, *http.Response
 	resp.Body.Close()
 	c.SetDeadline(time.Time{})
 	return c, resp
+}
+
+// dialFrom opens a TCP connection from local (an address on the loopback network) to addr,
+// closed at the test's cleanup.
+func dialFrom(t *testing.T, local, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}, Timeout: 30 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("dial from %s: %v", local, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // TestConnections_OneAddressAtItsCapDoesNotShutOthersOut: one address holds its maximum of idle

@@ -111,16 +111,29 @@ func (p slogPrinter) Println(v ...any) {
 	p.log.Error("metrics", "error", args)
 }
 
-// countRefused exports a listener's refused connections (nothing when it has no cap).
+// countRefused exports a listener's refused and open connections (nothing when it has no cap).
 func (m *metrics) countRefused(listener string, l *connLimiter) {
 	if l == nil {
 		return
 	}
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "convsvc_connections_open",
+		Help:        "Connections the listener holds open now (--max-connections caps them).",
+		ConstLabels: prometheus.Labels{"listener": listener},
+	}, func() float64 { return float64(l.Open()) }))
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name:        "convsvc_connections_refused_total",
 		Help:        "Connections answered 503 and closed because the listener or the client's address was at its cap (--max-connections, --max-connections-per-address).",
 		ConstLabels: prometheus.Labels{"listener": listener},
 	}, func() float64 { return float64(l.Refused()) }))
+}
+
+// countLongPolls exports how many long polls the API holds now.
+func (m *metrics) countLongPolls(held func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "convsvc_long_polls",
+		Help: "GET /v1/jobs/{id}?wait= requests held open now, waiting for the job to change (each key holds at most 100).",
+	}, func() float64 { return float64(held()) }))
 }
 
 // strayReturned records an abandoned conversion that returned d after it was given up.

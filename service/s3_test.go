@@ -108,11 +108,21 @@ func TestS3_StorageUnavailable(t *testing.T) {
 	}
 }
 
-// TestS3_PutAfterStartChangesNothing: in a versioned bucket, bytes PUT through the upload URL
-// after start (the URL cannot be revoked) are not what the job converts: the output is the
-// one the uploaded file gives, and the download presigns the key of the attempt that wrote it.
+// TestS3_PutAfterStartChangesNothing: in an unversioned and in a versioned bucket, other bytes
+// of the same size PUT through the upload URL after start (a client retrying a PUT whose answer
+// it lost; the URL cannot be revoked) are not what the job converts, also after a repeated
+// start: the output is the one the uploaded file gives, and the download presigns the key of
+// the attempt that wrote it.
 func TestS3_PutAfterStartChangesNothing(t *testing.T) {
-	e := testenv.Start(t, testenv.S3With(t, tests3.Options{Versioned: true}))
+	for _, versioned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Unversioned", true: "Versioned"}[versioned], func(t *testing.T) {
+			testPutAfterStart(t, versioned)
+		})
+	}
+}
+
+func testPutAfterStart(t *testing.T, versioned bool) {
+	e := testenv.Start(t, testenv.S3With(t, tests3.Options{Versioned: versioned}))
 	data := testenv.Sample(t, "images/sample.png")
 	want := e.Convert(e.Key, "png", "jpeg", data)
 	if want.Status != "succeeded" {
@@ -123,6 +133,7 @@ func TestS3_PutAfterStartChangesNothing(t *testing.T) {
 	testenv.MustStatus(t, e.Upload(res.UploadURL, data), 200, "")
 	testenv.MustStatus(t, e.Start(e.Key, res.Job.ID), 200, "")
 	testenv.MustStatus(t, e.Upload(res.UploadURL, bytes.Repeat([]byte{'x'}, len(data))), 200, "")
+	testenv.MustStatus(t, e.Start(e.Key, res.Job.ID), 200, "")
 	got := e.Get(e.Key, res.Job.ID, 60)
 	if got.Status != "succeeded" || got.Output == nil {
 		t.Fatalf("job %s %s %s, want succeeded", got.Status, deref((*string)(got.ErrorCode)), deref(got.ErrorMessage))

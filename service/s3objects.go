@@ -14,9 +14,9 @@ import (
 )
 
 // s3Objects is an S3 bucket (s3store) as ObjectStorage: clients upload and download through
-// URLs presigned by the S3 API itself, the start records which object it sealed (size, ETag,
-// version id) and workers read exactly that one, outputs go under the attempt's key and a
-// download presigns the key of the attempt the job store recorded.
+// URLs presigned by the S3 API itself, the start copies the upload to a key no URL can write
+// and records it (size, ETag, version id), workers read that copy, outputs go under the
+// attempt's key and a download presigns the key of the attempt the job store recorded.
 type s3Objects struct {
 	s *s3store.Store
 	// extension names the first extension of a job's output format (its target, or zip for

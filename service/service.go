@@ -84,6 +84,9 @@ type Config struct {
 	// (0: DefaultMaxConnectionsPerAddress or a quarter of MaxConnections, whichever is
 	// smaller, so one address never fills a listener; negative: no cap).
 	MaxConnectionsPerAddress int
+	// MaxWaitsPerKey bounds the long polls (?wait=) one API key holds at once; one over it is
+	// answered at once (0: httpapi.DefaultMaxWaitsPerKey).
+	MaxWaitsPerKey int
 	// CORSOrigins are the web origins whose pages may upload to and download from object
 	// storage (scheme://host[:port], or "*"); empty means the API's own origin, for its page.
 	CORSOrigins []string
@@ -367,6 +370,7 @@ func (m *Main) open() error {
 		Metrics:        m.metrics.http,
 		MetricsHandler: metricsHandler,
 		TrustedProxies: cfg.TrustedProxies,
+		MaxWaitsPerKey: cfg.MaxWaitsPerKey,
 		WriteLimit:     cfg.WriteLimit,
 		RateWindow:     cfg.RateWindow,
 		Webhooks:       webhookAPIStore(m.store),
@@ -374,6 +378,7 @@ func (m *Main) open() error {
 		ObjectStorage:  objectStorageKind(local),
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
+	m.metrics.countLongPolls(m.api.LongPolls)
 	corsOrigins := cfg.CORSOrigins
 	if len(corsOrigins) == 0 {
 		corsOrigins = defaultCORSOrigins(m.apiURL)
@@ -443,10 +448,12 @@ func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.L
 		return apiLn, blobLn
 	}
 	m.apiLimit = newConnLimiter(apiLn, "api", limit, perAddr, m.log)
+	m.apiLimit.trusted = cfg.TrustedProxies
 	if blobLn == nil { // object storage is S3's
 		return m.apiLimit, nil
 	}
 	m.blobLimit = newConnLimiter(blobLn, "storage", limit, perAddr, m.log)
+	m.blobLimit.trusted = cfg.TrustedProxies
 	return m.apiLimit, m.blobLimit
 }
 

@@ -45,6 +45,8 @@ type Backend interface {
 	// to the start callback; it returns an error wrapping blobstore.ErrNotFound, without
 	// calling back, when nothing was uploaded.
 	Seal(jobID string) (int64, error)
+	// ReadInput reads the input of a job Seal sealed, as a worker does.
+	ReadInput(jobID string) ([]byte, error)
 	// WriteOutput stores data as the output of the job's attempt and returns what Commit returned.
 	WriteOutput(jobID string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error)
 	// DownloadURL is the URL that serves the output of the job's attempt until expires.
@@ -61,6 +63,7 @@ type Backend interface {
 func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("UploadExactSize", func(t *testing.T) { testUploadExactSize(t, newBackend(t)) })
 	t.Run("UploadReplacedBeforeSeal", func(t *testing.T) { testUploadReplaced(t, newBackend(t)) })
+	t.Run("PutAfterSealChangesNothing", func(t *testing.T) { testPutAfterSeal(t, newBackend(t)) })
 	t.Run("UploadWrongLength", func(t *testing.T) { testUploadWrongLength(t, newBackend(t)) })
 	t.Run("UploadExpired", func(t *testing.T) { testUploadExpired(t, newBackend(t)) })
 	t.Run("UploadTampered", func(t *testing.T) { testUploadTampered(t, newBackend(t)) })
@@ -262,6 +265,31 @@ func testUploadReplaced(t *testing.T, b Backend) {
 	}
 	if size, err := b.Seal(id); err != nil || size != 64 {
 		t.Fatalf("Seal = %d, %v; want 64, nil", size, err)
+	}
+}
+
+// testPutAfterSeal: a PUT through the upload URL after the start (a client retrying a PUT
+// whose answer it lost), with other bytes of the same size, is refused or lands where it
+// changes nothing: the sealed input reads back as the bytes uploaded before the start, also
+// after a second Seal (a repeated start).
+func testPutAfterSeal(t *testing.T, b Backend) {
+	id := NewJobID()
+	orig, later := RandomBytes(100_000), RandomBytes(100_000)
+	u, err := b.UploadURL(id, int64(len(orig)), time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := Put(t, u, orig); r.Status/100 != 2 {
+		t.Fatalf("PUT: %d %s", r.Status, r.Body)
+	}
+	if size, err := b.Seal(id); err != nil || size != int64(len(orig)) {
+		t.Fatalf("Seal = %d, %v; want %d, nil", size, err, len(orig))
+	}
+	Put(t, u, later)  // refused (the local store) or stored under the upload key (S3)
+	_, _ = b.Seal(id) // a repeated start: may fail or copy; the sealed input must stay
+	got, err := b.ReadInput(id)
+	if err != nil || !bytes.Equal(got, orig) {
+		t.Fatalf("ReadInput after a PUT after the start = %d bytes, %v; want the %d bytes sealed", len(got), err, len(orig))
 	}
 }
 

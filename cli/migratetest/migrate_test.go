@@ -219,9 +219,17 @@ func TestMigrate(t *testing.T) {
 				t.Errorf("input of %s: %d bytes (err %v), sha256 differs from the %d bytes uploaded", id, len(got), err, len(data))
 			}
 		}
+		// Each input is there twice: the upload and its sealed copy under inputs/{id}/.
 		list, err := cl.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk.Name)})
-		if err != nil || len(list.Contents) != len(src.inputs) {
-			t.Errorf("bucket holds %d objects (%v), want the %d inputs", len(list.Contents), err, len(src.inputs))
+		if err != nil || len(list.Contents) != 2*len(src.inputs) {
+			t.Errorf("bucket holds %d objects (%v), want the %d inputs and their sealed copies", len(list.Contents), err, len(src.inputs))
+		}
+		for _, o := range list.Contents {
+			k := aws.ToString(o.Key)
+			id, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(k, "convsvc/uploads/"), "convsvc/inputs/"), "/")
+			if _, ok := src.inputs[id]; !ok || aws.ToInt64(o.Size) != int64(len(src.inputs[id])) {
+				t.Errorf("bucket holds %s (%d bytes), not a migrated input or its copy", k, aws.ToInt64(o.Size))
+			}
 		}
 
 		// The imported queue works: the next claim is a migrated queued job, attempt 2.
