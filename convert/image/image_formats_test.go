@@ -112,12 +112,12 @@ func TestImage_Graph(t *testing.T) {
 		id   string
 		opts []string
 	}{
-		{"webp", append([]string{convert.OptQuality, convert.OptLossless, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}, transforms...)},
-		{"avif", append([]string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}, transforms...)},
-		{"jpeg", append([]string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}, transforms...)},
-		{"qoi", append([]string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}, transforms...)},
-		{"ppm", append([]string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}, transforms...)},
-		{"ico", append([]string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptDPI}, transforms...)},
+		{"webp", append([]string{convert.OptQuality, convert.OptLossless, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transforms...)},
+		{"avif", append([]string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transforms...)},
+		{"jpeg", append([]string{convert.OptQuality, convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transforms...)},
+		{"qoi", append([]string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transforms...)},
+		{"ppm", append([]string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transforms...)},
+		{"ico", append([]string{convert.OptWidth, convert.OptHeight, convert.OptFit, convert.OptPage, convert.OptPages, convert.OptDPI}, transforms...)},
 		{"jxl", nil},
 	} {
 		f, _ := c.Format(tt.id)

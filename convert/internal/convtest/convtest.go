@@ -191,7 +191,7 @@ func Matrix(t *testing.T, c *convert.Catalog, owns func(from, to string) bool, c
 					t.Fatal(err)
 				}
 				defer in.Close()
-				warnings, err := c.Convert(context.Background(), from, to, convert.Options{}, in, f, t.TempDir())
+				warnings, err := c.Convert(context.Background(), from, to, matrixOptions(c, from, to), in, f, t.TempDir())
 				f.Close()
 				if err != nil {
 					t.Fatalf("convert %s -> %s: %v", from, to, err)
@@ -201,6 +201,19 @@ func Matrix(t *testing.T, c *convert.Catalog, owns func(from, to string) bool, c
 			})
 		}
 	}
+}
+
+// matrixOptions are the options a matrix pair runs with: none, but for a same-format pair whose
+// only changing option is a page selection (pdf -> pdf), every page.
+func matrixOptions(c *convert.Catalog, from, to string) convert.Options {
+	if from != to {
+		return convert.Options{}
+	}
+	f, _ := c.Format(to)
+	if names := convert.SameFormatOptions(f); len(names) == 1 && names[0] == convert.OptPages {
+		return convert.Options{Pages: "all"}
+	}
+	return convert.Options{}
 }
 
 // CheckDeclaredWarnings fails the test when a conversion reported a warning that no converter
