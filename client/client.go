@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -154,9 +155,8 @@ type Format struct {
 // CreateJobRequest reserves a conversion.
 type CreateJobRequest struct {
 	InputFormat string `json:"input_format"`
-	// TargetFormat is the format to convert to; with Preset it may be left empty (or must be
-	// the preset's).
-	TargetFormat string `json:"target_format,omitempty"`
+	// TargetFormat is the format to convert to (required; with Preset, the preset's target).
+	TargetFormat string `json:"target_format"`
 	InputBytes   int64  `json:"input_bytes"`
 	// Preset (optional) names a preset an operator defined: the job takes its target and
 	// options, and Options must then be nil. A key created PresetsOnly must name one.
@@ -472,9 +472,11 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			rereadable = false // a pipe or a terminal behind an *os.File: read it as a stream
 		}
 	}
-	// An *os.File without progress goes to net/http as itself (behind a reader without Close),
-	// so the kernel copies it to the socket (sendfile), which moves its offset: the offset is
-	// put back after each attempt.
+	// An *os.File without progress goes to net/http as itself on the first attempt, so the
+	// kernel copies it to the socket (sendfile), which moves its offset: once net/http has let
+	// go of it (it closes a request body when its writer is done, which may be after the
+	// answer: a 503 can come before the body is read) the offset is put back. Retries read
+	// with ReadAt, which no writer left over from an earlier attempt can disturb.
 	file, _ := r.(*os.File)
 	if !rereadable || progress != nil {
 		file = nil
@@ -482,9 +484,11 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 	for attempt := 0; ; attempt++ {
 		var body io.Reader
 		var sent *countingReader
+		var released chan struct{}
 		switch {
-		case file != nil:
-			body = file
+		case file != nil && attempt == 0:
+			released = make(chan struct{})
+			body = &releasingReader{f: file, released: released}
 		case rereadable:
 			body = io.NewSectionReader(ra, start, size)
 		default:
@@ -495,7 +499,8 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			body = &ProgressReader{R: body, Total: size, Progress: progress}
 		}
 		err := c.uploadOnce(ctx, uploadURL, body, size)
-		if file != nil {
+		if released != nil {
+			<-released // net/http closes every request body, at the latest when its writer ends
 			if _, serr := file.Seek(start, io.SeekStart); serr != nil && err == nil {
 				err = fmt.Errorf("upload: put the file's offset back: %w", serr)
 			}
@@ -512,10 +517,26 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 	}
 }
 
-// uploadOnce sends one PUT of body; body is wrapped so that net/http cannot close the
-// caller's reader.
+// releasingReader hands net/http the caller's file without letting it close it: Close only
+// says that net/http is done with it. WriteTo keeps the kernel's copy (sendfile).
+type releasingReader struct {
+	f        *os.File
+	released chan struct{}
+	once     sync.Once
+}
+
+func (r *releasingReader) Read(p []byte) (int, error)         { return r.f.Read(p) }
+func (r *releasingReader) WriteTo(w io.Writer) (int64, error) { return r.f.WriteTo(w) }
+func (r *releasingReader) Close() error                       { r.once.Do(func() { close(r.released) }); return nil }
+
+// uploadOnce sends one PUT of body; a body without Close is wrapped so that net/http cannot
+// close the caller's reader.
 func (c *Client) uploadOnce(ctx context.Context, uploadURL string, body io.Reader, size int64) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, io.NopCloser(body))
+	rc, ok := body.(io.ReadCloser)
+	if !ok {
+		rc = io.NopCloser(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, uploadURL, rc)
 	if err != nil {
 		return err
 	}

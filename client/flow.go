@@ -81,7 +81,7 @@ type ConvertRequest struct {
 	// Options (optional) tune the conversion.
 	Options *Options
 	// Preset (optional) names an operator's preset: the job takes its target and options (To
-	// may then be empty, and Options must be nil).
+	// must be the preset's target, and Options must be nil).
 	Preset string
 	// IdempotencyKey (optional) makes the create safe to repeat across calls; within one call
 	// the create's retries are safe without it.

@@ -37,7 +37,7 @@ func TestClient_Presets(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.Code != client.CodePresetsOnly || apiErr.Status != 403 {
 		t.Fatalf("Convert without a preset: %v", err)
 	}
-	job, err := front.ConvertWith(ctx, client.ConvertRequest{In: bytes.NewReader(png), Size: int64(len(png)), From: "png", Preset: "thumb"}, &out)
+	job, err := front.ConvertWith(ctx, client.ConvertRequest{In: bytes.NewReader(png), Size: int64(len(png)), From: "png", To: "jpeg", Preset: "thumb"}, &out)
 	if err != nil || job.TargetFormat != "jpeg" {
 		t.Fatalf("ConvertWith a preset: %+v, %v", job, err)
 	}

@@ -268,8 +268,9 @@ func checkCreateFields(req createJobRequest) (input, target string, size int64, 
 	switch {
 	case req.InputFormat == nil || *req.InputFormat == "":
 		return "", "", 0, errorf(CodeInvalidRequest, "input_format is required: a format id from GET /v1/formats")
-	case (req.TargetFormat == nil || *req.TargetFormat == "") && req.Preset == nil:
-		return "", "", 0, errorf(CodeInvalidRequest, "target_format is required: a format id from GET /v1/formats (or a preset)")
+	case req.TargetFormat == nil || *req.TargetFormat == "":
+		// Required, as SPEC.md says, also beside a preset (where it must be the preset's target).
+		return "", "", 0, errorf(CodeInvalidRequest, "target_format is required: a format id from GET /v1/formats (with a preset, the preset's target)")
 	case len(req.InputBytes) == 0 || string(req.InputBytes) == "null":
 		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes is required: the exact size of the file in bytes")
 	}

@@ -55,26 +55,27 @@ func TestAPI_Presets(t *testing.T) {
 
 	// Create with a preset.
 	png := testenv.Sample(t, "images/sample.png")
-	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "preset": "jpeg-small", "input_bytes": len(png)})
+	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "preset": "jpeg-small", "input_bytes": len(png)})
 	must(t, r, 200, "")
 	res := r.Map(t)["job"].(map[string]any)
 	if res["target_format"] != "jpeg" {
 		t.Fatalf("job from preset: %v", res)
 	}
-	must(t, e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "preset": "jpeg-small", "input_bytes": 10}), 200, "")
+	// target_format stays required (SPEC.md), also beside a preset.
+	must(t, e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "preset": "jpeg-small", "input_bytes": 10}), 400, "invalid_request")
 	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "webp", "preset": "jpeg-small", "input_bytes": 10})
 	must(t, r, 400, "invalid_request")
-	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "preset": "jpeg-small", "input_bytes": 10, "options": map[string]any{"quality": 50, "height": 4}})
+	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "preset": "jpeg-small", "input_bytes": 10, "options": map[string]any{"quality": 50, "height": 4}})
 	must(t, r, 400, "invalid_request")
 	if msg := string(r.Body); !strings.Contains(msg, "quality, height") {
 		t.Fatalf("message does not name the options: %s", msg)
 	}
-	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "preset": "nope", "input_bytes": 10})
+	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "preset": "nope", "input_bytes": 10})
 	must(t, r, 400, "invalid_request")
 	if !strings.Contains(string(r.Body), `preset \"nope\" does not exist`) {
 		t.Fatalf("unknown preset: %s", r.Body)
 	}
-	must(t, e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "csv", "preset": "jpeg-small", "input_bytes": 10}), 400, "unsupported_format")
+	must(t, e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "csv", "target_format": "jpeg", "preset": "jpeg-small", "input_bytes": 10}), 400, "unsupported_format")
 
 	// A presets-only key.
 	r = e.Do("POST", "/v1/admin/accounts/"+e.AccountID+"/keys", admin, map[string]any{"presets_only": true})
@@ -86,7 +87,7 @@ func TestAPI_Presets(t *testing.T) {
 	must(t, e.Do("POST", "/v1/admin/accounts/"+e.AccountID+"/keys", admin, map[string]any{"presets_only": "yes"}), 400, "invalid_request")
 	must(t, e.Do("POST", "/v1/jobs", front, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10}), 403, "presets_only")
 	must(t, e.Do("POST", "/v1/jobs", front, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10, "options": map[string]any{"width": 5}}), 403, "presets_only")
-	r = e.Do("POST", "/v1/jobs", front, map[string]any{"input_format": "png", "preset": "jpeg-small", "input_bytes": len(png)})
+	r = e.Do("POST", "/v1/jobs", front, map[string]any{"input_format": "png", "target_format": "jpeg", "preset": "jpeg-small", "input_bytes": len(png)})
 	must(t, r, 200, "")
 	id := r.Map(t)["job"].(map[string]any)["id"].(string)
 	must(t, e.Upload(r.Map(t)["upload_url"].(string), png), 200, "")
@@ -101,7 +102,7 @@ func TestAPI_Presets(t *testing.T) {
 		t.Fatalf("DELETE answered %s", r.Body)
 	}
 	must(t, e.Do("DELETE", "/v1/admin/presets/jpeg-small", admin, nil), 404, "not_found")
-	must(t, e.Do("POST", "/v1/jobs", front, map[string]any{"input_format": "png", "preset": "jpeg-small", "input_bytes": 10}), 400, "invalid_request")
+	must(t, e.Do("POST", "/v1/jobs", front, map[string]any{"input_format": "png", "target_format": "jpeg", "preset": "jpeg-small", "input_bytes": 10}), 400, "invalid_request")
 }
 
 // TestAPI_Pages: create checks pages where it applies; a job of every page of a PDF as PNG

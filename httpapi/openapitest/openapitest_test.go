@@ -67,6 +67,7 @@ func job() map[string]any {
 		"attempt":       1,
 		"error_code":    nil,
 		"error_message": nil,
+		"error_reason":  nil,
 		"expires_at":    "2026-11-03T10:15:00Z",
 		"created_at":    "2026-11-02T10:15:00Z",
 		"started_at":    "2026-11-02T10:15:02Z",
@@ -94,7 +95,7 @@ func createdJob() map[string]any {
 
 func apiKey() map[string]any {
 	return map[string]any{
-		"id": "key_1", "account_id": "acct_1", "prefix": "cs_live_a1B2", "created_at": "2026-11-02T10:00:00Z", "revoked_at": nil,
+		"id": "key_1", "account_id": "acct_1", "prefix": "cs_live_a1B2", "created_at": "2026-11-02T10:00:00Z", "revoked_at": nil, "presets_only": false,
 	}
 }
 
@@ -184,7 +185,7 @@ func TestDocument_Valid(t *testing.T) {
 		"invalid_request", "unsupported_format", "file_too_large", "size_mismatch", "unauthorized",
 		"limit_reached", "not_found", "method_not_allowed", "invalid_state", "idempotency_mismatch",
 		"request_too_large", "unsupported_media_type", "rate_limited", "internal_error", "storage_unavailable",
-		"too_many_connections", "not_implemented",
+		"too_many_connections", "not_implemented", "presets_only",
 	}
 	storageCodes := append(slices.Clone(apiCodes),
 		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled", "cors_refused",
@@ -209,7 +210,7 @@ func TestDocument_Valid(t *testing.T) {
 		}
 	}
 	wantJob := []string{"id", "status", "input_format", "target_format", "input_bytes", "attempt", "error_code",
-		"error_message", "expires_at", "created_at", "started_at", "finished_at", "output", "options"}
+		"error_message", "error_reason", "expires_at", "created_at", "started_at", "finished_at", "output", "options"}
 	if got := d.Components.Schemas["Job"].Required; !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(wantJob))) {
 		t.Errorf("Job required = %v, want %v", got, wantJob)
 	}
@@ -234,7 +235,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
 		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"}, "transfer_stalled": {"408"},
 		"length_required": {"411"}, "cors_refused": {"403"}, "too_many_connections": {"503"},
-		"not_implemented": {"501"}, "insufficient_storage": {"507"},
+		"not_implemented": {"501"}, "insufficient_storage": {"507"}, "presets_only": {"403"},
 	}
 	resolve := func(r response) response {
 		if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
