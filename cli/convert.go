@@ -390,8 +390,10 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		return target, fmt.Errorf("format %s: %w", target.ID, err)
 	}
 	opts := kernelOptions(o.opts)
-	if err := opts.Validate(convert.Format{ID: target.ID, Options: detail.Options}); err != nil {
-		return target, err // the API's own words: options.quality: not accepted when converting to gif (...)
+	tf := convert.Format{ID: target.ID, Category: target.Category, Options: detail.Options}
+	if err := opts.Validate(tf); err != nil {
+		// the API's own words: options.quality: not accepted when converting to gif (...)
+		return target, o.forInputs(ctx, c, formats, plans, opts, tf, err)
 	}
 
 	var errs []error
@@ -420,7 +422,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		}
 		if from == target.ID && slices.Contains(src.Targets, target.ID) && len(opts.ChangingOptions()) == 0 {
 			errs = append(errs, fmt.Errorf("%s: converting %s to %s changes nothing without an option; set one of: %s",
-				p.input, from, target.ID, strings.Join(convert.SameFormatOptions(convert.Format{Options: detail.Options}), ", ")))
+				p.input, from, target.ID, strings.Join(convert.SameFormatOptions(tf), ", ")))
 			continue
 		}
 		if !slices.Contains(src.Targets, target.ID) {
