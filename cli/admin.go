@@ -78,7 +78,7 @@ func newAdminBackupCommand(o *adminOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", output, n)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%s)\n", output, plural(n, "byte", "bytes"))
 			return nil
 		},
 	}

@@ -253,9 +253,9 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 				}
 				return
 			}
-			line := fmt.Sprintf("%s -> %s (%d bytes, %s)", p.input, p.out, job.Output.Bytes, job.ID)
+			line := fmt.Sprintf("%s -> %s (%s, %s)", p.input, p.out, plural(job.Output.Bytes, "byte", "bytes"), job.ID)
 			if o.output == stdio {
-				line = fmt.Sprintf("%s -> standard output (%d bytes, %s)", p.input, job.Output.Bytes, job.ID)
+				line = fmt.Sprintf("%s -> standard output (%s, %s)", p.input, plural(job.Output.Bytes, "byte", "bytes"), job.ID)
 			}
 			if o.jsonOut {
 				b, _ := json.Marshal(job)
@@ -268,7 +268,7 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	wg.Wait()
 	if interrupted() {
 		prog.close()
-		fmt.Fprintf(cmd.ErrOrStderr(), "convsvc: interrupted: cancelled %d unfinished job(s), removed temporary files\n", cancelled.Load())
+		fmt.Fprintf(cmd.ErrOrStderr(), "convsvc: interrupted: cancelled %s, removed temporary files\n", plural(cancelled.Load(), "unfinished job", "unfinished jobs"))
 		return errInterrupted
 	}
 	return errors.Join(errs...)
