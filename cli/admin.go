@@ -39,7 +39,7 @@ func newAdminCommand() *cobra.Command {
 	o := &adminOptions{}
 	cmd := &cobra.Command{
 		Use:   "admin",
-		Short: "Manage accounts and API keys of a running convsvc",
+		Short: "Manage the accounts, API keys, presets and webhooks of a running convsvc; back up or migrate its data",
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&o.server, "server", "http://127.0.0.1:8080", "API base URL")
@@ -78,7 +78,7 @@ func newAdminBackupCommand(o *adminOptions) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%d bytes)\n", output, n)
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s (%s)\n", output, plural(n, "byte", "bytes"))
 			return nil
 		},
 	}
@@ -129,7 +129,7 @@ func printJSON(cmd *cobra.Command, v any) error {
 }
 
 func newAdminAccountsCommand(o *adminOptions) *cobra.Command {
-	cmd := &cobra.Command{Use: "accounts", Short: "Create, list, show and update accounts"}
+	cmd := &cobra.Command{Use: "accounts", Short: "Create, list, get and update accounts"}
 	var name string
 	var capCents int64
 	create := &cobra.Command{

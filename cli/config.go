@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/internal/bytesize"
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/worker"
@@ -79,10 +81,19 @@ func newConfigCommand() *cobra.Command {
 
 // effectiveConfig lists every serve flag with the value serve would use and its source.
 // Defaults serve derives at start (workers, public URLs) are shown resolved.
+// Flags that do not apply to the object storage in use are left out: --blob-* with S3's, the
+// --s3-* flags with the built-in blob store.
 func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 	var entries []configEntry
+	_, _, s3, _ := service.ParseObjectStorage(o.cfg.ObjectStorage)
+	workers := o.cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	fileLimit := service.FileLimit()
+	maxConns, perAddr := service.ConnectionLimits(fileLimit, workers, o.cfg.MaxConnections, o.cfg.MaxConnectionsPerAddress)
 	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Name == "json" || f.Name == "help" {
+		if f.Name == "json" || f.Name == "help" || s3 && strings.HasPrefix(f.Name, "blob-") || !s3 && strings.HasPrefix(f.Name, "s3-") {
 			return
 		}
 		e := configEntry{Flag: f.Name, Env: envName(f.Name), Value: f.Value.String(), Source: "default"}
@@ -101,8 +112,18 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 		}
 		switch f.Name {
 		case "workers":
-			if o.cfg.Workers <= 0 {
-				e.Value = fmt.Sprint(runtime.GOMAXPROCS(0))
+			e.Value = fmt.Sprint(workers)
+		case "max-connections":
+			e.Value = connectionCap(maxConns)
+			if o.cfg.MaxConnections == 0 && fileLimit > 0 {
+				e.Value += fmt.Sprintf(" (from the open-file limit, %d)", fileLimit)
+			}
+		case "max-connections-per-address":
+			e.Value = connectionCap(perAddr)
+		case "max-conversion-memory":
+			if o.cfg.MaxConversionMemory <= 0 {
+				m := convert.Limits{}.Normalized().MaxConversionMemory
+				e.Value = fmt.Sprintf("%s, %d bytes (half of the memory this process may use)", bytesize.Format(m), m)
 			}
 		case "isolation":
 			if e.Value == service.IsolationProcess {
@@ -166,7 +187,7 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 		}
 		entries = append(entries, e)
 	})
-	if _, _, s3, _ := service.ParseObjectStorage(o.cfg.ObjectStorage); s3 {
+	if s3 {
 		entries = append(entries, s3CredentialEntries()...)
 	}
 	return entries
@@ -203,6 +224,14 @@ func s3CredentialEntries() []configEntry {
 		entries = append(entries, e)
 	}
 	return entries
+}
+
+// connectionCap shows a connection cap: a number, or "no cap" for 0.
+func connectionCap(n int) string {
+	if n == 0 {
+		return "no cap"
+	}
+	return fmt.Sprint(n)
 }
 
 func fileExists(path string) bool {

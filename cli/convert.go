@@ -96,13 +96,13 @@ func newConvertCommand() *cobra.Command {
 	f.BoolVarP(&o.force, "force", "f", false, "overwrite outputs that exist")
 	f.StringVar(&o.server, "server", "", "API base URL of a running convsvc (default: an embedded one) [$CONVSVC_URL, or $CONVSVC_SERVER]")
 	f.StringVar(&o.key, "key", "", "API key for --server [$CONVSVC_KEY, $CONVSVC_KEY_FILE, or $CONVSVC_API_KEY]")
-	f.IntVar(&o.opts.Quality, "quality", 0, "quality of a lossy target, 1 to 100 (jpeg, webp, avif, jxl, ...)")
+	f.IntVar(&o.opts.Quality, "quality", 0, "quality of a lossy target, 1 to 100 (avif, jpeg, webp)")
 	f.IntVar(&o.opts.Width, "width", 0, "resize to this width in pixels (with only --width, the height keeps the aspect ratio)")
 	f.IntVar(&o.opts.Height, "height", 0, "resize to this height in pixels")
 	f.StringVar(&o.opts.Fit, "fit", "", "with --width and --height: contain, cover or fill")
 	f.IntVar(&o.opts.Page, "page", 0, "page of a PDF input, from 1")
 	f.IntVar(&o.opts.DPI, "dpi", 0, "resolution a PDF or SVG input is rendered at, 10 to 1200")
-	f.BoolVar(&o.lossless, "lossless", false, "lossless encoding (webp, avif, jxl)")
+	f.BoolVar(&o.lossless, "lossless", false, "lossless encoding (webp)")
 	f.StringVar(&o.opts.Pages, "pages", "", `pages of a PDF or document input: "all", "1-3,7", "3-"; several pages to PNG, JPEG... give a .zip of page-0001.png..., to tiff one multi-page TIFF, pdf to pdf a PDF of those pages`)
 	f.StringVar(&o.preset, "preset", "", "run the operator's preset NAME (its target and options; --to must be its target, other option flags are refused)")
 	f.StringVar(&o.opts.Sheet, "sheet", "", "worksheet of an xlsx input: its name, or its position from 1 (default: the first, with a warning naming the others)")
@@ -253,9 +253,9 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 				}
 				return
 			}
-			line := fmt.Sprintf("%s -> %s (%d bytes, %s)", p.input, p.out, job.Output.Bytes, job.ID)
+			line := fmt.Sprintf("%s -> %s (%s, %s)", p.input, p.out, plural(job.Output.Bytes, "byte", "bytes"), job.ID)
 			if o.output == stdio {
-				line = fmt.Sprintf("%s -> standard output (%d bytes, %s)", p.input, job.Output.Bytes, job.ID)
+				line = fmt.Sprintf("%s -> standard output (%s, %s)", p.input, plural(job.Output.Bytes, "byte", "bytes"), job.ID)
 			}
 			if o.jsonOut {
 				b, _ := json.Marshal(job)
@@ -268,7 +268,7 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	wg.Wait()
 	if interrupted() {
 		prog.close()
-		fmt.Fprintf(cmd.ErrOrStderr(), "convsvc: interrupted: cancelled %d unfinished job(s), removed temporary files\n", cancelled.Load())
+		fmt.Fprintf(cmd.ErrOrStderr(), "convsvc: interrupted: cancelled %s, removed temporary files\n", plural(cancelled.Load(), "unfinished job", "unfinished jobs"))
 		return errInterrupted
 	}
 	return errors.Join(errs...)
@@ -390,8 +390,10 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		return target, fmt.Errorf("format %s: %w", target.ID, err)
 	}
 	opts := kernelOptions(o.opts)
-	if err := opts.Validate(convert.Format{ID: target.ID, Options: detail.Options}); err != nil {
-		return target, err // the API's own words: options.quality: not accepted when converting to gif (...)
+	tf := convert.Format{ID: target.ID, Category: target.Category, Options: detail.Options}
+	if err := opts.Validate(tf); err != nil {
+		// the API's own words: options.quality: not accepted when converting to gif (...)
+		return target, o.forInputs(ctx, c, formats, plans, opts, tf, err)
 	}
 
 	var errs []error
@@ -420,7 +422,7 @@ func (o *convertOptions) check(ctx context.Context, c *client.Client, plans []*p
 		}
 		if from == target.ID && slices.Contains(src.Targets, target.ID) && len(opts.ChangingOptions()) == 0 {
 			errs = append(errs, fmt.Errorf("%s: converting %s to %s changes nothing without an option; set one of: %s",
-				p.input, from, target.ID, strings.Join(convert.SameFormatOptions(convert.Format{Options: detail.Options}), ", ")))
+				p.input, from, target.ID, strings.Join(convert.SameFormatOptions(tf), ", ")))
 			continue
 		}
 		if !slices.Contains(src.Targets, target.ID) {

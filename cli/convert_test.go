@@ -139,7 +139,7 @@ func TestConvert_ChecksEverythingBeforeReserving(t *testing.T) {
 			"sample.png: its output ./sample.png is the input sample.png; choose another with -o or --output-dir"},
 		{[]string{"nothere.png", "--to", "jpeg"}, "nothere.png: no such file"},
 		{[]string{"sample.png", "--to", "gif", "--quality", "50"},
-			"options.quality: not accepted when converting to gif (accepted: width, height, fit, page, pages, dpi, rotate, flip, crop, background, auto_orient, strip_metadata, max_bytes)"},
+			"options.quality: not accepted when converting to gif (accepted: width, height, fit, rotate, flip, crop, background, auto_orient, strip_metadata, max_bytes)"},
 		{[]string{"sample.png", "--to", "jpeg", "--quality", "500"}, "options.quality: must be from 1 to 100"},
 		{[]string{"sample.png", "--to", "jpeg", "--page", "2"}, "sample.png: options.page: only applies when the input is pdf"},
 		{[]string{"sample.png", "--to", "wav"},

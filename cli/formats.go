@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -23,6 +24,9 @@ type formatSource interface {
 	list(ctx context.Context) ([]client.Format, error)
 	// detail returns one format with its targets, sources and options.
 	detail(ctx context.Context, id string) (client.Format, error)
+	// pagesApply reports whether the pages option applies to converting input to target
+	// (detailed formats).
+	pagesApply(input, target client.Format) bool
 }
 
 // localFormats is this binary's catalog.
@@ -45,6 +49,10 @@ func (l localFormats) detail(_ context.Context, id string) (client.Format, error
 		Targets: nonNil(l.cat.Targets(f.ID)), Sources: nonNil(l.cat.Sources(f.ID)), Options: nonNil(f.Options)}, nil
 }
 
+func (l localFormats) pagesApply(input, target client.Format) bool {
+	return l.cat.PagesApply(input.ID, target.ID)
+}
+
 // remoteFormats asks a running server (GET /v1/formats and /v1/formats/{id}).
 type remoteFormats struct{ c *client.Client }
 
@@ -57,6 +65,23 @@ func (r remoteFormats) detail(ctx context.Context, id string) (client.Format, er
 	}
 	f.Targets, f.Sources, f.Options = nonNil(f.Targets), nonNil(f.Sources), nonNil(f.Options)
 	return f, err
+}
+
+// pagesApply: a server's API does not show conversion paths, so this is the catalog's rule
+// (Catalog.PagesApply) told from the formats: pdf to pdf, or pdf or a document that converts
+// to pdf to an image.
+func (r remoteFormats) pagesApply(input, target client.Format) bool {
+	if input.ID == "pdf" && target.ID == "pdf" {
+		return true
+	}
+	return target.Category == convert.CategoryImage &&
+		(input.ID == "pdf" || input.Category == convert.CategoryDocument && slices.Contains(input.Targets, "pdf"))
+}
+
+// applicable lists the options that apply to converting input to target (detailed formats).
+func applicable(src formatSource, input, target client.Format) []string {
+	return convert.ApplicableOptions(convert.Format{ID: input.ID, Category: input.Category},
+		convert.Format{ID: target.ID, Category: target.Category, Options: target.Options}, src.pagesApply(input, target))
 }
 
 // details fetches the detail of every id, eight at a time (a remote catalog is one request
@@ -168,7 +193,7 @@ func showFormat(ctx context.Context, out io.Writer, src formatSource, id string,
 	}
 	v := formatView{Format: f, TargetOptions: map[string][]string{}}
 	for _, t := range f.Targets {
-		v.TargetOptions[t] = nonNil(targets[t].Options)
+		v.TargetOptions[t] = nonNil(applicable(src, f, targets[t]))
 	}
 	if jsonOut {
 		enc := json.NewEncoder(out)

@@ -24,7 +24,7 @@ func writeFormatsMarkdown(out io.Writer, cat *convert.Catalog) error {
 	}
 	b.WriteString("\n## Conversions\n\nEvery pair the API accepts, and the converters it runs. A chain goes through the\n")
 	b.WriteString("formats in brackets; the cheapest chain has the fewest lossy steps (marked *lossy*), then\n")
-	fmt.Fprintf(&b, "the fewest steps, and crosses categories at most %d time(s); a chain that leaves the image\n", convert.MaxCategoryChanges)
+	fmt.Fprintf(&b, "the fewest steps, and crosses categories at most %s; a chain that leaves the image\n", plural(convert.MaxCategoryChanges, "time", "times"))
 	b.WriteString("category stops there (an image inside a PDF has no text to extract). *Drops, with a warning*\n")
 	b.WriteString("lists what the pair cannot keep when the input has it: the job succeeds and its\n")
 	b.WriteString("`output.warnings` name each loss with these codes (see [Keeps and drops](#keeps-and-drops)).\n\n")

@@ -61,7 +61,7 @@ func TestConvert_CtrlCWithEmbeddedServerCleansUp(t *testing.T) {
 	}
 }
 
-var interruptedLine = regexp.MustCompile(`convsvc: interrupted: cancelled [1-4] unfinished job\(s\), removed temporary files`)
+var interruptedLine = regexp.MustCompile(`convsvc: interrupted: cancelled (1 unfinished job|[2-4] unfinished jobs), removed temporary files`)
 
 // Ctrl-C with --server: the job in flight is cancelled on the server, so it is not charged.
 func TestConvert_CtrlCWithServerCancelsTheJob(t *testing.T) {
@@ -93,7 +93,7 @@ func TestConvert_CtrlCWithServerCancelsTheJob(t *testing.T) {
 	if code := p.wait(t); code != 130 {
 		t.Fatalf("exit %d, want 130; terminal: %q", code, p.output())
 	}
-	if out := p.output(); !strings.Contains(out, "convsvc: interrupted: cancelled 1 unfinished job(s), removed temporary files") {
+	if out := p.output(); !strings.Contains(out, "convsvc: interrupted: cancelled 1 unfinished job, removed temporary files") {
 		t.Fatalf("terminal: %q", out)
 	}
 	var mine []client.Job

@@ -102,22 +102,28 @@ func envOrFile(name string) (string, error) {
 func printMigrateReport(cmd *cobra.Command, m *migrateOptions, rep MigrateReport) {
 	w := cmd.OutOrStdout()
 	if m.database != "" {
-		fmt.Fprintf(w, "database: copied %d accounts, %d keys (%d revoked), %d months of spend, %d unfinished jobs (%d of them were running: queued again)\n",
-			rep.Accounts, rep.Keys, rep.RevokedKeys, rep.Months, rep.UnfinishedJobs, rep.Requeued)
-		fmt.Fprintf(w, "database: not copied: %d finished jobs (%d successes kept in the ledger as purged)\n", rep.FinishedJobs, rep.PurgedAdded)
-		fmt.Fprintf(w, "database: copied webhooks: %d endpoints with their secrets, %d signing secrets, %d job webhook_urls, %d pending deliveries\n",
-			rep.WebhookEndpoints, rep.WebhookSigningSecrets, rep.JobWebhooks, rep.PendingDeliveries)
-		fmt.Fprintf(w, "database: copied %d presets\n", rep.Presets)
+		fmt.Fprintf(w, "database: copied %s, %s (%d revoked), %s, %s (%s: queued again)\n",
+			plural(rep.Accounts, "account", "accounts"), plural(rep.Keys, "key", "keys"), rep.RevokedKeys,
+			plural(rep.Months, "month of spend", "months of spend"), plural(rep.UnfinishedJobs, "unfinished job", "unfinished jobs"),
+			plural(rep.Requeued, "of them was running", "of them were running"))
+		fmt.Fprintf(w, "database: not copied: %s (%s kept in the ledger as purged)\n",
+			plural(rep.FinishedJobs, "finished job", "finished jobs"), plural(rep.PurgedAdded, "success", "successes"))
+		fmt.Fprintf(w, "database: copied webhooks: %s, %s, %s, %s\n",
+			plural(rep.WebhookEndpoints, "endpoint with its secret", "endpoints with their secrets"),
+			plural(rep.WebhookSigningSecrets, "signing secret", "signing secrets"), plural(rep.JobWebhooks, "job webhook_url", "job webhook_urls"),
+			plural(rep.PendingDeliveries, "pending delivery", "pending deliveries"))
+		fmt.Fprintf(w, "database: copied %s\n", plural(rep.Presets, "preset", "presets"))
 		if rep.DeliveryHistory > 0 {
-			fmt.Fprintf(w, "database: not copied: %d delivered or failed webhook deliveries (history)\n", rep.DeliveryHistory)
+			fmt.Fprintf(w, "database: not copied: %s (history)\n", plural(rep.DeliveryHistory, "delivered or failed webhook delivery", "delivered or failed webhook deliveries"))
 		}
 		fmt.Fprintln(w, "database: ledger verified")
 	}
 	if m.objectStorage != "" {
-		fmt.Fprintf(w, "object storage: copied %d input files (%d bytes), each read back and compared by SHA-256\n", rep.Inputs, rep.InputBytes)
+		fmt.Fprintf(w, "object storage: copied %s (%s), each read back and compared by SHA-256\n",
+			plural(rep.Inputs, "input file", "input files"), plural(rep.InputBytes, "byte", "bytes"))
 	}
 	if len(rep.MissingInputs) > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %d started jobs had no input file in the data dir (they will fail when run): %s\n",
-			len(rep.MissingInputs), strings.Join(rep.MissingInputs, ", "))
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s no input file in the data dir (they will fail when run): %s\n",
+			plural(len(rep.MissingInputs), "started job had", "started jobs had"), strings.Join(rep.MissingInputs, ", "))
 	}
 }

@@ -169,7 +169,7 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 			return rep, err
 		}
 		if len(ids) > 0 && !o.Replace {
-			return rep, fmt.Errorf("object storage: %w (objects of %d jobs under the prefix); nothing copied", ErrMigrateTargetNotEmpty, len(ids))
+			return rep, fmt.Errorf("object storage: %w (objects of %s under the prefix); nothing copied", ErrMigrateTargetNotEmpty, plural(len(ids), "job", "jobs"))
 		}
 		for _, id := range ids {
 			if err := objs.Delete(id); err != nil {
@@ -366,8 +366,8 @@ func verifyDatabase(ctx context.Context, pg *pgstore.Store, d pgstore.ImportData
 		return fmt.Errorf("count: %w", err)
 	}
 	if accounts != len(d.Accounts) || keys != len(d.Keys) || jobs != len(d.Jobs) {
-		return fmt.Errorf("the database has %d accounts, %d keys, %d jobs; %d, %d, %d were copied",
-			accounts, keys, jobs, len(d.Accounts), len(d.Keys), len(d.Jobs))
+		return fmt.Errorf("the database has %s, %s, %s; %d, %d, %d were copied",
+			plural(accounts, "account", "accounts"), plural(keys, "key", "keys"), plural(jobs, "job", "jobs"), len(d.Accounts), len(d.Keys), len(d.Jobs))
 	}
 	var endpoints, secrets, jobURLs, pending int
 	err = pg.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_endpoints), (SELECT count(*) FROM webhook_signing_secrets),
@@ -377,15 +377,16 @@ func verifyDatabase(ctx context.Context, pg *pgstore.Store, d pgstore.ImportData
 		return fmt.Errorf("count webhooks: %w", err)
 	}
 	if endpoints != len(d.WebhookEndpoints) || secrets != len(d.WebhookSigningSecrets) || jobURLs != len(d.JobWebhooks) || pending != len(d.WebhookDeliveries) {
-		return fmt.Errorf("the database has %d webhook endpoints, %d signing secrets, %d job webhook_urls, %d pending deliveries; %d, %d, %d, %d were copied",
-			endpoints, secrets, jobURLs, pending, len(d.WebhookEndpoints), len(d.WebhookSigningSecrets), len(d.JobWebhooks), len(d.WebhookDeliveries))
+		return fmt.Errorf("the database has %s, %s, %s, %s; %d, %d, %d, %d were copied",
+			plural(endpoints, "webhook endpoint", "webhook endpoints"), plural(secrets, "signing secret", "signing secrets"),
+			plural(jobURLs, "job webhook_url", "job webhook_urls"), plural(pending, "pending delivery", "pending deliveries"), len(d.WebhookEndpoints), len(d.WebhookSigningSecrets), len(d.JobWebhooks), len(d.WebhookDeliveries))
 	}
 	var presets int
 	if err := pg.Pool().QueryRow(ctx, `SELECT count(*) FROM presets`).Scan(&presets); err != nil {
 		return fmt.Errorf("count presets: %w", err)
 	}
 	if presets != len(d.Presets) {
-		return fmt.Errorf("the database has %d presets; %d were copied", presets, len(d.Presets))
+		return fmt.Errorf("the database has %s; %d were copied", plural(presets, "preset", "presets"), len(d.Presets))
 	}
 	return nil
 }

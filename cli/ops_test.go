@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,7 +14,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/convsvc/convsvc/cli"
+	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
 )
 
@@ -71,6 +74,16 @@ func TestCLI_ConfigShowsEffectiveValuesAndMasksSecrets(t *testing.T) {
 		"max-attempts":    {"3", "default"},
 		"blob-public-url": {"http://127.0.0.1:8081", "default"},
 	}
+	// The values serve computes at start, not the flags' 0 (TestCLI_ConfigShowsS3MaskedAndDefaultsUnchanged
+	// checks that only the object storage in use shows its flags).
+	conns, perAddr := service.ConnectionLimits(service.FileLimit(), runtime.GOMAXPROCS(0), 0, 0)
+	checks["max-connections-per-address"] = [2]string{strconv.Itoa(perAddr), "default"}
+	if got := cfg["max-connections"].Value; !strings.HasPrefix(got, strconv.Itoa(conns)+" (from the open-file limit, ") {
+		t.Errorf("max-connections = %q, want %d from the open-file limit", got, conns)
+	}
+	if mem := (convert.Limits{}).Normalized().MaxConversionMemory; !strings.Contains(cfg["max-conversion-memory"].Value, fmt.Sprintf(", %d bytes (half of", mem)) {
+		t.Errorf("max-conversion-memory = %q, want %d bytes", cfg["max-conversion-memory"].Value, mem)
+	}
 	for flag, want := range checks {
 		if got := cfg[flag]; got.Value != want[0] || got.Source != want[1] {
 			t.Errorf("%s = %q from %s, want %q from %s", flag, got.Value, got.Source, want[0], want[1])
@@ -87,7 +100,7 @@ func TestCLI_ConfigShowsEffectiveValuesAndMasksSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	serve.Flags().VisitAll(func(f *pflag.Flag) {
-		if _, ok := cfg[f.Name]; !ok {
+		if _, ok := cfg[f.Name]; !ok && !strings.HasPrefix(f.Name, "s3-") { // S3's flags show with s3:// only
 			t.Errorf("config does not show --%s", f.Name)
 		}
 	})

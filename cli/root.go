@@ -99,7 +99,7 @@ func applyEnv(cmd *cobra.Command) error {
 		name := envName(f.Name)
 		set := func(from, v string) {
 			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", from, v, err))
+				errs = append(errs, badValue(f, v, err))
 			}
 		}
 		if v, ok := os.LookupEnv(name); ok {
@@ -181,6 +181,10 @@ func reachable(err error, url string) error {
 // flagError names the nearest flags of the command to an unknown one.
 func flagError(cmd *cobra.Command, err error) error {
 	msg := err.Error()
+	var invalid *pflag.InvalidValueError
+	if errors.As(err, &invalid) && invalid.GetFlag() != nil {
+		return badValue(invalid.GetFlag(), invalid.GetValue(), errors.Unwrap(invalid))
+	}
 	var name string
 	switch {
 	case strings.HasPrefix(msg, "unknown flag: --"):

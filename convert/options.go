@@ -129,13 +129,8 @@ func (o Options) ChangingOptions() []string {
 // target to target do something; create names them when a same-format job sets none.
 func SameFormatOptions(target Format) []string {
 	var names []string
-	for _, n := range target.Options {
-		switch {
-		case n == OptFit, n == OptSheet:
-		case n == OptPage && target.ID != "pdf", n == OptPages && target.ID != "pdf",
-			n == OptDPI && target.ID != "pdf" && target.ID != "svg":
-			// input options of other inputs (ValidateInput)
-		default:
+	for _, n := range ApplicableOptions(target, target, target.ID == pagedFormat) {
+		if n != OptFit {
 			names = append(names, n)
 		}
 	}
@@ -178,15 +173,45 @@ type OptionError struct {
 func (e *OptionError) Error() string { return "options." + e.Option + ": " + e.Message }
 
 // Validate checks the values and that the target format accepts every option that is set.
-func (o Options) Validate(target Format) error {
+// A refusal lists every option target accepts; ValidateConversion lists those that apply to
+// one input.
+func (o Options) Validate(target Format) error { return o.validate(target, target.Options) }
+
+// ValidateConversion is Validate for converting input to target: it refuses the same options,
+// and its "accepted" list names only ApplicableOptions(input, target, pages).
+func (o Options) ValidateConversion(input, target Format, pages bool) error {
+	return o.validate(target, ApplicableOptions(input, target, pages))
+}
+
+// ApplicableOptions lists, in target.Options' order, the options that apply when converting
+// input to target: page only for a pdf input, dpi for pdf and svg, sheet for xlsx, the image
+// transforms (rotate, flip, crop, auto_orient, strip_metadata) for image inputs, and pages
+// when pages is true (Catalog.PagesApply). Create's refusals and convsvc formats name these.
+func ApplicableOptions(input, target Format, pages bool) []string {
+	names := []string{}
+	for _, n := range target.Options {
+		switch {
+		case n == OptPage && input.ID != "pdf",
+			n == OptDPI && input.ID != "pdf" && input.ID != "svg",
+			n == OptSheet && input.ID != "xlsx",
+			n == OptPages && !pages,
+			slices.Contains(imageOnlyOptions, n) && input.Category != CategoryImage:
+			continue
+		}
+		names = append(names, n)
+	}
+	return names
+}
+
+func (o Options) validate(target Format, accepted []string) error {
 	for _, name := range o.set() {
 		if name == OptSheet {
 			continue // an input option: ValidateInput
 		}
 		if !slices.Contains(target.Options, name) {
-			accepted := "none"
-			if len(target.Options) > 0 {
-				accepted = strings.Join(target.Options, ", ")
+			accepted := strings.Join(accepted, ", ")
+			if accepted == "" {
+				accepted = "none"
 			}
 			return &OptionError{name, fmt.Sprintf("not accepted when converting to %s (accepted: %s)", target.ID, accepted)}
 		}

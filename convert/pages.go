@@ -169,23 +169,41 @@ const pagedFormat = "pdf"
 // chain renders pages of a PDF (pdf, or a document laid out as PDF, to a raster format) or
 // selects pages of one (pdf to pdf). It returns an *OptionError otherwise.
 func (c *Catalog) ValidatePages(input, target string, o Options) error {
-	if o.Pages == "" {
+	if o.Pages == "" || c.PagesApply(input, target) {
 		return nil
-	}
-	if input == pagedFormat && target == pagedFormat {
-		return nil
-	}
-	path, err := c.Path(input, target)
-	if err == nil {
-		for _, s := range path {
-			if s.From == pagedFormat {
-				if f, ok := c.Format(target); ok && f.Category == CategoryImage {
-					return nil
-				}
-			}
-		}
 	}
 	return &OptionError{OptPages, fmt.Sprintf("does not apply to %s to %s: it selects pages of a PDF (or of a document laid out as PDF) rendered as images, or copied into a new PDF", input, target)}
+}
+
+// PagesApply reports whether the pages option applies to converting input to target: the
+// chain renders pages of a PDF (pdf, or a document laid out as PDF, to a raster format) or
+// selects pages of one (pdf to pdf).
+func (c *Catalog) PagesApply(input, target string) bool {
+	if input == pagedFormat && target == pagedFormat {
+		return true
+	}
+	path, err := c.Path(input, target)
+	if err != nil {
+		return false
+	}
+	f, ok := c.Format(target)
+	for _, s := range path {
+		if s.From == pagedFormat && ok && f.Category == CategoryImage {
+			return true
+		}
+	}
+	return false
+}
+
+// ApplicableOptions is ApplicableOptions for two formats of the catalog; nil when either is
+// unknown.
+func (c *Catalog) ApplicableOptions(input, target string) []string {
+	in, ok1 := c.Format(input)
+	out, ok2 := c.Format(target)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return ApplicableOptions(in, out, c.PagesApply(input, target))
 }
 
 // archiveFormat is the format several rendered pages are written in when the target holds

@@ -320,7 +320,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	targetFormat, _ := s.cfg.Catalog.Format(target)
 	inputFormat, _ := s.cfg.Catalog.Format(input)
-	if err := errors.Join(opts.Validate(targetFormat), opts.ValidateInput(input), opts.ValidateSource(inputFormat),
+	if err := errors.Join(opts.ValidateConversion(inputFormat, targetFormat, s.cfg.Catalog.PagesApply(input, target)), opts.ValidateInput(input), opts.ValidateSource(inputFormat),
 		s.cfg.Catalog.ValidatePages(input, target, opts)); err != nil {
 		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
 		return

@@ -67,6 +67,8 @@ type Catalog interface {
 	Sources(id string) []string
 	// ValidatePages checks that the pages option applies to converting input to target.
 	ValidatePages(input, target string, o convert.Options) error
+	// PagesApply reports whether the pages option applies to converting input to target.
+	PagesApply(input, target string) bool
 }
 
 // Workers is what the API needs from the worker pool (implemented by *convert.Pool).

@@ -21,3 +21,13 @@ func raiseFileLimit() (uint64, error) {
 	}
 	return uint64(lim.Cur), nil
 }
+
+// FileLimit returns the open-file limit serve would run with, without changing this process's:
+// the hard limit, which serve raises the soft one to; 0 when it cannot be read.
+func FileLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	return uint64(lim.Max)
+}

@@ -423,25 +423,10 @@ func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.L
 	if err != nil {
 		m.log.Warn("could not raise the open-file limit to its hard limit", "limit", fileLimit, "error", err)
 	}
-	budget := connectionBudget(fileLimit, cfg.Workers)
-	limit := cfg.MaxConnections
-	switch {
-	case limit == 0:
-		limit = budget
-	case limit > budget && fileLimit > 0:
+	limit, perAddr := ConnectionLimits(fileLimit, cfg.Workers, cfg.MaxConnections, cfg.MaxConnectionsPerAddress)
+	if budget := connectionBudget(fileLimit, cfg.Workers); cfg.MaxConnections > budget && fileLimit > 0 {
 		m.log.Warn("--max-connections leaves too few file descriptors for the database, files and conversions; raise the open-file limit (ulimit -n) or lower it",
-			"max_connections", limit, "open_file_limit", fileLimit, "suggested", budget)
-	case limit < 0:
-		limit = 0
-	}
-	perAddr := cfg.MaxConnectionsPerAddress
-	switch {
-	case perAddr == 0 && limit > 0:
-		perAddr = min(DefaultMaxConnectionsPerAddress, max(limit/4, 1))
-	case perAddr == 0:
-		perAddr = DefaultMaxConnectionsPerAddress
-	case perAddr < 0:
-		perAddr = 0
+			"max_connections", cfg.MaxConnections, "open_file_limit", fileLimit, "suggested", budget)
 	}
 	m.log.Info("connection limits", "open_file_limit", fileLimit, "max_connections", limit, "max_connections_per_address", perAddr)
 	if limit == 0 && perAddr == 0 {
@@ -455,6 +440,30 @@ func (m *Main) limitConnections(apiLn, blobLn net.Listener) (net.Listener, net.L
 	m.blobLimit = newConnLimiter(blobLn, "storage", limit, perAddr, m.log)
 	m.blobLimit.trusted = cfg.TrustedProxies
 	return m.apiLimit, m.blobLimit
+}
+
+// ConnectionLimits returns the caps serve puts on each listener: its open connections and
+// those of one client address (0: no cap), from --max-connections and
+// --max-connections-per-address (0: the default, -1: no cap), the open-file limit serve runs
+// with (FileLimit; 0: unknown) and the number of workers.
+func ConnectionLimits(fileLimit uint64, workers, maxConnections, maxPerAddress int) (limit, perAddr int) {
+	limit = maxConnections
+	switch {
+	case limit == 0:
+		limit = connectionBudget(fileLimit, workers)
+	case limit < 0:
+		limit = 0
+	}
+	perAddr = maxPerAddress
+	switch {
+	case perAddr == 0 && limit > 0:
+		perAddr = min(DefaultMaxConnectionsPerAddress, max(limit/4, 1))
+	case perAddr == 0:
+		perAddr = DefaultMaxConnectionsPerAddress
+	case perAddr < 0:
+		perAddr = 0
+	}
+	return limit, perAddr
 }
 
 // The metrics listener's caps (--metrics-listen): a scraper holds one connection, so a few

@@ -182,7 +182,7 @@ func TestMigrate(t *testing.T) {
 		}
 		t.Logf("convsvc %s\n%s", strings.Join(args[:2], " "), out.String())
 		for _, want := range []string{
-			fmt.Sprintf("database: copied 3 accounts, 4 keys (1 revoked), %d months of spend,", src.months) + " 4 unfinished jobs (1 of them were running: queued again)",
+			fmt.Sprintf("database: copied 3 accounts, 4 keys (1 revoked), %d months of spend,", src.months) + " 4 unfinished jobs (1 of them was running: queued again)",
 			"database: not copied: 4 finished jobs (3 successes kept in the ledger as purged)",
 			"database: ledger verified",
 			"object storage: copied 3 input files (",

@@ -190,7 +190,7 @@ func testMigrateWebhooks(t *testing.T) {
 	if err := root.Execute(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out.String())
 	}
-	want := "database: copied webhooks: 1 endpoints with their secrets, 1 signing secrets, 1 job webhook_urls, 2 pending deliveries"
+	want := "database: copied webhooks: 1 endpoint with its secret, 1 signing secret, 1 job webhook_url, 2 pending deliveries"
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
