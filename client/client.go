@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -449,9 +448,9 @@ func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Jo
 //
 // When r is an io.ReaderAt (an *os.File, a *bytes.Reader, a *strings.Reader), Upload reads
 // size bytes from r's current offset (0 when r is no io.Seeker) and leaves that offset where
-// it was (an *os.File is sent by the kernel from its offset, which is put back after each
-// attempt; other readers are read with ReadAt), so the same file can be uploaded again, or read
-// on, afterwards; it must not be read elsewhere meanwhile. Such an
+// it was (on Linux an *os.File is sent by the kernel from a descriptor of its own; other
+// readers are read with ReadAt), so the same file can be uploaded again, or read on,
+// afterwards, and may be read elsewhere meanwhile. Such an
 // upload is sent again, from its first byte, when object storage answers 429, 502 or 503
 // too_many_connections (after its Retry-After, or the backoff) and when the connection fails
 // before any answer, as the Client's Retries say, with OnRetry told of each wait. Any other
@@ -472,11 +471,11 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			rereadable = false // a pipe or a terminal behind an *os.File: read it as a stream
 		}
 	}
-	// An *os.File without progress goes to net/http as itself on the first attempt, so the
-	// kernel copies it to the socket (sendfile), which moves its offset: once net/http has let
-	// go of it (it closes a request body when its writer is done, which may be after the
-	// answer: a 503 can come before the body is read) the offset is put back. Retries read
-	// with ReadAt, which no writer left over from an earlier attempt can disturb.
+	// An *os.File without progress is sent from a descriptor of its own (reopenAt), which
+	// net/http may read with the kernel's copy (sendfile) and close: the caller's file and its
+	// offset are never touched, and a writer left over from an earlier attempt (net/http may
+	// answer a 503 before it has read the body) moves only that attempt's descriptor. Where
+	// reopening is impossible (not Linux, a file opened write-only) it is read with ReadAt.
 	file, _ := r.(*os.File)
 	if !rereadable || progress != nil {
 		file = nil
@@ -484,11 +483,10 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 	for attempt := 0; ; attempt++ {
 		var body io.Reader
 		var sent *countingReader
-		var released chan struct{}
+		own, reopenErr := reopenAt(file, start)
 		switch {
-		case file != nil && attempt == 0:
-			released = make(chan struct{})
-			body = &releasingReader{f: file, released: released}
+		case reopenErr == nil:
+			body = own // net/http closes it
 		case rereadable:
 			body = io.NewSectionReader(ra, start, size)
 		default:
@@ -499,12 +497,6 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			body = &ProgressReader{R: body, Total: size, Progress: progress}
 		}
 		err := c.uploadOnce(ctx, uploadURL, body, size)
-		if released != nil {
-			<-released // net/http closes every request body, at the latest when its writer ends
-			if _, serr := file.Seek(start, io.SeekStart); serr != nil && err == nil {
-				err = fmt.Errorf("upload: put the file's offset back: %w", serr)
-			}
-		}
 		if err == nil {
 			return nil
 		}
@@ -516,18 +508,6 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 		}
 	}
 }
-
-// releasingReader hands net/http the caller's file without letting it close it: Close only
-// says that net/http is done with it. WriteTo keeps the kernel's copy (sendfile).
-type releasingReader struct {
-	f        *os.File
-	released chan struct{}
-	once     sync.Once
-}
-
-func (r *releasingReader) Read(p []byte) (int, error)         { return r.f.Read(p) }
-func (r *releasingReader) WriteTo(w io.Writer) (int64, error) { return r.f.WriteTo(w) }
-func (r *releasingReader) Close() error                       { r.once.Do(func() { close(r.released) }); return nil }
 
 // uploadOnce sends one PUT of body; a body without Close is wrapped so that net/http cannot
 // close the caller's reader.
