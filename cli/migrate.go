@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/convsvc/convsvc/s3store"
+	"github.com/convsvc/convsvc/service"
 )
 
 // migrateOptions are the flags of `convsvc admin migrate`.
@@ -17,7 +16,7 @@ type migrateOptions struct {
 	objectStorage string
 	s3Endpoint    string
 	s3Region      string
-	s3PathStyle   bool
+	s3PathStyle   string
 	replace       bool
 }
 
@@ -35,35 +34,37 @@ func newAdminMigrateCommand(o *adminOptions) *cobra.Command {
 			"and pending deliveries (sent by the new server); delivered and failed deliveries (the\n" +
 			"history) are not copied.\n" +
 			"A target that already holds data is refused unless --replace-target is given.\n" +
-			"The database part is one transaction, checked before it commits. S3 credentials come\n" +
-			"from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE twins).\n" +
+			"The database part is one transaction, checked before it commits. The database password\n" +
+			"and S3 settings are read as serve reads them: CONVSVC_DATABASE_PASSWORD_FILE, the region\n" +
+			"from AWS_REGION, credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their\n" +
+			"_FILE twins), else the AWS SDK's default chain (profiles, web identity, roles).\n" +
 			"See docs/scaling.md, \"Moving up: convsvc admin migrate\".",
 		Example: "  convsvc admin migrate --data /var/lib/convsvc \\\n" +
 			"    --database postgres://convsvc@db/convsvc \\\n" +
-			"    --object-storage s3://convsvc-files/prod --s3-endpoint http://minio:9000",
+			"    --object-storage s3://convsvc-files/prod --s3-endpoint http://minio:9000 --s3-region us-east-1",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts := MigrateOptions{DataDir: o.dataDir, DatabaseURL: m.database, Replace: m.replace}
+			database, err := withDatabasePassword(m.database)
+			if err != nil {
+				return err
+			}
+			opts := MigrateOptions{DataDir: o.dataDir, DatabaseURL: database, Replace: m.replace}
 			if m.objectStorage != "" {
-				bucket, prefix, err := parseObjectStorage(m.objectStorage)
+				if _, _, err := parseObjectStorage(m.objectStorage); err != nil {
+					return err
+				}
+				s3 := service.S3Config{Endpoint: m.s3Endpoint, Region: m.s3Region}
+				if s3.PathStyle, err = parsePathStyle(m.s3PathStyle); err != nil {
+					return fmt.Errorf("--s3-path-style %w", err)
+				}
+				if err := completeS3Config(m.objectStorage, &s3); err != nil {
+					return err
+				}
+				so, err := service.S3StoreOptions(m.objectStorage, s3)
 				if err != nil {
 					return err
 				}
-				access, err := envOrFile("AWS_ACCESS_KEY_ID")
-				if err != nil {
-					return err
-				}
-				secret, err := envOrFile("AWS_SECRET_ACCESS_KEY")
-				if err != nil {
-					return err
-				}
-				if access == "" || secret == "" {
-					return errors.New("object storage: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or their _FILE twins)")
-				}
-				opts.ObjectStorage = &s3store.Options{
-					Endpoint: m.s3Endpoint, Region: m.s3Region, Bucket: bucket, Prefix: prefix,
-					AccessKey: access, SecretKey: secret, PathStyle: m.s3PathStyle,
-				}
+				opts.ObjectStorage = &so
 			}
 			rep, err := Migrate(cmd.Context(), opts)
 			if err != nil {
@@ -77,8 +78,8 @@ func newAdminMigrateCommand(o *adminOptions) *cobra.Command {
 	f.StringVar(&m.database, "database", "", "PostgreSQL target, postgres://USER:PASSWORD@HOST/DB")
 	f.StringVar(&m.objectStorage, "object-storage", "", "S3 target, s3://BUCKET/PREFIX")
 	f.StringVar(&m.s3Endpoint, "s3-endpoint", "", "S3 endpoint URL, e.g. http://127.0.0.1:9000 (default AWS)")
-	f.StringVar(&m.s3Region, "s3-region", "us-east-1", "S3 region")
-	f.BoolVar(&m.s3PathStyle, "s3-path-style", true, "address the bucket as ENDPOINT/BUCKET (MinIO, Ceph, versitygw)")
+	f.StringVar(&m.s3Region, "s3-region", "", "S3 region (default: $AWS_REGION; us-east-1 suits most self-hosted servers)")
+	f.StringVar(&m.s3PathStyle, "s3-path-style", "auto", "address the bucket in the URL path (ENDPOINT/BUCKET/KEY): true, false, or auto (on when --s3-endpoint is set)")
 	f.BoolVar(&m.replace, "replace-target", false, "delete what the targets already hold, then copy (default: refuse a target with data)")
 	withEnvHelp(f)
 	return cmd

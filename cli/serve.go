@@ -110,17 +110,23 @@ func newLogger(format, level string, w *os.File) (*slog.Logger, error) {
 
 // databasePassword puts the password from $CONVSVC_DATABASE_PASSWORD_FILE into a postgres://
 // --database that has none.
-func (o *serveOptions) databasePassword() error {
+func (o *serveOptions) databasePassword() (err error) {
+	o.cfg.Database, err = withDatabasePassword(o.cfg.Database)
+	return err
+}
+
+// withDatabasePassword is database with the password from $CONVSVC_DATABASE_PASSWORD_FILE
+// when it is a postgres:// URL carrying none (serve and admin migrate read it alike).
+func withDatabasePassword(database string) (string, error) {
 	path, ok := os.LookupEnv(databasePasswordFileEnv)
-	if !ok || !service.IsPostgresURL(o.cfg.Database) {
-		return nil
+	if !ok || !service.IsPostgresURL(database) {
+		return database, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("%s: %w", databasePasswordFileEnv, err)
+		return "", fmt.Errorf("%s: %w", databasePasswordFileEnv, err)
 	}
-	o.cfg.Database, err = service.DatabaseURLWithPassword(o.cfg.Database, strings.TrimSpace(string(b)))
-	return err
+	return service.DatabaseURLWithPassword(database, strings.TrimSpace(string(b)))
 }
 
 // The AWS variables serve reads the S3 credentials from (and their _FILE twins).
@@ -131,30 +137,49 @@ const (
 	awsRegionEnv       = "AWS_REGION"
 )
 
-// s3Settings completes the S3 settings of an s3:// --object-storage: the path style, the
-// region from $AWS_REGION when --s3-region is unset, and the credentials from the AWS
-// variables or the files their _FILE twins name.
+// s3Settings completes the S3 settings of an s3:// --object-storage (see completeS3Config).
 func (o *serveOptions) s3Settings() error {
 	if _, _, ok, err := service.ParseObjectStorage(o.cfg.ObjectStorage); err != nil || !ok {
 		return err
 	}
-	if o.cfg.S3.Region == "" {
-		o.cfg.S3.Region = os.Getenv(awsRegionEnv)
+	return completeS3Config(o.cfg.ObjectStorage, &o.cfg.S3)
+}
+
+// completeS3Config fills in what the flags left to the environment, for serve and admin
+// migrate alike: the region from $AWS_REGION when --s3-region is unset, and static
+// credentials from the AWS variables or the files their _FILE twins name (without them the
+// SDK's default chain is asked when the bucket is opened: service.S3StoreOptions).
+func completeS3Config(storage string, c *service.S3Config) error {
+	if c.Region == "" {
+		c.Region = os.Getenv(awsRegionEnv)
 	}
 	var err error
-	if o.cfg.S3.AccessKey, err = envOrFile(awsAccessKeyEnv); err != nil {
+	if c.AccessKey, err = envOrFile(awsAccessKeyEnv); err != nil {
 		return err
 	}
-	if o.cfg.S3.SecretKey, err = envOrFile(awsSecretKeyEnv); err != nil {
+	if c.SecretKey, err = envOrFile(awsSecretKeyEnv); err != nil {
 		return err
 	}
-	if o.cfg.S3.SessionToken, err = envOrFile(awsSessionTokenEnv); err != nil {
+	if c.SessionToken, err = envOrFile(awsSessionTokenEnv); err != nil {
 		return err
 	}
-	if (o.cfg.S3.AccessKey == "") != (o.cfg.S3.SecretKey == "") {
-		return fmt.Errorf("--object-storage %s: set both %s and %s (or their _FILE twins), or neither", o.cfg.ObjectStorage, awsAccessKeyEnv, awsSecretKeyEnv)
+	if (c.AccessKey == "") != (c.SecretKey == "") {
+		return fmt.Errorf("--object-storage %s: set both %s and %s (or their _FILE twins), or neither", storage, awsAccessKeyEnv, awsSecretKeyEnv)
 	}
 	return nil
+}
+
+// parsePathStyle reads --s3-path-style: true, false, or auto (nil: on when an endpoint is set).
+func parsePathStyle(v string) (*bool, error) {
+	switch v {
+	case "", "auto":
+		return nil, nil
+	case "true", "false":
+		b := v == "true"
+		return &b, nil
+	default:
+		return nil, fmt.Errorf("is %q: want true, false or auto", v)
+	}
 }
 
 // defaultLease is --lease's default, service's own default for an unset Config.Lease.

@@ -165,14 +165,10 @@ func (o *serveOptions) validate() error {
 			bad("s3-endpoint", "is %q: want http(s)://HOST[:PORT]", c.S3.Endpoint)
 		}
 	}
-	switch o.s3PathStyle {
-	case "", "auto":
-		c.S3.PathStyle = nil
-	case "true", "false":
-		v := o.s3PathStyle == "true"
-		c.S3.PathStyle = &v
-	default:
-		bad("s3-path-style", "is %q: want true, false or auto", o.s3PathStyle)
+	if ps, err := parsePathStyle(o.s3PathStyle); err != nil {
+		bad("s3-path-style", "%v", err)
+	} else {
+		c.S3.PathStyle = ps
 	}
 	return errors.Join(errs...)
 }

@@ -229,30 +229,49 @@ func (c S3Config) UsesPathStyle() bool {
 	return c.Endpoint != ""
 }
 
+// S3StoreOptions are the s3store options for the s3:// objectStorage reached as c says: its
+// region is required, and without static keys or c.Credentials the AWS SDK's default chain is
+// asked for credentials at once (so a missing source fails here, naming those it tried). serve
+// and admin migrate both open their buckets through it.
+func S3StoreOptions(objectStorage string, c S3Config) (s3store.Options, error) {
+	bucket, prefix, ok, err := ParseObjectStorage(objectStorage)
+	if err != nil {
+		return s3store.Options{}, err
+	}
+	if !ok {
+		return s3store.Options{}, fmt.Errorf("object storage %q is not an s3:// URL", objectStorage)
+	}
+	if c.Region == "" {
+		return s3store.Options{}, fmt.Errorf("object storage %s needs a region: set --s3-region or CONVSVC_S3_REGION", objectStorage)
+	}
+	opts := s3store.Options{
+		Endpoint: c.Endpoint, Region: c.Region, Bucket: bucket, Prefix: prefix,
+		AccessKey: c.AccessKey, SecretKey: c.SecretKey, SessionToken: c.SessionToken,
+		PathStyle: c.UsesPathStyle(),
+	}
+	if opts.AccessKey == "" {
+		opts.Credentials = c.Credentials
+	}
+	if opts.AccessKey == "" && opts.Credentials == nil {
+		if opts.Credentials, err = defaultS3Credentials(objectStorage, c.Region); err != nil {
+			return s3store.Options{}, err
+		}
+	}
+	return opts, nil
+}
+
 // openS3 opens the bucket of an s3:// ObjectStorage, or returns nil for the local blob store.
 // Inputs are downloaded to scratch and outputs written there before their upload.
 func (m *Main) openS3(scratch string) (ObjectStorage, error) {
 	cfg := m.cfg
-	bucket, prefix, ok, err := ParseObjectStorage(cfg.ObjectStorage)
-	if err != nil || !ok {
+	if _, _, ok, err := ParseObjectStorage(cfg.ObjectStorage); err != nil || !ok {
 		return nil, err
 	}
-	if cfg.S3.Region == "" {
-		return nil, fmt.Errorf("object storage %s needs a region: set --s3-region or CONVSVC_S3_REGION", cfg.ObjectStorage)
+	opts, err := S3StoreOptions(cfg.ObjectStorage, cfg.S3)
+	if err != nil {
+		return nil, err
 	}
-	opts := s3store.Options{
-		Endpoint: cfg.S3.Endpoint, Region: cfg.S3.Region, Bucket: bucket, Prefix: prefix,
-		AccessKey: cfg.S3.AccessKey, SecretKey: cfg.S3.SecretKey, SessionToken: cfg.S3.SessionToken,
-		PathStyle: cfg.S3.UsesPathStyle(), ScratchDir: scratch,
-	}
-	if opts.AccessKey == "" {
-		opts.Credentials = cfg.S3.Credentials
-	}
-	if opts.AccessKey == "" && opts.Credentials == nil {
-		if opts.Credentials, err = defaultS3Credentials(cfg.ObjectStorage, cfg.S3.Region); err != nil {
-			return nil, err
-		}
-	}
+	opts.ScratchDir = scratch
 	s, err := s3store.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("object storage %s: %w", cfg.ObjectStorage, err)

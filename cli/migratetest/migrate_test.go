@@ -168,11 +168,21 @@ func TestMigrate(t *testing.T) {
 	t.Run("both targets through the command", func(t *testing.T) {
 		dbURL := testpg.NewDatabase(t)
 		bk := tests3.NewBucket(t, tests3.Options{})
-		t.Setenv("AWS_ACCESS_KEY_ID", bk.AccessKey)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", bk.SecretKey)
+		// The S3 settings come as serve reads them: the region from AWS_REGION, the path style
+		// auto (on, with an endpoint), the credentials from a shared profile through the SDK's
+		// default chain (no AWS_ACCESS_KEY_ID).
+		credentials := filepath.Join(t.TempDir(), "credentials")
+		if err := os.WriteFile(credentials, []byte("[migrate]\naws_access_key_id = "+bk.AccessKey+"\naws_secret_access_key = "+bk.SecretKey+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_PROFILE": "migrate",
+			"AWS_SHARED_CREDENTIALS_FILE": credentials, "AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"),
+			"AWS_EC2_METADATA_DISABLED": "true", "AWS_REGION": bk.Region} {
+			t.Setenv(k, v)
+		}
 		var out, errOut bytes.Buffer
 		args := []string{"admin", "migrate", "--data", src.dir, "--database", dbURL,
-			"--object-storage", "s3://" + bk.Name + "/convsvc", "--s3-endpoint", bk.Endpoint, "--s3-region", bk.Region}
+			"--object-storage", "s3://" + bk.Name + "/convsvc", "--s3-endpoint", bk.Endpoint}
 		root := cli.NewRootCommand()
 		root.SetArgs(args)
 		root.SetOut(&out)
@@ -378,6 +388,34 @@ func TestMigrate(t *testing.T) {
 		list, err := bk.Client().ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(bk.Name)})
 		if err != nil || len(list.Contents) != 0 {
 			t.Errorf("bucket after the failure holds %d objects (%v), want none", len(list.Contents), err)
+		}
+	})
+
+	t.Run("settings are read as serve reads them", func(t *testing.T) {
+		for _, c := range []struct {
+			name string
+			env  map[string]string
+			args []string
+			want string
+		}{
+			{"the database password file", map[string]string{"CONVSVC_DATABASE_PASSWORD_FILE": filepath.Join(t.TempDir(), "missing")},
+				[]string{"--database", "postgres://convsvc@127.0.0.1:1/convsvc"}, "CONVSVC_DATABASE_PASSWORD_FILE"},
+			{"a bad path style", nil, []string{"--object-storage", "s3://b/p", "--s3-path-style", "maybe"}, `--s3-path-style is "maybe": want true, false or auto`},
+			{"no region", map[string]string{"AWS_REGION": "", "AWS_ACCESS_KEY_ID": "k", "AWS_SECRET_ACCESS_KEY": "s"},
+				[]string{"--object-storage", "s3://b/p"}, "needs a region"},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				for k, v := range c.env {
+					t.Setenv(k, v)
+				}
+				root := cli.NewRootCommand()
+				root.SetArgs(append([]string{"admin", "migrate", "--data", src.dir}, c.args...))
+				root.SetOut(io.Discard)
+				root.SetErr(io.Discard)
+				if err := root.Execute(); err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Fatalf("migrate: %v, want an error naming %q", err, c.want)
+				}
+			})
 		}
 	})
 
