@@ -43,6 +43,8 @@ type childConfig struct {
 	WriteDirs []string `json:"write_dirs,omitempty"`
 	// NetNamespace is set when the server started the worker in a network namespace of its own.
 	NetNamespace bool `json:"net_namespace"`
+	// Seccomp asks the worker to install its seccomp filter (no socket but AF_UNIX).
+	Seccomp bool `json:"seccomp"`
 }
 
 // childExtras, when a test sets it before ChildMain, adds converters to a worker's catalog.
@@ -78,6 +80,13 @@ func serveChild() error {
 	}
 	os.Unsetenv(ConfigEnv)
 	os.Unsetenv(landlockEnv)
+	filtered := ""
+	if cfg.Seccomp {
+		filtered = seccompNote
+		if err := installSeccomp(); err != nil {
+			filtered = "syscalls: no seccomp filter (" + err.Error() + ")"
+		}
+	}
 	c, err := newConn(os.NewFile(socketFD, "worker-socket"))
 	if err != nil {
 		return err
@@ -96,6 +105,9 @@ func serveChild() error {
 	}
 	if cfg.Landlock {
 		applied = append(applied, landlocked)
+	}
+	if cfg.Seccomp {
+		applied = append(applied, filtered)
 	}
 	if err := c.send(reply{Ready: true, Confinement: applied}); err != nil {
 		return err

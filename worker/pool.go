@@ -153,6 +153,7 @@ func New(cfg Config) (*Pool, error) {
 	p.base = childConfig{Limits: cfg.Limits, FontDir: cfg.FontDir}
 	if !cfg.NoConfinement && supported {
 		p.netns.Store(true)
+		p.base.Seccomp = true
 		if landlockABI() >= 1 {
 			p.base.Landlock = true
 			if cfg.FontDir != "" {
@@ -371,7 +372,7 @@ func (p *Pool) exec(scratch string, netns bool) (*proc, error) {
 		case p.cfg.NoConfinement:
 			p.confinement = []string{"none beyond the process: confinement turned off"}
 		default:
-			p.confinement = []string{"none beyond the process: no network namespace or Landlock on this kernel"}
+			p.confinement = []string{"none beyond the process: no network namespace, Landlock or seccomp on this kernel"}
 		}
 		p.confMu.Unlock()
 	case <-w.exited:
@@ -668,20 +669,23 @@ func (w *proc) watch(mem *jobMemory, done <-chan struct{}) {
 	}
 }
 
-// Offered says what confinement this system offers workers, before any is started (for
-// `convsvc config`; the log line at start and /readyz say what was applied).
-func Offered() string {
-	if !supported {
-		return "worker processes run on Linux only"
+// Probe starts one worker with cfg (its Workers ignored), waits until it is ready and stops
+// it, and returns what it applied: the confinement a pool with cfg applies, as its
+// Confinement says, for `convsvc config`. It fails when no worker starts.
+func Probe(cfg Config) ([]string, error) {
+	cfg.Workers = 1
+	p, err := New(cfg)
+	if err != nil {
+		return nil, err
 	}
-	parts := []string{"network namespace: tried at start"}
-	if abi := landlockABI(); abi > 0 {
-		parts = append(parts, fmt.Sprintf("Landlock ABI %d", abi))
-	} else {
-		parts = append(parts, "no Landlock on this kernel")
+	defer p.Close()
+	w, err := p.start()
+	if err != nil {
+		return nil, err
 	}
-	parts = append(parts, "memory cap: RSS watchdog")
-	return strings.Join(parts, "; ")
+	w.kill(CauseShutdown)
+	<-w.exited
+	return p.Confinement(), nil
 }
 
 // spawns carries worker starts to the one goroutine that starts them all.

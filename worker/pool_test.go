@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/convsvc/convsvc/convert"
 )
 
@@ -245,6 +247,25 @@ func addProbe(c *convert.Catalog) {
 			conn.Close()
 			res["net"] = "ok"
 		}
+		for name, domain := range map[string]int{"socket_inet": unix.AF_INET, "socket_inet6": unix.AF_INET6, "socket_packet": unix.AF_PACKET, "socket_netlink": unix.AF_NETLINK} {
+			typ := unix.SOCK_DGRAM
+			if domain == unix.AF_PACKET {
+				typ = unix.SOCK_RAW
+			}
+			if fd, err := unix.Socket(domain, typ|unix.SOCK_CLOEXEC, 0); err != nil {
+				res[name] = err.Error()
+			} else {
+				unix.Close(fd)
+				res[name] = "ok"
+			}
+		}
+		if fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			res["socketpair_unix"] = err.Error()
+		} else {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			res["socketpair_unix"] = "ok"
+		}
 		if _, err := os.ReadFile("/etc/passwd"); err != nil {
 			res["passwd"] = err.Error()
 		} else {
@@ -281,8 +302,9 @@ func TestPool_Confinement(t *testing.T) {
 		return res
 	}
 	// Without confinement the probe reaches both, so the refusals below are the confinement's.
-	if res := probe(newPool(t, 1, func(c *Config) { c.NoConfinement = true })); res["net"] != "ok" || res["passwd"] != "ok" {
-		t.Fatalf("unconfined probe: %v, want both ok", res)
+	if res := probe(newPool(t, 1, func(c *Config) { c.NoConfinement = true })); res["net"] != "ok" || res["passwd"] != "ok" ||
+		res["socket_inet"] != "ok" || res["socket_inet6"] != "ok" || res["socketpair_unix"] != "ok" {
+		t.Fatalf("unconfined probe: %v, want net, passwd and the inet sockets ok", res)
 	}
 	p := newPool(t, 1)
 	conf := strings.Join(p.Confinement(), "\n")
@@ -295,6 +317,18 @@ func TestPool_Confinement(t *testing.T) {
 		t.Errorf("no network namespace here (%s)", conf)
 	} else {
 		t.Logf("network not confined on this kernel: %s", conf)
+	}
+	if strings.Contains(conf, seccompNote) {
+		for _, k := range []string{"socket_inet", "socket_inet6", "socket_packet", "socket_netlink"} {
+			if res[k] != unix.EPERM.Error() {
+				t.Errorf("%s in a worker under seccomp: %q, want %q", k, res[k], unix.EPERM.Error())
+			}
+		}
+		if res["socketpair_unix"] != "ok" {
+			t.Errorf("socketpair(AF_UNIX) in a worker under seccomp: %q, want ok", res["socketpair_unix"])
+		}
+	} else if _, ok := seccompArch(); ok {
+		t.Errorf("no seccomp filter in the worker: %s", conf)
 	}
 	if strings.Contains(conf, "Landlock ABI") {
 		if !strings.Contains(res["passwd"], "permission denied") {
