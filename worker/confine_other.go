@@ -26,3 +26,7 @@ func socketPair() ([2]int, error) { return [2]int{}, errors.New("worker processe
 const seccompNote = "syscalls: seccomp filter"
 
 func installSeccomp() error { return errors.New("seccomp is Linux's") }
+
+func memoryEnforcement() string {
+	return "memory: RSS watchdog (the job's reservation + the worker's baseline + headroom; SIGKILL past it)"
+}

@@ -109,6 +109,7 @@ type Pool struct {
 
 	confMu      sync.Mutex
 	confinement []string
+	memory      string // what enforces the memory cap (memoryEnforcement)
 	wg          sync.WaitGroup
 }
 
@@ -151,6 +152,7 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, all: map[*proc]struct{}{}, kills: map[string]int64{}, ready: make(chan struct{}, 1)}
 	p.base = childConfig{Limits: cfg.Limits, FontDir: cfg.FontDir}
+	p.memory = memoryEnforcement()
 	if !cfg.NoConfinement && supported {
 		p.netns.Store(true)
 		p.base.Seccomp = true
@@ -189,7 +191,10 @@ func (p *Pool) Confinement() []string {
 	defer p.confMu.Unlock()
 	out := []string{"process: one worker process per conversion slot (crashes stay in the worker)"}
 	out = append(out, p.confinement...)
-	return out
+	if p.cfg.MemoryCap > 0 {
+		return append(out, fmt.Sprintf("memory: RSS watchdog at a fixed %s", bytesize.Format(p.cfg.MemoryCap)))
+	}
+	return append(out, p.memory)
 }
 
 // Stats returns the pool's counters.
