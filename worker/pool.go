@@ -3,8 +3,10 @@
 // jobs. The server side (Pool) is a convert.Runner: the server's convert.Pool still claims,
 // opens the input, commits the output and finishes the job, and only Catalog.Convert runs in
 // the worker. A worker that is cancelled, times out, passes its memory cap or is shut down is
-// killed (SIGKILL) and replaced; one that dies mid-job fails only that job. Workers run in a
-// network namespace and under Landlock where the kernel allows (docs/operations.md).
+// killed (SIGKILL) and replaced; one that dies mid-job fails only that job. The conversions
+// of every worker reserve memory from one budget, the server's (Budget). Workers run in a
+// network namespace, under a seccomp filter and under Landlock where the kernel allows
+// (docs/operations.md).
 package worker
 
 import (
