@@ -382,27 +382,33 @@ func addHold(c *convert.Catalog) {
 	}})
 }
 
+// waitLimit bounds the waits on signals below, so a broken pool fails instead of hanging; it
+// is far above what any wait takes even at a load of 20.
+var waitLimit = 2 * time.Minute
+
 // waitFile waits until path exists and returns its contents.
 func waitFile(t *testing.T, path string) string {
 	t.Helper()
-	for {
+	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 			return string(b)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	t.Fatalf("%s never appeared", path)
+	return ""
 }
 
 // waitBudget waits until the budget shows held bytes reserved and waiting conversions waiting.
 func waitBudget(t *testing.T, b *convert.Catalog, held int64, waiting int) {
 	t.Helper()
-	for {
-		h, w := b.MemoryUse()
-		if h == held && w == waiting {
+	var h int64
+	var w int
+	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if h, w = b.MemoryUse(); h == held && w == waiting {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	t.Fatalf("the budget holds %d bytes with %d waiting, want %d with %d", h, w, held, waiting)
 }
 
 // budgetPool starts n workers reserving from a budget of 100 MiB, and returns both.
@@ -525,8 +531,11 @@ func TestPool_MemoryCapFollowsReservation(t *testing.T) {
 	}
 	p.mu.Unlock()
 	// Two full reads of its resident size after the allocation, and no kill.
-	for start := w.watches.Load(); w.watches.Load() < start+2; {
-		time.Sleep(5 * time.Millisecond)
+	deadline := time.Now().Add(waitLimit)
+	for start := w.watches.Load(); w.watches.Load() < start+2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog never read the worker's resident size")
+		}
 	}
 	os.WriteFile(filepath.Join(dir, "ok"), nil, 0o600)
 	if r := <-ok; r.err != nil {
