@@ -428,6 +428,18 @@ type result struct {
 	err error
 }
 
+// recv waits for a job's result.
+func recv(t *testing.T, res chan result) result {
+	t.Helper()
+	select {
+	case r := <-res:
+		return r
+	case <-time.After(waitLimit):
+		t.Fatal("a job never returned")
+		return result{}
+	}
+}
+
 // runHold runs a hold job in the background.
 func runHold(t *testing.T, ctx context.Context, p *Pool, id string, input []byte) chan result {
 	in := inputFile(t, input)
@@ -458,7 +470,7 @@ func TestPool_MemoryBudgetShared(t *testing.T) {
 	c := runHold(t, ctx, p, "c", holdInput(60<<20, 0, filepath.Join(dir, "c")))
 	waitBudget(t, budget, 60<<20, 2)
 	cancel(convert.ErrTaskCancel)
-	if r := <-c; !errors.Is(r.err, convert.ErrTaskCancel) {
+	if r := recv(t, c); !errors.Is(r.err, convert.ErrTaskCancel) {
 		t.Fatalf("the cancelled job returned %v", r.err)
 	}
 	waitBudget(t, budget, 60<<20, 1)
@@ -472,10 +484,10 @@ func TestPool_MemoryBudgetShared(t *testing.T) {
 	}
 
 	os.WriteFile(filepath.Join(dir, "a"), nil, 0o600)
-	if r := <-a; r.err != nil || r.out != "held" {
+	if r := recv(t, a); r.err != nil || r.out != "held" {
 		t.Fatalf("a: %+v", r)
 	}
-	if r := <-b; r.err != nil || r.out != "held" {
+	if r := recv(t, b); r.err != nil || r.out != "held" {
 		t.Fatalf("b: %+v", r)
 	}
 	if held, waiting := budget.MemoryUse(); held != 0 || waiting != 0 {
@@ -483,7 +495,7 @@ func TestPool_MemoryBudgetShared(t *testing.T) {
 	}
 
 	// More than the whole budget is refused at once, as in the server's process.
-	r := <-runHold(t, context.Background(), p, "big", holdInput(200<<20, 0, filepath.Join(dir, "big")))
+	r := recv(t, runHold(t, context.Background(), p, "big", holdInput(200<<20, 0, filepath.Join(dir, "big"))))
 	var ce *convert.Error
 	if !errors.As(r.err, &ce) || !strings.Contains(ce.Message, "over the 100.0 MiB conversion memory budget") {
 		t.Fatalf("a job reserving 200 MiB of 100 MiB: %v", r.err)
@@ -502,14 +514,14 @@ func TestPool_MemoryBudgetKilledWorker(t *testing.T) {
 
 	proc, _ := os.FindProcess(pid)
 	proc.Signal(os.Kill)
-	if r := <-a; !errors.Is(r.err, convert.ErrWorkerCrashed) {
+	if r := recv(t, a); !errors.Is(r.err, convert.ErrWorkerCrashed) {
 		t.Fatalf("a: %v, want ErrWorkerCrashed", r.err)
 	}
 	// b now holds the share a's worker held.
 	waitFile(t, filepath.Join(dir, "b.pid"))
 	waitBudget(t, budget, 60<<20, 0)
 	os.WriteFile(filepath.Join(dir, "b"), nil, 0o600)
-	if r := <-b; r.err != nil {
+	if r := recv(t, b); r.err != nil {
 		t.Fatalf("b: %v", r.err)
 	}
 	waitBudget(t, budget, 0, 0)
@@ -538,11 +550,14 @@ func TestPool_MemoryCapFollowsReservation(t *testing.T) {
 		}
 	}
 	os.WriteFile(filepath.Join(dir, "ok"), nil, 0o600)
-	if r := <-ok; r.err != nil {
+	if r := recv(t, ok); r.err != nil {
 		t.Fatalf("a job allocating 64 MiB of its 80 MiB reservation: %v", r.err)
 	}
 
-	r := <-runHold(t, context.Background(), p, "unreserved", holdInput(1<<20, 64<<20, filepath.Join(dir, "never")))
+	// A fresh worker (the first one keeps the 64 MiB resident for a while): 64 MiB on a
+	// 1 MiB reservation passes 1 MiB + 24 MiB of headroom, though not the 100 MiB budget.
+	p, budget = budgetPool(t, 1, func(c *Config) { c.Headroom = 24 << 20; c.WatchInterval = 5 * time.Millisecond })
+	r := recv(t, runHold(t, context.Background(), p, "unreserved", holdInput(1<<20, 64<<20, filepath.Join(dir, "never"))))
 	var ce *convert.Error
 	var fr interface{ FailureReason() string }
 	if !errors.As(r.err, &ce) || !strings.Contains(ce.Message, "the 1.0 MiB it reserved of --max-conversion-memory") ||
