@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"image"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -568,4 +570,43 @@ func TestPool_MemoryCapFollowsReservation(t *testing.T) {
 		t.Fatalf("stats %+v, want one kill for memory", s)
 	}
 	waitBudget(t, budget, 0, 0)
+}
+
+// countingBudget is a real budget (a catalog's) that counts what workers asked of it.
+type countingBudget struct {
+	*convert.Catalog
+	acquires, reserves atomic.Int64
+}
+
+func (c *countingBudget) AcquireMemory(ctx context.Context, n int64, what string) error {
+	c.acquires.Add(1)
+	return c.Catalog.AcquireMemory(ctx, n, what)
+}
+
+func (c *countingBudget) ReserveMemory(n int64, what string) error {
+	c.reserves.Add(1)
+	return c.Catalog.ReserveMemory(n, what)
+}
+
+// A real conversion in a worker reserves from the server's budget: Markdown with a data: PNG
+// to PDF reserves for the embedded image (EmbeddedMemory.Reserve), and all of it is back when
+// the job is done.
+func TestPool_ConversionReservesFromServer(t *testing.T) {
+	b := &countingBudget{Catalog: convert.NewEmptyCatalog(convert.Limits{})}
+	p := newPool(t, 1, func(c *Config) { c.Budget = b })
+	var out bytes.Buffer
+	md := "# An image\n\n![sample](data:image/png;base64," + base64.StdEncoding.EncodeToString(readSample(t, "images/sample.png")) + ")\n"
+	if _, err := p.Run(context.Background(), convert.Task{JobID: "md", InputFormat: "markdown", TargetFormat: "pdf"}, inputFile(t, []byte(md)), &out, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(out.Bytes(), []byte("%PDF-")) {
+		t.Fatalf("output is not a PDF: %q", out.Bytes()[:min(8, out.Len())])
+	}
+	if b.reserves.Load() == 0 {
+		t.Errorf("the embedded image reserved nothing on the server (acquires %d)", b.acquires.Load())
+	}
+	if held, waiting := b.MemoryUse(); held != 0 || waiting != 0 {
+		t.Errorf("after the job the budget holds %d bytes with %d waiting", held, waiting)
+	}
+	t.Logf("acquires %d, reserves %d", b.acquires.Load(), b.reserves.Load())
 }
