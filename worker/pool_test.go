@@ -536,7 +536,7 @@ func TestPool_MemoryCapFollowsReservation(t *testing.T) {
 	p, budget := budgetPool(t, 1, func(c *Config) { c.Headroom = 24 << 20; c.WatchInterval = 5 * time.Millisecond })
 	dir := t.TempDir()
 
-	ok := runHold(t, context.Background(), p, "reserved", holdInput(80<<20, 64<<20, filepath.Join(dir, "ok")))
+	ok := runHold(t, context.Background(), p, "reserved", holdInput(80<<20, 32<<20, filepath.Join(dir, "ok")))
 	waitFile(t, filepath.Join(dir, "ok.pid"))
 	var w *proc
 	p.mu.Lock()
@@ -553,10 +553,10 @@ func TestPool_MemoryCapFollowsReservation(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "ok"), nil, 0o600)
 	if r := recv(t, ok); r.err != nil {
-		t.Fatalf("a job allocating 64 MiB of its 80 MiB reservation: %v", r.err)
+		t.Fatalf("a job allocating 32 MiB of its 80 MiB reservation: %v", r.err)
 	}
 
-	// A fresh worker (the first one keeps the 64 MiB resident for a while): 64 MiB on a
+	// A fresh worker (the first one keeps its 32 MiB resident for a while): 64 MiB on a
 	// 1 MiB reservation passes 1 MiB + 24 MiB of headroom, though not the 100 MiB budget.
 	p, budget = budgetPool(t, 1, func(c *Config) { c.Headroom = 24 << 20; c.WatchInterval = 5 * time.Millisecond })
 	r := recv(t, runHold(t, context.Background(), p, "unreserved", holdInput(1<<20, 64<<20, filepath.Join(dir, "never"))))
