@@ -44,8 +44,9 @@ type Config struct {
 	// when it became ready, plus the most the job has held of Budget at once, plus Headroom.
 	MemoryCap int64
 	// Headroom is what a job may hold beyond its reservations before the watchdog kills its
-	// worker (its streams and buffers, the garbage the collector has not returned yet);
-	// default the smaller of 256 MiB and Limits.MaxConversionMemory.
+	// worker (its streams and buffers, the garbage the collector has not returned yet, and
+	// the whole of what converters that reserve nothing use: data trees, audio, archives);
+	// default DefaultHeadroom.
 	Headroom int64
 	// WatchInterval is how often a running worker's resident size is read; default 50ms.
 	WatchInterval time.Duration
@@ -140,7 +141,7 @@ func New(cfg Config) (*Pool, error) {
 		cfg.Budget = convert.NewEmptyCatalog(cfg.Limits)
 	}
 	if cfg.Headroom <= 0 {
-		cfg.Headroom = min(DefaultHeadroom, cfg.Limits.MaxConversionMemory)
+		cfg.Headroom = DefaultHeadroom(cfg.Limits.MaxConversionMemory, cfg.Workers)
 	}
 	if len(cfg.Command) == 0 {
 		exe, err := os.Executable()
@@ -517,8 +518,13 @@ func (p *Pool) done(w *proc) {
 	p.put(w)
 }
 
-// DefaultHeadroom is Config.Headroom's upper default.
-const DefaultHeadroom = 256 << 20
+// DefaultHeadroom is Config.Headroom's default for a budget shared by workers: half the
+// budget divided among the workers, and at least the smaller of 64 MiB and the budget. So the
+// workers' conversions together stay within about 1.5 times the budget (the reservations
+// within it, the headrooms half of it) plus each worker's baseline.
+func DefaultHeadroom(budget int64, workers int) int64 {
+	return max(budget/(2*int64(max(workers, 1))), min(64<<20, budget))
+}
 
 // memoryCap is the resident size at which w, running a job that has held at most peak bytes
 // of the budget at once, is killed: the worker's resident size when it became ready, plus

@@ -610,3 +610,21 @@ func TestPool_ConversionReservesFromServer(t *testing.T) {
 	}
 	t.Logf("acquires %d, reserves %d", b.acquires.Load(), b.reserves.Load())
 }
+
+func TestDefaultHeadroom(t *testing.T) {
+	for _, c := range []struct {
+		budget  int64
+		workers int
+		want    int64
+	}{
+		{12 << 30, 2, 3 << 30},   // half the budget shared by two workers
+		{4 << 30, 4, 512 << 20},  // half of 4 GiB among four
+		{1 << 30, 8, 64 << 20},   // the 64 MiB floor
+		{16 << 20, 2, 16 << 20},  // never above a budget smaller than the floor
+		{100 << 20, 0, 64 << 20}, // no workers counts as one
+	} {
+		if got := DefaultHeadroom(c.budget, c.workers); got != c.want {
+			t.Errorf("DefaultHeadroom(%d, %d) = %d, want %d", c.budget, c.workers, got, c.want)
+		}
+	}
+}
