@@ -37,6 +37,9 @@ type jobMemory struct {
 	granted map[uint64]int64 // acquires answered, by id, until the worker releases by size
 }
 
+// maxPendingAcquires bounds the acquires one job may have waiting on the server at once.
+const maxPendingAcquires = 64
+
 type pendingAcquire struct {
 	cancel    context.CancelFunc
 	abandoned bool
@@ -81,6 +84,14 @@ func (j *jobMemory) handle(m memoryMsg) {
 		if j.ended {
 			j.mu.Unlock()
 			cancel()
+			return
+		}
+		if len(j.pending) >= maxPendingAcquires {
+			// A converter waits on one reservation at a time; a worker asking for many is
+			// broken or hostile, and each would hold a goroutine of the server.
+			j.mu.Unlock()
+			cancel()
+			j.send(memoryGrant{ID: m.ID, Error: "too many memory reservations waiting at once"})
 			return
 		}
 		j.pending[m.ID] = pa
