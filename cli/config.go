@@ -127,7 +127,7 @@ func effectiveConfig(fs *pflag.FlagSet, o *serveOptions) []configEntry {
 			}
 		case "isolation":
 			if e.Value == service.IsolationProcess {
-				e.Value += " (" + worker.Offered() + ")"
+				e.Value += " (" + probeConfinement(o) + ")"
 			}
 		case "public-url":
 			if e.Value == "" {
@@ -244,4 +244,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// probeConfinement starts one worker process as serve would and says what confinement it
+// applied, or why it did not start.
+func probeConfinement(o *serveOptions) string {
+	conf, err := worker.Probe(worker.Config{FontDir: o.fontDir, Command: o.cfg.WorkerCommand})
+	if err != nil {
+		return "workers do not start here: " + err.Error() + "; --isolation none runs conversions in the server's process"
+	}
+	return strings.Join(conf, "; ")
 }

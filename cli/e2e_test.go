@@ -15,11 +15,15 @@ import (
 	"github.com/convsvc/convsvc/internal/testpg"
 	"github.com/convsvc/convsvc/internal/testproc"
 	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/worker"
 )
 
 var binary string
 
 func TestMain(m *testing.M) {
+	if worker.IsChild() { // a worker process `convsvc config` started to see its confinement
+		os.Exit(worker.ChildMain())
+	}
 	bin, cleanup := testproc.BuildForTests()
 	binary = bin
 	code := testpg.Run(m) // and stops the PostgreSQL server the backend tests started

@@ -82,6 +82,9 @@ func cgroupMemoryLimit() int64 {
 // ones behind it, so it cannot be starved by a stream of small conversions.
 type memBudget struct {
 	size int64
+	// broker, when set, holds the budget elsewhere (a worker process reserving from the
+	// server's budget): acquire and Reserve ask it, and cur only counts what it granted here.
+	broker MemoryBroker
 
 	mu      sync.Mutex
 	cur     int64
@@ -110,6 +113,15 @@ func newMemBudget(size int64) *memBudget {
 func (b *memBudget) acquire(ctx context.Context, n int64, what string) error {
 	if n > b.size {
 		return overBudget(what, n, b.size)
+	}
+	if b.broker != nil {
+		if err := b.broker.Acquire(ctx, n, what); err != nil {
+			return err
+		}
+		b.mu.Lock()
+		b.cur += n
+		b.mu.Unlock()
+		return nil
 	}
 	b.mu.Lock()
 	if b.size-b.cur >= n && b.waiters.Len() == 0 {
@@ -154,6 +166,42 @@ func (b *memBudget) release(n int64) {
 	}
 	b.notifyLocked()
 	b.mu.Unlock()
+	if b.broker != nil {
+		b.broker.Release(n)
+	}
+}
+
+// MemoryBroker holds a conversion memory budget outside the catalog. A worker process's
+// catalog (package worker) reserves through one from the server's budget, so that the
+// conversions of every worker process share one --max-conversion-memory.
+type MemoryBroker interface {
+	// Acquire reserves n bytes, waiting while others hold too much; it fails with an *Error
+	// when the budget refuses n, and with ctx's error when ctx ends first.
+	Acquire(ctx context.Context, n int64, what string) error
+	// Reserve reserves n bytes without waiting (it may take the budget past its size for the
+	// moment), as EmbeddedMemory.Reserve does.
+	Reserve(n int64, what string) error
+	// Release returns n bytes that Acquire or Reserve granted.
+	Release(n int64)
+}
+
+// SetMemoryBroker makes the catalog's conversions reserve their memory through mb instead of
+// the catalog's own budget (requests over the whole budget are still refused here first). Call
+// it before the first conversion.
+func (c *Catalog) SetMemoryBroker(mb MemoryBroker) { c.budget.broker = mb }
+
+// ReserveMemory reserves n bytes of the catalog's budget without waiting, as
+// EmbeddedMemory.Reserve does: it fails only when n alone exceeds the whole budget, and it may
+// take the budget past its size for the moment. Pair it with ReleaseMemory(n). The server
+// grants a worker process's embedded reservations with it.
+func (c *Catalog) ReserveMemory(n int64, what string) error {
+	if n > c.budget.size {
+		return overBudget(what, n, c.budget.size)
+	}
+	c.budget.mu.Lock()
+	c.budget.cur += n
+	c.budget.mu.Unlock()
+	return nil
 }
 
 // notifyLocked grants waiters in order while they fit.
@@ -198,6 +246,11 @@ func (m EmbeddedMemory) Reserve(n int64, what string) (release func(), err error
 	}
 	if n > m.b.size {
 		return nil, overBudget(what, n, m.b.size)
+	}
+	if m.b.broker != nil {
+		if err := m.b.broker.Reserve(n, what); err != nil {
+			return nil, err
+		}
 	}
 	m.b.mu.Lock()
 	m.b.cur += n

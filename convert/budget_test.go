@@ -166,3 +166,62 @@ func TestEmbeddedMemory_Reserve(t *testing.T) {
 		t.Errorf("zero EmbeddedMemory: %v", err)
 	}
 }
+
+// catalogBroker holds a catalog's budget for another catalog, as the server does for a
+// worker process's catalog (package worker does it over a socket).
+type catalogBroker struct{ c *Catalog }
+
+func (b catalogBroker) Acquire(ctx context.Context, n int64, what string) error {
+	return b.c.AcquireMemory(ctx, n, what)
+}
+func (b catalogBroker) Reserve(n int64, what string) error { return b.c.ReserveMemory(n, what) }
+func (b catalogBroker) Release(n int64)                    { b.c.ReleaseMemory(n) }
+
+// TestCatalog_SetMemoryBroker: with a broker, a catalog's reservations (direct and embedded)
+// are the broker's: they wait on its budget and come back to it; a request over the whole
+// budget is refused without asking.
+func TestCatalog_SetMemoryBroker(t *testing.T) {
+	lim := Limits{MaxConversionMemory: 100 << 20}
+	server := NewEmptyCatalog(lim)
+	worker1, worker2 := NewEmptyCatalog(lim), NewEmptyCatalog(lim)
+	worker1.SetMemoryBroker(catalogBroker{server})
+	worker2.SetMemoryBroker(catalogBroker{server})
+
+	if err := worker1.AcquireMemory(context.Background(), 60<<20, "first"); err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := server.MemoryUse(); held != 60<<20 {
+		t.Fatalf("server holds %d, want 60 MiB", held)
+	}
+	granted := make(chan error, 1)
+	go func() { granted <- worker2.AcquireMemory(context.Background(), 60<<20, "second") }()
+	for {
+		if _, waiting := server.MemoryUse(); waiting == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	worker1.ReleaseMemory(60 << 20)
+	if err := <-granted; err != nil {
+		t.Fatal(err)
+	}
+	release, err := EmbeddedMemory{worker2.budget}.Reserve(50<<20, "an embedded image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held, _ := server.MemoryUse(); held != 110<<20 {
+		t.Fatalf("server holds %d, want 110 MiB (the embedded reservation overdraws)", held)
+	}
+	release()
+	worker2.ReleaseMemory(60 << 20)
+	if held, waiting := server.MemoryUse(); held != 0 || waiting != 0 {
+		t.Fatalf("server holds %d with %d waiting, want none", held, waiting)
+	}
+	var ce *Error
+	if err := worker1.AcquireMemory(context.Background(), 200<<20, "too much"); !errors.As(err, &ce) {
+		t.Fatalf("200 MiB of 100: %v", err)
+	}
+	if err := server.ReserveMemory(200<<20, "too much"); !errors.As(err, &ce) {
+		t.Fatalf("ReserveMemory 200 MiB of 100: %v", err)
+	}
+}

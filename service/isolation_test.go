@@ -1,6 +1,7 @@
 package service_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -97,5 +98,51 @@ func TestIsolation_Samples(t *testing.T) {
 		if perFamily[fam] == 0 {
 			t.Errorf("no sample of %s was converted", fam)
 		}
+	}
+}
+
+// /readyz shows the confinement the started workers applied (each worker reports it when it
+// is ready), the same a worker started alone with the same settings applies; and /metrics
+// shows the one memory budget the workers reserve from, all of it given back after a job.
+func TestIsolation_ReadyzShowsAppliedConfinement(t *testing.T) {
+	if !worker.Supported() {
+		t.Skip("worker processes run on Linux only")
+	}
+	e := testenv.Start(t, processIsolation, func(c *service.Config) { c.MaxConversionMemory = 96 << 20 })
+	r := e.Do("GET", "/readyz", "", nil)
+	testenv.MustStatus(t, r, 200, "")
+	var ready struct {
+		Details struct {
+			Isolation   string   `json:"isolation"`
+			Confinement []string `json:"confinement"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal(r.Body, &ready); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := worker.Probe(worker.Config{FontDir: "/usr/share/fonts", Command: []string{os.Args[0]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ready.Details.Isolation != service.IsolationProcess || !slices.Equal(ready.Details.Confinement, applied) {
+		t.Fatalf("readyz details %+v\nwant process with %q", ready.Details, applied)
+	}
+	if !slices.ContainsFunc(applied, func(s string) bool { return strings.HasPrefix(s, "memory: RSS watchdog (") }) {
+		t.Errorf("confinement %q names no memory enforcement", applied)
+	}
+
+	data := testenv.Sample(t, "images/sample.png")
+	res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	testenv.MustStatus(t, e.Upload(res.UploadURL, data), 200, "")
+	testenv.MustStatus(t, e.Start(e.Key, res.Job.ID), 200, "")
+	if j := e.Get(e.Key, res.Job.ID, 30); j.Status != "succeeded" {
+		t.Fatalf("job %s: %+v", j.Status, j)
+	}
+	m := e.Scrape()
+	if got := m.Value("convsvc_conversion_memory_budget_bytes"); got != 96<<20 {
+		t.Errorf("budget gauge %v, want %d", got, 96<<20)
+	}
+	if got := m.Value("convsvc_conversion_memory_reserved_bytes"); got != 0 {
+		t.Errorf("reserved after the job: %v, want 0", got)
 	}
 }

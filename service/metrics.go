@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
 	"github.com/convsvc/convsvc/worker"
@@ -312,6 +313,25 @@ func (w *countingWriter) ReadFrom(src io.Reader) (int64, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// countMemoryBudget exports the conversion memory budget (--max-conversion-memory) that every
+// conversion reserves from, in the server's process or in a worker process alike.
+func (m *metrics) countMemoryBudget(c *convert.Catalog) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "convsvc_conversion_memory_budget_bytes",
+			Help: "The conversion memory budget (--max-conversion-memory) that running conversions share, across every worker process.",
+		}, func() float64 { return float64(c.Limits().MaxConversionMemory) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "convsvc_conversion_memory_reserved_bytes",
+			Help: "Bytes of the conversion memory budget that running conversions hold now (it may pass the budget for a moment while embedded images are decoded).",
+		}, func() float64 { held, _ := c.MemoryUse(); return float64(held) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "convsvc_conversion_memory_waiting",
+			Help: "Conversions waiting for their share of the conversion memory budget.",
+		}, func() float64 { _, waiting := c.MemoryUse(); return float64(waiting) }),
+	)
+}
 
 // countWorkers exports the worker processes' counters (nothing with --isolation none).
 func (m *metrics) countWorkers(w *worker.Pool) {

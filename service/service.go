@@ -293,7 +293,7 @@ func (m *Main) open() error {
 	}
 	var runner convert.Runner
 	if m.cfg.Isolation == IsolationProcess {
-		if m.workers, err = worker.New(worker.Config{Workers: cfg.Workers, Limits: m.catalog.Limits(), FontDir: cfg.FontDir,
+		if m.workers, err = worker.New(worker.Config{Workers: cfg.Workers, Limits: m.catalog.Limits(), Budget: m.catalog, FontDir: cfg.FontDir,
 			ScratchDir: scratch, Command: cfg.WorkerCommand, Logger: m.log}); err == nil {
 			err = m.workers.Start()
 		}
@@ -323,6 +323,7 @@ func (m *Main) open() error {
 	queue.jobDone = m.trimmer.JobDone
 
 	m.metrics.countWorkers(m.workers)
+	m.metrics.countMemoryBudget(m.catalog)
 	m.metrics.countRefused("api", m.apiLimit)
 	m.metrics.countRefused("storage", m.blobLimit)
 

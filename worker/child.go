@@ -43,6 +43,8 @@ type childConfig struct {
 	WriteDirs []string `json:"write_dirs,omitempty"`
 	// NetNamespace is set when the server started the worker in a network namespace of its own.
 	NetNamespace bool `json:"net_namespace"`
+	// Seccomp asks the worker to install its seccomp filter (no socket but AF_UNIX).
+	Seccomp bool `json:"seccomp"`
 }
 
 // childExtras, when a test sets it before ChildMain, adds converters to a worker's catalog.
@@ -78,6 +80,13 @@ func serveChild() error {
 	}
 	os.Unsetenv(ConfigEnv)
 	os.Unsetenv(landlockEnv)
+	filtered := ""
+	if cfg.Seccomp {
+		filtered = seccompNote
+		if err := installSeccomp(); err != nil {
+			filtered = "syscalls: no seccomp filter (" + err.Error() + ")"
+		}
+	}
 	c, err := newConn(os.NewFile(socketFD, "worker-socket"))
 	if err != nil {
 		return err
@@ -88,6 +97,8 @@ func serveChild() error {
 	if childExtras != nil {
 		childExtras(cat)
 	}
+	rb := newRemoteBudget(c)
+	cat.SetMemoryBroker(rb)
 	applied := []string{}
 	if cfg.NetNamespace {
 		applied = append(applied, "network: own empty network namespace")
@@ -95,26 +106,49 @@ func serveChild() error {
 	if cfg.Landlock {
 		applied = append(applied, landlocked)
 	}
+	if cfg.Seccomp {
+		applied = append(applied, filtered)
+	}
 	if err := c.send(reply{Ready: true, Confinement: applied}); err != nil {
 		return err
 	}
-	for {
-		var req request
-		files, err := c.recv(&req)
-		if err != nil {
-			return nil // the server closed the socket or went away: nothing left to do
+	// One reader: job requests go to the loop below, memory grants to the converter waiting
+	// for them (the server's budget is the one every worker shares).
+	type job struct {
+		req   request
+		files []*os.File
+	}
+	jobs := make(chan job)
+	go func() {
+		defer close(jobs)
+		for {
+			var req request
+			files, err := c.recv(&req)
+			if err != nil {
+				// The server closed the socket or went away: nothing left to do.
+				rb.failAll("the server went away")
+				return
+			}
+			if req.Grant != nil {
+				closeAll(files)
+				rb.answer(*req.Grant)
+				continue
+			}
+			jobs <- job{req, files}
 		}
-		if len(files) != 2 {
-			closeAll(files)
-			return fmt.Errorf("a request came with %d descriptors, want 2", len(files))
+	}()
+	for j := range jobs {
+		if len(j.files) != 2 {
+			closeAll(j.files)
+			return fmt.Errorf("a request came with %d descriptors, want 2", len(j.files))
 		}
-		rep := convertOne(cat, req, files[0], files[1], cfg.ScratchDir)
-		files[0].Close()
-		files[1].Close()
+		rep := convertOne(cat, j.req, j.files[0], j.files[1], cfg.ScratchDir)
+		closeAll(j.files)
 		if err := c.send(rep); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 // storageWriter records the first error of the output file's writes, so a full disk is told

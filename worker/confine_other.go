@@ -22,3 +22,11 @@ func raiseOOMScore(pid, adj int) error { return nil }
 const supported = false
 
 func socketPair() ([2]int, error) { return [2]int{}, errors.New("worker processes run on Linux only") }
+
+const seccompNote = "syscalls: seccomp filter"
+
+func installSeccomp() error { return errors.New("seccomp is Linux's") }
+
+func memoryEnforcement() string {
+	return "memory: RSS watchdog (the job's reservation + the worker's baseline + headroom; SIGKILL past it)"
+}

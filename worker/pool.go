@@ -3,8 +3,10 @@
 // jobs. The server side (Pool) is a convert.Runner: the server's convert.Pool still claims,
 // opens the input, commits the output and finishes the job, and only Catalog.Convert runs in
 // the worker. A worker that is cancelled, times out, passes its memory cap or is shut down is
-// killed (SIGKILL) and replaced; one that dies mid-job fails only that job. Workers run in a
-// network namespace and under Landlock where the kernel allows (docs/operations.md).
+// killed (SIGKILL) and replaced; one that dies mid-job fails only that job. The conversions
+// of every worker reserve memory from one budget, the server's (Budget). Workers run in a
+// network namespace, under a seccomp filter and under Landlock where the kernel allows
+// (docs/operations.md).
 package worker
 
 import (
@@ -34,9 +36,18 @@ type Config struct {
 	Workers int
 	// Limits are the catalog limits each worker builds its catalog with.
 	Limits convert.Limits
-	// MemoryCap is the resident size at which a worker running a job is killed; default
-	// Limits.MaxConversionMemory plus the worker's resident size when it became ready.
+	// Budget is the conversion memory budget every worker's conversions reserve from (the
+	// server's catalog); default a budget of Limits.MaxConversionMemory of the pool's own.
+	Budget Budget
+	// MemoryCap, when set, is a fixed resident size at which a worker running a job is
+	// killed. By default the cap follows the job (memoryCap): the worker's resident size
+	// when it became ready, plus the most the job has held of Budget at once, plus Headroom.
 	MemoryCap int64
+	// Headroom is what a job may hold beyond its reservations before the watchdog kills its
+	// worker (its streams and buffers, the garbage the collector has not returned yet, and
+	// the whole of what converters that reserve nothing use: data trees, audio, archives);
+	// default DefaultHeadroom.
+	Headroom int64
 	// WatchInterval is how often a running worker's resident size is read; default 50ms.
 	WatchInterval time.Duration
 	// MaxJobs is how many jobs a worker runs before it is replaced; default 1000.
@@ -101,6 +112,7 @@ type Pool struct {
 
 	confMu      sync.Mutex
 	confinement []string
+	memory      string // what enforces the memory cap (memoryEnforcement)
 	wg          sync.WaitGroup
 }
 
@@ -125,6 +137,12 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.ScratchDir == "" {
 		cfg.ScratchDir = os.TempDir()
 	}
+	if cfg.Budget == nil {
+		cfg.Budget = convert.NewEmptyCatalog(cfg.Limits)
+	}
+	if cfg.Headroom <= 0 {
+		cfg.Headroom = DefaultHeadroom(cfg.Limits.MaxConversionMemory, cfg.Workers)
+	}
 	if len(cfg.Command) == 0 {
 		exe, err := os.Executable()
 		if err != nil {
@@ -137,8 +155,10 @@ func New(cfg Config) (*Pool, error) {
 	}
 	p := &Pool{cfg: cfg, log: cfg.Logger, all: map[*proc]struct{}{}, kills: map[string]int64{}, ready: make(chan struct{}, 1)}
 	p.base = childConfig{Limits: cfg.Limits, FontDir: cfg.FontDir}
+	p.memory = memoryEnforcement()
 	if !cfg.NoConfinement && supported {
 		p.netns.Store(true)
+		p.base.Seccomp = true
 		if landlockABI() >= 1 {
 			p.base.Landlock = true
 			if cfg.FontDir != "" {
@@ -174,7 +194,10 @@ func (p *Pool) Confinement() []string {
 	defer p.confMu.Unlock()
 	out := []string{"process: one worker process per conversion slot (crashes stay in the worker)"}
 	out = append(out, p.confinement...)
-	return out
+	if p.cfg.MemoryCap > 0 {
+		return append(out, fmt.Sprintf("memory: RSS watchdog at a fixed %s", bytesize.Format(p.cfg.MemoryCap)))
+	}
+	return append(out, p.memory)
 }
 
 // Stats returns the pool's counters.
@@ -219,6 +242,11 @@ type proc struct {
 	exited  chan struct{} // closed once the process has been waited for
 	baseRSS int64
 	jobs    int
+	// watches counts the watchdog's reads of the worker's resident size (tests wait on it).
+	watches atomic.Int64
+	// killedAt is the memory cap the watchdog killed the worker at, and killedPeak the most
+	// of the budget the job had reserved at once by then.
+	killedAt, killedPeak atomic.Int64
 
 	killMu    sync.Mutex
 	killCause string // why the pool killed it; "" when it was not
@@ -352,7 +380,7 @@ func (p *Pool) exec(scratch string, netns bool) (*proc, error) {
 		case p.cfg.NoConfinement:
 			p.confinement = []string{"none beyond the process: confinement turned off"}
 		default:
-			p.confinement = []string{"none beyond the process: no network namespace or Landlock on this kernel"}
+			p.confinement = []string{"none beyond the process: no network namespace, Landlock or seccomp on this kernel"}
 		}
 		p.confMu.Unlock()
 	case <-w.exited:
@@ -490,12 +518,23 @@ func (p *Pool) done(w *proc) {
 	p.put(w)
 }
 
-// memoryCap is the resident size at which w is killed.
-func (p *Pool) memoryCap(w *proc) int64 {
+// DefaultHeadroom is Config.Headroom's default for a budget shared by workers: half the
+// budget divided among the workers, and at least the smaller of 64 MiB and the budget. So the
+// workers' conversions together stay within about 1.5 times the budget (the reservations
+// within it, the headrooms half of it) plus each worker's baseline.
+func DefaultHeadroom(budget int64, workers int) int64 {
+	return max(budget/(2*int64(max(workers, 1))), min(64<<20, budget))
+}
+
+// memoryCap is the resident size at which w, running a job that has held at most peak bytes
+// of the budget at once, is killed: the worker's resident size when it became ready, plus
+// peak, plus the headroom. The peak, not what the job holds now, because memory a converter
+// gave back to the budget stays resident until the collector returns it.
+func (p *Pool) memoryCap(w *proc, peak int64) int64 {
 	if p.cfg.MemoryCap > 0 {
 		return p.cfg.MemoryCap
 	}
-	return p.cfg.Limits.MaxConversionMemory + w.baseRSS
+	return w.baseRSS + peak + p.cfg.Headroom
 }
 
 // memoryExceeded is the finer failure reason of a job whose worker passed its memory cap.
@@ -539,56 +578,71 @@ func (p *Pool) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writ
 		p.replace()
 		return nil, fmt.Errorf("%w: sending the job: %v", convert.ErrWorkerCrashed, err)
 	}
+	// The job's reservations on the shared budget; whatever it still holds goes back when
+	// Run returns, however the job ended.
+	mem := newJobMemory(ctx, p.cfg.Budget, func(g memoryGrant) { w.conn.send(request{Grant: &g}) })
+	defer mem.end()
 	watchDone := make(chan struct{})
 	defer close(watchDone)
-	capBytes := p.memoryCap(w)
-	go w.watch(capBytes, watchDone)
+	go w.watch(mem, watchDone)
 
-	select {
-	case r, ok := <-w.replies:
-		if !ok {
-			<-w.exited
-			return nil, p.died(w, t, capBytes)
-		}
-		if r.Error != nil {
+	for {
+		select {
+		case r, ok := <-w.replies:
+			if !ok {
+				<-w.exited
+				return nil, p.died(w, t)
+			}
+			if r.Memory != nil {
+				mem.handle(*r.Memory)
+				continue
+			}
+			if r.Error != nil {
+				p.done(w)
+				if r.Error.Kind == kindStorage {
+					return nil, &convert.StorageError{Err: errors.New(r.Error.Detail)}
+				}
+				return nil, &convert.Error{Message: r.Error.Message, Reason: r.Error.Reason, Err: errors.New(r.Error.Detail)}
+			}
 			p.done(w)
-			if r.Error.Kind == kindStorage {
-				return nil, &convert.StorageError{Err: errors.New(r.Error.Detail)}
+			if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+				return nil, &convert.StorageError{Err: err}
 			}
-			return nil, &convert.Error{Message: r.Error.Message, Reason: r.Error.Reason, Err: errors.New(r.Error.Detail)}
-		}
-		p.done(w)
-		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-			return nil, &convert.StorageError{Err: err}
-		}
-		if _, err := io.Copy(out, tmp); err != nil {
-			var se *convert.StorageError
-			if errors.As(err, &se) {
-				return nil, err
+			if _, err := io.Copy(out, tmp); err != nil {
+				var se *convert.StorageError
+				if errors.As(err, &se) {
+					return nil, err
+				}
+				return nil, &convert.StorageError{Err: err}
 			}
-			return nil, &convert.StorageError{Err: err}
+			return r.Warnings, nil
+		case <-w.exited:
+			return nil, p.died(w, t)
+		case <-ctx.Done():
+			cause := causeOf(ctx)
+			w.kill(cause)
+			<-w.exited
+			if cause != CauseShutdown {
+				p.replace()
+			}
+			return nil, context.Cause(ctx)
 		}
-		return r.Warnings, nil
-	case <-w.exited:
-		return nil, p.died(w, t, capBytes)
-	case <-ctx.Done():
-		cause := causeOf(ctx)
-		w.kill(cause)
-		<-w.exited
-		if cause != CauseShutdown {
-			p.replace()
-		}
-		return nil, context.Cause(ctx)
 	}
 }
 
 // died reports a worker that exited mid-job: killed at its memory cap, or crashed.
-func (p *Pool) died(w *proc, t convert.Task, capBytes int64) error {
+func (p *Pool) died(w *proc, t convert.Task) error {
 	p.replace()
 	cause := w.cause()
 	if cause == CauseMemory {
+		capBytes := w.killedAt.Load()
+		msg := fmt.Sprintf("the conversion went past its memory cap of %s and was stopped", bytesize.Format(capBytes))
+		if p.cfg.MemoryCap <= 0 {
+			msg = fmt.Sprintf("the conversion went past its memory cap of %s (the %s it reserved of --max-conversion-memory, plus %s for the worker process and its buffers) and was stopped",
+				bytesize.Format(capBytes), bytesize.Format(w.killedPeak.Load()), bytesize.Format(capBytes-w.killedPeak.Load()))
+		}
 		return &convert.Error{
-			Message: fmt.Sprintf("the conversion went past its memory cap of %s and was stopped; raise --max-conversion-memory", bytesize.Format(capBytes)),
+			Message: msg,
 			Err:     memoryExceeded{capBytes},
 		}
 	}
@@ -599,8 +653,9 @@ func (p *Pool) died(w *proc, t convert.Task, capBytes int64) error {
 	return fmt.Errorf("%w (%s)", convert.ErrWorkerCrashed, w.cmd.ProcessState)
 }
 
-// watch kills the worker when its resident size passes capBytes, until done is closed.
-func (w *proc) watch(capBytes int64, done <-chan struct{}) {
+// watch kills the worker when its resident size passes the job's memory cap (memoryCap, from
+// the job's reservations as they happen), until done is closed.
+func (w *proc) watch(mem *jobMemory, done <-chan struct{}) {
 	t := time.NewTicker(w.p.cfg.WatchInterval)
 	defer t.Stop()
 	pid := w.cmd.Process.Pid
@@ -612,28 +667,38 @@ func (w *proc) watch(capBytes int64, done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if n, err := rss(pid); err == nil && n > capBytes {
-			w.p.log.Warn("a worker passed its memory cap; killing it", "worker_pid", pid, "rss", n, "cap", capBytes)
+		peak := mem.peakHeld()
+		capBytes := w.p.memoryCap(w, peak)
+		n, err := rss(pid)
+		w.watches.Add(1)
+		if err == nil && n > capBytes {
+			w.p.log.Warn("a worker passed its memory cap; killing it", "worker_pid", pid, "rss", n, "cap", capBytes,
+				"reserved", peak, "baseline", w.baseRSS)
+			w.killedAt.Store(capBytes)
+			w.killedPeak.Store(peak)
 			w.kill(CauseMemory)
 			return
 		}
 	}
 }
 
-// Offered says what confinement this system offers workers, before any is started (for
-// `convsvc config`; the log line at start and /readyz say what was applied).
-func Offered() string {
-	if !supported {
-		return "worker processes run on Linux only"
+// Probe starts one worker with cfg (its Workers ignored), waits until it is ready and stops
+// it, and returns what it applied: the confinement a pool with cfg applies, as its
+// Confinement says, for `convsvc config`. It fails when no worker starts.
+func Probe(cfg Config) ([]string, error) {
+	cfg.Workers = 1
+	p, err := New(cfg)
+	if err != nil {
+		return nil, err
 	}
-	parts := []string{"network namespace: tried at start"}
-	if abi := landlockABI(); abi > 0 {
-		parts = append(parts, fmt.Sprintf("Landlock ABI %d", abi))
-	} else {
-		parts = append(parts, "no Landlock on this kernel")
+	defer p.Close()
+	w, err := p.start()
+	if err != nil {
+		return nil, err
 	}
-	parts = append(parts, "memory cap: RSS watchdog")
-	return strings.Join(parts, "; ")
+	w.kill(CauseShutdown)
+	<-w.exited
+	return p.Confinement(), nil
 }
 
 // spawns carries worker starts to the one goroutine that starts them all.

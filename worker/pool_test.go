@@ -3,6 +3,7 @@ package worker
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"image"
@@ -15,8 +16,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/convsvc/convsvc/convert"
 )
@@ -230,8 +234,10 @@ func TestPool_CrashFailsOnlyThatJob(t *testing.T) {
 }
 
 // addProbe adds the converter probe -> probe-out, which tries to reach the network (the
-// address in its input) and to read /etc/passwd, and writes what happened.
+// address in its input) and to read /etc/passwd, and writes what happened; and hold ->
+// hold-out (holdInput).
 func addProbe(c *convert.Catalog) {
+	addHold(c)
 	c.AddFormat(convert.Format{ID: "probe", Name: "probe", Category: convert.CategoryData, Extensions: []string{"probe"}, MIME: "application/octet-stream"})
 	c.AddFormat(convert.Format{ID: "probe-out", Name: "probe-out", Category: convert.CategoryData, Extensions: []string{"probeout"}, MIME: "application/octet-stream"})
 	c.AddConverter(convert.Converter{From: "probe", To: "probe-out", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
@@ -242,6 +248,25 @@ func addProbe(c *convert.Catalog) {
 		} else {
 			conn.Close()
 			res["net"] = "ok"
+		}
+		for name, domain := range map[string]int{"socket_inet": unix.AF_INET, "socket_inet6": unix.AF_INET6, "socket_packet": unix.AF_PACKET, "socket_netlink": unix.AF_NETLINK} {
+			typ := unix.SOCK_DGRAM
+			if domain == unix.AF_PACKET {
+				typ = unix.SOCK_RAW
+			}
+			if fd, err := unix.Socket(domain, typ|unix.SOCK_CLOEXEC, 0); err != nil {
+				res[name] = err.Error()
+			} else {
+				unix.Close(fd)
+				res[name] = "ok"
+			}
+		}
+		if fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err != nil {
+			res["socketpair_unix"] = err.Error()
+		} else {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+			res["socketpair_unix"] = "ok"
 		}
 		if _, err := os.ReadFile("/etc/passwd"); err != nil {
 			res["passwd"] = err.Error()
@@ -279,8 +304,9 @@ func TestPool_Confinement(t *testing.T) {
 		return res
 	}
 	// Without confinement the probe reaches both, so the refusals below are the confinement's.
-	if res := probe(newPool(t, 1, func(c *Config) { c.NoConfinement = true })); res["net"] != "ok" || res["passwd"] != "ok" {
-		t.Fatalf("unconfined probe: %v, want both ok", res)
+	if res := probe(newPool(t, 1, func(c *Config) { c.NoConfinement = true })); res["net"] != "ok" || res["passwd"] != "ok" ||
+		res["socket_inet"] != "ok" || res["socket_inet6"] != "ok" || res["socketpair_unix"] != "ok" {
+		t.Fatalf("unconfined probe: %v, want net, passwd and the inet sockets ok", res)
 	}
 	p := newPool(t, 1)
 	conf := strings.Join(p.Confinement(), "\n")
@@ -294,6 +320,18 @@ func TestPool_Confinement(t *testing.T) {
 	} else {
 		t.Logf("network not confined on this kernel: %s", conf)
 	}
+	if strings.Contains(conf, seccompNote) {
+		for _, k := range []string{"socket_inet", "socket_inet6", "socket_packet", "socket_netlink"} {
+			if res[k] != unix.EPERM.Error() {
+				t.Errorf("%s in a worker under seccomp: %q, want %q", k, res[k], unix.EPERM.Error())
+			}
+		}
+		if res["socketpair_unix"] != "ok" {
+			t.Errorf("socketpair(AF_UNIX) in a worker under seccomp: %q, want ok", res["socketpair_unix"])
+		}
+	} else if _, ok := seccompArch(); ok {
+		t.Errorf("no seccomp filter in the worker: %s", conf)
+	}
 	if strings.Contains(conf, "Landlock ABI") {
 		if !strings.Contains(res["passwd"], "permission denied") {
 			t.Errorf("a confined worker read /etc/passwd (%s); confinement: %s", res["passwd"], conf)
@@ -302,5 +340,291 @@ func TestPool_Confinement(t *testing.T) {
 		t.Errorf("the kernel has Landlock ABI %d but the worker is not confined: %s", landlockABI(), conf)
 	} else {
 		t.Logf("filesystem not confined on this kernel: %s", conf)
+	}
+}
+
+// holdInput is the input of the converter hold -> hold-out: it reserves reserve bytes of the
+// memory budget (Catalog.AcquireMemory), allocates and touches alloc bytes, writes its pid to
+// path+".pid", and waits until path exists before it gives the reservation back.
+func holdInput(reserve, alloc int64, path string) []byte {
+	return []byte(strconv.FormatInt(reserve, 10) + " " + strconv.FormatInt(alloc, 10) + " " + path)
+}
+
+// holding keeps the converter's allocation reachable while it waits.
+var holding []byte
+
+func addHold(c *convert.Catalog) {
+	c.AddFormat(convert.Format{ID: "hold", Name: "hold", Category: convert.CategoryData, Extensions: []string{"hold"}, MIME: "application/octet-stream"})
+	c.AddFormat(convert.Format{ID: "hold-out", Name: "hold-out", Category: convert.CategoryData, Extensions: []string{"holdout"}, MIME: "application/octet-stream"})
+	c.AddConverter(convert.Converter{From: "hold", To: "hold-out", Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+		b, _ := io.ReadAll(in)
+		f := strings.Fields(string(b))
+		reserve, _ := strconv.ParseInt(f[0], 10, 64)
+		alloc, _ := strconv.ParseInt(f[1], 10, 64)
+		if err := c.AcquireMemory(ctx, reserve, "holding"); err != nil {
+			return err
+		}
+		defer c.ReleaseMemory(reserve)
+		holding = make([]byte, alloc)
+		for i := 0; i < len(holding); i += 4096 {
+			holding[i] = 1
+		}
+		defer func() { holding = nil }()
+		if err := os.WriteFile(f[2]+".pid", []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+			return err
+		}
+		for {
+			if _, err := os.Stat(f[2]); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		_, err := io.WriteString(out, "held")
+		return err
+	}})
+}
+
+// waitLimit bounds the waits on signals below, so a broken pool fails instead of hanging; it
+// is far above what any wait takes even at a load of 20.
+var waitLimit = 2 * time.Minute
+
+// waitFile waits until path exists and returns its contents.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
+			return string(b)
+		}
+	}
+	t.Fatalf("%s never appeared", path)
+	return ""
+}
+
+// waitBudget waits until the budget shows held bytes reserved and waiting conversions waiting.
+func waitBudget(t *testing.T, b *convert.Catalog, held int64, waiting int) {
+	t.Helper()
+	var h int64
+	var w int
+	for deadline := time.Now().Add(waitLimit); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if h, w = b.MemoryUse(); h == held && w == waiting {
+			return
+		}
+	}
+	t.Fatalf("the budget holds %d bytes with %d waiting, want %d with %d", h, w, held, waiting)
+}
+
+// budgetPool starts n workers reserving from a budget of 100 MiB, and returns both.
+func budgetPool(t *testing.T, n int, edit ...func(*Config)) (*Pool, *convert.Catalog) {
+	lim := convert.Limits{MaxConversionMemory: 100 << 20}
+	budget := convert.NewEmptyCatalog(lim)
+	p := newPool(t, n, append([]func(*Config){func(c *Config) {
+		c.Limits = lim
+		c.Budget = budget
+		c.NoConfinement = true // the hold converter reads its signal files anywhere
+	}}, edit...)...)
+	return p, budget
+}
+
+type result struct {
+	out string
+	err error
+}
+
+// recv waits for a job's result.
+func recv(t *testing.T, res chan result) result {
+	t.Helper()
+	select {
+	case r := <-res:
+		return r
+	case <-time.After(waitLimit):
+		t.Fatal("a job never returned")
+		return result{}
+	}
+}
+
+// runHold runs a hold job in the background.
+func runHold(t *testing.T, ctx context.Context, p *Pool, id string, input []byte) chan result {
+	in := inputFile(t, input)
+	res := make(chan result, 1)
+	go func() {
+		var out bytes.Buffer
+		_, err := p.Run(ctx, convert.Task{JobID: id, InputFormat: "hold", TargetFormat: "hold-out"}, in, &out, "")
+		res <- result{out.String(), err}
+	}()
+	return res
+}
+
+// Two jobs in two worker processes, each reserving 60 MiB of a 100 MiB budget, run one after
+// the other: the second waits on the server's budget until the first gives its share back.
+func TestPool_MemoryBudgetShared(t *testing.T) {
+	p, budget := budgetPool(t, 3)
+	dir := t.TempDir()
+	a := runHold(t, context.Background(), p, "a", holdInput(60<<20, 0, filepath.Join(dir, "a")))
+	waitFile(t, filepath.Join(dir, "a.pid"))
+	waitBudget(t, budget, 60<<20, 0)
+
+	// b is released at once, but it must wait for a's share first.
+	os.WriteFile(filepath.Join(dir, "b"), nil, 0o600)
+	b := runHold(t, context.Background(), p, "b", holdInput(60<<20, 0, filepath.Join(dir, "b")))
+	waitBudget(t, budget, 60<<20, 1)
+	// A third waiting job, cancelled, gives its place back and holds nothing.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	c := runHold(t, ctx, p, "c", holdInput(60<<20, 0, filepath.Join(dir, "c")))
+	waitBudget(t, budget, 60<<20, 2)
+	cancel(convert.ErrTaskCancel)
+	if r := recv(t, c); !errors.Is(r.err, convert.ErrTaskCancel) {
+		t.Fatalf("the cancelled job returned %v", r.err)
+	}
+	waitBudget(t, budget, 60<<20, 1)
+	select {
+	case r := <-b:
+		t.Fatalf("b finished (%+v) while a held the budget", r)
+	default:
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b.pid")); err == nil {
+		t.Fatal("b got its reservation while a held 60 MiB of the 100 MiB budget")
+	}
+
+	os.WriteFile(filepath.Join(dir, "a"), nil, 0o600)
+	if r := recv(t, a); r.err != nil || r.out != "held" {
+		t.Fatalf("a: %+v", r)
+	}
+	if r := recv(t, b); r.err != nil || r.out != "held" {
+		t.Fatalf("b: %+v", r)
+	}
+	if held, waiting := budget.MemoryUse(); held != 0 || waiting != 0 {
+		t.Fatalf("after both jobs the budget holds %d bytes with %d waiting, want none", held, waiting)
+	}
+
+	// More than the whole budget is refused at once, as in the server's process.
+	r := recv(t, runHold(t, context.Background(), p, "big", holdInput(200<<20, 0, filepath.Join(dir, "big"))))
+	var ce *convert.Error
+	if !errors.As(r.err, &ce) || !strings.Contains(ce.Message, "over the 100.0 MiB conversion memory budget") {
+		t.Fatalf("a job reserving 200 MiB of 100 MiB: %v", r.err)
+	}
+}
+
+// A worker killed while its job holds a reservation gives it back: the job waiting behind it
+// gets its share.
+func TestPool_MemoryBudgetKilledWorker(t *testing.T) {
+	p, budget := budgetPool(t, 2)
+	dir := t.TempDir()
+	a := runHold(t, context.Background(), p, "a", holdInput(60<<20, 0, filepath.Join(dir, "a")))
+	pid, _ := strconv.Atoi(waitFile(t, filepath.Join(dir, "a.pid")))
+	b := runHold(t, context.Background(), p, "b", holdInput(60<<20, 0, filepath.Join(dir, "b")))
+	waitBudget(t, budget, 60<<20, 1)
+
+	proc, _ := os.FindProcess(pid)
+	proc.Signal(os.Kill)
+	if r := recv(t, a); !errors.Is(r.err, convert.ErrWorkerCrashed) {
+		t.Fatalf("a: %v, want ErrWorkerCrashed", r.err)
+	}
+	// b now holds the share a's worker held.
+	waitFile(t, filepath.Join(dir, "b.pid"))
+	waitBudget(t, budget, 60<<20, 0)
+	os.WriteFile(filepath.Join(dir, "b"), nil, 0o600)
+	if r := recv(t, b); r.err != nil {
+		t.Fatalf("b: %v", r.err)
+	}
+	waitBudget(t, budget, 0, 0)
+}
+
+// The watchdog's cap for a job is the worker's resident size at ready, plus the most the job
+// reserved at once, plus the headroom: a job that reserves what it allocates keeps its worker;
+// one that allocates past its reservation and the headroom is killed, naming its cap.
+func TestPool_MemoryCapFollowsReservation(t *testing.T) {
+	p, budget := budgetPool(t, 1, func(c *Config) { c.Headroom = 24 << 20; c.WatchInterval = 5 * time.Millisecond })
+	dir := t.TempDir()
+
+	ok := runHold(t, context.Background(), p, "reserved", holdInput(80<<20, 32<<20, filepath.Join(dir, "ok")))
+	waitFile(t, filepath.Join(dir, "ok.pid"))
+	var w *proc
+	p.mu.Lock()
+	for x := range p.all {
+		w = x
+	}
+	p.mu.Unlock()
+	// Two full reads of its resident size after the allocation, and no kill.
+	deadline := time.Now().Add(waitLimit)
+	for start := w.watches.Load(); w.watches.Load() < start+2; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watchdog never read the worker's resident size")
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "ok"), nil, 0o600)
+	if r := recv(t, ok); r.err != nil {
+		t.Fatalf("a job allocating 32 MiB of its 80 MiB reservation: %v", r.err)
+	}
+
+	// A fresh worker (the first one keeps its 32 MiB resident for a while): 64 MiB on a
+	// 1 MiB reservation passes 1 MiB + 24 MiB of headroom, though not the 100 MiB budget.
+	p, budget = budgetPool(t, 1, func(c *Config) { c.Headroom = 24 << 20; c.WatchInterval = 5 * time.Millisecond })
+	r := recv(t, runHold(t, context.Background(), p, "unreserved", holdInput(1<<20, 64<<20, filepath.Join(dir, "never"))))
+	var ce *convert.Error
+	var fr interface{ FailureReason() string }
+	if !errors.As(r.err, &ce) || !strings.Contains(ce.Message, "the 1.0 MiB it reserved of --max-conversion-memory") ||
+		!errors.As(r.err, &fr) || fr.FailureReason() != "memory_exceeded" {
+		t.Fatalf("a job allocating 64 MiB on a 1 MiB reservation: %v", r.err)
+	}
+	if s := p.Stats(); s.Kills[CauseMemory] != 1 {
+		t.Fatalf("stats %+v, want one kill for memory", s)
+	}
+	waitBudget(t, budget, 0, 0)
+}
+
+// countingBudget is a real budget (a catalog's) that counts what workers asked of it.
+type countingBudget struct {
+	*convert.Catalog
+	acquires, reserves atomic.Int64
+}
+
+func (c *countingBudget) AcquireMemory(ctx context.Context, n int64, what string) error {
+	c.acquires.Add(1)
+	return c.Catalog.AcquireMemory(ctx, n, what)
+}
+
+func (c *countingBudget) ReserveMemory(n int64, what string) error {
+	c.reserves.Add(1)
+	return c.Catalog.ReserveMemory(n, what)
+}
+
+// A real conversion in a worker reserves from the server's budget: Markdown with a data: PNG
+// to PDF reserves for the embedded image (EmbeddedMemory.Reserve), and all of it is back when
+// the job is done.
+func TestPool_ConversionReservesFromServer(t *testing.T) {
+	b := &countingBudget{Catalog: convert.NewEmptyCatalog(convert.Limits{})}
+	p := newPool(t, 1, func(c *Config) { c.Budget = b })
+	var out bytes.Buffer
+	md := "# An image\n\n![sample](data:image/png;base64," + base64.StdEncoding.EncodeToString(readSample(t, "images/sample.png")) + ")\n"
+	if _, err := p.Run(context.Background(), convert.Task{JobID: "md", InputFormat: "markdown", TargetFormat: "pdf"}, inputFile(t, []byte(md)), &out, ""); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(out.Bytes(), []byte("%PDF-")) {
+		t.Fatalf("output is not a PDF: %q", out.Bytes()[:min(8, out.Len())])
+	}
+	if b.reserves.Load() == 0 {
+		t.Errorf("the embedded image reserved nothing on the server (acquires %d)", b.acquires.Load())
+	}
+	if held, waiting := b.MemoryUse(); held != 0 || waiting != 0 {
+		t.Errorf("after the job the budget holds %d bytes with %d waiting", held, waiting)
+	}
+	t.Logf("acquires %d, reserves %d", b.acquires.Load(), b.reserves.Load())
+}
+
+func TestDefaultHeadroom(t *testing.T) {
+	for _, c := range []struct {
+		budget  int64
+		workers int
+		want    int64
+	}{
+		{12 << 30, 2, 3 << 30},   // half the budget shared by two workers
+		{4 << 30, 4, 512 << 20},  // half of 4 GiB among four
+		{1 << 30, 8, 64 << 20},   // the 64 MiB floor
+		{16 << 20, 2, 16 << 20},  // never above a budget smaller than the floor
+		{100 << 20, 0, 64 << 20}, // no workers counts as one
+	} {
+		if got := DefaultHeadroom(c.budget, c.workers); got != c.want {
+			t.Errorf("DefaultHeadroom(%d, %d) = %d, want %d", c.budget, c.workers, got, c.want)
+		}
 	}
 }

@@ -23,15 +23,42 @@ const maxMessage = 1 << 20
 
 // request asks a worker to convert one job: the input is the first descriptor passed with it,
 // the output (an empty file the worker writes from offset 0) the second.
+// A request with Grant set carries no descriptors and answers a worker's memory request.
 type request struct {
-	JobID   string          `json:"job_id"`
-	From    string          `json:"from"`
-	To      string          `json:"to"`
+	JobID   string          `json:"job_id,omitempty"`
+	From    string          `json:"from,omitempty"`
+	To      string          `json:"to,omitempty"`
 	Options convert.Options `json:"options"`
+	Grant   *memoryGrant    `json:"grant,omitempty"`
 }
 
-// reply is a worker's answer: the ready message (Ready set) or a job's result.
+// Operations of a memoryMsg.
+const (
+	memAcquire = "acquire" // reserve N, waiting while the server's budget is short; answered
+	memReserve = "reserve" // reserve N without waiting (embedded resources); answered
+	memRelease = "release" // give N back; not answered
+	memAbandon = "abandon" // the acquire ID is no longer wanted (its context ended); not answered
+)
+
+// memoryMsg is a worker's request on the server's conversion memory budget, sent mid-job.
+type memoryMsg struct {
+	ID   uint64 `json:"id"`
+	Op   string `json:"op"`
+	N    int64  `json:"n"`
+	What string `json:"what,omitempty"`
+}
+
+// memoryGrant answers the acquire or reserve ID: granted, or refused with Error (a message
+// for the user).
+type memoryGrant struct {
+	ID    uint64 `json:"id"`
+	Error string `json:"error,omitempty"`
+}
+
+// reply is a worker's message: the ready message (Ready set), a memory request mid-job
+// (Memory set) or a job's result.
 type reply struct {
+	Memory      *memoryMsg        `json:"memory,omitempty"`
 	Ready       bool              `json:"ready,omitempty"`
 	Confinement []string          `json:"confinement,omitempty"`
 	Warnings    []convert.Warning `json:"warnings,omitempty"`
