@@ -133,8 +133,8 @@ func (f *finisher) encodeOnce(ctx context.Context, out io.Writer, img image.Imag
 		if err := f.dst.Encode(ctx, &buf, img, opts); err != nil {
 			return err
 		}
-		ex, _, prof := f.metaBlocks()
-		b, err := webpWithMeta(buf.Bytes(), ex, prof)
+		ex, xmp, prof := f.metaBlocks()
+		b, err := webpWithMeta(buf.Bytes(), ex, xmp, prof)
 		if err != nil {
 			return err
 		}
@@ -259,7 +259,7 @@ func (f *finisher) encodeFit(ctx context.Context, out io.Writer, img image.Image
 
 // metaWriter inserts the input's metadata into a JPEG or PNG encoder's output: after JPEG's
 // SOI marker (APP1 EXIF, APP1 XMP, APP2 ICC_PROFILE segments) or after PNG's IHDR chunk
-// (eXIf, iCCP). The EXIF orientation is reset to 1 when the pixels were turned upright.
+// (iCCP, eXIf, iTXt XML:com.adobe.xmp). The EXIF orientation is reset to 1 when the pixels were turned upright.
 type metaWriter struct {
 	w      io.Writer
 	head   []byte // the output's first bytes, held until the insertion point is known
@@ -313,9 +313,16 @@ func (f *finisher) metaWriter(w io.Writer) *metaWriter {
 		if len(ex) > 0 {
 			m.insert = appendPNGChunk(m.insert, "eXIf", ex)
 		}
+		if len(xmp) > 0 {
+			m.insert = appendPNGChunk(m.insert, "iTXt", append([]byte(pngXMPKey), xmp...))
+		}
 	}
 	return m
 }
+
+// pngXMPKey begins the iTXt chunk that holds XMP (the XMP specification, part 3): the keyword,
+// no compression, no language tag and no translated keyword.
+const pngXMPKey = "XML:com.adobe.xmp\x00\x00\x00\x00\x00"
 
 func appendJPEGSegment(b []byte, marker byte, id, data []byte) []byte {
 	b = append(b, 0xFF, marker)
@@ -368,10 +375,12 @@ func (m *metaWriter) flush() error {
 	return nil
 }
 
-// webpWithMeta rewrites a WebP file as the extended format with an ICCP chunk (prof) and an
-// EXIF chunk (ex) added, either may be empty: a VP8X header is written or its flags updated,
-// the image chunks are kept as they are, and earlier ICCP and EXIF chunks are replaced.
-func webpWithMeta(b, ex, prof []byte) ([]byte, error) {
+// webpWithMeta rewrites a WebP file as the extended format with an ICCP chunk (prof), an EXIF
+// chunk (ex) and an XMP chunk (xmp) added, any may be empty: a VP8X header is written or its
+// flags updated, the image chunks are kept as they are, and earlier ICCP, EXIF and XMP chunks
+// are replaced. The chunks go in the container specification's order: VP8X, ICCP, the image,
+// EXIF, XMP.
+func webpWithMeta(b, ex, xmp, prof []byte) ([]byte, error) {
 	if len(b) < 20 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
 		return nil, errors.New("webp: not a RIFF WEBP file")
 	}
@@ -420,24 +429,30 @@ func webpWithMeta(b, ex, prof []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("webp: unexpected first chunk %q", first.typ)
 	}
-	vp8x[0] &^= 0x28
+	vp8x[0] &^= 0x2c
 	if len(prof) > 0 {
 		vp8x[0] |= 0x20
 	}
 	if len(ex) > 0 {
 		vp8x[0] |= 0x08
 	}
+	if len(xmp) > 0 {
+		vp8x[0] |= 0x04
+	}
 	out := []chunk{{"VP8X", vp8x}}
 	if len(prof) > 0 {
 		out = append(out, chunk{"ICCP", prof})
 	}
 	for _, c := range chunks {
-		if c.typ != "ICCP" && c.typ != "EXIF" {
+		if c.typ != "ICCP" && c.typ != "EXIF" && c.typ != "XMP " {
 			out = append(out, c)
 		}
 	}
 	if len(ex) > 0 {
 		out = append(out, chunk{"EXIF", ex})
+	}
+	if len(xmp) > 0 {
+		out = append(out, chunk{"XMP ", xmp})
 	}
 	res := []byte("RIFF\x00\x00\x00\x00WEBP")
 	for _, c := range out {
