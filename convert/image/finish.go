@@ -37,6 +37,9 @@ type finisher struct {
 	meta     imageMeta
 	// toSRGB converts the input's profile to sRGB; nil when there is none to convert.
 	toSRGB *icc.Transform
+	// cmyk converts a CMYK input's pixels through its profile to sRGB as they are decoded
+	// (cmykPixels); nil when the input has no CMYK profile this package reads.
+	cmyk *icc.CMYKTransform
 	// keepICC carries the input's profile into the output instead.
 	keepICC bool
 }
@@ -47,6 +50,13 @@ type finisher struct {
 func newFinisher(src, dst *Codec, p convert.Params, g geometry, meta imageMeta) *finisher {
 	f := &finisher{src: src, dst: dst, p: p, opts: p.Options, g: g, meta: meta}
 	if len(meta.icc) == 0 {
+		return f
+	}
+	if cp, err := icc.ParseCMYK(meta.icc); err == nil && src.ID == "jpeg" {
+		// Converted whatever strip_metadata says: a CMYK profile does not describe the RGB
+		// output, so carrying it would mislabel the pixels. JPEG only: its decoders are the
+		// ones whose CMYK pixels every path sees (TIFF's strips become RGB on the way).
+		f.cmyk = cp.ToSRGB()
 		return f
 	}
 	if f.opts.KeepMetadata() && metaTargets[dst.ID] {
@@ -61,12 +71,21 @@ func newFinisher(src, dst *Codec, p convert.Params, g geometry, meta imageMeta) 
 }
 
 // colourPlain reports whether the pixels need no colour work (the strip-to-strip streams do none).
-func (f *finisher) colourPlain() bool { return f.toSRGB == nil }
+func (f *finisher) colourPlain() bool { return f.toSRGB == nil && f.cmyk == nil }
+
+// cmykPixels converts a decoded CMYK image through the input's CMYK profile, in place, to
+// opaque sRGB; any other image, or an input without such a profile, is returned as it is.
+func (f *finisher) cmykPixels(img image.Image) image.Image {
+	if m, ok := img.(*image.CMYK); ok && f.cmyk != nil {
+		return f.cmyk.ConvertCMYK(m)
+	}
+	return img
+}
 
 // profileHandled reports whether the input's profile was converted or carried (so no
 // color_profile_dropped warning is due).
 func (f *finisher) profileHandled() bool {
-	if len(f.meta.icc) == 0 || f.keepICC {
+	if len(f.meta.icc) == 0 || f.keepICC || f.cmyk != nil {
 		return true
 	}
 	prof, err := icc.Parse(f.meta.icc)

@@ -2,8 +2,10 @@
 // embed (Display P3, Adobe RGB, ProPhoto, sRGB) and converts 8-bit pixels from them to sRGB,
 // as a colour-management module does with relative colorimetric intent: each channel through
 // its tone curve to linear light, the colorant matrix to the PCS (XYZ, D50), the inverse of
-// sRGB's D50-adapted matrix to linear sRGB, clipped, then sRGB's tone curve. Profiles built on
-// lookup tables only (CMYK, most printer profiles) are refused with ErrUnsupported.
+// sRGB's D50-adapted matrix to linear sRGB, clipped, then sRGB's tone curve. CMYK profiles
+// are read by ParseCMYK: their device-to-PCS lookup table, evaluated to XYZ and then to sRGB
+// the same way. Other profiles built on lookup tables (RGB printer profiles) are refused with
+// ErrUnsupported.
 package icc
 
 import (
