@@ -45,32 +45,9 @@ const maxCLUTEntries = 1 << 21
 // ParseCMYK reads a CMYK profile's device-to-PCS table. It returns ErrFormat for bytes that are
 // not an ICC profile and ErrUnsupported for one that is not CMYK or has no table it reads.
 func ParseCMYK(b []byte) (*CMYKProfile, error) {
-	if len(b) < 132 || len(b) > MaxSize || string(b[36:40]) != "acsp" {
-		return nil, ErrFormat
-	}
-	if size := binary.BigEndian.Uint32(b); int64(size) > int64(len(b)) || size < 132 {
-		return nil, ErrFormat
-	}
-	var pcs string
-	switch string(b[20:24]) {
-	case "Lab ", "XYZ ":
-		pcs = string(b[20:24])
-	}
-	if string(b[16:20]) != "CMYK" || pcs == "" {
-		return nil, fmt.Errorf("%w (colour space %q, connection space %q)", ErrUnsupported, b[16:20], b[20:24])
-	}
-	n := binary.BigEndian.Uint32(b[128:])
-	if n > maxTags || 132+12*int64(n) > int64(len(b)) {
-		return nil, ErrFormat
-	}
-	tags := map[string][]byte{}
-	for i := range int(n) {
-		e := b[132+12*i:]
-		off, size := int64(binary.BigEndian.Uint32(e[4:])), int64(binary.BigEndian.Uint32(e[8:]))
-		if off+size > int64(len(b)) || size < 8 {
-			return nil, ErrFormat
-		}
-		tags[string(e[:4])] = b[off : off+size]
+	tags, err := readTags(b, func(space, pcs string) bool { return space == "CMYK" && (pcs == "Lab " || pcs == "XYZ ") })
+	if err != nil {
+		return nil, err
 	}
 	t, ok := tags["A2B1"]
 	if !ok {
@@ -78,7 +55,7 @@ func ParseCMYK(b []byte) (*CMYKProfile, error) {
 			return nil, fmt.Errorf("%w (a CMYK profile without an A2B0 or A2B1 table)", ErrUnsupported)
 		}
 	}
-	lut, err := parseLut(t, pcs == "Lab ")
+	lut, err := parseLut(t, string(b[20:24]) == "Lab ")
 	if err != nil {
 		return nil, err
 	}
