@@ -37,6 +37,9 @@ type finisher struct {
 	meta     imageMeta
 	// toSRGB converts the input's profile to sRGB; nil when there is none to convert.
 	toSRGB *icc.Transform
+	// cmyk converts a CMYK input's pixels through its profile to sRGB as they are decoded
+	// (cmykPixels); nil when the input has no CMYK profile this package reads.
+	cmyk *icc.CMYKTransform
 	// keepICC carries the input's profile into the output instead.
 	keepICC bool
 }
@@ -47,6 +50,13 @@ type finisher struct {
 func newFinisher(src, dst *Codec, p convert.Params, g geometry, meta imageMeta) *finisher {
 	f := &finisher{src: src, dst: dst, p: p, opts: p.Options, g: g, meta: meta}
 	if len(meta.icc) == 0 {
+		return f
+	}
+	if cp, err := icc.ParseCMYK(meta.icc); err == nil && src.ID == "jpeg" {
+		// Converted whatever strip_metadata says: a CMYK profile does not describe the RGB
+		// output, so carrying it would mislabel the pixels. JPEG only: its decoders are the
+		// ones whose CMYK pixels every path sees (TIFF's strips become RGB on the way).
+		f.cmyk = cp.ToSRGB()
 		return f
 	}
 	if f.opts.KeepMetadata() && metaTargets[dst.ID] {
@@ -61,12 +71,21 @@ func newFinisher(src, dst *Codec, p convert.Params, g geometry, meta imageMeta) 
 }
 
 // colourPlain reports whether the pixels need no colour work (the strip-to-strip streams do none).
-func (f *finisher) colourPlain() bool { return f.toSRGB == nil }
+func (f *finisher) colourPlain() bool { return f.toSRGB == nil && f.cmyk == nil }
+
+// cmykPixels converts a decoded CMYK image through the input's CMYK profile, in place, to
+// opaque sRGB; any other image, or an input without such a profile, is returned as it is.
+func (f *finisher) cmykPixels(img image.Image) image.Image {
+	if m, ok := img.(*image.CMYK); ok && f.cmyk != nil {
+		return f.cmyk.ConvertCMYK(m)
+	}
+	return img
+}
 
 // profileHandled reports whether the input's profile was converted or carried (so no
 // color_profile_dropped warning is due).
 func (f *finisher) profileHandled() bool {
-	if len(f.meta.icc) == 0 || f.keepICC {
+	if len(f.meta.icc) == 0 || f.keepICC || f.cmyk != nil {
 		return true
 	}
 	prof, err := icc.Parse(f.meta.icc)
@@ -133,8 +152,8 @@ func (f *finisher) encodeOnce(ctx context.Context, out io.Writer, img image.Imag
 		if err := f.dst.Encode(ctx, &buf, img, opts); err != nil {
 			return err
 		}
-		ex, _, prof := f.metaBlocks()
-		b, err := webpWithMeta(buf.Bytes(), ex, prof)
+		ex, xmp, prof := f.metaBlocks()
+		b, err := webpWithMeta(buf.Bytes(), ex, xmp, prof)
 		if err != nil {
 			return err
 		}
@@ -259,7 +278,7 @@ func (f *finisher) encodeFit(ctx context.Context, out io.Writer, img image.Image
 
 // metaWriter inserts the input's metadata into a JPEG or PNG encoder's output: after JPEG's
 // SOI marker (APP1 EXIF, APP1 XMP, APP2 ICC_PROFILE segments) or after PNG's IHDR chunk
-// (eXIf, iCCP). The EXIF orientation is reset to 1 when the pixels were turned upright.
+// (iCCP, eXIf, iTXt XML:com.adobe.xmp). The EXIF orientation is reset to 1 when the pixels were turned upright.
 type metaWriter struct {
 	w      io.Writer
 	head   []byte // the output's first bytes, held until the insertion point is known
@@ -313,9 +332,16 @@ func (f *finisher) metaWriter(w io.Writer) *metaWriter {
 		if len(ex) > 0 {
 			m.insert = appendPNGChunk(m.insert, "eXIf", ex)
 		}
+		if len(xmp) > 0 {
+			m.insert = appendPNGChunk(m.insert, "iTXt", append([]byte(pngXMPKey), xmp...))
+		}
 	}
 	return m
 }
+
+// pngXMPKey begins the iTXt chunk that holds XMP (the XMP specification, part 3): the keyword,
+// no compression, no language tag and no translated keyword.
+const pngXMPKey = "XML:com.adobe.xmp\x00\x00\x00\x00\x00"
 
 func appendJPEGSegment(b []byte, marker byte, id, data []byte) []byte {
 	b = append(b, 0xFF, marker)
@@ -368,10 +394,12 @@ func (m *metaWriter) flush() error {
 	return nil
 }
 
-// webpWithMeta rewrites a WebP file as the extended format with an ICCP chunk (prof) and an
-// EXIF chunk (ex) added, either may be empty: a VP8X header is written or its flags updated,
-// the image chunks are kept as they are, and earlier ICCP and EXIF chunks are replaced.
-func webpWithMeta(b, ex, prof []byte) ([]byte, error) {
+// webpWithMeta rewrites a WebP file as the extended format with an ICCP chunk (prof), an EXIF
+// chunk (ex) and an XMP chunk (xmp) added, any may be empty: a VP8X header is written or its
+// flags updated, the image chunks are kept as they are, and earlier ICCP, EXIF and XMP chunks
+// are replaced. The chunks go in the container specification's order: VP8X, ICCP, the image,
+// EXIF, XMP.
+func webpWithMeta(b, ex, xmp, prof []byte) ([]byte, error) {
 	if len(b) < 20 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
 		return nil, errors.New("webp: not a RIFF WEBP file")
 	}
@@ -420,24 +448,30 @@ func webpWithMeta(b, ex, prof []byte) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("webp: unexpected first chunk %q", first.typ)
 	}
-	vp8x[0] &^= 0x28
+	vp8x[0] &^= 0x2c
 	if len(prof) > 0 {
 		vp8x[0] |= 0x20
 	}
 	if len(ex) > 0 {
 		vp8x[0] |= 0x08
 	}
+	if len(xmp) > 0 {
+		vp8x[0] |= 0x04
+	}
 	out := []chunk{{"VP8X", vp8x}}
 	if len(prof) > 0 {
 		out = append(out, chunk{"ICCP", prof})
 	}
 	for _, c := range chunks {
-		if c.typ != "ICCP" && c.typ != "EXIF" {
+		if c.typ != "ICCP" && c.typ != "EXIF" && c.typ != "XMP " {
 			out = append(out, c)
 		}
 	}
 	if len(ex) > 0 {
 		out = append(out, chunk{"EXIF", ex})
+	}
+	if len(xmp) > 0 {
+		out = append(out, chunk{"XMP ", xmp})
 	}
 	res := []byte("RIFF\x00\x00\x00\x00WEBP")
 	for _, c := range out {

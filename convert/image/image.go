@@ -299,6 +299,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			if err != nil {
 				return err
 			}
+			img = fin.cmykPixels(img)
 			if img, err = resizeShrunk(ctx, img, shrink.denom, g.rw, g.rh, g.box, lim); err != nil {
 				return err
 			}
@@ -311,6 +312,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		img = fin.cmykPixels(img)
 		if img, err = resizeGeom(ctx, img, g, lim); err != nil {
 			return err
 		}

@@ -111,10 +111,9 @@ func pngMeta(in *io.SectionReader) imageMeta {
 				}
 			}
 		case "iTXt":
-			const key = "XML:com.adobe.xmp\x00\x00\x00\x00\x00" // keyword, no compression, no language or translated keyword
 			b := readBlock(in, off, int64(n))
-			if bytes.HasPrefix(b, []byte(key)) {
-				m.xmp = b[len(key):]
+			if bytes.HasPrefix(b, []byte(pngXMPKey)) {
+				m.xmp = b[len(pngXMPKey):]
 			}
 		case "IDAT":
 			return m.exif == nil || m.icc == nil // eXIf may follow the image data

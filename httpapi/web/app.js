@@ -5,6 +5,7 @@
 
 (() => {
   const KEY = "convsvc.apiKey";
+  const PRESETS = "convsvc.presets"; // preset names this tab created jobs with, offered again
   const WAIT = 30; // seconds a status request may be held (the API allows up to 60)
   const FETCH_DOWNLOAD_MAX = 512 * 1024 * 1024; // larger outputs download by plain navigation
   const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
@@ -244,6 +245,8 @@
       cancelled: false,
       inputSel: $(".input", node),
       targetSel: $(".target", node),
+      presetIn: $(".preset", node),
+      presetHelp: $(".preset-help", node),
       optionsBox: $(".options", node),
       optionFields: $(".option-fields", node),
       convertBtn: $(".convert", node),
@@ -270,6 +273,9 @@
     };
     bind(".l-input", it.inputSel, "input");
     bind(".l-target", it.targetSel, "target");
+    bind(".l-preset", it.presetIn, "preset");
+    it.presetHelp.id = pid + "-preset-help";
+    it.presetIn.setAttribute("aria-describedby", it.presetHelp.id);
     bind(".l-progress", it.progress, "progress");
     it.convertBtn.setAttribute("aria-describedby", pid + "-name");
     it.cancelBtn.setAttribute("aria-describedby", pid + "-name");
@@ -277,6 +283,7 @@
 
     it.inputSel.addEventListener("change", () => loadTargets(it));
     it.targetSel.addEventListener("change", () => loadOptions(it));
+    it.presetIn.addEventListener("input", () => presetChanged(it));
     it.convertBtn.addEventListener("click", () => convert(it));
     it.cancelBtn.addEventListener("click", () => cancel(it));
     it.removeBtn.addEventListener("click", () => remove(it));
@@ -444,7 +451,46 @@
     it.optionsBox.dataset.for = input + ">" + target; // what the fields are for, once shown
   }
 
+  // presetName is the preset the item names, or "" (the API refuses options beside a preset).
+  function presetName(it) {
+    return it.presetIn.value.trim();
+  }
+
+  // presetChanged disables the option fields while a preset is named: the preset sets them.
+  function presetChanged(it) {
+    const named = presetName(it) !== "";
+    it.presetHelp.hidden = !named;
+    it.optionsBox.disabled = named;
+  }
+
+  // rememberPreset offers a preset the API accepted in every item's list from now on.
+  function rememberPreset(name) {
+    let names = [];
+    try {
+      names = JSON.parse(sessionStorage.getItem(PRESETS) || "[]");
+    } catch (_) {
+      names = [];
+    }
+    if (!Array.isArray(names)) names = [];
+    if (!names.includes(name)) names.push(name);
+    sessionStorage.setItem(PRESETS, JSON.stringify(names.slice(-50)));
+    showPresets();
+  }
+
+  function showPresets() {
+    let names = [];
+    try {
+      names = JSON.parse(sessionStorage.getItem(PRESETS) || "[]");
+    } catch (_) {
+      names = [];
+    }
+    const list = $("#preset-names");
+    list.replaceChildren();
+    if (Array.isArray(names)) for (const n of names) if (typeof n === "string") option(list, n, n);
+  }
+
   function readOptions(it) {
+    if (presetName(it)) return undefined;
     const opts = {};
     for (const el of it.optionFields.querySelectorAll("[data-option]")) {
       const name = el.dataset.option;
@@ -496,6 +542,7 @@
     it.removeBtn.disabled = busy;
     it.inputSel.disabled = busy;
     it.targetSel.disabled = busy;
+    it.presetIn.disabled = busy;
     for (const el of it.optionFields.querySelectorAll("input, select")) el.disabled = busy;
   }
 
@@ -521,9 +568,12 @@
         target_format: it.targetSel.value,
         input_bytes: it.file.size,
       };
+      const preset = presetName(it);
+      if (preset) body.preset = preset;
       const opts = readOptions(it);
       if (opts) body.options = opts;
       const res = await api("POST", "/v1/jobs", body, { "Idempotency-Key": randomID() });
+      if (preset) rememberPreset(preset);
       showJob(it, res.job);
       if (it.cancelled) {
         await cancelJob(it);
@@ -713,5 +763,6 @@
   }
 
   setupKey();
+  showPresets();
   setupFiles();
 })();

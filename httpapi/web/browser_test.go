@@ -406,6 +406,59 @@ func TestBrowser_TransformOptions(t *testing.T) {
 	}
 }
 
+// TestBrowser_Preset: a preset typed into an item's preset field is sent as create's preset,
+// with no options (the option fields are disabled while a preset is named, as the API refuses
+// options beside one): the job takes the preset's options. An unknown preset shows the API's
+// message; a preset the API accepted is offered in the page's list of preset names.
+func TestBrowser_Preset(t *testing.T) {
+	e, ctx := openPageWithKey(t)
+	if r := e.Do("PUT", "/v1/admin/presets/tiny-jpeg", e.AdminToken, map[string]any{"target_format": "jpeg", "options": map[string]any{"width": 16, "quality": 60}}); r.Status != 201 {
+		t.Fatalf("PUT preset: %d %s", r.Status, r.Body)
+	}
+	dir := t.TempDir()
+	var files []string
+	for _, name := range []string{"a.png", "b.png"} {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, testenv.Sample(t, "images/sample.png"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	within(t, ctx, time.Minute, "pick the files", chromedp.SetUploadFiles("#files", files))
+	for _, n := range []string{"1", "2"} {
+		waitFor(t, ctx, "png to jpeg's options of item "+n, `document.querySelector("#item-`+n+` .options").dataset.for === "png>jpeg"`)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("label[for=item-1-preset]").textContent + "|" + document.querySelector("#item-1-preset").getAttribute("list")`); got != "Preset (optional)|preset-names" {
+		t.Errorf("the preset field (label|list): %q", got)
+	}
+	// An unknown preset: the API's own message, and the job is not created.
+	within(t, ctx, time.Minute, "convert with an unknown preset", chromedp.SendKeys("#item-2-preset", "nope"), chromedp.Click("#item-2 .convert"))
+	waitFor(t, ctx, "the unknown preset's error", `document.querySelector("#item-2 .error").textContent.includes("nope")`)
+	if got := eval[bool](t, ctx, `document.querySelector("#item-2 .options").disabled && !document.querySelector("#item-2 .preset-help").hidden`); !got {
+		t.Error("the options are not disabled beside a preset")
+	}
+	// The preset, with a quality typed before: only the preset is sent.
+	within(t, ctx, time.Minute, "convert with the preset",
+		chromedp.SendKeys("#item-1-opt-quality", "90"), chromedp.SendKeys("#item-1-preset", "tiny-jpeg"), chromedp.Click("#item-1 .convert"))
+	waitFor(t, ctx, "the download link", `!document.querySelector("#item-1 .result").hidden`)
+	var raw struct{ Data []map[string]any }
+	e.Do("GET", "/v1/jobs", e.Key, nil).JSON(t, &raw)
+	if len(raw.Data) != 1 || raw.Data[0]["status"] != "succeeded" || raw.Data[0]["target_format"] != "jpeg" {
+		t.Fatalf("the jobs: %v", raw.Data)
+	}
+	if opts, _ := raw.Data[0]["options"].(map[string]any); len(opts) != 2 || opts["width"] != 16.0 || opts["quality"] != 60.0 {
+		t.Errorf("the job's options %v, want the preset's width 16 and quality 60", raw.Data[0]["options"])
+	}
+	if got := eval[string](t, ctx, `[...document.querySelectorAll("#preset-names option")].map((o) => o.value).join(",")`); got != "tiny-jpeg" {
+		t.Errorf("the page's preset names %q, want tiny-jpeg", got)
+	}
+	// Cleared, the options count again.
+	eval[chromedp.Void](t, ctx, `(() => { const p = document.querySelector("#item-2-preset"); p.value = ""; p.dispatchEvent(new Event("input")); })()`)
+	if got := eval[bool](t, ctx, `!document.querySelector("#item-2 .options").disabled && document.querySelector("#item-2 .preset-help").hidden`); !got {
+		t.Error("the options stay disabled without a preset")
+	}
+}
+
 // openPageWithKey starts a service with one worker and a browser on its page, with the
 // account's key entered and accepted.
 func openPageWithKey(t *testing.T) (*testenv.Env, context.Context) {

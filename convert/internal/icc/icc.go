@@ -2,8 +2,10 @@
 // embed (Display P3, Adobe RGB, ProPhoto, sRGB) and converts 8-bit pixels from them to sRGB,
 // as a colour-management module does with relative colorimetric intent: each channel through
 // its tone curve to linear light, the colorant matrix to the PCS (XYZ, D50), the inverse of
-// sRGB's D50-adapted matrix to linear sRGB, clipped, then sRGB's tone curve. Profiles built on
-// lookup tables only (CMYK, most printer profiles) are refused with ErrUnsupported.
+// sRGB's D50-adapted matrix to linear sRGB, clipped, then sRGB's tone curve. CMYK profiles
+// are read by ParseCMYK: their device-to-PCS lookup table, evaluated to XYZ and then to sRGB
+// the same way. Other profiles built on lookup tables (RGB printer profiles) are refused with
+// ErrUnsupported.
 package icc
 
 import (
@@ -98,27 +100,9 @@ type Profile struct {
 // Parse reads an ICC profile. It returns ErrFormat for bytes that are not one and
 // ErrUnsupported for a profile without an RGB matrix/TRC.
 func Parse(b []byte) (*Profile, error) {
-	if len(b) < 132 || len(b) > MaxSize || string(b[36:40]) != "acsp" {
-		return nil, ErrFormat
-	}
-	if size := binary.BigEndian.Uint32(b); int64(size) > int64(len(b)) || size < 132 {
-		return nil, ErrFormat
-	}
-	if string(b[16:20]) != "RGB " || string(b[20:24]) != "XYZ " {
-		return nil, fmt.Errorf("%w (colour space %q, connection space %q)", ErrUnsupported, b[16:20], b[20:24])
-	}
-	n := binary.BigEndian.Uint32(b[128:])
-	if n > maxTags || 132+12*int64(n) > int64(len(b)) {
-		return nil, ErrFormat
-	}
-	tags := map[string][]byte{}
-	for i := range int(n) {
-		e := b[132+12*i:]
-		off, size := int64(binary.BigEndian.Uint32(e[4:])), int64(binary.BigEndian.Uint32(e[8:]))
-		if off+size > int64(len(b)) || size < 8 {
-			return nil, ErrFormat
-		}
-		tags[string(e[:4])] = b[off : off+size]
+	tags, err := readTags(b, func(space, pcs string) bool { return space == "RGB " && pcs == "XYZ " })
+	if err != nil {
+		return nil, err
 	}
 	p := &Profile{}
 	for i, sig := range []string{"rXYZ", "gXYZ", "bXYZ"} {
@@ -143,6 +127,35 @@ func Parse(b []byte) (*Profile, error) {
 	}
 	p.Description = description(tags["desc"])
 	return p, nil
+}
+
+// readTags checks a profile's header, its colour space and PCS (with accept), and returns its
+// tags by signature: ErrFormat for bytes that are not a profile, ErrUnsupported for a space
+// accept refuses.
+func readTags(b []byte, accept func(space, pcs string) bool) (map[string][]byte, error) {
+	if len(b) < 132 || len(b) > MaxSize || string(b[36:40]) != "acsp" {
+		return nil, ErrFormat
+	}
+	if size := binary.BigEndian.Uint32(b); int64(size) > int64(len(b)) || size < 132 {
+		return nil, ErrFormat
+	}
+	if !accept(string(b[16:20]), string(b[20:24])) {
+		return nil, fmt.Errorf("%w (colour space %q, connection space %q)", ErrUnsupported, b[16:20], b[20:24])
+	}
+	n := binary.BigEndian.Uint32(b[128:])
+	if n > maxTags || 132+12*int64(n) > int64(len(b)) {
+		return nil, ErrFormat
+	}
+	tags := map[string][]byte{}
+	for i := range int(n) {
+		e := b[132+12*i:]
+		off, size := int64(binary.BigEndian.Uint32(e[4:])), int64(binary.BigEndian.Uint32(e[8:]))
+		if off+size > int64(len(b)) || size < 8 {
+			return nil, ErrFormat
+		}
+		tags[string(e[:4])] = b[off : off+size]
+	}
+	return tags, nil
 }
 
 func s15(b []byte) float64 { return float64(int32(binary.BigEndian.Uint32(b))) / 65536 }

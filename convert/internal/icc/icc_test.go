@@ -76,3 +76,60 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestCMYK_SampleProfile: the sample CMYK profile reads back, and its transform gives the
+// model's own colours at the grid points: paper white, pure inks, black.
+func TestCMYK_SampleProfile(t *testing.T) {
+	p, err := ParseCMYK(SampleCMYK())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Description != "convsvc sample CMYK" {
+		t.Errorf("description %q", p.Description)
+	}
+	tr := p.ToSRGB()
+	for _, c := range []struct {
+		c, m, y, k uint8
+		want       [3]uint8
+	}{
+		{0, 0, 0, 0, [3]uint8{255, 255, 255}},   // paper: the PCS white
+		{255, 0, 0, 0, [3]uint8{109, 225, 243}}, // cyan: 0.15, 0.75, 0.9 linear, sRGB-encoded
+		{0, 0, 0, 255, [3]uint8{89, 89, 89}},    // black: a tenth of the paper
+	} {
+		r, g, b := tr.Pixel(c.c, c.m, c.y, c.k)
+		got := [3]uint8{r, g, b}
+		for i := range 3 {
+			if d := int(got[i]) - int(c.want[i]); d < -1 || d > 1 {
+				t.Errorf("CMYK %d,%d,%d,%d -> %v, want %v", c.c, c.m, c.y, c.k, got, c.want)
+				break
+			}
+		}
+	}
+	if _, err := Parse(SampleCMYK()); err == nil {
+		t.Error("Parse took the CMYK profile for RGB")
+	}
+	if _, err := ParseCMYK(Encode(DisplayP3())); err == nil {
+		t.Error("ParseCMYK took an RGB profile")
+	}
+}
+
+// FuzzParseCMYK: any bytes parse or fail without panicking, and a parsed profile's transform runs.
+func FuzzParseCMYK(f *testing.F) {
+	f.Add(smallCMYK())
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParseCMYK(b)
+		if err != nil {
+			return
+		}
+		tr := p.ToSRGB()
+		tr.Pixel(0, 0, 0, 0)
+		tr.Pixel(255, 128, 3, 255)
+	})
+}
+
+// smallCMYK is a CMYK profile on a 3-point grid, small enough for the fuzzer to mutate quickly.
+func smallCMYK() []byte {
+	return EncodeCMYK("small", d50, 3, [4]func(float64) float64{}, func(c, m, y, k float64) (float64, float64, float64) {
+		return 100 * (1 - k) * (1 - c/2), 60*m - 30*c, 60*y - 30*m
+	})
+}

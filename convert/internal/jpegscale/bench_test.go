@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"image/jpeg"
+	"os"
 	"testing"
 )
 
@@ -32,6 +33,27 @@ func BenchmarkDecodeScaled(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkDecodeFile decodes the JPEG named by JPEGSCALE_BENCH_FILE at 1/4 scale (the
+// shrink-on-load of a 12 MP photo to 800 px), for A/B runs against other revisions on a real
+// file such as bench/images21.sh's big.jpg; skipped when it is not set.
+func BenchmarkDecodeFile(b *testing.B) {
+	name := os.Getenv("JPEGSCALE_BENCH_FILE")
+	if name == "" {
+		b.Skip("JPEGSCALE_BENCH_FILE is not set")
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := DecodeScaled(bytes.NewReader(data), 4); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

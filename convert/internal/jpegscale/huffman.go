@@ -45,7 +45,35 @@ var errShortHuffmanData = FormatError("short Huffman data")
 // ensureNBits reads bytes from the byte buffer to ensure that d.bits.n is at
 // least n. For best performance (avoiding function calls inside hot loops),
 // the caller is the one responsible for first checking that d.bits.n < n.
+//
+// Unlike image/jpeg's, it first fills the 64-bit accumulator with as many
+// whole bytes as fit from the buffer while none is 0xFF (so no byte stuffing
+// and no marker is involved): one call then serves several codes. Bytes taken
+// early are the ones the byte-at-a-time reader would take next, in the same
+// order, so the bits decoded are the same; markers and stuffed bytes are left
+// to the byte-at-a-time path, whose error and unread behaviour is image/jpeg's.
 func (d *decoder) ensureNBits(n int32) error {
+	if d.bits.n <= 48 {
+		i, j := d.bytes.i, d.bytes.j
+		a, k := d.bits.a, d.bits.n
+		for k <= 48 && i+2 <= j {
+			c := d.bytes.buf[i]
+			if c == 0xff {
+				break
+			}
+			a = a<<8 | uint64(c)
+			k += 8
+			i++
+		}
+		if k != d.bits.n {
+			d.bytes.i = i
+			d.bytes.nUnreadable = 1
+			d.bits.a, d.bits.n, d.bits.m = a, k, 1<<(k-1)
+			if k >= n {
+				return nil
+			}
+		}
+	}
 	for {
 		c, err := d.readByteStuffedByte()
 		if err != nil {
@@ -54,7 +82,7 @@ func (d *decoder) ensureNBits(n int32) error {
 			}
 			return err
 		}
-		d.bits.a = d.bits.a<<8 | uint32(c)
+		d.bits.a = d.bits.a<<8 | uint64(c)
 		d.bits.n += 8
 		if d.bits.m == 0 {
 			d.bits.m = 1 << 7
@@ -192,7 +220,7 @@ func (d *decoder) decodeHuffman(h *huffman) (uint8, error) {
 			goto slowPath
 		}
 	}
-	if v := h.lut[(d.bits.a>>uint32(d.bits.n-lutSize))&0xff]; v != 0 {
+	if v := h.lut[(d.bits.a>>uint32(d.bits.n-lutSize))&(1<<lutSize-1)]; v != 0 {
 		n := (v & 0xff) - 1
 		d.bits.n -= int32(n)
 		d.bits.m >>= n
@@ -237,7 +265,7 @@ func (d *decoder) decodeBits(n int32) (uint32, error) {
 			return 0, err
 		}
 	}
-	ret := d.bits.a >> uint32(d.bits.n-n)
+	ret := uint32(d.bits.a >> uint32(d.bits.n-n))
 	ret &= (1 << uint32(n)) - 1
 	d.bits.n -= n
 	d.bits.m >>= uint32(n)

@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/jpeg"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -273,5 +274,61 @@ func TestDecodeScaled_HugeHeader(t *testing.T) {
 	// At 1/8 the 8192x8192 image fits in memory; the scan ends long before it is filled.
 	if _, err := DecodeScaled(bytes.NewReader(huge), 8); err == nil {
 		t.Error("1/8, 65535x65535 header with a 16x16 scan: no error")
+	}
+}
+
+// TestDecode_SameAsImageJPEG_Damaged: damaged copies of the samples (bytes overwritten in the
+// entropy-coded data with values including 0xFF, stuffing zeros and RST markers, garbage
+// inserted, the file cut short) decode to exactly image/jpeg's image and error, so the bit
+// reader's refill of whole bytes ahead keeps image/jpeg's behaviour at markers and on errors.
+func TestDecode_SameAsImageJPEG_Damaged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 21))
+	special := []byte{0xff, 0x00, 0xd0, 0xd1, 0xd7, 0xd9, 0xda, 0xc4}
+	inputs := samples(t)
+	inputs["photo"] = photoJPEG(t, 96, 64, 85)
+	tries := 60
+	if testing.Short() {
+		tries = 15
+	}
+	for name, data := range inputs {
+		sos := bytes.LastIndex(data, []byte{0xff, 0xda})
+		if sos < 0 {
+			continue
+		}
+		for i := range tries {
+			b := append([]byte(nil), data...)
+			switch i % 3 {
+			case 0: // overwrite a few bytes of scan data
+				for range 1 + rng.IntN(3) {
+					at := sos + 2 + rng.IntN(len(b)-sos-2)
+					v := byte(rng.IntN(256))
+					if rng.IntN(2) == 0 {
+						v = special[rng.IntN(len(special))]
+					}
+					b[at] = v
+				}
+			case 1: // insert garbage or a marker
+				at := sos + 2 + rng.IntN(len(b)-sos-2)
+				ins := []byte{byte(rng.IntN(256)), byte(rng.IntN(256))}
+				if rng.IntN(2) == 0 {
+					ins = []byte{0xff, special[rng.IntN(len(special))]}
+				}
+				b = append(b[:at], append(ins, b[at:]...)...)
+			case 2: // cut short
+				b = b[:sos+2+rng.IntN(len(b)-sos-2)]
+			}
+			want, werr := jpeg.Decode(bytes.NewReader(b))
+			got, gerr := Decode(bytes.NewReader(b))
+			if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
+				t.Errorf("%s #%d: error %v, image/jpeg %v", name, i, gerr, werr)
+				continue
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s #%d: image differs from image/jpeg's", name, i)
+			}
+			if _, serr := DecodeScaled(bytes.NewReader(b), 4); (werr == nil) != (serr == nil) || (werr != nil && werr.Error() != serr.Error()) {
+				t.Errorf("%s #%d: at 1/4 error %v, image/jpeg %v", name, i, serr, werr)
+			}
+		}
 	}
 }

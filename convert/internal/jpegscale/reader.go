@@ -111,9 +111,9 @@ type Reader interface {
 // The n least significant bits of a form the unread bits, to be read in MSB to
 // LSB order.
 type bits struct {
-	a uint32 // accumulator.
-	m uint32 // mask. m==1<<(n-1) when n>0, with m==0 when n==0.
-	n int32  // the number of unread bits in a.
+	a uint64 // accumulator.
+	m uint64 // mask. m==1<<(n-1) when n>0, with m==0 when n==0.
+	n int32  // the number of unread bits in a (at most 56 + 8).
 }
 
 type decoder struct {
