@@ -26,7 +26,7 @@ var allowedImports = map[string][]string{
 	// the work needs it (documents embed and render images). Never the other way round.
 	"convert/image":    {"convert", "convert/internal/*"},
 	"convert/document": {"convert", "convert/image", "convert/internal/*", "convert/document/internal/*", "internal/bytesize"},
-	// The document family's own rooms (the SVG reader): what the family may import, and each
+	// The document family's own rooms (the SVG reader, PDFium): what the family may import, and each
 	// other. Go's internal rule keeps every other package out.
 	"convert/document/internal/*": {"convert", "convert/image", "convert/internal/*", "convert/document/internal/*"},
 	"convert/data":                {"convert", "convert/internal/*", "internal/bytesize"},

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/document/internal/pdfium"
 	"github.com/convsvc/convsvc/convert/document/internal/svg"
 	convimage "github.com/convsvc/convsvc/convert/image"
 	"github.com/convsvc/convsvc/convert/internal/convtest"
@@ -84,18 +85,18 @@ type docPDFSummary struct {
 // docReadPDF opens a PDF with PDFium and reads every page's size and text.
 func docReadPDF(t testing.TB, data []byte) docPDFSummary {
 	t.Helper()
-	s, err := openPDF(context.Background(), io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))))
+	s, err := pdfium.Open(context.Background(), io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))))
 	if err != nil {
 		t.Fatalf("PDFium cannot open the PDF: %v", err)
 	}
-	defer s.close()
-	sum := docPDFSummary{pages: s.pages}
-	for i := range min(s.pages, 500) {
-		w, h, err := s.pageSize(i)
+	defer s.Close()
+	sum := docPDFSummary{pages: s.Pages()}
+	for i := range min(s.Pages(), 500) {
+		w, h, err := s.PageSize(i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		text, err := s.text(i)
+		text, err := s.Text(i)
 		if err != nil {
 			t.Fatal(err)
 		}
