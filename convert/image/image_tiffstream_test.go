@@ -46,6 +46,17 @@ func tiffSamples(t testing.TB, w, h int) map[string][]byte {
 	return out
 }
 
+// tiffRGBSample is tiffSamples' "tiffenc-rgb-WxH" alone (the same bytes), for tests that use
+// no other: tiffSamples encodes nine files, which at millions of pixels under the race
+// detector took most of such a test's time.
+func tiffRGBSample(t testing.TB, w, h int) []byte {
+	var b bytes.Buffer
+	if err := encodeTIFF(context.Background(), &b, testimg.Photo(w, h), convert.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
 // runTIFFPipeline converts a TIFF with tiffToJPEG after ReadHeader, as streamConvert does.
 func runTIFFPipeline(ctx context.Context, t testing.TB, data []byte, w io.Writer, opts convert.Options) (bool, error) {
 	t.Helper()

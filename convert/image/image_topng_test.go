@@ -84,7 +84,7 @@ func TestStreamToPNG_SameBytesAsWholeImage(t *testing.T) {
 // write the whole-image path's bytes.
 func TestStreamToPNG_ThroughCatalog(t *testing.T) {
 	const w, h = 640, 480
-	for name, data := range map[string][]byte{"ppm": ppmBytes(w, h, false, 255), "tiff": tiffSamples(t, w, h)[fmt.Sprintf("tiffenc-rgb-%dx%d", w, h)]} {
+	for name, data := range map[string][]byte{"ppm": ppmBytes(w, h, false, 255), "tiff": tiffRGBSample(t, w, h)} {
 		c := testCatalog(convert.Limits{})
 		var out bytes.Buffer
 		if _, err := c.Convert(context.Background(), name, "png", convert.Options{}, openFile(t, convtest.WriteTemp(t, data).Name()), &out, t.TempDir()); err != nil {
@@ -233,7 +233,7 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 // A conversion cancelled mid-stream returns the context's error, writes nothing after the
 // cancellation, does not end the PNG, and leaves no goroutine behind.
 func TestStreamToPNG_CancelMidStream(t *testing.T) {
-	for name, data := range map[string][]byte{"ppm": ppmBytes(2000, 1500, false, 255), "tiff": tiffSamples(t, 2000, 1500)["tiffenc-rgb-2000x1500"]} {
+	for name, data := range map[string][]byte{"ppm": ppmBytes(2000, 1500, false, 255), "tiff": tiffRGBSample(t, 2000, 1500)} {
 		t.Run(name, func(t *testing.T) {
 			checkGoroutines(t)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -301,7 +301,7 @@ func TestStreamToPNG_WriteErrorSurfaces(t *testing.T) {
 // A file cut short in its raster fails as the whole-image path fails (truncated), without an
 // ended PNG and without goroutines left behind.
 func TestStreamToPNG_Truncated(t *testing.T) {
-	tif := tiffSamples(t, 1000, 800)["tiffenc-rgb-1000x800"]
+	tif := tiffRGBSample(t, 1000, 800)
 	for name, tc := range map[string]struct {
 		codec string
 		data  []byte
