@@ -70,7 +70,7 @@ func TestNotices_DetectLicences(t *testing.T) {
 		want []string
 	}{
 		{"LICENSE", []string{"Apache-2.0"}},
-		{"convert/document/fonts/LICENSE-NanumGothic.txt", []string{"OFL-1.1"}},
+		{"convert/internal/fonts/ttf/LICENSE-NanumGothic.txt", []string{"OFL-1.1"}},
 		{"convert/internal/wasmcodec/LICENSES/libavif", []string{"Apache-2.0", "BSD-2-Clause"}}, // and IJG's libjpeg text, not a module's
 		{"convert/internal/wasmcodec/LICENSES/aom", []string{"BSD-2-Clause"}},
 		{"convert/internal/wasmcodec/LICENSES/libjxl", []string{"BSD-3-Clause"}},

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
 )
 
 // testSecret and testNow make signatures reproducible (the fuzz seed corpus depends on them).

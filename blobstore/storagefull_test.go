@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testfs"
+	"github.com/convsvc/convsvc/internal/testing/testfs"
 )
 
 // TestUpload_DiskFull puts the blob store on a real 1 MiB file system: an upload larger than

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/cli"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // run executes the root command in-process and returns its stdout.

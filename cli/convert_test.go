@@ -15,7 +15,7 @@ import (
 
 	"github.com/convsvc/convsvc/cli"
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // runBinary runs the built convsvc in dir with stdin and extra environment, and returns its

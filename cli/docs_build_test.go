@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // docBuildLine returns the `go build` line of the first sh block after marker in the file.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // goModRequires reads go.mod's requirements: direct ones, and all (direct and indirect).

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/service"
 )
 

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testpg"
-	"github.com/convsvc/convsvc/internal/testproc"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 	"github.com/convsvc/convsvc/worker"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestCLI_Presets: admin presets set, get, list and rm; a presets-only key from admin keys

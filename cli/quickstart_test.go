@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // Issue 22, "a README walkthrough that a test runs literally": the first command of the

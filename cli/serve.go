@@ -32,7 +32,7 @@ type serveOptions struct {
 	trustedProxies []string
 	// s3PathStyle is --s3-path-style as given: auto, true or false.
 	s3PathStyle string
-	fontDir     string // --font-dir, see convert/document/textfonts.go
+	fontDir     string // --font-dir, see convert/internal/fonts
 }
 
 func newServeCommand() *cobra.Command {

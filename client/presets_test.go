@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestClient_Presets: an operator's client defines and lists presets and issues a

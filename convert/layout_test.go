@@ -25,10 +25,13 @@ var allowedImports = map[string][]string{
 	// The families: the kernel, shared codecs, and another family's exported API only where
 	// the work needs it (documents embed and render images). Never the other way round.
 	"convert/image":    {"convert", "convert/internal/*"},
-	"convert/document": {"convert", "convert/image", "convert/internal/*", "internal/bytesize"},
-	"convert/data":     {"convert", "convert/internal/*", "internal/bytesize"},
-	"convert/audio":    {"convert", "convert/internal/*", "internal/bytesize"},
-	"convert/archive":  {"convert", "convert/internal/*", "internal/bytesize"},
+	"convert/document": {"convert", "convert/image", "convert/internal/*", "convert/document/internal/*", "internal/bytesize"},
+	// The document family's own rooms (the SVG reader, PDFium): what the family may import, and each
+	// other. Go's internal rule keeps every other package out.
+	"convert/document/internal/*": {"convert", "convert/image", "convert/internal/*", "convert/document/internal/*"},
+	"convert/data":                {"convert", "convert/internal/*", "internal/bytesize"},
+	"convert/audio":               {"convert", "convert/internal/*", "internal/bytesize"},
+	"convert/archive":             {"convert", "convert/internal/*", "internal/bytesize"},
 	// The assembler knows every family; nothing in convert imports it.
 	"convert/standard": {"convert", "convert/image", "convert/document", "convert/data", "convert/audio", "convert/archive", "convert/internal/*"},
 	// The worker processes (server side and child): the kernel, and the standard catalog a
@@ -48,18 +51,38 @@ var allowedImports = map[string][]string{
 	"store/storetest":    {"store"},
 	"blobstore/blobtest": {"blobstore"},
 	"client":             {},
-	"internal/*":         {"internal/*", "client", "httpapi", "httpapi/openapitest", "service", "store", "pgstore"},
+	// Small runtime helpers know only each other.
+	"internal/*": {"internal/*"},
+	// Test harnesses (testenv starts a whole service, so it may import what it starts). Only
+	// _test.go files, other harnesses and the benchmark programs import them: see harnessImporters.
+	"internal/testing/*": {"internal/*", "client", "httpapi", "httpapi/openapitest", "service", "store", "pgstore"},
 	"httpapi":            {"convert", "store", "blobstore", "httpapi/*", "webhook"},
 	"httpapi/*":          {},
 	"service":            {"convert", "convert/standard", "store", "blobstore", "pgstore", "s3store", "httpapi", "internal/*", "webhook", "worker"},
 	"cli":                {"convert", "convert/standard", "service", "client", "store", "blobstore", "pgstore", "s3store", "internal/*", "worker"},
 	"":                   {"cli"},
-	"e2e":                {"internal/*", "client"},
-	"e2e/multinode":      {"internal/*", "client", "pgstore"},
+	"e2e":                {"internal/testing/*", "client"},
+	"e2e/multinode":      {"internal/testing/*", "client", "pgstore"},
 	"bench/*":            {"bench/internal/*", "internal/*", "client", "store", "blobstore", "service", "convert", "convert/standard"},
 	// Webhook signing, request-forgery guard and sender: standard library only, so a receiver
 	// can use it without the server.
 	"webhook": {},
+}
+
+// harnesses is the prefix of the test harnesses' packages (internal/testing/...).
+const harnesses = "internal/testing/"
+
+// harnessImporters lists the packages whose non-test files may import a test harness: the
+// harnesses themselves and the benchmark programs (which build and start the binary with
+// testproc). Nothing the binary is built from may, whatever its allowedImports entry says.
+var harnessImporters = []string{"internal/testing/*", "bench/*"}
+
+// mayImport reports whether the non-test files of pkg may import the project package imp.
+func mayImport(pkg, imp string, rules []string) bool {
+	if strings.HasPrefix(imp, harnesses) && !slices.ContainsFunc(harnessImporters, func(r string) bool { return allows(r, pkg) }) {
+		return false
+	}
+	return slices.ContainsFunc(rules, func(r string) bool { return allows(r, imp) })
 }
 
 // rulesFor returns the allowed imports of pkg: its own entry, else that of the nearest "x/*".
@@ -86,7 +109,8 @@ func allows(pattern, imp string) bool {
 
 // TestLayout_Imports parses every non-test Go file of the module and checks its imports of the
 // project's packages against allowedImports: the kernel imports no family, families import only
-// the allowed family edges, and nothing but the programs imports convert/standard.
+// the allowed family edges, nothing but the programs imports convert/standard, and no file the
+// binary is built from imports a test harness (internal/testing/...).
 func TestLayout_Imports(t *testing.T) {
 	root := ".."
 	fset := token.NewFileSet()
@@ -125,8 +149,8 @@ func TestLayout_Imports(t *testing.T) {
 			if !ok {
 				continue
 			}
-			if !slices.ContainsFunc(rules, func(r string) bool { return allows(r, own) }) {
-				t.Errorf("%s imports %s, which package %q may not (allowed: %v)", p, own, pkg, rules)
+			if !mayImport(pkg, own, rules) {
+				t.Errorf("%s imports %s, which package %q may not (allowed: %v; test harnesses only in %v)", p, own, pkg, rules, harnessImporters)
 			}
 		}
 		return nil
@@ -150,14 +174,21 @@ func TestLayout_RulesCatchViolations(t *testing.T) {
 		{"convert/archive", "convert/data"},
 		{"convert/document", "convert/standard"},
 		{"convert/internal/pngenc", "convert"},
+		{"convert/internal/fonts", "convert/document/internal/svg"},
+		{"convert/document/internal/svg", "convert/document"},
 		{"httpapi", "convert/standard"},
 		{"store", "convert"},
+		{"service", "internal/testing/testenv"},
+		{"cli", "internal/testing/testproc"},
+		{"", "internal/testing/testproc"},
+		{"internal/gcfloor", "internal/testing/testenv"},
+		{"internal/promtext", "service"},
 	} {
 		rules, ok := rulesFor(tt.pkg)
 		if !ok {
 			t.Fatalf("no rules for %s", tt.pkg)
 		}
-		if slices.ContainsFunc(rules, func(r string) bool { return allows(r, tt.imp) }) {
+		if mayImport(tt.pkg, tt.imp, rules) {
 			t.Errorf("%s may import %s", tt.pkg, tt.imp)
 		}
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/standard"
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
 )
 
 // fakeQueue is an in-memory Queue: FIFO claims, attempts counted, outcomes recorded.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 // TestConnections_IdleFloodWithLowFileLimit runs the binary with its open-file limit at 1024

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 	"github.com/convsvc/convsvc/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 // TestFaults_ProcessIsolation runs the poison converters in worker processes (--isolation

@@ -12,8 +12,8 @@ import (
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 	"github.com/convsvc/convsvc/store"
 )
 

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 // rssKiB is a process's resident set (VmRSS) in KiB.

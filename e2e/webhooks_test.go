@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 // TestWebhooks_SIGKILLLosesNothing: jobs change state, their events are recorded, and the

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
 )
@@ -36,7 +36,7 @@ var backendSuite = []struct {
 	{"RetentionExpiresJobs", TestAPI_RetentionExpiresJobs},
 }
 
-// TestAPI_Backends runs backendSuite against bbolt and against PostgreSQL (internal/testpg:
+// TestAPI_Backends runs backendSuite against bbolt and against PostgreSQL (internal/testing/testpg:
 // skipped when PostgreSQL is not installed, except under CI=true), after checking that the
 // service really runs on the backend the subtest names.
 func TestAPI_Backends(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // These tests produce the documented statuses of the admin and object-storage endpoints that

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestAPI_ExactQueryAndAuthorization: the members of issue 18's exact-JSON class outside the

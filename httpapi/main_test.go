@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testpg"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 )
 
 // suiteLog sees every log line of every service the package's tests start.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestAPI_Presets: an operator defines, reads, lists, replaces and removes presets; PUT checks

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestAPI_SameFormatJobs: an image format is its own target; with no option that changes the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/convert"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestWarningCodes_Agree: the OpenAPI document's WarningCode enum, the kernel's list and the

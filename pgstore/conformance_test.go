@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/httpapi"
-	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store/storetest"
 )

@@ -25,7 +25,7 @@ import (
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/blobstore/blobtest"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 	"github.com/convsvc/convsvc/s3store"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // BenchmarkAPI_Create is the API's hot path over real HTTP in one process: POST /v1/jobs

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/internal/promtext"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/service"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestDeadJobs_TakeNoUploadsAndKeepNoInput (issue 18, item 6): after cancel, success,

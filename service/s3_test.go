@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 	"github.com/convsvc/convsvc/service"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testfs"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testfs"
 	"github.com/convsvc/convsvc/service"
 )
 

@@ -54,7 +54,7 @@ import (
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
 	"github.com/convsvc/convsvc/internal/promtext"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 // perKeyJobs is how many jobs one key creates and starts: 120 writes, the limit per minute.

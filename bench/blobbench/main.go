@@ -30,7 +30,7 @@ import (
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
 	"github.com/convsvc/convsvc/blobstore"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 // prebuilt is the -bin flag: a server binary to use instead of building one.

@@ -26,7 +26,7 @@ import (
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 	"github.com/convsvc/convsvc/store"
 )
 

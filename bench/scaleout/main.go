@@ -40,7 +40,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 const adminToken = "scaleout-bench-admin-token-0123456789"

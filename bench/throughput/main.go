@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/bench/internal/benchkit"
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 type class struct{ size, from, to string }

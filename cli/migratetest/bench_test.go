@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/cli"
-	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/store"
 )
 

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
-	"github.com/convsvc/convsvc/internal/testpg"
-	"github.com/convsvc/convsvc/internal/testproc"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 )
 
 // scalingBlock returns the first ```sh block after the heading in docs/scaling.md, and the

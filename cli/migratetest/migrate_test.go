@@ -17,9 +17,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/convsvc/convsvc/cli"
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testpg"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/s3store"
 	"github.com/convsvc/convsvc/service"

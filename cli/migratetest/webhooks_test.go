@@ -15,9 +15,9 @@ import (
 
 	"github.com/convsvc/convsvc/cli"
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/testpg"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"

@@ -4,7 +4,9 @@
 // image family, and embeds images in PDFs. The pages option renders several pages (pdf_pages.go):
 // into a zip of page files, one multi-page TIFF, or for pdf -> pdf a new PDF of those pages.
 // RegisterPDFPageArchive adds pdf -> zip (one PNG per page) once the archive family's zip
-// format is registered.
+// format is registered. SVG is drawn by convert/document/internal/svg, PDFs are read and
+// rendered by convert/document/internal/pdfium, and text faces come from convert/internal/fonts;
+// this package reads the inputs, lays out documents and registers the converters.
 //
 // Modules: yuin/goldmark (Markdown), golang.org/x/net/html and JohannesKaufmann/html-to-markdown
 // (HTML), codeberg.org/go-pdf/fpdf with the Go fonts (PDF layout), klippa-app/go-pdfium in

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/convsvc/convsvc/convert"
 )
@@ -21,35 +20,6 @@ func docFuzzErr(t *testing.T, what string, err error) {
 	if err != nil && !errors.As(err, &ce) && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("%s: %v is %T, not *Error", what, err, err)
 	}
-}
-
-// FuzzSVG feeds arbitrary bytes to the SVG sanitiser, oksvg and the rasteriser: nothing may
-// panic past the guards, hang or fail with anything but an *Error.
-func FuzzSVG(f *testing.F) {
-	for _, name := range []string{"sample.svg"} {
-		if b, err := os.ReadFile(docPath(name)); err == nil {
-			f.Add(b)
-		}
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		s, err := parseSVG(ctx, data)
-		docFuzzErr(t, "parse", err)
-		if err != nil {
-			return
-		}
-		if !(s.info.w > 0 && s.info.h > 0 && s.info.vbW > 0 && s.info.vbH > 0) {
-			t.Fatalf("accepted an SVG of size %+v", s.info)
-		}
-		_, err = s.render(ctx, 32, 32, 32, 32, "", func(int) bool { return true })
-		docFuzzErr(t, "render", err)
-		covered, err := s.coveredText(ctx, s.matrix(32, 32, 32, 32, ""), 32, 32)
-		docFuzzErr(t, "coveredText", err)
-		if err == nil && len(covered) != len(s.text) {
-			t.Fatalf("coveredText returned %d values for %d text segments", len(covered), len(s.text))
-		}
-	})
 }
 
 // FuzzDocx feeds arbitrary bytes to the DOCX reader and its HTML and text writers.

@@ -58,9 +58,13 @@ func TestGenerateDocumentSamples(t *testing.T) {
 	write(hostile, "doc-not-docx.docx", docGenZip(t, map[string]string{"xl/workbook.xml": "<workbook/>"}))
 	write(hostile, "doc-binary.md", docPNGHeader())
 
-	// Fuzz seeds: the samples and the hostile structures, small.
+	// Fuzz seeds: the samples and the hostile structures, small. The SVG reader's targets are
+	// in its own package.
 	seed := func(target, name string, b []byte) {
 		dir := filepath.Join("testdata", "fuzz", target)
+		if target == "FuzzSVG" {
+			dir = filepath.Join("internal", "svg", "testdata", "fuzz", target)
+		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}

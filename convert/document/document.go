@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/document/internal/pdfium"
 	convimage "github.com/convsvc/convsvc/convert/image"
 	"github.com/convsvc/convsvc/internal/bytesize"
 )
@@ -90,7 +91,7 @@ func docxEstimate(size int64) int64 {
 }
 
 // pdfiumEstimate is a PDF read by PDFium: one instance, which reads the input on demand.
-func pdfiumEstimate(int64) int64 { return pdfiumInstanceMemory }
+func pdfiumEstimate(int64) int64 { return pdfium.InstanceMemory }
 
 // Register adds the documents, PDF and vector graphics formats and their converters, with
 // rasters to and from every image format already in c (register the image family first).

@@ -19,6 +19,8 @@ import (
 	"golang.org/x/net/html/atom"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/document/internal/pdfium"
+	"github.com/convsvc/convsvc/convert/document/internal/svg"
 	convimage "github.com/convsvc/convsvc/convert/image"
 	"github.com/convsvc/convsvc/convert/internal/convtest"
 )
@@ -83,18 +85,18 @@ type docPDFSummary struct {
 // docReadPDF opens a PDF with PDFium and reads every page's size and text.
 func docReadPDF(t testing.TB, data []byte) docPDFSummary {
 	t.Helper()
-	s, err := openPDF(context.Background(), io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))))
+	s, err := pdfium.Open(context.Background(), io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))))
 	if err != nil {
 		t.Fatalf("PDFium cannot open the PDF: %v", err)
 	}
-	defer s.close()
-	sum := docPDFSummary{pages: s.pages}
-	for i := range min(s.pages, 500) {
-		w, h, err := s.pageSize(i)
+	defer s.Close()
+	sum := docPDFSummary{pages: s.Pages()}
+	for i := range min(s.Pages(), 500) {
+		w, h, err := s.PageSize(i)
 		if err != nil {
 			t.Fatal(err)
 		}
-		text, err := s.text(i)
+		text, err := s.Text(i)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,9 +135,9 @@ func docCheckPDF(t *testing.T, source, output string) {
 			t.Errorf("%d pages, first %v; want 1 page of %.1fx%.1f", sum.pages, sum.sizes[0], w, h)
 		}
 	case from == fmtSVG:
-		s := docParseSVGSample(t, source)
-		if sum.pages != 1 || math.Abs(sum.sizes[0][0]-s.info.w*0.75) > 1 || math.Abs(sum.sizes[0][1]-s.info.h*0.75) > 1 {
-			t.Errorf("%d pages, first %v; want 1 page of %.1fx%.1f", sum.pages, sum.sizes[0], s.info.w*0.75, s.info.h*0.75)
+		w, h := docSVGSize(t, source)
+		if sum.pages != 1 || math.Abs(sum.sizes[0][0]-w*0.75) > 1 || math.Abs(sum.sizes[0][1]-h*0.75) > 1 {
+			t.Errorf("%d pages, first %v; want 1 page of %.1fx%.1f", sum.pages, sum.sizes[0], w*0.75, h*0.75)
 		}
 	case filepath.Base(source) == "sample.md" || filepath.Base(source) == "sample.html":
 		// Headings are in the outline: fpdf writes them as /Outlines with /Title entries.
@@ -145,13 +147,14 @@ func docCheckPDF(t *testing.T, source, output string) {
 	}
 }
 
-func docParseSVGSample(t *testing.T, source string) *svgDrawing {
+// docSVGSize is an SVG sample's intrinsic size in CSS pixels.
+func docSVGSize(t *testing.T, source string) (w, h float64) {
 	t.Helper()
-	s, err := parseSVG(context.Background(), docReadOutput(t, source))
+	w, h, err := svg.Size(context.Background(), docReadOutput(t, source))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return w, h
 }
 
 // docCheckText checks UTF-8 text with the sample's words.
@@ -284,8 +287,8 @@ func docCheckRaster(codec *convimage.Codec) func(*testing.T, string, string) {
 		var w, h int
 		switch docSourceFormat(source) {
 		case fmtSVG:
-			s := docParseSVGSample(t, source)
-			w, h = int(math.Ceil(s.info.w)), int(math.Ceil(s.info.h))
+			sw, sh := docSVGSize(t, source)
+			w, h = int(math.Ceil(sw)), int(math.Ceil(sh))
 		case fmtPDF:
 			sum := docReadPDF(t, docReadOutput(t, source))
 			w, h = renderedSize(sum.sizes[0][0], sum.sizes[0][1], DefaultPDFDPI)

@@ -18,12 +18,14 @@ import (
 	"golang.org/x/image/font/gofont/goregular"
 	"golang.org/x/image/font/sfnt"
 	"golang.org/x/image/math/fixed"
+
+	"github.com/convsvc/convsvc/convert/internal/fonts"
 )
 
 // PDF output embeds the Go fonts (BSD licence, shipped with golang.org/x/image) as UTF-8
 // TrueType, subset to the characters used. They cover Latin, Greek and Cyrillic (WGL4);
 // characters they lack are drawn with the embedded CJK face (a subset of Droid Sans Fallback,
-// textfonts.go) when it has them, and reported (glyphs_missing) when no face has them.
+// convert/internal/fonts) when it has them, and reported (glyphs_missing) when no face has them.
 
 // pdfFont is one face of the embedded fonts, with its advance widths in thousandths of an em
 // as fpdf computes them, so that lines measured here are the lines fpdf draws.
@@ -50,14 +52,14 @@ var pdfFonts = [8]*pdfFont{
 	{family: "mono", style: "BI", ttf: gomonobolditalic.TTF},
 }
 
-// pdfFallbacks are the embedded faces (textfonts.go) for characters the Go fonts lack: the
+// pdfFallbacks are the embedded faces (convert/internal/fonts) for characters the Go fonts lack: the
 // first pdfFallbackFaces are tried in order (CJK ideographs and kana, then Hangul); each is
 // followed, pdfFallbackFaces further on, by a second fpdf instance of the same face (see
 // pdfMaxRun).
 var pdfFallbacks = func() []*pdfFont {
 	faces := []*pdfFont{
-		{family: "cjk", style: "", ttf: cjkTTF},
-		{family: "hangul", style: "", ttf: hangulTTF},
+		{family: "cjk", style: "", ttf: fonts.CJK.TTF()},
+		{family: "hangul", style: "", ttf: fonts.Hangul.TTF()},
 	}
 	for _, f := range faces[:len(faces):len(faces)] {
 		faces = append(faces, &pdfFont{family: f.family + "2", style: f.style, ttf: f.ttf, base: f})
@@ -68,19 +70,20 @@ var pdfFallbacks = func() []*pdfFont {
 // pdfFallbackFaces is how many distinct faces pdfFallbacks holds (the rest are second instances).
 const pdfFallbackFaces = 2
 
-// pdfMaxRun is the most consecutive code points one fpdf font instance may draw in a document.
-// fpdf (v0.12.0, generateCIDFontMap) builds a font's width table in time cubic in the length
-// of each run of consecutive characters used: a run of 1000 ideographs cost 0.5 s of CPU, 2000
-// 3.8 s, 20 000 more than 10 minutes, and Output cannot be interrupted. A character that would
-// make a run of its face longer goes to the face's second instance, whose runs (by how
-// characters are placed, pdfDoc.place) are at most 2 long. Ordinary text rarely has runs longer
-// than a few characters: 3755 common ideographs (GB2312 level 1) need no second instance.
-const pdfMaxRun = 64
+// The PDF embedding bounds and helpers, in convert/internal/fonts, by the names the layout uses.
+const (
+	// pdfMaxRun is fonts.MaxRun: the most consecutive code points one fpdf font instance draws.
+	pdfMaxRun = fonts.MaxRun
+	// MaxPDFFallbackChars is the most distinct characters a generated PDF may draw with the
+	// embedded CJK and Hangul faces together; more fails the conversion before the PDF is written.
+	MaxPDFFallbackChars = fonts.MaxFallbackChars
+)
 
-// MaxPDFFallbackChars is the most distinct characters a generated PDF may draw with the
-// embedded CJK and Hangul faces together (real Chinese and Japanese documents use 2000 to 5000);
-// more fails the conversion before the PDF is written.
-const MaxPDFFallbackChars = 12_000
+var (
+	pdfFaceMemory = fonts.FaceMemory
+	pdfSafeText   = fonts.SafeText
+	pdfRunWith    = fonts.RunWith
+)
 
 // fontFor returns the face for a style.
 func fontFor(mono, bold, italic bool) *pdfFont {
@@ -157,19 +160,6 @@ func (f *pdfFont) runeWidth(r rune, size float64) float64 {
 	return float64(f.missing) * size / 1000
 }
 
-// pdfFaceMemory is what embedding a TrueType face of ttfSize bytes, glyphs of its characters
-// kept, adds to making a PDF: fpdf parses the whole face when it is added (about 6 bytes
-// allocated per byte of font, and 4.4 MB of tables whatever its size) and subsets it when the
-// PDF is written (about 3.5 KB per character kept). Measured by TestPDF_FaceMemoryCharged: the
-// embedded CJK face (2.8 MB) adds 20.7 MB to a small document, the Hangul face (1.3 MB)
-// 11.9 MB, both 33 MB.
-func pdfFaceMemory(ttfSize, glyphs int) int64 {
-	if ttfSize == 0 {
-		return 4096 * int64(glyphs)
-	}
-	return 6<<20 + 6*int64(ttfSize) + 4096*int64(glyphs)
-}
-
 // hasGlyph reports whether the font draws r.
 func (f *pdfFont) hasGlyph(r rune) bool { return r >= 0 && r < 0x10000 && f.has[r] }
 
@@ -178,32 +168,4 @@ func (f *pdfFont) hasGlyph(r rune) bool { return r >= 0 && r < 0x10000 && f.has[
 // gets its own copy.
 func (f *pdfFont) addTo(pdf *fpdf.Fpdf) {
 	pdf.AddUTF8FontFromBytes(f.family, f.style, bytes.Clone(f.ttf))
-}
-
-// pdfSafeText replaces what fpdf cannot write: control characters, and characters outside the
-// Basic Multilingual Plane (fpdf's UTF-8 fonts stop there), which become U+FFFD.
-func pdfSafeText(s string) string {
-	clean := true
-	for _, r := range s {
-		if r < 0x20 || r >= 0x10000 || r >= 0x7f && r < 0xa0 {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	out := make([]rune, 0, len(s))
-	for _, r := range s {
-		switch {
-		case r == '\t':
-			out = append(out, ' ')
-		case r < 0x20 || r >= 0x7f && r < 0xa0:
-		case r >= 0x10000:
-			out = append(out, '\ufffd')
-		default:
-			out = append(out, r)
-		}
-	}
-	return string(out)
 }

@@ -351,19 +351,6 @@ func (d *pdfDoc) place(i int, r rune) uint8 {
 	return uint8(j + 1)
 }
 
-// pdfRunWith is the length of the run of consecutive characters of set that r would be part of
-// once added, counted up to pdfMaxRun+1.
-func pdfRunWith(set map[rune]bool, r rune) int {
-	n := 1
-	for k := r - 1; set[k] && n <= pdfMaxRun; k-- {
-		n++
-	}
-	for k := r + 1; set[k] && n <= pdfMaxRun; k++ {
-		n++
-	}
-	return n
-}
-
 // pdfFit is how far a width may pass the room it is measured against and still fit: widths
 // are sums of floating-point advances, so a word measured into a column of its own width may
 // exceed it by a rounding error, which must not break it.

@@ -9,10 +9,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/klippa-app/go-pdfium/requests"
-	"github.com/klippa-app/go-pdfium/responses"
-
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/document/internal/pdfium"
 	convimage "github.com/convsvc/convsvc/convert/image"
 	"github.com/convsvc/convsvc/convert/internal/tiffenc"
 )
@@ -27,16 +25,16 @@ import (
 var storedPageFormats = map[string]bool{"png": true, "jpeg": true, "webp": true, "avif": true, "gif": true, "jxl": true}
 
 // selectedPages resolves spec against the PDF's page count, within MaxPDFPages.
-func selectedPages(s *pdfSession, spec convert.PageSpec) ([]int, error) {
-	if s.pages > MaxPDFPages {
-		return nil, convert.Errorf(nil, "the PDF has %d pages, over the %d page limit", s.pages, MaxPDFPages)
+func selectedPages(s *pdfium.Session, spec convert.PageSpec) ([]int, error) {
+	if s.Pages() > MaxPDFPages {
+		return nil, convert.Errorf(nil, "the PDF has %d pages, over the %d page limit", s.Pages(), MaxPDFPages)
 	}
-	return spec.Resolve(s.pages)
+	return spec.Resolve(s.Pages())
 }
 
 // renderPages renders the selected pages, in order, into a zip of page files of dst's format,
 // or a multi-page TIFF when dst is TIFF.
-func renderPages(ctx context.Context, c *convert.Catalog, s *pdfSession, spec convert.PageSpec, dst *convimage.Codec, out io.Writer, p convert.Params) error {
+func renderPages(ctx context.Context, c *convert.Catalog, s *pdfium.Session, spec convert.PageSpec, dst *convimage.Codec, out io.Writer, p convert.Params) error {
 	pages, err := selectedPages(s, spec)
 	if err != nil {
 		return err
@@ -66,7 +64,7 @@ func renderPages(ctx context.Context, c *convert.Catalog, s *pdfSession, spec co
 		}
 		err = func() error {
 			defer c.ReleaseMemory(pl.estimate)
-			return s.render(page-1, pl.dpi, func(img image.Image) error {
+			return s.Render(page-1, pl.dpi, func(img image.Image) error {
 				img, err := convimage.Resize(ctx, img, pl.opts, p.Limits.Normalized())
 				if err != nil {
 					return err
@@ -78,7 +76,7 @@ func renderPages(ctx context.Context, c *convert.Catalog, s *pdfSession, spec co
 						img = rgba
 					}
 					if err := tw.WritePage(ctx, img, nil, k == len(pages)-1); err != nil {
-						return s.failure(err, "page %d could not be written as TIFF", page)
+						return s.Failure(err, "page %d could not be written as TIFF", page)
 					}
 					return nil
 				}
@@ -106,7 +104,7 @@ func renderPages(ctx context.Context, c *convert.Catalog, s *pdfSession, spec co
 // selectPDFPagesEstimate is PDF -> PDF's memory: a PDFium instance that holds the source's
 // objects the selected pages use, and the new document written from them.
 func selectPDFPagesEstimate(size int64) int64 {
-	return pdfiumInstanceMemory + min(2*size, math.MaxInt64/4)
+	return pdfium.InstanceMemory + min(2*size, math.MaxInt64/4)
 }
 
 // pdfSelectPages writes a PDF of the pages the pages option selects, in its order; without
@@ -119,11 +117,11 @@ func pdfSelectPages(ctx context.Context, in *io.SectionReader, out io.Writer, p 
 	if err != nil {
 		return convert.Errorf(err, "pages: %v", err)
 	}
-	s, err := openPDF(ctx, in)
+	s, err := pdfium.Open(ctx, in)
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	pages, err := selectedPages(s, spec)
 	if err != nil {
 		return err
@@ -132,29 +130,5 @@ func pdfSelectPages(ctx context.Context, in *io.SectionReader, out io.Writer, p 
 	for i, pg := range pages {
 		indices[i] = pg - 1
 	}
-	var doc *responses.FPDF_CreateNewDocument
-	if err := s.guard(func() (err error) {
-		doc, err = s.calls.FPDF_CreateNewDocument(&requests.FPDF_CreateNewDocument{})
-		return err
-	}); err != nil {
-		return s.failure(err, "the PDF engine could not create a document")
-	}
-	defer s.guard(func() error {
-		_, err := s.calls.FPDF_CloseDocument(&requests.FPDF_CloseDocument{Document: doc.Document})
-		return err
-	})
-	if err := s.guard(func() error {
-		_, err := s.calls.FPDF_ImportPagesByIndex(&requests.FPDF_ImportPagesByIndex{Source: s.doc, Destination: doc.Document, PageIndices: indices, Index: 0})
-		return err
-	}); err != nil {
-		return s.failure(err, "the pages of the PDF could not be copied")
-	}
-	cw := &convert.ContextWriter{Ctx: ctx, W: out}
-	if err := s.guard(func() error {
-		_, err := s.calls.FPDF_SaveAsCopy(&requests.FPDF_SaveAsCopy{Document: doc.Document, Flags: requests.SaveFlagNoIncremental, FileWriter: cw})
-		return err
-	}); err != nil {
-		return s.failure(err, "the new PDF could not be written")
-	}
-	return nil
+	return s.CopyPages(indices, out)
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/document/internal/pdfium"
 	convimage "github.com/convsvc/convsvc/convert/image"
 	"github.com/convsvc/convsvc/convert/internal/convtest"
 	"github.com/convsvc/convsvc/internal/cputime"
@@ -171,11 +172,11 @@ func TestPDFium_StartsLazily(t *testing.T) {
 		for _, tc := range [][3]string{{fmtMarkdown, fmtPDF, "sample.md"}, {fmtTXT, fmtHTML, "sample.txt"}, {fmtSVG, fmtPDF, "sample.svg"}} {
 			docMustConvert(t, c, tc[0], tc[1], docPath(tc[2]), convert.Options{})
 		}
-		if pdfiumStarted.Load() {
+		if pdfium.Started() {
 			t.Fatal("PDFium started without a PDF to read")
 		}
 		docMustConvert(t, c, fmtPDF, fmtTXT, docPath("sample.pdf"), convert.Options{})
-		if !pdfiumStarted.Load() {
+		if !pdfium.Started() {
 			t.Fatal("PDFium did not start for a PDF")
 		}
 		return
@@ -222,8 +223,8 @@ func TestPDF_KilledOnTimeout(t *testing.T) {
 func TestPDF_Concurrent(t *testing.T) {
 	c := docCatalog()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3*pdfiumWorkers)
-	for i := range 3 * pdfiumWorkers {
+	errs := make(chan error, 3*pdfium.Workers)
+	for i := range 3 * pdfium.Workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

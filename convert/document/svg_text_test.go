@@ -279,21 +279,6 @@ func BenchmarkCJKPDF(b *testing.B) {
 	}
 }
 
-// TestTextFace_PDFOK: the embedded faces can be embedded in PDFs; CFF outlines and bytes that
-// are no font cannot, and are replaced rather than failing the PDF.
-func TestTextFace_PDFOK(t *testing.T) {
-	for _, f := range []*textFace{faceSans[0], faceSans[3], faceMono[0], faceCJK, faceHangul} {
-		if !f.pdfOK() {
-			t.Errorf("embedded face %q refused", f.family)
-		}
-	}
-	for _, ttf := range [][]byte{[]byte("OTTO\x00\x01rest"), append([]byte{0, 1, 0, 0}, make([]byte, 64)...)} {
-		if (&textFace{ttf: ttf}).pdfOK() {
-			t.Errorf("%q accepted", ttf[:6])
-		}
-	}
-}
-
 // TestSVGText_Concurrent: drawings with text made at once give the same bytes as one alone
 // (shared faces and the font directory are read concurrently; run with -race).
 func TestSVGText_Concurrent(t *testing.T) {

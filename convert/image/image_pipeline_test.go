@@ -22,7 +22,7 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/convtest"
 	"github.com/convsvc/convsvc/convert/internal/jpegstrip"
 	"github.com/convsvc/convsvc/convert/internal/testimg"
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
 )
 
 // rawPNG builds a non-interlaced 8-bit PNG from unfiltered rows (filter type 0), with

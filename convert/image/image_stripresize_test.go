@@ -15,7 +15,7 @@ import (
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/internal/convtest"
 	"github.com/convsvc/convsvc/convert/internal/testimg"
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
 )
 
 // runStripResize converts data (of codec codecID) to dstID with stripResize after ReadHeader,

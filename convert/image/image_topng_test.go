@@ -15,7 +15,7 @@ import (
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/internal/convtest"
 	"github.com/convsvc/convsvc/convert/internal/testimg"
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
 )
 
 // runToPNG converts a file of the codec codecID with streamToPNG after ReadHeader, as
@@ -60,7 +60,7 @@ func codecOfSample(name string) string {
 // for rows wider than a strip's bytes.
 func TestStreamToPNG_SameBytesAsWholeImage(t *testing.T) {
 	samples := map[string][]byte{}
-	for _, sz := range []image.Point{{1, 1}, {300, 300}, {1000, 517}, {257, 2000}, {90000, 3}} {
+	for _, sz := range shortSizes(image.Pt(1, 1), image.Pt(300, 300), image.Pt(1000, 517), image.Pt(257, 2000), image.Pt(90000, 3)) {
 		for name, data := range toPNGSamples(t, sz.X, sz.Y) {
 			samples[name] = data
 		}
@@ -84,7 +84,7 @@ func TestStreamToPNG_SameBytesAsWholeImage(t *testing.T) {
 // write the whole-image path's bytes.
 func TestStreamToPNG_ThroughCatalog(t *testing.T) {
 	const w, h = 640, 480
-	for name, data := range map[string][]byte{"ppm": ppmBytes(w, h, false, 255), "tiff": tiffSamples(t, w, h)[fmt.Sprintf("tiffenc-rgb-%dx%d", w, h)]} {
+	for name, data := range map[string][]byte{"ppm": ppmBytes(w, h, false, 255), "tiff": tiffRGBSample(t, w, h)} {
 		c := testCatalog(convert.Limits{})
 		var out bytes.Buffer
 		if _, err := c.Convert(context.Background(), name, "png", convert.Options{}, openFile(t, convtest.WriteTemp(t, data).Name()), &out, t.TempDir()); err != nil {
@@ -233,7 +233,7 @@ func (w *cancelWriter) Write(p []byte) (int, error) {
 // A conversion cancelled mid-stream returns the context's error, writes nothing after the
 // cancellation, does not end the PNG, and leaves no goroutine behind.
 func TestStreamToPNG_CancelMidStream(t *testing.T) {
-	for name, data := range map[string][]byte{"ppm": ppmBytes(2000, 1500, false, 255), "tiff": tiffSamples(t, 2000, 1500)["tiffenc-rgb-2000x1500"]} {
+	for name, data := range map[string][]byte{"ppm": ppmBytes(2000, 1500, false, 255), "tiff": tiffRGBSample(t, 2000, 1500)} {
 		t.Run(name, func(t *testing.T) {
 			checkGoroutines(t)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -301,7 +301,7 @@ func TestStreamToPNG_WriteErrorSurfaces(t *testing.T) {
 // A file cut short in its raster fails as the whole-image path fails (truncated), without an
 // ended PNG and without goroutines left behind.
 func TestStreamToPNG_Truncated(t *testing.T) {
-	tif := tiffSamples(t, 1000, 800)["tiffenc-rgb-1000x800"]
+	tif := tiffRGBSample(t, 1000, 800)
 	for name, tc := range map[string]struct {
 		codec string
 		data  []byte

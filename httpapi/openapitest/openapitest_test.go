@@ -774,7 +774,7 @@ func generatorProblems(doc any) []string {
 	return out
 }
 
-// TestDocument_GeneratorFriendly holds the document to the rules internal/gentest found by
+// TestDocument_GeneratorFriendly holds the document to the rules internal/testing/gentest found by
 // generating clients (issue 22), so that they hold without the generators at hand.
 func TestDocument_GeneratorFriendly(t *testing.T) {
 	var doc any

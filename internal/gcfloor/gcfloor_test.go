@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/internal/gcfloor"
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
 )
 
 // gcPercent is the collector's current GOGC, read without changing it.

@@ -22,7 +22,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testproc"
+	"github.com/convsvc/convsvc/internal/testing/testproc"
 )
 
 // LoadAvg is the 1-, 5- and 15-minute load average from /proc/loadavg, e.g. "3.12 2.80 2.41".

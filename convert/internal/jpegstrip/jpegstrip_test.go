@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
 )
 
 // photo returns a w x h image of the given kind with smooth gradients and noise, so every

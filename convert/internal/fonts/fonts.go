@@ -1,4 +1,9 @@
-package document
+// Package fonts holds the faces text is drawn with: the embedded Go fonts, the embedded CJK
+// and Hangul subsets (ttf/, with their licences and the script that makes them), and the
+// TrueType/OpenType fonts of a font directory, chosen per character (Pick, ForRune). PDF
+// output (convert/document's layout and its SVG pages) embeds them; the helpers for that
+// (SafeText, FaceMemory, RunWith and its bounds) are in pdf.go.
+package fonts
 
 import (
 	_ "embed"
@@ -21,22 +26,22 @@ import (
 
 // Text is drawn with the embedded Go fonts (Latin, Greek, Cyrillic) and an embedded subset
 // of Droid Sans Fallback (CJK: kana, Hangul, the CJK Unified Ideographs block; made by
-// fonts/make-cjk-subset.sh, Apache License 2.0, 2.8 MB) and Nanum Gothic subset to Hangul, chosen per character: a character the
+// ttf/make-cjk-subset.sh, Apache License 2.0, 2.8 MB) and Nanum Gothic subset to Hangul, chosen per character: a character the
 // named or default face lacks is drawn with the first face that has it, the embedded ones
-// first, then TrueType/OpenType fonts found under the font directory (SetFontDir).
+// first, then TrueType/OpenType fonts found under the font directory (SetDir).
 
-//go:embed fonts/cjk.ttf
+//go:embed ttf/cjk.ttf
 var cjkTTF []byte
 
 // hangulTTF is Nanum Gothic (SIL Open Font License 1.1) subset to Hangul, 1.3 MB: Droid Sans
 // Fallback has no Hangul syllables.
 //
-//go:embed fonts/hangul.ttf
+//go:embed ttf/hangul.ttf
 var hangulTTF []byte
 
-// DefaultFontDir is where fonts are looked for when SetFontDir is not called: the usual
+// DefaultDir is where fonts are looked for when SetDir is not called: the usual
 // system font directory of Linux distributions.
-const DefaultFontDir = "/usr/share/fonts"
+const DefaultDir = "/usr/share/fonts"
 
 // Bounds on what the font directory may cost.
 const (
@@ -49,27 +54,27 @@ var fontDir = struct {
 	dir    string
 	set    bool
 	once   *sync.Once
-	loaded []*textFace
-}{dir: DefaultFontDir, once: new(sync.Once)}
+	loaded []*Face
+}{dir: DefaultDir, once: new(sync.Once)}
 
-// SetFontDir sets the directory searched (recursively) for fonts that draw characters the
+// SetDir sets the directory searched (recursively) for fonts that draw characters the
 // embedded fonts lack, and for the font families SVG text names; "" searches none. It is read
 // once, the first time a font is needed after the call.
-func SetFontDir(dir string) {
+func SetDir(dir string) {
 	fontDir.Lock()
 	defer fontDir.Unlock()
 	fontDir.dir, fontDir.set, fontDir.once, fontDir.loaded = dir, true, new(sync.Once), nil
 }
 
-// FontDir returns the font directory in effect.
-func FontDir() string {
+// Dir returns the font directory in effect.
+func Dir() string {
 	fontDir.Lock()
 	defer fontDir.Unlock()
 	return fontDir.dir
 }
 
-// textFace is one font face that text may be drawn with.
-type textFace struct {
+// Face is one font face that text may be drawn with.
+type Face struct {
 	family       string // lower case
 	bold, italic bool
 	ttf          []byte
@@ -80,7 +85,8 @@ type textFace struct {
 	pdfGood      bool
 }
 
-func (f *textFace) parse() (*sfnt.Font, error) {
+// Parse returns the face's parsed font, parsing it the first time.
+func (f *Face) Parse() (*sfnt.Font, error) {
 	f.once.Do(func() {
 		if f.font == nil {
 			f.font, f.err = sfnt.Parse(f.ttf)
@@ -89,9 +95,9 @@ func (f *textFace) parse() (*sfnt.Font, error) {
 	return f.font, f.err
 }
 
-// has reports whether the face has a glyph for r.
-func (f *textFace) has(buf *sfnt.Buffer, r rune) bool {
-	fnt, err := f.parse()
+// Has reports whether the face has a glyph for r.
+func (f *Face) Has(buf *sfnt.Buffer, r rune) bool {
+	fnt, err := f.Parse()
 	if err != nil {
 		return false
 	}
@@ -99,22 +105,29 @@ func (f *textFace) has(buf *sfnt.Buffer, r rune) bool {
 	return err == nil && g != 0
 }
 
-// The embedded faces.
+// The embedded faces: Sans and Mono by style (regular, bold, italic, bold italic), CJK for kana
+// and ideographs, Hangul for Korean.
 var (
-	faceSans = [4]*textFace{
+	Sans = [4]*Face{
 		{family: "go", ttf: goregular.TTF}, {family: "go", bold: true, ttf: gobold.TTF},
 		{family: "go", italic: true, ttf: goitalic.TTF}, {family: "go", bold: true, italic: true, ttf: gobolditalic.TTF},
 	}
-	faceMono = [4]*textFace{
+	Mono = [4]*Face{
 		{family: "go mono", ttf: gomono.TTF}, {family: "go mono", bold: true, ttf: gomonobold.TTF},
 		{family: "go mono", italic: true, ttf: gomonoitalic.TTF}, {family: "go mono", bold: true, italic: true, ttf: gomonobolditalic.TTF},
 	}
-	faceCJK    = &textFace{family: "droid sans fallback", ttf: cjkTTF}
-	faceHangul = &textFace{family: "nanumgothic", ttf: hangulTTF}
+	CJK    = &Face{family: "droid sans fallback", ttf: cjkTTF}
+	Hangul = &Face{family: "nanumgothic", ttf: hangulTTF}
 )
 
+// TTF returns the face's font file.
+func (f *Face) TTF() []byte { return f.ttf }
+
+// Family returns the face's family name, in lower case.
+func (f *Face) Family() string { return f.family }
+
 // dirFaces returns the faces of the font directory, reading it the first time.
-func dirFaces() []*textFace {
+func dirFaces() []*Face {
 	fontDir.Lock()
 	once, dir := fontDir.once, fontDir.dir
 	fontDir.Unlock()
@@ -131,11 +144,11 @@ func dirFaces() []*textFace {
 
 // loadFontDir reads every .ttf and .otf file under dir (up to fontDirMaxFiles files of at most
 // fontDirMaxFileSize bytes each); files that do not parse are skipped.
-func loadFontDir(dir string) []*textFace {
+func loadFontDir(dir string) []*Face {
 	if dir == "" {
 		return nil
 	}
-	var faces []*textFace
+	var faces []*Face
 	_ = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || len(faces) >= fontDirMaxFiles {
 			return nil
@@ -159,7 +172,7 @@ func loadFontDir(dir string) []*textFace {
 		fam, _ := fnt.Name(&buf, sfnt.NameIDFamily)
 		sub, _ := fnt.Name(&buf, sfnt.NameIDSubfamily)
 		sub = strings.ToLower(sub)
-		f := &textFace{family: strings.ToLower(fam), ttf: data, font: fnt,
+		f := &Face{family: strings.ToLower(fam), ttf: data, font: fnt,
 			bold: strings.Contains(sub, "bold"), italic: strings.Contains(sub, "italic") || strings.Contains(sub, "oblique")}
 		faces = append(faces, f)
 		return nil
@@ -175,10 +188,10 @@ var svgGenericFamilies = map[string][]string{
 	"monospace":  {"dejavu sans mono", "liberation mono", "noto sans mono", "freemono"},
 }
 
-// pickFace chooses the face for the families a text names (CSS font-family, in order), its
+// Pick chooses the face for the families a text names (CSS font-family, in order), its
 // weight and style: a font-directory face of a named family (generic families map to common
 // system fonts), else the embedded Go fonts (monospace for monospace families, sans otherwise).
-func pickFace(families []string, bold, italic bool) *textFace {
+func Pick(families []string, bold, italic bool) *Face {
 	idx := 0
 	if bold {
 		idx++
@@ -207,7 +220,7 @@ func pickFace(families []string, bold, italic bool) *textFace {
 		names = svgGenericFamilies["sans-serif"]
 	}
 	for _, fam := range names {
-		var best *textFace
+		var best *Face
 		for _, f := range dirFaces() {
 			if f.family != fam {
 				continue
@@ -224,28 +237,28 @@ func pickFace(families []string, bold, italic bool) *textFace {
 		}
 	}
 	if mono {
-		return faceMono[idx]
+		return Mono[idx]
 	}
-	return faceSans[idx]
+	return Sans[idx]
 }
 
-// faceForRune returns the face that draws r: first, when it has r, else the embedded faces,
+// ForRune returns the face that draws r: first, when it has r, else the embedded faces,
 // then the font directory's; nil when none has it.
-func faceForRune(buf *sfnt.Buffer, first *textFace, r rune) *textFace {
-	if first.has(buf, r) {
+func ForRune(buf *sfnt.Buffer, first *Face, r rune) *Face {
+	if first.Has(buf, r) {
 		return first
 	}
-	if faceSans[0].has(buf, r) {
-		return faceSans[0]
+	if Sans[0].Has(buf, r) {
+		return Sans[0]
 	}
-	if faceCJK.has(buf, r) {
-		return faceCJK
+	if CJK.Has(buf, r) {
+		return CJK
 	}
-	if faceHangul.has(buf, r) {
-		return faceHangul
+	if Hangul.Has(buf, r) {
+		return Hangul
 	}
 	for _, f := range dirFaces() {
-		if f.has(buf, r) {
+		if f.Has(buf, r) {
 			return f
 		}
 	}

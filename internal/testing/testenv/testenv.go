@@ -18,8 +18,8 @@ import (
 
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/httpapi/openapitest"
-	"github.com/convsvc/convsvc/internal/testenv/testtime"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv/testtime"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 	"github.com/convsvc/convsvc/service"
 )
 

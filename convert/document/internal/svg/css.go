@@ -1,4 +1,4 @@
-package document
+package svg
 
 import (
 	"encoding/xml"

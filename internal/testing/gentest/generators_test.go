@@ -105,7 +105,7 @@ func TestGenerators(t *testing.T) {
 	// rather than once per run.
 	gocmd("build", "build", "-trimpath", "-o", filepath.Join(mod, "bin")+string(filepath.Separator), "./cmd/...")
 
-	in, err := filepath.Abs(filepath.Join("..", "..", "testdata", "images", "sample.png"))
+	in, err := filepath.Abs(filepath.Join("..", "..", "..", "testdata", "images", "sample.png"))
 	if err != nil {
 		t.Fatal(err)
 	}

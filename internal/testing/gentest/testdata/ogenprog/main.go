@@ -1,7 +1,7 @@
 // Command ogenprog converts a file with a client that ogen generated from convsvc's
 // OpenAPI document: create, upload, start, wait, download, and one typed error.
 //
-// It is copied into a temporary module by internal/gentest, next to the generated
+// It is copied into a temporary module by internal/testing/gentest, next to the generated
 // package ogenapi; it is not part of convsvc's build.
 package main
 

@@ -1,4 +1,4 @@
-package document
+package svg
 
 import (
 	"bytes"
@@ -19,22 +19,23 @@ import (
 	"golang.org/x/image/math/fixed"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/internal/fonts"
 )
 
 // SVG text is laid out here, not by oksvg (which ignores <text>): <text> and <tspan> with x, y
 // (the first value of a list), dx, dy, text-anchor, font-size, font-weight, font-style,
 // font-family, fill, fill-opacity, opacity, stroke, stroke-width and transforms, inherited
 // through groups, from attributes and style="". Characters are drawn per character with the
-// face that has them (textfonts.go). Raster output fills the glyph outlines in document order
+// face that has them (convert/internal/fonts). Raster output fills the glyph outlines in document order
 // with the shapes (svg.go's paint-order marks); PDF output writes the text as PDF text,
 // selectable and searchable, drawing in the picture what a later shape may cover.
 // What is not handled is reported (text_not_rendered): textPath, vertical writing modes,
-// and selectors style sheets beyond svg_css.go's simple ones.
+// and selectors style sheets beyond css.go's simple ones.
 
 // svgTextSeg is a run of characters drawn with one face, in user units.
 type svgTextSeg struct {
 	text    string
-	face    *textFace
+	face    *fonts.Face
 	x, y    float64 // baseline start
 	adv     []float64
 	size    float64
@@ -236,10 +237,10 @@ func svgLayoutChunk(buf *sfnt.Buffer, x, y float64, items []svgTextItem, missing
 	for _, it := range items {
 		cx += it.dx
 		cy += it.dy
-		base := pickFace(it.st.families, it.st.bold, it.st.italic)
+		base := fonts.Pick(it.st.families, it.st.bold, it.st.italic)
 		var cur *svgTextSeg
 		for _, r := range it.text {
-			f := faceForRune(buf, base, r)
+			f := fonts.ForRune(buf, base, r)
 			if f == nil {
 				f = base
 				if len(*missing) < 8 && !slices.Contains(*missing, r) && r != ' ' {
@@ -302,8 +303,8 @@ func svgPaint(v string, opacity float64) (color.NRGBA, bool) {
 }
 
 // svgAdvance is the advance of r in f at size user units.
-func svgAdvance(buf *sfnt.Buffer, f *textFace, r rune, size float64) float64 {
-	fnt, err := f.parse()
+func svgAdvance(buf *sfnt.Buffer, f *fonts.Face, r rune, size float64) float64 {
+	fnt, err := f.Parse()
 	if err != nil {
 		return 0
 	}
@@ -541,7 +542,7 @@ func newSVGTextDrawer(w, h int, scanner rasterx.Scanner) *svgTextDrawer {
 // svgTraceText adds the glyph outlines of seg to a, with m mapping the SVG's root coordinates
 // to pixels.
 func svgTraceText(buf *sfnt.Buffer, seg svgTextSeg, m rasterx.Matrix2D, a rasterx.Adder) error {
-	fnt, err := seg.face.parse()
+	fnt, err := seg.face.Parse()
 	if err != nil {
 		return err
 	}
@@ -654,33 +655,33 @@ func warnSVGText(p convert.Params, s *svgDrawing) {
 }
 
 // svgPDFFace is how one face of an SVG's text is embedded in a PDF: the characters each of
-// its two fpdf instances draws (see pdfMaxRun: a character that would make a run of consecutive
+// its two fpdf instances draws (see fonts.MaxRun: a character that would make a run of consecutive
 // characters in the first instance longer goes to the second).
 type svgPDFFace struct {
 	first, second map[rune]bool
 }
 
-// svgPDFRune is what r becomes in the PDF's text (pdfSafeText), ok false when it is dropped.
+// svgPDFRune is what r becomes in the PDF's text (fonts.SafeText), ok false when it is dropped.
 func svgPDFRune(r rune) (rune, bool) {
-	for _, d := range pdfSafeText(string(r)) {
+	for _, d := range fonts.SafeText(string(r)) {
 		return d, true
 	}
 	return 0, false
 }
 
 // pdfFaces plans the faces of the text pdfText writes (the Go font for those fpdf cannot
-// embed), in the order it writes them. More than MaxPDFFallbackChars distinct characters
+// embed), in the order it writes them. More than fonts.MaxFallbackChars distinct characters
 // fail, before anything costly.
-func (s *svgDrawing) pdfFaces() (map[*textFace]*svgPDFFace, error) {
-	faces := map[*textFace]*svgPDFFace{}
+func (s *svgDrawing) pdfFaces() (map[*fonts.Face]*svgPDFFace, error) {
+	faces := map[*fonts.Face]*svgPDFFace{}
 	n := 0
 	for _, seg := range s.text {
 		if !seg.hasFill && seg.strokeW == 0 {
 			continue
 		}
 		face := seg.face
-		if !face.pdfOK() {
-			face = faceSans[0]
+		if !face.PDFOK() {
+			face = fonts.Sans[0]
 		}
 		pf := faces[face]
 		if pf == nil {
@@ -692,10 +693,10 @@ func (s *svgDrawing) pdfFaces() (map[*textFace]*svgPDFFace, error) {
 			if !ok || pf.first[r] || pf.second[r] {
 				continue
 			}
-			if n++; n > MaxPDFFallbackChars {
-				return nil, convert.Errorf(nil, "the SVG's text uses more than %d distinct characters, more than a PDF made here may embed", MaxPDFFallbackChars)
+			if n++; n > fonts.MaxFallbackChars {
+				return nil, convert.Errorf(nil, "the SVG's text uses more than %d distinct characters, more than a PDF made here may embed", fonts.MaxFallbackChars)
 			}
-			if pdfRunWith(pf.first, r) > pdfMaxRun {
+			if fonts.RunWith(pf.first, r) > fonts.MaxRun {
 				pf.second[r] = true
 			} else {
 				pf.first[r] = true
@@ -710,27 +711,27 @@ func (s *svgDrawing) pdfFaces() (map[*textFace]*svgPDFFace, error) {
 // fpdf cannot embed (OpenType with CFF outlines) are replaced by the Go font of the same style.
 // Segments drawn in the picture (drawn[i]) are written invisible, to be selected and searched.
 // faces is what pdfFaces planned.
-func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool, faces map[*textFace]*svgPDFFace) {
+func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool, faces map[*fonts.Face]*svgPDFFace) {
 	if len(s.text) == 0 {
 		return
 	}
 	root := s.matrix(s.info.w, s.info.h, pw, ph, convert.FitFill)
-	names := map[*textFace]string{}
+	names := map[*fonts.Face]string{}
 	for i, seg := range s.text {
 		if !seg.hasFill && seg.strokeW == 0 {
 			continue
 		}
 		face := seg.face
-		if !face.pdfOK() {
-			face = faceSans[0]
+		if !face.PDFOK() {
+			face = fonts.Sans[0]
 		}
 		name, ok := names[face]
 		if !ok {
 			name = fmt.Sprintf("svgf%d", len(names))
 			names[face] = name
-			f.AddUTF8FontFromBytes(name, "", bytes.Clone(face.ttf))
+			f.AddUTF8FontFromBytes(name, "", bytes.Clone(face.TTF()))
 			if pf := faces[face]; pf != nil && len(pf.second) > 0 {
-				f.AddUTF8FontFromBytes(name+"b", "", bytes.Clone(face.ttf))
+				f.AddUTF8FontFromBytes(name+"b", "", bytes.Clone(face.TTF()))
 			}
 		}
 		m := root.Mult(seg.m)
@@ -765,7 +766,7 @@ func (s *svgDrawing) pdfText(f *fpdf.Fpdf, pw, ph float64, drawn []bool, faces m
 		}
 		// fpdf's Text takes y down from the page top: local (x, y) in SVG units is PDF (x, -y).
 		if pf := faces[face]; pf == nil || len(pf.second) == 0 {
-			f.Text(seg.x, ph+seg.y, pdfSafeText(seg.text))
+			f.Text(seg.x, ph+seg.y, fonts.SafeText(seg.text))
 		} else {
 			svgPDFPieces(f, seg, ph, pf, name)
 		}
@@ -811,28 +812,4 @@ func svgPDFPieces(f *fpdf.Fpdf, seg svgTextSeg, ph float64, pf *svgPDFFace, name
 		i++
 	}
 	flush()
-}
-
-// pdfOK reports whether fpdf can embed the face: TrueType outlines, and a trial document with
-// it succeeds (fpdf's errors are sticky and it panics on some fonts, so a font it cannot read
-// would fail the whole PDF).
-// The trial runs once per face.
-func (f *textFace) pdfOK() bool {
-	f.pdfOnce.Do(func() {
-		defer func() {
-			if recover() != nil { // fpdf panics on some malformed fonts
-				f.pdfGood = false
-			}
-		}()
-		if len(f.ttf) < 4 || string(f.ttf[:4]) != "\x00\x01\x00\x00" && string(f.ttf[:4]) != "true" {
-			return
-		}
-		pdf := fpdf.New("P", "pt", "A4", "")
-		pdf.AddUTF8FontFromBytes("trial", "", bytes.Clone(f.ttf))
-		pdf.AddPage()
-		pdf.SetFont("trial", "", 12)
-		pdf.Text(10, 10, "a")
-		f.pdfGood = pdf.Output(io.Discard) == nil
-	})
-	return f.pdfGood
 }

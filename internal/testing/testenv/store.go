@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/convsvc/convsvc/internal/testpg"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
@@ -28,12 +28,12 @@ func openStore(dataDir string) (*store.Store, error) {
 func OpenStore(dataDir string) (*store.Store, error) { return openStore(dataDir) }
 
 // EnvDatabase names the variable that selects the job database of every Start: "postgres"
-// gives each service a fresh PostgreSQL database (internal/testpg; the package's TestMain
+// gives each service a fresh PostgreSQL database (internal/testing/testpg; the package's TestMain
 // must call testpg.Main or testpg.Run); anything else keeps bbolt in the data dir.
 const EnvDatabase = "CONVSVC_TEST_DATABASE"
 
 // EnvObjectStorage names the variable that selects the object storage of every Start: "s3"
-// gives each service a fresh bucket on an S3-compatible server (internal/tests3: versitygw,
+// gives each service a fresh bucket on an S3-compatible server (internal/testing/tests3: versitygw,
 // or the server CONVSVC_TEST_S3_ENDPOINT names; the package's TestMain must stop it with
 // tests3.Stop or tests3.Main); anything else keeps the blob store in the data dir.
 const EnvObjectStorage = "CONVSVC_TEST_OBJECT_STORAGE"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
 )
 
 func TestMain(m *testing.M) { testpg.Main(m) }
