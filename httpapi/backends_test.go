@@ -63,6 +63,12 @@ func TestAPI_Backends(t *testing.T) {
 					t.Fatalf("%s: local blob listener %q", backend, e.Main.BlobURL())
 				}
 			})
+			if testing.Short() && backend != "postgres+s3" {
+				// The -race -short run takes the suite once more only on PostgreSQL with S3: its
+				// tests run on bbolt with local files as top-level tests already, and the plain
+				// run also takes PostgreSQL with local files.
+				return
+			}
 			for _, tc := range backendSuite {
 				t.Run(tc.name, tc.test)
 			}
