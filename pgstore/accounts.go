@@ -11,11 +11,11 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-const accountCols = `id, name, spend_cap_cents, reserved_cents, created_at`
+const accountCols = `id, name, spend_cap_cents, reserved_cents, created_at, max_running, max_queued`
 
 func scanAccount(row pgx.Row) (store.Account, error) {
 	var a store.Account
-	err := row.Scan(&a.ID, &a.Name, &a.SpendCapCents, &a.ReservedCents, &a.CreatedAt)
+	err := row.Scan(&a.ID, &a.Name, &a.SpendCapCents, &a.ReservedCents, &a.CreatedAt, &a.MaxRunning, &a.MaxQueued)
 	if isNoRows(err) {
 		return store.Account{}, store.ErrNotFound
 	}
