@@ -49,7 +49,9 @@ func TestAPI_AccountQueueLimits(t *testing.T) {
 			}
 			if j.ID == res.Job.ID {
 				held = true
-				t.Cleanup(func() { st.FinishJob(j.ID, j.Attempt, store.Outcome{ErrorCode: store.CodeConversionFailed, ErrorMessage: "test"}) })
+				t.Cleanup(func() {
+					st.FinishJob(j.ID, j.Attempt, store.Outcome{ErrorCode: store.CodeConversionFailed, ErrorMessage: "test"})
+				})
 				break
 			}
 		}
