@@ -112,25 +112,8 @@ func (s *Store) UpdateAccountLimits(id string, l store.AccountLimits) (store.Acc
 	if err := store.ValidateAccountLimits(l); err != nil {
 		return store.Account{}, err
 	}
-	ctx, cancel := s.ctx()
-	defer cancel()
-	var acct store.Account
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
-		if acct, err = scanAccount(tx.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1 FOR UPDATE`, id)); err != nil {
-			return err
-		}
-		l.Apply(&acct)
-		if _, err := tx.Exec(ctx, `UPDATE accounts SET max_running = $2, max_queued = $3 WHERE id = $1`, id, acct.MaxRunning, acct.MaxQueued); err != nil {
-			return err
-		}
-		accts := []store.Account{acct}
-		err = loadSpend(ctx, tx, accts)
-		acct = accts[0]
-		return err
+	return s.updateAccount("update account limits", id, func(acct *store.Account) (string, []any, error) {
+		l.Apply(acct)
+		return `UPDATE accounts SET max_running = $2, max_queued = $3 WHERE id = $1`, []any{acct.MaxRunning, acct.MaxQueued}, nil
 	})
-	if err != nil {
-		return store.Account{}, wrap("update account limits", err)
-	}
-	return acct, nil
 }
