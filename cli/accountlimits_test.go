@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestCLI_AccountQueueLimits: admin accounts update sets and lifts max_running and max_queued,

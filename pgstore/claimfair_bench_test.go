@@ -3,7 +3,7 @@ package pgstore_test
 import (
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store/storetest"
 )

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/convsvc/convsvc/internal/testpg"
+	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
 )

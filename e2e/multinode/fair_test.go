@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
-	"github.com/convsvc/convsvc/internal/tests3"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/tests3"
 )
 
 // TestMultiNode_FairClaims: on three nodes (one worker each), account A queues 40 slow
