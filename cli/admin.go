@@ -195,8 +195,9 @@ func newAdminAccountsCommand(o *adminOptions) *cobra.Command {
 	}
 	var newName string
 	var newCap int64
+	var lf limitFlags
 	update := &cobra.Command{
-		Use: "update ACCOUNT_ID [--name NAME] [--spend-cap-cents N]", Short: "Change an account's name or spend cap", Args: cobra.ExactArgs(1),
+		Use: "update ACCOUNT_ID [--name NAME] [--spend-cap-cents N] [--max-running N|unlimited] [--max-queued N|unlimited]", Short: "Change an account's name, spend cap or queue limits", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var namePtr *string
 			var capPtr *int64
@@ -206,20 +207,32 @@ func newAdminAccountsCommand(o *adminOptions) *cobra.Command {
 			if cmd.Flags().Changed("spend-cap-cents") {
 				capPtr = &newCap
 			}
-			if namePtr == nil && capPtr == nil {
-				return errors.New("nothing to change: pass --name and/or --spend-cap-cents")
+			limits, setLimits, err := lf.limits(cmd)
+			if err != nil {
+				return err
+			}
+			if namePtr == nil && capPtr == nil && !setLimits {
+				return errors.New("nothing to change: pass --name, --spend-cap-cents, --max-running and/or --max-queued")
 			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			acct, err := c.UpdateAccount(cmd.Context(), args[0], namePtr, capPtr)
-			if err != nil {
-				return err
+			var acct client.Account
+			if namePtr != nil || capPtr != nil {
+				if acct, err = c.UpdateAccount(cmd.Context(), args[0], namePtr, capPtr); err != nil {
+					return err
+				}
+			}
+			if setLimits {
+				if acct, err = c.SetAccountLimits(cmd.Context(), args[0], limits); err != nil {
+					return err
+				}
 			}
 			return printJSON(cmd, acct)
 		},
 	}
+	lf.add(update)
 	update.Flags().StringVar(&newName, "name", "", "new name")
 	update.Flags().Int64Var(&newCap, "spend-cap-cents", 0, "new monthly spend cap in cents")
 	cmd.AddCommand(create, list, get, update)

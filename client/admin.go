@@ -20,6 +20,11 @@ type Account struct {
 		SpentCents int64  `json:"spent_cents"`
 	} `json:"monthly_spend"`
 	CreatedAt time.Time `json:"created_at"`
+	// MaxRunning is the most jobs of the account running at once; nil is no limit.
+	MaxRunning *int64 `json:"max_running"`
+	// MaxQueued is the most jobs of the account queued at once (a start past it is 429
+	// queue_full); nil is no limit.
+	MaxQueued *int64 `json:"max_queued"`
 }
 
 // APIKey is a key's record; Key holds the secret only in the response that created it.

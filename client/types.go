@@ -43,6 +43,9 @@ const (
 	// CodePresetsOnly: the key may only create jobs from a preset (CreateJobRequest.Preset).
 	CodePresetsOnly        ErrorCode = "presets_only"
 	CodeTooManyConnections ErrorCode = "too_many_connections"
+	// CodeQueueFull: a start while the account has its max_queued jobs queued (429 with
+	// Retry-After; the job stays as it was, start it again).
+	CodeQueueFull ErrorCode = "queue_full"
 	// CodeConnectionFailed is no answer of the server: OnRetry sees it (with Status 0) before
 	// an upload is sent again after its connection failed.
 	CodeConnectionFailed ErrorCode = "connection_failed"

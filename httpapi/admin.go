@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -24,6 +25,8 @@ type accountView struct {
 	SpentCents    int64          `json:"spent_cents"`
 	MonthlySpend  []monthlySpend `json:"monthly_spend"`
 	CreatedAt     time.Time      `json:"created_at"`
+	MaxRunning    *int64         `json:"max_running"`
+	MaxQueued     *int64         `json:"max_queued"`
 }
 
 type monthlySpend struct {
@@ -74,6 +77,8 @@ func (s *Server) viewAccount(a store.Account) accountView {
 		SpentCents:    a.SpentCents(s.now()),
 		MonthlySpend:  []monthlySpend{},
 		CreatedAt:     a.CreatedAt,
+		MaxRunning:    a.MaxRunning,
+		MaxQueued:     a.MaxQueued,
 	}
 	for m, c := range a.MonthlySpend {
 		v.MonthlySpend = append(v.MonthlySpend, monthlySpend{Month: m, SpentCents: c})
@@ -97,6 +102,9 @@ func viewKey(k store.APIKey) keyView {
 type accountRequest struct {
 	Name          *string `json:"name"`
 	SpendCapCents *int64  `json:"spend_cap_cents"`
+	// MaxRunning and MaxQueued are read by limits (absent, null or a number).
+	MaxRunning json.RawMessage `json:"max_running"`
+	MaxQueued  json.RawMessage `json:"max_queued"`
 }
 
 func (s *Server) handleCreateAccount(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
@@ -108,11 +116,19 @@ func (s *Server) handleCreateAccount(w http.ResponseWriter, r *http.Request, _ h
 	if err == nil && (req.Name == nil || req.SpendCapCents == nil) {
 		err = errorf(CodeInvalidRequest, "name and spend_cap_cents are required")
 	}
+	var limits store.AccountLimits
+	var setLimits bool
+	if err == nil {
+		limits, setLimits, err = req.limits()
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	acct, err := s.cfg.Store.CreateAccount(*req.Name, *req.SpendCapCents)
+	if err == nil && setLimits {
+		acct, err = s.cfg.Store.UpdateAccountLimits(acct.ID, limits)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -156,11 +172,20 @@ func (s *Server) handleUpdateAccount(w http.ResponseWriter, r *http.Request, ps 
 	if err == nil {
 		err = decodeStrict(body, &req)
 	}
+	var limits store.AccountLimits
+	var setLimits bool
+	if err == nil {
+		limits, setLimits, err = req.limits()
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	// The limits are checked above, so the second write fails only as a lookup can.
 	acct, err := s.cfg.Store.UpdateAccount(ps.ByName("id"), req.Name, req.SpendCapCents)
+	if err == nil && setLimits {
+		acct, err = s.cfg.Store.UpdateAccountLimits(acct.ID, limits)
+	}
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return

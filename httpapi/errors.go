@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/convsvc/convsvc/blobstore"
 	"github.com/convsvc/convsvc/convert"
@@ -77,7 +78,7 @@ func statusOf(e *Error) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeUnsupportedMediaType:
 		return http.StatusUnsupportedMediaType
-	case CodeRateLimited:
+	case CodeRateLimited, CodeQueueFull:
 		return http.StatusTooManyRequests
 	case CodeStorageUnavailable:
 		return http.StatusBadGateway
@@ -103,6 +104,8 @@ func asAPIError(err error) *Error {
 		return &Error{Code: CodeUnauthorized, Message: "the API key is invalid or revoked", Err: err}
 	case errors.Is(err, store.ErrLimitReached):
 		return &Error{Code: CodeLimitReached, Message: "the account's monthly spend cap is reached; raise it or wait for next month", Err: err}
+	case errors.Is(err, store.ErrQueueFull):
+		return &Error{Code: CodeQueueFull, Message: "the account has max_queued jobs queued; start this job again after the Retry-After seconds, or when some of its queued jobs have started", Err: err}
 	case errors.Is(err, store.ErrSizeMismatch):
 		return &Error{Code: CodeSizeMismatch, Message: "the uploaded size differs from input_bytes; the job is cancelled, reserve a new one", Err: err}
 	case errors.Is(err, store.ErrInvalidState):
@@ -141,6 +144,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.ErrorContext(r.Context(), "request failed", "request_id", requestID(r), "error", err)
 	} else if e.Err != nil {
 		s.log.DebugContext(r.Context(), "request refused", "request_id", requestID(r), "code", e.Code, "error", e.Err)
+	}
+	if e.Code == CodeQueueFull {
+		w.Header().Set("Retry-After", strconv.Itoa(queueFullRetryAfter))
 	}
 	writeJSON(w, status, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message}})
 }

@@ -43,6 +43,7 @@ type Store interface {
 
 	Backup(w io.Writer, size func(int64)) (int64, error)
 	PresetStore
+	LimitStore
 }
 
 // Blobs is what the API needs from object storage (the local blob store or S3, through

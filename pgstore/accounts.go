@@ -11,11 +11,11 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-const accountCols = `id, name, spend_cap_cents, reserved_cents, created_at`
+const accountCols = `id, name, spend_cap_cents, reserved_cents, created_at, max_running, max_queued`
 
 func scanAccount(row pgx.Row) (store.Account, error) {
 	var a store.Account
-	err := row.Scan(&a.ID, &a.Name, &a.SpendCapCents, &a.ReservedCents, &a.CreatedAt)
+	err := row.Scan(&a.ID, &a.Name, &a.SpendCapCents, &a.ReservedCents, &a.CreatedAt, &a.MaxRunning, &a.MaxQueued)
 	if isNoRows(err) {
 		return store.Account{}, store.ErrNotFound
 	}
@@ -119,6 +119,24 @@ func (s *Store) Accounts() ([]store.Account, error) {
 
 // UpdateAccount changes an account's name and/or spend cap; nil leaves a field as it is.
 func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (store.Account, error) {
+	return s.updateAccount("update account", id, func(acct *store.Account) (string, []any, error) {
+		if name != nil {
+			acct.Name = *name
+		}
+		if spendCapCents != nil {
+			acct.SpendCapCents = *spendCapCents
+		}
+		if err := store.ValidateAccount(acct.Name, acct.SpendCapCents); err != nil {
+			return "", nil, err
+		}
+		acct.Name = strings.TrimSpace(acct.Name)
+		return `UPDATE accounts SET name = $2, spend_cap_cents = $3 WHERE id = $1`, []any{acct.Name, acct.SpendCapCents}, nil
+	})
+}
+
+// updateAccount locks the account's row, lets change modify it and name the UPDATE (its $1 is
+// the id, then args) that stores the change, and returns the account with its spend.
+func (s *Store) updateAccount(op, id string, change func(acct *store.Account) (update string, args []any, err error)) (store.Account, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var acct store.Account
@@ -127,17 +145,11 @@ func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (st
 		if acct, err = scanAccount(tx.QueryRow(ctx, `SELECT `+accountCols+` FROM accounts WHERE id = $1 FOR UPDATE`, id)); err != nil {
 			return err
 		}
-		if name != nil {
-			acct.Name = *name
-		}
-		if spendCapCents != nil {
-			acct.SpendCapCents = *spendCapCents
-		}
-		if err := store.ValidateAccount(acct.Name, acct.SpendCapCents); err != nil {
+		update, args, err := change(&acct)
+		if err != nil {
 			return err
 		}
-		acct.Name = strings.TrimSpace(acct.Name)
-		if _, err := tx.Exec(ctx, `UPDATE accounts SET name = $2, spend_cap_cents = $3 WHERE id = $1`, id, acct.Name, acct.SpendCapCents); err != nil {
+		if _, err := tx.Exec(ctx, update, append([]any{id}, args...)...); err != nil {
 			return err
 		}
 		accts := []store.Account{acct}
@@ -146,7 +158,7 @@ func (s *Store) UpdateAccount(id string, name *string, spendCapCents *int64) (st
 		return err
 	})
 	if err != nil {
-		return store.Account{}, wrap("update account", err)
+		return store.Account{}, wrap(op, err)
 	}
 	return acct, nil
 }

@@ -91,3 +91,6 @@ func (n planNode) rowsRead() int {
 	}
 	return total
 }
+
+// LockAccountClaims is the first key of the advisory lock a capped account's claims take.
+const LockAccountClaims = lockAccountClaims

@@ -99,8 +99,8 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			}
 		}
 		for _, a := range d.Accounts {
-			if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at)
-				VALUES ($1, $2, $3, $4, $5)`, a.ID, a.Name, a.SpendCapCents, a.ReservedCents, a.CreatedAt.UTC()); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at, max_running, max_queued)
+				VALUES ($1, $2, $3, $4, $5, $6, $7)`, a.ID, a.Name, a.SpendCapCents, a.ReservedCents, a.CreatedAt.UTC(), a.MaxRunning, a.MaxQueued); err != nil {
 				return fmt.Errorf("account %s: %w", a.ID, err)
 			}
 			counts.Accounts++

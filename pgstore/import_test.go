@@ -77,10 +77,12 @@ func TestImport(t *testing.T) {
 	}
 	d2 := importData()
 	d2.Accounts[0].Name = "replaced"
+	four := int64(4)
+	d2.Accounts[0].MaxRunning = &four // the queue limits come along; max_queued stays none
 	if _, err := s.Import(ctx, d2, true); err != nil {
 		t.Fatalf("import with replace: %v", err)
 	}
-	if acct, err := s.Account("acct_import1"); err != nil || acct.Name != "replaced" {
+	if acct, err := s.Account("acct_import1"); err != nil || acct.Name != "replaced" || acct.MaxRunning == nil || *acct.MaxRunning != 4 || acct.MaxQueued != nil {
 		t.Fatalf("after replace: %+v, %v", acct, err)
 	}
 	if _, err := s.Job("acct_import1", d.Jobs[0].ID); !errors.Is(err, store.ErrNotFound) {

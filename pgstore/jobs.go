@@ -358,8 +358,10 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 			upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 		}
 		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = now(),
-			upload_size = $2, upload_etag = $3, upload_version_id = $4 WHERE id = $1 RETURNING `+jobCols, jobID, upSize, upETag, upVersion))
-		if err != nil {
+			upload_size = $2, upload_etag = $3, upload_version_id = $4 WHERE id = $1 AND `+queueRoomCond+` RETURNING `+jobCols, jobID, upSize, upETag, upVersion))
+		if err == store.ErrNotFound {
+			return queueFull(ctx, tx, accountID)
+		} else if err != nil {
 			return err
 		}
 		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
@@ -374,9 +376,11 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 	return job, nil
 }
 
-// ClaimJob moves the oldest queued job (first started first) to running, leased to this node
-// for Options.Lease, and counts the pickup in attempt. Concurrent claimers on any node skip
-// each other's locked rows, so no job is claimed twice. ok is false when nothing is queued.
+// ClaimJob moves a queued job to running, leased to this node for Options.Lease, and counts
+// the pickup in attempt: the oldest (first started first) of the next account in turn, round
+// robin across the accounts with queued jobs, skipping those at max_running (claimFair).
+// Concurrent claimers on any node skip each other's locked rows, so no job is claimed twice.
+// ok is false when nothing is queued that may run.
 // A queued job already past its expires_at is not claimed: it fails expired_or_exhausted in
 // the same transaction, its reservation released (store.Store.ClaimJob's semantics).
 func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
@@ -385,30 +389,9 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 	var expired []string
 	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		ok, expired = false, expired[:0]
-		for {
-			j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE status = 'queued'
-				ORDER BY started_at, seq FOR UPDATE SKIP LOCKED LIMIT 1`))
-			if err == store.ErrNotFound {
-				return nil
-			} else if err != nil {
-				return err
-			}
-			if expiredAt(ctx, tx, j) {
-				if err := s.finish(ctx, tx, fin, &j, store.StatusFailed, store.CodeExpiredOrExhausted, expiredMessage, nil); err != nil {
-					return err
-				}
-				expired = append(expired, j.ID)
-				continue
-			}
-			job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'running', attempt = attempt + 1,
-					lease_owner = $2, lease_expires_at = clock_timestamp() + $3 * interval '1 microsecond'
-				WHERE id = $1 RETURNING `+jobCols, j.ID, s.opts.NodeID, micros(s.opts.Lease)))
-			if err != nil {
-				return err
-			}
-			ok = true
-			return notify(ctx, tx, "j:"+job.ID)
-		}
+		var err error
+		job, ok, err = s.claimFair(ctx, tx, fin, &expired)
+		return err
 	})
 	if err != nil {
 		return store.Job{}, false, wrap("claim job", err)

@@ -103,6 +103,12 @@ type Store struct {
 		sync.Mutex
 		last string
 	}
+	// claimTurn is the account whose job this node claimed last; its next claim starts
+	// after it (jobfair.go).
+	claimTurn struct {
+		sync.Mutex
+		last string
+	}
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the

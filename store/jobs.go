@@ -186,12 +186,15 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month",
 				ErrLimitReached, spent, acct.ReservedCents, acct.SpendCapCents)
 		}
+		if err := checkQueueRoom(tx, acct); err != nil {
+			return err
+		}
 		if err := setStatus(tx, &job, StatusQueued); err != nil {
 			return err
 		}
 		job.StartedAt = &now
 		job.Upload = up
-		if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+		if err := enqueue(tx, job); err != nil {
 			return err
 		}
 		return putJob(tx, job)
@@ -206,8 +209,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 	return job, nil
 }
 
-// ClaimJob moves the oldest queued job to running and counts the pickup in attempt.
-// ok is false when nothing is queued.
+// ClaimJob moves a queued job to running and counts the pickup in attempt: the oldest of the
+// next account in turn (round robin across the accounts with queued jobs, skipping those at
+// their max_running; jobfair.go). ok is false when nothing is queued that may run.
 // A queued job already past its expires_at is not claimed: it fails expired_or_exhausted in the
 // same transaction, its reservation released.
 func (s *Store) ClaimJob() (job Job, ok bool, err error) {
@@ -215,40 +219,9 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 	var expired []string
 	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		ok, expired = false, expired[:0]
-		q := tx.Bucket(bucketQueue)
-		c := q.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.First() {
-			id := string(k[16:])
-			if err := c.Delete(); err != nil {
-				return err
-			}
-			j, err := findJob(tx, id)
-			if err == ErrNotFound || (err == nil && j.Status != StatusQueued) {
-				continue // a stale entry (the job was cancelled or expired): drop it
-			}
-			if err != nil {
-				return err
-			}
-			if !now.Before(j.ExpiresAt) {
-				// Past expires_at before a worker got to it: it fails now, whatever the sweep's
-				// schedule, and is never converted.
-				if err := s.expire(tx, fin, &j, now); err != nil {
-					return err
-				}
-				expired = append(expired, j.ID)
-				continue
-			}
-			if err := setStatus(tx, &j, StatusRunning); err != nil {
-				return err
-			}
-			j.Attempt++
-			if err := tx.Bucket(bucketRunning).Put([]byte(j.ID), nil); err != nil {
-				return err
-			}
-			job, ok = j, true
-			return putJob(tx, j)
-		}
-		return nil
+		var err error
+		job, ok, err = s.claimFair(tx, fin, now, &expired)
+		return err
 	})
 	if err == nil {
 		s.signal(expired...)
@@ -337,7 +310,7 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 		if job.StartedAt == nil {
 			job.StartedAt = &now
 		}
-		if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+		if err := enqueue(tx, job); err != nil {
 			return err
 		}
 		requeued = true
@@ -440,7 +413,7 @@ func (s *Store) RecoverRunning(maxAttempts int) (requeued, failed []string, err 
 			if job.StartedAt == nil {
 				job.StartedAt = &now
 			}
-			if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+			if err := enqueue(tx, job); err != nil {
 				return err
 			}
 			if err := putJob(tx, job); err != nil {
@@ -577,7 +550,7 @@ func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now 
 		}
 	}
 	if job.Status == StatusQueued {
-		if err := tx.Bucket(bucketQueue).Delete(queueKey(*job)); err != nil {
+		if err := dequeue(tx, *job); err != nil {
 			return err
 		}
 	}

@@ -64,6 +64,8 @@ const (
 	acctFieldPurgedSuccesses protowire.Number = 6
 	acctFieldCreatedAt       protowire.Number = 7
 	acctFieldLastJobID       protowire.Number = 8
+	acctFieldMaxRunning      protowire.Number = 9
+	acctFieldMaxQueued       protowire.Number = 10
 
 	monthFieldMonth protowire.Number = 1
 	monthFieldCents protowire.Number = 2
@@ -386,7 +388,18 @@ func appendAccount(b []byte, acct *Account) []byte {
 	b = appendMonths(b, acctFieldMonthlySpend, acct.MonthlySpend)
 	b = appendMonths(b, acctFieldPurgedSuccesses, acct.PurgedSuccesses)
 	b = appendTime(b, acctFieldCreatedAt, acct.CreatedAt)
-	return appendString(b, acctFieldLastJobID, acct.LastJobID)
+	b = appendString(b, acctFieldLastJobID, acct.LastJobID)
+	b = appendLimit(b, acctFieldMaxRunning, acct.MaxRunning)
+	return appendLimit(b, acctFieldMaxQueued, acct.MaxQueued)
+}
+
+// appendLimit writes a limit that is set (a nil limit, none, writes nothing).
+func appendLimit(b []byte, num protowire.Number, v *int64) []byte {
+	if v == nil {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.VarintType)
+	return protowire.AppendVarint(b, uint64(*v))
 }
 
 func appendMonths(b []byte, num protowire.Number, months map[string]int64) []byte {
@@ -434,6 +447,13 @@ func decodeAccount(b []byte, acct *Account) error {
 			acct.CreatedAt, err = f.time()
 		case acctFieldLastJobID:
 			acct.LastJobID, err = f.str()
+		case acctFieldMaxRunning, acctFieldMaxQueued:
+			var v int64
+			if v, err = f.integer(); err == nil && f.num == acctFieldMaxRunning {
+				acct.MaxRunning = &v
+			} else if err == nil {
+				acct.MaxQueued = &v
+			}
 		}
 		return err
 	})

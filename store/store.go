@@ -67,6 +67,8 @@ type Store struct {
 	group    groupCommit
 	keys     keyCache
 	webhooks webhookWake
+	// claimTurn is where the next job claim's round robin starts (jobfair.go).
+	claimTurn claimTurn
 
 	writeCalls atomic.Uint64 // write functions run (each store write method is one)
 	writeTxs   atomic.Uint64 // bbolt write transactions they ran in (group commit shares one)
@@ -128,6 +130,9 @@ func Open(path string, opts Options) (*Store, error) {
 			if err := buildStatusIndex(tx); err != nil {
 				return fmt.Errorf("build the status index: %w", err)
 			}
+		}
+		if err := rebuildQueueByAccount(tx); err != nil {
+			return fmt.Errorf("build the queue by account: %w", err)
 		}
 		return meta.Put([]byte("schema"), u64(schemaVersion))
 	})

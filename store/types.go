@@ -118,6 +118,12 @@ type Account struct {
 	// LastJobID is the account's newest job, the head of its list (Job.PrevJobID); a job
 	// that no longer exists ends the list.
 	LastJobID string `json:"-"`
+	// MaxRunning is the most jobs of the account running at once (claims skip the account
+	// meanwhile); nil is no limit.
+	MaxRunning *int64 `json:"max_running,omitempty"`
+	// MaxQueued is the most jobs of the account queued at once (a start past it is
+	// ErrQueueFull); nil is no limit.
+	MaxQueued *int64 `json:"max_queued,omitempty"`
 }
 
 // SpentCents is the account's spend in the calendar month (UTC) that contains t.

@@ -103,6 +103,7 @@ func account() map[string]any {
 	return map[string]any{
 		"id": "acct_1", "name": "default", "spend_cap_cents": 1000, "reserved_cents": 2, "spent_cents": 7,
 		"monthly_spend": []any{map[string]any{"month": "2026-11", "spent_cents": 7}}, "created_at": "2026-11-02T10:00:00Z",
+		"max_running": 4, "max_queued": nil,
 	}
 }
 
@@ -185,7 +186,7 @@ func TestDocument_Valid(t *testing.T) {
 		"invalid_request", "unsupported_format", "file_too_large", "size_mismatch", "unauthorized",
 		"limit_reached", "not_found", "method_not_allowed", "invalid_state", "idempotency_mismatch",
 		"request_too_large", "unsupported_media_type", "rate_limited", "internal_error", "storage_unavailable",
-		"too_many_connections", "not_implemented", "presets_only",
+		"too_many_connections", "not_implemented", "presets_only", "queue_full",
 	}
 	storageCodes := append(slices.Clone(apiCodes),
 		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled", "cors_refused",
@@ -232,7 +233,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 		"invalid_request": {"400"}, "unsupported_format": {"400"}, "file_too_large": {"400"}, "size_mismatch": {"400"},
 		"unauthorized": {"401", "403"}, "limit_reached": {"403"}, "not_found": {"404"}, "method_not_allowed": {"405"},
 		"invalid_state": {"409"}, "idempotency_mismatch": {"409"}, "request_too_large": {"413"},
-		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
+		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "queue_full": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
 		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"}, "transfer_stalled": {"408"},
 		"length_required": {"411"}, "cors_refused": {"403"}, "too_many_connections": {"503"},
 		"not_implemented": {"501"}, "insufficient_storage": {"507"}, "presets_only": {"403"},
@@ -506,6 +507,10 @@ var exchanges = []exchange{
 	{name: "account", method: "GET", path: "/v1/admin/accounts/acct_1", header: bearer, handler: reply(200, nil, account())},
 	{name: "account with bad month", method: "GET", path: "/v1/admin/accounts/acct_1", header: bearer,
 		handler: reply(200, nil, with(account(), "monthly_spend", []any{map[string]any{"month": "November", "spent_cents": 1}})), wantErr: "doesn't match"},
+	{name: "account with max_running 0", method: "GET", path: "/v1/admin/accounts/acct_1", header: bearer,
+		handler: reply(200, nil, with(account(), "max_running", 0)), wantErr: "doesn't match"},
+	{name: "patch account max_queued 0", method: "PATCH", path: "/v1/admin/accounts/acct_1", header: jsonBearer, body: `{"max_queued":0}`,
+		handler: reply(200, nil, account()), wantErr: "instead of rejecting it"},
 	{name: "create account without cap", method: "POST", path: "/v1/admin/accounts", header: jsonBearer, body: `{"name":"a"}`,
 		handler: reply(200, nil, account()), wantErr: "instead of rejecting it"},
 	{name: "error without message", method: "GET", path: "/v1/admin/accounts", header: bearer,
