@@ -25,7 +25,7 @@ type idempotencyRecord struct {
 // key, the job and its reservation commit together, and otherwise after the commit; render must
 // be pure. A repeat with the same key and request returns the first response and reserves nothing.
 func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error)) (Job, Response, error) {
-	if p.InputBytes < 1 || p.InputBytes > MaxInputBytes {
+	if (p.InputBytes < 1 && (p.SourceURL == "" || p.InputBytes < 0)) || p.InputBytes > MaxInputBytes {
 		return Job{}, Response{}, fmt.Errorf("%w: input_bytes %d out of range", ErrInvalidArgument, p.InputBytes)
 	}
 	var job Job
@@ -76,6 +76,15 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 			CreatedAt:    now,
 			ExpiresAt:    now.Add(s.opts.Retention),
 			PrevJobID:    acct.LastJobID,
+			SourceURL:    p.SourceURL,
+			DeliverTo:    p.DeliverTo,
+		}
+		if p.SourceURL != "" {
+			// Nothing to upload: queued at once, and a worker fetches the input.
+			job.Status, job.StartedAt = StatusQueued, &now
+			if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+				return err
+			}
 		}
 		acct.ReservedCents++
 		acct.LastJobID = job.ID
@@ -110,6 +119,9 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		if resp, err = render(job); err != nil {
 			return Job{}, Response{}, fmt.Errorf("render response: %w", err)
 		}
+	}
+	if job.SourceURL != "" {
+		s.signal(job.ID)
 	}
 	return job, resp, nil
 }
