@@ -94,6 +94,10 @@ type Job struct {
 	StartedAt   *time.Time `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 	Output      *Output    `json:"output"`
+	// SourceURL is set on a job created with one (its query REDACTED).
+	SourceURL string `json:"source_url,omitempty"`
+	// DeliverTo is set on a job created with one (URL redacted, header values REDACTED).
+	DeliverTo *DeliverTo `json:"deliver_to,omitempty"`
 }
 
 // Finished reports whether the job reached a final state.
@@ -131,9 +135,10 @@ type Output struct {
 
 // Reservation is the response of CreateJob.
 type Reservation struct {
-	Job             Job    `json:"job"`
-	UploadURL       string `json:"upload_url"`
-	UploadExpiresIn int    `json:"upload_expires_in"`
+	Job Job `json:"job"`
+	// UploadURL and UploadExpiresIn are empty for a job that fetches its input (SourceURL).
+	UploadURL       string `json:"upload_url,omitempty"`
+	UploadExpiresIn int    `json:"upload_expires_in,omitempty"`
 }
 
 // Format is one entry of the format list; Targets, Sources and Options are set by Format only.
@@ -166,6 +171,32 @@ type CreateJobRequest struct {
 	// WebhookURL (optional) also receives the job's final event, signed with the account's
 	// webhook signing secret (docs/webhooks.md); verify it with VerifyWebhook.
 	WebhookURL string `json:"webhook_url,omitempty"`
+	// SourceURL (optional) is fetched by the server instead of an upload (docs/remote.md):
+	// the job is created queued, with no upload URL and no start needed; InputBytes is then
+	// optional (0) and, when set, an upper bound on the fetched size.
+	SourceURL string `json:"source_url,omitempty"`
+	// DeliverTo (optional) receives the output by PUT after the conversion (a presigned URL
+	// of the caller's bucket); the job succeeds only when it answers 2xx.
+	DeliverTo *DeliverTo `json:"deliver_to,omitempty"`
+}
+
+// DeliverTo is a job's output destination: the URL the output is PUT to and the headers sent
+// with it. In a Job the URL is redacted and header values read "REDACTED".
+type DeliverTo struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// MarshalJSON leaves input_bytes out when it is 0 beside a SourceURL (where it is optional).
+func (r CreateJobRequest) MarshalJSON() ([]byte, error) {
+	type plain CreateJobRequest
+	if r.SourceURL != "" && r.InputBytes == 0 {
+		return json.Marshal(struct {
+			plain
+			InputBytes *int64 `json:"input_bytes,omitempty"`
+		}{plain: plain(r)})
+	}
+	return json.Marshal(plain(r))
 }
 
 // Options tune a conversion; a zero field means the converter's default. Which ones a target
