@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/signal"
@@ -58,7 +59,7 @@ func (r *remoteFlags) delivery() (*client.DeliverTo, error) {
 
 // runRemote converts the file at --source-url: one create (the server fetches it and the job
 // is queued at once), a wait, and the download.
-func (o *convertOptions) runRemote(stdout, stderr interface{ Write([]byte) (int, error) }, parent context.Context, inputs []string) error {
+func (o *convertOptions) runRemote(stdout, stderr io.Writer, parent context.Context, inputs []string) error {
 	if len(inputs) > 0 {
 		return fmt.Errorf("--source-url names the input: drop the INPUT arguments (%s)", strings.Join(inputs, " "))
 	}
@@ -99,7 +100,7 @@ func (o *convertOptions) runRemote(stdout, stderr interface{ Write([]byte) (int,
 	}
 	from := o.from
 	if from == "" {
-		f, ok := formatByExtension(formats, path.Ext(name))
+		f, ok := formatByExtension(formats, strings.ToLower(strings.TrimPrefix(path.Ext(name), ".")))
 		if !ok {
 			return fmt.Errorf("--source-url %s: its extension names no format; give --from", o.sourceURL)
 		}
