@@ -132,10 +132,7 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 	if (p.InputBytes < 1 && (p.SourceURL == "" || p.InputBytes < 0)) || p.InputBytes > store.MaxInputBytes {
 		return store.Job{}, store.Response{}, fmt.Errorf("%w: input_bytes %d out of range", store.ErrInvalidArgument, p.InputBytes)
 	}
-	var deliverTo []byte
-	if p.DeliverTo != nil {
-		deliverTo, _ = json.Marshal(p.DeliverTo) // strings and a map of strings: cannot fail
-	}
+	deliverTo := deliveryJSON(p.DeliverTo)
 	status := store.StatusCreated
 	if p.SourceURL != "" {
 		status = store.StatusQueued // nothing to upload: a worker fetches the input
