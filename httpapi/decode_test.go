@@ -47,10 +47,14 @@ func FuzzParseCreateJob(f *testing.F) {
 	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","input_bytes":10}`))
 	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","input_bytes":1e999999999}`))
 	f.Add([]byte(`[[[[[[[[[[`))
+	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","source_url":"https://example.com/a.png"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		parsed, err := parseCreateJob(body)
 		size := parsed.size
 		if err == nil {
+			if size == 0 && parsed.sourceURL != nil {
+				return // optional beside source_url
+			}
 			if size < 1 || size > store.MaxInputBytes {
 				t.Fatalf("accepted size %d", size)
 			}
