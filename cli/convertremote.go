@@ -115,7 +115,8 @@ func (o *convertOptions) runRemote(stdout, stderr io.Writer, parent context.Cont
 			return err
 		}
 	}
-	req := client.CreateJobRequest{InputFormat: from, TargetFormat: target.ID, Preset: o.preset, SourceURL: o.sourceURL, DeliverTo: deliver}
+	// input_bytes bounds the fetch: any size the server takes.
+	req := client.CreateJobRequest{InputFormat: from, TargetFormat: target.ID, InputBytes: client.MaxInputBytes, Preset: o.preset, SourceURL: o.sourceURL, DeliverTo: deliver}
 	if !o.opts.IsZero() {
 		req.Options = &o.opts
 	}

@@ -136,9 +136,9 @@ type Output struct {
 // Reservation is the response of CreateJob.
 type Reservation struct {
 	Job Job `json:"job"`
-	// UploadURL and UploadExpiresIn are empty for a job that fetches its input (SourceURL).
-	UploadURL       string `json:"upload_url,omitempty"`
-	UploadExpiresIn int    `json:"upload_expires_in,omitempty"`
+	// UploadURL takes nothing for a job that fetches its input (SourceURL): it has started.
+	UploadURL       string `json:"upload_url"`
+	UploadExpiresIn int    `json:"upload_expires_in"`
 }
 
 // Format is one entry of the format list; Targets, Sources and Options are set by Format only.
@@ -172,8 +172,8 @@ type CreateJobRequest struct {
 	// webhook signing secret (docs/webhooks.md); verify it with VerifyWebhook.
 	WebhookURL string `json:"webhook_url,omitempty"`
 	// SourceURL (optional) is fetched by the server instead of an upload (docs/remote.md):
-	// the job is created queued, with no upload URL and no start needed; InputBytes is then
-	// optional (0) and, when set, an upper bound on the fetched size.
+	// the job is created queued and needs no upload or start; InputBytes is then the most the
+	// fetch may bring (MaxInputBytes for any size the server takes).
 	SourceURL string `json:"source_url,omitempty"`
 	// DeliverTo (optional) receives the output by PUT after the conversion (a presigned URL
 	// of the caller's bucket); the job succeeds only when it answers 2xx.
@@ -187,17 +187,8 @@ type DeliverTo struct {
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
-// MarshalJSON leaves input_bytes out when it is 0 beside a SourceURL (where it is optional).
-func (r CreateJobRequest) MarshalJSON() ([]byte, error) {
-	type plain CreateJobRequest
-	if r.SourceURL != "" && r.InputBytes == 0 {
-		return json.Marshal(struct {
-			plain
-			InputBytes *int64 `json:"input_bytes,omitempty"`
-		}{plain: plain(r)})
-	}
-	return json.Marshal(plain(r))
-}
+// MaxInputBytes is the largest input_bytes the API takes (SPEC.md's 2 GB limit).
+const MaxInputBytes = 2_000_000_000
 
 // Options tune a conversion; a zero field means the converter's default. Which ones a target
 // accepts is in its Format.Options (GET /v1/formats/{id}).

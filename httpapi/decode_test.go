@@ -52,9 +52,6 @@ func FuzzParseCreateJob(f *testing.F) {
 		parsed, err := parseCreateJob(body)
 		size := parsed.size
 		if err == nil {
-			if size == 0 && parsed.sourceURL != nil {
-				return // optional beside source_url
-			}
 			if size < 1 || size > store.MaxInputBytes {
 				t.Fatalf("accepted size %d", size)
 			}

@@ -30,15 +30,10 @@ func (v reservationView) encodeJSON() ([]byte, error) {
 	}
 	b := append(make([]byte, 0, 768), `{"job":`...)
 	b = v.Job.appendJSON(b)
-	// Both are omitted when empty (a source_url job has no upload), as encoding/json does.
-	if v.UploadURL != "" {
-		b = append(b, `,"upload_url":`...)
-		b = appendJSONString(b, v.UploadURL)
-	}
-	if v.UploadExpiresIn != 0 {
-		b = append(b, `,"upload_expires_in":`...)
-		b = strconv.AppendInt(b, int64(v.UploadExpiresIn), 10)
-	}
+	b = append(b, `,"upload_url":`...)
+	b = appendJSONString(b, v.UploadURL)
+	b = append(b, `,"upload_expires_in":`...)
+	b = strconv.AppendInt(b, int64(v.UploadExpiresIn), 10)
 	return append(b, '}'), nil
 }
 

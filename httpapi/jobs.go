@@ -60,10 +60,9 @@ type warningView struct {
 
 // reservationView is the response of create.
 type reservationView struct {
-	Job jobView `json:"job"`
-	// UploadURL and UploadExpiresIn are absent when the job fetches its input (source_url).
-	UploadURL       string `json:"upload_url,omitempty"`
-	UploadExpiresIn int    `json:"upload_expires_in,omitempty"`
+	Job             jobView `json:"job"`
+	UploadURL       string  `json:"upload_url"`
+	UploadExpiresIn int     `json:"upload_expires_in"`
 }
 
 type jobListView struct {
@@ -98,9 +97,6 @@ func (s *Server) viewJob(j store.Job) jobView {
 	}
 	if j.SourceURL != "" {
 		v.SourceURL = webhook.RedactURL(j.SourceURL)
-		if j.InputBytes == 0 {
-			v.InputBytes = nil // no size was declared: the fetch decides it
-		}
 	}
 	if j.Status == store.StatusSucceeded && j.Output != nil {
 		// The URL is signed anew on every read, and never outlives the job.
@@ -288,11 +284,8 @@ func checkCreateFields(req createJobRequest) (input, target string, size int64, 
 	case req.TargetFormat == nil || *req.TargetFormat == "":
 		// Required, as SPEC.md says, also beside a preset (where it must be the preset's target).
 		return "", "", 0, errorf(CodeInvalidRequest, "target_format is required: a format id from GET /v1/formats (with a preset, the preset's target)")
-	case (len(req.InputBytes) == 0 || string(req.InputBytes) == "null") && req.SourceURL != nil:
-		// Optional beside source_url: the fetch decides the size.
-		return *req.InputFormat, *req.TargetFormat, 0, nil
 	case len(req.InputBytes) == 0 || string(req.InputBytes) == "null":
-		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes is required: the exact size of the file in bytes (or give source_url)")
+		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes is required: the exact size of the file in bytes (with source_url, the most the fetch may bring)")
 	}
 	n, ok := parseInteger(req.InputBytes)
 	switch {
@@ -407,12 +400,13 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	began := s.now()
 	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
-		view := reservationView{Job: s.viewJob(j)}
-		if j.SourceURL == "" {
-			view.UploadURL = s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL))
-			view.UploadExpiresIn = int(UploadURLTTL / time.Second)
-		}
-		body, err := marshalJSON(view)
+		// A source_url job has started already: its upload URL, issued as SPEC.md says for
+		// every job, takes nothing (the upload is sealed).
+		body, err := marshalJSON(reservationView{
+			Job:             s.viewJob(j),
+			UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL)),
+			UploadExpiresIn: int(UploadURLTTL / time.Second),
+		})
 		return store.Response{Status: http.StatusOK, Body: body}, err
 	})
 	if err != nil {

@@ -129,7 +129,7 @@ func lockAccountSpend(ctx context.Context, tx pgx.Tx, accountID string) (capCent
 // across nodes. With an Idempotency-Key, render runs inside the transaction and the key, the
 // job and its reservation commit together.
 func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error) {
-	if (p.InputBytes < 1 && (p.SourceURL == "" || p.InputBytes < 0)) || p.InputBytes > store.MaxInputBytes {
+	if p.InputBytes < 1 || p.InputBytes > store.MaxInputBytes {
 		return store.Job{}, store.Response{}, fmt.Errorf("%w: input_bytes %d out of range", store.ErrInvalidArgument, p.InputBytes)
 	}
 	deliverTo := deliveryJSON(p.DeliverTo)

@@ -280,7 +280,7 @@ func (r *remoteIO) fetch(ctx context.Context, job store.Job) (*os.File, int64, e
 
 // limitName says which limit bounded a fetch.
 func limitName(job store.Job, limit int64) string {
-	if job.InputBytes > 0 && job.InputBytes == limit {
+	if job.InputBytes > 0 && job.InputBytes == limit && limit < store.MaxInputBytes {
 		return "the job's input_bytes"
 	}
 	return "the server's maximum input size"

@@ -78,7 +78,7 @@ func testRemoteSourceAndDelivery(t *testing.T) {
 	e := testenv.Start(t, allowPrivate)
 
 	r := e.Do("POST", "/v1/jobs", e.Key, map[string]any{
-		"input_format": "png", "target_format": "jpeg",
+		"input_format": "png", "target_format": "jpeg", "input_bytes": 2000000000,
 		"source_url": origin.URL + "/photo.png?token=s3cr3t",
 		"deliver_to": map[string]any{"url": dest.URL + "/bucket/out.jpg?X-Amz-Signature=sig123",
 			"headers": map[string]string{"content-type": "image/jpeg", "x-amz-meta-origin": "convsvc"}},
@@ -90,13 +90,18 @@ func testRemoteSourceAndDelivery(t *testing.T) {
 			t.Fatalf("create answer shows %q: %s", secret, body)
 		}
 	}
-	if strings.Contains(body, "upload_url") || strings.Contains(body, "upload_expires_in") {
-		t.Fatalf("create answer of a source_url job offers an upload: %s", body)
-	}
 	var res testenv.Reservation
 	r.JSON(t, &res)
 	job := res.Job
-	if job.Status != "queued" || job.InputBytes != nil || job.StartedAt == nil ||
+	// SPEC.md's reservation, whole: the upload URL is issued, and takes nothing, since the
+	// job has started.
+	if res.UploadURL == "" || res.UploadExpiresIn != 900 {
+		t.Fatalf("reservation without SPEC's upload fields: %s", body)
+	}
+	if up := e.Upload(res.UploadURL, png); up.Status == 200 {
+		t.Fatalf("an upload to a source_url job's URL was taken: %d %s", up.Status, up.Body)
+	}
+	if job.Status != "queued" || job.InputBytes == nil || *job.InputBytes != 2000000000 || job.StartedAt == nil ||
 		job.SourceURL != origin.URL+"/photo.png?REDACTED" || job.DeliverTo == nil ||
 		job.DeliverTo.URL != dest.URL+"/bucket/out.jpg?REDACTED" || job.DeliverTo.Headers["Content-Type"] != "REDACTED" {
 		t.Fatalf("created job: %+v deliver_to %+v", job, job.DeliverTo)
@@ -158,9 +163,9 @@ func testRemoteFailures(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{"404", map[string]any{"source_url": origin.URL + "/missing.png"}, "source_unreachable", "answered 404"},
+		{"404", map[string]any{"source_url": origin.URL + "/missing.png", "input_bytes": 1000}, "source_unreachable", "answered 404"},
 		{"larger than declared", map[string]any{"source_url": origin.URL + "/a.png", "input_bytes": len(png) - 1}, "source_too_large", "input_bytes"},
-		{"delivery 403", map[string]any{"source_url": origin.URL + "/a.png", "deliver_to": map[string]any{"url": dest.URL + "/denied?sig=x"}}, "delivery_failed", "answered 403"},
+		{"delivery 403", map[string]any{"source_url": origin.URL + "/a.png", "input_bytes": len(png), "deliver_to": map[string]any{"url": dest.URL + "/denied?sig=x"}}, "delivery_failed", "answered 403"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.body["input_format"], tc.body["target_format"] = "png", "jpeg"
@@ -192,7 +197,7 @@ func testRemoteGuard(t *testing.T) {
 	e := testenv.Start(t)
 	port := inside.URL[strings.LastIndexByte(inside.URL, ':'):]
 	for _, src := range []string{inside.URL + "/x.png", "http://localhost" + port + "/x.png", "http://[::ffff:127.0.0.1]" + port + "/x.png", "http://169.254.169.254/latest/meta-data/"} {
-		r := e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "source_url": src})
+		r := e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 1000, "source_url": src})
 		testenv.MustStatus(t, r, 200, "")
 		var res testenv.Reservation
 		r.JSON(t, &res)
@@ -211,14 +216,14 @@ func testRemoteGuard(t *testing.T) {
 func testRemoteCreateErrors(t *testing.T) {
 	e := testenv.Start(t)
 	for name, body := range map[string]map[string]any{
-		"no input_bytes nor source_url": {},
-		"ftp source":                    {"source_url": "ftp://example.com/a.png"},
-		"credentials in source":         {"source_url": "https://user:pw@example.com/a.png"},
-		"relative source":               {"source_url": "/a.png"},
-		"deliver_to without url":        {"source_url": "https://example.com/a.png", "deliver_to": map[string]any{}},
-		"deliver_to sets Host":          {"input_bytes": 10, "deliver_to": map[string]any{"url": "https://example.com/o", "headers": map[string]string{"Host": "x"}}},
-		"deliver_to header line break":  {"input_bytes": 10, "deliver_to": map[string]any{"url": "https://example.com/o", "headers": map[string]string{"X-A": "a\r\nX-B: b"}}},
-		"deliver_to bad header name":    {"input_bytes": 10, "deliver_to": map[string]any{"url": "https://example.com/o", "headers": map[string]string{"X A": "a"}}},
+		"source_url without input_bytes": {"source_url": "https://example.com/a.png"},
+		"ftp source":                     {"input_bytes": 10, "source_url": "ftp://example.com/a.png"},
+		"credentials in source":          {"input_bytes": 10, "source_url": "https://user:pw@example.com/a.png"},
+		"relative source":                {"input_bytes": 10, "source_url": "/a.png"},
+		"deliver_to without url":         {"input_bytes": 10, "source_url": "https://example.com/a.png", "deliver_to": map[string]any{}},
+		"deliver_to sets Host":           {"input_bytes": 10, "deliver_to": map[string]any{"url": "https://example.com/o", "headers": map[string]string{"Host": "x"}}},
+		"deliver_to header line break":   {"input_bytes": 10, "deliver_to": map[string]any{"url": "https://example.com/o", "headers": map[string]string{"X-A": "a\r\nX-B: b"}}},
+		"deliver_to bad header name":     {"input_bytes": 10, "deliver_to": map[string]any{"url": "https://example.com/o", "headers": map[string]string{"X A": "a"}}},
 	} {
 		body["input_format"], body["target_format"] = "png", "jpeg"
 		r := e.Do("POST", "/v1/jobs", e.Key, body)

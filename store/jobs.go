@@ -25,7 +25,7 @@ type idempotencyRecord struct {
 // key, the job and its reservation commit together, and otherwise after the commit; render must
 // be pure. A repeat with the same key and request returns the first response and reserves nothing.
 func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error)) (Job, Response, error) {
-	if (p.InputBytes < 1 && (p.SourceURL == "" || p.InputBytes < 0)) || p.InputBytes > MaxInputBytes {
+	if p.InputBytes < 1 || p.InputBytes > MaxInputBytes {
 		return Job{}, Response{}, fmt.Errorf("%w: input_bytes %d out of range", ErrInvalidArgument, p.InputBytes)
 	}
 	var job Job

@@ -163,7 +163,7 @@ type CreateJobParams struct {
 	// signing secret (which it must have); the caller checked the URL.
 	WebhookURL string
 	// SourceURL, when set, is fetched by a worker instead of an upload: the job is created
-	// queued (started_at set) and InputBytes, when not 0, is an upper bound on the fetch.
+	// queued (started_at set) and InputBytes is an upper bound on the fetch.
 	SourceURL string
 	// DeliverTo, when set, receives the output by PUT after the conversion.
 	DeliverTo *Delivery

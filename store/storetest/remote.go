@@ -16,20 +16,20 @@ var remoteCases = []testCase{
 func init() { cases = append(cases, remoteCases...) }
 
 // testRemoteJobQueued: a job created with a source_url is queued in the create's transaction
-// (started_at set, the cent reserved), claimable at once, with or without input_bytes, and
-// keeps its source_url and deliver_to through claim and failure; a plain job keeps neither,
-// and input_bytes 0 without a source_url is refused.
+// (started_at set, the cent reserved), claimable at once, and keeps its source_url, its
+// input_bytes (the fetch's bound) and deliver_to through claim and failure; a plain job keeps
+// neither, and input_bytes 0 is refused beside a source_url too.
 func testRemoteJobQueued(t *testing.T, newStore NewFunc) {
 	f := newFixture(t, newStore, Options{}, 10)
 	deliver := &store.Delivery{URL: "https://bucket.example/out.jpg?X-Amz-Signature=abc", Headers: map[string]string{"Content-Type": "image/jpeg"}}
 	job, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg",
-		SourceURL: "https://cdn.example/a.png?token=t", DeliverTo: deliver}, plainRender)
+		InputBytes: store.MaxInputBytes, SourceURL: "https://cdn.example/a.png?token=t", DeliverTo: deliver}, plainRender)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := func(what string, j store.Job, status string) {
 		t.Helper()
-		if j.Status != status || j.StartedAt == nil || j.InputBytes != 0 || j.SourceURL != "https://cdn.example/a.png?token=t" ||
+		if j.Status != status || j.StartedAt == nil || j.InputBytes != store.MaxInputBytes || j.SourceURL != "https://cdn.example/a.png?token=t" ||
 			j.DeliverTo == nil || j.DeliverTo.URL != deliver.URL || !maps.Equal(j.DeliverTo.Headers, deliver.Headers) {
 			t.Fatalf("%s: %+v (deliver_to %+v), want %s with the source and the delivery", what, j, j.DeliverTo, status)
 		}
@@ -63,7 +63,7 @@ func testRemoteJobQueued(t *testing.T, newStore NewFunc) {
 	if plain.SourceURL != "" || plain.DeliverTo != nil || plain.Status != store.StatusCreated {
 		t.Fatalf("plain job: %+v", plain)
 	}
-	if _, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg"}, plainRender); !errors.Is(err, store.ErrInvalidArgument) {
-		t.Fatalf("input_bytes 0 without a source_url: %v, want ErrInvalidArgument", err)
+	if _, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg", SourceURL: "https://cdn.example/c.png"}, plainRender); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("input_bytes 0 beside a source_url: %v, want ErrInvalidArgument", err)
 	}
 }
