@@ -480,12 +480,8 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 		in, err = p.f.OpenInput(t.JobID)
 	}
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrTaskTimeout) {
-			return p.stopped(ctx, log), nil
-		}
-		if ce := (*Error)(nil); errors.As(err, &ce) {
-			log.Info("getting the input failed", "err", err)
-			return Outcome{Code: CodeConversionFailed, Message: ce.Message, Reason: ce.Reason}, nil
+		if o, ok := p.transferOutcome(ctx, log, "getting the input", err); ok {
+			return o, nil
 		}
 		log.Error("opening the input failed", "err", err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not read the input"}, nil
@@ -596,18 +592,28 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 		if err := d.DeliverOutput(ctx, t, output); err != nil {
 			// The job fails: its output, kept by no job, goes.
 			p.deleteOutput(log, t.JobID)
-			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrTaskTimeout) {
-				return p.stopped(ctx, log), nil
-			}
-			if ce := (*Error)(nil); errors.As(err, &ce) {
-				log.Info("delivering the output failed", "err", err)
-				return Outcome{Code: CodeConversionFailed, Message: ce.Message, Reason: ce.Reason}, nil
+			if o, ok := p.transferOutcome(ctx, log, "delivering the output", err); ok {
+				return o, nil
 			}
 			log.Error("delivering the output failed", "err", err)
 			return Outcome{Code: CodeConversionFailed, Message: "internal error: could not deliver the output"}, nil
 		}
 	}
 	return Outcome{Output: &output}, nil
+}
+
+// transferOutcome is the outcome of an InputFetcher's or Deliverer's failure: the task's own
+// stop (cancel, shutdown) when that ended it, else the *Error's message and reason; ok is
+// false for any other error.
+func (p *Pool) transferOutcome(ctx context.Context, log *slog.Logger, what string, err error) (Outcome, bool) {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrTaskTimeout) {
+		return p.stopped(ctx, log), true
+	}
+	if ce := (*Error)(nil); errors.As(err, &ce) {
+		log.Info(what+" failed", "err", err)
+		return Outcome{Code: CodeConversionFailed, Message: ce.Message, Reason: ce.Reason}, true
+	}
+	return Outcome{}, false
 }
 
 // stopped describes why a task's context ended before its conversion did.
