@@ -52,6 +52,8 @@ type convertOptions struct {
 	noAutoOrient bool
 	keepMetadata bool
 	maxBytes     sizeFlag
+	// Remote files (issue 33): --source-url, --deliver-to, --deliver-header.
+	remoteFlags
 }
 
 // maxParallel bounds convert --parallel: files in flight at once, each with its own upload.
@@ -77,11 +79,13 @@ func newConvertCommand() *cobra.Command {
 			"--from when its format cannot be recognised); -o - writes the result to standard output.\n" +
 			"Ctrl-C (or SIGTERM) cancels the jobs in flight, removes temporary files and exits 130.",
 		Example: "  convsvc convert photo.png --to jpeg --quality 80 --width 1024\n" +
+			"  convsvc convert --source-url https://example.com/photo.heic --to png\n" +
+			"  convsvc convert scan.pdf --to png --deliver-to \"$PRESIGNED_PUT_URL\" --deliver-header 'Content-Type: image/png'\n" +
 			"  convsvc convert *.png --to gif --output-dir out/\n" +
 			"  cat scan.pdf | convsvc convert - --from pdf --to png --page 2 -o - > page2.png\n" +
 			"  CONVSVC_URL=http://127.0.0.1:8080 CONVSVC_KEY=cs_live_... convsvc convert scan.tiff --to png -o scan.png",
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) == 0 {
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && !cmd.Flags().Changed("source-url") {
 				return errors.New("convert needs at least one INPUT file (- reads standard input), as in: convsvc convert photo.png --to jpeg")
 			}
 			return nil
@@ -114,6 +118,7 @@ func newConvertCommand() *cobra.Command {
 	f.BoolVar(&o.keepMetadata, "keep-metadata", false, "carry EXIF, XMP and the ICC profile into jpeg, png and webp outputs (default: strip them, converting the profile to sRGB)")
 	f.Var(&o.maxBytes, "max-bytes", "largest output accepted, e.g. 200KB: jpeg, webp and avif lower their quality to fit, else the job fails")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
+	o.addRemoteFlags(f)
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
 	f.BoolVar(&o.verbose, "verbose", false, "show the embedded server's log")
@@ -141,9 +146,17 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	if err := o.transformFlags(cmd); err != nil {
 		return err
 	}
+	if o.sourceURL != "" {
+		return o.runRemote(cmd.OutOrStdout(), cmd.ErrOrStderr(), cmd.Context(), inputs)
+	}
 	if err := o.checkArgs(inputs); err != nil {
 		return err
 	}
+	deliver, err := o.delivery()
+	if err != nil {
+		return err
+	}
+	o.deliver = deliver
 	parent := cmd.Context()
 	ctx, stopSignals := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
@@ -632,6 +645,9 @@ func (o *convertOptions) startEmbedded(logTo io.Writer) (func(), error) {
 		BlobListen:   "127.0.0.1:0",
 		Logger:       log,
 		OnDefaultKey: func(_, k string) { key = k },
+		// The user's own process, with the user's own network: --source-url and --deliver-to
+		// may name files on this machine or the local network.
+		FetchAllowPrivate: true,
 	})
 	if err != nil {
 		os.RemoveAll(dir)
@@ -657,7 +673,7 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 	}
 	defer f.Close()
 	prog.state(fp, "reserving")
-	req := client.CreateJobRequest{InputFormat: p.from, TargetFormat: target.ID, InputBytes: p.size, Preset: o.preset}
+	req := client.CreateJobRequest{InputFormat: p.from, TargetFormat: target.ID, InputBytes: p.size, Preset: o.preset, DeliverTo: o.deliver}
 	if !o.opts.IsZero() {
 		req.Options = &o.opts
 	}

@@ -65,6 +65,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringSliceVar(&o.cfg.CORSOrigins, "cors-origins", nil, "web origins (scheme://host[:port], comma-separated, or *) whose pages may upload to and download from object storage (default: the origin of --public-url)")
 	f.StringVar(&o.cfg.MetricsListen, "metrics-listen", "", "serve GET /metrics on this address instead of the API's")
 	f.BoolVar(&o.cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and metadata addresses (tests and trusted networks; docs/webhooks.md)")
+	f.BoolVar(&o.cfg.FetchAllowPrivate, "fetch-allow-private", false, "let source_url fetches and deliver_to uploads reach loopback, private, link-local and metadata addresses (tests and trusted networks; docs/remote.md)")
 	f.IntVar(&o.cfg.Workers, "workers", 0, "conversion workers (default: number of CPUs)")
 	f.DurationVar(&o.cfg.Retention, "retention", service.DefaultRetention, "how long jobs and their files are kept")
 	f.DurationVar(&o.cfg.Lease, "lease", defaultLease, "with a postgres:// --database, how long a running job stays this node's without a heartbeat (renewed every third of it): a node that dies has its jobs taken over by the others after about this long plus half of it; at least 1s")

@@ -94,6 +94,10 @@ type Job struct {
 	StartedAt   *time.Time `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 	Output      *Output    `json:"output"`
+	// SourceURL is set on a job created with one (its query REDACTED).
+	SourceURL string `json:"source_url,omitempty"`
+	// DeliverTo is set on a job created with one (URL redacted, header values REDACTED).
+	DeliverTo *DeliverTo `json:"deliver_to,omitempty"`
 }
 
 // Finished reports whether the job reached a final state.
@@ -131,7 +135,8 @@ type Output struct {
 
 // Reservation is the response of CreateJob.
 type Reservation struct {
-	Job             Job    `json:"job"`
+	Job Job `json:"job"`
+	// UploadURL takes nothing for a job that fetches its input (SourceURL): it has started.
 	UploadURL       string `json:"upload_url"`
 	UploadExpiresIn int    `json:"upload_expires_in"`
 }
@@ -166,7 +171,24 @@ type CreateJobRequest struct {
 	// WebhookURL (optional) also receives the job's final event, signed with the account's
 	// webhook signing secret (docs/webhooks.md); verify it with VerifyWebhook.
 	WebhookURL string `json:"webhook_url,omitempty"`
+	// SourceURL (optional) is fetched by the server instead of an upload (docs/remote.md):
+	// the job is created queued and needs no upload or start; InputBytes is then the most the
+	// fetch may bring (MaxInputBytes for any size the server takes).
+	SourceURL string `json:"source_url,omitempty"`
+	// DeliverTo (optional) receives the output by PUT after the conversion (a presigned URL
+	// of the caller's bucket); the job succeeds only when it answers 2xx.
+	DeliverTo *DeliverTo `json:"deliver_to,omitempty"`
 }
+
+// DeliverTo is a job's output destination: the URL the output is PUT to and the headers sent
+// with it. In a Job the URL is redacted and header values read "REDACTED".
+type DeliverTo struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// MaxInputBytes is the largest input_bytes the API takes (SPEC.md's 2 GB limit).
+const MaxInputBytes = 2_000_000_000
 
 // Options tune a conversion; a zero field means the converter's default. Which ones a target
 // accepts is in its Format.Options (GET /v1/formats/{id}).

@@ -132,6 +132,20 @@ type Files interface {
 	DeleteOutput(jobID string) error
 }
 
+// InputFetcher is Files whose inputs may take time to get (an input fetched from a URL):
+// the pool opens inputs through OpenInputContext, under the task's timeout and cancellation.
+// An *Error it returns fails the job with its Message and Reason.
+type InputFetcher interface {
+	OpenInputContext(ctx context.Context, t Task) (*os.File, error)
+}
+
+// Deliverer is Files that sends a job's committed output on to the caller's destination
+// (create's deliver_to) before the job succeeds; it returns nil when the job has none. An
+// *Error it returns fails the job with its Message and Reason.
+type Deliverer interface {
+	DeliverOutput(ctx context.Context, t Task, out Output) error
+}
+
 // OutputFile is a job's output being written. One goroutine writes it and then calls Commit
 // or Discard; Discard after Commit does nothing.
 type OutputFile interface {
@@ -458,8 +472,17 @@ func (p *Pool) awaitStray(log *slog.Logger, stray <-chan struct{}) {
 // the task's outcome past its timeout, then stores the result. The outcome lacks only Task.
 // When the conversion is abandoned, the returned channel is closed once its goroutine returns.
 func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, <-chan struct{}) {
-	in, err := p.f.OpenInput(t.JobID)
+	var in *os.File
+	var err error
+	if fetcher, ok := p.f.(InputFetcher); ok {
+		in, err = fetcher.OpenInputContext(ctx, t)
+	} else {
+		in, err = p.f.OpenInput(t.JobID)
+	}
 	if err != nil {
+		if o, ok := p.transferOutcome(ctx, log, "getting the input", err); ok {
+			return o, nil
+		}
 		log.Error("opening the input failed", "err", err)
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not read the input"}, nil
 	}
@@ -565,7 +588,32 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 		return p.stopped(ctx, log), nil
 	}
 	output.Warnings = res.warnings
+	if d, ok := p.f.(Deliverer); ok {
+		if err := d.DeliverOutput(ctx, t, output); err != nil {
+			// The job fails: its output, kept by no job, goes.
+			p.deleteOutput(log, t.JobID)
+			if o, ok := p.transferOutcome(ctx, log, "delivering the output", err); ok {
+				return o, nil
+			}
+			log.Error("delivering the output failed", "err", err)
+			return Outcome{Code: CodeConversionFailed, Message: "internal error: could not deliver the output"}, nil
+		}
+	}
 	return Outcome{Output: &output}, nil
+}
+
+// transferOutcome is the outcome of an InputFetcher's or Deliverer's failure: the task's own
+// stop (cancel, shutdown) when that ended it, else the *Error's message and reason; ok is
+// false for any other error.
+func (p *Pool) transferOutcome(ctx context.Context, log *slog.Logger, what string, err error) (Outcome, bool) {
+	if ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrTaskTimeout) {
+		return p.stopped(ctx, log), true
+	}
+	if ce := (*Error)(nil); errors.As(err, &ce) {
+		log.Info(what+" failed", "err", err)
+		return Outcome{Code: CodeConversionFailed, Message: ce.Message, Reason: ce.Reason}, true
+	}
+	return Outcome{}, false
 }
 
 // stopped describes why a task's context ended before its conversion did.

@@ -47,6 +47,7 @@ func FuzzParseCreateJob(f *testing.F) {
 	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","input_bytes":10}`))
 	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","input_bytes":1e999999999}`))
 	f.Add([]byte(`[[[[[[[[[[`))
+	f.Add([]byte(`{"input_format":"png","target_format":"jpeg","source_url":"https://example.com/a.png"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		parsed, err := parseCreateJob(body)
 		size := parsed.size

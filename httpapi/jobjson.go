@@ -18,14 +18,14 @@ type selfEncoder interface {
 }
 
 func (v jobView) encodeJSON() ([]byte, error) {
-	if !v.timesFit() {
+	if !v.timesFit() || v.remote() {
 		return reflectJSON(v)
 	}
 	return v.appendJSON(make([]byte, 0, 512)), nil
 }
 
 func (v reservationView) encodeJSON() ([]byte, error) {
-	if !v.Job.timesFit() {
+	if !v.Job.timesFit() || v.Job.remote() {
 		return reflectJSON(v)
 	}
 	b := append(make([]byte, 0, 768), `{"job":`...)
@@ -40,7 +40,7 @@ func (v reservationView) encodeJSON() ([]byte, error) {
 func (v jobListView) encodeJSON() ([]byte, error) {
 	b := append(make([]byte, 0, 64+512*len(v.Data)), `{"data":[`...)
 	for i := range v.Data {
-		if !v.Data[i].timesFit() {
+		if !v.Data[i].timesFit() || v.Data[i].remote() {
 			return reflectJSON(v)
 		}
 		if i > 0 {
@@ -52,6 +52,10 @@ func (v jobListView) encodeJSON() ([]byte, error) {
 	b = strconv.AppendBool(b, v.HasMore)
 	return append(b, '}'), nil
 }
+
+// remote reports whether the job has source_url or deliver_to, which only reflectJSON writes
+// (a job with remote files is rare, and its transfers dwarf the encoding).
+func (v *jobView) remote() bool { return v.SourceURL != "" || v.DeliverTo != nil }
 
 // timesFit reports whether every time of the job is in the years RFC 3339 can write.
 func (v *jobView) timesFit() bool {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/webhook"
 )
 
 // jobView is the Job object of SPEC.md plus DESIGN.md's fields.
@@ -36,6 +37,9 @@ type jobView struct {
 	StartedAt    *time.Time       `json:"started_at"`
 	FinishedAt   *time.Time       `json:"finished_at"`
 	Output       *outputView      `json:"output"`
+	// SourceURL (redacted) and DeliverTo are present only on jobs created with them.
+	SourceURL string       `json:"source_url,omitempty"`
+	DeliverTo *deliverView `json:"deliver_to,omitempty"`
 }
 
 // outputView carries a succeeded job's result with a freshly signed download URL.
@@ -89,6 +93,10 @@ func (s *Server) viewJob(j store.Job) jobView {
 		CreatedAt:    j.CreatedAt,
 		StartedAt:    j.StartedAt,
 		FinishedAt:   j.FinishedAt,
+		DeliverTo:    viewDeliverTo(j.DeliverTo),
+	}
+	if j.SourceURL != "" {
+		v.SourceURL = webhook.RedactURL(j.SourceURL)
 	}
 	if j.Status == store.StatusSucceeded && j.Output != nil {
 		// The URL is signed anew on every read, and never outlives the job.
@@ -113,12 +121,14 @@ func (s *Server) viewJob(j store.Job) jobView {
 // createJobRequest is the body of POST /v1/jobs; pointers and raw values let each problem get
 // its own code (missing or mistyped: invalid_request; too big: file_too_large).
 type createJobRequest struct {
-	InputFormat  *string          `json:"input_format"`
-	TargetFormat *string          `json:"target_format"`
-	InputBytes   json.RawMessage  `json:"input_bytes"`
-	Options      *convert.Options `json:"options"`
-	WebhookURL   *string          `json:"webhook_url"`
-	Preset       *string          `json:"preset"`
+	InputFormat  *string           `json:"input_format"`
+	TargetFormat *string           `json:"target_format"`
+	InputBytes   json.RawMessage   `json:"input_bytes"`
+	Options      *convert.Options  `json:"options"`
+	WebhookURL   *string           `json:"webhook_url"`
+	Preset       *string           `json:"preset"`
+	SourceURL    *string           `json:"source_url"`
+	DeliverTo    *deliverToRequest `json:"deliver_to"`
 }
 
 // decodeOptions reads the options a job was created with; nil when there were none.
@@ -139,8 +149,10 @@ type createJob struct {
 	input, target string
 	size          int64
 	opts          convert.Options
-	webhookURL    *string // nil when absent
-	preset        *string // nil when absent
+	webhookURL    *string           // nil when absent
+	preset        *string           // nil when absent
+	sourceURL     *string           // nil when absent
+	deliverTo     *deliverToRequest // nil when absent
 }
 
 // parseCreateJob validates a create body in the order the contract ranks problems; options are
@@ -151,7 +163,8 @@ func parseCreateJob(body []byte) (createJob, error) {
 	}
 	var req createJobRequest
 	input, target, size, opts, err := parseCreateJobInto(body, &req)
-	return createJob{input: input, target: target, size: size, opts: opts, webhookURL: req.WebhookURL, preset: req.Preset}, err
+	return createJob{input: input, target: target, size: size, opts: opts, webhookURL: req.WebhookURL, preset: req.Preset,
+		sourceURL: req.SourceURL, deliverTo: req.DeliverTo}, err
 }
 
 // parseCreateJobStrict is parseCreateJob with encoding/json, for every body.
@@ -272,7 +285,7 @@ func checkCreateFields(req createJobRequest) (input, target string, size int64, 
 		// Required, as SPEC.md says, also beside a preset (where it must be the preset's target).
 		return "", "", 0, errorf(CodeInvalidRequest, "target_format is required: a format id from GET /v1/formats (with a preset, the preset's target)")
 	case len(req.InputBytes) == 0 || string(req.InputBytes) == "null":
-		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes is required: the exact size of the file in bytes")
+		return "", "", 0, errorf(CodeInvalidRequest, "input_bytes is required: the exact size of the file in bytes (with source_url, the most the fetch may bring)")
 	}
 	n, ok := parseInteger(req.InputBytes)
 	switch {
@@ -339,6 +352,19 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, errorf(CodeInvalidRequest, "webhook_url is not available on this server"))
 		return
 	}
+	var sourceURL string
+	if parsed.sourceURL != nil {
+		if err := checkRemoteURL("source_url", *parsed.sourceURL); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		sourceURL = *parsed.sourceURL
+	}
+	deliverTo, err := checkDeliverTo(parsed.deliverTo)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var rawOpts json.RawMessage
 	if !opts.IsZero() {
 		rawOpts, _ = json.Marshal(opts) // canonical: same options, same bytes, same idempotency hash
@@ -355,6 +381,8 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		Options:        rawOpts,
 		IdempotencyKey: idemKey,
 		WebhookURL:     webhookURL,
+		SourceURL:      sourceURL,
+		DeliverTo:      deliverTo,
 	}
 	if idemKey != "" {
 		// Only a repeat under the same Idempotency-Key compares requests.
@@ -366,11 +394,14 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		if webhookURL != "" {
 			hashed = fmt.Appendf(hashed, "\x00%s", webhookURL)
 		}
+		hashed = append(hashed, remoteHash(sourceURL, deliverTo)...)
 		hash := sha256.Sum256(hashed)
 		params.RequestHash = hex.EncodeToString(hash[:])
 	}
 	began := s.now()
 	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
+		// A source_url job has started already: its upload URL, issued as SPEC.md says for
+		// every job, takes nothing (the upload is sealed).
 		body, err := marshalJSON(reservationView{
 			Job:             s.viewJob(j),
 			UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL)),
@@ -384,6 +415,9 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 	}
 	if job.ID != "" && !job.CreatedAt.Before(began.Truncate(time.Microsecond)) {
 		s.logTransition(r, job)
+		if job.Status == store.StatusQueued {
+			s.cfg.Workers.Notify() // a source_url job: queued at create
+		}
 	}
 	writeRaw(w, resp.Status, resp.Body)
 }

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -154,11 +155,12 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			}
 			_, err = tx.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,
 					attempt, error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
-					upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+					upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)`,
 				j.ID, j.AccountID, j.Status, j.InputFormat, j.TargetFormat, j.InputBytes, opts,
 				j.Attempt, j.ErrorCode, j.ErrorMessage, j.CreatedAt.UTC(), utcPtr(j.StartedAt), utcPtr(j.FinishedAt),
-				j.ExpiresAt.UTC(), outBytes, outSHA, upSize, upETag, upVersion, outAttempt, nullString(outWarnings), j.ErrorReason)
+				j.ExpiresAt.UTC(), outBytes, outSHA, upSize, upETag, upVersion, outAttempt, nullString(outWarnings), j.ErrorReason,
+				j.SourceURL, deliveryJSON(j.DeliverTo))
 			if err != nil {
 				return fmt.Errorf("job %s: %w", j.ID, err)
 			}
@@ -344,3 +346,12 @@ func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
 // ErrImportCheck means the imported rows failed the counts or the ledger check inside the
 // import's transaction, which was therefore rolled back.
 var ErrImportCheck = errors.New("imported data fails the ledger check")
+
+// deliveryJSON is a job's deliver_to as its jsonb column holds it, nil for none.
+func deliveryJSON(d *store.Delivery) []byte {
+	if d == nil {
+		return nil
+	}
+	b, _ := json.Marshal(d) // strings and a map of strings: cannot fail
+	return b
+}

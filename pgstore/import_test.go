@@ -25,7 +25,8 @@ func importData() pgstore.ImportData {
 			Hash: hash[:], CreatedAt: created}},
 		Jobs: []store.Job{{ID: store.NewJobID(created), AccountID: "acct_import1", Status: store.StatusQueued, InputFormat: "png",
 			TargetFormat: "jpeg", InputBytes: 5, Attempt: 1, CreatedAt: created, StartedAt: &started,
-			ExpiresAt: time.Now().Add(time.Hour)}},
+			ExpiresAt: time.Now().Add(time.Hour), SourceURL: "https://cdn.example/a.png?t=1",
+			DeliverTo: &store.Delivery{URL: "https://bucket.example/o?sig=2", Headers: map[string]string{"Content-Type": "image/jpeg"}}}},
 	}
 }
 
@@ -66,7 +67,9 @@ func TestImport(t *testing.T) {
 		t.Fatalf("account = %+v, %v", acct, err)
 	}
 	job, err := s.Job("acct_import1", d.Jobs[0].ID)
-	if err != nil || job.Status != store.StatusQueued || job.Attempt != 1 || !job.StartedAt.Equal(*d.Jobs[0].StartedAt) {
+	if err != nil || job.Status != store.StatusQueued || job.Attempt != 1 || !job.StartedAt.Equal(*d.Jobs[0].StartedAt) ||
+		job.SourceURL != d.Jobs[0].SourceURL || job.DeliverTo == nil || job.DeliverTo.URL != d.Jobs[0].DeliverTo.URL ||
+		job.DeliverTo.Headers["Content-Type"] != "image/jpeg" {
 		t.Fatalf("job = %+v, %v", job, err)
 	}
 	if has, err := s.HasData(); err != nil || !has {

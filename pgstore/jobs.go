@@ -14,7 +14,7 @@ import (
 // jobCols are the columns scanJob reads, in its order.
 const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
 	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
-	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason`
+	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to`
 
 // nullString is b as text, or NULL when b is nil.
 func nullString(b []byte) *string {
@@ -51,9 +51,10 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	var upETag, upVersion *string
 	var outAttempt *int32
 	var outWarnings *string
+	var deliverTo []byte
 	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
 		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
-		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason)
+		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason, &j.SourceURL, &deliverTo)
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -72,6 +73,12 @@ func scanJob(row pgx.Row) (store.Job, error) {
 			if err := json.Unmarshal([]byte(*outWarnings), &j.Output.Warnings); err != nil {
 				return store.Job{}, fmt.Errorf("job %s: output_warnings: %w", j.ID, err)
 			}
+		}
+	}
+	if deliverTo != nil {
+		j.DeliverTo = new(store.Delivery)
+		if err := json.Unmarshal(deliverTo, j.DeliverTo); err != nil {
+			return store.Job{}, fmt.Errorf("job %s: deliver_to: %w", j.ID, err)
 		}
 	}
 	if upSize != nil {
@@ -125,6 +132,11 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 	if p.InputBytes < 1 || p.InputBytes > store.MaxInputBytes {
 		return store.Job{}, store.Response{}, fmt.Errorf("%w: input_bytes %d out of range", store.ErrInvalidArgument, p.InputBytes)
 	}
+	deliverTo := deliveryJSON(p.DeliverTo)
+	status := store.StatusCreated
+	if p.SourceURL != "" {
+		status = store.StatusQueued // nothing to upload: a worker fetches the input
+	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var job store.Job
@@ -164,11 +176,18 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 		if p.Options != nil {
 			opts = p.Options
 		}
-		job, err = scanJob(tx.QueryRow(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options, created_at, expires_at)
-			VALUES ($1, $2, 'created', $3, $4, $5, $6, now(), now() + $7 * interval '1 microsecond') RETURNING `+jobCols,
-			store.NewJobID(time.Now()), p.AccountID, p.InputFormat, p.TargetFormat, p.InputBytes, opts, micros(s.opts.Retention)))
+		job, err = scanJob(tx.QueryRow(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options, created_at, expires_at,
+				source_url, deliver_to, started_at)
+			VALUES ($1, $2, $8, $3, $4, $5, $6, now(), now() + $7 * interval '1 microsecond', $9, $10, CASE WHEN $8 = 'queued' THEN now() END) RETURNING `+jobCols,
+			store.NewJobID(time.Now()), p.AccountID, p.InputFormat, p.TargetFormat, p.InputBytes, opts, micros(s.opts.Retention),
+			status, p.SourceURL, deliverTo))
 		if err != nil {
 			return err
+		}
+		if status == store.StatusQueued {
+			if err := notify(ctx, tx, "j:"+job.ID, "q:"+job.ID); err != nil {
+				return err
+			}
 		}
 		if err := putJobWebhook(ctx, tx, job, p.WebhookURL); err != nil {
 			return err

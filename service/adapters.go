@@ -225,6 +225,8 @@ type jobFiles struct {
 	// shared: the job store is shared by several nodes, where a job whose outcome was refused
 	// may be running again as a newer attempt on the same files.
 	shared bool
+	// remote fetches source_url inputs and delivers to deliver_to (remote.go).
+	remote *remoteIO
 }
 
 // claimed is the record of the job as this node claimed it (only its id when unknown).

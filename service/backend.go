@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -56,6 +57,11 @@ type ObjectStorage interface {
 	DeleteInput(jobID string) error
 	JobIDs() ([]string, error)
 	InputIDs() ([]string, error)
+	// ImportInput stores size bytes of r as the job's input, for an input the server fetched
+	// itself (source_url); OpenInput then reads it.
+	ImportInput(ctx context.Context, jobID string, r io.ReadSeeker, size int64) error
+	// OpenOutput streams the output an attempt of the job committed, with its size.
+	OpenOutput(ctx context.Context, jobID string, attempt int) (io.ReadCloser, int64, error)
 }
 
 // objectHandler is implemented by object storage that serves its own URLs on this node's

@@ -104,9 +104,14 @@ type Config struct {
 	// and WebhookPause, when set, replace webhook.Backoff and webhook.DestinationPause (tests).
 	// serve has flags for none of them.
 	WebhookTimeout time.Duration
-	WebhookPoll    time.Duration
-	WebhookBackoff func(attempt int) time.Duration
-	WebhookPause   func(failures int) time.Duration
+	// FetchAllowPrivate lets source_url fetches and deliver_to PUTs reach loopback, private
+	// and link-local addresses (--fetch-allow-private: tests and trusted networks).
+	FetchAllowPrivate bool
+	// DeliveryBackoff, when set, replaces the wait between deliver_to attempts (tests).
+	DeliveryBackoff func(attempt int) time.Duration
+	WebhookPoll     time.Duration
+	WebhookBackoff  func(attempt int) time.Duration
+	WebhookPause    func(failures int) time.Duration
 	// Isolation is where conversions run: IsolationProcess in worker processes (package
 	// worker: killed on cancel, capped in memory, confined), IsolationNone or "" in this
 	// process. serve's --isolation defaults to process on Linux.
@@ -317,7 +322,8 @@ func (m *Main) open() error {
 		Logger:        m.log,
 		StrayReturned: m.metrics.strayReturned,
 		Runner:        runner,
-	}, m.catalog, queue, jobFiles{blobs: m.blobs, queue: queue, shared: queue.shared()})
+	}, m.catalog, queue, jobFiles{blobs: m.blobs, queue: queue, shared: queue.shared(),
+		remote: newRemoteIO(webhook.Guard{AllowPrivate: cfg.FetchAllowPrivate}, cfg.StorageProgressTimeout, scratch, cfg.DeliveryBackoff, m.log)})
 	queue.cancel = m.pool.Cancel
 	m.trimmer = gcfloor.NewTrimmer(cfg.MemoryTrimDelay, func() bool { return m.pool.Running() > 0 })
 	queue.jobDone = m.trimmer.JobDone

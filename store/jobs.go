@@ -76,6 +76,15 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 			CreatedAt:    now,
 			ExpiresAt:    now.Add(s.opts.Retention),
 			PrevJobID:    acct.LastJobID,
+			SourceURL:    p.SourceURL,
+			DeliverTo:    p.DeliverTo,
+		}
+		if p.SourceURL != "" {
+			// Nothing to upload: queued at once, and a worker fetches the input.
+			job.Status, job.StartedAt = StatusQueued, &now
+			if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+				return err
+			}
 		}
 		acct.ReservedCents++
 		acct.LastJobID = job.ID
@@ -110,6 +119,9 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		if resp, err = render(job); err != nil {
 			return Job{}, Response{}, fmt.Errorf("render response: %w", err)
 		}
+	}
+	if job.SourceURL != "" {
+		s.signal(job.ID)
 	}
 	return job, resp, nil
 }

@@ -49,6 +49,10 @@ const (
 	// jobFieldOutputWarning is repeated: one (code, message) message per warning, in order.
 	jobFieldOutputWarning protowire.Number = 24
 	jobFieldErrorReason   protowire.Number = 25
+	// 40 and 41 (not 26 on): the remote-file fields keep clear of numbers other fields of
+	// this round may take.
+	jobFieldSourceURL protowire.Number = 40
+	jobFieldDeliverTo protowire.Number = 41 // Delivery as JSON
 
 	warningFieldCode    protowire.Number = 1
 	warningFieldMessage protowire.Number = 2
@@ -161,6 +165,12 @@ func appendJob(b []byte, job *Job) []byte {
 		b = appendString(b, jobFieldUploadVersion, job.Upload.VersionID)
 	}
 	b = appendString(b, jobFieldPrevJobID, job.PrevJobID)
+	b = appendString(b, jobFieldSourceURL, job.SourceURL)
+	if job.DeliverTo != nil {
+		d, _ := json.Marshal(job.DeliverTo) // strings and a map of strings: cannot fail
+		b = protowire.AppendTag(b, jobFieldDeliverTo, protowire.BytesType)
+		b = protowire.AppendBytes(b, d)
+	}
 	if job.Output != nil {
 		for _, w := range job.Output.Warnings {
 			size := protowire.SizeTag(warningFieldCode) + protowire.SizeBytes(len(w.Code)) +
@@ -338,6 +348,14 @@ func decodeJob(b []byte, job *Job) error {
 			job.upload().VersionID, err = f.str()
 		case jobFieldPrevJobID:
 			job.PrevJobID, err = f.str()
+		case jobFieldSourceURL:
+			job.SourceURL, err = f.str()
+		case jobFieldDeliverTo:
+			if f.typ != protowire.BytesType {
+				return f.wrongType()
+			}
+			job.DeliverTo = new(Delivery)
+			err = json.Unmarshal(f.bytes, job.DeliverTo)
 		case jobFieldOutputWarning:
 			var w Warning
 			w, err = decodeWarning(f)

@@ -66,6 +66,18 @@ type Job struct {
 	// Upload is the sealed input the start recorded, when object storage identifies it by
 	// more than its size (S3: ETag, version id); the workers read exactly that object.
 	Upload *Upload `json:"upload,omitempty"`
+	// SourceURL is where a worker fetches the input (create's source_url) instead of an
+	// upload; "" for an uploaded input. Such a job is queued at create.
+	SourceURL string `json:"source_url,omitempty"`
+	// DeliverTo is where a worker PUTs the output after converting (create's deliver_to), or nil.
+	DeliverTo *Delivery `json:"deliver_to,omitempty"`
+}
+
+// Delivery is a caller's destination for a job's output: a URL the output is PUT to (usually
+// a presigned object-storage URL) and the headers sent with it. Nothing else is kept.
+type Delivery struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Upload is the object a start sealed: its size and, where object storage has them (S3), the
@@ -156,6 +168,11 @@ type CreateJobParams struct {
 	// WebhookURL, when set, also receives the job's events, signed with the account's webhook
 	// signing secret (which it must have); the caller checked the URL.
 	WebhookURL string
+	// SourceURL, when set, is fetched by a worker instead of an upload: the job is created
+	// queued (started_at set) and InputBytes is an upper bound on the fetch.
+	SourceURL string
+	// DeliverTo, when set, receives the output by PUT after the conversion.
+	DeliverTo *Delivery
 }
 
 // Response is a rendered HTTP response kept for idempotent replay.

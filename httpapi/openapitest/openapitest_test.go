@@ -466,10 +466,11 @@ var exchanges = []exchange{
 		body: `{"input_format":"png","target_format":"webp","input_bytes":48213}`,
 		handler: reply(200, rateLimitHeaders, map[string]any{
 			"job": createdJob(), "upload_url": "http://127.0.0.1:8081/uploads/job_abc123?expires=1&size=48213&sig=ab", "upload_expires_in": 900})},
-	{name: "create returning a queued job", method: "POST", path: "/v1/jobs", header: jsonBearer,
+	// A new job is created, or queued when it fetches its input (source_url); never further.
+	{name: "create returning a running job", method: "POST", path: "/v1/jobs", header: jsonBearer,
 		body: `{"input_format":"png","target_format":"webp","input_bytes":48213}`,
 		handler: reply(200, rateLimitHeaders, map[string]any{
-			"job": with(createdJob(), "status", "queued"), "upload_url": "http://h/u", "upload_expires_in": 900}), wantErr: "doesn't match"},
+			"job": with(createdJob(), "status", "running"), "upload_url": "http://h/u", "upload_expires_in": 900}), wantErr: "doesn't match"},
 	{name: "create with a wrapped job missing", method: "POST", path: "/v1/jobs", header: jsonBearer,
 		body:    `{"input_format":"png","target_format":"webp","input_bytes":48213}`,
 		handler: reply(200, rateLimitHeaders, createdJob()), wantErr: "doesn't match"},
