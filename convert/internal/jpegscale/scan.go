@@ -162,6 +162,9 @@ func (d *decoder) processSOS(n int) error {
 
 	d.bits = bits{}
 	mcu, expectedRST := 0, uint8(rst0Marker)
+	// At 1/8 only the DC coefficient is used: a sequential scan still decodes the AC
+	// coefficients (to find the next block) but neither stores them nor clears the block.
+	keepAC := d.progressive || d.shift != 3
 	var (
 		// b is the decoded coefficients, in natural (not zig-zag) order.
 		b  block
@@ -219,7 +222,7 @@ func (d *decoder) processSOS(n int) error {
 					// Load the previous partially decoded coefficients, if applicable.
 					if d.progressive {
 						b = d.progCoeffs[compIndex][by*mxx*hi+bx]
-					} else {
+					} else if keepAC {
 						b = block{}
 					}
 
@@ -253,9 +256,34 @@ func (d *decoder) processSOS(n int) error {
 							// Decode the AC coefficients, as specified in section F.2.2.2.
 							huff := &d.huff[acTable][scan[i].ta]
 							for ; zig <= zigEnd; zig++ {
-								value, err := d.decodeHuffman(huff)
-								if err != nil {
-									return err
+								// The fast table decides from the next fastBits bits when it
+								// can: a coefficient with its extra bits, or a run/size code.
+								e := int32(0)
+								if d.bits.n >= fastBits || d.fillBits() >= fastBits {
+									e = huff.fast[(d.bits.a>>uint32(d.bits.n-fastBits))&(1<<fastBits-1)]
+								}
+								if e&fastFull != 0 && zig+(e>>12&0x0f) <= zigEnd {
+									n := uint32(e & fastLenMask)
+									d.bits.n -= int32(n)
+									d.bits.m >>= n
+									zig += e >> 12 & 0x0f
+									if keepAC {
+										b[unzig[zig]] = (e >> 16) << al
+									}
+									continue
+								}
+								var value uint8
+								if e != 0 && e&fastFull == 0 {
+									n := uint32(e & fastLenMask)
+									d.bits.n -= int32(n)
+									d.bits.m >>= n
+									value = uint8(e >> 8)
+								} else {
+									v, err := d.decodeHuffman(huff)
+									if err != nil {
+										return err
+									}
+									value = v
 								}
 								val0 := value >> 4
 								val1 := value & 0x0f
@@ -268,7 +296,9 @@ func (d *decoder) processSOS(n int) error {
 									if err != nil {
 										return err
 									}
-									b[unzig[zig]] = ac << al
+									if keepAC {
+										b[unzig[zig]] = ac << al
+									}
 								} else {
 									if val0 != 0x0f {
 										d.eobRun = uint16(1 << val0)
@@ -476,7 +506,11 @@ func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
 		idct(b)
 	} else {
 		// idctScaled dequantizes what it reads itself.
-		idctScaled(b, &d.quantNat[d.comp[compIndex].tq], d.shift)
+		if d.shift == 2 && quarterSymmetric {
+			idctQuarter(b, &d.quantNat[d.comp[compIndex].tq])
+		} else {
+			idctScaled(b, &d.quantNat[d.comp[compIndex].tq], d.shift)
+		}
 	}
 	dst, stride := []byte(nil), 0
 	if d.nComp == 1 {
