@@ -115,14 +115,21 @@ var quarterSymmetric = func() bool {
 // idctQuarter is idctScaled at shift 2 (2x2 outputs), giving the same integers: the sums are
 // the same products added in another order (exact in int64, wrapping included), split into
 // even and odd frequencies so that the two outputs of each axis share them, and without the
-// products by M[k][4], which are zero. Coefficients of row 4 and column 4 are never read.
-func idctQuarter(b *block, q *block) {
+// products by M[k][4], which are zero. Coefficients of row 4 and column 4 are never read,
+// nor rows past the last one that zig-zag index last reaches (the rest of b must be zero).
+func idctQuarter(b *block, q *block, last int32) {
+	if last == 0 {
+		// DC only, as below.
+		v := int32((int64(b[0])*int64(q[0]) + 4) >> 3)
+		b[0], b[1], b[2], b[3] = v, v, v, v
+		return
+	}
 	m := &scaledMatrix[2][0]
 	// e and o are the column pass's sums over the even and the odd rows v:
 	// t[0][u] = e[u] + o[u], t[1][u] = e[u] - o[u].
 	var e, o [8]int64
 	rest := int32(0) // every coefficient outside row 0, ORed (row 4 included, as idctScaled).
-	for v := 1; v < 8; v++ {
+	for v := 1; v <= int(lastRow[last&(blockSize-1)]); v++ {
 		row := b[v*8 : v*8+8 : v*8+8]
 		r := row[0] | row[1] | row[2] | row[3] | row[4] | row[5] | row[6] | row[7]
 		rest |= r
@@ -175,3 +182,15 @@ func idctQuarter(b *block, q *block) {
 		b[ky*2+1] = int32((ev - od + round) >> (2 * scaledBits))
 	}
 }
+
+// lastRow[z] is the lowest row (in natural order) of the zig-zag indexes 0..z.
+var lastRow = func() (r [blockSize]uint8) {
+	for z := range r {
+		row := uint8(unzig[z] / 8)
+		if z > 0 {
+			row = max(row, r[z-1])
+		}
+		r[z] = row
+	}
+	return r
+}()

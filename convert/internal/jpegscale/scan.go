@@ -220,6 +220,8 @@ func (d *decoder) processSOS(n int) error {
 					}
 
 					// Load the previous partially decoded coefficients, if applicable.
+					// last is the highest zig-zag index stored in b by this scan.
+					last := int32(0)
 					if d.progressive {
 						b = d.progCoeffs[compIndex][by*mxx*hi+bx]
 					} else if keepAC {
@@ -269,6 +271,7 @@ func (d *decoder) processSOS(n int) error {
 									zig += e >> 12 & 0x0f
 									if keepAC {
 										b[unzig[zig]] = (e >> 16) << al
+										last = zig
 									}
 									continue
 								}
@@ -298,6 +301,7 @@ func (d *decoder) processSOS(n int) error {
 									}
 									if keepAC {
 										b[unzig[zig]] = ac << al
+										last = zig
 									}
 								} else {
 									if val0 != 0x0f {
@@ -330,7 +334,7 @@ func (d *decoder) processSOS(n int) error {
 						// SOS markers are processed.
 						continue
 					}
-					if err := d.reconstructBlock(&b, bx, by, int(compIndex)); err != nil {
+					if err := d.reconstructBlock(&b, bx, by, int(compIndex), last); err != nil {
 						return err
 					}
 				} // for j
@@ -484,7 +488,7 @@ func (d *decoder) reconstructProgressiveImage() error {
 		stride := mxx * d.comp[i].h
 		for by := 0; by*v < d.height; by++ {
 			for bx := 0; bx*h < d.width; bx++ {
-				if err := d.reconstructBlock(&d.progCoeffs[i][by*stride+bx], bx, by, i); err != nil {
+				if err := d.reconstructBlock(&d.progCoeffs[i][by*stride+bx], bx, by, i, blockSize-1); err != nil {
 					return err
 				}
 			}
@@ -496,7 +500,9 @@ func (d *decoder) reconstructProgressiveImage() error {
 // reconstructBlock dequantizes, performs the inverse DCT and stores the block
 // to the image. At scale 1 this is image/jpeg's code; at 1/2, 1/4 and 1/8 the
 // block is reduced to 4x4, 2x2 or 1x1 pixels by idctScaled.
-func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
+//
+// last is the highest zig-zag index that may be non-zero in b (blockSize-1 when not known).
+func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int, last int32) error {
 	bs := 8 >> d.shift
 	if d.shift == 0 {
 		qt := &d.quant[d.comp[compIndex].tq]
@@ -507,7 +513,7 @@ func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
 	} else {
 		// idctScaled dequantizes what it reads itself.
 		if d.shift == 2 && quarterSymmetric {
-			idctQuarter(b, &d.quantNat[d.comp[compIndex].tq])
+			idctQuarter(b, &d.quantNat[d.comp[compIndex].tq], last)
 		} else {
 			idctScaled(b, &d.quantNat[d.comp[compIndex].tq], d.shift)
 		}
