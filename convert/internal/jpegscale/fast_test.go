@@ -56,7 +56,10 @@ func TestIdctQuarter_SameAsIdctScaled(t *testing.T) {
 		}
 		want, got := b, b
 		idctScaled(&want, &q, 2)
-		idctQuarter(&got, &q, last)
+		d := &decoder{}
+		d.quantNat[0] = q
+		d.setQuantQuarter(0)
+		idctQuarter(&got, &q, &d.quantQuarter[0], last)
 		if [4]int32(want[:4]) != [4]int32(got[:4]) {
 			t.Fatalf("block %v q %v: idctQuarter %v, idctScaled %v", b, q, got[:4], want[:4])
 		}

@@ -117,7 +117,10 @@ var quarterSymmetric = func() bool {
 // even and odd frequencies so that the two outputs of each axis share them, and without the
 // products by M[k][4], which are zero. Coefficients of row 4 and column 4 are never read,
 // nor rows past the last one that zig-zag index last reaches (the rest of b must be zero).
-func idctQuarter(b *block, q *block, last int32) {
+//
+// qm is q with row v multiplied by M[0][v] (decoder.quantQuarter): M[0][v]*(F*q) is the same
+// int64 as F*(M[0][v]*q), wrapping included.
+func idctQuarter(b *block, q *block, qm *[blockSize]int64, last int32) {
 	if last == 0 {
 		// DC only, as below.
 		v := int32((int64(b[0])*int64(q[0]) + 4) >> 3)
@@ -136,19 +139,18 @@ func idctQuarter(b *block, q *block, last int32) {
 		if r == 0 || v == 4 {
 			continue
 		}
-		qr := q[v*8 : v*8+8 : v*8+8]
-		mv := m[v]
+		qr := qm[v*8 : v*8+8 : v*8+8]
 		acc := &e
 		if v&1 != 0 {
 			acc = &o
 		}
-		acc[0] += mv * (int64(row[0]) * int64(qr[0]))
-		acc[1] += mv * (int64(row[1]) * int64(qr[1]))
-		acc[2] += mv * (int64(row[2]) * int64(qr[2]))
-		acc[3] += mv * (int64(row[3]) * int64(qr[3]))
-		acc[5] += mv * (int64(row[5]) * int64(qr[5]))
-		acc[6] += mv * (int64(row[6]) * int64(qr[6]))
-		acc[7] += mv * (int64(row[7]) * int64(qr[7]))
+		acc[0] += int64(row[0]) * qr[0]
+		acc[1] += int64(row[1]) * qr[1]
+		acc[2] += int64(row[2]) * qr[2]
+		acc[3] += int64(row[3]) * qr[3]
+		acc[5] += int64(row[5]) * qr[5]
+		acc[6] += int64(row[6]) * qr[6]
+		acc[7] += int64(row[7]) * qr[7]
 	}
 	var f [8]int64
 	for u := range f {

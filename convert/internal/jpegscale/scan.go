@@ -513,7 +513,8 @@ func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int, last int32) 
 	} else {
 		// idctScaled dequantizes what it reads itself.
 		if d.shift == 2 && quarterSymmetric {
-			idctQuarter(b, &d.quantNat[d.comp[compIndex].tq], last)
+			tq := d.comp[compIndex].tq
+			idctQuarter(b, &d.quantNat[tq], &d.quantQuarter[tq], last)
 		} else {
 			idctScaled(b, &d.quantNat[d.comp[compIndex].tq], d.shift)
 		}
