@@ -23,7 +23,6 @@ const scaledDigest = "766b5986da3f410cd57dae98dfeb845239b6fe5b6d6be92a3695c502e3
 // and 1/8 scale and checks the digest of all the pixels and errors against scaledDigest.
 func TestDecodeScaled_SameAsBefore(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 77))
-	special := []byte{0xff, 0x00, 0xd0, 0xd1, 0xd7, 0xd9, 0xda, 0xc4}
 	inputs := samples(t)
 	inputs["photo"] = photoJPEG(t, 300, 200, 85)
 	names := make([]string, 0, len(inputs))
@@ -37,27 +36,7 @@ func TestDecodeScaled_SameAsBefore(t *testing.T) {
 		sos := bytes.LastIndex(data, []byte{0xff, 0xda})
 		variants := [][]byte{data}
 		for i := 0; sos >= 0 && i < 40; i++ {
-			b := append([]byte(nil), data...)
-			switch i % 3 {
-			case 0:
-				for range 1 + rng.IntN(3) {
-					at := sos + 2 + rng.IntN(len(b)-sos-2)
-					v := byte(rng.IntN(256))
-					if rng.IntN(2) == 0 {
-						v = special[rng.IntN(len(special))]
-					}
-					b[at] = v
-				}
-			case 1:
-				at := sos + 2 + rng.IntN(len(b)-sos-2)
-				ins := []byte{byte(rng.IntN(256)), byte(rng.IntN(256))}
-				if rng.IntN(2) == 0 {
-					ins = []byte{0xff, special[rng.IntN(len(special))]}
-				}
-				b = append(b[:at], append(ins, b[at:]...)...)
-			case 2:
-				b = b[:sos+2+rng.IntN(len(b)-sos-2)]
-			}
+			b := damage(rng, data, sos, i)
 			variants = append(variants, b)
 		}
 		for vi, b := range variants {
