@@ -36,6 +36,63 @@ type huffman struct {
 	maxCodes [maxCodeLength]int32
 	// valsIndices[i] is the index into vals of minCodes[i].
 	valsIndices [maxCodeLength]int32
+	// fast is what decodeHuffman decides from the next fastBits bits, for the AC loop: see
+	// buildFast. 0 means it cannot decide from fastBits bits (or the table is malformed in a
+	// way only the slow path reproduces).
+	fast [1 << fastBits]int32
+}
+
+// fastBits is the number of bits the fast AC table looks at.
+const fastBits = 9
+
+// The fields of a huffman.fast entry: the low 5 bits are the number of bits to consume;
+// fastFull says they include the coefficient's extra bits, whose extended value is in the
+// high 16 bits (signed); bits 8-15 are the run/size byte decodeHuffman returns.
+const (
+	fastLenMask = 0x1f
+	fastFull    = 0x20
+)
+
+// buildFast derives h.fast from the look-up table and the slow path's tables exactly as
+// decodeHuffman reads them, so that an entry gives what decodeHuffman (and, with fastFull,
+// receiveExtend after it) would return from those bits, whatever the table's defects.
+func (h *huffman) buildFast() {
+	for p := range h.fast {
+		h.fast[p] = 0
+		var val uint8
+		var length uint32
+		if v := h.lut[p>>(fastBits-lutSize)]; v != 0 {
+			val, length = uint8(v>>8), uint32(v&0xff)-1
+		} else {
+			code := int32(0)
+			for i := 0; i < fastBits; i++ {
+				if p&(1<<(fastBits-1-i)) != 0 {
+					code |= 1
+				}
+				if code <= h.maxCodes[i] {
+					k := h.valsIndices[i] + code - h.minCodes[i]
+					if k >= 0 && k < maxNCodes {
+						val, length = h.vals[k], uint32(i+1)
+					}
+					break
+				}
+				code <<= 1
+			}
+			if length == 0 {
+				continue
+			}
+		}
+		e := int32(length) | int32(val)<<8
+		if t := uint32(val & 0x0f); t != 0 && length+t <= fastBits {
+			s := int32(1) << t
+			x := int32(p>>(fastBits-length-t)) & (s - 1)
+			if x < s>>1 {
+				x += ((-1) << t) + 1
+			}
+			e = int32(length+t) | fastFull | int32(val)<<8 | x<<16
+		}
+		h.fast[p] = e
+	}
 }
 
 // errShortHuffmanData means that an unexpected EOF occurred while decoding
@@ -53,26 +110,8 @@ var errShortHuffmanData = FormatError("short Huffman data")
 // order, so the bits decoded are the same; markers and stuffed bytes are left
 // to the byte-at-a-time path, whose error and unread behaviour is image/jpeg's.
 func (d *decoder) ensureNBits(n int32) error {
-	if d.bits.n <= 48 {
-		i, j := d.bytes.i, d.bytes.j
-		a, k := d.bits.a, d.bits.n
-		for k <= 48 && i+2 <= j {
-			c := d.bytes.buf[i]
-			if c == 0xff {
-				break
-			}
-			a = a<<8 | uint64(c)
-			k += 8
-			i++
-		}
-		if k != d.bits.n {
-			d.bytes.i = i
-			d.bytes.nUnreadable = 1
-			d.bits.a, d.bits.n, d.bits.m = a, k, 1<<(k-1)
-			if k >= n {
-				return nil
-			}
-		}
+	if d.fillBits() >= n {
+		return nil
 	}
 	for {
 		c, err := d.readByteStuffedByte()
@@ -94,6 +133,32 @@ func (d *decoder) ensureNBits(n int32) error {
 		}
 	}
 	return nil
+}
+
+// fillBits moves whole bytes from the byte buffer into the accumulator while it has room
+// and none is 0xFF, and returns d.bits.n. It never reads from the underlying reader and
+// never fails: a marker, a stuffed byte or the buffer's end is left to ensureNBits.
+func (d *decoder) fillBits() int32 {
+	if d.bits.n > 48 {
+		return d.bits.n
+	}
+	i, j := d.bytes.i, d.bytes.j
+	a, k := d.bits.a, d.bits.n
+	for k <= 48 && i+2 <= j {
+		c := d.bytes.buf[i]
+		if c == 0xff {
+			break
+		}
+		a = a<<8 | uint64(c)
+		k += 8
+		i++
+	}
+	if k != d.bits.n {
+		d.bytes.i = i
+		d.bytes.nUnreadable = 1
+		d.bits.a, d.bits.n, d.bits.m = a, k, 1<<(k-1)
+	}
+	return k
 }
 
 // receiveExtend is the composition of RECEIVE and EXTEND, specified in section
@@ -195,6 +260,7 @@ func (d *decoder) processDHT(n int) error {
 			}
 			c <<= 1
 		}
+		h.buildFast()
 	}
 	return nil
 }

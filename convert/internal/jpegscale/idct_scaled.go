@@ -99,3 +99,100 @@ func idctScaled(b *block, q *block, shift uint) {
 		}
 	}
 }
+
+// quarterSymmetric says that scaledMatrix[2] has the symmetry idctQuarter relies on:
+// M[1][u] = (-1)^u M[0][u] and M[k][4] = 0 (the four samples of cos(4(2x+1)pi/16) sum to 0).
+var quarterSymmetric = func() bool {
+	m := &scaledMatrix[2]
+	for u := 0; u < 8; u++ {
+		if m[1][u] != m[0][u]*int64(1-2*(u&1)) {
+			return false
+		}
+	}
+	return m[0][4] == 0
+}()
+
+// idctQuarter is idctScaled at shift 2 (2x2 outputs), giving the same integers: the sums are
+// the same products added in another order (exact in int64, wrapping included), split into
+// even and odd frequencies so that the two outputs of each axis share them, and without the
+// products by M[k][4], which are zero. Coefficients of row 4 and column 4 are never read,
+// nor rows past the last one that zig-zag index last reaches (the rest of b must be zero).
+//
+// qm is q with row v multiplied by M[0][v] (decoder.quantQuarter): M[0][v]*(F*q) is the same
+// int64 as F*(M[0][v]*q), wrapping included.
+func idctQuarter(b *block, q *block, qm *[blockSize]int64, last int32) {
+	if last == 0 {
+		// DC only, as below.
+		v := int32((int64(b[0])*int64(q[0]) + 4) >> 3)
+		b[0], b[1], b[2], b[3] = v, v, v, v
+		return
+	}
+	m := &scaledMatrix[2][0]
+	// e and o are the column pass's sums over the even and the odd rows v:
+	// t[0][u] = e[u] + o[u], t[1][u] = e[u] - o[u].
+	var e, o [8]int64
+	rest := int32(0) // every coefficient outside row 0, ORed (row 4 included, as idctScaled).
+	for v := 1; v <= int(lastRow[last&(blockSize-1)]); v++ {
+		row := b[v*8 : v*8+8 : v*8+8]
+		r := row[0] | row[1] | row[2] | row[3] | row[4] | row[5] | row[6] | row[7]
+		rest |= r
+		if r == 0 || v == 4 {
+			continue
+		}
+		qr := qm[v*8 : v*8+8 : v*8+8]
+		acc := &e
+		if v&1 != 0 {
+			acc = &o
+		}
+		acc[0] += int64(row[0]) * qr[0]
+		acc[1] += int64(row[1]) * qr[1]
+		acc[2] += int64(row[2]) * qr[2]
+		acc[3] += int64(row[3]) * qr[3]
+		acc[5] += int64(row[5]) * qr[5]
+		acc[6] += int64(row[6]) * qr[6]
+		acc[7] += int64(row[7]) * qr[7]
+	}
+	var f [8]int64
+	for u := range f {
+		f[u] = int64(b[u]) * int64(q[u])
+	}
+	if rest == 0 && f[1]|f[2]|f[3]|f[4]|f[5]|f[6]|f[7] == 0 {
+		// DC only: every output is the block's mean, as idctScaled gives it.
+		v := int32((f[0] + 4) >> 3)
+		b[0], b[1], b[2], b[3] = v, v, v, v
+		return
+	}
+	m0 := m[0]
+	for u := range f {
+		e[u] += m0 * f[u]
+	}
+	const round = 1 << (2*scaledBits - 1)
+	for ky := 0; ky < 2; ky++ {
+		var t [8]int64
+		if ky == 0 {
+			for u := range t {
+				t[u] = e[u] + o[u]
+			}
+		} else {
+			for u := range t {
+				t[u] = e[u] - o[u]
+			}
+		}
+		ev := m[0]*t[0] + m[2]*t[2] + m[6]*t[6]
+		od := m[1]*t[1] + m[3]*t[3] + m[5]*t[5] + m[7]*t[7]
+		b[ky*2] = int32((ev + od + round) >> (2 * scaledBits))
+		b[ky*2+1] = int32((ev - od + round) >> (2 * scaledBits))
+	}
+}
+
+// lastRow[z] is the lowest row (in natural order) of the zig-zag indexes 0..z.
+var lastRow = func() (r [blockSize]uint8) {
+	for z := range r {
+		row := uint8(unzig[z] / 8)
+		if z > 0 {
+			row = max(row, r[z-1])
+		}
+		r[z] = row
+	}
+	return r
+}()

@@ -283,7 +283,6 @@ func TestDecodeScaled_HugeHeader(t *testing.T) {
 // reader's refill of whole bytes ahead keeps image/jpeg's behaviour at markers and on errors.
 func TestDecode_SameAsImageJPEG_Damaged(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 21))
-	special := []byte{0xff, 0x00, 0xd0, 0xd1, 0xd7, 0xd9, 0xda, 0xc4}
 	inputs := samples(t)
 	inputs["photo"] = photoJPEG(t, 96, 64, 85)
 	tries := 60
@@ -296,27 +295,7 @@ func TestDecode_SameAsImageJPEG_Damaged(t *testing.T) {
 			continue
 		}
 		for i := range tries {
-			b := append([]byte(nil), data...)
-			switch i % 3 {
-			case 0: // overwrite a few bytes of scan data
-				for range 1 + rng.IntN(3) {
-					at := sos + 2 + rng.IntN(len(b)-sos-2)
-					v := byte(rng.IntN(256))
-					if rng.IntN(2) == 0 {
-						v = special[rng.IntN(len(special))]
-					}
-					b[at] = v
-				}
-			case 1: // insert garbage or a marker
-				at := sos + 2 + rng.IntN(len(b)-sos-2)
-				ins := []byte{byte(rng.IntN(256)), byte(rng.IntN(256))}
-				if rng.IntN(2) == 0 {
-					ins = []byte{0xff, special[rng.IntN(len(special))]}
-				}
-				b = append(b[:at], append(ins, b[at:]...)...)
-			case 2: // cut short
-				b = b[:sos+2+rng.IntN(len(b)-sos-2)]
-			}
+			b := damage(rng, data, sos, i)
 			want, werr := jpeg.Decode(bytes.NewReader(b))
 			got, gerr := Decode(bytes.NewReader(b))
 			if (werr == nil) != (gerr == nil) || (werr != nil && werr.Error() != gerr.Error()) {
@@ -331,4 +310,33 @@ func TestDecode_SameAsImageJPEG_Damaged(t *testing.T) {
 			}
 		}
 	}
+}
+
+// damage returns a copy of data with its scan data (after the SOS marker at sos) damaged in
+// the i%3th way: a few bytes overwritten, two bytes of garbage or a marker inserted, or cut
+// short.
+func damage(rng *rand.Rand, data []byte, sos, i int) []byte {
+	special := []byte{0xff, 0x00, 0xd0, 0xd1, 0xd7, 0xd9, 0xda, 0xc4}
+	b := append([]byte(nil), data...)
+	switch i % 3 {
+	case 0: // overwrite a few bytes of scan data
+		for range 1 + rng.IntN(3) {
+			at := sos + 2 + rng.IntN(len(b)-sos-2)
+			v := byte(rng.IntN(256))
+			if rng.IntN(2) == 0 {
+				v = special[rng.IntN(len(special))]
+			}
+			b[at] = v
+		}
+	case 1: // insert garbage or a marker
+		at := sos + 2 + rng.IntN(len(b)-sos-2)
+		ins := []byte{byte(rng.IntN(256)), byte(rng.IntN(256))}
+		if rng.IntN(2) == 0 {
+			ins = []byte{0xff, special[rng.IntN(len(special))]}
+		}
+		b = append(b[:at], append(ins, b[at:]...)...)
+	case 2: // cut short
+		b = b[:sos+2+rng.IntN(len(b)-sos-2)]
+	}
+	return b
 }

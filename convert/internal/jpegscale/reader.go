@@ -161,7 +161,9 @@ type decoder struct {
 	huff       [maxTc + 1][maxTh + 1]huffman
 	quant      [maxTq + 1]block // Quantization tables, in zig-zag order.
 	quantNat   [maxTq + 1]block // The same in natural order, for idctScaled.
-	tmp        [2 * blockSize]byte
+	// quantQuarter is quantNat with row v multiplied by scaledMatrix[2][0][v], for idctQuarter.
+	quantQuarter [maxTq + 1][blockSize]int64
+	tmp          [2 * blockSize]byte
 }
 
 // fill fills up the d.bytes.buf buffer from the underlying io.Reader. It
@@ -466,6 +468,7 @@ loop:
 				d.quant[tq][i] = int32(d.tmp[i])
 				d.quantNat[tq][unzig[i]] = d.quant[tq][i]
 			}
+			d.setQuantQuarter(tq)
 		case 1:
 			if n < 2*blockSize {
 				break loop
@@ -478,12 +481,20 @@ loop:
 				d.quant[tq][i] = int32(d.tmp[2*i])<<8 | int32(d.tmp[2*i+1])
 				d.quantNat[tq][unzig[i]] = d.quant[tq][i]
 			}
+			d.setQuantQuarter(tq)
 		}
 	}
 	if n != 0 {
 		return FormatError("DQT has wrong length")
 	}
 	return nil
+}
+
+// setQuantQuarter derives quantQuarter[tq] from quantNat[tq].
+func (d *decoder) setQuantQuarter(tq uint8) {
+	for i, q := range d.quantNat[tq] {
+		d.quantQuarter[tq][i] = scaledMatrix[2][0][i/8] * int64(q)
+	}
 }
 
 // Specified in section B.2.4.4.

@@ -162,6 +162,9 @@ func (d *decoder) processSOS(n int) error {
 
 	d.bits = bits{}
 	mcu, expectedRST := 0, uint8(rst0Marker)
+	// At 1/8 only the DC coefficient is used: a sequential scan still decodes the AC
+	// coefficients (to find the next block) but neither stores them nor clears the block.
+	keepAC := d.progressive || d.shift != 3
 	var (
 		// b is the decoded coefficients, in natural (not zig-zag) order.
 		b  block
@@ -217,9 +220,11 @@ func (d *decoder) processSOS(n int) error {
 					}
 
 					// Load the previous partially decoded coefficients, if applicable.
+					// last is the highest zig-zag index stored in b by this scan.
+					last := int32(0)
 					if d.progressive {
 						b = d.progCoeffs[compIndex][by*mxx*hi+bx]
-					} else {
+					} else if keepAC {
 						b = block{}
 					}
 
@@ -253,9 +258,35 @@ func (d *decoder) processSOS(n int) error {
 							// Decode the AC coefficients, as specified in section F.2.2.2.
 							huff := &d.huff[acTable][scan[i].ta]
 							for ; zig <= zigEnd; zig++ {
-								value, err := d.decodeHuffman(huff)
-								if err != nil {
-									return err
+								// The fast table decides from the next fastBits bits when it
+								// can: a coefficient with its extra bits, or a run/size code.
+								e := int32(0)
+								if d.bits.n >= fastBits || d.fillBits() >= fastBits {
+									e = huff.fast[(d.bits.a>>uint32(d.bits.n-fastBits))&(1<<fastBits-1)]
+								}
+								if e&fastFull != 0 && zig+(e>>12&0x0f) <= zigEnd {
+									n := uint32(e & fastLenMask)
+									d.bits.n -= int32(n)
+									d.bits.m >>= n
+									zig += e >> 12 & 0x0f
+									if keepAC {
+										b[unzig[zig]] = (e >> 16) << al
+										last = zig
+									}
+									continue
+								}
+								var value uint8
+								if e != 0 && e&fastFull == 0 {
+									n := uint32(e & fastLenMask)
+									d.bits.n -= int32(n)
+									d.bits.m >>= n
+									value = uint8(e >> 8)
+								} else {
+									v, err := d.decodeHuffman(huff)
+									if err != nil {
+										return err
+									}
+									value = v
 								}
 								val0 := value >> 4
 								val1 := value & 0x0f
@@ -268,7 +299,10 @@ func (d *decoder) processSOS(n int) error {
 									if err != nil {
 										return err
 									}
-									b[unzig[zig]] = ac << al
+									if keepAC {
+										b[unzig[zig]] = ac << al
+										last = zig
+									}
 								} else {
 									if val0 != 0x0f {
 										d.eobRun = uint16(1 << val0)
@@ -300,7 +334,7 @@ func (d *decoder) processSOS(n int) error {
 						// SOS markers are processed.
 						continue
 					}
-					if err := d.reconstructBlock(&b, bx, by, int(compIndex)); err != nil {
+					if err := d.reconstructBlock(&b, bx, by, int(compIndex), last); err != nil {
 						return err
 					}
 				} // for j
@@ -454,7 +488,7 @@ func (d *decoder) reconstructProgressiveImage() error {
 		stride := mxx * d.comp[i].h
 		for by := 0; by*v < d.height; by++ {
 			for bx := 0; bx*h < d.width; bx++ {
-				if err := d.reconstructBlock(&d.progCoeffs[i][by*stride+bx], bx, by, i); err != nil {
+				if err := d.reconstructBlock(&d.progCoeffs[i][by*stride+bx], bx, by, i, blockSize-1); err != nil {
 					return err
 				}
 			}
@@ -466,7 +500,9 @@ func (d *decoder) reconstructProgressiveImage() error {
 // reconstructBlock dequantizes, performs the inverse DCT and stores the block
 // to the image. At scale 1 this is image/jpeg's code; at 1/2, 1/4 and 1/8 the
 // block is reduced to 4x4, 2x2 or 1x1 pixels by idctScaled.
-func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
+//
+// last is the highest zig-zag index that may be non-zero in b (blockSize-1 when not known).
+func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int, last int32) error {
 	bs := 8 >> d.shift
 	if d.shift == 0 {
 		qt := &d.quant[d.comp[compIndex].tq]
@@ -476,7 +512,12 @@ func (d *decoder) reconstructBlock(b *block, bx, by, compIndex int) error {
 		idct(b)
 	} else {
 		// idctScaled dequantizes what it reads itself.
-		idctScaled(b, &d.quantNat[d.comp[compIndex].tq], d.shift)
+		if d.shift == 2 && quarterSymmetric {
+			tq := d.comp[compIndex].tq
+			idctQuarter(b, &d.quantNat[tq], &d.quantQuarter[tq], last)
+		} else {
+			idctScaled(b, &d.quantNat[d.comp[compIndex].tq], d.shift)
+		}
 	}
 	dst, stride := []byte(nil), 0
 	if d.nComp == 1 {
