@@ -59,6 +59,11 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month",
 				ErrLimitReached, acct.SpentCents(now), acct.ReservedCents, acct.SpendCapCents)
 		}
+		if p.SourceURL != "" { // queued at create: max_queued holds as for a start
+			if err := checkQueueRoom(tx, acct); err != nil {
+				return err
+			}
+		}
 		jobs := tx.Bucket(bucketJobs)
 		seq, err := jobs.NextSequence()
 		if err != nil {
@@ -82,7 +87,7 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		if p.SourceURL != "" {
 			// Nothing to upload: queued at once, and a worker fetches the input.
 			job.Status, job.StartedAt = StatusQueued, &now
-			if err := tx.Bucket(bucketQueue).Put(queueKey(job), nil); err != nil {
+			if err := enqueue(tx, job); err != nil {
 				return err
 			}
 		}

@@ -186,6 +186,21 @@ func testMaxQueued(t *testing.T, newStore NewFunc) {
 	}
 	f.start(fourth)
 	f.checkLedger(4, 0)
+	// A source_url job is queued at create, so its create is held to max_queued: refused with
+	// nothing reserved while the queue is full.
+	if _, err := f.fair().UpdateAccountLimits(f.acct.ID, store.AccountLimits{MaxQueued: limit(3)}); err != nil {
+		t.Fatal(err)
+	}
+	remote := store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1, SourceURL: "https://cdn.example/a.png"}
+	if _, _, err := f.s.CreateJob(remote, plainRender); !errors.Is(err, store.ErrQueueFull) {
+		t.Fatalf("create with source_url and 3 queued, max_queued 3: %v, want ErrQueueFull", err)
+	}
+	f.checkLedger(4, 0)
+	f.claim()
+	if j, _, err := f.s.CreateJob(remote, plainRender); err != nil || j.Status != store.StatusQueued {
+		t.Fatalf("create with source_url after a claim: %+v %v", j, err)
+	}
+	f.checkLedger(5, 0)
 }
 
 // testLimitsInvalid: a limit of 0 or below is ErrInvalidArgument and changes nothing; an
