@@ -49,6 +49,9 @@ const (
 	// jobFieldOutputWarning is repeated: one (code, message) message per warning, in order.
 	jobFieldOutputWarning protowire.Number = 24
 	jobFieldErrorReason   protowire.Number = 25
+	// jobFieldOutputVerified is 1 when the output passed its check (output.verified); the
+	// numbers between are left to other fields.
+	jobFieldOutputVerified protowire.Number = 35
 
 	warningFieldCode    protowire.Number = 1
 	warningFieldMessage protowire.Number = 2
@@ -138,6 +141,9 @@ func appendJob(b []byte, job *Job) []byte {
 	b = appendString(b, jobFieldErrorCode, job.ErrorCode)
 	b = appendString(b, jobFieldErrorMessage, job.ErrorMessage)
 	b = appendString(b, jobFieldErrorReason, job.ErrorReason)
+	if job.Output != nil && job.Output.Verified {
+		b = appendInt(b, jobFieldOutputVerified, 1)
+	}
 	b = appendTime(b, jobFieldCreatedAt, job.CreatedAt)
 	if job.StartedAt != nil {
 		b = appendTime(b, jobFieldStartedAt, *job.StartedAt)
@@ -338,6 +344,9 @@ func decodeJob(b []byte, job *Job) error {
 			job.upload().VersionID, err = f.str()
 		case jobFieldPrevJobID:
 			job.PrevJobID, err = f.str()
+		case jobFieldOutputVerified:
+			n, err = f.integer()
+			job.output().Verified = n != 0
 		case jobFieldOutputWarning:
 			var w Warning
 			w, err = decodeWarning(f)
