@@ -1,37 +1,28 @@
 package image
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
 	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"io"
 
 	"golang.org/x/image/bmp"
-	"golang.org/x/image/tiff"
-	"golang.org/x/image/webp"
 
 	"github.com/convsvc/convsvc/convert"
 )
 
-// independentDecoders decode outputs with readers that share no code with the encoders that
-// wrote them: image/png (pngenc writes), image/jpeg (jpegenc), x/image/tiff (tiffenc),
-// x/image/webp (nativewebp and libwebp write), x/image/bmp for the BMP the family writes
-// itself. GIF is written and read by image/gif: the same package, but its decoder is not its
-// encoder. AVIF, JPEG XL, QOI, Netpbm and ICO have only the decoders the family converts
-// with; docs/reliability.md says so.
+// independentDecoders decode outputs whose pixels are checked with readers that share no
+// code with the encoders that wrote them: x/image/bmp for the BMP the family writes itself;
+// GIF is written and read by image/gif, the same package, but its decoder is not its encoder.
+// QOI, Netpbm, ICO and AVIF are decoded by the decoders the family converts with, the only ones
+// it has (docs/reliability.md). PNG, JPEG, WebP and TIFF are checked by structure
+// (structureChecks): their full decode costs more than a tenth of the conversion.
 var independentDecoders = map[string]func(io.Reader) (image.Image, error){
-	"png":  png.Decode,
-	"jpeg": jpeg.Decode,
-	"gif":  decodeAllGIF,
-	"tiff": tiff.Decode,
-	"webp": webp.Decode,
-	"bmp":  bmp.Decode,
+	"gif": decodeAllGIF,
+	"bmp": bmp.Decode,
 }
 
 // decodeAllGIF decodes every frame of a GIF, so a truncated later frame fails.
@@ -55,10 +46,11 @@ func registerVerifiers(c *convert.Catalog) {
 	}
 }
 
-// verifyImage checks an image output: its header parses, it has the size the job promised
+// verifyImage checks an image output: its header parses (image/png, image/jpeg, x/image's
+// tiff and bmp configs where they read the format, the family's own header readers otherwise), it has the size the job promised
 // (worked out from the input's header and the options as the converter plans it, for image
-// inputs; at least one pixel otherwise), and its pixels decode to the end with an independent
-// decoder where there is one.
+// inputs; at least one pixel otherwise), and then either its structure is whole
+// (structureChecks) or its pixels decode to the end.
 func verifyImage(c *convert.Catalog, dst *Codec) convert.Verifier {
 	return func(ctx context.Context, out *io.SectionReader, chk convert.Check) error {
 		lim := chk.Limits.Normalized()
@@ -72,11 +64,10 @@ func verifyImage(c *convert.Catalog, dst *Codec) convert.Verifier {
 		if w, h, ok := expectedSize(ctx, chk, dst); ok && (w != cfg.Width || h != cfg.Height) {
 			return fmt.Errorf("the image is %dx%d pixels where the options promise %dx%d", cfg.Width, cfg.Height, w, h)
 		}
-		dec := independentDecoders[dst.ID]
-		if dst.ID == "webp" && webpAnimated(out) {
-			// x/image/webp reads still images only: an animation is checked by its structure.
-			return checkRIFF(out)
+		if check := structureChecks[dst.ID]; check != nil {
+			return check(out)
 		}
+		dec := independentDecoders[dst.ID]
 		cost := int64(float64(int64(cfg.Width)*int64(cfg.Height))*dst.DecodeCost) + dst.FixedCost
 		if err := c.AcquireMemory(ctx, cost, "checking the "+dst.Name+" output"); err != nil {
 			return err
@@ -125,15 +116,6 @@ func expectedSize(ctx context.Context, chk convert.Check, dst *Codec) (w, h int,
 		return 0, 0, false
 	}
 	return g.dw, g.dh, true
-}
-
-// webpAnimated reports whether a WebP file is an extended file with the animation flag.
-func webpAnimated(r *io.SectionReader) bool {
-	head := make([]byte, 21)
-	if _, err := r.ReadAt(head, 0); err != nil {
-		return false
-	}
-	return bytes.Equal(head[12:16], []byte("VP8X")) && head[20]&0x02 != 0
 }
 
 // checkRIFF walks a RIFF file's chunks: the RIFF size matches the file and every chunk lies
