@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -56,7 +55,7 @@ func verifyRecords(id string) convert.Verifier {
 // countRecords scans r as format id: CSV and TSV data rows, NDJSON values, a JSON array's
 // elements (-1 for JSON that is not an array). A structural fault is an error.
 func countRecords(ctx context.Context, id string, r *io.SectionReader) (int64, error) {
-	br := bufio.NewReaderSize(&convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(r, 0, r.Size())}, 64<<10)
+	br := &chunkReader{r: &convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(r, 0, r.Size())}, buf: make([]byte, 64<<10)}
 	switch id {
 	case "csv":
 		return countDelimited(br, ',')
@@ -69,11 +68,42 @@ func countRecords(ctx context.Context, id string, r *io.SectionReader) (int64, e
 	}
 }
 
+// chunkReader hands out a reader's bytes one at a time from a buffer it refills: ReadByte
+// without bufio's per-call checks, the scanners' hot loop.
+type chunkReader struct {
+	r    io.Reader
+	buf  []byte
+	i, n int
+	err  error
+}
+
+// ReadByte returns the next byte, or the reader's error (io.EOF at the end).
+func (c *chunkReader) ReadByte() (byte, error) {
+	if c.i < c.n {
+		b := c.buf[c.i]
+		c.i++
+		return b, nil
+	}
+	return c.refill()
+}
+
+func (c *chunkReader) refill() (byte, error) {
+	for c.err == nil {
+		c.n, c.err = c.r.Read(c.buf)
+		c.i = 0
+		if c.n > 0 {
+			c.i = 1
+			return c.buf[0], nil
+		}
+	}
+	return 0, c.err
+}
+
 // countDelimited counts the rows of a CSV or TSV after its header: line ends outside quotes
 // close a row, empty lines are no rows. Every row has the header's number of fields and the
 // last one ends its line, as the writers write them; a quote left open is an error. TSV has
 // no quoting.
-func countDelimited(r *bufio.Reader, sep byte) (int64, error) {
+func countDelimited(r *chunkReader, sep byte) (int64, error) {
 	quoted, inRow := false, false
 	var rows int64
 	fields, width := 1, 0
@@ -194,7 +224,7 @@ func (s *jsonScanner) whole() error {
 
 // countJSON checks one JSON value's strings and brackets; it returns a top-level array's
 // elements, or -1 for another value.
-func countJSON(r *bufio.Reader) (int64, error) {
+func countJSON(r *chunkReader) (int64, error) {
 	var s jsonScanner
 	for {
 		b, err := r.ReadByte()
@@ -222,7 +252,7 @@ func countJSON(r *bufio.Reader) (int64, error) {
 
 // countNDJSON counts the non-blank lines of NDJSON, each a JSON value whose strings and
 // brackets close on its line.
-func countNDJSON(r *bufio.Reader) (int64, error) {
+func countNDJSON(r *chunkReader) (int64, error) {
 	var n int64
 	var s jsonScanner
 	for {

@@ -1,12 +1,14 @@
 package document
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/internal/zipxml"
@@ -22,39 +24,41 @@ func registerVerifiers(c *convert.Catalog) {
 }
 
 // verifyPDF checks a PDF output: its file structure is whole (the header, startxref pointing
-// at a cross-reference table or stream inside the file, %%EOF at the end), and PDFium opens it
-// with the pages the job promised: those the pages option selects of a PDF input, at least one
-// otherwise. PDFium reads what fpdf (Markdown, HTML, text, SVG and rasters to PDF) writes;
-// page selection (PDF to PDF) is written by PDFium itself.
+// at a cross-reference table or stream inside the file, %%EOF at the end, and every object a
+// cross-reference table lists found at its offset). A PDF made of a PDF (page selection) is
+// opened by PDFium and must hold the pages the job promised; PDFium also writes those, so the
+// page count is the check there. The PDFs fpdf lays out (Markdown, HTML, text, SVG, rasters)
+// promise no page count, and opening them in PDFium cost 70% of the conversion
+// (docs/benchmarks.md): their structure is the check.
 func verifyPDF(c *convert.Catalog) convert.Verifier {
 	return func(ctx context.Context, out *io.SectionReader, chk convert.Check) error {
 		if err := pdfStructure(out); err != nil {
 			return err
 		}
-		want := -1
-		if chk.InputFormat == fmtPDF && chk.Input != nil {
-			n, err := pdfPageCount(ctx, c, chk.Input)
+		if chk.InputFormat != fmtPDF || chk.Input == nil {
+			return nil
+		}
+		n, err := pdfPageCount(ctx, c, chk.Input)
+		if err != nil {
+			return fmt.Errorf("the input's pages could not be counted again: %w", err)
+		}
+		want := n
+		if chk.Options.Pages != "" {
+			spec, err := convert.ParsePages(chk.Options.Pages)
 			if err != nil {
-				return fmt.Errorf("the input's pages could not be counted again: %w", err)
+				return err
 			}
-			want = n
-			if chk.Options.Pages != "" {
-				spec, err := convert.ParsePages(chk.Options.Pages)
-				if err != nil {
-					return err
-				}
-				pages, err := spec.Resolve(n)
-				if err != nil {
-					return err
-				}
-				want = len(pages)
+			pages, err := spec.Resolve(n)
+			if err != nil {
+				return err
 			}
+			want = len(pages)
 		}
 		got, err := pdfPageCount(ctx, c, out)
 		if err != nil {
 			return err
 		}
-		if want >= 0 && got != want {
+		if got != want {
 			return fmt.Errorf("the PDF has %d pages where the job promised %d", got, want)
 		}
 		return nil
@@ -103,8 +107,57 @@ func pdfStructure(r *io.SectionReader) error {
 	if _, err := r.ReadAt(at, off); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("the PDF's cross-reference does not read: %w", err)
 	}
-	if !bytes.HasPrefix(at, []byte("xref")) && !bytes.Contains(at, []byte(" obj")) {
+	if bytes.HasPrefix(at, []byte("xref")) {
+		return pdfXrefTable(r, off)
+	}
+	if !bytes.Contains(at, []byte(" obj")) {
 		return fmt.Errorf("the PDF's startxref %d does not point at a cross-reference", off)
 	}
 	return nil
+}
+
+// pdfXrefTable reads a classic cross-reference table at off and wants each object in use at
+// its offset ("N G obj").
+func pdfXrefTable(r *io.SectionReader, off int64) error {
+	br := bufio.NewReaderSize(io.NewSectionReader(r, off, r.Size()-off), 16<<10)
+	line := func() (string, error) {
+		s, err := br.ReadString('\n')
+		return strings.TrimSpace(s), err
+	}
+	if l, err := line(); err != nil || l != "xref" {
+		return errors.New("the PDF's cross-reference table does not start with xref")
+	}
+	at := make([]byte, 32)
+	for {
+		l, err := line()
+		if err != nil {
+			return errors.New("the PDF's cross-reference table is cut short")
+		}
+		if strings.HasPrefix(l, "trailer") {
+			return nil
+		}
+		var first, count int64
+		if _, err := fmt.Sscanf(l, "%d %d", &first, &count); err != nil || count < 0 || count > 10_000_000 {
+			return fmt.Errorf("the PDF's cross-reference subsection %q is malformed", l)
+		}
+		for i := range count {
+			e, err := line()
+			if err != nil {
+				return errors.New("the PDF's cross-reference table is cut short")
+			}
+			var objOff, gen int64
+			var kind string
+			if _, err := fmt.Sscanf(e, "%d %d %s", &objOff, &gen, &kind); err != nil {
+				return fmt.Errorf("the PDF's cross-reference entry %q is malformed", e)
+			}
+			if kind != "n" {
+				continue
+			}
+			n, _ := r.ReadAt(at, objOff)
+			want := strconv.FormatInt(first+i, 10) + " " + strconv.FormatInt(gen, 10) + " obj"
+			if objOff <= 0 || !bytes.HasPrefix(bytes.TrimLeft(at[:n], " \r\n"), []byte(want)) {
+				return fmt.Errorf("object %d of the PDF is not at offset %d, where its cross-reference puts it", first+i, objOff)
+			}
+		}
+	}
 }
