@@ -1,9 +1,9 @@
 // Package zipxml checks that a file is a zip whose XML parts are well-formed: the output
 // check of EPUB and XLSX (convert.Verifier), read with archive/zip and encoding/xml, which
-// share no code with the writers. Every part is read to its end (its CRC-32); parts up to
-// FullParseBytes are parsed as XML to the end, larger ones (worksheets, chapters: their parse
-// cost 40-90% of the conversion, docs/benchmarks.md) must open their root element and close
-// it at their end.
+// share no code with the writers. Every part is read to its end (its CRC-32); the package
+// parts (manifests, relationships, container, workbook) up to FullParseBytes are parsed as XML
+// to the end, content parts (worksheets, chapters: their parse cost 40-90% of the conversion,
+// docs/benchmarks.md) must open their root element and close it at their end.
 package zipxml
 
 import (
@@ -22,6 +22,17 @@ import (
 
 // FullParseBytes is the largest XML part parsed to its end.
 const FullParseBytes = 64 << 10
+
+// packageExts are the parts that describe the package (manifests, relationships, the EPUB
+// container and navigation): parsed to their end whatever their size up to FullParseBytes,
+// while content parts (.xhtml chapters, worksheets) get the root check.
+var packageExts = map[string]bool{".rels": true, ".opf": true, ".ncx": true}
+
+// isPackagePart reports whether a part describes the package rather than holding content.
+func isPackagePart(name string) bool {
+	return packageExts[strings.ToLower(path.Ext(name))] || name == "[Content_Types].xml" ||
+		strings.HasPrefix(name, "META-INF/") || name == "xl/workbook.xml"
+}
 
 // xmlExts are the parts parsed as XML, by extension.
 var xmlExts = map[string]bool{".xml": true, ".rels": true, ".xhtml": true, ".opf": true, ".ncx": true, ".svg": true}
@@ -48,7 +59,7 @@ func Check(ctx context.Context, out *io.SectionReader, required ...string) error
 		}
 		cr := &convert.ContextReader{Ctx: ctx, R: r}
 		switch {
-		case xmlExts[strings.ToLower(path.Ext(f.Name))] && f.UncompressedSize64 <= FullParseBytes:
+		case xmlExts[strings.ToLower(path.Ext(f.Name))] && isPackagePart(f.Name) && f.UncompressedSize64 <= FullParseBytes:
 			err = wellFormed(cr)
 			if err == nil {
 				_, err = io.Copy(io.Discard, cr) // to the end, for the CRC
