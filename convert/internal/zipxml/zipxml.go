@@ -16,8 +16,6 @@ import (
 	"io"
 	"path"
 	"strings"
-
-	"github.com/convsvc/convsvc/convert"
 )
 
 // FullParseBytes is the largest XML part parsed to its end.
@@ -57,7 +55,7 @@ func Check(ctx context.Context, out *io.SectionReader, required ...string) error
 		if err != nil {
 			return fmt.Errorf("part %q does not open: %w", f.Name, err)
 		}
-		cr := &convert.ContextReader{Ctx: ctx, R: r}
+		cr := ctxReader{ctx: ctx, r: r}
 		switch {
 		case xmlExts[strings.ToLower(path.Ext(f.Name))] && isPackagePart(f.Name) && f.UncompressedSize64 <= FullParseBytes:
 			err = wellFormed(cr)
@@ -156,4 +154,17 @@ func wellFormed(r io.Reader) error {
 		return fmt.Errorf("not well-formed XML: %d root elements, %d left open", roots, depth)
 	}
 	return nil
+}
+
+// ctxReader stops reading once ctx is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
