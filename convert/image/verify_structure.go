@@ -166,6 +166,7 @@ func scanEntropy(br *bufio.Reader) (byte, error) {
 // checkTIFFExtents follows a classic TIFF's chain of IFDs and wants every strip or tile
 // (offsets and byte counts) inside the file. BigTIFF is checked by its first header only.
 func checkTIFFExtents(r *io.SectionReader) error {
+	// Every table is bounded by the file's size before it is read.
 	var hdr [8]byte
 	if _, err := r.ReadAt(hdr[:], 0); err != nil {
 		return errors.New("the TIFF header is incomplete")
@@ -179,15 +180,20 @@ func checkTIFFExtents(r *io.SectionReader) error {
 	}
 	size := r.Size()
 	off := int64(bo.Uint32(hdr[4:]))
-	for ifds := 0; off != 0; ifds++ {
-		if ifds > 10000 {
+	seen := map[int64]bool{}
+	for off != 0 {
+		if seen[off] || len(seen) > 10000 {
 			return errors.New("the TIFF's IFDs loop")
 		}
+		seen[off] = true
 		var cnt [2]byte
 		if _, err := r.ReadAt(cnt[:], off); err != nil {
 			return fmt.Errorf("the TIFF's IFD at %d is outside the file: it was cut short", off)
 		}
 		n := int64(bo.Uint16(cnt[:]))
+		if off+2+12*n+4 > size {
+			return fmt.Errorf("the TIFF's IFD at %d is cut short", off)
+		}
 		ifd := make([]byte, 12*n+4)
 		if _, err := r.ReadAt(ifd, off+2); err != nil {
 			return fmt.Errorf("the TIFF's IFD at %d is cut short", off)
@@ -231,8 +237,8 @@ func tiffValues(r *io.SectionReader, bo binary.ByteOrder, e []byte) ([]int64, er
 	} else if typ != 4 {
 		return nil, fmt.Errorf("the TIFF's strip entry has type %d", typ)
 	}
-	if count > 1<<24 {
-		return nil, errors.New("the TIFF has too many strips")
+	if count*width > r.Size() {
+		return nil, errors.New("the TIFF's strip table is larger than the file: it was cut short")
 	}
 	data := e[8:12]
 	if count*width > 4 {
