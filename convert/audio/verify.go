@@ -77,21 +77,13 @@ func flacFrames(ctx context.Context, out *io.SectionReader) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("the FLAC stream does not open: %w", err)
 	}
-	var n int64
-	for {
+	return countFLACFrames(dec.Info().Samples, func() (int64, error) {
 		chans, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
 		if err != nil {
-			return 0, fmt.Errorf("the FLAC frame after %d samples does not decode: %w", n, err)
+			return 0, err
 		}
-		n += int64(len(chans[0]))
-	}
-	if want := dec.Info().Samples; want != 0 && want != n {
-		return 0, fmt.Errorf("the FLAC header says %d samples and the frames hold %d", want, n)
-	}
-	return n, nil
+		return int64(len(chans[0])), nil
+	})
 }
 
 // mewkizFrames is flacFrames with mewkiz/flac, which checks each frame's CRC-16.
@@ -100,18 +92,30 @@ func mewkizFrames(ctx context.Context, out *io.SectionReader) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("the FLAC stream does not open: %w", err)
 	}
+	return countFLACFrames(int64(stream.Info.NSamples), func() (int64, error) {
+		f, err := stream.ParseNext()
+		if err != nil {
+			return 0, err
+		}
+		return int64(f.BlockSize), nil
+	})
+}
+
+// countFLACFrames adds up the samples of each frame next decodes until io.EOF and wants
+// STREAMINFO's count (want, 0 when the header leaves it out).
+func countFLACFrames(want int64, next func() (int64, error)) (int64, error) {
 	var n int64
 	for {
-		f, err := stream.ParseNext()
+		k, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return 0, fmt.Errorf("the FLAC frame after %d samples does not decode: %w", n, err)
 		}
-		n += int64(f.BlockSize)
+		n += k
 	}
-	if want := int64(stream.Info.NSamples); want != 0 && want != n {
+	if want != 0 && want != n {
 		return 0, fmt.Errorf("the FLAC header says %d samples and the frames hold %d", want, n)
 	}
 	return n, nil
