@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/convert"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/service"
 )
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/convert/document/internal/pdfium"
 	"github.com/convsvc/convsvc/convert/internal/zipxml"
 )
 
@@ -72,12 +73,12 @@ func pdfPageCount(ctx context.Context, c *convert.Catalog, r *io.SectionReader) 
 		return 0, err
 	}
 	defer c.ReleaseMemory(est)
-	s, err := openPDF(ctx, r)
+	s, err := pdfium.Open(ctx, r)
 	if err != nil {
 		return 0, err
 	}
-	defer s.close()
-	return s.pages, nil
+	defer s.Close()
+	return s.Pages(), nil
 }
 
 // pdfStructure checks the frame of a PDF file: "%PDF-" at the start, "%%EOF" in its last
