@@ -343,6 +343,16 @@ func (p *PendingOutput) ReadFrom(r io.Reader) (int64, error) { return p.blob.Rea
 // Discard removes the output unless Commit stored it.
 func (p *PendingOutput) Discard() { p.blob.discard() }
 
+// Written writes what is buffered and returns the output's file to read back (the output
+// check before Commit) and its size; the reader stays valid until Commit or Discard.
+func (p *PendingOutput) Written() (io.ReaderAt, int64, error) {
+	p.blob.flush()
+	if p.blob.err != nil {
+		return nil, 0, fmt.Errorf("%w: write output %s: %w", ErrStorage, p.jobID, p.blob.err)
+	}
+	return p.blob.f, p.blob.ondisk, nil
+}
+
 // Commit syncs the output and makes it the job's, replacing any previous one, with meta for
 // its download. The metadata goes into the file's extended attribute before the one fsync, so
 // the rename that follows publishes data and metadata at once; only where the filesystem has

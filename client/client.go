@@ -86,7 +86,7 @@ type Job struct {
 	Attempt      int        `json:"attempt"`
 	ErrorCode    *ErrorCode `json:"error_code"`
 	ErrorMessage *string    `json:"error_message"`
-	// ErrorReason is a finer reason beside ErrorCode ("memory_exceeded", "worker_crashed",
+	// ErrorReason is a finer reason beside ErrorCode ("memory_exceeded", "worker_crashed", "output_invalid",
 	// ...), nil when ErrorCode says all there is.
 	ErrorReason *string    `json:"error_reason"`
 	ExpiresAt   time.Time  `json:"expires_at"`
@@ -131,6 +131,10 @@ type Output struct {
 	// Warnings lists what the conversion could not keep (a workbook's other sheets, metadata,
 	// transparency...); empty when nothing was lost.
 	Warnings []Warning `json:"warnings"`
+	// Verified is true when the output passed its format's re-read check before the job
+	// succeeded; false when its format has no check. An output that fails it never succeeds
+	// (ErrorReason "output_invalid").
+	Verified bool `json:"verified"`
 }
 
 // Reservation is the response of CreateJob.

@@ -158,6 +158,8 @@ type Catalog struct {
 	mu      sync.RWMutex
 	formats map[string]Format
 	out     map[string][]Converter // by From, sorted by To
+	// verifiers holds each output format's check (AddVerifier); nil until one is added.
+	verifiers map[string]Verifier
 
 	// paths memoises Path by [from, to]: every create asks it, and the search allocates a
 	// map per call (43% of the create handler's CPU in the API profile). Registration clears it.

@@ -94,6 +94,9 @@ type Output struct {
 	SHA256 string // lowercase hex digest of the output
 	// Warnings lists what the conversion could not keep (Params.Warn); nil when nothing.
 	Warnings []Warning
+	// Verified is true when the output passed its format's check (Catalog.Verify) before it
+	// was committed; false when its format has none.
+	Verified bool
 }
 
 // OutputMeta is what the file store keeps beside an output to serve it.
@@ -374,6 +377,7 @@ func (p *Pool) safeRunTask(t Task) (code string) {
 type convResult struct {
 	out      OutputFile // the converted output, not yet committed
 	warnings []Warning  // what the conversion could not keep
+	verified bool       // the output passed its check (Catalog.Verify)
 	err      error
 }
 
@@ -525,6 +529,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 			}
 		}()
 		res.warnings, res.err = p.cfg.Runner.Run(ctx, t, in, out, p.cfg.ScratchDir)
+		if res.err == nil {
+			res.verified, res.err = p.verify(ctx, t, in, out)
+		}
 	}()
 
 	var res convResult
@@ -588,6 +595,7 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 		return p.stopped(ctx, log), nil
 	}
 	output.Warnings = res.warnings
+	output.Verified = res.verified
 	if d, ok := p.f.(Deliverer); ok {
 		if err := d.DeliverOutput(ctx, t, output); err != nil {
 			// The job fails: its output, kept by no job, goes.
@@ -614,6 +622,24 @@ func (p *Pool) transferOutcome(ctx context.Context, log *slog.Logger, what strin
 		return Outcome{Code: CodeConversionFailed, Message: ce.Message, Reason: ce.Reason}, true
 	}
 	return Outcome{}, false
+}
+
+// verify checks a conversion's output before it is committed: the Runner did when it is an
+// OutputVerifier (a worker process re-reads the output it wrote); else the pool re-reads it
+// here, when out can be read back.
+func (p *Pool) verify(ctx context.Context, t Task, in *os.File, out OutputFile) (bool, error) {
+	if v, ok := p.cfg.Runner.(OutputVerifier); ok && v.VerifiesOutputs() {
+		return p.cat.Verifies(t.TargetFormat, t.Options), nil
+	}
+	ro, ok := out.(ReadableOutput)
+	if !ok {
+		return false, nil
+	}
+	r, size, err := ro.Written()
+	if err != nil {
+		return false, &StorageError{Err: err}
+	}
+	return p.cat.Verify(ctx, t.InputFormat, t.TargetFormat, t.Options, in, r, size)
 }
 
 // stopped describes why a task's context ended before its conversion did.

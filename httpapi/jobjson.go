@@ -129,6 +129,8 @@ func (v *jobView) appendJSON(b []byte) []byte {
 			}
 			b = append(b, ']')
 		}
+		b = append(b, `,"verified":`...)
+		b = strconv.AppendBool(b, o.Verified)
 		b = append(b, '}')
 	}
 	return append(b, '}')

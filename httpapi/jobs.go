@@ -50,6 +50,8 @@ type outputView struct {
 	URLExpiresIn int    `json:"url_expires_in"`
 	// Warnings lists what the conversion could not keep; always an array, empty when nothing.
 	Warnings []warningView `json:"warnings"`
+	// Verified is true when the output passed its format's re-read check.
+	Verified bool `json:"verified"`
 }
 
 // warningView is one entry of output.warnings: a stable code and a message for people.
@@ -110,6 +112,7 @@ func (s *Server) viewJob(j store.Job) jobView {
 			URL:          s.cfg.Blobs.DownloadURL(j, expires),
 			URLExpiresIn: int(DownloadURLTTL / time.Second),
 			Warnings:     make([]warningView, len(j.Output.Warnings)),
+			Verified:     j.Output.Verified,
 		}
 		for i, w := range j.Output.Warnings {
 			v.Output.Warnings[i] = warningView(w)

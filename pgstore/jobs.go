@@ -14,7 +14,7 @@ import (
 // jobCols are the columns scanJob reads, in its order.
 const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
 	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
-	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to`
+	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified`
 
 // nullString is b as text, or NULL when b is nil.
 func nullString(b []byte) *string {
@@ -51,10 +51,11 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	var upETag, upVersion *string
 	var outAttempt *int32
 	var outWarnings *string
+	var outVerified bool
 	var deliverTo []byte
 	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
 		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
-		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason, &j.SourceURL, &deliverTo)
+		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason, &j.SourceURL, &deliverTo, &outVerified)
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -65,7 +66,7 @@ func scanJob(row pgx.Row) (store.Job, error) {
 		j.Options = json.RawMessage(opts)
 	}
 	if outBytes != nil && outSHA != nil {
-		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA}
+		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA, Verified: outVerified}
 		if outAttempt != nil {
 			j.Output.Attempt = int(*outAttempt)
 		}
@@ -665,12 +666,14 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	var outSHA *string
 	var outAttempt *int
 	var outWarnings []byte
+	outVerified := false
 	if status == store.StatusSucceeded {
 		if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents) VALUES ($1, `+currentMonth+`, 1)
 			ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + 1`, job.AccountID); err != nil {
 			return err
 		}
 		outBytes, outSHA, outAttempt = &out.Bytes, &out.SHA256, &job.Attempt
+		outVerified = out.Verified
 		if outWarnings, err = warningsJSON(out); err != nil {
 			return err
 		}
@@ -679,8 +682,9 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 		message = job.ErrorMessage
 	}
 	updated, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, finished_at = now(), error_code = $3, error_message = $4,
-			output_bytes = $5, output_sha256 = $6, output_attempt = $7, output_warnings = $8, error_reason = $9, lease_owner = NULL, lease_expires_at = NULL
-		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings), job.ErrorReason))
+			output_bytes = $5, output_sha256 = $6, output_attempt = $7, output_warnings = $8, error_reason = $9, output_verified = $10,
+			lease_owner = NULL, lease_expires_at = NULL
+		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings), job.ErrorReason, outVerified))
 	if err != nil {
 		return err
 	}

@@ -455,6 +455,15 @@ func (p *PendingOutput) Write(b []byte) (int, error) {
 	return n, p.err
 }
 
+// Written returns the output's scratch file to read back (the output check before Commit)
+// and its size; the reader stays valid until Commit or Discard.
+func (p *PendingOutput) Written() (io.ReaderAt, int64, error) {
+	if p.err != nil {
+		return nil, 0, p.err
+	}
+	return p.f, p.n, nil
+}
+
 // Discard removes the scratch file; it does nothing after Commit.
 func (p *PendingOutput) Discard() {
 	if p.done {

@@ -101,7 +101,7 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 	}
 	outcome := store.Outcome{ErrorCode: o.Code, ErrorMessage: o.Message, ErrorReason: o.Reason}
 	if o.Code == "" && o.Output != nil {
-		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256}
+		outcome.Output = &store.Output{Bytes: o.Output.Bytes, SHA256: o.Output.SHA256, Verified: o.Output.Verified}
 		for _, w := range o.Output.Warnings {
 			outcome.Output.Warnings = append(outcome.Output.Warnings, store.Warning{Code: w.Code, Message: w.Message})
 		}
@@ -208,6 +208,14 @@ func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
 		outcome = o.Code
 	}
 	q.metrics.conversion(o.Task.InputFormat, o.Task.TargetFormat, outcome, d)
+	switch {
+	case o.Reason == convert.ReasonOutputInvalid:
+		q.metrics.outputCheck(o.Task.TargetFormat, "invalid")
+	case o.Code == "" && o.Output != nil && o.Output.Verified:
+		q.metrics.outputCheck(o.Task.TargetFormat, "verified")
+	case o.Code == "" && o.Output != nil:
+		q.metrics.outputCheck(o.Task.TargetFormat, "unchecked")
+	}
 }
 
 // logTransition logs a job's move to its current status with its id and attempt, and extra
@@ -325,6 +333,15 @@ func (o *pendingOutput) StorageErr() error { return o.fault }
 
 // Discard removes the output unless it was committed.
 func (o *pendingOutput) Discard() { o.p.Discard() }
+
+// Written returns the output written so far, for the check before Commit.
+func (o *pendingOutput) Written() (io.ReaderAt, int64, error) {
+	r, n, err := o.p.Written()
+	if err != nil {
+		return nil, 0, o.record(err)
+	}
+	return r, n, nil
+}
 
 // Commit stores the output atomically as the job's.
 func (o *pendingOutput) Commit(meta convert.OutputMeta) (convert.Output, error) {

@@ -29,6 +29,8 @@ type metrics struct {
 	storageErrors *prometheus.CounterVec
 	// strayOverrun observes how long each abandoned conversion ran past its abandon.
 	strayOverrun prometheus.Histogram
+	// outputChecks counts the re-read checks of outputs, by output format and result.
+	outputChecks *prometheus.CounterVec
 }
 
 // Outcomes of a conversion, the values of the outcome label.
@@ -67,6 +69,10 @@ func newMetrics(st JobStore, workers int, running, strays func() int) *metrics {
 		Help:    "How long each abandoned conversion (cancelled, timed out or stopped by shutdown) kept running after it was given up, until its converter returned; its worker stayed busy meanwhile.",
 		Buckets: []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 	})
+	m.outputChecks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "convsvc_output_checks_total",
+		Help: "Outputs of ended conversions by target format and the result of their re-read check: verified (passed), invalid (failed: the job failed with error_reason output_invalid) or unchecked (the format has no check).",
+	}, []string{"target", "result"})
 	m.storageErrors.WithLabelValues("output")
 	m.blobBytes.WithLabelValues("upload")
 	m.blobBytes.WithLabelValues("download")
@@ -74,7 +80,7 @@ func newMetrics(st JobStore, workers int, running, strays func() int) *metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		collectors.NewBuildInfoCollector(),
-		m.conversions, m.convSeconds, m.blobBytes, m.storageErrors, m.strayOverrun,
+		m.conversions, m.convSeconds, m.blobBytes, m.storageErrors, m.strayOverrun, m.outputChecks,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "convsvc_conversions_abandoned_running",
 			Help: "Abandoned conversions (cancelled, timed out or stopped by shutdown) whose converter has not returned yet; each holds its worker and its memory share.",
@@ -144,6 +150,12 @@ func (m *metrics) strayReturned(d time.Duration) { m.strayOverrun.Observe(d.Seco
 func (m *metrics) conversion(input, target, outcome string, d time.Duration) {
 	m.conversions.WithLabelValues(input, target, outcome).Inc()
 	m.convSeconds.WithLabelValues(input, target, outcome).Observe(d.Seconds())
+}
+
+// outputCheck records the result of one output's re-read check: "verified", "invalid" or
+// "unchecked".
+func (m *metrics) outputCheck(target, result string) {
+	m.outputChecks.WithLabelValues(target, result).Inc()
 }
 
 // storeCollector reads jobs by state, the queue, the ledger and bbolt's counters at scrape

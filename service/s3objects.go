@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -126,6 +127,15 @@ func (o *s3Output) StorageErr() error { return o.fault }
 
 // Discard drops the output unless it was committed.
 func (o *s3Output) Discard() { o.p.Discard() }
+
+// Written returns the output written so far, for the check before Commit.
+func (o *s3Output) Written() (io.ReaderAt, int64, error) {
+	r, n, err := o.p.Written()
+	if err != nil {
+		return nil, 0, &convert.StorageError{Err: err}
+	}
+	return r, n, nil
+}
 
 // Commit uploads the output under the attempt's key.
 func (o *s3Output) Commit(meta convert.OutputMeta) (convert.Output, error) {

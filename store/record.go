@@ -53,6 +53,9 @@ const (
 	// this round may take.
 	jobFieldSourceURL protowire.Number = 40
 	jobFieldDeliverTo protowire.Number = 41 // Delivery as JSON
+	// jobFieldOutputVerified is 1 when the output passed its check (output.verified); the
+	// numbers between are left to other fields.
+	jobFieldOutputVerified protowire.Number = 35
 
 	warningFieldCode    protowire.Number = 1
 	warningFieldMessage protowire.Number = 2
@@ -142,6 +145,9 @@ func appendJob(b []byte, job *Job) []byte {
 	b = appendString(b, jobFieldErrorCode, job.ErrorCode)
 	b = appendString(b, jobFieldErrorMessage, job.ErrorMessage)
 	b = appendString(b, jobFieldErrorReason, job.ErrorReason)
+	if job.Output != nil && job.Output.Verified {
+		b = appendInt(b, jobFieldOutputVerified, 1)
+	}
 	b = appendTime(b, jobFieldCreatedAt, job.CreatedAt)
 	if job.StartedAt != nil {
 		b = appendTime(b, jobFieldStartedAt, *job.StartedAt)
@@ -356,6 +362,9 @@ func decodeJob(b []byte, job *Job) error {
 			}
 			job.DeliverTo = new(Delivery)
 			err = json.Unmarshal(f.bytes, job.DeliverTo)
+		case jobFieldOutputVerified:
+			n, err = f.integer()
+			job.output().Verified = n != 0
 		case jobFieldOutputWarning:
 			var w Warning
 			w, err = decodeWarning(f)

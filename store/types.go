@@ -107,6 +107,9 @@ type Output struct {
 	Attempt int `json:"attempt,omitempty"`
 	// Warnings lists what the conversion could not keep, in the order reported; nil when nothing.
 	Warnings []Warning `json:"warnings,omitempty"`
+	// Verified is true when the output passed its format's re-read check before the job
+	// succeeded (docs/reliability.md, "Outputs checked before success").
+	Verified bool `json:"verified,omitempty"`
 }
 
 // Warning is something a succeeded conversion could not keep: a stable code (convert's

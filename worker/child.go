@@ -170,6 +170,15 @@ func (s *storageWriter) Write(p []byte) (int, error) {
 func convertOne(cat *convert.Catalog, req request, in, out *os.File, scratch string) reply {
 	sw := &storageWriter{w: out}
 	warnings, err := cat.Convert(context.Background(), req.From, req.To, req.Options, in, sw, scratch)
+	if err == nil && sw.err == nil {
+		// The output is re-read here, in the confined process, before the server stores it.
+		var st os.FileInfo
+		if st, err = out.Stat(); err != nil {
+			err = &convert.StorageError{Err: err}
+		} else {
+			_, err = cat.Verify(context.Background(), req.From, req.To, req.Options, in, out, st.Size())
+		}
+	}
 	if err == nil {
 		return reply{Warnings: warnings}
 	}

@@ -558,7 +558,9 @@ func causeOf(ctx context.Context) string {
 }
 
 // Run converts t in a worker process (convert.Runner). The worker writes the output into a
-// file in its scratch directory, which is then copied into out.
+// file in its scratch directory, which is then copied into out. The worker re-reads the
+// output (convert.Catalog.Verify) before it answers, so a failed check is the conversion's
+// error.
 func (p *Pool) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writer, _ string) ([]convert.Warning, error) {
 	w, err := p.get()
 	if err != nil {
@@ -729,3 +731,7 @@ func startLocked(cmd *exec.Cmd) error {
 	spawns <- spawnReq{cmd, done}
 	return <-done
 }
+
+// VerifiesOutputs reports that the worker processes check each output themselves
+// (convert.OutputVerifier), so the server does not re-read it.
+func (p *Pool) VerifiesOutputs() bool { return true }

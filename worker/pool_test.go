@@ -275,6 +275,33 @@ func addProbe(c *convert.Catalog) {
 		}
 		return json.NewEncoder(out).Encode(res)
 	}})
+	// cut-png writes the first half of a PNG: its output fails the PNG check.
+	c.AddFormat(convert.Format{ID: "cut-png", Name: "PNG cut in half", Category: convert.CategoryImage, Extensions: []string{"cutpng"}, MIME: "application/octet-stream"})
+	c.AddConverter(convert.Converter{From: "cut-png", To: "png", Run: func(_ context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+		_, err := io.CopyN(out, in, in.Size()/2)
+		return err
+	}})
+}
+
+// TestPool_ChecksOutput: a worker process re-reads the output it wrote before it answers; an
+// output that fails its check is the conversion's *convert.Error with reason output_invalid,
+// and a good output passes.
+func TestPool_ChecksOutput(t *testing.T) {
+	p := newPool(t, 1)
+	if !p.VerifiesOutputs() {
+		t.Fatal("the pool does not say it checks outputs")
+	}
+	png := readSample(t, "images/sample.png")
+	var out bytes.Buffer
+	_, err := p.Run(context.Background(), convert.Task{JobID: "cut", InputFormat: "cut-png", TargetFormat: "png"}, inputFile(t, png), &out, "")
+	var ce *convert.Error
+	if !errors.As(err, &ce) || ce.Reason != convert.ReasonOutputInvalid || !strings.Contains(ce.Message, "PNG") {
+		t.Fatalf("cut output: %v (%#v)", err, ce)
+	}
+	out.Reset()
+	if _, err := p.Run(context.Background(), convert.Task{JobID: "good", InputFormat: "png", TargetFormat: "jpeg"}, inputFile(t, png), &out, ""); err != nil {
+		t.Fatalf("good output: %v", err)
+	}
 }
 
 func TestPool_Confinement(t *testing.T) {

@@ -84,6 +84,7 @@ func Register(c *convert.Catalog) {
 			}
 		}
 	}
+	registerVerifiers(c)
 }
 
 // archiveEntry is one file or directory on its way from reader to writer.

@@ -86,6 +86,7 @@ func Register(c *convert.Catalog) {
 			}
 		}
 	}
+	registerVerifiers(c)
 }
 
 func audioRun(src *audioCodec, to string) func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {

@@ -90,6 +90,7 @@ func Register(c *convert.Catalog) {
 			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
 		}
 	}
+	registerVerifiers(c)
 }
 
 // dataRun returns the converter for one pair: table to table streams; anything with a tree

@@ -142,4 +142,5 @@ func Register(c *convert.Catalog) {
 			add(codec.ID, fmtPDF, false, rasterToPDF(c, codec))
 		}
 	}
+	registerVerifiers(c)
 }

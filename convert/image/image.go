@@ -181,6 +181,18 @@ func Register(c *convert.Catalog) {
 			c.AddConverter(convert.Converter{From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst)})
 		}
 	}
+	registerVerifiers(c)
+}
+
+// shrinksToMaxSide reports whether an upright ow x oh image (cfg stored with EXIF orientation
+// orient) is larger than dst stores and the job sets no size, and then sets opts to shrink it.
+func shrinksToMaxSide(cfg image.Config, orient int, dst *Codec, opts *convert.Options) (ow, oh int, shrink bool) {
+	ow, oh = orientations[max(1, min(8, orient))].size(cfg.Width, cfg.Height)
+	if dst.FitMaxSide && opts.Width == 0 && opts.Height == 0 && opts.Crop == nil && (ow > dst.MaxSide || oh > dst.MaxSide) {
+		opts.Width, opts.Height, opts.Fit = dst.MaxSide, dst.MaxSide, convert.FitContain
+		return ow, oh, true
+	}
+	return ow, oh, false
 }
 
 // imageRun converts one raster format to another: header and limits first, then a share of
@@ -205,8 +217,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 		if opts.Orient() {
 			orient = meta.orientation
 		}
-		if ow, oh := orientations[max(1, min(8, orient))].size(cfg.Width, cfg.Height); dst.FitMaxSide && opts.Width == 0 && opts.Height == 0 && opts.Crop == nil && (ow > dst.MaxSide || oh > dst.MaxSide) {
-			opts.Width, opts.Height, opts.Fit = dst.MaxSide, dst.MaxSide, convert.FitContain
+		if ow, oh, shrink := shrinksToMaxSide(cfg, orient, dst, &opts); shrink {
 			p.Warn(convert.WarnImageResized, fmt.Sprintf("the %dx%d image was shrunk to fit %dx%d, the largest %s holds", ow, oh, dst.MaxSide, dst.MaxSide, dst.Name))
 		}
 		g, err := planGeometry(cfg.Width, cfg.Height, orient, opts)

@@ -78,6 +78,7 @@ func job() map[string]any {
 			"url":            "http://127.0.0.1:8081/outputs/job_abc123?expires=1&size=20117&sig=ff",
 			"url_expires_in": 900,
 			"warnings":       []any{map[string]any{"code": "sheets_dropped", "message": "sheets Costs, Notes were not converted"}},
+			"verified":       true,
 		},
 	}
 }

@@ -99,6 +99,7 @@ type testCase struct {
 
 // cases lists the suite; add a case here and every backend runs it.
 var cases = []testCase{
+	{"OutputVerified", testOutputVerified},
 	{"CreateJob", testCreateJob},
 	{"CreateJobInvalid", testCreateJobInvalid},
 	{"StartJob", testStartJob},

@@ -197,9 +197,39 @@ func Matrix(t *testing.T, c *convert.Catalog, owns func(from, to string) bool, c
 					t.Fatalf("convert %s -> %s: %v", from, to, err)
 				}
 				CheckDeclaredWarnings(t, c, from, to, warnings)
+				CheckVerifier(t, c, from, to, matrixOptions(c, from, to), path, out)
 				check(t, path, out)
 			})
 		}
+	}
+}
+
+// CheckVerifier holds the output check of a conversion from -> to with opts (input at inPath,
+// output at outPath) to its word: the real output passes (Catalog.Verify), and the output cut
+// to half its length fails with error_reason output_invalid. Formats without a check pass
+// unchecked.
+func CheckVerifier(t testing.TB, c *convert.Catalog, from, to string, opts convert.Options, inPath, outPath string) {
+	t.Helper()
+	if !c.Verifies(to, opts) {
+		return
+	}
+	in, err := os.Open(inPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := c.Verify(context.Background(), from, to, opts, in, bytes.NewReader(out), int64(len(out)))
+	if err != nil || !ok {
+		t.Fatalf("the output of %s -> %s (%d bytes) fails its check: verified %v, %v", from, to, len(out), ok, err)
+	}
+	half := out[:len(out)/2]
+	ok, err = c.Verify(context.Background(), from, to, opts, in, bytes.NewReader(half), int64(len(half)))
+	if ok || convert.ErrorReason(err) != convert.ReasonOutputInvalid || !errors.Is(err, convert.ErrOutputInvalid) {
+		t.Fatalf("the output of %s -> %s cut to %d of %d bytes passes its check: verified %v, %v", from, to, len(half), len(out), ok, err)
 	}
 }
 
