@@ -260,6 +260,7 @@ func (s *Server) routes() {
 	handle("GET", "/v1/admin/presets/:name", s.withAdmin(s.handleGetPreset))
 	handle("DELETE", "/v1/admin/presets/:name", s.withAdmin(s.handleDeletePreset))
 	s.routeWebhooks(handle)
+	s.routeSelfWebhooks(handle)
 	s.router = r
 	s.handler = Observed(r, Observe{Logger: s.log, Metrics: s.cfg.Metrics, Server: "api"})
 }

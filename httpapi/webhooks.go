@@ -20,7 +20,8 @@ type WebhookStore interface {
 	WebhookEndpoints(accountID string) ([]store.WebhookEndpoint, error)
 	DeleteWebhookEndpoint(accountID, endpointID string) error
 	EnableWebhookEndpoint(accountID, endpointID string) (store.WebhookEndpoint, error)
-	SetWebhookSigningSecret(accountID, secret string) (store.WebhookSigningSecret, error)
+	SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (store.WebhookSigningSecret, error)
+	WebhookSigningSecret(accountID string) (store.WebhookSigningSecret, error)
 	WebhookDeliveries(accountID string, q store.WebhookDeliveryQuery) ([]store.WebhookDelivery, error)
 }
 
@@ -44,12 +45,26 @@ func viewEndpoint(ep store.WebhookEndpoint) webhookEndpointView {
 		CreatedAt: ep.CreatedAt, FailingSince: ep.FailingSince, DisabledAt: ep.DisabledAt}
 }
 
-// signingSecretView is the account's new signing secret, shown once.
+// signingSecretView is the account's signing secret: Secret only in the answer that made it.
 type signingSecretView struct {
-	AccountID    string    `json:"account_id"`
-	Secret       string    `json:"secret"`
-	SecretPrefix string    `json:"secret_prefix"`
-	CreatedAt    time.Time `json:"created_at"`
+	AccountID            string     `json:"account_id"`
+	Set                  bool       `json:"set"`
+	Secret               string     `json:"secret,omitempty"`
+	SecretPrefix         *string    `json:"secret_prefix"`
+	CreatedAt            *time.Time `json:"created_at"`
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
+}
+
+// viewSigningSecret shows rec at now: its previous secret only while its overlap lasts.
+func viewSigningSecret(rec store.WebhookSigningSecret, now time.Time) signingSecretView {
+	prefix, created := store.SecretPrefix(rec.Secret), rec.CreatedAt
+	v := signingSecretView{AccountID: rec.AccountID, Set: true, SecretPrefix: &prefix, CreatedAt: &created}
+	if rec.PreviousValid(now) {
+		prev, until := store.SecretPrefix(rec.PreviousSecret), *rec.PreviousExpiresAt
+		v.PreviousSecretPrefix, v.PreviousExpiresAt = &prev, &until
+	}
+	return v
 }
 
 // webhookDeliveryView is a delivery as the admin API shows it.
@@ -127,6 +142,12 @@ type webhookEndpointRequest struct {
 }
 
 func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.createWebhook(w, r, ps.ByName("id"))
+}
+
+// createWebhook registers an endpoint for accountID (the admin's path parameter, or the key's
+// own account): the URL guard, the endpoint cap and the once-shown secret are the same for both.
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, accountID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
 	}
@@ -150,7 +171,7 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, ps 
 		s.writeError(w, r, err)
 		return
 	}
-	ep, err := s.cfg.Webhooks.CreateWebhookEndpoint(ps.ByName("id"), *req.URL, secret)
+	ep, err := s.cfg.Webhooks.CreateWebhookEndpoint(accountID, *req.URL, secret)
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
@@ -161,10 +182,15 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, ps 
 }
 
 func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.listWebhooks(w, r, ps.ByName("id"))
+}
+
+// listWebhooks lists accountID's endpoints, without secrets.
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, accountID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
 	}
-	eps, err := s.cfg.Webhooks.WebhookEndpoints(ps.ByName("id"))
+	eps, err := s.cfg.Webhooks.WebhookEndpoints(accountID)
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
@@ -191,10 +217,15 @@ func (s *Server) findWebhook(accountID, endpointID string) (store.WebhookEndpoin
 }
 
 func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.deleteWebhook(w, r, ps.ByName("id"), ps.ByName("webhook"))
+}
+
+// deleteWebhook removes accountID's endpoint; another account's is 404 not_found.
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, accountID, endpointID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
 	}
-	ep, err := s.findWebhook(ps.ByName("id"), ps.ByName("webhook"))
+	ep, err := s.findWebhook(accountID, endpointID)
 	if err == nil {
 		err = s.cfg.Webhooks.DeleteWebhookEndpoint(ep.AccountID, ep.ID)
 	}
@@ -218,6 +249,12 @@ func (s *Server) handleEnableWebhook(w http.ResponseWriter, r *http.Request, ps 
 }
 
 func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.rotateSigningSecret(w, r, ps.ByName("id"))
+}
+
+// rotateSigningSecret makes accountID's new signing secret and shows it once; the one it
+// replaces keeps signing beside it for webhook.SecretOverlap.
+func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request, accountID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
 	}
@@ -226,13 +263,15 @@ func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Reques
 		s.writeError(w, r, err)
 		return
 	}
-	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(ps.ByName("id"), secret)
+	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(accountID, secret, webhook.SecretOverlap)
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
 	}
-	writeJSON(w, http.StatusOK, signingSecretView{AccountID: rec.AccountID, Secret: rec.Secret,
-		SecretPrefix: store.SecretPrefix(rec.Secret), CreatedAt: rec.CreatedAt})
+	// The store's clock made the record; its overlap has only just begun.
+	v := viewSigningSecret(rec, rec.CreatedAt)
+	v.Secret = rec.Secret
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {

@@ -195,8 +195,8 @@ func importWebhooks(ctx context.Context, tx pgx.Tx, d ImportData, counts *Import
 		counts.WebhookEndpoints++
 	}
 	for _, rec := range d.WebhookSigningSecrets {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_signing_secrets (account_id, secret, created_at) VALUES ($1, $2, $3)`,
-			rec.AccountID, rec.Secret, rec.CreatedAt.UTC()); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_signing_secrets (account_id, secret, created_at, previous_secret, previous_expires_at)
+			VALUES ($1, $2, $3, $4, $5)`, rec.AccountID, rec.Secret, rec.CreatedAt.UTC(), rec.PreviousSecret, utcPtr(rec.PreviousExpiresAt)); err != nil {
 			return fmt.Errorf("webhook signing secret of %s: %w", rec.AccountID, err)
 		}
 		counts.WebhookSigningSecrets++

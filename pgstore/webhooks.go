@@ -69,8 +69,25 @@ func (s *Store) CreateWebhookEndpoint(accountID, url, secret string) (store.Webh
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	ep, err := scanEndpoint(s.pool.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, secret, created_at)
-		VALUES ($1, $2, $3, $4, now()) RETURNING `+endpointCols, store.NewWebhookEndpointID(), accountID, url, secret))
+	var ep store.WebhookEndpoint
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		// One account's creates take turns, so two at once cannot both see room for the last.
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0)),
+			(SELECT count(*) FROM webhook_endpoints WHERE account_id = $1)`, accountID).Scan(nil, &n); err != nil {
+			return err
+		}
+		if n >= store.MaxWebhookEndpoints {
+			return store.ErrTooManyWebhookEndpoints
+		}
+		var err error
+		ep, err = scanEndpoint(tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, secret, created_at)
+			VALUES ($1, $2, $3, $4, now()) RETURNING `+endpointCols, store.NewWebhookEndpointID(), accountID, url, secret))
+		return err
+	})
+	if errors.Is(err, store.ErrTooManyWebhookEndpoints) {
+		return store.WebhookEndpoint{}, err
+	}
 	if isForeignKey(err) {
 		return store.WebhookEndpoint{}, store.ErrNotFound
 	}
@@ -137,8 +154,9 @@ func (s *Store) EnableWebhookEndpoint(accountID, endpointID string) (store.Webho
 	return ep, nil
 }
 
-// SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url.
-func (s *Store) SetWebhookSigningSecret(accountID, secret string) (store.WebhookSigningSecret, error) {
+// SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url,
+// the one it replaces signing beside it for overlap; see store.Store.SetWebhookSigningSecret.
+func (s *Store) SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (store.WebhookSigningSecret, error) {
 	if secret == "" {
 		return store.WebhookSigningSecret{}, fmt.Errorf("%w: empty signing secret", store.ErrInvalidArgument)
 	}
@@ -146,15 +164,17 @@ func (s *Store) SetWebhookSigningSecret(accountID, secret string) (store.Webhook
 	defer cancel()
 	rec := store.WebhookSigningSecret{AccountID: accountID, Secret: secret}
 	err := s.pool.QueryRow(ctx, `INSERT INTO webhook_signing_secrets (account_id, secret, created_at) VALUES ($1, $2, now())
-		ON CONFLICT (account_id) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at
-		RETURNING created_at`, accountID, secret).Scan(&rec.CreatedAt)
+		ON CONFLICT (account_id) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at,
+			previous_secret = CASE WHEN $3::bigint > 0 THEN webhook_signing_secrets.secret ELSE '' END,
+			previous_expires_at = CASE WHEN $3::bigint > 0 THEN excluded.created_at + $3::bigint * interval '1 microsecond' END
+		RETURNING created_at, previous_secret, previous_expires_at`, accountID, secret, micros(overlap)).Scan(&rec.CreatedAt, &rec.PreviousSecret, &rec.PreviousExpiresAt)
 	if isForeignKey(err) {
 		return store.WebhookSigningSecret{}, store.ErrNotFound
 	}
 	if err != nil {
 		return store.WebhookSigningSecret{}, wrap("set webhook signing secret", err)
 	}
-	rec.CreatedAt = rec.CreatedAt.UTC()
+	rec.CreatedAt, rec.PreviousExpiresAt = rec.CreatedAt.UTC(), utcPtr(rec.PreviousExpiresAt)
 	return rec, nil
 }
 
@@ -163,14 +183,15 @@ func (s *Store) WebhookSigningSecret(accountID string) (store.WebhookSigningSecr
 	ctx, cancel := s.ctx()
 	defer cancel()
 	rec := store.WebhookSigningSecret{AccountID: accountID}
-	err := s.pool.QueryRow(ctx, `SELECT secret, created_at FROM webhook_signing_secrets WHERE account_id = $1`, accountID).Scan(&rec.Secret, &rec.CreatedAt)
+	err := s.pool.QueryRow(ctx, `SELECT secret, created_at, previous_secret, previous_expires_at FROM webhook_signing_secrets WHERE account_id = $1`,
+		accountID).Scan(&rec.Secret, &rec.CreatedAt, &rec.PreviousSecret, &rec.PreviousExpiresAt)
 	if isNoRows(err) {
 		return store.WebhookSigningSecret{}, store.ErrNotFound
 	}
 	if err != nil {
 		return store.WebhookSigningSecret{}, wrap("webhook signing secret", err)
 	}
-	rec.CreatedAt = rec.CreatedAt.UTC()
+	rec.CreatedAt, rec.PreviousExpiresAt = rec.CreatedAt.UTC(), utcPtr(rec.PreviousExpiresAt)
 	return rec, nil
 }
 
@@ -349,10 +370,13 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 		}
 		type due struct {
 			id, secret, why string
+			previous        string
+			previousUntil   *time.Time
 			failures        int
 		}
 		rows, err = tx.Query(ctx, `SELECT d.id, d.endpoint_id IS NULL, e.id IS NOT NULL, e.disabled_at IS NOT NULL,
-				coalesce(e.secret, ''), coalesce(s.secret, ''), coalesce(p.failures, 0)
+				coalesce(e.secret, ''), coalesce(s.secret, ''), coalesce(p.failures, 0),
+				coalesce(s.previous_secret, ''), s.previous_expires_at
 			FROM webhook_deliveries d
 			LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
 			LEFT JOIN webhook_signing_secrets s ON s.account_id = d.account_id
@@ -367,7 +391,9 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 			var d due
 			var ownURL, epExists, disabled bool
 			var epSecret, acctSecret string
-			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret, &d.failures); err != nil {
+			var previous string
+			var previousUntil *time.Time
+			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret, &d.failures, &previous, &previousUntil); err != nil {
 				rows.Close()
 				return err
 			}
@@ -376,6 +402,9 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 				d.why = "the account's webhook signing secret is gone"
 			case ownURL:
 				d.secret = acctSecret
+				if previous != "" && previousUntil != nil {
+					d.previous, d.previousUntil = previous, previousUntil
+				}
 			case !epExists:
 				d.why = "the endpoint was removed"
 			case disabled:
@@ -404,6 +433,9 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 				return err
 			}
 			got.Secret = d.secret
+			if d.previousUntil != nil {
+				got.PreviousSecret, got.PreviousSecretUntil = d.previous, d.previousUntil.UTC()
+			}
 			got.DestinationFailures = d.failures
 			out = append(out, got)
 		}
