@@ -76,7 +76,8 @@ func newAdminWebhooksCommand(o *adminOptions) *cobra.Command {
 		Use:   "secret ACCOUNT_ID",
 		Short: "Make the account's signing secret for jobs' webhook_url (shown once)",
 		Long: "Make the signing secret of the webhook_url the account's jobs name at create, replacing\n" +
-			"the one before; until an account has one, a create with webhook_url is refused.",
+			"the one before (which keeps signing beside it for 24 hours); until an account has one, a\n" +
+			"create with webhook_url is refused.",
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(ctx context.Context, c *client.Client, cmd *cobra.Command, args []string) error {
 			s, err := c.CreateWebhookSecret(ctx, args[0])

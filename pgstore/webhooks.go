@@ -207,7 +207,7 @@ func putJobWebhook(ctx context.Context, tx pgx.Tx, job store.Job, url string) er
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret, which an operator creates with `convsvc admin webhooks secret %s`", store.ErrInvalidArgument, job.AccountID)
+		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret: make it with POST /v1/webhook-secret (`convsvc webhooks rotate-secret`) or, as an operator, `convsvc admin webhooks secret %s`", store.ErrInvalidArgument, job.AccountID)
 	}
 	return nil
 }

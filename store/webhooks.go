@@ -447,7 +447,7 @@ func putJobWebhook(tx *bolt.Tx, job Job, url string) error {
 		return nil
 	}
 	if b := tx.Bucket(bucketWebhookSecrets); b == nil || b.Get([]byte(job.AccountID)) == nil {
-		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret, which an operator creates with `convsvc admin webhooks secret %s`", ErrInvalidArgument, job.AccountID)
+		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret: make it with POST /v1/webhook-secret (`convsvc webhooks rotate-secret`) or, as an operator, `convsvc admin webhooks secret %s`", ErrInvalidArgument, job.AccountID)
 	}
 	b, err := tx.CreateBucketIfNotExists(bucketJobWebhooks)
 	if err != nil {
