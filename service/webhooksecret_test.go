@@ -7,10 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,14 +22,7 @@ import (
 // secret's, and the old secret no longer verifies it.
 func TestDispatcher_RotatedSecretOverlap(t *testing.T) {
 	start := time.Now()
-	var now atomic.Int64
-	now.Store(start.UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	st, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Now: clock, Retention: 30 * 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, now, clock := clockedStore(t, start)
 	type got struct {
 		sig  string
 		body []byte
