@@ -219,3 +219,18 @@ func TestSelfWebhooks_SecretRotation(t *testing.T) {
 		})
 	}
 }
+
+// TestSelfWebhooks_OverlapConfigured: serve --webhook-secret-overlap sets how long the replaced
+// secret signs; the rotation shows its end.
+func TestSelfWebhooks_OverlapConfigured(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.WebhookSecretOverlap = 90 * time.Minute })
+	_, key := e.NewAccount(10)
+	must(t, e.Do("POST", "/v1/webhook-secret", key, nil), 200, "")
+	r := e.Do("POST", "/v1/webhook-secret", key, nil)
+	must(t, r, 200, "")
+	var st signingSecretState
+	r.JSON(t, &st)
+	if st.CreatedAt == nil || st.PreviousExpiresAt == nil || !st.PreviousExpiresAt.Equal(st.CreatedAt.Add(90*time.Minute)) {
+		t.Fatalf("rotation with a 90 min overlap: %s", r.Body)
+	}
+}

@@ -125,6 +125,9 @@ type Config struct {
 	// webhook_url; WebhookGuard checks their destinations.
 	Webhooks     WebhookStore
 	WebhookGuard webhook.Guard
+	// WebhookSecretOverlap is how long a replaced signing secret keeps signing after a
+	// rotation (0: webhook.SecretOverlap).
+	WebhookSecretOverlap time.Duration
 	// TrustedProxies are the peers whose Forwarded or X-Forwarded-For header names the client
 	// address the per-address limits use (clientKey); from any other peer those headers are
 	// ignored.

@@ -253,7 +253,7 @@ func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Reques
 }
 
 // rotateSigningSecret makes accountID's new signing secret and shows it once; the one it
-// replaces keeps signing beside it for webhook.SecretOverlap.
+// replaces keeps signing beside it for Config.WebhookSecretOverlap.
 func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request, accountID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
@@ -263,7 +263,11 @@ func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request, acc
 		s.writeError(w, r, err)
 		return
 	}
-	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(accountID, secret, webhook.SecretOverlap)
+	overlap := s.cfg.WebhookSecretOverlap
+	if overlap <= 0 {
+		overlap = webhook.SecretOverlap
+	}
+	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(accountID, secret, overlap)
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return

@@ -72,9 +72,13 @@ func (s *Store) CreateWebhookEndpoint(accountID, url, secret string) (store.Webh
 	var ep store.WebhookEndpoint
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		// One account's creates take turns, so two at once cannot both see room for the last.
+		// The count is a statement of its own: under READ COMMITTED its snapshot is then taken
+		// after the lock was granted, and sees the endpoint the previous holder committed.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0))`, accountID); err != nil {
+			return err
+		}
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0)),
-			(SELECT count(*) FROM webhook_endpoints WHERE account_id = $1)`, accountID).Scan(nil, &n); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE account_id = $1`, accountID).Scan(&n); err != nil {
 			return err
 		}
 		if n >= store.MaxWebhookEndpoints {

@@ -99,6 +99,9 @@ type Config struct {
 	// WebhookAllowPrivate lets webhooks go to loopback, private and link-local destinations
 	// (--webhook-allow-private: tests and trusted networks).
 	WebhookAllowPrivate bool
+	// WebhookSecretOverlap is how long an account's replaced signing secret keeps signing
+	// beside the new one after a rotation (--webhook-secret-overlap; 0: webhook.SecretOverlap).
+	WebhookSecretOverlap time.Duration
 	// WebhookTimeout bounds one delivery attempt (0: webhook.DefaultTimeout); WebhookPoll is
 	// how often the dispatcher looks for due retries (0: DefaultWebhookPoll); WebhookBackoff
 	// and WebhookPause, when set, replace webhook.Backoff and webhook.DestinationPause (tests).
@@ -365,24 +368,25 @@ func (m *Main) open() error {
 		writeLimiter = rw
 	}
 	m.api = httpapi.New(httpapi.Config{
-		WriteLimiter:   writeLimiter,
-		Store:          apiStore{JobStore: m.store, created: m.jobCreated},
-		Blobs:          m.blobs,
-		Catalog:        m.catalog,
-		Workers:        m.pool,
-		Logger:         m.log,
-		AdminToken:     cfg.AdminToken,
-		Ready:          m.notReadyReasons,
-		ReadyDetails:   m.readyDetails,
-		Metrics:        m.metrics.http,
-		MetricsHandler: metricsHandler,
-		TrustedProxies: cfg.TrustedProxies,
-		MaxWaitsPerKey: cfg.MaxWaitsPerKey,
-		WriteLimit:     cfg.WriteLimit,
-		RateWindow:     cfg.RateWindow,
-		Webhooks:       webhookAPIStore(m.store),
-		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
-		ObjectStorage:  objectStorageKind(local),
+		WriteLimiter:         writeLimiter,
+		Store:                apiStore{JobStore: m.store, created: m.jobCreated},
+		Blobs:                m.blobs,
+		Catalog:              m.catalog,
+		Workers:              m.pool,
+		Logger:               m.log,
+		AdminToken:           cfg.AdminToken,
+		Ready:                m.notReadyReasons,
+		ReadyDetails:         m.readyDetails,
+		Metrics:              m.metrics.http,
+		MetricsHandler:       metricsHandler,
+		TrustedProxies:       cfg.TrustedProxies,
+		MaxWaitsPerKey:       cfg.MaxWaitsPerKey,
+		WriteLimit:           cfg.WriteLimit,
+		RateWindow:           cfg.RateWindow,
+		Webhooks:             webhookAPIStore(m.store),
+		WebhookGuard:         webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		WebhookSecretOverlap: cfg.WebhookSecretOverlap,
+		ObjectStorage:        objectStorageKind(local),
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	m.metrics.countLongPolls(m.api.LongPolls)
