@@ -368,25 +368,27 @@ func (m *Main) open() error {
 		writeLimiter = rw
 	}
 	m.api = httpapi.New(httpapi.Config{
-		WriteLimiter:         writeLimiter,
-		Store:                apiStore{JobStore: m.store, created: m.jobCreated},
-		Blobs:                m.blobs,
-		Catalog:              m.catalog,
-		Workers:              m.pool,
-		Logger:               m.log,
-		AdminToken:           cfg.AdminToken,
-		Ready:                m.notReadyReasons,
-		ReadyDetails:         m.readyDetails,
-		Metrics:              m.metrics.http,
-		MetricsHandler:       metricsHandler,
-		TrustedProxies:       cfg.TrustedProxies,
-		MaxWaitsPerKey:       cfg.MaxWaitsPerKey,
-		WriteLimit:           cfg.WriteLimit,
-		RateWindow:           cfg.RateWindow,
-		Webhooks:             webhookAPIStore(m.store),
-		WebhookGuard:         webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		WriteLimiter:   writeLimiter,
+		Store:          apiStore{JobStore: m.store, created: m.jobCreated},
+		Blobs:          m.blobs,
+		Catalog:        m.catalog,
+		Workers:        m.pool,
+		Logger:         m.log,
+		AdminToken:     cfg.AdminToken,
+		Ready:          m.notReadyReasons,
+		ReadyDetails:   m.readyDetails,
+		Metrics:        m.metrics.http,
+		MetricsHandler: metricsHandler,
+		TrustedProxies: cfg.TrustedProxies,
+		MaxWaitsPerKey: cfg.MaxWaitsPerKey,
+		WriteLimit:     cfg.WriteLimit,
+		RateWindow:     cfg.RateWindow,
+		Webhooks:       webhookAPIStore(m.store),
+		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		ObjectStorage:  objectStorageKind(local),
+
+		// The signing secret's rotation overlap (--webhook-secret-overlap).
 		WebhookSecretOverlap: cfg.WebhookSecretOverlap,
-		ObjectStorage:        objectStorageKind(local),
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	m.metrics.countLongPolls(m.api.LongPolls)
