@@ -25,6 +25,10 @@ func (s *Server) handleSelfDeleteWebhook(w http.ResponseWriter, r *http.Request,
 	s.deleteWebhook(w, r, key.AccountID, ps.ByName("id"))
 }
 
+func (s *Server) handleSelfRotateWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
+	s.rotateWebhook(w, r, key.AccountID, ps.ByName("id"))
+}
+
 func (s *Server) handleSelfRotateSecret(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
 	s.rotateSigningSecret(w, r, key.AccountID)
 }
@@ -51,6 +55,7 @@ func (s *Server) routeSelfWebhooks(handle func(method, path string, h httprouter
 	handle("POST", "/v1/webhooks", s.withKey(true, s.handleSelfCreateWebhook))
 	handle("GET", "/v1/webhooks", s.withKey(false, s.handleSelfListWebhooks))
 	handle("DELETE", "/v1/webhooks/:id", s.withKey(true, s.handleSelfDeleteWebhook))
+	handle("POST", "/v1/webhooks/:id/rotate-secret", s.withKey(true, s.handleSelfRotateWebhook))
 	handle("GET", "/v1/webhook-secret", s.withKey(false, s.handleSelfGetSecret))
 	handle("POST", "/v1/webhook-secret", s.withKey(true, s.handleSelfRotateSecret))
 }

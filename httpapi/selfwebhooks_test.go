@@ -68,12 +68,40 @@ func TestSelfWebhooks_ScopedToKeysAccount(t *testing.T) {
 			if st.Set || st.AccountID != acct || st.SecretPrefix != nil {
 				t.Fatalf("secret of an account that made none: %s", r.Body)
 			}
-			_ = other
 
 			// Events reach the endpoint the key registered, signed with its secret.
 			job := e.Create(key, "png", "jpeg", 10)
 			must(t, e.Do("POST", "/v1/jobs/"+job.Job.ID+"/cancel", key, nil), 200, "")
 			checkEvent(t, e, key, ep.Secret, recv.wait(t, 1)[0], job.Job.ID, "job.cancelled")
+
+			// The endpoint's own secret rotates: not by another account; by this one with the
+			// old secret still signing beside the new during the overlap.
+			must(t, e.Do("POST", "/v1/webhooks/"+ep.ID+"/rotate-secret", otherKey, nil), 404, "not_found")
+			r = e.Do("POST", "/v1/webhooks/"+ep.ID+"/rotate-secret", key, nil)
+			must(t, r, 200, "")
+			var rotated struct {
+				endpointView
+				PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+				PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
+			}
+			r.JSON(t, &rotated)
+			if rotated.ID != ep.ID || !strings.HasPrefix(rotated.Secret, "whsec_") || rotated.Secret == ep.Secret ||
+				rotated.PreviousSecretPrefix == nil || *rotated.PreviousSecretPrefix != ep.SecretPrefix || rotated.PreviousExpiresAt == nil {
+				t.Fatalf("rotated endpoint %s", r.Body)
+			}
+			job2 := e.Create(key, "png", "jpeg", 10)
+			must(t, e.Do("POST", "/v1/jobs/"+job2.Job.ID+"/cancel", key, nil), 200, "")
+			got := recv.wait(t, 2)[1]
+			if n := strings.Count(got.header.Get(webhook.SignatureHeader), "v1="); n != 2 {
+				t.Fatalf("delivery after the endpoint's rotation has %d v1 values, want 2", n)
+			}
+			checkEvent(t, e, key, rotated.Secret, got, job2.Job.ID, "job.cancelled")
+			checkEvent(t, e, key, ep.Secret, got, job2.Job.ID, "job.cancelled")
+
+			// The operator rotates it too, on its own account's path only.
+			must(t, e.Do("POST", "/v1/admin/accounts/"+other+"/webhooks/"+ep.ID+"/rotate-secret", e.AdminToken, nil), 404, "not_found")
+			must(t, e.Do("POST", "/v1/admin/accounts/"+acct+"/webhooks/"+ep.ID+"/rotate-secret", key, nil), 403, "unauthorized")
+			must(t, e.Do("POST", "/v1/admin/accounts/"+acct+"/webhooks/"+ep.ID+"/rotate-secret", e.AdminToken, nil), 200, "")
 
 			r = e.Do("DELETE", "/v1/webhooks/"+ep.ID, key, nil)
 			must(t, r, 200, "")

@@ -20,6 +20,7 @@ type WebhookStore interface {
 	WebhookEndpoints(accountID string) ([]store.WebhookEndpoint, error)
 	DeleteWebhookEndpoint(accountID, endpointID string) error
 	EnableWebhookEndpoint(accountID, endpointID string) (store.WebhookEndpoint, error)
+	RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (store.WebhookEndpoint, error)
 	SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (store.WebhookSigningSecret, error)
 	WebhookSigningSecret(accountID string) (store.WebhookSigningSecret, error)
 	WebhookDeliveries(accountID string, q store.WebhookDeliveryQuery) ([]store.WebhookDelivery, error)
@@ -38,11 +39,20 @@ type webhookEndpointView struct {
 	CreatedAt    time.Time  `json:"created_at"`
 	FailingSince *time.Time `json:"failing_since"`
 	DisabledAt   *time.Time `json:"disabled_at"`
+	// PreviousSecretPrefix and PreviousExpiresAt show a rotation's replaced secret while it
+	// still signs beside the new one.
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
 }
 
-func viewEndpoint(ep store.WebhookEndpoint) webhookEndpointView {
-	return webhookEndpointView{ID: ep.ID, AccountID: ep.AccountID, URL: ep.URL, SecretPrefix: store.SecretPrefix(ep.Secret),
+func (s *Server) viewEndpoint(ep store.WebhookEndpoint) webhookEndpointView {
+	v := webhookEndpointView{ID: ep.ID, AccountID: ep.AccountID, URL: ep.URL, SecretPrefix: store.SecretPrefix(ep.Secret),
 		CreatedAt: ep.CreatedAt, FailingSince: ep.FailingSince, DisabledAt: ep.DisabledAt}
+	if ep.PreviousValid(s.now()) {
+		prev, until := store.SecretPrefix(ep.PreviousSecret), *ep.PreviousExpiresAt
+		v.PreviousSecretPrefix, v.PreviousExpiresAt = &prev, &until
+	}
+	return v
 }
 
 // signingSecretView is the account's signing secret: Secret only in the answer that made it.
@@ -176,7 +186,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, accountID
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
 	}
-	v := viewEndpoint(ep)
+	v := s.viewEndpoint(ep)
 	v.Secret = ep.Secret
 	writeJSON(w, http.StatusOK, v)
 }
@@ -197,7 +207,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, accountID 
 	}
 	out := listView[webhookEndpointView]{Data: []webhookEndpointView{}}
 	for _, ep := range eps {
-		out.Data = append(out.Data, viewEndpoint(ep))
+		out.Data = append(out.Data, s.viewEndpoint(ep))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -233,7 +243,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, accountID
 		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
 		return
 	}
-	writeJSON(w, http.StatusOK, viewEndpoint(ep))
+	writeJSON(w, http.StatusOK, s.viewEndpoint(ep))
 }
 
 func (s *Server) handleEnableWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -245,7 +255,40 @@ func (s *Server) handleEnableWebhook(w http.ResponseWriter, r *http.Request, ps 
 		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
 		return
 	}
-	writeJSON(w, http.StatusOK, viewEndpoint(ep))
+	writeJSON(w, http.StatusOK, s.viewEndpoint(ep))
+}
+
+func (s *Server) handleRotateWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.rotateWebhook(w, r, ps.ByName("id"), ps.ByName("webhook"))
+}
+
+// rotateWebhook makes a new secret for accountID's endpoint and shows it once; the one it
+// replaces keeps signing beside it for the overlap. Another account's endpoint is 404.
+func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request, accountID, endpointID string) {
+	if !s.webhooksEnabled(w, r) {
+		return
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	ep, err := s.cfg.Webhooks.RotateWebhookEndpointSecret(accountID, endpointID, secret, s.secretOverlap())
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
+		return
+	}
+	v := s.viewEndpoint(ep)
+	v.Secret = ep.Secret
+	writeJSON(w, http.StatusOK, v)
+}
+
+// secretOverlap is how long a replaced secret keeps signing after a rotation.
+func (s *Server) secretOverlap() time.Duration {
+	if s.cfg.WebhookSecretOverlap > 0 {
+		return s.cfg.WebhookSecretOverlap
+	}
+	return webhook.SecretOverlap
 }
 
 func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -263,11 +306,7 @@ func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request, acc
 		s.writeError(w, r, err)
 		return
 	}
-	overlap := s.cfg.WebhookSecretOverlap
-	if overlap <= 0 {
-		overlap = webhook.SecretOverlap
-	}
-	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(accountID, secret, overlap)
+	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(accountID, secret, s.secretOverlap())
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
@@ -315,6 +354,7 @@ func (s *Server) routeWebhooks(handle func(method, path string, h httprouter.Han
 	handle("GET", "/v1/admin/accounts/:id/webhooks", s.withAdmin(s.handleListWebhooks))
 	handle("DELETE", "/v1/admin/accounts/:id/webhooks/:webhook", s.withAdmin(s.handleDeleteWebhook))
 	handle("POST", "/v1/admin/accounts/:id/webhooks/:webhook/enable", s.withAdmin(s.handleEnableWebhook))
+	handle("POST", "/v1/admin/accounts/:id/webhooks/:webhook/rotate-secret", s.withAdmin(s.handleRotateWebhook))
 	handle("POST", "/v1/admin/accounts/:id/webhook-secret", s.withAdmin(s.handleCreateSigningSecret))
 	handle("GET", "/v1/admin/accounts/:id/webhook-deliveries", s.withAdmin(s.handleListDeliveries))
 }

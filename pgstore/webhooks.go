@@ -14,16 +14,17 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-const endpointCols = `id, account_id, url, secret, created_at, failing_since, disabled_at`
+const endpointCols = `id, account_id, url, secret, created_at, failing_since, disabled_at, previous_secret, previous_expires_at`
 
 func scanEndpoint(row pgx.Row) (store.WebhookEndpoint, error) {
 	var ep store.WebhookEndpoint
-	err := row.Scan(&ep.ID, &ep.AccountID, &ep.URL, &ep.Secret, &ep.CreatedAt, &ep.FailingSince, &ep.DisabledAt)
+	err := row.Scan(&ep.ID, &ep.AccountID, &ep.URL, &ep.Secret, &ep.CreatedAt, &ep.FailingSince, &ep.DisabledAt,
+		&ep.PreviousSecret, &ep.PreviousExpiresAt)
 	if isNoRows(err) {
 		return ep, store.ErrNotFound
 	}
 	ep.CreatedAt = ep.CreatedAt.UTC()
-	ep.FailingSince, ep.DisabledAt = utcPtr(ep.FailingSince), utcPtr(ep.DisabledAt)
+	ep.FailingSince, ep.DisabledAt, ep.PreviousExpiresAt = utcPtr(ep.FailingSince), utcPtr(ep.DisabledAt), utcPtr(ep.PreviousExpiresAt)
 	return ep, err
 }
 
@@ -154,6 +155,24 @@ func (s *Store) EnableWebhookEndpoint(accountID, endpointID string) (store.Webho
 		WHERE id = $1 AND account_id = $2 RETURNING `+endpointCols, endpointID, accountID))
 	if err != nil {
 		return store.WebhookEndpoint{}, wrap("enable webhook endpoint", err)
+	}
+	return ep, nil
+}
+
+// RotateWebhookEndpointSecret makes secret the endpoint's signing secret, the one it replaces
+// signing beside it for overlap; see store.Store.RotateWebhookEndpointSecret.
+func (s *Store) RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (store.WebhookEndpoint, error) {
+	if secret == "" {
+		return store.WebhookEndpoint{}, fmt.Errorf("%w: empty endpoint secret", store.ErrInvalidArgument)
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	ep, err := scanEndpoint(s.pool.QueryRow(ctx, `UPDATE webhook_endpoints SET secret = $3,
+			previous_secret = CASE WHEN $4::bigint > 0 THEN secret ELSE '' END,
+			previous_expires_at = CASE WHEN $4::bigint > 0 THEN now() + $4::bigint * interval '1 microsecond' END
+		WHERE id = $1 AND account_id = $2 RETURNING `+endpointCols, endpointID, accountID, secret, micros(overlap)))
+	if err != nil {
+		return store.WebhookEndpoint{}, wrap("rotate webhook endpoint secret", err)
 	}
 	return ep, nil
 }
@@ -380,7 +399,8 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 		}
 		rows, err = tx.Query(ctx, `SELECT d.id, d.endpoint_id IS NULL, e.id IS NOT NULL, e.disabled_at IS NOT NULL,
 				coalesce(e.secret, ''), coalesce(s.secret, ''), coalesce(p.failures, 0),
-				coalesce(s.previous_secret, ''), s.previous_expires_at
+				coalesce(s.previous_secret, ''), s.previous_expires_at,
+				coalesce(e.previous_secret, ''), e.previous_expires_at
 			FROM webhook_deliveries d
 			LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
 			LEFT JOIN webhook_signing_secrets s ON s.account_id = d.account_id
@@ -395,9 +415,10 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 			var d due
 			var ownURL, epExists, disabled bool
 			var epSecret, acctSecret string
-			var previous string
-			var previousUntil *time.Time
-			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret, &d.failures, &previous, &previousUntil); err != nil {
+			var previous, epPrevious string
+			var previousUntil, epPreviousUntil *time.Time
+			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret, &d.failures, &previous, &previousUntil,
+				&epPrevious, &epPreviousUntil); err != nil {
 				rows.Close()
 				return err
 			}
@@ -415,6 +436,9 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 				d.why = "the endpoint is disabled"
 			default:
 				d.secret = epSecret
+				if epPrevious != "" && epPreviousUntil != nil {
+					d.previous, d.previousUntil = epPrevious, epPreviousUntil
+				}
 			}
 			dues = append(dues, d)
 		}

@@ -33,6 +33,15 @@ type WebhookEndpoint struct {
 	FailingSince *time.Time `json:"failing_since,omitempty"`
 	// DisabledAt is when the endpoint was disabled for failing continuously (WebhookAttempt.DisableAfter).
 	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+	// PreviousSecret is the secret a rotation replaced, still signing beside Secret until
+	// PreviousExpiresAt; empty when there is none.
+	PreviousSecret    string     `json:"previous_secret,omitempty"`
+	PreviousExpiresAt *time.Time `json:"previous_expires_at,omitempty"`
+}
+
+// PreviousValid reports whether the endpoint's previous secret still signs deliveries at now.
+func (ep WebhookEndpoint) PreviousValid(now time.Time) bool {
+	return ep.PreviousSecret != "" && ep.PreviousExpiresAt != nil && now.Before(*ep.PreviousExpiresAt)
 }
 
 // WebhookSigningSecret is the account's secret that signs the deliveries to the webhook_url a
@@ -89,9 +98,10 @@ type WebhookDelivery struct {
 	Claimed bool `json:"claimed,omitempty"`
 	// Secret is filled by ClaimWebhookDeliveries: the secret that signs this attempt.
 	Secret string `json:"-"`
-	// PreviousSecret and PreviousSecretUntil are filled by ClaimWebhookDeliveries for a job's
-	// own webhook_url while the account's signing secret rotates: the replaced secret signs the
-	// attempt too (a second v1= value) when it is sent before PreviousSecretUntil.
+	// PreviousSecret and PreviousSecretUntil are filled by ClaimWebhookDeliveries while the
+	// secret that signs the delivery rotates (the endpoint's, or for a job's own webhook_url
+	// the account's): the replaced secret signs the attempt too (a second v1= value) when it is
+	// sent before PreviousSecretUntil.
 	PreviousSecret      string    `json:"-"`
 	PreviousSecretUntil time.Time `json:"-"`
 	// DestinationFailures is filled by ClaimWebhookDeliveries: the attempts in a row that
@@ -395,6 +405,34 @@ func (s *Store) EnableWebhookEndpoint(accountID, endpointID string) (WebhookEndp
 		return putJSON(b, endpointKey(accountID, ep.ID), ep)
 	})
 	return ep, err
+}
+
+// RotateWebhookEndpointSecret makes secret the signing secret of one of the account's
+// endpoints; the one it replaces keeps signing beside it for overlap (<= 0: not at all), and
+// one replaced during an earlier overlap ends then. Another account's endpoint is ErrNotFound.
+func (s *Store) RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (WebhookEndpoint, error) {
+	if secret == "" {
+		return WebhookEndpoint{}, fmt.Errorf("%w: empty endpoint secret", ErrInvalidArgument)
+	}
+	now := s.opts.Now().UTC()
+	var ep WebhookEndpoint
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWebhookEndpoints)
+		if err := getJSON(b, endpointKey(accountID, endpointID), &ep); err != nil {
+			return err
+		}
+		ep.PreviousSecret, ep.PreviousExpiresAt = "", nil
+		if overlap > 0 {
+			until := now.Add(overlap)
+			ep.PreviousSecret, ep.PreviousExpiresAt = ep.Secret, &until
+		}
+		ep.Secret = secret
+		return putJSON(b, endpointKey(accountID, ep.ID), ep)
+	})
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return ep, nil
 }
 
 // SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url.
@@ -757,6 +795,9 @@ func deliverySecret(tx *bolt.Tx, d *WebhookDelivery) (secret, why string, err er
 		return "", "", err
 	case ep.DisabledAt != nil:
 		return "", "the endpoint is disabled", nil
+	}
+	if ep.PreviousSecret != "" && ep.PreviousExpiresAt != nil {
+		d.PreviousSecret, d.PreviousSecretUntil = ep.PreviousSecret, *ep.PreviousExpiresAt
 	}
 	return ep.Secret, "", nil
 }

@@ -19,6 +19,7 @@ type WebhookBackend interface {
 	WebhookEndpoints(accountID string) ([]store.WebhookEndpoint, error)
 	DeleteWebhookEndpoint(accountID, endpointID string) error
 	EnableWebhookEndpoint(accountID, endpointID string) (store.WebhookEndpoint, error)
+	RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (store.WebhookEndpoint, error)
 	SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (store.WebhookSigningSecret, error)
 	WebhookSigningSecret(accountID string) (store.WebhookSigningSecret, error)
 	JobWebhookURL(jobID string) (string, error)
@@ -727,8 +728,9 @@ func testWebhookExpiryPaths(t *testing.T, newStore NewFunc) {
 
 // testWebhookSecretRotation: rotating the account's signing secret keeps the replaced one, with
 // the end of its overlap, in the same record; a claimed delivery to a job's own webhook_url
-// carries both (the dispatcher decides by its clock whether the old one still signs), an
-// endpoint's delivery only its own secret; a second rotation drops the oldest secret.
+// carries both (the dispatcher decides by its clock whether the old one still signs), and one
+// to an endpoint whose own secret was rotated carries that endpoint's two; a second rotation
+// drops the oldest secret.
 func testWebhookSecretRotation(t *testing.T, newStore NewFunc) {
 	f := newFixture(t, newStore, Options{}, 100)
 	wb := f.wh()
@@ -750,6 +752,18 @@ func testWebhookSecretRotation(t *testing.T, newStore NewFunc) {
 		t.Fatalf("read back = %+v, %v; want %+v", got, err, second)
 	}
 	ep := f.endpoint("https://a.example/hook")
+	// The endpoint's own secret rotates the same way; another account cannot rotate it.
+	other := newFixtureOn(t, f.s, "other")
+	_, err = wb.RotateWebhookEndpointSecret(other.ID, ep.ID, "whsec_theirs", time.Hour)
+	wantErr(t, err, store.ErrNotFound, "rotate another account's endpoint")
+	rotatedEP, err := wb.RotateWebhookEndpointSecret(f.acct.ID, ep.ID, "whsec_ep_new", 2*time.Hour)
+	if err != nil || rotatedEP.Secret != "whsec_ep_new" || rotatedEP.PreviousSecret != ep.Secret || rotatedEP.PreviousExpiresAt == nil {
+		t.Fatalf("rotated endpoint = %+v, %v", rotatedEP, err)
+	}
+	if eps, err := wb.WebhookEndpoints(f.acct.ID); err != nil || len(eps) != 1 || eps[0].Secret != "whsec_ep_new" || eps[0].PreviousSecret != ep.Secret ||
+		!eps[0].PreviousExpiresAt.Equal(*rotatedEP.PreviousExpiresAt) {
+		t.Fatalf("endpoints after rotation = %+v, %v", eps, err)
+	}
 	job, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1,
 		WebhookURL: "https://job.example/hook"}, plainRender)
 	if err != nil {
@@ -768,8 +782,8 @@ func testWebhookSecretRotation(t *testing.T, newStore NewFunc) {
 					d.Secret, d.PreviousSecret, d.PreviousSecretUntil, second.PreviousExpiresAt)
 			}
 		case ep.ID:
-			if d.Secret != ep.Secret || d.PreviousSecret != "" {
-				t.Fatalf("endpoint delivery signs with %q, previous %q", d.Secret, d.PreviousSecret)
+			if d.Secret != "whsec_ep_new" || d.PreviousSecret != ep.Secret || !d.PreviousSecretUntil.Equal(*rotatedEP.PreviousExpiresAt) {
+				t.Fatalf("endpoint delivery signs with %q, previous %q until %v", d.Secret, d.PreviousSecret, d.PreviousSecretUntil)
 			}
 		}
 	}
