@@ -133,6 +133,10 @@ func TestDocs_WebhooksKeyCommands(t *testing.T) {
 			if !strings.Contains(out, endpointID) || strings.Contains(out, "whsec_") && !strings.Contains(out, "secret_prefix") {
 				t.Errorf("%s printed %s", line, out)
 			}
+		case "rotate":
+			if v.ID != endpointID || !strings.HasPrefix(v.Secret, "whsec_") {
+				t.Errorf("%s printed %s: want the endpoint with its new secret", line, out)
+			}
 		case "rm":
 			if v.ID != endpointID {
 				t.Errorf("%s printed %s", line, out)
@@ -149,7 +153,7 @@ func TestDocs_WebhooksKeyCommands(t *testing.T) {
 		}
 		ran = append(ran, args[2])
 	}
-	if strings.Join(ran, " ") != "add list rm rotate-secret secret" {
+	if strings.Join(ran, " ") != "add list rotate rm rotate-secret secret" {
 		t.Errorf("ran %v", ran)
 	}
 	// Without a key the command says how to give one.

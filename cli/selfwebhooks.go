@@ -18,7 +18,8 @@ func newWebhooksCommand() *cobra.Command {
 		Short: "Register your account's webhook endpoints and rotate its signing secret, with its API key",
 		Long: "Manage the webhook endpoints of the account --key belongs to: every job.succeeded,\n" +
 			"job.failed and job.cancelled event of its jobs is POSTed to each, signed with the\n" +
-			"endpoint's secret, which `add` prints once. `rotate-secret` makes the account's signing\n" +
+			"endpoint's secret, which `add` prints once and `rotate` replaces (the old one signs 24\n" +
+			"hours more). `rotate-secret` makes the account's signing\n" +
 			"secret for the webhook_url a job names at create; the secret it replaces keeps signing\n" +
 			"beside it for 24 hours. Operators manage any account with `convsvc admin webhooks`\n" +
 			"(docs/webhooks.md).",
@@ -66,6 +67,18 @@ func newWebhooksCommand() *cobra.Command {
 			return printJSON(cmd, ep)
 		}),
 	}
+	rotateEndpoint := &cobra.Command{
+		Use:   "rotate ENDPOINT_ID",
+		Short: "Make a new secret for an endpoint (shown once); the old one signs 24 h more",
+		Args:  cobra.ExactArgs(1),
+		RunE: run(func(ctx context.Context, c *client.Client, cmd *cobra.Command, args []string) error {
+			ep, err := c.RotateOwnWebhook(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, ep)
+		}),
+	}
 	secret := &cobra.Command{
 		Use: "secret", Short: "Show whether the account has a signing secret (its prefix, never the secret)", Args: cobra.NoArgs,
 		RunE: run(func(ctx context.Context, c *client.Client, cmd *cobra.Command, _ []string) error {
@@ -92,6 +105,6 @@ func newWebhooksCommand() *cobra.Command {
 			return printJSON(cmd, s)
 		}),
 	}
-	cmd.AddCommand(add, list, rm, secret, rotate)
+	cmd.AddCommand(add, list, rm, rotateEndpoint, secret, rotate)
 	return cmd
 }

@@ -19,6 +19,10 @@ type WebhookEndpoint struct {
 	CreatedAt    time.Time  `json:"created_at"`
 	FailingSince *time.Time `json:"failing_since"`
 	DisabledAt   *time.Time `json:"disabled_at"`
+	// PreviousSecretPrefix and PreviousExpiresAt show the secret a rotation replaced while it
+	// still signs deliveries beside Secret.
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
 }
 
 // WebhookSigningSecret is an account's new signing secret for its jobs' webhook_url, shown
@@ -92,6 +96,14 @@ func (c *Client) DeleteWebhook(ctx context.Context, accountID, endpointID string
 func (c *Client) EnableWebhook(ctx context.Context, accountID, endpointID string) (WebhookEndpoint, error) {
 	var out WebhookEndpoint
 	err := c.do(ctx, http.MethodPost, webhooksPath(accountID)+"/webhooks/"+url.PathEscape(endpointID)+"/enable", nil, nil, &out)
+	return out, err
+}
+
+// RotateWebhook makes a new secret for one of the account's endpoints (admin token required),
+// shown only this once; the one it replaces keeps signing beside it for 24 hours.
+func (c *Client) RotateWebhook(ctx context.Context, accountID, endpointID string) (WebhookEndpoint, error) {
+	var out WebhookEndpoint
+	err := c.do(ctx, http.MethodPost, webhooksPath(accountID)+"/webhooks/"+url.PathEscape(endpointID)+"/rotate-secret", nil, nil, &out)
 	return out, err
 }
 

@@ -32,6 +32,14 @@ func (c *Client) DeleteOwnWebhook(ctx context.Context, endpointID string) (Webho
 	return out, err
 }
 
+// RotateOwnWebhook makes a new secret for one of the key's account's endpoints, shown only
+// this once; the one it replaces keeps signing beside it for 24 hours (two v1= values).
+func (c *Client) RotateOwnWebhook(ctx context.Context, endpointID string) (WebhookEndpoint, error) {
+	var out WebhookEndpoint
+	err := c.do(ctx, http.MethodPost, "/v1/webhooks/"+url.PathEscape(endpointID)+"/rotate-secret", nil, nil, &out)
+	return out, err
+}
+
 // WebhookSecret says whether the key's account has a signing secret for its jobs'
 // webhook_url, and shows its prefix (never the secret).
 func (c *Client) WebhookSecret(ctx context.Context) (WebhookSecretState, error) {
