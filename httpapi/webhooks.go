@@ -265,12 +265,8 @@ func (s *Server) handleRotateWebhook(w http.ResponseWriter, r *http.Request, ps 
 // rotateWebhook makes a new secret for accountID's endpoint and shows it once; the one it
 // replaces keeps signing beside it for the overlap. Another account's endpoint is 404.
 func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request, accountID, endpointID string) {
-	if !s.webhooksEnabled(w, r) {
-		return
-	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		s.writeError(w, r, err)
+	secret, ok := s.rotationSecret(w, r)
+	if !ok {
 		return
 	}
 	ep, err := s.cfg.Webhooks.RotateWebhookEndpointSecret(accountID, endpointID, secret, s.secretOverlap())
@@ -281,6 +277,20 @@ func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request, accountID
 	v := s.viewEndpoint(ep)
 	v.Secret = ep.Secret
 	writeJSON(w, http.StatusOK, v)
+}
+
+// rotationSecret makes the new secret of a rotation; false when it has answered instead (no
+// webhooks on this store, or no randomness).
+func (s *Server) rotationSecret(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if !s.webhooksEnabled(w, r) {
+		return "", false
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		s.writeError(w, r, err)
+		return "", false
+	}
+	return secret, true
 }
 
 // secretOverlap is how long a replaced secret keeps signing after a rotation.
@@ -298,12 +308,8 @@ func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Reques
 // rotateSigningSecret makes accountID's new signing secret and shows it once; the one it
 // replaces keeps signing beside it for Config.WebhookSecretOverlap.
 func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request, accountID string) {
-	if !s.webhooksEnabled(w, r) {
-		return
-	}
-	secret, err := webhook.NewSecret()
-	if err != nil {
-		s.writeError(w, r, err)
+	secret, ok := s.rotationSecret(w, r)
+	if !ok {
 		return
 	}
 	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(accountID, secret, s.secretOverlap())
