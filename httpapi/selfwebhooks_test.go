@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
 	"github.com/convsvc/convsvc/webhook"
