@@ -18,6 +18,7 @@ import (
 	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/internal/gcfloor"
 	"github.com/convsvc/convsvc/service"
+	"github.com/convsvc/convsvc/webhook"
 )
 
 // serveOptions are the flags of serve.
@@ -64,6 +65,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.BlobPublicURL, "blob-public-url", "", "object storage base URL in signed URLs (default http://BLOB-LISTEN)")
 	f.StringSliceVar(&o.cfg.CORSOrigins, "cors-origins", nil, "web origins (scheme://host[:port], comma-separated, or *) whose pages may upload to and download from object storage (default: the origin of --public-url)")
 	f.StringVar(&o.cfg.MetricsListen, "metrics-listen", "", "serve GET /metrics on this address instead of the API's")
+	f.DurationVar(&o.cfg.WebhookSecretOverlap, "webhook-secret-overlap", webhook.SecretOverlap, "how long an account's replaced webhook signing secret keeps signing beside the new one after a rotation (both v1= values are sent meanwhile; docs/webhooks.md); 1m to 720h")
 	f.BoolVar(&o.cfg.WebhookAllowPrivate, "webhook-allow-private", false, "let webhooks go to loopback, private, link-local and metadata addresses (tests and trusted networks; docs/webhooks.md)")
 	f.BoolVar(&o.cfg.FetchAllowPrivate, "fetch-allow-private", false, "let source_url fetches and deliver_to uploads reach loopback, private, link-local and metadata addresses (tests and trusted networks; docs/remote.md)")
 	f.IntVar(&o.cfg.Workers, "workers", 0, "conversion workers (default: number of CPUs)")

@@ -108,6 +108,9 @@ func (o *serveOptions) validate() error {
 			bad(d.flag, "is %s: use a duration above 0 and at most %s, like 30s or 24h", d.value, d.maxHuman)
 		}
 	}
+	if c.WebhookSecretOverlap < time.Minute || c.WebhookSecretOverlap > 720*time.Hour {
+		bad("webhook-secret-overlap", "is %s: use 1m to 720h, like 24h (how long a replaced signing secret still signs)", c.WebhookSecretOverlap)
+	}
 	if c.Lease < minLease || c.Lease > maxTimeout {
 		bad("lease", "is %s: use 1s to 24h, like 30s (a node heartbeats every third of it)", c.Lease)
 	}

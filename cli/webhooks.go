@@ -72,11 +72,22 @@ func newAdminWebhooksCommand(o *adminOptions) *cobra.Command {
 			return printJSON(cmd, ep)
 		}),
 	}
+	rotate := &cobra.Command{
+		Use: "rotate ACCOUNT_ID ENDPOINT_ID", Short: "Make a new secret for an endpoint (shown once); the old one signs 24 h more", Args: cobra.ExactArgs(2),
+		RunE: run(func(ctx context.Context, c *client.Client, cmd *cobra.Command, args []string) error {
+			ep, err := c.RotateWebhook(ctx, args[0], args[1])
+			if err != nil {
+				return err
+			}
+			return printJSON(cmd, ep)
+		}),
+	}
 	secret := &cobra.Command{
 		Use:   "secret ACCOUNT_ID",
 		Short: "Make the account's signing secret for jobs' webhook_url (shown once)",
 		Long: "Make the signing secret of the webhook_url the account's jobs name at create, replacing\n" +
-			"the one before; until an account has one, a create with webhook_url is refused.",
+			"the one before (which keeps signing beside it for 24 hours); until an account has one, a\n" +
+			"create with webhook_url is refused.",
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(ctx context.Context, c *client.Client, cmd *cobra.Command, args []string) error {
 			s, err := c.CreateWebhookSecret(ctx, args[0])
@@ -107,6 +118,6 @@ func newAdminWebhooksCommand(o *adminOptions) *cobra.Command {
 	}
 	deliveries.Flags().StringVar(&state, "state", "", "only deliveries in this state: pending, delivered or failed")
 	deliveries.Flags().IntVar(&limit, "limit", 50, "at most this many, newest first (1 to 500)")
-	cmd.AddCommand(add, list, rm, enable, secret, deliveries)
+	cmd.AddCommand(add, list, rm, enable, rotate, secret, deliveries)
 	return cmd
 }

@@ -19,14 +19,33 @@ type WebhookEndpoint struct {
 	CreatedAt    time.Time  `json:"created_at"`
 	FailingSince *time.Time `json:"failing_since"`
 	DisabledAt   *time.Time `json:"disabled_at"`
+	// PreviousSecretPrefix and PreviousExpiresAt show the secret a rotation replaced while it
+	// still signs deliveries beside Secret.
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
 }
 
-// WebhookSigningSecret is an account's new signing secret for its jobs' webhook_url, shown once.
+// WebhookSigningSecret is an account's new signing secret for its jobs' webhook_url, shown
+// once. The secret it replaced, if any, keeps signing beside it until PreviousExpiresAt.
 type WebhookSigningSecret struct {
-	AccountID    string    `json:"account_id"`
-	Secret       string    `json:"secret"`
-	SecretPrefix string    `json:"secret_prefix"`
-	CreatedAt    time.Time `json:"created_at"`
+	AccountID            string     `json:"account_id"`
+	Set                  bool       `json:"set"`
+	Secret               string     `json:"secret"`
+	SecretPrefix         string     `json:"secret_prefix"`
+	CreatedAt            time.Time  `json:"created_at"`
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
+}
+
+// WebhookSecretState says whether an account has a signing secret (its prefix, never the
+// secret) and, while a rotation's overlap lasts, the replaced one's prefix and end.
+type WebhookSecretState struct {
+	AccountID            string     `json:"account_id"`
+	Set                  bool       `json:"set"`
+	SecretPrefix         *string    `json:"secret_prefix"`
+	CreatedAt            *time.Time `json:"created_at"`
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
 }
 
 // WebhookDelivery is one event to one destination, with its state and last error.
@@ -80,8 +99,17 @@ func (c *Client) EnableWebhook(ctx context.Context, accountID, endpointID string
 	return out, err
 }
 
-// CreateWebhookSecret makes the account's signing secret for its jobs' webhook_url,
-// replacing the one before; the secret is shown only this once.
+// RotateWebhook makes a new secret for one of the account's endpoints (admin token required),
+// shown only this once; the one it replaces keeps signing beside it for 24 hours.
+func (c *Client) RotateWebhook(ctx context.Context, accountID, endpointID string) (WebhookEndpoint, error) {
+	var out WebhookEndpoint
+	err := c.do(ctx, http.MethodPost, webhooksPath(accountID)+"/webhooks/"+url.PathEscape(endpointID)+"/rotate-secret", nil, nil, &out)
+	return out, err
+}
+
+// CreateWebhookSecret makes the account's signing secret for its jobs' webhook_url (admin
+// token required); the one it replaces keeps signing beside it for 24 hours. The secret is
+// shown only this once.
 func (c *Client) CreateWebhookSecret(ctx context.Context, accountID string) (WebhookSigningSecret, error) {
 	var out WebhookSigningSecret
 	err := c.do(ctx, http.MethodPost, webhooksPath(accountID)+"/webhook-secret", nil, nil, &out)

@@ -146,7 +146,7 @@ func TestReadWebhook(t *testing.T) {
 	s := webhook.NewSender(webhook.Guard{AllowPrivate: true}, 30*time.Second)
 	defer s.Close()
 
-	res := s.Send(context.Background(), srv.URL, secret, "evt_7", webhook.EventJobSucceeded, body, time.Now())
+	res := s.Send(context.Background(), srv.URL, []string{secret}, "evt_7", webhook.EventJobSucceeded, body, time.Now())
 	o := <-got
 	if !res.OK() || res.StatusCode != http.StatusNoContent || o.err != nil {
 		t.Fatalf("delivery: %+v, receiver: %v", res, o.err)
@@ -156,7 +156,7 @@ func TestReadWebhook(t *testing.T) {
 		t.Fatalf("receiver decoded %+v", o.ev)
 	}
 
-	res = s.Send(context.Background(), srv.URL, "whsec_other", "evt_8", webhook.EventJobSucceeded, body, time.Now())
+	res = s.Send(context.Background(), srv.URL, []string{"whsec_other"}, "evt_8", webhook.EventJobSucceeded, body, time.Now())
 	o = <-got
 	if res.StatusCode != http.StatusBadRequest || !errors.Is(o.err, client.ErrWebhookBadSignature) {
 		t.Fatalf("wrong secret: delivery %+v, receiver %v", res, o.err)

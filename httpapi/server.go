@@ -125,6 +125,9 @@ type Config struct {
 	// webhook_url; WebhookGuard checks their destinations.
 	Webhooks     WebhookStore
 	WebhookGuard webhook.Guard
+	// WebhookSecretOverlap is how long a replaced signing secret keeps signing after a
+	// rotation (0: webhook.SecretOverlap).
+	WebhookSecretOverlap time.Duration
 	// TrustedProxies are the peers whose Forwarded or X-Forwarded-For header names the client
 	// address the per-address limits use (clientKey); from any other peer those headers are
 	// ignored.
@@ -260,6 +263,7 @@ func (s *Server) routes() {
 	handle("GET", "/v1/admin/presets/:name", s.withAdmin(s.handleGetPreset))
 	handle("DELETE", "/v1/admin/presets/:name", s.withAdmin(s.handleDeletePreset))
 	s.routeWebhooks(handle)
+	s.routeSelfWebhooks(handle)
 	s.router = r
 	s.handler = Observed(r, Observe{Logger: s.log, Metrics: s.cfg.Metrics, Server: "api"})
 }

@@ -20,7 +20,9 @@ type WebhookStore interface {
 	WebhookEndpoints(accountID string) ([]store.WebhookEndpoint, error)
 	DeleteWebhookEndpoint(accountID, endpointID string) error
 	EnableWebhookEndpoint(accountID, endpointID string) (store.WebhookEndpoint, error)
-	SetWebhookSigningSecret(accountID, secret string) (store.WebhookSigningSecret, error)
+	RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (store.WebhookEndpoint, error)
+	SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (store.WebhookSigningSecret, error)
+	WebhookSigningSecret(accountID string) (store.WebhookSigningSecret, error)
 	WebhookDeliveries(accountID string, q store.WebhookDeliveryQuery) ([]store.WebhookDelivery, error)
 }
 
@@ -37,19 +39,42 @@ type webhookEndpointView struct {
 	CreatedAt    time.Time  `json:"created_at"`
 	FailingSince *time.Time `json:"failing_since"`
 	DisabledAt   *time.Time `json:"disabled_at"`
+	// PreviousSecretPrefix and PreviousExpiresAt show a rotation's replaced secret while it
+	// still signs beside the new one.
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
 }
 
-func viewEndpoint(ep store.WebhookEndpoint) webhookEndpointView {
-	return webhookEndpointView{ID: ep.ID, AccountID: ep.AccountID, URL: ep.URL, SecretPrefix: store.SecretPrefix(ep.Secret),
+func (s *Server) viewEndpoint(ep store.WebhookEndpoint) webhookEndpointView {
+	v := webhookEndpointView{ID: ep.ID, AccountID: ep.AccountID, URL: ep.URL, SecretPrefix: store.SecretPrefix(ep.Secret),
 		CreatedAt: ep.CreatedAt, FailingSince: ep.FailingSince, DisabledAt: ep.DisabledAt}
+	if ep.PreviousValid(s.now()) {
+		prev, until := store.SecretPrefix(ep.PreviousSecret), *ep.PreviousExpiresAt
+		v.PreviousSecretPrefix, v.PreviousExpiresAt = &prev, &until
+	}
+	return v
 }
 
-// signingSecretView is the account's new signing secret, shown once.
+// signingSecretView is the account's signing secret: Secret only in the answer that made it.
 type signingSecretView struct {
-	AccountID    string    `json:"account_id"`
-	Secret       string    `json:"secret"`
-	SecretPrefix string    `json:"secret_prefix"`
-	CreatedAt    time.Time `json:"created_at"`
+	AccountID            string     `json:"account_id"`
+	Set                  bool       `json:"set"`
+	Secret               string     `json:"secret,omitempty"`
+	SecretPrefix         *string    `json:"secret_prefix"`
+	CreatedAt            *time.Time `json:"created_at"`
+	PreviousSecretPrefix *string    `json:"previous_secret_prefix"`
+	PreviousExpiresAt    *time.Time `json:"previous_expires_at"`
+}
+
+// viewSigningSecret shows rec at now: its previous secret only while its overlap lasts.
+func viewSigningSecret(rec store.WebhookSigningSecret, now time.Time) signingSecretView {
+	prefix, created := store.SecretPrefix(rec.Secret), rec.CreatedAt
+	v := signingSecretView{AccountID: rec.AccountID, Set: true, SecretPrefix: &prefix, CreatedAt: &created}
+	if rec.PreviousValid(now) {
+		prev, until := store.SecretPrefix(rec.PreviousSecret), *rec.PreviousExpiresAt
+		v.PreviousSecretPrefix, v.PreviousExpiresAt = &prev, &until
+	}
+	return v
 }
 
 // webhookDeliveryView is a delivery as the admin API shows it.
@@ -127,6 +152,12 @@ type webhookEndpointRequest struct {
 }
 
 func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.createWebhook(w, r, ps.ByName("id"))
+}
+
+// createWebhook registers an endpoint for accountID (the admin's path parameter, or the key's
+// own account): the URL guard, the endpoint cap and the once-shown secret are the same for both.
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, accountID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
 	}
@@ -150,28 +181,33 @@ func (s *Server) handleCreateWebhook(w http.ResponseWriter, r *http.Request, ps 
 		s.writeError(w, r, err)
 		return
 	}
-	ep, err := s.cfg.Webhooks.CreateWebhookEndpoint(ps.ByName("id"), *req.URL, secret)
+	ep, err := s.cfg.Webhooks.CreateWebhookEndpoint(accountID, *req.URL, secret)
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
 	}
-	v := viewEndpoint(ep)
+	v := s.viewEndpoint(ep)
 	v.Secret = ep.Secret
 	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) handleListWebhooks(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.listWebhooks(w, r, ps.ByName("id"))
+}
+
+// listWebhooks lists accountID's endpoints, without secrets.
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request, accountID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
 	}
-	eps, err := s.cfg.Webhooks.WebhookEndpoints(ps.ByName("id"))
+	eps, err := s.cfg.Webhooks.WebhookEndpoints(accountID)
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
 	}
 	out := listView[webhookEndpointView]{Data: []webhookEndpointView{}}
 	for _, ep := range eps {
-		out.Data = append(out.Data, viewEndpoint(ep))
+		out.Data = append(out.Data, s.viewEndpoint(ep))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -191,10 +227,15 @@ func (s *Server) findWebhook(accountID, endpointID string) (store.WebhookEndpoin
 }
 
 func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.deleteWebhook(w, r, ps.ByName("id"), ps.ByName("webhook"))
+}
+
+// deleteWebhook removes accountID's endpoint; another account's is 404 not_found.
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, accountID, endpointID string) {
 	if !s.webhooksEnabled(w, r) {
 		return
 	}
-	ep, err := s.findWebhook(ps.ByName("id"), ps.ByName("webhook"))
+	ep, err := s.findWebhook(accountID, endpointID)
 	if err == nil {
 		err = s.cfg.Webhooks.DeleteWebhookEndpoint(ep.AccountID, ep.ID)
 	}
@@ -202,7 +243,7 @@ func (s *Server) handleDeleteWebhook(w http.ResponseWriter, r *http.Request, ps 
 		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
 		return
 	}
-	writeJSON(w, http.StatusOK, viewEndpoint(ep))
+	writeJSON(w, http.StatusOK, s.viewEndpoint(ep))
 }
 
 func (s *Server) handleEnableWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -214,25 +255,72 @@ func (s *Server) handleEnableWebhook(w http.ResponseWriter, r *http.Request, ps 
 		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
 		return
 	}
-	writeJSON(w, http.StatusOK, viewEndpoint(ep))
+	writeJSON(w, http.StatusOK, s.viewEndpoint(ep))
 }
 
-func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-	if !s.webhooksEnabled(w, r) {
+func (s *Server) handleRotateWebhook(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.rotateWebhook(w, r, ps.ByName("id"), ps.ByName("webhook"))
+}
+
+// rotateWebhook makes a new secret for accountID's endpoint and shows it once; the one it
+// replaces keeps signing beside it for the overlap. Another account's endpoint is 404.
+func (s *Server) rotateWebhook(w http.ResponseWriter, r *http.Request, accountID, endpointID string) {
+	secret, ok := s.rotationSecret(w, r)
+	if !ok {
 		return
+	}
+	ep, err := s.cfg.Webhooks.RotateWebhookEndpointSecret(accountID, endpointID, secret, s.secretOverlap())
+	if err != nil {
+		s.writeError(w, r, notFound(err, "no such webhook endpoint on this account"))
+		return
+	}
+	v := s.viewEndpoint(ep)
+	v.Secret = ep.Secret
+	writeJSON(w, http.StatusOK, v)
+}
+
+// rotationSecret makes the new secret of a rotation; false when it has answered instead (no
+// webhooks on this store, or no randomness).
+func (s *Server) rotationSecret(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if !s.webhooksEnabled(w, r) {
+		return "", false
 	}
 	secret, err := webhook.NewSecret()
 	if err != nil {
 		s.writeError(w, r, err)
+		return "", false
+	}
+	return secret, true
+}
+
+// secretOverlap is how long a replaced secret keeps signing after a rotation.
+func (s *Server) secretOverlap() time.Duration {
+	if s.cfg.WebhookSecretOverlap > 0 {
+		return s.cfg.WebhookSecretOverlap
+	}
+	return webhook.SecretOverlap
+}
+
+func (s *Server) handleCreateSigningSecret(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+	s.rotateSigningSecret(w, r, ps.ByName("id"))
+}
+
+// rotateSigningSecret makes accountID's new signing secret and shows it once; the one it
+// replaces keeps signing beside it for Config.WebhookSecretOverlap.
+func (s *Server) rotateSigningSecret(w http.ResponseWriter, r *http.Request, accountID string) {
+	secret, ok := s.rotationSecret(w, r)
+	if !ok {
 		return
 	}
-	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(ps.ByName("id"), secret)
+	rec, err := s.cfg.Webhooks.SetWebhookSigningSecret(accountID, secret, s.secretOverlap())
 	if err != nil {
 		s.writeError(w, r, notFound(err, "no such account"))
 		return
 	}
-	writeJSON(w, http.StatusOK, signingSecretView{AccountID: rec.AccountID, Secret: rec.Secret,
-		SecretPrefix: store.SecretPrefix(rec.Secret), CreatedAt: rec.CreatedAt})
+	// The store's clock made the record; its overlap has only just begun.
+	v := viewSigningSecret(rec, rec.CreatedAt)
+	v.Secret = rec.Secret
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) handleListDeliveries(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
@@ -272,6 +360,7 @@ func (s *Server) routeWebhooks(handle func(method, path string, h httprouter.Han
 	handle("GET", "/v1/admin/accounts/:id/webhooks", s.withAdmin(s.handleListWebhooks))
 	handle("DELETE", "/v1/admin/accounts/:id/webhooks/:webhook", s.withAdmin(s.handleDeleteWebhook))
 	handle("POST", "/v1/admin/accounts/:id/webhooks/:webhook/enable", s.withAdmin(s.handleEnableWebhook))
+	handle("POST", "/v1/admin/accounts/:id/webhooks/:webhook/rotate-secret", s.withAdmin(s.handleRotateWebhook))
 	handle("POST", "/v1/admin/accounts/:id/webhook-secret", s.withAdmin(s.handleCreateSigningSecret))
 	handle("GET", "/v1/admin/accounts/:id/webhook-deliveries", s.withAdmin(s.handleListDeliveries))
 }

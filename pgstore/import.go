@@ -189,16 +189,17 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 // deliveries in the import's transaction.
 func importWebhooks(ctx context.Context, tx pgx.Tx, d ImportData, counts *ImportCounts) error {
 	for _, ep := range d.WebhookEndpoints {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, secret, created_at, failing_since, disabled_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, ep.ID, ep.AccountID, ep.URL, ep.Secret, ep.CreatedAt.UTC(),
-			utcPtr(ep.FailingSince), utcPtr(ep.DisabledAt)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, secret, created_at, failing_since, disabled_at,
+				previous_secret, previous_expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, ep.ID, ep.AccountID, ep.URL, ep.Secret, ep.CreatedAt.UTC(),
+			utcPtr(ep.FailingSince), utcPtr(ep.DisabledAt), ep.PreviousSecret, utcPtr(ep.PreviousExpiresAt)); err != nil {
 			return fmt.Errorf("webhook endpoint %s: %w", ep.ID, err)
 		}
 		counts.WebhookEndpoints++
 	}
 	for _, rec := range d.WebhookSigningSecrets {
-		if _, err := tx.Exec(ctx, `INSERT INTO webhook_signing_secrets (account_id, secret, created_at) VALUES ($1, $2, $3)`,
-			rec.AccountID, rec.Secret, rec.CreatedAt.UTC()); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO webhook_signing_secrets (account_id, secret, created_at, previous_secret, previous_expires_at)
+			VALUES ($1, $2, $3, $4, $5)`, rec.AccountID, rec.Secret, rec.CreatedAt.UTC(), rec.PreviousSecret, utcPtr(rec.PreviousExpiresAt)); err != nil {
 			return fmt.Errorf("webhook signing secret of %s: %w", rec.AccountID, err)
 		}
 		counts.WebhookSigningSecrets++

@@ -14,16 +14,17 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-const endpointCols = `id, account_id, url, secret, created_at, failing_since, disabled_at`
+const endpointCols = `id, account_id, url, secret, created_at, failing_since, disabled_at, previous_secret, previous_expires_at`
 
 func scanEndpoint(row pgx.Row) (store.WebhookEndpoint, error) {
 	var ep store.WebhookEndpoint
-	err := row.Scan(&ep.ID, &ep.AccountID, &ep.URL, &ep.Secret, &ep.CreatedAt, &ep.FailingSince, &ep.DisabledAt)
+	err := row.Scan(&ep.ID, &ep.AccountID, &ep.URL, &ep.Secret, &ep.CreatedAt, &ep.FailingSince, &ep.DisabledAt,
+		&ep.PreviousSecret, &ep.PreviousExpiresAt)
 	if isNoRows(err) {
 		return ep, store.ErrNotFound
 	}
 	ep.CreatedAt = ep.CreatedAt.UTC()
-	ep.FailingSince, ep.DisabledAt = utcPtr(ep.FailingSince), utcPtr(ep.DisabledAt)
+	ep.FailingSince, ep.DisabledAt, ep.PreviousExpiresAt = utcPtr(ep.FailingSince), utcPtr(ep.DisabledAt), utcPtr(ep.PreviousExpiresAt)
 	return ep, err
 }
 
@@ -69,8 +70,29 @@ func (s *Store) CreateWebhookEndpoint(accountID, url, secret string) (store.Webh
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	ep, err := scanEndpoint(s.pool.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, secret, created_at)
-		VALUES ($1, $2, $3, $4, now()) RETURNING `+endpointCols, store.NewWebhookEndpointID(), accountID, url, secret))
+	var ep store.WebhookEndpoint
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		// One account's creates take turns, so two at once cannot both see room for the last.
+		// The count is a statement of its own: under READ COMMITTED its snapshot is then taken
+		// after the lock was granted, and sees the endpoint the previous holder committed.
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoints:' || $1, 0))`, accountID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM webhook_endpoints WHERE account_id = $1`, accountID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= store.MaxWebhookEndpoints {
+			return store.ErrTooManyWebhookEndpoints
+		}
+		var err error
+		ep, err = scanEndpoint(tx.QueryRow(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, secret, created_at)
+			VALUES ($1, $2, $3, $4, now()) RETURNING `+endpointCols, store.NewWebhookEndpointID(), accountID, url, secret))
+		return err
+	})
+	if errors.Is(err, store.ErrTooManyWebhookEndpoints) {
+		return store.WebhookEndpoint{}, err
+	}
 	if isForeignKey(err) {
 		return store.WebhookEndpoint{}, store.ErrNotFound
 	}
@@ -137,8 +159,27 @@ func (s *Store) EnableWebhookEndpoint(accountID, endpointID string) (store.Webho
 	return ep, nil
 }
 
-// SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url.
-func (s *Store) SetWebhookSigningSecret(accountID, secret string) (store.WebhookSigningSecret, error) {
+// RotateWebhookEndpointSecret makes secret the endpoint's signing secret, the one it replaces
+// signing beside it for overlap; see store.Store.RotateWebhookEndpointSecret.
+func (s *Store) RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (store.WebhookEndpoint, error) {
+	if secret == "" {
+		return store.WebhookEndpoint{}, fmt.Errorf("%w: empty endpoint secret", store.ErrInvalidArgument)
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	ep, err := scanEndpoint(s.pool.QueryRow(ctx, `UPDATE webhook_endpoints SET secret = $3,
+			previous_secret = CASE WHEN $4::bigint > 0 THEN secret ELSE '' END,
+			previous_expires_at = CASE WHEN $4::bigint > 0 THEN now() + $4::bigint * interval '1 microsecond' END
+		WHERE id = $1 AND account_id = $2 RETURNING `+endpointCols, endpointID, accountID, secret, micros(overlap)))
+	if err != nil {
+		return store.WebhookEndpoint{}, wrap("rotate webhook endpoint secret", err)
+	}
+	return ep, nil
+}
+
+// SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url,
+// the one it replaces signing beside it for overlap; see store.Store.SetWebhookSigningSecret.
+func (s *Store) SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (store.WebhookSigningSecret, error) {
 	if secret == "" {
 		return store.WebhookSigningSecret{}, fmt.Errorf("%w: empty signing secret", store.ErrInvalidArgument)
 	}
@@ -146,15 +187,17 @@ func (s *Store) SetWebhookSigningSecret(accountID, secret string) (store.Webhook
 	defer cancel()
 	rec := store.WebhookSigningSecret{AccountID: accountID, Secret: secret}
 	err := s.pool.QueryRow(ctx, `INSERT INTO webhook_signing_secrets (account_id, secret, created_at) VALUES ($1, $2, now())
-		ON CONFLICT (account_id) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at
-		RETURNING created_at`, accountID, secret).Scan(&rec.CreatedAt)
+		ON CONFLICT (account_id) DO UPDATE SET secret = excluded.secret, created_at = excluded.created_at,
+			previous_secret = CASE WHEN $3::bigint > 0 THEN webhook_signing_secrets.secret ELSE '' END,
+			previous_expires_at = CASE WHEN $3::bigint > 0 THEN excluded.created_at + $3::bigint * interval '1 microsecond' END
+		RETURNING created_at, previous_secret, previous_expires_at`, accountID, secret, micros(overlap)).Scan(&rec.CreatedAt, &rec.PreviousSecret, &rec.PreviousExpiresAt)
 	if isForeignKey(err) {
 		return store.WebhookSigningSecret{}, store.ErrNotFound
 	}
 	if err != nil {
 		return store.WebhookSigningSecret{}, wrap("set webhook signing secret", err)
 	}
-	rec.CreatedAt = rec.CreatedAt.UTC()
+	rec.CreatedAt, rec.PreviousExpiresAt = rec.CreatedAt.UTC(), utcPtr(rec.PreviousExpiresAt)
 	return rec, nil
 }
 
@@ -163,14 +206,15 @@ func (s *Store) WebhookSigningSecret(accountID string) (store.WebhookSigningSecr
 	ctx, cancel := s.ctx()
 	defer cancel()
 	rec := store.WebhookSigningSecret{AccountID: accountID}
-	err := s.pool.QueryRow(ctx, `SELECT secret, created_at FROM webhook_signing_secrets WHERE account_id = $1`, accountID).Scan(&rec.Secret, &rec.CreatedAt)
+	err := s.pool.QueryRow(ctx, `SELECT secret, created_at, previous_secret, previous_expires_at FROM webhook_signing_secrets WHERE account_id = $1`,
+		accountID).Scan(&rec.Secret, &rec.CreatedAt, &rec.PreviousSecret, &rec.PreviousExpiresAt)
 	if isNoRows(err) {
 		return store.WebhookSigningSecret{}, store.ErrNotFound
 	}
 	if err != nil {
 		return store.WebhookSigningSecret{}, wrap("webhook signing secret", err)
 	}
-	rec.CreatedAt = rec.CreatedAt.UTC()
+	rec.CreatedAt, rec.PreviousExpiresAt = rec.CreatedAt.UTC(), utcPtr(rec.PreviousExpiresAt)
 	return rec, nil
 }
 
@@ -186,7 +230,7 @@ func putJobWebhook(ctx context.Context, tx pgx.Tx, job store.Job, url string) er
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret, which an operator creates with `convsvc admin webhooks secret %s`", store.ErrInvalidArgument, job.AccountID)
+		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret: make it with POST /v1/webhook-secret (`convsvc webhooks rotate-secret`) or, as an operator, `convsvc admin webhooks secret %s`", store.ErrInvalidArgument, job.AccountID)
 	}
 	return nil
 }
@@ -349,10 +393,14 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 		}
 		type due struct {
 			id, secret, why string
+			previous        string
+			previousUntil   *time.Time
 			failures        int
 		}
 		rows, err = tx.Query(ctx, `SELECT d.id, d.endpoint_id IS NULL, e.id IS NOT NULL, e.disabled_at IS NOT NULL,
-				coalesce(e.secret, ''), coalesce(s.secret, ''), coalesce(p.failures, 0)
+				coalesce(e.secret, ''), coalesce(s.secret, ''), coalesce(p.failures, 0),
+				coalesce(s.previous_secret, ''), s.previous_expires_at,
+				coalesce(e.previous_secret, ''), e.previous_expires_at
 			FROM webhook_deliveries d
 			LEFT JOIN webhook_endpoints e ON e.id = d.endpoint_id
 			LEFT JOIN webhook_signing_secrets s ON s.account_id = d.account_id
@@ -367,7 +415,10 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 			var d due
 			var ownURL, epExists, disabled bool
 			var epSecret, acctSecret string
-			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret, &d.failures); err != nil {
+			var previous, epPrevious string
+			var previousUntil, epPreviousUntil *time.Time
+			if err := rows.Scan(&d.id, &ownURL, &epExists, &disabled, &epSecret, &acctSecret, &d.failures, &previous, &previousUntil,
+				&epPrevious, &epPreviousUntil); err != nil {
 				rows.Close()
 				return err
 			}
@@ -376,12 +427,18 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 				d.why = "the account's webhook signing secret is gone"
 			case ownURL:
 				d.secret = acctSecret
+				if previous != "" && previousUntil != nil {
+					d.previous, d.previousUntil = previous, previousUntil
+				}
 			case !epExists:
 				d.why = "the endpoint was removed"
 			case disabled:
 				d.why = "the endpoint is disabled"
 			default:
 				d.secret = epSecret
+				if epPrevious != "" && epPreviousUntil != nil {
+					d.previous, d.previousUntil = epPrevious, epPreviousUntil
+				}
 			}
 			dues = append(dues, d)
 		}
@@ -404,6 +461,9 @@ func (s *Store) ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDel
 				return err
 			}
 			got.Secret = d.secret
+			if d.previousUntil != nil {
+				got.PreviousSecret, got.PreviousSecretUntil = d.previous, d.previousUntil.UTC()
+			}
 			got.DestinationFailures = d.failures
 			out = append(out, got)
 		}

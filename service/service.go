@@ -99,6 +99,9 @@ type Config struct {
 	// WebhookAllowPrivate lets webhooks go to loopback, private and link-local destinations
 	// (--webhook-allow-private: tests and trusted networks).
 	WebhookAllowPrivate bool
+	// WebhookSecretOverlap is how long an account's replaced signing secret keeps signing
+	// beside the new one after a rotation (--webhook-secret-overlap; 0: webhook.SecretOverlap).
+	WebhookSecretOverlap time.Duration
 	// WebhookTimeout bounds one delivery attempt (0: webhook.DefaultTimeout); WebhookPoll is
 	// how often the dispatcher looks for due retries (0: DefaultWebhookPoll); WebhookBackoff
 	// and WebhookPause, when set, replace webhook.Backoff and webhook.DestinationPause (tests).
@@ -383,6 +386,9 @@ func (m *Main) open() error {
 		Webhooks:       webhookAPIStore(m.store),
 		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
 		ObjectStorage:  objectStorageKind(local),
+
+		// The signing secret's rotation overlap (--webhook-secret-overlap).
+		WebhookSecretOverlap: cfg.WebhookSecretOverlap,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	m.metrics.countLongPolls(m.api.LongPolls)

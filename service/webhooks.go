@@ -219,7 +219,8 @@ func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 	if err != nil {
 		a.Err = err.Error() // not the receiver's fault, and no retry mends it
 	} else {
-		res := d.sender.Send(ctx, del.URL, del.Secret, del.EventID, del.EventType, body, d.now())
+		now := d.now()
+		res := d.sender.Send(ctx, del.URL, deliverySecrets(del, now), del.EventID, del.EventType, body, now)
 		if ctx.Err() != nil {
 			return // shutting down: the attempt is sent again later, not counted as the receiver's failure
 		}
@@ -252,6 +253,15 @@ func (d *dispatcher) deliver(ctx context.Context, del store.WebhookDelivery) {
 		d.log.Warn("webhook delivery failed", "delivery", del.ID, "url", webhook.RedactURL(del.URL), "attempt", del.Attempts,
 			"status", a.StatusCode, "error", a.Err, "retry_at", a.RetryAt, "destination_paused_until", a.PauseDestinationUntil)
 	}
+}
+
+// deliverySecrets are the secrets that sign an attempt sent at now: the delivery's, and the
+// account's replaced signing secret while its rotation's overlap lasts (a second v1= value).
+func deliverySecrets(del store.WebhookDelivery, now time.Time) []string {
+	if del.PreviousSecret != "" && now.Before(del.PreviousSecretUntil) {
+		return []string{del.Secret, del.PreviousSecret}
+	}
+	return []string{del.Secret}
 }
 
 // webhookCollector reads the delivery figures from the store at each scrape.

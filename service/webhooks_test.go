@@ -16,6 +16,22 @@ import (
 	"github.com/convsvc/convsvc/webhook"
 )
 
+// clockedStore opens a bbolt store whose clock is now (set it with now.Store(t.UnixNano())),
+// starting at start, with a retention long enough for days of the clock moving; clock reads it,
+// for the dispatcher too.
+func clockedStore(t *testing.T, start time.Time) (st *store.Store, now *atomic.Int64, clock func() time.Time) {
+	t.Helper()
+	now = new(atomic.Int64)
+	now.Store(start.UnixNano())
+	clock = func() time.Time { return time.Unix(0, now.Load()) }
+	st, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Now: clock, Retention: 30 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, now, clock
+}
+
 // TestDispatcher_GivesUpAndDisables drives the dispatcher's rounds on a real bbolt store
 // against a real receiver that always fails, with the dispatcher's clock moved forward: a
 // delivery is retried until webhook.RetryFor has passed since its event, then fails for good;
@@ -23,14 +39,7 @@ import (
 // deliveries.
 func TestDispatcher_GivesUpAndDisables(t *testing.T) {
 	start := time.Now()
-	var now atomic.Int64 // the store's and the dispatcher's clock
-	now.Store(start.UnixNano())
-	clock := func() time.Time { return time.Unix(0, now.Load()) }
-	st, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Now: clock, Retention: 30 * 24 * time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st, now, clock := clockedStore(t, start)
 	var hits atomic.Int64
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)

@@ -112,7 +112,7 @@ func TestDump_Webhooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetWebhookSigningSecret(acct.ID, "whsec_signing"); err != nil {
+	if _, err := s.SetWebhookSigningSecret(acct.ID, "whsec_signing", 0); err != nil {
 		t.Fatal(err)
 	}
 	job, _, err := s.CreateJob(CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 1,

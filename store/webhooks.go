@@ -33,6 +33,15 @@ type WebhookEndpoint struct {
 	FailingSince *time.Time `json:"failing_since,omitempty"`
 	// DisabledAt is when the endpoint was disabled for failing continuously (WebhookAttempt.DisableAfter).
 	DisabledAt *time.Time `json:"disabled_at,omitempty"`
+	// PreviousSecret is the secret a rotation replaced, still signing beside Secret until
+	// PreviousExpiresAt; empty when there is none.
+	PreviousSecret    string     `json:"previous_secret,omitempty"`
+	PreviousExpiresAt *time.Time `json:"previous_expires_at,omitempty"`
+}
+
+// PreviousValid reports whether the endpoint's previous secret still signs deliveries at now.
+func (ep WebhookEndpoint) PreviousValid(now time.Time) bool {
+	return ep.PreviousSecret != "" && ep.PreviousExpiresAt != nil && now.Before(*ep.PreviousExpiresAt)
 }
 
 // WebhookSigningSecret is the account's secret that signs the deliveries to the webhook_url a
@@ -41,7 +50,24 @@ type WebhookSigningSecret struct {
 	AccountID string    `json:"account_id"`
 	Secret    string    `json:"secret"`
 	CreatedAt time.Time `json:"created_at"`
+	// PreviousSecret is the secret Secret replaced, still signing deliveries beside it until
+	// PreviousExpiresAt (the rotation's overlap); empty when there is none.
+	PreviousSecret    string     `json:"previous_secret,omitempty"`
+	PreviousExpiresAt *time.Time `json:"previous_expires_at,omitempty"`
 }
+
+// PreviousValid reports whether the previous secret still signs deliveries at now.
+func (r WebhookSigningSecret) PreviousValid(now time.Time) bool {
+	return r.PreviousSecret != "" && r.PreviousExpiresAt != nil && now.Before(*r.PreviousExpiresAt)
+}
+
+// MaxWebhookEndpoints is the most endpoints one account may have: each is a request per event.
+const MaxWebhookEndpoints = 16
+
+// ErrTooManyWebhookEndpoints is CreateWebhookEndpoint's answer for an account that has
+// MaxWebhookEndpoints already; it wraps ErrInvalidArgument.
+var ErrTooManyWebhookEndpoints = fmt.Errorf("%w: the account has %d webhook endpoints, the most it may have; remove one first",
+	ErrInvalidArgument, MaxWebhookEndpoints)
 
 // WebhookDelivery is one event to one destination, recorded in the transaction of the job's
 // state change.
@@ -72,6 +98,12 @@ type WebhookDelivery struct {
 	Claimed bool `json:"claimed,omitempty"`
 	// Secret is filled by ClaimWebhookDeliveries: the secret that signs this attempt.
 	Secret string `json:"-"`
+	// PreviousSecret and PreviousSecretUntil are filled by ClaimWebhookDeliveries while the
+	// secret that signs the delivery rotates (the endpoint's, or for a job's own webhook_url
+	// the account's): the replaced secret signs the attempt too (a second v1= value) when it is
+	// sent before PreviousSecretUntil.
+	PreviousSecret      string    `json:"-"`
+	PreviousSecretUntil time.Time `json:"-"`
 	// DestinationFailures is filled by ClaimWebhookDeliveries: the attempts in a row that
 	// found the destination down (the dispatcher's next pause grows with it).
 	DestinationFailures int `json:"-"`
@@ -284,6 +316,15 @@ func (s *Store) CreateWebhookEndpoint(accountID, url, secret string) (WebhookEnd
 		if _, err := findAccount(tx, accountID); err != nil {
 			return err
 		}
+		prefix := endpointKey(accountID, "")
+		n := 0
+		c := tx.Bucket(bucketWebhookEndpoints).Cursor()
+		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			n++
+		}
+		if n >= MaxWebhookEndpoints {
+			return ErrTooManyWebhookEndpoints
+		}
 		return putJSON(tx.Bucket(bucketWebhookEndpoints), endpointKey(accountID, ep.ID), ep)
 	})
 	if err != nil {
@@ -366,9 +407,38 @@ func (s *Store) EnableWebhookEndpoint(accountID, endpointID string) (WebhookEndp
 	return ep, err
 }
 
-// SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url,
-// replacing the one before.
-func (s *Store) SetWebhookSigningSecret(accountID, secret string) (WebhookSigningSecret, error) {
+// RotateWebhookEndpointSecret makes secret the signing secret of one of the account's
+// endpoints; the one it replaces keeps signing beside it for overlap (<= 0: not at all), and
+// one replaced during an earlier overlap ends then. Another account's endpoint is ErrNotFound.
+func (s *Store) RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (WebhookEndpoint, error) {
+	if secret == "" {
+		return WebhookEndpoint{}, fmt.Errorf("%w: empty endpoint secret", ErrInvalidArgument)
+	}
+	now := s.opts.Now().UTC()
+	var ep WebhookEndpoint
+	err := s.webhookUpdate(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketWebhookEndpoints)
+		if err := getJSON(b, endpointKey(accountID, endpointID), &ep); err != nil {
+			return err
+		}
+		ep.PreviousSecret, ep.PreviousExpiresAt = "", nil
+		if overlap > 0 {
+			until := now.Add(overlap)
+			ep.PreviousSecret, ep.PreviousExpiresAt = ep.Secret, &until
+		}
+		ep.Secret = secret
+		return putJSON(b, endpointKey(accountID, ep.ID), ep)
+	})
+	if err != nil {
+		return WebhookEndpoint{}, err
+	}
+	return ep, nil
+}
+
+// SetWebhookSigningSecret makes secret the account's signing secret for jobs' own webhook_url.
+// The one it replaces keeps signing beside it for overlap (PreviousSecret, PreviousExpiresAt);
+// overlap <= 0 ends it at once. A secret replaced during an earlier overlap ends then.
+func (s *Store) SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (WebhookSigningSecret, error) {
 	if secret == "" {
 		return WebhookSigningSecret{}, fmt.Errorf("%w: empty signing secret", ErrInvalidArgument)
 	}
@@ -376,6 +446,16 @@ func (s *Store) SetWebhookSigningSecret(accountID, secret string) (WebhookSignin
 	err := s.webhookUpdate(func(tx *bolt.Tx) error {
 		if _, err := findAccount(tx, accountID); err != nil {
 			return err
+		}
+		rec.PreviousSecret, rec.PreviousExpiresAt = "", nil
+		var old WebhookSigningSecret
+		switch err := getJSON(tx.Bucket(bucketWebhookSecrets), []byte(accountID), &old); {
+		case err == ErrNotFound:
+		case err != nil:
+			return err
+		case overlap > 0:
+			until := rec.CreatedAt.Add(overlap)
+			rec.PreviousSecret, rec.PreviousExpiresAt = old.Secret, &until
 		}
 		return putJSON(tx.Bucket(bucketWebhookSecrets), []byte(accountID), rec)
 	})
@@ -405,7 +485,7 @@ func putJobWebhook(tx *bolt.Tx, job Job, url string) error {
 		return nil
 	}
 	if b := tx.Bucket(bucketWebhookSecrets); b == nil || b.Get([]byte(job.AccountID)) == nil {
-		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret, which an operator creates with `convsvc admin webhooks secret %s`", ErrInvalidArgument, job.AccountID)
+		return fmt.Errorf("%w: webhook_url needs the account's webhook signing secret: make it with POST /v1/webhook-secret (`convsvc webhooks rotate-secret`) or, as an operator, `convsvc admin webhooks secret %s`", ErrInvalidArgument, job.AccountID)
 	}
 	b, err := tx.CreateBucketIfNotExists(bucketJobWebhooks)
 	if err != nil {
@@ -599,7 +679,7 @@ func (s *Store) ClaimWebhookDeliveries(c WebhookClaim) ([]WebhookDelivery, error
 			if !ok {
 				continue
 			}
-			secret, why, err := deliverySecret(tx, d)
+			secret, why, err := deliverySecret(tx, &d)
 			if err != nil {
 				return err
 			}
@@ -691,8 +771,9 @@ func queuedDelivery(tx *bolt.Tx, cand WebhookCandidate) (WebhookDelivery, bool, 
 	return d, true, nil
 }
 
-// deliverySecret finds the secret that signs d, or why d cannot be sent.
-func deliverySecret(tx *bolt.Tx, d WebhookDelivery) (secret, why string, err error) {
+// deliverySecret finds the secret that signs d (and, for a job's own webhook_url while the
+// account's signing secret rotates, fills in d's previous one), or why d cannot be sent.
+func deliverySecret(tx *bolt.Tx, d *WebhookDelivery) (secret, why string, err error) {
 	if d.EndpointID == "" {
 		var rec WebhookSigningSecret
 		switch err := getJSON(tx.Bucket(bucketWebhookSecrets), []byte(d.AccountID), &rec); {
@@ -700,6 +781,9 @@ func deliverySecret(tx *bolt.Tx, d WebhookDelivery) (secret, why string, err err
 			return "", "the account's webhook signing secret is gone", nil
 		case err != nil:
 			return "", "", err
+		}
+		if rec.PreviousSecret != "" && rec.PreviousExpiresAt != nil {
+			d.PreviousSecret, d.PreviousSecretUntil = rec.PreviousSecret, *rec.PreviousExpiresAt
 		}
 		return rec.Secret, "", nil
 	}
@@ -711,6 +795,9 @@ func deliverySecret(tx *bolt.Tx, d WebhookDelivery) (secret, why string, err err
 		return "", "", err
 	case ep.DisabledAt != nil:
 		return "", "the endpoint is disabled", nil
+	}
+	if ep.PreviousSecret != "" && ep.PreviousExpiresAt != nil {
+		d.PreviousSecret, d.PreviousSecretUntil = ep.PreviousSecret, *ep.PreviousExpiresAt
 	}
 	return ep.Secret, "", nil
 }

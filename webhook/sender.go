@@ -96,19 +96,19 @@ func NewSender(g Guard, timeout time.Duration) *Sender {
 // Close closes the sender's idle connections.
 func (s *Sender) Close() { s.client.CloseIdleConnections() }
 
-// Send POSTs body to url once, signed with secret at now, with the event id and type headers,
+// Send POSTs body to url once, signed with each of secrets at now (SignAll), with the event id and type headers,
 // and reports the outcome: success is a 2xx answer only; a 3xx is a failure wrapping
 // ErrRedirect, any other status wraps ErrStatus, and a destination the Guard refuses wraps
 // ErrForbiddenDestination. The answer's body is read (at most 64 KiB) and discarded, except
 // for a short excerpt in the error.
-func (s *Sender) Send(ctx context.Context, url, secret, eventID, eventType string, body []byte, now time.Time) Result {
+func (s *Sender) Send(ctx context.Context, url string, secrets []string, eventID, eventType string, body []byte, now time.Time) Result {
 	start := time.Now()
-	res := s.send(ctx, url, secret, eventID, eventType, body, now)
+	res := s.send(ctx, url, secrets, eventID, eventType, body, now)
 	res.Duration = time.Since(start)
 	return res
 }
 
-func (s *Sender) send(ctx context.Context, url, secret, eventID, eventType string, body []byte, now time.Time) Result {
+func (s *Sender) send(ctx context.Context, url string, secrets []string, eventID, eventType string, body []byte, now time.Time) Result {
 	if _, err := parseURL(url); err != nil {
 		return Result{Err: err}
 	}
@@ -120,7 +120,7 @@ func (s *Sender) send(ctx context.Context, url, secret, eventID, eventType strin
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", UserAgent)
-	req.Header.Set(SignatureHeader, Sign(secret, now, body))
+	req.Header.Set(SignatureHeader, SignAll(secrets, now, body))
 	req.Header.Set(EventIDHeader, eventID)
 	req.Header.Set(EventTypeHeader, eventType)
 	resp, err := s.client.Do(req)

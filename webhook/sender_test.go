@@ -57,7 +57,7 @@ func TestSender_Send_SignedDelivery(t *testing.T) {
 		s := NewSender(Guard{AllowPrivate: true}, 0)
 		defer s.Close()
 		now := time.Now()
-		res := s.Send(context.Background(), rcv.URL+"/hook", testSecret, "evt_1", EventJobSucceeded, testBody, now)
+		res := s.Send(context.Background(), rcv.URL+"/hook", []string{testSecret}, "evt_1", EventJobSucceeded, testBody, now)
 		if res.Err != nil || res.StatusCode != status || !res.OK() {
 			t.Fatalf("Send to a %d receiver = %+v, want success", status, res)
 		}
@@ -122,7 +122,7 @@ func TestSender_Send_Failures(t *testing.T) {
 			_, _ = io.WriteString(w, tt.body)
 		})
 		s := NewSender(Guard{AllowPrivate: true}, 5*time.Second)
-		res := s.Send(context.Background(), rcv.URL+"/hook", testSecret, "evt_2", EventJobFailed, testBody, time.Now())
+		res := s.Send(context.Background(), rcv.URL+"/hook", []string{testSecret}, "evt_2", EventJobFailed, testBody, time.Now())
 		s.Close()
 		if res.StatusCode != tt.status {
 			t.Errorf("status %d: Result.StatusCode = %d", tt.status, res.StatusCode)
@@ -146,13 +146,13 @@ func TestSender_Send_ForbiddenAtConnect(t *testing.T) {
 	s := NewSender(Guard{}, 5*time.Second)
 	defer s.Close()
 	for _, url := range []string{rcv.URL + "/hook", strings.Replace(rcv.URL, "127.0.0.1", "localhost", 1) + "/hook"} {
-		res := s.Send(context.Background(), url, testSecret, "evt_3", EventJobSucceeded, testBody, time.Now())
+		res := s.Send(context.Background(), url, []string{testSecret}, "evt_3", EventJobSucceeded, testBody, time.Now())
 		if !errors.Is(res.Err, ErrForbiddenDestination) || res.StatusCode != 0 {
 			t.Errorf("Send(%s) = %+v, want ErrForbiddenDestination", url, res)
 		}
 	}
 	for _, url := range []string{"ftp://example.com/", "https://u:p@example.com/"} {
-		if res := s.Send(context.Background(), url, testSecret, "evt_3", EventJobSucceeded, testBody, time.Now()); !errors.Is(res.Err, ErrForbiddenDestination) {
+		if res := s.Send(context.Background(), url, []string{testSecret}, "evt_3", EventJobSucceeded, testBody, time.Now()); !errors.Is(res.Err, ErrForbiddenDestination) {
 			t.Errorf("Send(%s) = %+v, want ErrForbiddenDestination", url, res)
 		}
 	}
@@ -181,7 +181,7 @@ func TestSender_Send_DNSRebinding(t *testing.T) {
 		}
 		g.AllowPrivate = allow
 		s := NewSender(g, 5*time.Second)
-		res := s.Send(context.Background(), url, testSecret, "evt_4", EventJobSucceeded, testBody, time.Now())
+		res := s.Send(context.Background(), url, []string{testSecret}, "evt_4", EventJobSucceeded, testBody, time.Now())
 		s.Close()
 		if dns.queries("rebind.test") < 2 {
 			t.Fatalf("the sender did not resolve the name again (%d queries)", dns.queries("rebind.test"))
@@ -219,7 +219,7 @@ func TestSender_Send_Timeout(t *testing.T) {
 	const timeout = 2 * time.Second
 	s := NewSender(Guard{AllowPrivate: true}, timeout)
 	defer s.Close()
-	res := s.Send(context.Background(), rcv.URL, testSecret, "evt_5", EventJobSucceeded, testBody, time.Now())
+	res := s.Send(context.Background(), rcv.URL, []string{testSecret}, "evt_5", EventJobSucceeded, testBody, time.Now())
 	if res.Err == nil || res.StatusCode != 0 {
 		t.Fatalf("Send to a hanging receiver = %+v, want a timeout error", res)
 	}
@@ -264,7 +264,7 @@ func TestSender_Send_ContextCancel(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-arrived; cancel() }()
-	res := s.Send(ctx, rcv.URL, testSecret, "evt_6", EventJobSucceeded, testBody, time.Now())
+	res := s.Send(ctx, rcv.URL, []string{testSecret}, "evt_6", EventJobSucceeded, testBody, time.Now())
 	if !errors.Is(res.Err, context.Canceled) {
 		t.Fatalf("Send with a cancelled context = %+v, want context.Canceled", res)
 	}
@@ -291,7 +291,7 @@ func TestSender_Send_LargeAnswer(t *testing.T) {
 	})
 	s := NewSender(Guard{AllowPrivate: true}, time.Minute)
 	defer s.Close()
-	res := s.Send(context.Background(), rcv.URL, testSecret, "evt_7", EventJobSucceeded, testBody, time.Now())
+	res := s.Send(context.Background(), rcv.URL, []string{testSecret}, "evt_7", EventJobSucceeded, testBody, time.Now())
 	if !res.OK() || res.StatusCode != 200 {
 		t.Fatalf("Send = %+v, want success", res)
 	}

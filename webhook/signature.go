@@ -62,9 +62,24 @@ func mac(secret string, t int64, body []byte) []byte {
 // "t=UNIX,v1=hex(HMAC-SHA256(secret, UNIX + "." + body))". It signs the raw bytes, so the
 // receiver must verify the bytes it read, before any JSON decoding.
 func Sign(secret string, t time.Time, body []byte) string {
-	ts := t.Unix()
-	return "t=" + strconv.FormatInt(ts, 10) + ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+	return SignAll([]string{secret}, t, body)
 }
+
+// SignAll is Sign with one v1 value per secret, in order: "t=UNIX,v1=HEX,v1=HEX". While a
+// secret rotates the sender signs with the new and the old one, and a receiver holding either
+// verifies (Verify accepts any listed v1 value).
+func SignAll(secrets []string, t time.Time, body []byte) string {
+	ts := t.Unix()
+	out := "t=" + strconv.FormatInt(ts, 10)
+	for _, secret := range secrets {
+		out += ",v1=" + hex.EncodeToString(mac(secret, ts, body))
+	}
+	return out
+}
+
+// SecretOverlap is how long an account's replaced signing secret keeps signing deliveries
+// beside the new one after a rotation, so receivers can switch secrets without losing events.
+const SecretOverlap = 24 * time.Hour
 
 // Verify checks header (a Convsvc-Signature value) against body with secret: one of its v1
 // values must equal the HMAC (compared in constant time; several are allowed so a sender can

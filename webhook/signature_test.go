@@ -121,3 +121,25 @@ func TestNewSecret(t *testing.T) {
 		t.Fatalf("an extra malformed v1 broke verification: %v", err)
 	}
 }
+
+// TestSignAll_EachSecretVerifies: a header signed with two secrets (a rotation's overlap)
+// verifies with either and with no third; SignAll of one secret is Sign.
+func TestSignAll_EachSecretVerifies(t *testing.T) {
+	now := time.Unix(1795000000, 0)
+	body := []byte(`{"id":"evt_1"}`)
+	h := SignAll([]string{"whsec_new", "whsec_old"}, now, body)
+	if !strings.HasPrefix(h, "t=1795000000,v1=") || strings.Count(h, ",v1=") != 2 {
+		t.Fatalf("SignAll = %q", h)
+	}
+	for _, secret := range []string{"whsec_new", "whsec_old"} {
+		if err := Verify(secret, h, body, now, 0); err != nil {
+			t.Errorf("Verify(%s) = %v", secret, err)
+		}
+	}
+	if err := Verify("whsec_other", h, body, now, 0); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("Verify(other) = %v, want ErrBadSignature", err)
+	}
+	if got, want := SignAll([]string{"whsec_new"}, now, body), Sign("whsec_new", now, body); got != want {
+		t.Errorf("SignAll of one = %q, Sign = %q", got, want)
+	}
+}

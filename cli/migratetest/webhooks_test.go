@@ -21,6 +21,7 @@ import (
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/webhook"
 )
 
 // hookReceiver is a real HTTP receiver of webhooks: /endpoint verifies with the endpoint's
@@ -123,7 +124,7 @@ func testMigrateWebhooks(t *testing.T) {
 	ctx := context.Background()
 	recv := newHookReceiver(t)
 	dir := filepath.Join(t.TempDir(), "data")
-	var acct, key, endpointID, endpointSecret, signingSecret, created string
+	var acct, key, endpointID, endpointSecret, signingSecret, previousSecret, created string
 	t.Run("source service", func(t *testing.T) {
 		e := testenv.Start(t, func(c *service.Config) {
 			c.DataDir, c.Database, c.ObjectStorage = dir, "", ""
@@ -134,6 +135,10 @@ func testMigrateWebhooks(t *testing.T) {
 		testenv.MustStatus(t, r, 200, "")
 		m := r.Map(t)
 		endpointID, endpointSecret = m["id"].(string), m["secret"].(string)
+		// Rotated once: the replaced secret still signs (its overlap) and moves with the account.
+		r = e.Do("POST", "/v1/admin/accounts/"+acct+"/webhook-secret", e.AdminToken, nil)
+		testenv.MustStatus(t, r, 200, "")
+		previousSecret = r.Map(t)["secret"].(string)
 		r = e.Do("POST", "/v1/admin/accounts/"+acct+"/webhook-secret", e.AdminToken, nil)
 		testenv.MustStatus(t, r, 200, "")
 		signingSecret = r.Map(t)["secret"].(string)
@@ -214,8 +219,10 @@ func testMigrateWebhooks(t *testing.T) {
 	if err != nil || len(eps) != 1 || eps[0].ID != endpointID || eps[0].Secret != endpointSecret || eps[0].URL != recv.srv.URL+"/endpoint" {
 		t.Errorf("endpoints on the target: %+v, %v; want %s with its secret", eps, err, endpointID)
 	}
-	if rec, err := pg.WebhookSigningSecret(acct); err != nil || rec.Secret != signingSecret {
-		t.Errorf("signing secret on the target: %v, equal %v; want the one made before the move", err, rec.Secret == signingSecret)
+	if rec, err := pg.WebhookSigningSecret(acct); err != nil || rec.Secret != signingSecret || rec.PreviousSecret != previousSecret ||
+		rec.PreviousExpiresAt == nil || !rec.PreviousExpiresAt.Equal(rec.CreatedAt.Add(webhook.SecretOverlap)) {
+		t.Errorf("signing secret on the target: %v, equal %v, previous equal %v until %v; want the ones made before the move, the old one for %s",
+			err, rec.Secret == signingSecret, rec.PreviousSecret == previousSecret, rec.PreviousExpiresAt, webhook.SecretOverlap)
 	}
 	if url, err := pg.JobWebhookURL(created); err != nil || url != recv.srv.URL+"/job" {
 		t.Errorf("webhook_url of %s on the target: %q, %v", created, url, err)

@@ -19,7 +19,8 @@ type WebhookBackend interface {
 	WebhookEndpoints(accountID string) ([]store.WebhookEndpoint, error)
 	DeleteWebhookEndpoint(accountID, endpointID string) error
 	EnableWebhookEndpoint(accountID, endpointID string) (store.WebhookEndpoint, error)
-	SetWebhookSigningSecret(accountID, secret string) (store.WebhookSigningSecret, error)
+	RotateWebhookEndpointSecret(accountID, endpointID, secret string, overlap time.Duration) (store.WebhookEndpoint, error)
+	SetWebhookSigningSecret(accountID, secret string, overlap time.Duration) (store.WebhookSigningSecret, error)
 	WebhookSigningSecret(accountID string) (store.WebhookSigningSecret, error)
 	JobWebhookURL(jobID string) (string, error)
 	ClaimWebhookDeliveries(c store.WebhookClaim) ([]store.WebhookDelivery, error)
@@ -40,6 +41,8 @@ var webhookCases = []testCase{
 	{"WebhookClaimsNeverDuplicate", testWebhookClaimsConcurrent},
 	{"WebhookTakenBackOnLastAttempt", testWebhookTakenBack},
 	{"WebhookExpiryPaths", testWebhookExpiryPaths},
+	{"WebhookSigningSecretRotation", testWebhookSecretRotation},
+	{"WebhookEndpointCap", testWebhookEndpointCap},
 }
 
 func init() { cases = append(cases, webhookCases...) }
@@ -119,14 +122,15 @@ func testWebhookEndpoints(t *testing.T, newStore NewFunc) {
 	_, err = wb.WebhookSigningSecret(f.acct.ID)
 	wantErr(t, err, store.ErrNotFound, "signing secret before any")
 	for _, secret := range []string{"whsec_one", "whsec_two"} {
-		if _, err := wb.SetWebhookSigningSecret(f.acct.ID, secret); err != nil {
+		if _, err := wb.SetWebhookSigningSecret(f.acct.ID, secret, 0); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := wb.WebhookSigningSecret(f.acct.ID); err != nil || got.Secret != secret || got.AccountID != f.acct.ID {
+		if got, err := wb.WebhookSigningSecret(f.acct.ID); err != nil || got.Secret != secret || got.AccountID != f.acct.ID ||
+			got.PreviousSecret != "" || got.PreviousExpiresAt != nil {
 			t.Fatalf("signing secret = %+v, %v; want %s", got, err, secret)
 		}
 	}
-	_, err = wb.SetWebhookSigningSecret("acct_nonexistent", "whsec_x")
+	_, err = wb.SetWebhookSigningSecret("acct_nonexistent", "whsec_x", time.Hour)
 	wantErr(t, err, store.ErrNotFound, "signing secret of an unknown account")
 }
 
@@ -153,7 +157,7 @@ func testWebhookOneDeliveryPerEvent(t *testing.T, newStore NewFunc) {
 		WebhookURL: "https://job.example/hook"}, plainRender)
 	wantErr(t, err, store.ErrInvalidArgument, "webhook_url without a signing secret")
 	f.checkLedger(0, 1)
-	if _, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_acct"); err != nil {
+	if _, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_acct", 0); err != nil {
 		t.Fatal(err)
 	}
 	a := f.endpoint("https://a.example/hook")
@@ -543,7 +547,7 @@ func (f *fixture) takeBack(maxAttempts int, want ...string) (requeued, failed []
 func testWebhookTakenBack(t *testing.T, newStore NewFunc) {
 	f := newFixture(t, newStore, Options{Lease: time.Second}, 100)
 	wb := f.wh()
-	if _, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_acct"); err != nil {
+	if _, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_acct", 0); err != nil {
 		t.Fatal(err)
 	}
 	ep := f.endpoint("https://a.example/hook")
@@ -719,5 +723,131 @@ func testWebhookExpiryPaths(t *testing.T, newStore NewFunc) {
 		if snap.Status == store.StatusFailed && snap.ErrorCode != store.CodeExpiredOrExhausted {
 			t.Fatalf("expired job's snapshot has error code %q: %s", snap.ErrorCode, d.Job)
 		}
+	}
+}
+
+// testWebhookSecretRotation: rotating the account's signing secret keeps the replaced one, with
+// the end of its overlap, in the same record; a claimed delivery to a job's own webhook_url
+// carries both (the dispatcher decides by its clock whether the old one still signs), and one
+// to an endpoint whose own secret was rotated carries that endpoint's two; a second rotation
+// drops the oldest secret.
+func testWebhookSecretRotation(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	wb := f.wh()
+	first, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_first", time.Hour)
+	if err != nil || first.PreviousSecret != "" || first.PreviousExpiresAt != nil {
+		t.Fatalf("first secret = %+v, %v: nothing to overlap with", first, err)
+	}
+	second, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_second", 24*time.Hour)
+	if err != nil || second.Secret != "whsec_second" || second.PreviousSecret != "whsec_first" || second.PreviousExpiresAt == nil ||
+		!second.PreviousExpiresAt.Equal(second.CreatedAt.Add(24*time.Hour)) {
+		t.Fatalf("rotated = %+v, %v; want whsec_first kept until created_at + 24h", second, err)
+	}
+	if !second.PreviousValid(second.CreatedAt.Add(24*time.Hour-time.Second)) || second.PreviousValid(second.CreatedAt.Add(24*time.Hour)) {
+		t.Fatalf("PreviousValid around the overlap's end is wrong for %+v", second)
+	}
+	got, err := wb.WebhookSigningSecret(f.acct.ID)
+	if err != nil || got.Secret != "whsec_second" || got.PreviousSecret != "whsec_first" || got.PreviousExpiresAt == nil ||
+		!got.PreviousExpiresAt.Equal(*second.PreviousExpiresAt) {
+		t.Fatalf("read back = %+v, %v; want %+v", got, err, second)
+	}
+	ep := f.endpoint("https://a.example/hook")
+	// The endpoint's own secret rotates the same way; another account cannot rotate it.
+	other := newFixtureOn(t, f.s, "other")
+	_, err = wb.RotateWebhookEndpointSecret(other.ID, ep.ID, "whsec_theirs", time.Hour)
+	wantErr(t, err, store.ErrNotFound, "rotate another account's endpoint")
+	rotatedEP, err := wb.RotateWebhookEndpointSecret(f.acct.ID, ep.ID, "whsec_ep_new", 2*time.Hour)
+	if err != nil || rotatedEP.Secret != "whsec_ep_new" || rotatedEP.PreviousSecret != ep.Secret || rotatedEP.PreviousExpiresAt == nil {
+		t.Fatalf("rotated endpoint = %+v, %v", rotatedEP, err)
+	}
+	if eps, err := wb.WebhookEndpoints(f.acct.ID); err != nil || len(eps) != 1 || eps[0].Secret != "whsec_ep_new" || eps[0].PreviousSecret != ep.Secret ||
+		!eps[0].PreviousExpiresAt.Equal(*rotatedEP.PreviousExpiresAt) {
+		t.Fatalf("endpoints after rotation = %+v, %v", eps, err)
+	}
+	job, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1,
+		WebhookURL: "https://job.example/hook"}, plainRender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.finishOK(job)
+	claimed, err := wb.ClaimWebhookDeliveries(store.WebhookClaim{Limit: 10, Hold: time.Hour})
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claim = %+v, %v", claimed, err)
+	}
+	for _, d := range claimed {
+		switch d.EndpointID {
+		case "":
+			if d.Secret != "whsec_second" || d.PreviousSecret != "whsec_first" || !d.PreviousSecretUntil.Equal(*second.PreviousExpiresAt) {
+				t.Fatalf("job URL delivery signs with %q, previous %q until %v; want whsec_second, whsec_first until %v",
+					d.Secret, d.PreviousSecret, d.PreviousSecretUntil, second.PreviousExpiresAt)
+			}
+		case ep.ID:
+			if d.Secret != "whsec_ep_new" || d.PreviousSecret != ep.Secret || !d.PreviousSecretUntil.Equal(*rotatedEP.PreviousExpiresAt) {
+				t.Fatalf("endpoint delivery signs with %q, previous %q until %v", d.Secret, d.PreviousSecret, d.PreviousSecretUntil)
+			}
+		}
+	}
+	// A rotation during the overlap: the first secret is gone at once, the second overlaps.
+	third, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_third", time.Minute)
+	if err != nil || third.PreviousSecret != "whsec_second" || !third.PreviousExpiresAt.Equal(third.CreatedAt.Add(time.Minute)) {
+		t.Fatalf("third = %+v, %v", third, err)
+	}
+	// overlap 0 replaces outright.
+	fourth, err := wb.SetWebhookSigningSecret(f.acct.ID, "whsec_fourth", 0)
+	if err != nil || fourth.PreviousSecret != "" || fourth.PreviousExpiresAt != nil {
+		t.Fatalf("fourth = %+v, %v", fourth, err)
+	}
+	if got, err := wb.WebhookSigningSecret(f.acct.ID); err != nil || got.PreviousSecret != "" || got.PreviousExpiresAt != nil {
+		t.Fatalf("after a replacement without overlap = %+v, %v", got, err)
+	}
+}
+
+// testWebhookEndpointCap: an account has at most store.MaxWebhookEndpoints endpoints; the
+// next is refused and stores nothing, another account is not affected, and removing one makes
+// room. Creates racing for the last place take it once.
+func testWebhookEndpointCap(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	wb := f.wh()
+	for i := range store.MaxWebhookEndpoints - 2 {
+		f.endpoint("https://h" + string(rune('a'+i)) + ".example/")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := wb.CreateWebhookEndpoint(f.acct.ID, "https://race.example/", "whsec_race")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	ok := 0
+	for err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		default:
+			wantErr(t, err, store.ErrTooManyWebhookEndpoints, "endpoint over the cap")
+			wantErr(t, err, store.ErrInvalidArgument, "endpoint over the cap")
+		}
+	}
+	if ok != 2 {
+		t.Fatalf("%d racing creates succeeded, want the 2 places left", ok)
+	}
+	eps, err := wb.WebhookEndpoints(f.acct.ID)
+	if err != nil || len(eps) != store.MaxWebhookEndpoints {
+		t.Fatalf("endpoints = %d, %v; want %d", len(eps), err, store.MaxWebhookEndpoints)
+	}
+	other := newFixtureOn(t, f.s, "other")
+	if _, err := wb.CreateWebhookEndpoint(other.ID, "https://other.example/", "whsec_o"); err != nil {
+		t.Fatalf("another account's endpoint: %v", err)
+	}
+	if err := wb.DeleteWebhookEndpoint(f.acct.ID, eps[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wb.CreateWebhookEndpoint(f.acct.ID, "https://again.example/", "whsec_again"); err != nil {
+		t.Fatalf("after a removal: %v", err)
 	}
 }
