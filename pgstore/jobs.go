@@ -678,6 +678,9 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
 		return err
 	}
+	if err := batchJobFinished(ctx, tx, *job); err != nil {
+		return err
+	}
 	fin.add(*job)
 	payloads := []string{"j:" + job.ID}
 	if status == store.StatusCancelled {
@@ -723,6 +726,11 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, deleted); err != nil {
+			return err
+		}
+		// A batch goes with its jobs (they share its expires_at).
+		if _, err := tx.Exec(ctx, `DELETE FROM batches b WHERE b.expires_at <= now()
+			AND NOT EXISTS (SELECT 1 FROM batch_jobs bj WHERE bj.batch_id = b.id)`); err != nil {
 			return err
 		}
 		payloads := make([]string, len(deleted))
