@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestConvert_SourceURLAndDeliverTo: convert --source-url has the embedded server fetch the
