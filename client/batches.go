@@ -67,9 +67,11 @@ type BatchManifestItem struct {
 	File         *string `json:"file"`
 	Bytes        *int64  `json:"bytes"`
 	SHA256       *string `json:"sha256"`
-	ErrorCode    *string `json:"error_code"`
-	ErrorReason  *string `json:"error_reason"`
-	ErrorMessage *string `json:"error_message"`
+	// Warnings lists what a succeeded conversion could not keep; nil unless it succeeded.
+	Warnings     []Warning `json:"warnings"`
+	ErrorCode    *string   `json:"error_code"`
+	ErrorReason  *string   `json:"error_reason"`
+	ErrorMessage *string   `json:"error_message"`
 }
 
 // CreateBatch reserves every job of reqs (1 to MaxBatchJobs) in one request, all or nothing;

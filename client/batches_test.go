@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/client"
-	"github.com/convsvc/convsvc/internal/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
 )
 
 // TestClient_Batch: the client's batch calls against a real service: reserve, upload, start,

@@ -39,9 +39,11 @@ type manifestItem struct {
 	File         *string `json:"file"`
 	Bytes        *int64  `json:"bytes"`
 	SHA256       *string `json:"sha256"`
-	ErrorCode    *string `json:"error_code"`
-	ErrorReason  *string `json:"error_reason"`
-	ErrorMessage *string `json:"error_message"`
+	// Warnings lists what a succeeded conversion could not keep; null unless it succeeded.
+	Warnings     []warningView `json:"warnings"`
+	ErrorCode    *string       `json:"error_code"`
+	ErrorReason  *string       `json:"error_reason"`
+	ErrorMessage *string       `json:"error_message"`
 }
 
 // archiveEntry is one output in the archive.
@@ -88,6 +90,10 @@ func (s *Server) planArchive(b store.Batch, jobs []store.Job) (archivePlan, erro
 				name += "." + f.Extensions[0]
 			}
 			item.File, item.Bytes, item.SHA256 = &name, &j.Output.Bytes, &j.Output.SHA256
+			item.Warnings = make([]warningView, len(j.Output.Warnings))
+			for k, w := range j.Output.Warnings {
+				item.Warnings[k] = warningView(w)
+			}
 			plan.entries = append(plan.entries, archiveEntry{name: name, job: j, size: j.Output.Bytes})
 		}
 		m.Items = append(m.Items, item)

@@ -24,3 +24,13 @@ func (d *dispatcher) batchEventBody(del store.WebhookDelivery) ([]byte, error) {
 	}
 	return webhook.Event{ID: del.EventID, Type: del.EventType, CreatedAt: del.CreatedAt, Data: data}.Marshal()
 }
+
+// CreateBatch creates the batch's jobs, then wakes the sweeper if they expire before its
+// next pass, as CreateJob does.
+func (a apiStore) CreateBatch(p store.CreateBatchParams, render func(store.Batch, []store.Job) (store.Response, error)) (store.Batch, []store.Job, store.Response, error) {
+	b, jobs, resp, err := a.JobStore.CreateBatch(p, render)
+	if err == nil && a.created != nil && !b.ExpiresAt.IsZero() {
+		a.created(b.ExpiresAt)
+	}
+	return b, jobs, resp, err
+}
