@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/webhook"
 )
 
 type batchReservation struct {
@@ -311,5 +313,65 @@ func readZipJSON(t *testing.T, f *zip.File, v any) {
 	t.Helper()
 	if err := json.Unmarshal(readZipFile(t, f), v); err != nil {
 		t.Fatalf("%s: %v", f.Name, err)
+	}
+}
+
+// TestWebhooks_BatchFinished: when a batch's last job finishes, each endpoint of the account
+// gets one batch.finished, signed as job events are, carrying the batch as GET shows it.
+func TestWebhooks_BatchFinished(t *testing.T) {
+	for _, backend := range []string{"bbolt", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			e := startOn(t, backend, fastWebhooks)
+			acct, key := e.NewAccount(10)
+			recv := newReceiver(t, nil)
+			ep := addEndpoint(t, e, acct, recv.URL+"/hook")
+			png := testenv.Sample(t, "images/sample.png")
+			r := e.Do("POST", "/v1/batches", key, map[string]any{"jobs": batchItems(2, "png", "jpeg", len(png))})
+			must(t, r, 200, "")
+			var res batchReservation
+			r.JSON(t, &res)
+			for _, j := range res.Jobs {
+				must(t, e.Upload(j.UploadURL, png), 200, "")
+			}
+			must(t, e.Do("POST", "/v1/batches/"+res.ID+"/start", key, nil), 200, "")
+			if v := getBatch(t, e, key, res.ID, "?wait=60"); v.Status != "finished" {
+				t.Fatalf("batch %+v", v)
+			}
+			got := recv.wait(t, 3) // two job.succeeded and one batch.finished, in any order
+			var batchEvents []received
+			for _, g := range got {
+				if g.header.Get(webhook.EventTypeHeader) == "batch.finished" {
+					batchEvents = append(batchEvents, g)
+				}
+			}
+			if len(batchEvents) != 1 {
+				t.Fatalf("%d batch.finished events of %d", len(batchEvents), len(got))
+			}
+			ev := batchEvents[0]
+			if err := webhook.Verify(ep.Secret, ev.header.Get(webhook.SignatureHeader), ev.body, time.Now(), webhook.DefaultTolerance); err != nil {
+				t.Fatalf("signature: %v", err)
+			}
+			wantID := "evt_" + res.ID + "_finished"
+			var body struct {
+				ID   string `json:"id"`
+				Type string `json:"type"`
+				Data struct {
+					Batch map[string]any `json:"batch"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal(ev.body, &body); err != nil {
+				t.Fatal(err)
+			}
+			if ev.header.Get(webhook.EventIDHeader) != wantID || body.ID != wantID || body.Type != "batch.finished" {
+				t.Fatalf("event %s, headers %v", ev.body, ev.header)
+			}
+			api := e.Do("GET", "/v1/batches/"+res.ID, key, nil).Map(t)
+			for k, v := range api {
+				if a, b := mustJSONValue(t, v), mustJSONValue(t, body.Data.Batch[k]); a != b {
+					t.Fatalf("batch field %s: event %s, GET %s", k, b, a)
+				}
+			}
+			waitDelivery(t, e, acct, wantID+"."+ep.ID, "delivered")
+		})
 	}
 }
