@@ -132,17 +132,16 @@ func (b *batchRun) runOne(ctx context.Context, target client.Format, plans []*pl
 	if ctx.Err() != nil {
 		return
 	}
+	show := func(bt client.Batch) {
+		b.setBatch(slot, bt)
+		for i := range plans {
+			b.prog.state(b.files[first+i], batchPhase(bt))
+		}
+	}
 	batch, err := c.StartBatch(ctx, res.ID)
 	if err == nil {
-		b.setBatch(slot, batch)
-		batch, err = c.WaitBatch(ctx, res.ID, func(bt client.Batch) {
-			b.setBatch(slot, bt)
-			line := fmt.Sprintf("batch: %d queued, %d running, %d done", bt.Counts.Queued, bt.Counts.Running,
-				bt.Counts.Succeeded+bt.Counts.Failed+bt.Counts.Cancelled)
-			for i := range plans {
-				b.prog.state(b.files[first+i], line)
-			}
-		})
+		show(batch)
+		batch, err = c.WaitBatch(ctx, res.ID, show)
 	}
 	if err != nil {
 		if ctx.Err() == nil {
@@ -158,6 +157,19 @@ func (b *batchRun) runOne(ctx context.Context, target client.Format, plans []*pl
 			b.fail(p, err)
 		}
 	}
+}
+
+// batchPhase is a batch's progress as a file's phase: what its jobs wait for, and the counts.
+func batchPhase(bt client.Batch) string {
+	counts := fmt.Sprintf("batch: %d queued, %d running, %d done", bt.Counts.Queued, bt.Counts.Running,
+		bt.Counts.Succeeded+bt.Counts.Failed+bt.Counts.Cancelled)
+	switch {
+	case bt.Counts.Queued > 0:
+		return "queued (" + counts + ")"
+	case bt.Counts.Running > 0:
+		return "running (" + counts + ")"
+	}
+	return counts
 }
 
 func (b *batchRun) setBatch(slot int, bt client.Batch) {

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -81,4 +82,31 @@ func TestBatchArchive_ReaderSeeks(t *testing.T) {
 	if end, _ := a.Seek(0, io.SeekEnd); end != int64(whole.Len()) {
 		t.Fatalf("size %d, wrote %d", end, whole.Len())
 	}
+}
+
+// FuzzDecodeBatch: whatever the body, the batch decoder answers 1 to MaxBatchJobs items with
+// sizes in range, or a 400 API error; it never panics.
+func FuzzDecodeBatch(f *testing.F) {
+	f.Add([]byte(`{"jobs":[{"input_format":"png","target_format":"jpeg","input_bytes":10}]}`))
+	f.Add([]byte(`{"jobs":[]}`))
+	f.Add([]byte(`{"jobs":[{"input_format":"png","target_format":"jpeg","input_bytes":10},null,7]}`))
+	f.Add([]byte(`{"jobs":[{"input_format":"png","target_format":"jpeg","input_bytes":10,"options":{"quality":5}}],"jobs":[]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		items, err := decodeBatch(body)
+		if err == nil {
+			if len(items) < 1 || len(items) > store.MaxBatchJobs {
+				t.Fatalf("accepted %d items", len(items))
+			}
+			for _, it := range items {
+				if it.size < 1 || it.size > store.MaxInputBytes {
+					t.Fatalf("accepted size %d", it.size)
+				}
+			}
+			return
+		}
+		var apiErr *Error
+		if !errors.As(err, &apiErr) || statusOf(apiErr) != 400 {
+			t.Fatalf("error %v is not a 400 API error", err)
+		}
+	})
 }

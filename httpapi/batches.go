@@ -122,29 +122,13 @@ func itemError(i int, err error) error {
 // parseBatch reads a batch body: {"jobs": [create bodies]}, each validated as POST /v1/jobs
 // validates its body. The first bad item refuses the whole batch, naming its index.
 func (s *Server) parseBatch(r *http.Request, key store.APIKey, body []byte, hashRequest bool) (store.CreateBatchParams, error) {
-	var req struct {
-		Jobs *[]json.RawMessage `json:"jobs"`
-	}
-	if err := decodeStrict(body, &req); err != nil {
+	items, err := decodeBatch(body)
+	if err != nil {
 		return store.CreateBatchParams{}, err
 	}
-	if req.Jobs == nil {
-		return store.CreateBatchParams{}, errorf(CodeInvalidRequest, "jobs is required: an array of create bodies, as POST /v1/jobs takes")
-	}
-	if err := store.CheckBatchSize(len(*req.Jobs)); err != nil {
-		return store.CreateBatchParams{}, errorf(CodeInvalidRequest,
-			fmt.Sprintf("a batch has 1 to %d jobs, this one %d; split it into several batches", store.MaxBatchJobs, len(*req.Jobs)))
-	}
-	p := store.CreateBatchParams{AccountID: key.AccountID, Jobs: make([]store.CreateJobParams, len(*req.Jobs))}
+	p := store.CreateBatchParams{AccountID: key.AccountID, Jobs: make([]store.CreateJobParams, len(items))}
 	hash := sha256.New()
-	for i, raw := range *req.Jobs {
-		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-			return store.CreateBatchParams{}, itemError(i, errorf(CodeInvalidRequest, "each item is a create body: a JSON object"))
-		}
-		parsed, err := parseCreateJob(raw)
-		if err != nil {
-			return store.CreateBatchParams{}, itemError(i, err)
-		}
+	for i, parsed := range items {
 		jp, err := s.createParams(r, key, parsed, hashRequest)
 		if err != nil {
 			return store.CreateBatchParams{}, itemError(i, err)
@@ -156,6 +140,36 @@ func (s *Server) parseBatch(r *http.Request, key store.APIKey, body []byte, hash
 		p.RequestHash = "batch:" + hex.EncodeToString(hash.Sum(nil))
 	}
 	return p, nil
+}
+
+// decodeBatch reads a batch body's shape and each item as a create body, before anything is
+// looked up: 1 to MaxBatchJobs objects, the first bad one named by its index.
+func decodeBatch(body []byte) ([]createJob, error) {
+	var req struct {
+		Jobs *[]json.RawMessage `json:"jobs"`
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return nil, err
+	}
+	if req.Jobs == nil {
+		return nil, errorf(CodeInvalidRequest, "jobs is required: an array of create bodies, as POST /v1/jobs takes")
+	}
+	if err := store.CheckBatchSize(len(*req.Jobs)); err != nil {
+		return nil, &Error{Code: CodeInvalidRequest, Err: err,
+			Message: fmt.Sprintf("a batch has 1 to %d jobs, this one %d; split it into several batches", store.MaxBatchJobs, len(*req.Jobs))}
+	}
+	items := make([]createJob, len(*req.Jobs))
+	for i, raw := range *req.Jobs {
+		if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
+			return nil, itemError(i, errorf(CodeInvalidRequest, "each item is a create body: a JSON object"))
+		}
+		parsed, err := parseCreateJob(raw)
+		if err != nil {
+			return nil, itemError(i, err)
+		}
+		items[i] = parsed
+	}
+	return items, nil
 }
 
 func (s *Server) handleCreateBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
