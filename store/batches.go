@@ -11,7 +11,8 @@ import (
 // MaxBatchJobs is the most jobs one batch reserves (POST /v1/batches).
 const MaxBatchJobs = 500
 
-// BatchFinishedEvent is the webhook event type of a batch whose every job reached a final state.
+// BatchFinishedEvent is the webhook event type of a batch whose every job reached a final
+// state (webhook.EventBatchFinished; store imports nothing of ours).
 const BatchFinishedEvent = "batch.finished"
 
 var (
