@@ -7,11 +7,11 @@
 // outputs, sampling the process's heap every 5 ms, to show that the archive's memory does not
 // grow with its size.
 //
-// The server's rate limits are set past reach (as for convert's embedded server), so the
-// figures are the API's own cost; under a served key's 120 writes a minute the separate jobs
-// also wait (2 writes a file), the batch does not (2 writes in all).
+// By default the server's rate limits are set past reach (as for convert's embedded server),
+// so the figures are the API's own cost; -limit 120 gives serve's 120 writes a minute per key,
+// under which the separate jobs wait (2 writes a file) and the batch does not (2 in all).
 //
-//	go run ./bench/batchbench [-files 200] [-parallel 8] [-big 512]
+//	go run ./bench/batchbench [-files 200] [-parallel 8] [-big 512,1024]
 package main
 
 import (
@@ -28,6 +28,8 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,35 +42,54 @@ import (
 func main() {
 	files := flag.Int("files", 200, "files per run")
 	parallel := flag.Int("parallel", 8, "separate jobs in flight at once")
-	big := flag.Int("big", 512, "side in pixels of the larger outputs' noise PNGs (archive memory)")
+	limit := flag.Int("limit", 0, "writes per key and minute, as serve's 120 (0: past reach, as convert's embedded server)")
+	big := flag.String("big", "512,1024", "sides in pixels of the larger outputs' noise PNGs (archive memory)")
 	flag.Parse()
-	if err := run(*files, *parallel, *big); err != nil {
+	var sides []int
+	for _, f := range strings.Split(*big, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "batchbench: -big is a list of sides in pixels, like 512,1024")
+			os.Exit(2)
+		}
+		sides = append(sides, n)
+	}
+	if err := run(*files, *parallel, *limit, sides); err != nil {
 		fmt.Fprintln(os.Stderr, "batchbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(files, parallel, big int) error {
+func run(files, parallel, limit int, sides []int) error {
 	dir, err := os.MkdirTemp("", "batchbench-*")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
 	var key string
-	m, err := service.Run(service.Config{
+	cfg := service.Config{
 		DataDir: dir, Listen: "127.0.0.1:0", BlobListen: "127.0.0.1:0",
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OnDefaultKey: func(_, k string) { key = k },
 		WriteLimit:   1 << 30, ReadLimit: 1 << 30,
-	})
+	}
+	if limit > 0 {
+		cfg.WriteLimit, cfg.ReadLimit = limit, 0
+	}
+	m, err := service.Run(cfg)
 	if err != nil {
 		return err
 	}
 	defer m.Shutdown(context.Background())
-	c := &client.Client{BaseURL: m.URL(), Key: key}
+	// A 429 is waited out as convert does, so that the runs finish under a served limit.
+	c := &client.Client{BaseURL: m.URL(), Key: key, WaitOutRateLimit: true}
 	ctx := context.Background()
 	small := noisePNG(64)
-	fmt.Printf("%d files of %d bytes (64x64 noise PNG -> JPEG), GOMAXPROCS %d\n\n", files, len(small), runtime.GOMAXPROCS(0))
+	limitText := "past reach"
+	if limit > 0 {
+		limitText = strconv.Itoa(limit) + " writes a minute per key"
+	}
+	fmt.Printf("%d files of %d bytes (64x64 noise PNG -> JPEG), rate limit %s, GOMAXPROCS %d\n\n", files, len(small), limitText, runtime.GOMAXPROCS(0))
 
 	before := requests(m.URL())
 	start := time.Now()
@@ -92,12 +113,16 @@ func run(files, parallel, big int) error {
 	fmt.Printf("| %d separate jobs (%d at once) | %.0f | %.2f s |\n", files, parallel, sepReq, sepTime.Seconds())
 	fmt.Printf("| one batch of %d, archive of %d bytes | %.0f | %.2f s |\n\n", files, n, batchReq, batchTime.Seconds())
 
-	bigID, err := batch(ctx, c, noisePNG(big), files)
-	if err != nil {
-		return err
+	archives := []struct{ name, id string }{{"64x64", id}}
+	for _, side := range sides {
+		bigID, err := batch(ctx, c, noisePNG(side), files)
+		if err != nil {
+			return err
+		}
+		archives = append(archives, struct{ name, id string }{fmt.Sprintf("%dx%d", side, side), bigID})
 	}
 	fmt.Printf("| archive of %d outputs | bytes | heap in use before | peak while streaming |\n|---|---|---|---|\n", files)
-	for _, a := range []struct{ name, id string }{{"64x64", id}, {fmt.Sprintf("%dx%d", big, big), bigID}} {
+	for _, a := range archives {
 		base, peak, n, err := streamPeak(ctx, c, a.id)
 		if err != nil {
 			return err
