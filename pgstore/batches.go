@@ -72,14 +72,10 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			return err
 		}
 		if p.IdempotencyKey != "" {
-			var hash, batchID string
-			err := tx.QueryRow(ctx, `SELECT request_hash, job_id, response_status, response_body FROM idempotency_keys
-				WHERE account_id = $1 AND key = $2 AND created_at > now() - $3 * interval '1 microsecond'`,
-				p.AccountID, p.IdempotencyKey, micros(s.opts.IdempotencyTTL)).Scan(&hash, &batchID, &resp.Status, &resp.Body)
-			if err == nil {
-				if hash != p.RequestHash {
-					return store.ErrIdempotencyMismatch
-				}
+			batchID, found, err := s.idempotentResponse(ctx, tx, p.AccountID, p.IdempotencyKey, p.RequestHash, &resp)
+			if err != nil {
+				return err
+			} else if found {
 				batch, err = scanBatch(tx.QueryRow(ctx, `SELECT `+batchCols+` FROM batches WHERE id = $1`, batchID))
 				if err == store.ErrNotFound {
 					return nil // the batch expired since; the replayed response still stands
@@ -87,8 +83,6 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 					return err
 				}
 				jobs, err = batchJobs(ctx, tx, batch)
-				return err
-			} else if !isNoRows(err) {
 				return err
 			}
 		}

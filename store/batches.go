@@ -83,19 +83,15 @@ func (s *Store) CreateBatch(p CreateBatchParams, render func(Batch, []Job) (Resp
 		var idemKey []byte
 		if p.IdempotencyKey != "" {
 			idemKey = append(append([]byte(p.AccountID), 0), p.IdempotencyKey...)
-			var rec idempotencyRecord
-			err := getJSON(tx.Bucket(bucketIdempotency), idemKey, &rec)
-			if err == nil && now.Sub(rec.CreatedAt) < s.opts.IdempotencyTTL {
-				if rec.RequestHash != p.RequestHash {
-					return ErrIdempotencyMismatch
-				}
+			rec, found, err := s.idempotencyRecord(tx, idemKey, p.RequestHash, now)
+			if err != nil {
+				return err
+			} else if found {
 				resp = rec.Response
 				batch, jobs, err = findBatch(tx, rec.JobID)
 				if err == ErrNotFound {
 					err = nil // the batch expired since; the replayed response still stands
 				}
-				return err
-			} else if err != nil && err != ErrNotFound {
 				return err
 			}
 		}

@@ -39,19 +39,15 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		var idemKey []byte
 		if p.IdempotencyKey != "" {
 			idemKey = append(append([]byte(p.AccountID), 0), p.IdempotencyKey...)
-			var rec idempotencyRecord
-			err := getJSON(tx.Bucket(bucketIdempotency), idemKey, &rec)
-			if err == nil && now.Sub(rec.CreatedAt) < s.opts.IdempotencyTTL {
-				if rec.RequestHash != p.RequestHash {
-					return ErrIdempotencyMismatch
-				}
+			rec, found, err := s.idempotencyRecord(tx, idemKey, p.RequestHash, now)
+			if err != nil {
+				return err
+			} else if found {
 				resp = rec.Response
 				job, err = findJob(tx, rec.JobID)
 				if err == ErrNotFound {
 					err = nil // the job expired since; the replayed response still stands
 				}
-				return err
-			} else if err != nil && err != ErrNotFound {
 				return err
 			}
 		}
@@ -135,6 +131,23 @@ func insertJob(tx *bolt.Tx, acct *Account, p CreateJobParams, now time.Time, ret
 		return Job{}, err
 	}
 	return job, nil
+}
+
+// idempotencyRecord returns the first response under an Idempotency-Key (key is the account
+// id, 0 and the key) while the key lives: found is false when there is none or it outlived
+// IdempotencyTTL, and a request other than hash's is ErrIdempotencyMismatch.
+func (s *Store) idempotencyRecord(tx *bolt.Tx, key []byte, hash string, now time.Time) (idempotencyRecord, bool, error) {
+	var rec idempotencyRecord
+	err := getJSON(tx.Bucket(bucketIdempotency), key, &rec)
+	switch {
+	case err == ErrNotFound || (err == nil && now.Sub(rec.CreatedAt) >= s.opts.IdempotencyTTL):
+		return idempotencyRecord{}, false, nil
+	case err != nil:
+		return idempotencyRecord{}, false, err
+	case rec.RequestHash != hash:
+		return idempotencyRecord{}, false, ErrIdempotencyMismatch
+	}
+	return rec, true, nil
 }
 
 // Job returns one of the account's jobs. Another account's job, or an expired one, is ErrNotFound.
