@@ -37,6 +37,7 @@ type convertOptions struct {
 	from      string
 	output    string
 	outputDir string
+	zip       string // --zip: every output into one zip file
 	server    string
 	key       string
 	jsonOut   bool
@@ -77,11 +78,15 @@ func newConvertCommand() *cobra.Command {
 			"whose content is another format than its extension says (a JPEG named .png) is\n" +
 			"converted as what it is, with a notice on stderr. INPUT - reads standard input (give\n" +
 			"--from when its format cannot be recognised); -o - writes the result to standard output.\n" +
+			"Several files (or --zip) go through batches: one request reserves up to 500 jobs,\n" +
+			"one starts them and one archive brings every output back, so a directory of files is a\n" +
+			"handful of requests; the embedded server does not rate-limit its own user.\n" +
 			"Ctrl-C (or SIGTERM) cancels the jobs in flight, removes temporary files and exits 130.",
 		Example: "  convsvc convert photo.png --to jpeg --quality 80 --width 1024\n" +
 			"  convsvc convert --source-url https://example.com/photo.heic --to png\n" +
 			"  convsvc convert scan.pdf --to png --deliver-to \"$PRESIGNED_PUT_URL\" --deliver-header 'Content-Type: image/png'\n" +
 			"  convsvc convert *.png --to gif --output-dir out/\n" +
+			"  convsvc convert *.md --to pdf --zip docs.zip\n" +
 			"  cat scan.pdf | convsvc convert - --from pdf --to png --page 2 -o - > page2.png\n" +
 			"  CONVSVC_URL=http://127.0.0.1:8080 CONVSVC_KEY=cs_live_... convsvc convert scan.tiff --to png -o scan.png",
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -97,6 +102,7 @@ func newConvertCommand() *cobra.Command {
 	f.StringVar(&o.from, "from", "", "input format id (default: from the file extension, or the content for standard input)")
 	f.StringVarP(&o.output, "output", "o", "", "output file, - for standard output (one input only; default: INPUT's name with the target's extension, in the current directory)")
 	f.StringVar(&o.outputDir, "output-dir", "", "directory for outputs (default: current directory)")
+	f.StringVar(&o.zip, "zip", "", "write every output into this zip file (named as they would be in --output-dir)")
 	f.BoolVarP(&o.force, "force", "f", false, "overwrite outputs that exist")
 	f.StringVar(&o.server, "server", "", "API base URL of a running convsvc (default: an embedded one) [$CONVSVC_URL, or $CONVSVC_SERVER]")
 	f.StringVar(&o.key, "key", "", "API key for --server [$CONVSVC_KEY, $CONVSVC_KEY_FILE, or $CONVSVC_API_KEY]")
@@ -179,6 +185,18 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	if err != nil {
 		return err
 	}
+	if o.zip != "" {
+		// The outputs are named as in an empty directory, then written into the zip.
+		if err := checkOutput(o.zip, o.force); err != nil {
+			return err
+		}
+		dir, err := os.MkdirTemp("", "convsvc-zip-*")
+		if err != nil {
+			return err
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+		o.outputDir = dir
+	}
 	if o.server == "" {
 		stopEmbedded, err := o.startEmbedded(cmd.ErrOrStderr())
 		if err != nil {
@@ -214,12 +232,36 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	var mu sync.Mutex
 	var errs []error
 	var cancelled atomic.Int32
-	sem := make(chan struct{}, max(1, o.parallel))
-	var wg sync.WaitGroup
 	files := make([]*fileProgress, len(plans))
 	for i, p := range plans {
 		files[i] = prog.add(p.input)
 	}
+	if o.useBatches(plans) {
+		b := &batchRun{o: o, c: c, prog: prog, files: files, report: func(i int, jobID, line string, warnings []client.Warning) {
+			if o.jsonOut {
+				if job, err := c.GetJob(ctx, jobID, 0); err == nil {
+					js, _ := json.Marshal(job)
+					line = string(js)
+				}
+			}
+			prog.finish(files[i], line)
+			prog.note(cmd.ErrOrStderr(), warningLines(plans[i].input, client.Job{Output: &client.Output{Warnings: warnings}}))
+		}}
+		if prog.enabled {
+			bc := *c // the batch's waits show on the progress line
+			bc.OnRetry = retryState(prog, files[len(files)-1])
+			b.c = &bc
+		}
+		n, err := o.runBatches(ctx, b.c, target, plans, b)
+		if interrupted() {
+			prog.close()
+			fmt.Fprintf(cmd.ErrOrStderr(), "convsvc: interrupted: cancelled %s, removed temporary files\n", plural(n, "unfinished job", "unfinished jobs"))
+			return errInterrupted
+		}
+		return err
+	}
+	sem := make(chan struct{}, max(1, o.parallel))
+	var wg sync.WaitGroup
 	for i, p := range plans {
 		select {
 		case sem <- struct{}{}:
@@ -234,13 +276,7 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 			defer func() { <-sem }()
 			fc := *c // this file's client: its waits show on its progress line
 			if prog.enabled {
-				fc.OnRetry = func(wait time.Duration, err *client.APIError) {
-					if err.Status == http.StatusTooManyRequests {
-						prog.state(files[i], fmt.Sprintf("rate limited: waiting %d s", ceilSeconds(wait)))
-					} else {
-						prog.state(files[i], fmt.Sprintf("%s: retrying in %d s", err.Code, ceilSeconds(wait)))
-					}
-				}
+				fc.OnRetry = retryState(prog, files[i])
 			}
 			job, err := o.convertOne(ctx, &fc, target, p, cmd.OutOrStdout(), prog, files[i])
 			if job.ID != "" && !job.Status.Finished() {
@@ -287,6 +323,18 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	return errors.Join(errs...)
 }
 
+// retryState shows a client's waits (a 429's Retry-After, a retry's backoff) on fp's
+// progress line.
+func retryState(prog *progress, fp *fileProgress) func(time.Duration, *client.APIError) {
+	return func(wait time.Duration, err *client.APIError) {
+		if err.Status == http.StatusTooManyRequests {
+			prog.state(fp, fmt.Sprintf("rate limited: waiting %d s", ceilSeconds(wait)))
+		} else {
+			prog.state(fp, fmt.Sprintf("%s: retrying in %d s", err.Code, ceilSeconds(wait)))
+		}
+	}
+}
+
 // warningLines describes what a succeeded job's conversion could not keep, one line per
 // warning: "warning: <file>: <message> (<code>)".
 func warningLines(input string, job client.Job) []string {
@@ -316,6 +364,9 @@ func (o *convertOptions) checkArgs(inputs []string) error {
 	}
 	if o.output != "" && o.outputDir != "" {
 		return errors.New("-o and --output-dir exclude each other: -o names the output file itself")
+	}
+	if o.zip != "" && (o.output != "" || o.outputDir != "") {
+		return errors.New("--zip excludes -o and --output-dir: every output goes into the zip file")
 	}
 	n := 0
 	for _, in := range inputs {
@@ -626,6 +677,10 @@ func checkOutput(out string, force bool) error {
 	return nil
 }
 
+// embeddedNoLimit is the embedded server's rate limit per key and minute: past anything one
+// user's convert sends (the limiter's memory grows with the requests it sees, not the limit).
+const embeddedNoLimit = 1 << 30
+
 // startEmbedded runs a whole convsvc in a temporary data dir on loopback ports; the returned
 // function stops it and removes the dir.
 func (o *convertOptions) startEmbedded(logTo io.Writer) (func(), error) {
@@ -648,6 +703,9 @@ func (o *convertOptions) startEmbedded(logTo io.Writer) (func(), error) {
 		// The user's own process, with the user's own network: --source-url and --deliver-to
 		// may name files on this machine or the local network.
 		FetchAllowPrivate: true,
+		// The user's own process: its key is the user's alone, so it is not rate-limited.
+		WriteLimit: embeddedNoLimit,
+		ReadLimit:  embeddedNoLimit,
 	})
 	if err != nil {
 		os.RemoveAll(dir)
@@ -735,19 +793,7 @@ func (o *convertOptions) download(ctx context.Context, c *client.Client, job cli
 	if err := c.DownloadWithProgress(ctx, *job.Output, tmp, progress); err != nil {
 		return err
 	}
-	err := os.Link(tmp, out)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, fs.ErrExist):
-		return fmt.Errorf("%s appeared while converting; it was left alone (pass --force to overwrite it)", out)
-	default:
-		// No hard links here (some network and FAT file systems): check, then rename.
-		if _, serr := os.Lstat(out); serr == nil {
-			return fmt.Errorf("%s appeared while converting; it was left alone (pass --force to overwrite it)", out)
-		}
-		return os.Rename(tmp, out)
-	}
+	return placeFile(tmp, out, false)
 }
 
 func findFormat(formats []client.Format, id string) (client.Format, bool) {

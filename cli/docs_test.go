@@ -132,6 +132,41 @@ func TestDocs_LinksStayInsideTheRepository(t *testing.T) {
 // The README's curl walkthrough runs as written against a real server: only the key line is
 // given the server's key, and API comes from the environment (the block defaults it).
 func TestDocs_READMECurlWalkthrough(t *testing.T) {
+	out, tmp := runREADMEScript(t, "### API walkthrough with curl")
+	jpgs, _ := filepath.Glob(filepath.Join(tmp, "*", "sample.jpg"))
+	if len(jpgs) != 1 {
+		t.Fatalf("the walkthrough wrote no sample.jpg under its temp dir:\n%s", out)
+	}
+	if jpg, _ := os.ReadFile(jpgs[0]); !bytes.HasPrefix(jpg, []byte{0xFF, 0xD8}) {
+		t.Fatalf("sample.jpg is not a JPEG:\n%s", out)
+	}
+	if !strings.Contains(out, `"status":"succeeded"`) {
+		t.Fatalf("the job did not succeed:\n%s", out)
+	}
+}
+
+// TestDocs_READMEBatchWalkthrough runs the README's batch block: two jobs, one start, one wait,
+// one archive holding the manifest and both outputs.
+func TestDocs_READMEBatchWalkthrough(t *testing.T) {
+	if _, err := exec.LookPath("unzip"); err != nil {
+		t.Skip("no unzip")
+	}
+	out, tmp := runREADMEScript(t, "### Many files: a batch with curl")
+	zips, _ := filepath.Glob(filepath.Join(tmp, "*", "batch.zip"))
+	if len(zips) != 1 {
+		t.Fatalf("the walkthrough wrote no batch.zip:\n%s", out)
+	}
+	for _, want := range []string{`"status":"finished"`, `"succeeded":2`, "manifest.json", "0.jpg", "1.webp"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the walkthrough's output lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+// runREADMEScript runs the first sh block after heading in README.md with bash -e against a
+// real server (the export KEY= line gets its key), and returns its output and its TMPDIR.
+func runREADMEScript(t *testing.T, heading string) (string, string) {
+	t.Helper()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("no curl")
 	}
@@ -140,9 +175,9 @@ func TestDocs_READMECurlWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(b), "### API walkthrough with curl")
+	_, rest, ok := strings.Cut(string(b), heading)
 	if !ok {
-		t.Fatal("README has no curl walkthrough")
+		t.Fatalf("README has no %q", heading)
 	}
 	_, rest, _ = strings.Cut(rest, "```sh\n")
 	script, _, _ := strings.Cut(rest, "```")
@@ -160,14 +195,5 @@ func TestDocs_READMECurlWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatalf("walkthrough: %v\n%s", err, out)
 	}
-	jpgs, _ := filepath.Glob(filepath.Join(tmp, "*", "sample.jpg"))
-	if len(jpgs) != 1 {
-		t.Fatalf("the walkthrough wrote no sample.jpg under its temp dir:\n%s", out)
-	}
-	if jpg, _ := os.ReadFile(jpgs[0]); !bytes.HasPrefix(jpg, []byte{0xFF, 0xD8}) {
-		t.Fatalf("sample.jpg is not a JPEG:\n%s", out)
-	}
-	if !strings.Contains(string(out), `"status":"succeeded"`) {
-		t.Fatalf("the job did not succeed:\n%s", out)
-	}
+	return string(out), tmp
 }

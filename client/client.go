@@ -658,14 +658,20 @@ func (p *ProgressWriter) Write(b []byte) (int, error) {
 // returns its size; the copy is complete when err is nil. convsvc admin backup writes it to a
 // file atomically.
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+"/v1/admin/backup", nil)
+	return c.stream(ctx, "/v1/admin/backup", "backup", w)
+}
+
+// stream copies the body of a GET of path to w and checks it arrived whole; what names the
+// download in errors.
+func (c *Client) stream(ctx context.Context, path, what string, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+path, nil)
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.Key)
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("backup: %w", err)
+		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return 0, decodeResponse(resp, nil)
@@ -673,10 +679,10 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	defer resp.Body.Close()
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
-		return n, fmt.Errorf("backup: %w", err)
+		return n, fmt.Errorf("%s: %w", what, err)
 	}
 	if resp.ContentLength >= 0 && n != resp.ContentLength {
-		return n, fmt.Errorf("backup: got %d of %d bytes", n, resp.ContentLength)
+		return n, fmt.Errorf("%s: got %d of %d bytes", what, n, resp.ContentLength)
 	}
 	return n, nil
 }

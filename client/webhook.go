@@ -42,13 +42,15 @@ var (
 type WebhookEvent struct {
 	// ID is unique per event and the same on every delivery attempt.
 	ID string `json:"id"`
-	// Type is job.succeeded, job.failed or job.cancelled.
+	// Type is job.succeeded, job.failed, job.cancelled or batch.finished.
 	Type string `json:"type"`
-	// CreatedAt is when the job changed state.
+	// CreatedAt is when the job (or the batch's last job) changed state.
 	CreatedAt time.Time `json:"created_at"`
-	// Data holds the job as GET /v1/jobs/{id} returned it at that moment.
+	// Data holds the job as GET /v1/jobs/{id} returned it at that moment, or for
+	// batch.finished the batch as GET /v1/batches/{id} returned it.
 	Data struct {
-		Job Job `json:"job"`
+		Job   Job    `json:"job"`
+		Batch *Batch `json:"batch,omitempty"`
 	} `json:"data"`
 }
 

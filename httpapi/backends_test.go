@@ -34,6 +34,9 @@ var backendSuite = []struct {
 	{"Admin", TestAPI_Admin},
 	{"Presets", TestAPI_Presets},
 	{"RetentionExpiresJobs", TestAPI_RetentionExpiresJobs},
+	{"Batch_Lifecycle", TestAPI_Batch_Lifecycle},
+	{"Batch_OpenArchive", TestAPI_Batch_OpenArchive},
+	{"Batch_Errors", TestAPI_Batch_Errors},
 }
 
 // TestAPI_Backends runs backendSuite against bbolt and against PostgreSQL (internal/testing/testpg:

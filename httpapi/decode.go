@@ -19,13 +19,18 @@ import (
 
 // readJSONBody reads a bounded JSON body and checks its Content-Type.
 func readJSONBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return readJSONBodyMax(w, r, maxBodyBytes)
+}
+
+// readJSONBodyMax is readJSONBody with another size limit (a batch's).
+func readJSONBodyMax(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return nil, errorf(CodeUnsupportedMediaType, "send the body as JSON with Content-Type: application/json")
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		return nil, fmt.Errorf("read body: %w", err)
 	}

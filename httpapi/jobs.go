@@ -321,86 +321,12 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		s.writeError(w, r, err)
 		return
 	}
-	input, target, size, opts := parsed.input, parsed.target, parsed.size, parsed.opts
-	// The idempotency hash covers the request as sent: a preset's name, not what it expands to.
-	reqTarget, reqOpts := target, opts
-	preset, err := s.createPreset(parsed.preset, key, &target, &opts)
+	params, err := s.createParams(r, key, parsed, idemKey != "")
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if _, err := s.cfg.Catalog.Path(input, target); err != nil {
-		s.writeError(w, r, &Error{Code: CodeUnsupportedFormat, Err: err,
-			Message: fmt.Sprintf("%s cannot be converted to %s; GET /v1/formats/%s lists its targets", strconv.Quote(input), strconv.Quote(target), input)})
-		return
-	}
-	targetFormat, _ := s.cfg.Catalog.Format(target)
-	inputFormat, _ := s.cfg.Catalog.Format(input)
-	if err := errors.Join(opts.ValidateConversion(inputFormat, targetFormat, s.cfg.Catalog.PagesApply(input, target)), opts.ValidateInput(input), opts.ValidateSource(inputFormat),
-		s.cfg.Catalog.ValidatePages(input, target, opts)); err != nil {
-		s.writeError(w, r, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err})
-		return
-	}
-	if input == target && len(opts.ChangingOptions()) == 0 {
-		s.writeError(w, r, errorf(CodeInvalidRequest, fmt.Sprintf("converting %s to %s changes nothing without an option; set one of: %s",
-			input, target, strings.Join(convert.SameFormatOptions(targetFormat), ", "))))
-		return
-	}
-	webhookURL, err := s.createWebhookURL(r, parsed.webhookURL)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if webhookURL != "" && s.cfg.Webhooks == nil {
-		s.writeError(w, r, errorf(CodeInvalidRequest, "webhook_url is not available on this server"))
-		return
-	}
-	var sourceURL string
-	if parsed.sourceURL != nil {
-		if err := checkRemoteURL("source_url", *parsed.sourceURL); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		sourceURL = *parsed.sourceURL
-	}
-	deliverTo, err := checkDeliverTo(parsed.deliverTo)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var rawOpts json.RawMessage
-	if !opts.IsZero() {
-		rawOpts, _ = json.Marshal(opts) // canonical: same options, same bytes, same idempotency hash
-	}
-	if err := s.storage.err(s.now()); err != nil {
-		s.writeError(w, r, &Error{Code: CodeStorageUnavailable, Message: "object storage is not answering; retry with backoff", Err: err})
-		return
-	}
-	params := store.CreateJobParams{
-		AccountID:      key.AccountID,
-		InputFormat:    input,
-		TargetFormat:   target,
-		InputBytes:     size,
-		Options:        rawOpts,
-		IdempotencyKey: idemKey,
-		WebhookURL:     webhookURL,
-		SourceURL:      sourceURL,
-		DeliverTo:      deliverTo,
-	}
-	if idemKey != "" {
-		// Only a repeat under the same Idempotency-Key compares requests.
-		hashed := fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts)
-		if preset != "" {
-			reqRaw, _ := json.Marshal(reqOpts)
-			hashed = fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s\x00preset=%s", input, reqTarget, size, reqRaw, preset)
-		}
-		if webhookURL != "" {
-			hashed = fmt.Appendf(hashed, "\x00%s", webhookURL)
-		}
-		hashed = append(hashed, remoteHash(sourceURL, deliverTo)...)
-		hash := sha256.Sum256(hashed)
-		params.RequestHash = hex.EncodeToString(hash[:])
-	}
+	params.IdempotencyKey = idemKey
 	began := s.now()
 	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
 		// A source_url job has started already: its upload URL, issued as SPEC.md says for
@@ -423,6 +349,84 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		}
 	}
 	writeRaw(w, resp.Status, resp.Body)
+}
+
+// createParams validates one create body (parsed) for key in the order the contract ranks
+// problems and returns the store's parameters; hashRequest fills RequestHash, which only a
+// repeat under the same Idempotency-Key compares. POST /v1/jobs and each item of
+// POST /v1/batches go through it.
+func (s *Server) createParams(r *http.Request, key store.APIKey, parsed createJob, hashRequest bool) (store.CreateJobParams, error) {
+	input, target, size, opts := parsed.input, parsed.target, parsed.size, parsed.opts
+	// The idempotency hash covers the request as sent: a preset's name, not what it expands to.
+	reqTarget, reqOpts := target, opts
+	preset, err := s.createPreset(parsed.preset, key, &target, &opts)
+	if err != nil {
+		return store.CreateJobParams{}, err
+	}
+	if _, err := s.cfg.Catalog.Path(input, target); err != nil {
+		return store.CreateJobParams{}, &Error{Code: CodeUnsupportedFormat, Err: err,
+			Message: fmt.Sprintf("%s cannot be converted to %s; GET /v1/formats/%s lists its targets", strconv.Quote(input), strconv.Quote(target), input)}
+	}
+	targetFormat, _ := s.cfg.Catalog.Format(target)
+	inputFormat, _ := s.cfg.Catalog.Format(input)
+	if err := errors.Join(opts.ValidateConversion(inputFormat, targetFormat, s.cfg.Catalog.PagesApply(input, target)), opts.ValidateInput(input), opts.ValidateSource(inputFormat),
+		s.cfg.Catalog.ValidatePages(input, target, opts)); err != nil {
+		return store.CreateJobParams{}, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
+	}
+	if input == target && len(opts.ChangingOptions()) == 0 {
+		return store.CreateJobParams{}, errorf(CodeInvalidRequest, fmt.Sprintf("converting %s to %s changes nothing without an option; set one of: %s",
+			input, target, strings.Join(convert.SameFormatOptions(targetFormat), ", ")))
+	}
+	webhookURL, err := s.createWebhookURL(r, parsed.webhookURL)
+	if err != nil {
+		return store.CreateJobParams{}, err
+	}
+	if webhookURL != "" && s.cfg.Webhooks == nil {
+		return store.CreateJobParams{}, errorf(CodeInvalidRequest, "webhook_url is not available on this server")
+	}
+	var sourceURL string
+	if parsed.sourceURL != nil {
+		if err := checkRemoteURL("source_url", *parsed.sourceURL); err != nil {
+			return store.CreateJobParams{}, err
+		}
+		sourceURL = *parsed.sourceURL
+	}
+	deliverTo, err := checkDeliverTo(parsed.deliverTo)
+	if err != nil {
+		return store.CreateJobParams{}, err
+	}
+	var rawOpts json.RawMessage
+	if !opts.IsZero() {
+		rawOpts, _ = json.Marshal(opts) // canonical: same options, same bytes, same idempotency hash
+	}
+	if err := s.storage.err(s.now()); err != nil {
+		return store.CreateJobParams{}, &Error{Code: CodeStorageUnavailable, Message: "object storage is not answering; retry with backoff", Err: err}
+	}
+	params := store.CreateJobParams{
+		AccountID:    key.AccountID,
+		InputFormat:  input,
+		TargetFormat: target,
+		InputBytes:   size,
+		Options:      rawOpts,
+		WebhookURL:   webhookURL,
+		SourceURL:    sourceURL,
+		DeliverTo:    deliverTo,
+	}
+	if hashRequest {
+		// Only a repeat under the same Idempotency-Key compares requests.
+		hashed := fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", input, target, size, rawOpts)
+		if preset != "" {
+			reqRaw, _ := json.Marshal(reqOpts)
+			hashed = fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s\x00preset=%s", input, reqTarget, size, reqRaw, preset)
+		}
+		if webhookURL != "" {
+			hashed = fmt.Appendf(hashed, "\x00%s", webhookURL)
+		}
+		hashed = append(hashed, remoteHash(sourceURL, deliverTo)...)
+		hash := sha256.Sum256(hashed)
+		params.RequestHash = hex.EncodeToString(hash[:])
+	}
+	return params, nil
 }
 
 // logTransition logs a job's move to its current status, caused by request r, with extra

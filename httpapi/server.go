@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -44,6 +45,7 @@ type Store interface {
 	Backup(w io.Writer, size func(int64)) (int64, error)
 	PresetStore
 	LimitStore
+	BatchStore
 }
 
 // Blobs is what the API needs from object storage (the local blob store or S3, through
@@ -56,6 +58,9 @@ type Blobs interface {
 	// them its ETag and version id) while no upload to the job can land, or, where an upload
 	// cannot be stopped (S3), so that the start records exactly which object the job converts.
 	Seal(jobID string, start func(store.Upload) error) error
+	// OpenOutput opens the output of a job's attempt for streaming, with its size (a batch's
+	// archive); ctx bounds the read.
+	OpenOutput(ctx context.Context, jobID string, attempt int) (io.ReadCloser, int64, error)
 	Check() error
 }
 
@@ -264,6 +269,7 @@ func (s *Server) routes() {
 	handle("DELETE", "/v1/admin/presets/:name", s.withAdmin(s.handleDeletePreset))
 	s.routeWebhooks(handle)
 	s.routeSelfWebhooks(handle)
+	s.routeBatches(handle)
 	s.router = r
 	s.handler = Observed(r, Observe{Logger: s.log, Metrics: s.cfg.Metrics, Server: "api"})
 }

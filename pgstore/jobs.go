@@ -150,20 +150,14 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 			return err
 		}
 		if p.IdempotencyKey != "" {
-			var hash, jobID string
-			err := tx.QueryRow(ctx, `SELECT request_hash, job_id, response_status, response_body FROM idempotency_keys
-				WHERE account_id = $1 AND key = $2 AND created_at > now() - $3 * interval '1 microsecond'`,
-				p.AccountID, p.IdempotencyKey, micros(s.opts.IdempotencyTTL)).Scan(&hash, &jobID, &resp.Status, &resp.Body)
-			if err == nil {
-				if hash != p.RequestHash {
-					return store.ErrIdempotencyMismatch
-				}
+			jobID, found, err := s.idempotentResponse(ctx, tx, p.AccountID, p.IdempotencyKey, p.RequestHash, &resp)
+			if err != nil {
+				return err
+			} else if found {
 				job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1`, jobID))
 				if err == store.ErrNotFound {
 					err = nil // the job expired since; the replayed response still stands
 				}
-				return err
-			} else if !isNoRows(err) {
 				return err
 			}
 		}
@@ -229,6 +223,26 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 		}
 	}
 	return job, resp, nil
+}
+
+// idempotentResponse reads the first response under an Idempotency-Key that is still alive
+// into resp and returns the id it created (a job's or a batch's); found is false when there is
+// none, and a request other than hash's is ErrIdempotencyMismatch.
+func (s *Store) idempotentResponse(ctx context.Context, tx pgx.Tx, accountID, key, hash string, resp *store.Response) (string, bool, error) {
+	var storedHash, id string
+	err := tx.QueryRow(ctx, `SELECT request_hash, job_id, response_status, response_body FROM idempotency_keys
+		WHERE account_id = $1 AND key = $2 AND created_at > now() - $3 * interval '1 microsecond'`,
+		accountID, key, micros(s.opts.IdempotencyTTL)).Scan(&storedHash, &id, &resp.Status, &resp.Body)
+	switch {
+	case isNoRows(err):
+		*resp = store.Response{}
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	case storedHash != hash:
+		return "", false, store.ErrIdempotencyMismatch
+	}
+	return id, true, nil
 }
 
 // Job returns one of the account's live jobs; another account's job or an expired one is ErrNotFound.
@@ -692,6 +706,9 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
 		return err
 	}
+	if err := batchJobFinished(ctx, tx, *job); err != nil {
+		return err
+	}
 	fin.add(*job)
 	payloads := []string{"j:" + job.ID}
 	if status == store.StatusCancelled {
@@ -737,6 +754,11 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, deleted); err != nil {
+			return err
+		}
+		// A batch goes with its jobs (they share its expires_at).
+		if _, err := tx.Exec(ctx, `DELETE FROM batches b WHERE b.expires_at <= now()
+			AND NOT EXISTS (SELECT 1 FROM batch_jobs bj WHERE bj.batch_id = b.id)`); err != nil {
 			return err
 		}
 		payloads := make([]string, len(deleted))

@@ -94,6 +94,10 @@ type Config struct {
 	// API's default, 120); RateWindow is that window (0: one minute). serve has no flag for
 	// either: they are for tests of clients under the limit.
 	WriteLimit int
+	// ReadLimit is each key's job reads per RateWindow (0: the API's default, 1200). The
+	// embedded server of convsvc convert, the user's own process, sets both limits past
+	// reach (cli's embeddedNoLimit).
+	ReadLimit  int
 	RateWindow time.Duration
 	Logger     *slog.Logger
 	// WebhookAllowPrivate lets webhooks go to loopback, private and link-local destinations
@@ -382,6 +386,7 @@ func (m *Main) open() error {
 		TrustedProxies: cfg.TrustedProxies,
 		MaxWaitsPerKey: cfg.MaxWaitsPerKey,
 		WriteLimit:     cfg.WriteLimit,
+		ReadLimit:      cfg.ReadLimit,
 		RateWindow:     cfg.RateWindow,
 		Webhooks:       webhookAPIStore(m.store),
 		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},

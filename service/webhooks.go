@@ -65,14 +65,16 @@ const (
 // dispatcher delivers the recorded webhook events: at least once, signed, retried with
 // webhook.Backoff for webhook.RetryFor, disabling endpoints that fail webhook.DisableAfter.
 type dispatcher struct {
-	st      webhookStore
-	sender  *webhook.Sender
-	render  func(store.Job) ([]byte, error)
-	log     *slog.Logger
-	poll    time.Duration
-	backoff func(attempt int) time.Duration
-	pause   func(failures int) time.Duration
-	now     func() time.Time
+	st     webhookStore
+	sender *webhook.Sender
+	render func(store.Job) ([]byte, error)
+	// renderBatch renders batch.finished's data (the batch as the API shows it).
+	renderBatch func(store.BatchSnapshot) ([]byte, error)
+	log         *slog.Logger
+	poll        time.Duration
+	backoff     func(attempt int) time.Duration
+	pause       func(failures int) time.Duration
+	now         func() time.Time
 
 	attempts *prometheus.CounterVec
 }
@@ -201,6 +203,9 @@ func webhookClaimRule(free int) store.WebhookClaim {
 
 // eventBody is the signed body of a delivery: the event with the job as the API shows it.
 func (d *dispatcher) eventBody(del store.WebhookDelivery) ([]byte, error) {
+	if del.EventType == store.BatchFinishedEvent {
+		return d.batchEventBody(del)
+	}
 	var job store.Job
 	if err := json.Unmarshal(del.Job, &job); err != nil {
 		return nil, fmt.Errorf("decode the job of %s: %w", del.ID, err)
@@ -307,6 +312,7 @@ func (m *Main) startWebhooks() {
 		return
 	}
 	d := newDispatcher(st, m.cfg, m.api.JobJSON, m.log)
+	d.renderBatch = m.api.BatchJSON
 	m.metrics.reg.MustRegister(d.attempts, newWebhookCollector(st, m.log))
 	m.wg.Add(1)
 	go func() {

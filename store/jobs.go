@@ -39,19 +39,15 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		var idemKey []byte
 		if p.IdempotencyKey != "" {
 			idemKey = append(append([]byte(p.AccountID), 0), p.IdempotencyKey...)
-			var rec idempotencyRecord
-			err := getJSON(tx.Bucket(bucketIdempotency), idemKey, &rec)
-			if err == nil && now.Sub(rec.CreatedAt) < s.opts.IdempotencyTTL {
-				if rec.RequestHash != p.RequestHash {
-					return ErrIdempotencyMismatch
-				}
+			rec, found, err := s.idempotencyRecord(tx, idemKey, p.RequestHash, now)
+			if err != nil {
+				return err
+			} else if found {
 				resp = rec.Response
 				job, err = findJob(tx, rec.JobID)
 				if err == ErrNotFound {
 					err = nil // the job expired since; the replayed response still stands
 				}
-				return err
-			} else if err != nil && err != ErrNotFound {
 				return err
 			}
 		}
@@ -59,53 +55,10 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month",
 				ErrLimitReached, acct.SpentCents(now), acct.ReservedCents, acct.SpendCapCents)
 		}
-		if p.SourceURL != "" { // queued at create: max_queued holds as for a start
-			if err := checkQueueRoom(tx, acct); err != nil {
-				return err
-			}
-		}
-		jobs := tx.Bucket(bucketJobs)
-		seq, err := jobs.NextSequence()
-		if err != nil {
+		if job, err = insertJob(tx, &acct, p, now, s.opts.Retention); err != nil {
 			return err
 		}
-		job = Job{
-			ID:           newJobID(now),
-			AccountID:    p.AccountID,
-			Seq:          seq,
-			Status:       StatusCreated,
-			InputFormat:  p.InputFormat,
-			TargetFormat: p.TargetFormat,
-			InputBytes:   p.InputBytes,
-			Options:      p.Options,
-			CreatedAt:    now,
-			ExpiresAt:    now.Add(s.opts.Retention),
-			PrevJobID:    acct.LastJobID,
-			SourceURL:    p.SourceURL,
-			DeliverTo:    p.DeliverTo,
-		}
-		if p.SourceURL != "" {
-			// Nothing to upload: queued at once, and a worker fetches the input.
-			job.Status, job.StartedAt = StatusQueued, &now
-			if err := enqueue(tx, job); err != nil {
-				return err
-			}
-		}
-		acct.ReservedCents++
-		acct.LastJobID = job.ID
 		if err := putAccount(tx, acct); err != nil {
-			return err
-		}
-		if err := putJob(tx, job); err != nil {
-			return err
-		}
-		if err := indexJob(tx, job); err != nil {
-			return err
-		}
-		if err := putJobWebhook(tx, job, p.WebhookURL); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bucketExpiry).Put(timeKey(job.ExpiresAt, job.ID), nil); err != nil {
 			return err
 		}
 		if idemKey == nil {
@@ -129,6 +82,76 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		s.signal(job.ID)
 	}
 	return job, resp, nil
+}
+
+// insertJob records a new created job of p in tx and reserves its cent on acct, which the
+// caller writes back (putAccount) once it has added every job it creates.
+func insertJob(tx *bolt.Tx, acct *Account, p CreateJobParams, now time.Time, retention time.Duration) (Job, error) {
+	if p.InputBytes < 1 || p.InputBytes > MaxInputBytes {
+		return Job{}, fmt.Errorf("%w: input_bytes %d out of range", ErrInvalidArgument, p.InputBytes)
+	}
+	seq, err := tx.Bucket(bucketJobs).NextSequence()
+	if err != nil {
+		return Job{}, err
+	}
+	job := Job{
+		ID:           newJobID(now),
+		AccountID:    acct.ID,
+		Seq:          seq,
+		Status:       StatusCreated,
+		InputFormat:  p.InputFormat,
+		TargetFormat: p.TargetFormat,
+		InputBytes:   p.InputBytes,
+		Options:      p.Options,
+		CreatedAt:    now,
+		ExpiresAt:    now.Add(retention),
+		PrevJobID:    acct.LastJobID,
+		SourceURL:    p.SourceURL,
+		DeliverTo:    p.DeliverTo,
+	}
+	if p.SourceURL != "" {
+		// Nothing to upload: queued at once, and a worker fetches the input. max_queued holds
+		// as for a start.
+		if err := checkQueueRoom(tx, *acct); err != nil {
+			return Job{}, err
+		}
+		job.Status, job.StartedAt = StatusQueued, &now
+		if err := enqueue(tx, job); err != nil {
+			return Job{}, err
+		}
+	}
+	acct.ReservedCents++
+	acct.LastJobID = job.ID
+	if err := putJob(tx, job); err != nil {
+		return Job{}, err
+	}
+	if err := indexJob(tx, job); err != nil {
+		return Job{}, err
+	}
+	if err := putJobWebhook(tx, job, p.WebhookURL); err != nil {
+		return Job{}, err
+	}
+	if err := tx.Bucket(bucketExpiry).Put(timeKey(job.ExpiresAt, job.ID), nil); err != nil {
+		return Job{}, err
+	}
+	return job, nil
+}
+
+// idempotencyRecord returns the first response under an Idempotency-Key (key is the account
+// id, 0 and the key) while the key lives: found is false when there is none or it outlived
+// IdempotencyTTL, and a request other than hash's is ErrIdempotencyMismatch.
+func (s *Store) idempotencyRecord(tx *bolt.Tx, key []byte, hash string, now time.Time) (idempotencyRecord, bool, error) {
+	var rec idempotencyRecord
+	err := getJSON(tx.Bucket(bucketIdempotency), key, &rec)
+	switch {
+	case err == ErrNotFound || (err == nil && now.Sub(rec.CreatedAt) >= s.opts.IdempotencyTTL):
+		return idempotencyRecord{}, false, nil
+	case err != nil:
+		return idempotencyRecord{}, false, err
+	case rec.RequestHash != hash:
+		return idempotencyRecord{}, false, ErrIdempotencyMismatch
+	}
+	return rec, true, nil
 }
 
 // Job returns one of the account's jobs. Another account's job, or an expired one, is ErrNotFound.
@@ -581,6 +604,9 @@ func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now 
 	if err := s.recordWebhookEvents(tx, *job, now); err != nil {
 		return err
 	}
+	if err := s.batchJobFinished(tx, *job, now); err != nil {
+		return err
+	}
 	fin.add(*job)
 	return nil
 }
@@ -612,6 +638,9 @@ func deleteJob(tx *bolt.Tx, job Job) (int, error) {
 		return steps, err
 	}
 	if err := deleteJobWebhook(tx, job.ID); err != nil {
+		return steps, err
+	}
+	if err := deleteBatchLink(tx, job); err != nil {
 		return steps, err
 	}
 	return steps, tx.Bucket(bucketJobs).Delete([]byte(job.ID))

@@ -14,6 +14,9 @@ const (
 	EventJobSucceeded = "job.succeeded"
 	EventJobFailed    = "job.failed"
 	EventJobCancelled = "job.cancelled"
+	// EventBatchFinished: every job of a batch reached a final state; its data is
+	// {"batch": <the batch as GET /v1/batches/{id} returns it>}.
+	EventBatchFinished = "batch.finished"
 )
 
 // EventIDPrefix starts every id NewEventID returns.
