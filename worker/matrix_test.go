@@ -117,14 +117,18 @@ func TestPool_Matrix(t *testing.T) {
 		ran++
 		t.Run(filepath.Base(pair.path)+"->"+pair.to, func(t *testing.T) {
 			t.Parallel()
+			sample, err := os.ReadFile(pair.path)
+			if err != nil {
+				t.Fatal(err)
+			}
 			task := convert.Task{JobID: "matrix", InputFormat: pair.from, TargetFormat: pair.to, Options: pair.opts}
 			var viaWorker bytes.Buffer
-			wWarn, err := p.Run(context.Background(), task, openSample(t, pair.path), &viaWorker, "")
+			wWarn, err := p.Run(context.Background(), task, inputFile(t, sample), &viaWorker, "")
 			if err != nil {
 				t.Fatalf("worker: convert %s -> %s: %v", pair.from, pair.to, err)
 			}
 			var inProcess bytes.Buffer
-			pWarn, err := c.Convert(context.Background(), pair.from, pair.to, pair.opts, openSample(t, pair.path), &inProcess, t.TempDir())
+			pWarn, err := c.Convert(context.Background(), pair.from, pair.to, pair.opts, inputFile(t, sample), &inProcess, t.TempDir())
 			if err != nil {
 				t.Fatalf("in process: convert %s -> %s: %v", pair.from, pair.to, err)
 			}
@@ -203,16 +207,6 @@ func slowUnderRace(c *convert.Catalog, pair matrixPair) bool {
 		return true
 	}
 	return category(pair.from) == convert.CategoryDocument && (category(pair.to) == convert.CategoryImage || category(pair.to) == convert.CategoryArchive)
-}
-
-func openSample(t *testing.T, path string) *os.File {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }
 
 func warningCodes(ws []convert.Warning) []string {
