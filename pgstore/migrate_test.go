@@ -19,9 +19,10 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-// migrateTo applies migrations/0001 ... upTo to the database at conn as a release of that
-// schema did (pgstore.migrate): each file in its own transaction with its schema_migrations row.
-func migrateTo(t *testing.T, conn *pgx.Conn, upTo int) {
+// migrateTo applies migrations/0001 ... upTo, but those in skip, to the database at conn as a
+// release of that schema did (pgstore.migrate): each file in its own transaction with its
+// schema_migrations row.
+func migrateTo(t *testing.T, conn *pgx.Conn, upTo int, skip ...int) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := conn.Exec(ctx, `CREATE TABLE schema_migrations (
@@ -41,6 +42,9 @@ func migrateTo(t *testing.T, conn *pgx.Conn, upTo int) {
 		}
 		if v > upTo {
 			break
+		}
+		if slices.Contains(skip, v) {
+			continue
 		}
 		sql, err := os.ReadFile(f)
 		if err != nil {
@@ -182,5 +186,37 @@ func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
 			t.Fatalf("accounts_created was scanned %d times by 6 pages, want at least 6", accountsIndexScans(t, conn)-scansBefore)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestMigrate_AppliesAMissingLowerNumber: migrations written side by side can land out of
+// their numbers' order, so a database can hold 0011-0014 without 0010. Open applies 0010 all
+// the same (not only numbers above the newest recorded), and the batches it creates work.
+func TestMigrate_AppliesAMissingLowerNumber(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	all := embeddedMigrations(t)
+	migrateTo(t, conn, slices.Max(all), 10)
+	open(t, url, pgstore.Options{})
+	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(versions, all) {
+		t.Fatalf("schema_migrations %v after Open, want %v", versions, all)
+	}
+	var batches int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables WHERE table_name = 'batches'`).Scan(&batches); err != nil || batches != 1 {
+		t.Fatalf("table batches after Open: %d (%v), want it made by 0010", batches, err)
 	}
 }

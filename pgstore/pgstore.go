@@ -195,7 +195,7 @@ func (s *Store) Backup(io.Writer, func(int64)) (int64, error) {
 	return 0, fmt.Errorf("backup: %w: back the database up with pg_dump", ErrNotSupported)
 }
 
-// migrate applies the embedded migrations the database lacks, in order, each in its own
+// migrate applies the embedded migrations the database lacks (whatever their number), in order, each in its own
 // transaction, while holding a session advisory lock.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	conn, err := pool.Acquire(ctx)
@@ -211,9 +211,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return fmt.Errorf("schema_migrations: %w", err)
 	}
-	var current int
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+	// Every embedded migration not yet recorded is applied, not only those above the newest
+	// recorded: migrations written side by side may land in another order than their numbers.
+	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
 		return err
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return err
+	}
+	current := 0
+	if len(applied) > 0 {
+		current = slices.Max(applied)
 	}
 	files, err := fs.Glob(migrations, "migrations/*.sql")
 	if err != nil {
@@ -228,7 +238,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 			return fmt.Errorf("migration %s: name must start with its number", name)
 		}
 		latest = max(latest, version)
-		if version <= current {
+		if slices.Contains(applied, version) {
 			continue
 		}
 		sql, err := migrations.ReadFile(file)
