@@ -59,7 +59,7 @@ var allowedImports = map[string][]string{
 	"httpapi":            {"convert", "store", "blobstore", "httpapi/*", "webhook"},
 	"httpapi/*":          {},
 	"service":            {"convert", "convert/standard", "store", "blobstore", "pgstore", "s3store", "httpapi", "internal/*", "webhook", "worker"},
-	"cli":                {"convert", "convert/standard", "service", "client", "store", "blobstore", "pgstore", "s3store", "internal/*", "worker"},
+	"cli":                {"convert", "convert/standard", "service", "client", "store", "blobstore", "pgstore", "s3store", "internal/*", "worker", "webhook"},
 	"":                   {"cli"},
 	"e2e":                {"internal/testing/*", "client"},
 	"e2e/multinode":      {"internal/testing/*", "client", "pgstore"},
