@@ -20,7 +20,8 @@ import (
 )
 
 // TestBrowser_Batch: two files picked together are converted by "Convert all" as one batch
-// (POST /v1/batches with each file's body, options included, the uploads, one start, the
+// (an unknown preset on one refuses the whole batch with the API's message, reserving nothing;
+// then POST /v1/batches with each file's body, options included, the uploads, one start, the
 // batch followed to finished); each file shows its result, and "Download all (zip)" saves the
 // batch's archive, whose entries are manifest.json and both outputs with the jobs' sha256.
 func TestBrowser_Batch(t *testing.T) {
@@ -45,6 +46,19 @@ func TestBrowser_Batch(t *testing.T) {
 	if got := eval[string](t, ctx, `(() => { const b = document.querySelector("#convert-all"); return (document.querySelector("#batch").hidden ? "hidden:" : "") + b.textContent + (b.disabled ? ":disabled" : ""); })()`); got != "Convert all 2 files as one batch" {
 		t.Errorf("the batch button: %q", got)
 	}
+	// One bad item refuses the whole batch: the API's message names it, nothing is reserved.
+	within(t, ctx, time.Minute, "convert all with an unknown preset", chromedp.SendKeys("#item-2-preset", "nope"), chromedp.Click("#convert-all"))
+	waitFor(t, ctx, "the refused batch's error", `document.querySelector("#batch-error").textContent.includes("jobs[1]")`)
+	var none struct{ Data []testenv.Job }
+	e.Do("GET", "/v1/jobs", e.Key, nil).JSON(t, &none)
+	if len(none.Data) != 0 || e.Account(e.AccountID)["reserved_cents"].(float64) != 0 {
+		t.Fatalf("a refused batch left jobs %+v or a reservation", none.Data)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("#item-1 .state").textContent + "|" + document.querySelector("#convert-all").disabled`); got != "|false" {
+		t.Errorf("after the refused batch (item 1's state|button disabled): %q", got)
+	}
+	eval[chromedp.Void](t, ctx, `(() => { const p = document.querySelector("#item-2-preset"); p.value = ""; p.dispatchEvent(new Event("input")); })()`)
+
 	within(t, ctx, time.Minute, "convert all", chromedp.SendKeys("#item-2-opt-quality", "70"), chromedp.Click("#convert-all"))
 	waitFor(t, ctx, "both results and the zip link", `!document.querySelector("#item-1 .result").hidden && !document.querySelector("#item-2 .result").hidden && !document.querySelector("#download-all").hidden`)
 
