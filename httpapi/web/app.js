@@ -594,13 +594,18 @@
     updateBatch();
   }
 
-  async function convert(it) {
+  // resetItem clears what an item showed of its last conversion, before another.
+  function resetItem(it) {
     it.error.textContent = "";
     it.result.hidden = true;
     it.warnings.hidden = true;
     it.warnings.replaceChildren();
     it.cancelled = false;
     it.job = null;
+  }
+
+  async function convert(it) {
+    resetItem(it);
     if (!apiKey()) {
       showError(it, new APIError("Paste an API key above first."));
       $("#key").focus();
@@ -710,12 +715,7 @@
     $("#download-all").hidden = true;
     updateBatch();
     for (const it of list) {
-      it.error.textContent = "";
-      it.result.hidden = true;
-      it.warnings.hidden = true;
-      it.warnings.replaceChildren();
-      it.cancelled = false;
-      it.job = null;
+      resetItem(it);
       it.progress.value = 0;
       setBusy(it, true);
       it.state.dataset.status = "";
