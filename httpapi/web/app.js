@@ -8,6 +8,8 @@
   const PRESETS = "convsvc.presets"; // preset names this tab created jobs with, offered again
   const WAIT = 30; // seconds a status request may be held (the API allows up to 60)
   const FETCH_DOWNLOAD_MAX = 512 * 1024 * 1024; // larger outputs download by plain navigation
+  const MAX_INPUT_BYTES = 2000000000; // the most a source_url fetch may bring (docs/remote.md)
+  const MAX_BATCH = 500; // jobs in one batch (docs/batches.md)
   const FINISHED = new Set(["succeeded", "failed", "cancelled"]);
   const OPTION_INPUTS = {
     quality: { label: "Quality (1-100)", min: 1, max: 100 },
@@ -55,6 +57,7 @@
   let formatList = null; // promise of the GET /v1/formats list
   const formatDetails = new Map(); // id -> promise of GET /v1/formats/{id}
   let seq = 0;
+  const items = new WeakMap(); // an item's node -> the item
 
   /** An error the API or object storage answered, with its own message. */
   class APIError extends Error {
@@ -215,6 +218,12 @@
       e.preventDefault();
       addFiles(e.dataTransfer.files);
     });
+    $("#url-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      addURL();
+    });
+    $("#convert-all").addEventListener("click", () => convertAll());
+    $("#download-all").addEventListener("click", (e) => downloadAll(e));
     // A file dropped beside the zone must not replace the page.
     document.addEventListener("dragover", (e) => e.preventDefault());
     document.addEventListener("drop", (e) => e.preventDefault());
@@ -229,16 +238,50 @@
       first = first || it;
     }
     $("#empty").hidden = true;
+    updateBatch();
     announce(list.length === 1 ? "1 file added." : list.length + " files added.");
     first.inputSel.focus();
   }
 
-  function addItem(file) {
+  // addURL adds an item for a file the server fetches itself (source_url): named after the
+  // URL's last path segment, whose extension picks the input format (the picker changes it).
+  function addURL() {
+    const input = $("#source-url");
+    const status = $("#source-url-status");
+    status.textContent = "";
+    let url;
+    try {
+      url = new URL(input.value.trim());
+    } catch (_) {
+      url = null;
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !url.host) {
+      status.textContent = "Type an absolute http or https URL.";
+      input.focus();
+      return;
+    }
+    const segs = url.pathname.split("/").filter((x) => x);
+    let name = segs.length ? segs[segs.length - 1] : url.hostname;
+    try {
+      name = decodeURIComponent(name);
+    } catch (_) {
+      // keep it as written
+    }
+    const it = addItem({ name, size: 0, type: "" }, url.href);
+    input.value = "";
+    $("#empty").hidden = true;
+    announce(name + " added from its URL.");
+    it.inputSel.focus();
+  }
+
+  function addItem(file, sourceURL) {
     const id = ++seq;
     const node = $("#item-template").content.firstElementChild.cloneNode(true);
     const it = {
       id,
       file,
+      sourceURL: sourceURL || "",
+      busy: false,
       node,
       job: null,
       xhr: null,
@@ -266,7 +309,7 @@
     node.setAttribute("aria-labelledby", pid + "-name");
     $(".name", node).id = pid + "-name";
     $(".name", node).textContent = file.name;
-    $(".meta", node).textContent = bytes(file.size) + (file.type ? ", " + file.type : "");
+    $(".meta", node).textContent = sourceURL ? "Fetched by the server from " + sourceURL : bytes(file.size) + (file.type ? ", " + file.type : "");
     const bind = (labelSel, el, suffix) => {
       el.id = pid + "-" + suffix;
       $(labelSel, node).htmlFor = el.id;
@@ -288,6 +331,7 @@
     it.cancelBtn.addEventListener("click", () => cancel(it));
     it.removeBtn.addEventListener("click", () => remove(it));
     it.link.addEventListener("click", (e) => download(it, e));
+    items.set(node, it);
     $("#items").appendChild(node);
     loadFormats(it);
     return it;
@@ -298,6 +342,7 @@
     const next = it.node.nextElementSibling || it.node.previousElementSibling;
     it.node.remove();
     if (!$("#items").children.length) $("#empty").hidden = false;
+    updateBatch();
     announce(it.file.name + " removed.");
     (next ? $(".convert", next) : $("#files")).focus();
   }
@@ -525,7 +570,8 @@
     it.job = job;
     let text = STATE_TEXT[job.status] || job.status;
     if (job.status === "failed") {
-      text = "Failed: " + (job.error_message || "the conversion failed") + (job.error_code ? " (" + job.error_code + ")" : "");
+      const codes = [job.error_code, job.error_reason].filter((c) => c).join(", ");
+      text = "Failed: " + (job.error_message || "the conversion failed") + (codes ? " (" + codes + ")" : "");
     }
     it.state.dataset.status = job.status;
     it.state.textContent = text;
@@ -536,6 +582,7 @@
   }
 
   function setBusy(it, busy) {
+    it.busy = busy;
     it.convertBtn.hidden = busy;
     it.cancelBtn.hidden = !busy;
     it.cancelBtn.disabled = false;
@@ -544,15 +591,21 @@
     it.targetSel.disabled = busy;
     it.presetIn.disabled = busy;
     for (const el of it.optionFields.querySelectorAll("input, select")) el.disabled = busy;
+    updateBatch();
   }
 
-  async function convert(it) {
+  // resetItem clears what an item showed of its last conversion, before another.
+  function resetItem(it) {
     it.error.textContent = "";
     it.result.hidden = true;
     it.warnings.hidden = true;
     it.warnings.replaceChildren();
     it.cancelled = false;
     it.job = null;
+  }
+
+  async function convert(it) {
+    resetItem(it);
     if (!apiKey()) {
       showError(it, new APIError("Paste an API key above first."));
       $("#key").focus();
@@ -563,32 +616,23 @@
     it.state.dataset.status = "";
     it.state.textContent = "Reserving a job…";
     try {
-      const body = {
-        input_format: it.inputSel.value,
-        target_format: it.targetSel.value,
-        input_bytes: it.file.size,
-      };
-      const preset = presetName(it);
-      if (preset) body.preset = preset;
-      const opts = readOptions(it);
-      if (opts) body.options = opts;
+      const body = jobBody(it);
       const res = await api("POST", "/v1/jobs", body, { "Idempotency-Key": randomID() });
-      if (preset) rememberPreset(preset);
+      if (body.preset) rememberPreset(body.preset);
       showJob(it, res.job);
       if (it.cancelled) {
         await cancelJob(it);
         return;
       }
-      await upload(it, res.upload_url);
-      if (it.cancelled) return;
-      let job = await api("POST", "/v1/jobs/" + res.job.id + "/start");
-      showJob(it, job);
-      // Each request returns at the job's next move (changed_from), so every state shows.
-      while (!FINISHED.has(job.status)) {
-        job = await api("GET", "/v1/jobs/" + job.id + "?wait=" + WAIT + "&changed_from=" + job.status);
+      let job = res.job;
+      if (!it.sourceURL) {
+        // A source_url job is queued at create: nothing to upload, no start to call.
+        await upload(it, res.upload_url);
+        if (it.cancelled) return;
+        job = await api("POST", "/v1/jobs/" + res.job.id + "/start");
         showJob(it, job);
       }
-      if (job.status === "succeeded") await showResult(it, job);
+      await follow(it, job);
     } catch (err) {
       if (!it.cancelled) {
         showError(it, err);
@@ -605,6 +649,194 @@
       it.progressRow.hidden = it.progress.value === 0;
       if (refocus) (it.result.hidden ? it.convertBtn : it.link).focus();
     }
+  }
+
+  // jobBody is the create body for an item: its formats and size (for a URL, the most the
+  // fetch may bring), and its preset or its options.
+  function jobBody(it) {
+    const body = {
+      input_format: it.inputSel.value,
+      target_format: it.targetSel.value,
+      input_bytes: it.sourceURL ? MAX_INPUT_BYTES : it.file.size,
+    };
+    if (it.sourceURL) body.source_url = it.sourceURL;
+    const preset = presetName(it);
+    if (preset) body.preset = preset;
+    const opts = readOptions(it);
+    if (opts) body.options = opts;
+    return body;
+  }
+
+  // follow shows the job's states until it finishes, then its result. Each request returns at
+  // the job's next move (changed_from), so every state shows.
+  async function follow(it, job) {
+    while (!FINISHED.has(job.status)) {
+      job = await api("GET", "/v1/jobs/" + job.id + "?wait=" + WAIT + "&changed_from=" + job.status);
+      showJob(it, job);
+    }
+    if (job.status === "succeeded") await showResult(it, job);
+  }
+
+  // ---- several files as one batch ----
+
+  let batchRunning = false;
+  let batchID = "";
+
+  // batchItems are the file items (not URLs) a batch would convert now: every one not busy.
+  function batchItems() {
+    return Array.from($("#items").children).map((n) => items.get(n)).filter((it) => it && !it.sourceURL && !it.busy);
+  }
+
+  // updateBatch shows "Convert all" while two or more files are listed.
+  function updateBatch() {
+    const n = Array.from($("#items").children).map((n) => items.get(n)).filter((it) => it && !it.sourceURL).length;
+    $("#batch").hidden = n < 2 && !batchID;
+    const ready = batchItems().length;
+    $("#convert-all").textContent = "Convert all " + ready + " files as one batch";
+    $("#convert-all").disabled = batchRunning || ready < 2 || ready > MAX_BATCH;
+  }
+
+  // convertAll reserves one batch for every listed file (POST /v1/batches, each item the body
+  // a single conversion would send), uploads each file, starts the batch, follows it until
+  // every job has finished, shows each file's result, and offers the batch's zip.
+  async function convertAll() {
+    const list = batchItems();
+    const state = $("#batch-state");
+    const error = $("#batch-error");
+    error.textContent = "";
+    if (list.length < 2 || batchRunning) return;
+    if (!apiKey()) {
+      error.textContent = "Paste an API key above first.";
+      $("#key").focus();
+      return;
+    }
+    batchRunning = true;
+    batchID = "";
+    $("#download-all").hidden = true;
+    updateBatch();
+    for (const it of list) {
+      resetItem(it);
+      it.progress.value = 0;
+      setBusy(it, true);
+      it.state.dataset.status = "";
+      it.state.textContent = "Reserving in a batch…";
+    }
+    state.dataset.status = "";
+    state.textContent = "Reserving a batch of " + list.length + " jobs…";
+    try {
+      const bodies = list.map(jobBody);
+      const res = await api("POST", "/v1/batches", { jobs: bodies }, { "Idempotency-Key": randomID() });
+      batchID = res.id;
+      $("#batch").dataset.batchId = res.id;
+      for (const b of bodies) if (b.preset) rememberPreset(b.preset);
+      list.forEach((it, i) => showJob(it, res.jobs[i].job));
+      // Each upload in turn; a file that fails is cancelled (releasing its cent) and the
+      // others go on.
+      let done = 0;
+      for (const [i, it] of list.entries()) {
+        state.textContent = "Uploading " + (i + 1) + " of " + list.length + "…";
+        if (it.cancelled) continue;
+        try {
+          await upload(it, res.jobs[i].upload_url);
+          done++;
+        } catch (err) {
+          if (!it.cancelled) {
+            showError(it, err);
+            await release(it);
+          }
+        }
+      }
+      state.textContent = "Starting the batch…";
+      let batch = await api("POST", "/v1/batches/" + batchID + "/start");
+      if (done) await refreshJobs(list);
+      let seen = "";
+      while (batch.status !== "finished") {
+        const c = batch.counts;
+        if (c.created && !c.queued && !c.running) break; // uploads that failed and could not be cancelled
+        state.textContent = "Converting: " + c.succeeded + " done, " + c.failed + " failed, " + (c.queued + c.running) + " to go, of " + batch.total + ".";
+        const counts = JSON.stringify(c);
+        if (counts !== seen) {
+          seen = counts;
+          await refreshJobs(list);
+        }
+        batch = await api("GET", "/v1/batches/" + batchID + "?wait=5");
+      }
+      await refreshJobs(list);
+      const c = batch.counts;
+      state.dataset.status = c.succeeded === batch.total ? "succeeded" : c.succeeded ? "" : "failed";
+      state.textContent = "Batch done: " + c.succeeded + " of " + batch.total + " converted" + (c.failed ? ", " + c.failed + " failed" : "") + (c.cancelled ? ", " + c.cancelled + " cancelled" : "") + ".";
+      for (const it of list) if (it.job && it.job.status === "succeeded") await showResult(it, it.job);
+      if (c.succeeded) {
+        const a = $("#download-all");
+        a.hidden = false;
+        a.textContent = "Download all (zip, " + c.succeeded + (c.succeeded === 1 ? " file)" : " files)");
+      }
+    } catch (err) {
+      error.textContent = err.message;
+      state.textContent = batchID ? state.textContent : "";
+      for (const it of list) {
+        if (!it.job) it.state.textContent = "";
+        else if (!FINISHED.has(it.job.status) && !it.cancelled) await release(it);
+      }
+    } finally {
+      batchRunning = false;
+      for (const it of list) {
+        it.xhr = null;
+        setBusy(it, false);
+        it.progressRow.hidden = it.progress.value === 0;
+      }
+      updateBatch();
+      if (document.activeElement === document.body || document.activeElement === $("#convert-all")) {
+        ($("#download-all").hidden ? $("#convert-all") : $("#download-all")).focus();
+      }
+    }
+  }
+
+  // refreshJobs reads the job of every unfinished item of the batch once.
+  async function refreshJobs(list) {
+    for (const it of list) {
+      if (!it.job || FINISHED.has(it.job.status)) continue;
+      showJob(it, await api("GET", "/v1/jobs/" + it.job.id));
+    }
+  }
+
+  // downloadAll fetches the batch's zip with the key (the archive is an API call, not a signed
+  // URL) and saves it from a blob: URL.
+  async function downloadAll(e) {
+    e.preventDefault();
+    const a = $("#download-all");
+    const error = $("#batch-error");
+    if (!batchID || a.dataset.saving) return;
+    a.dataset.saving = "true";
+    error.textContent = "";
+    try {
+      let resp;
+      try {
+        resp = await fetch("v1/batches/" + encodeURIComponent(batchID) + "/archive", { headers: { Authorization: "Bearer " + apiKey() }, cache: "no-store" });
+      } catch (err) {
+        throw new APIError("The server did not answer (" + err.message + ").");
+      }
+      if (!resp.ok) throw errorFrom(resp.status, await resp.text(), resp.headers.get("Retry-After"));
+      saveBlob(await resp.blob(), batchID + ".zip");
+    } catch (err) {
+      error.textContent = err.message;
+    } finally {
+      delete a.dataset.saving;
+    }
+  }
+
+  // saveBlob saves data under name through a blob: URL.
+  function saveBlob(blob, name) {
+    const url = URL.createObjectURL(blob);
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = name;
+    a.hidden = true;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    announce("Saving " + name + ".");
   }
 
   // upload PUTs the file to the signed URL with XMLHttpRequest, whose upload events give the
@@ -744,17 +976,7 @@
       it.link.href = job.output.url;
       const resp = await fetch(job.output.url, { cache: "no-store" });
       if (!resp.ok) throw errorFrom(resp.status, await resp.text(), null);
-      const blob = await resp.blob();
-      const url = URL.createObjectURL(blob);
-      const a = document.createElement("a");
-      a.href = url;
-      a.download = it.outputName;
-      a.hidden = true;
-      document.body.appendChild(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60000);
-      announce("Saving " + it.outputName + ".");
+      saveBlob(await resp.blob(), it.outputName);
     } catch (err) {
       showError(it, err);
     } finally {

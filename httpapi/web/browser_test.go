@@ -463,12 +463,21 @@ func TestBrowser_Preset(t *testing.T) {
 // account's key entered and accepted.
 func openPageWithKey(t *testing.T) (*testenv.Env, context.Context) {
 	t.Helper()
-	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
-	ctx := startBrowser(t, t.TempDir())
+	e, ctx, _ := openPage(t)
+	return e, ctx
+}
+
+// openPage starts a service with one worker (and opts) and a browser on its page, with the
+// account's key entered and accepted; downloads go to the directory it returns.
+func openPage(t *testing.T, opts ...func(*service.Config)) (*testenv.Env, context.Context, string) {
+	t.Helper()
+	e := testenv.Start(t, append([]func(*service.Config){func(c *service.Config) { c.Workers = 1 }}, opts...)...)
+	downloads := t.TempDir()
+	ctx := startBrowser(t, downloads)
 	within(t, ctx, time.Minute, "open the page", chromedp.Navigate(e.URL+"/"), chromedp.WaitVisible("#key"))
 	within(t, ctx, time.Minute, "submit the key", chromedp.SendKeys("#key", e.Key+"\n"))
 	waitFor(t, ctx, "the key accepted", `document.querySelector("#key-status").textContent.startsWith("Key accepted")`)
-	return e, ctx
+	return e, ctx, downloads
 }
 
 // TestBrowser_FailedUploadCancelsTheJob: files are added with the likeliest target chosen
