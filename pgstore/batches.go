@@ -100,24 +100,52 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		targets := make([]string, len(p.Jobs))
 		sizes := make([]int64, len(p.Jobs))
 		opts := make([][]byte, len(p.Jobs))
+		statuses := make([]string, len(p.Jobs))
+		sources := make([]string, len(p.Jobs))
+		delivers := make([]*string, len(p.Jobs))
+		var queued []string // source_url items: queued at create, as CreateJob does
 		for i, jp := range p.Jobs {
 			ids[i], inputs[i], targets[i], sizes[i] = store.NewJobID(now), jp.InputFormat, jp.TargetFormat, jp.InputBytes
 			if jp.Options != nil {
 				opts[i] = jp.Options
 			}
+			statuses[i], sources[i] = store.StatusCreated, jp.SourceURL
+			if jp.SourceURL != "" {
+				statuses[i] = store.StatusQueued
+				queued = append(queued, "j:"+ids[i], "q:"+ids[i])
+			}
+			if d := deliveryJSON(jp.DeliverTo); d != nil {
+				v := string(d)
+				delivers[i] = &v
+			}
+		}
+		if len(queued) > 0 { // max_queued holds for them as for a start
+			var room bool
+			if err := tx.QueryRow(ctx, `SELECT max_queued IS NULL OR (SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'queued') + $2 <= max_queued
+				FROM accounts WHERE id = $1`, p.AccountID, len(queued)/2).Scan(&room); err != nil {
+				return err
+			}
+			if !room {
+				return queueFull(ctx, tx, p.AccountID)
+			}
 		}
 		// One statement for every job: the rows take their seq in the batch's order.
-		rows, err := tx.Query(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options, created_at, expires_at)
-			SELECT t.id, $1, 'created', t.input_format, t.target_format, t.input_bytes, t.options, now(), now() + $7 * interval '1 microsecond'
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[]) WITH ORDINALITY
-				AS t (id, input_format, target_format, input_bytes, options, ord)
+		rows, err := tx.Query(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options, created_at, expires_at,
+				source_url, deliver_to, started_at)
+			SELECT t.id, $1, t.status, t.input_format, t.target_format, t.input_bytes, t.options, now(), now() + $7 * interval '1 microsecond',
+				t.source_url, t.deliver_to::jsonb, CASE WHEN t.status = 'queued' THEN now() END
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[], $8::text[], $9::text[], $10::text[]) WITH ORDINALITY
+				AS t (id, input_format, target_format, input_bytes, options, status, source_url, deliver_to, ord)
 			ORDER BY t.ord
-			RETURNING `+jobCols, p.AccountID, ids, inputs, targets, sizes, opts, micros(s.opts.Retention))
+			RETURNING `+jobCols, p.AccountID, ids, inputs, targets, sizes, opts, micros(s.opts.Retention), statuses, sources, delivers)
 		if err != nil {
 			return err
 		}
 		inserted, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Job, error) { return scanJob(row) })
 		if err != nil {
+			return err
+		}
+		if err := notify(ctx, tx, queued...); err != nil {
 			return err
 		}
 		byID := make(map[string]store.Job, len(inserted))

@@ -21,6 +21,7 @@ var batchCases = []testCase{
 	{"BatchIdempotency", testBatchIdempotency},
 	{"BatchFinishes", testBatchFinishes},
 	{"BatchCancel", testBatchCancel},
+	{"BatchRemoteItems", testBatchRemoteItems},
 }
 
 func init() { cases = append(cases, batchCases...) }
@@ -237,4 +238,45 @@ func testBatchCancel(t *testing.T, newStore NewFunc) {
 		t.Fatalf("second cancel = %+v, %v", again, err)
 	}
 	f.checkLedger(0, 1)
+}
+
+// testBatchRemoteItems: a batch item with a source_url is queued at create with its source and
+// delivery, as a single create makes it, and claimable at once; the uploaded items stay
+// created; max_queued holds for the queued items, refusing the whole batch.
+func testBatchRemoteItems(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	deliver := &store.Delivery{URL: "https://bucket.example/out.pdf?sig=x", Headers: map[string]string{"Content-Type": "application/pdf"}}
+	p := f.batchParams(3)
+	p.Jobs[1].SourceURL, p.Jobs[1].DeliverTo = "https://cdn.example/b.md", deliver
+	_, jobs, _, err := f.batches().CreateBatch(p, batchRender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, j := range jobs {
+		got := f.get(j.ID)
+		want := store.StatusCreated
+		if i == 1 {
+			want = store.StatusQueued
+		}
+		if got.Status != want || (i == 1) != (got.StartedAt != nil) {
+			t.Fatalf("item %d: %s (started_at %v), want %s", i, got.Status, got.StartedAt, want)
+		}
+		if i == 1 && (got.SourceURL != "https://cdn.example/b.md" || got.DeliverTo == nil || got.DeliverTo.URL != deliver.URL) {
+			t.Fatalf("item 1 lost its source or delivery: %+v %+v", got, got.DeliverTo)
+		}
+	}
+	if claimed := f.claim(); claimed.ID != jobs[1].ID || claimed.SourceURL == "" {
+		t.Fatalf("claimed %s (%q), want the source_url item %s", claimed.ID, claimed.SourceURL, jobs[1].ID)
+	}
+	f.checkLedger(3, 0)
+	one := int64(1)
+	if _, err := f.fair().UpdateAccountLimits(f.acct.ID, store.AccountLimits{MaxQueued: store.LimitUpdate{Set: true, Value: &one}}); err != nil {
+		t.Fatal(err)
+	}
+	p = f.batchParams(2)
+	p.Jobs[0].SourceURL, p.Jobs[1].SourceURL = "https://cdn.example/c.md", "https://cdn.example/d.md"
+	if _, _, _, err := f.batches().CreateBatch(p, batchRender); !errors.Is(err, store.ErrQueueFull) {
+		t.Fatalf("a batch of 2 source_url items with max_queued 1: %v, want ErrQueueFull", err)
+	}
+	f.checkLedger(3, 0)
 }
