@@ -39,10 +39,11 @@
 //
 //	if client.IsCode(err, client.CodeLimitReached) { ... }
 //
-// JSON calls answered 429 rate_limited, 502 storage_unavailable or 503 too_many_connections
-// (the connection cap) are retried (Retries times, 4 by default): a 429 or 503 waits the
-// server's Retry-After, a 502 backs off exponentially with
-// jitter, and no wait outlasts ctx. Pass an Idempotency-Key to CreateJob so a create retried
+// JSON calls answered 429 (rate_limited, or queue_full: a start past the account's
+// max_queued), 502 storage_unavailable or 503 too_many_connections (the connection cap) are
+// retried (Retries times, 4 by default): a 429 or 503 waits the server's Retry-After, a 502
+// backs off exponentially with jitter, and no wait outlasts ctx. So StartJob waits for room in
+// a full queue, within its retries (without end under WaitOutRateLimit). Pass an Idempotency-Key to CreateJob so a create retried
 // after a lost answer never reserves twice.
 //
 // Upload and Convert never close the reader they are given. A file (any io.ReaderAt) is read
