@@ -173,9 +173,9 @@ func decodeBatch(body []byte) ([]createJob, error) {
 }
 
 func (s *Server) handleCreateBatch(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
-	idemKey := r.Header.Get("Idempotency-Key")
-	if len(idemKey) > 255 {
-		s.writeError(w, r, errorf(CodeInvalidRequest, "Idempotency-Key is longer than 255 characters"))
+	idemKey, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	body, err := readJSONBodyMax(w, r, maxBatchBodyBytes)

@@ -306,9 +306,9 @@ func checkCreateFields(req createJobRequest) (input, target string, size int64, 
 }
 
 func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
-	idemKey := r.Header.Get("Idempotency-Key")
-	if len(idemKey) > 255 {
-		s.writeError(w, r, errorf(CodeInvalidRequest, "Idempotency-Key is longer than 255 characters"))
+	idemKey, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	body, err := readJSONBody(w, r)
@@ -349,6 +349,16 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		}
 	}
 	writeRaw(w, resp.Status, resp.Body)
+}
+
+// idempotencyKey is the request's Idempotency-Key header ("" when absent), at most 255
+// characters; create and batch create read it alike.
+func idempotencyKey(r *http.Request) (string, error) {
+	k := r.Header.Get("Idempotency-Key")
+	if len(k) > 255 {
+		return "", errorf(CodeInvalidRequest, "Idempotency-Key is longer than 255 characters")
+	}
+	return k, nil
 }
 
 // createParams validates one create body (parsed) for key in the order the contract ranks

@@ -120,13 +120,8 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			}
 		}
 		if len(queued) > 0 { // max_queued holds for them as for a start
-			var room bool
-			if err := tx.QueryRow(ctx, `SELECT max_queued IS NULL OR (SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'queued') + $2 <= max_queued
-				FROM accounts WHERE id = $1`, p.AccountID, len(queued)/2).Scan(&room); err != nil {
+			if err := checkQueueRoom(ctx, tx, p.AccountID, len(queued)/2); err != nil {
 				return err
-			}
-			if !room {
-				return queueFull(ctx, tx, p.AccountID)
 			}
 		}
 		// One statement for every job: the rows take their seq in the batch's order.

@@ -97,6 +97,21 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, fin *finished, expired
 const queueRoomCond = `(SELECT a.max_queued IS NULL OR (SELECT count(*) FROM jobs q WHERE q.account_id = a.id AND q.status = 'queued') < a.max_queued
 	FROM accounts a WHERE a.id = jobs.account_id)`
 
+// checkQueueRoom refuses, with ErrQueueFull, adding n queued jobs to an account that would
+// then hold more than its max_queued: creates that queue at once (a source_url job, a batch's
+// source_url items) are held to the limit as a start is. It runs under the account's row lock.
+func checkQueueRoom(ctx context.Context, tx pgx.Tx, accountID string, n int) error {
+	var room bool
+	if err := tx.QueryRow(ctx, `SELECT max_queued IS NULL OR (SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'queued') + $2 <= max_queued
+		FROM accounts WHERE id = $1`, accountID, n).Scan(&room); err != nil {
+		return err
+	}
+	if !room {
+		return queueFull(ctx, tx, accountID)
+	}
+	return nil
+}
+
 // queueFull is the ErrQueueFull of a start that queueRoomCond refused.
 func queueFull(ctx context.Context, tx pgx.Tx, accountID string) error {
 	var n, limit int64

@@ -165,13 +165,8 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month", store.ErrLimitReached, spent, reserved, capCents)
 		}
 		if status == store.StatusQueued { // queued at create: max_queued holds as for a start
-			var room bool
-			if err := tx.QueryRow(ctx, `SELECT max_queued IS NULL OR (SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'queued') < max_queued
-				FROM accounts WHERE id = $1`, p.AccountID).Scan(&room); err != nil {
+			if err := checkQueueRoom(ctx, tx, p.AccountID, 1); err != nil {
 				return err
-			}
-			if !room {
-				return queueFull(ctx, tx, p.AccountID)
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE accounts SET reserved_cents = reserved_cents + 1 WHERE id = $1`, p.AccountID); err != nil {
