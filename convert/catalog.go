@@ -9,8 +9,10 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -248,6 +250,21 @@ func (c *Catalog) Format(id string) (Format, bool) {
 	defer c.mu.RUnlock()
 	f, ok := c.formats[id]
 	return f.clone(), ok
+}
+
+// FormatOfName is the id of the format whose extension ends the file name (case aside), the
+// longest extension winning ("x.tar.gz" is tar.gz, not gz); "" when none does.
+func (c *Catalog) FormatOfName(name string) string {
+	name = strings.ToLower(filepath.Base(name))
+	best, bestLen := "", 0
+	for _, f := range c.Formats() {
+		for _, ext := range f.Extensions {
+			if strings.HasSuffix(name, "."+ext) && len(ext) > bestLen {
+				best, bestLen = f.ID, len(ext)
+			}
+		}
+	}
+	return best
 }
 
 // pathCost orders paths: fewest lossy steps first, then fewest steps.

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strings"
 	"testing"
 
 	"github.com/convsvc/convsvc/convert"
@@ -44,7 +43,7 @@ func matrixPairs(t *testing.T, c *convert.Catalog) []matrixPair {
 	sort.Strings(samples)
 	var pairs []matrixPair
 	for _, path := range samples {
-		from := sampleFormat(c, path)
+		from := c.FormatOfName(path)
 		if from == "" {
 			continue
 		}
@@ -56,20 +55,6 @@ func matrixPairs(t *testing.T, c *convert.Catalog) []matrixPair {
 		t.Fatal("no samples in ../testdata")
 	}
 	return pairs
-}
-
-// sampleFormat is convtest.FormatOfSample: the format of the longest matching extension.
-func sampleFormat(c *convert.Catalog, path string) string {
-	name := strings.ToLower(filepath.Base(path))
-	best, bestLen := "", 0
-	for _, f := range c.Formats() {
-		for _, ext := range f.Extensions {
-			if strings.HasSuffix(name, "."+ext) && len(ext) > bestLen {
-				best, bestLen = f.ID, len(ext)
-			}
-		}
-	}
-	return best
 }
 
 // matrixOptions are convtest.Matrix's options: none, but every page for a same-format pair

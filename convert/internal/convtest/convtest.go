@@ -137,16 +137,7 @@ func Samples() []string {
 
 // FormatOfSample maps a sample file to its format in c by the longest matching extension.
 func FormatOfSample(c *convert.Catalog, path string) string {
-	name := strings.ToLower(filepath.Base(path))
-	best, bestLen := "", 0
-	for _, f := range c.Formats() {
-		for _, ext := range f.Extensions {
-			if strings.HasSuffix(name, "."+ext) && len(ext) > bestLen {
-				best, bestLen = f.ID, len(ext)
-			}
-		}
-	}
-	return best
+	return c.FormatOfName(path)
 }
 
 // Checker checks one conversion's output file against its source sample.
