@@ -8,10 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -106,45 +103,10 @@ func (r *remoteIO) checkRedirect(req *http.Request, via []*http.Request) error {
 	if len(via) > maxFetchRedirects {
 		return fmt.Errorf("%w: more than %d redirects", errRedirectRefused, maxFetchRedirects)
 	}
-	if err := r.check(req.Context(), req.URL.String()); err != nil {
+	if err := r.checkURL(req.Context(), req.URL.String()); err != nil {
 		return fmt.Errorf("%w: to %s: %w", errRedirectRefused, webhook.RedactURL(req.URL.String()), err)
 	}
 	return nil
-}
-
-// check is the guard's CheckURL, refusing also a host written as a number that is not an IP
-// literal (http://2130706433/, http://0x7f.0.0.1/): no real name ends in a numeric label,
-// and resolvers that read such names as addresses would reach what the guard refuses.
-func (r *remoteIO) check(ctx context.Context, raw string) error {
-	if !r.guard.AllowPrivate {
-		if u, err := url.Parse(raw); err == nil && numericHost(u.Hostname()) {
-			return fmt.Errorf("%w: %w: %s is a number, not a name or an IP address", webhook.ErrForbiddenDestination, webhook.ErrNotPublic, u.Hostname())
-		}
-	}
-	return r.checkURL(ctx, raw)
-}
-
-// numericHost reports whether host's last label is a decimal, octal or hex number and host is
-// not an IP literal.
-func numericHost(host string) bool {
-	if _, err := netip.ParseAddr(host); err == nil || host == "" {
-		return false
-	}
-	last := strings.ToLower(strings.TrimSuffix(host, "."))
-	if i := strings.LastIndexByte(last, '.'); i >= 0 {
-		last = last[i+1:]
-	}
-	last = strings.TrimPrefix(last, "0x")
-	if last == "" {
-		return true
-	}
-	for _, c := range last {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	// Hex digits alone ("cafe", "add") are names unless written 0x or all decimal.
-	return strings.Contains(strings.ToLower(host), "0x") || strings.Trim(last, "0123456789") == ""
 }
 
 // watchdog cancels a transfer that moves less than remoteProgressBytes in the progress
@@ -224,7 +186,7 @@ func (r *remoteIO) fetch(ctx context.Context, job store.Job) (*os.File, int64, e
 	if job.InputBytes > 0 && job.InputBytes < limit {
 		limit = job.InputBytes
 	}
-	if err := r.check(ctx, job.SourceURL); err != nil {
+	if err := r.checkURL(ctx, job.SourceURL); err != nil {
 		if errors.Is(err, webhook.ErrForbiddenDestination) {
 			return nil, 0, failure(ReasonSourceRefused, "source_url %s: %s", shown, refusal(err))
 		}
@@ -359,7 +321,7 @@ func (r *remoteIO) deliver(ctx context.Context, job store.Job, open func(context
 // (delivery_failed) and whether trying again may help (a connection or timeout failure, not
 // the guard's refusal), or object storage's error reading the output.
 func (r *remoteIO) put(ctx context.Context, d *store.Delivery, what string, open func(context.Context) (io.ReadCloser, int64, error)) (status int, transient bool, err error) {
-	if err := r.check(ctx, d.URL); err != nil {
+	if err := r.checkURL(ctx, d.URL); err != nil {
 		if errors.Is(err, webhook.ErrForbiddenDestination) {
 			return 0, false, failure(ReasonDeliveryFailed, "%s: %s", what, refusal(err))
 		}

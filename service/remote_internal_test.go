@@ -246,15 +246,3 @@ func TestRemote_Deliver(t *testing.T) {
 		}
 	}
 }
-
-// TestRemote_NumericHost holds the names that are numbers apart from real names.
-func TestRemote_NumericHost(t *testing.T) {
-	for host, want := range map[string]bool{
-		"2130706433": true, "0x7f.0.0.1": true, "0177.0.0.1": true, "0x7f000001": true, "1.2.3": true,
-		"example.com": false, "foo.cafe": false, "127.0.0.1": false, "::1": false, "a1.b2": false,
-	} {
-		if got := numericHost(host); got != want {
-			t.Errorf("numericHost(%q) = %v, want %v", host, got, want)
-		}
-	}
-}

@@ -173,6 +173,9 @@ func (g Guard) CheckURL(ctx context.Context, raw string) error {
 	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") || strings.HasSuffix(strings.ToLower(strings.TrimSuffix(host, ".")), ".localhost") {
 		return fmt.Errorf("%w: %w: %s is a loopback name", ErrForbiddenDestination, ErrNotPublic, host)
 	}
+	if numericHost(host) {
+		return fmt.Errorf("%w: %w: %s is a number, not a name or an IP address", ErrForbiddenDestination, ErrNotPublic, host)
+	}
 	r := g.Resolver
 	if r == nil {
 		r = net.DefaultResolver
@@ -276,4 +279,28 @@ func (g Guard) Control(network, address string, _ syscall.RawConn) error {
 		return fmt.Errorf("%w: %w: connect to %s refused, a %s", ErrForbiddenDestination, ErrNotPublic, ap.Addr(), why)
 	}
 	return nil
+}
+
+// numericHost reports whether host's last label is a decimal, octal or hex number and host is
+// not an IP literal (http://2130706433/, http://0x7f.0.0.1/): no real name ends in a numeric
+// label, and resolvers that read such names as addresses would reach what the guard refuses.
+func numericHost(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil || host == "" {
+		return false
+	}
+	last := strings.ToLower(strings.TrimSuffix(host, "."))
+	if i := strings.LastIndexByte(last, '.'); i >= 0 {
+		last = last[i+1:]
+	}
+	last = strings.TrimPrefix(last, "0x")
+	if last == "" {
+		return true
+	}
+	for _, c := range last {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	// Hex digits alone ("cafe", "add") are names unless written 0x or all decimal.
+	return strings.Contains(strings.ToLower(host), "0x") || strings.Trim(last, "0123456789") == ""
 }

@@ -141,11 +141,11 @@ func TestGuard_CheckURL(t *testing.T) {
 		{url: "", forbidden: true},
 		// A name without addresses is a resolver error, not a forbidden destination.
 		{url: "https://nothing.test/hook", resolveError: true, privateOK: true},
-		// Numeric hosts that are not IP literals to Go are names, which do not resolve here;
-		// a connection to them would be checked by Control anyway.
-		{url: "http://2130706433/", resolveError: true, privateOK: true},
-		{url: "http://0x7f.0.0.1/", resolveError: true, privateOK: true},
-		{url: "http://0177.0.0.1/", resolveError: true, privateOK: true},
+		// Numeric hosts that are not IP literals to Go: no real name ends in a number, and a
+		// resolver that reads them as addresses would reach what the guard refuses.
+		{url: "http://2130706433/", forbidden: true, privateOK: true},
+		{url: "http://0x7f.0.0.1/", forbidden: true, privateOK: true},
+		{url: "http://0177.0.0.1/", forbidden: true, privateOK: true},
 	} {
 		g := Guard{Resolver: dns.resolver()}
 		err := g.CheckURL(ctx, tt.url)
@@ -183,5 +183,17 @@ func TestGuard_CheckURL_Localhost(t *testing.T) {
 	}
 	if err := (Guard{AllowPrivate: true}).CheckURL(context.Background(), "http://localhost:8080/hook"); err != nil {
 		t.Fatalf("CheckURL(localhost) with AllowPrivate = %v", err)
+	}
+}
+
+// TestGuard_NumericHost holds the names that are numbers apart from real names.
+func TestGuard_NumericHost(t *testing.T) {
+	for host, want := range map[string]bool{
+		"2130706433": true, "0x7f.0.0.1": true, "0177.0.0.1": true, "0x7f000001": true, "1.2.3": true,
+		"example.com": false, "foo.cafe": false, "127.0.0.1": false, "::1": false, "a1.b2": false,
+	} {
+		if got := numericHost(host); got != want {
+			t.Errorf("numericHost(%q) = %v, want %v", host, got, want)
+		}
 	}
 }
