@@ -269,11 +269,19 @@ func (r *remoteIO) transportFailure(ctx context.Context, wd *watchdog, reason, w
 			msg = refusal(err)
 		}
 		return failure(reason, "%s: %s", what, msg)
-	case wd.stalled():
+	case wd.stalled() || isTimeout(err):
+		// The dial, TLS and response-header timeouts are the progress deadline too: whichever
+		// of them and the watchdog fires first, the stall is the same.
 		return failure(reason, "%s: moved less than %d KiB in %s (--storage-progress-timeout)", what, remoteProgressBytes>>10, r.progress)
 	}
 	r.log.Info("remote transfer failed", "what", what, "error", webhook.RedactURLs(err.Error()))
 	return failure(reason, "%s: no answer: %s", what, webhook.RedactURLs(rootCause(err)))
+}
+
+// isTimeout reports whether err is a network timeout (net.Error's Timeout).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // rootCause is the innermost error's text (net/http wraps the URL around it).
