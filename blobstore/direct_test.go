@@ -218,7 +218,6 @@ func TestStore_UploadSHA256DamagedAttribute(t *testing.T) {
 	}
 }
 
-
 // BenchmarkWorkerOutput is what storing a worker process's output costs the server, for a
 // 2.6 MB output (the 12 MP JPEG of docs/benchmarks.md): "scratch" is the worker writing into
 // a scratch file that the server then copies into the output (written twice, hashed beside

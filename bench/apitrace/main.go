@@ -309,4 +309,3 @@ func median(d []time.Duration) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
