@@ -84,6 +84,8 @@ func (b *localBackend) DownloadURL(id string, _ int, out blobstore.Output, _ blo
 	return b.st.DownloadURL(id, out.Bytes, expires), nil
 }
 
+func (b *localBackend) UploadSHA256(id string) (string, error) { return b.st.UploadSHA256(id) }
+
 func (b *localBackend) ReadInput(id string) ([]byte, error) {
 	f, err := b.st.OpenInput(id)
 	if err != nil {

@@ -41,6 +41,7 @@ package s3store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -280,6 +281,10 @@ type UploadInfo struct {
 	Size      int64
 	ETag      string // as S3 returns it, with quotes
 	VersionID string // "" unless the bucket is versioned
+	// SHA256 is the lowercase hex SHA-256 of the sealed input, which the object store took
+	// while it wrote Seal's copy (CopyObject with the SHA-256 checksum); "" when the store
+	// returned none. OpenInput neither needs nor checks it.
+	SHA256 string
 }
 
 // Seal reads the size, ETag and version id of the job's upload, copies exactly that object
@@ -308,35 +313,47 @@ func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
 	if info.VersionID == "null" { // S3's id of an object written while versioning was off
 		info.VersionID = ""
 	}
-	if err := s.copyInput(ctx, jobID, info); err != nil {
+	if info.SHA256, err = s.copyInput(ctx, jobID, info); err != nil {
 		return fmt.Errorf("seal %s: %w", jobID, err)
 	}
 	return start(info)
 }
 
-// copyInput copies the upload info describes server-side to InputKey. The copy is of that
-// object only: a PUT landing since fails the copy (412) rather than sealing other bytes.
-func (s *Store) copyInput(ctx context.Context, jobID string, info UploadInfo) error {
+// copyInput copies the upload info describes server-side to InputKey and returns the copy's
+// SHA-256 in hex, which the store computes as it writes the copy ("" when it returns none).
+// The copy is of that object only: a PUT landing since fails the copy (412) rather than
+// sealing other bytes.
+func (s *Store) copyInput(ctx context.Context, jobID string, info UploadInfo) (string, error) {
 	if info.ETag == "" {
-		return fmt.Errorf("%w: the server gave the upload no ETag", ErrStorage)
+		return "", fmt.Errorf("%w: the server gave the upload no ETag", ErrStorage)
 	}
 	source := s.bucket + "/" + s.UploadKey(jobID)
 	if info.VersionID != "" {
 		source += "?versionId=" + info.VersionID
 	}
-	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+	out, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.InputKey(jobID, info.ETag)),
 		CopySource:        aws.String(source),
 		CopySourceIfMatch: aws.String(info.ETag),
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	})
 	if err != nil {
 		if isPreconditionFailed(err) {
-			return fmt.Errorf("%w: the upload was replaced meanwhile; retry: %w", ErrStorage, err)
+			return "", fmt.Errorf("%w: the upload was replaced meanwhile; retry: %w", ErrStorage, err)
 		}
-		return fmt.Errorf("%w: copy the upload: %w", ErrStorage, err)
+		return "", fmt.Errorf("%w: copy the upload: %w", ErrStorage, err)
 	}
-	return nil
+	if out.CopyObjectResult == nil {
+		return "", nil
+	}
+	// A single-part object's checksum is the SHA-256 of its bytes, base64 (a composite one,
+	// "...-N", is of its parts' checksums and is not kept).
+	sum, err := base64.StdEncoding.DecodeString(aws.ToString(out.CopyObjectResult.ChecksumSHA256))
+	if err != nil || len(sum) != sha256.Size {
+		return "", nil
+	}
+	return hex.EncodeToString(sum), nil
 }
 
 // getInput GETs the sealed copy of the job's input (copy true), or for a job sealed before

@@ -91,6 +91,20 @@ func (b *s3Backend) Seal(id string) (int64, error) {
 	return size, err
 }
 
+// UploadSHA256 is the hash Seal reported: the object store's checksum of the sealed copy.
+func (b *s3Backend) UploadSHA256(id string) (string, error) {
+	b.mu.Lock()
+	info, ok := b.sealed[id]
+	b.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("job %s was never sealed", id)
+	}
+	if info.SHA256 == "" {
+		return "", fmt.Errorf("Seal of %s reported no SHA-256 (the store returned no checksum of the copy)", id)
+	}
+	return info.SHA256, nil
+}
+
 func (b *s3Backend) ReadInput(id string) ([]byte, error) {
 	b.mu.Lock()
 	info, ok := b.sealed[id]

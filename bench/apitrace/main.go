@@ -26,6 +26,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"runtime/trace"
 	"slices"
 	"sort"
@@ -50,7 +51,17 @@ func main() {
 	isolation := flag.String("isolation", service.IsolationProcess, "process or none")
 	data := flag.String("data", "", "data directory (default a new one under the temp dir, removed at exit)")
 	verbose := flag.Bool("v", false, "also print every region of the fastest conversion")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (client and server; the conversions run in worker processes) over the traced conversions")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "apitrace:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		profile = f
+	}
 	if flag.NArg() != 1 || *to == "" {
 		fmt.Fprintln(os.Stderr, "usage: apitrace [-runs N] -to FORMAT [-width N] [-quality N] INPUT")
 		os.Exit(2)
@@ -60,6 +71,9 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// profile, when set, receives the CPU profile of the traced conversions.
+var profile *os.File
 
 func run(in, to string, width, quality, runs int, isolation, data string, verbose bool) error {
 	if data == "" {
@@ -103,6 +117,12 @@ func run(in, to string, width, quality, runs int, isolation, data string, verbos
 	out := filepath.Join(data, "out")
 	if err := convertOnce(c, in, req, out); err != nil { // warm-up
 		return err
+	}
+	if profile != nil {
+		if err := pprof.StartCPUProfile(profile); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var timelines [][]phase
 	for range runs {
@@ -152,8 +172,21 @@ func convertOnce(c *client.Client, in string, req client.CreateJobRequest, out s
 		return err
 	}
 	req.InputBytes = fi.Size()
-	r := trace.StartRegion(ctx, "client.create")
-	res, err := c.CreateJob(ctx, req, "")
+	// The checks `convsvc convert` makes before it reserves a job (cli/convert.go check).
+	r := trace.StartRegion(ctx, "client.check")
+	_, err = c.Formats(ctx)
+	if err == nil {
+		_, err = c.Format(ctx, req.TargetFormat)
+	}
+	if err == nil {
+		_, err = c.Format(ctx, req.InputFormat)
+	}
+	r.End()
+	if err != nil {
+		return err
+	}
+	r = trace.StartRegion(ctx, "client.create")
+	res, err := c.CreateJob(ctx, req, fmt.Sprintf("apitrace-%d", time.Now().UnixNano())) // the CLI sends an Idempotency-Key
 	r.End()
 	if err != nil {
 		return err
@@ -289,6 +322,31 @@ func report(w io.Writer, in, to string, tls [][]phase) {
 			name = "  " + n
 		}
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f-%.1f |\n", name, ms(median(a.starts)), ms(median(a.durs)), ms(lo), ms(hi))
+	}
+	// The API's own time: everything of client.total that is not the worker process's
+	// conversion, before it (checks, create, upload, start, claim) and after it (commit,
+	// finish, the long-poll's answer, download).
+	var own, before, after []time.Duration
+	for _, tl := range tls {
+		var tot, conv phase
+		for _, p := range tl {
+			switch p.name {
+			case "client.total":
+				tot = p
+			case "worker.child":
+				conv = p
+			}
+		}
+		if conv.end == 0 {
+			continue
+		}
+		before = append(before, conv.start-tot.start)
+		after = append(after, tot.end-conv.end)
+		own = append(own, (tot.end-tot.start)-(conv.end-conv.start))
+	}
+	if len(own) > 0 {
+		fmt.Fprintf(w, "\nthe API's own time (client.total less worker.child): median %.1f ms (min %.1f, max %.1f): %.1f ms before the conversion, %.1f ms after (medians)\n",
+			ms(median(own)), ms(slices.Min(own)), ms(slices.Max(own)), ms(median(before)), ms(median(after)))
 	}
 }
 

@@ -45,6 +45,9 @@ type Backend interface {
 	// to the start callback; it returns an error wrapping blobstore.ErrNotFound, without
 	// calling back, when nothing was uploaded.
 	Seal(jobID string) (int64, error)
+	// UploadSHA256 is the lowercase hex SHA-256 of the upload Seal sealed, as the backend
+	// reports it to a start (taken while the upload was received: no second read of it).
+	UploadSHA256(jobID string) (string, error)
 	// ReadInput reads the input of a job Seal sealed, as a worker does.
 	ReadInput(jobID string) ([]byte, error)
 	// WriteOutput stores data as the output of the job's attempt and returns what Commit returned.
@@ -64,6 +67,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("UploadExactSize", func(t *testing.T) { testUploadExactSize(t, newBackend(t)) })
 	t.Run("UploadReplacedBeforeSeal", func(t *testing.T) { testUploadReplaced(t, newBackend(t)) })
 	t.Run("PutAfterSealChangesNothing", func(t *testing.T) { testPutAfterSeal(t, newBackend(t)) })
+	t.Run("UploadSHA256", func(t *testing.T) { testUploadSHA256(t, newBackend(t)) })
 	t.Run("UploadWrongLength", func(t *testing.T) { testUploadWrongLength(t, newBackend(t)) })
 	t.Run("UploadExpired", func(t *testing.T) { testUploadExpired(t, newBackend(t)) })
 	t.Run("UploadTampered", func(t *testing.T) { testUploadTampered(t, newBackend(t)) })
@@ -245,6 +249,39 @@ func testUploadExactSize(t *testing.T, b Backend) {
 	Upload(t, b, id0, nil)
 	if size, err := b.Seal(id0); err != nil || size != 0 {
 		t.Fatalf("Seal of an empty upload = %d, %v; want 0, nil", size, err)
+	}
+}
+
+// testUploadSHA256: the hash a sealed upload reports is its bytes' SHA-256, also of an empty
+// upload and of an upload that replaced another before the start.
+func testUploadSHA256(t *testing.T, b Backend) {
+	hexSum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	id := NewJobID()
+	data := RandomBytes(3<<20 + 17) // several of the local store's chunks
+	Upload(t, b, id, data)
+	if _, err := b.Seal(id); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.UploadSHA256(id); err != nil || got != hexSum(data) {
+		t.Fatalf("UploadSHA256 = %q, %v; want %s", got, err, hexSum(data))
+	}
+	id0 := NewJobID()
+	Upload(t, b, id0, nil)
+	if _, err := b.Seal(id0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.UploadSHA256(id0); err != nil || got != hexSum(nil) {
+		t.Fatalf("UploadSHA256 of an empty upload = %q, %v; want %s", got, err, hexSum(nil))
+	}
+	idr := NewJobID()
+	first, second := RandomBytes(1000), RandomBytes(1000)
+	Upload(t, b, idr, first)
+	Upload(t, b, idr, second)
+	if _, err := b.Seal(idr); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.UploadSHA256(idr); err != nil || got != hexSum(second) {
+		t.Fatalf("UploadSHA256 after a replacing PUT = %q, %v; want the second upload's %s", got, err, hexSum(second))
 	}
 }
 
