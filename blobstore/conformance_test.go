@@ -80,6 +80,22 @@ func (b *localBackend) WriteOutput(id string, _ int, data []byte, meta blobstore
 	return p.Commit(meta)
 }
 
+func (b *localBackend) WriteOutputThroughFile(id string, _ int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+	p, err := b.st.CreateOutput(id)
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	defer p.Discard()
+	f, err := p.File()
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	if err := blobtest.WriteInChunks(f, data); err != nil {
+		return blobstore.Output{}, err
+	}
+	return p.Commit(meta)
+}
+
 func (b *localBackend) DownloadURL(id string, _ int, out blobstore.Output, _ blobstore.OutputMeta, expires time.Time) (string, error) {
 	return b.st.DownloadURL(id, out.Bytes, expires), nil
 }

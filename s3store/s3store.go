@@ -441,6 +441,9 @@ type PendingOutput struct {
 	n       int64
 	err     error // the first write error
 	done    bool
+	// external: a worker process writes f through its descriptor (File); Commit takes what
+	// f then holds.
+	external bool
 }
 
 // CreateOutput starts the output of the job's attempt; nothing of it is stored until Commit.
@@ -458,8 +461,24 @@ func (s *Store) CreateOutput(jobID string, attempt int) (*PendingOutput, error) 
 	return &PendingOutput{s: s, jobID: jobID, attempt: attempt, f: f, h: sha256.New()}, nil
 }
 
+// File hands the output's scratch file to a writer that needs a descriptor (a worker process
+// writes the output straight into it, not into a scratch file of its own that is then
+// copied): it is empty and at offset 0, whatever it holds at Commit is the output, hashed
+// then by reading it back. Nothing may be written through Write before or after, and the
+// writer must be done before Commit or Discard; the file stays the PendingOutput's.
+func (p *PendingOutput) File() (*os.File, error) {
+	if p.n > 0 || p.external || p.done {
+		return nil, fmt.Errorf("s3store: File on output %s already written to", p.jobID)
+	}
+	p.external = true
+	return p.f, nil
+}
+
 // Write appends to the output; an error is the scratch disk's.
 func (p *PendingOutput) Write(b []byte) (int, error) {
+	if p.external {
+		return 0, fmt.Errorf("s3store: output %s: the file was handed to another writer (File)", p.jobID)
+	}
 	if p.err != nil {
 		return 0, p.err
 	}
@@ -478,7 +497,29 @@ func (p *PendingOutput) Written() (io.ReaderAt, int64, error) {
 	if p.err != nil {
 		return nil, 0, p.err
 	}
+	if p.external {
+		fi, err := p.f.Stat()
+		if err != nil {
+			return nil, 0, fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+		}
+		return p.f, fi.Size(), nil
+	}
 	return p.f, p.n, nil
+}
+
+// adopt takes what another writer put into the file (File) as the output: its size, and its
+// hash by reading it back.
+func (p *PendingOutput) adopt() error {
+	fi, err := p.f.Stat()
+	if err != nil {
+		return fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+	}
+	p.n = fi.Size()
+	p.h.Reset()
+	if _, err := io.Copy(p.h, io.NewSectionReader(p.f, 0, p.n)); err != nil {
+		return fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+	}
+	return nil
 }
 
 // Discard removes the scratch file; it does nothing after Commit.
@@ -502,6 +543,11 @@ func (p *PendingOutput) Commit(meta blobstore.OutputMeta) (blobstore.Output, err
 	defer p.Discard()
 	if p.err != nil {
 		return blobstore.Output{}, p.err
+	}
+	if p.external {
+		if err := p.adopt(); err != nil {
+			return blobstore.Output{}, err
+		}
 	}
 	ct := meta.ContentType
 	if ct == "" {

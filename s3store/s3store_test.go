@@ -132,6 +132,22 @@ func (b *s3Backend) WriteOutput(id string, attempt int, data []byte, meta blobst
 	return p.Commit(meta)
 }
 
+func (b *s3Backend) WriteOutputThroughFile(id string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+	p, err := b.st.CreateOutput(id, attempt)
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	defer p.Discard()
+	f, err := p.File()
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	if err := blobtest.WriteInChunks(f, data); err != nil {
+		return blobstore.Output{}, err
+	}
+	return p.Commit(meta)
+}
+
 func (b *s3Backend) DownloadURL(id string, attempt int, _ blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error) {
 	return b.st.DownloadURL(id, attempt, meta.Filename, meta.ContentType, expires)
 }

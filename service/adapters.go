@@ -19,8 +19,12 @@ import (
 	"github.com/convsvc/convsvc/worker"
 )
 
-// The local blob store's outputs are written by worker processes straight into their files.
-var _ worker.DirectOutput = (*pendingOutput)(nil)
+// Worker processes write outputs straight into the files object storage keeps them in until
+// Commit: the local blob store's temporary file, S3's scratch file.
+var (
+	_ worker.DirectOutput = (*pendingOutput)(nil)
+	_ worker.DirectOutput = (*s3Output)(nil)
+)
 
 // jobQueue lets the worker pool claim and finish jobs in the store. It sees every outcome, so
 // it logs the workers' transitions and feeds the conversion metrics.

@@ -90,6 +90,21 @@ func TestIsolation_OutputWrittenInPlace(t *testing.T) {
 	}
 
 	// Past the output limit: the worker wrote 1 MiB into the output's file, then failed.
+	failed := e.Convert(e.Key, "json", "csv", overOneMiBCSV())
+	if failed.Status != "failed" || failed.ErrorMessage == nil || !strings.Contains(*failed.ErrorMessage, "output size limit") {
+		t.Fatalf("over the limit: %s %s", failed.Status, failed.Error())
+	}
+	if outs := blobFiles(t, e, "outputs"); len(outs) != 1 || outs[0] != j.ID {
+		t.Fatalf("blobs/outputs holds %q, want only the succeeded job's output %s", outs, j.ID)
+	}
+	if tmp := blobFiles(t, e, "tmp"); len(tmp) != 0 {
+		t.Fatalf("blobs/tmp holds %q after a failed conversion, want nothing", tmp)
+	}
+}
+
+// overOneMiBCSV is JSON whose CSV is about 2.2 MB: 1,500 rows, each with a key of its own,
+// pad to 1,500 columns (TestOutputLimit_FailsConversion's input).
+func overOneMiBCSV() []byte {
 	var b strings.Builder
 	b.WriteString("[")
 	for i := range 1500 {
@@ -99,15 +114,39 @@ func TestIsolation_OutputWrittenInPlace(t *testing.T) {
 		b.WriteString(`{"k` + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strconv.Itoa(i) + `":1}`)
 	}
 	b.WriteString("]")
-	failed := e.Convert(e.Key, "json", "csv", []byte(b.String()))
+	return []byte(b.String())
+}
+
+// The same on S3: the worker writes into the S3 output's scratch file, which Commit uploads;
+// the object is the worker's bytes with the recorded SHA-256, and a conversion stopped at the
+// output limit stores no object.
+func TestIsolation_OutputWrittenInPlaceS3(t *testing.T) {
+	if !worker.Supported() {
+		t.Skip("worker processes run on Linux only")
+	}
+	e := testenv.Start(t, processIsolation, testenv.S3(t), func(c *service.Config) { c.MaxOutputBytes = 1 << 20 })
+	j := e.Convert(e.Key, "png", "jpeg", testenv.Sample(t, "images/sample.png"))
+	if j.Status != "succeeded" || j.Output == nil {
+		t.Fatalf("job %s: %s", j.Status, j.Error())
+	}
+	resp, err := http.Get(j.Output.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sum := sha256.Sum256(got)
+	if err != nil || resp.StatusCode != 200 || !bytes.HasPrefix(got, []byte{0xff, 0xd8, 0xff}) || hex.EncodeToString(sum[:]) != j.Output.SHA256 {
+		t.Fatalf("download: status %d, %d bytes, sha256 %x; job says %s", resp.StatusCode, len(got), sum, j.Output.SHA256)
+	}
+	failed := e.Convert(e.Key, "json", "csv", overOneMiBCSV())
 	if failed.Status != "failed" || failed.ErrorMessage == nil || !strings.Contains(*failed.ErrorMessage, "output size limit") {
 		t.Fatalf("over the limit: %s %s", failed.Status, failed.Error())
 	}
-	if outs := blobFiles(t, e, "outputs"); len(outs) != 1 || outs[0] != j.ID {
-		t.Fatalf("blobs/outputs holds %q, want only the succeeded job's output %s", outs, j.ID)
-	}
-	if tmp := blobFiles(t, e, "tmp"); len(tmp) != 0 {
-		t.Fatalf("blobs/tmp holds %q after a failed conversion, want nothing", tmp)
+	for _, k := range e.ObjectKeys() {
+		if strings.Contains(k, "outputs/"+failed.ID) {
+			t.Fatalf("object %s stored for the failed job", k)
+		}
 	}
 }
 

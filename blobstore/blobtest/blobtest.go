@@ -52,6 +52,9 @@ type Backend interface {
 	ReadInput(jobID string) ([]byte, error)
 	// WriteOutput stores data as the output of the job's attempt and returns what Commit returned.
 	WriteOutput(jobID string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error)
+	// WriteOutputThroughFile is WriteOutput with data written into the pending output's own
+	// file (File), as a worker process writes it through the descriptor it was passed.
+	WriteOutputThroughFile(jobID string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error)
 	// DownloadURL is the URL that serves the output of the job's attempt until expires.
 	DownloadURL(jobID string, attempt int, out blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error)
 	// Delete removes everything of the job.
@@ -73,6 +76,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("UploadTampered", func(t *testing.T) { testUploadTampered(t, newBackend(t)) })
 	t.Run("SealNothingUploaded", func(t *testing.T) { testSealNothing(t, newBackend(t)) })
 	t.Run("OutputDownload", func(t *testing.T) { testOutputDownload(t, newBackend(t)) })
+	t.Run("OutputWrittenThroughFile", func(t *testing.T) { testOutputThroughFile(t, newBackend(t)) })
 	t.Run("DownloadExpired", func(t *testing.T) { testDownloadExpired(t, newBackend(t)) })
 	t.Run("DeleteRemovesEverything", func(t *testing.T) { testDelete(t, newBackend(t)) })
 	t.Run("JobIDs", func(t *testing.T) { testJobIDs(t, newBackend(t)) })
@@ -415,6 +419,43 @@ func mapsKeys(v url.Values) func(func(string) bool) {
 
 func testSealNothing(t *testing.T, b Backend) {
 	wantNothingSealed(t, b, NewJobID())
+}
+
+// testOutputThroughFile: an output another writer put into the pending output's file is
+// stored with its size and SHA-256 and downloads whole.
+func testOutputThroughFile(t *testing.T, b Backend) {
+	id := NewJobID()
+	data := RandomBytes(3<<20 + 5)
+	meta := blobstore.OutputMeta{ContentType: "image/jpeg", Filename: id + ".jpg"}
+	out, err := b.WriteOutputThroughFile(id, 1, data, meta)
+	if err != nil {
+		t.Fatalf("WriteOutputThroughFile: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	if out.Bytes != int64(len(data)) || out.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("Commit = %+v; want %d bytes, sha256 %x", out, len(data), sum)
+	}
+	u, err := b.DownloadURL(id, 1, out, meta, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Get(t, u)
+	if r.Status != http.StatusOK || !bytes.Equal(r.Body, data) {
+		t.Fatalf("download: status %d, %d bytes; want 200 and the %d bytes written", r.Status, len(r.Body), len(data))
+	}
+}
+
+// WriteInChunks writes data to f in uneven writes from its current offset, as an encoder in
+// a worker process writes the descriptor it was passed.
+func WriteInChunks(f io.Writer, data []byte) error {
+	for len(data) > 0 {
+		n := min(len(data), 100_003)
+		if _, err := f.Write(data[:n]); err != nil {
+			return err
+		}
+		data = data[n:]
+	}
+	return nil
 }
 
 func testOutputDownload(t *testing.T, b Backend) {
