@@ -85,15 +85,7 @@ func (b *localBackend) WriteOutputThroughFile(id string, _ int, data []byte, met
 	if err != nil {
 		return blobstore.Output{}, err
 	}
-	defer p.Discard()
-	f, err := p.File()
-	if err != nil {
-		return blobstore.Output{}, err
-	}
-	if err := blobtest.WriteInChunks(f, data); err != nil {
-		return blobstore.Output{}, err
-	}
-	return p.Commit(meta)
+	return blobtest.CommitThroughFile(p, data, meta)
 }
 
 func (b *localBackend) DownloadURL(id string, _ int, out blobstore.Output, _ blobstore.OutputMeta, expires time.Time) (string, error) {

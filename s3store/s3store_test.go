@@ -137,15 +137,7 @@ func (b *s3Backend) WriteOutputThroughFile(id string, attempt int, data []byte, 
 	if err != nil {
 		return blobstore.Output{}, err
 	}
-	defer p.Discard()
-	f, err := p.File()
-	if err != nil {
-		return blobstore.Output{}, err
-	}
-	if err := blobtest.WriteInChunks(f, data); err != nil {
-		return blobstore.Output{}, err
-	}
-	return p.Commit(meta)
+	return blobtest.CommitThroughFile(p, data, meta)
 }
 
 func (b *s3Backend) DownloadURL(id string, attempt int, _ blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error) {

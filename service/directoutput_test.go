@@ -75,19 +75,7 @@ func TestIsolation_OutputWrittenInPlace(t *testing.T) {
 	if j.Status != "succeeded" || j.Output == nil {
 		t.Fatalf("job %s: %s", j.Status, j.Error())
 	}
-	resp, err := http.Get(j.Output.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != 200 {
-		t.Fatalf("download: %d %v", resp.StatusCode, err)
-	}
-	sum := sha256.Sum256(got)
-	if !bytes.HasPrefix(got, []byte{0xff, 0xd8, 0xff}) || int64(len(got)) != j.Output.Bytes || hex.EncodeToString(sum[:]) != j.Output.SHA256 {
-		t.Fatalf("downloaded %d bytes (sha256 %x), job says %d bytes, %s", len(got), sum, j.Output.Bytes, j.Output.SHA256)
-	}
+	wantJPEGOutput(t, j)
 
 	// Past the output limit: the worker wrote 1 MiB into the output's file, then failed.
 	failed := e.Convert(e.Key, "json", "csv", overOneMiBCSV())
@@ -102,8 +90,27 @@ func TestIsolation_OutputWrittenInPlace(t *testing.T) {
 	}
 }
 
+// wantJPEGOutput downloads the succeeded job's output and fails t unless it is a JPEG of the
+// recorded size and SHA-256.
+func wantJPEGOutput(t *testing.T, j testenv.Job) {
+	t.Helper()
+	resp, err := http.Get(j.Output.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("download: %d %v", resp.StatusCode, err)
+	}
+	sum := sha256.Sum256(got)
+	if !bytes.HasPrefix(got, []byte{0xff, 0xd8, 0xff}) || int64(len(got)) != j.Output.Bytes || hex.EncodeToString(sum[:]) != j.Output.SHA256 {
+		t.Fatalf("downloaded %d bytes (sha256 %x), job says %d bytes, %s", len(got), sum, j.Output.Bytes, j.Output.SHA256)
+	}
+}
+
 // overOneMiBCSV is JSON whose CSV is about 2.2 MB: 1,500 rows, each with a key of its own,
-// pad to 1,500 columns (TestOutputLimit_FailsConversion's input).
+// pad to 1,500 columns.
 func overOneMiBCSV() []byte {
 	var b strings.Builder
 	b.WriteString("[")
@@ -129,16 +136,7 @@ func TestIsolation_OutputWrittenInPlaceS3(t *testing.T) {
 	if j.Status != "succeeded" || j.Output == nil {
 		t.Fatalf("job %s: %s", j.Status, j.Error())
 	}
-	resp, err := http.Get(j.Output.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	sum := sha256.Sum256(got)
-	if err != nil || resp.StatusCode != 200 || !bytes.HasPrefix(got, []byte{0xff, 0xd8, 0xff}) || hex.EncodeToString(sum[:]) != j.Output.SHA256 {
-		t.Fatalf("download: status %d, %d bytes, sha256 %x; job says %s", resp.StatusCode, len(got), sum, j.Output.SHA256)
-	}
+	wantJPEGOutput(t, j)
 	failed := e.Convert(e.Key, "json", "csv", overOneMiBCSV())
 	if failed.Status != "failed" || failed.ErrorMessage == nil || !strings.Contains(*failed.ErrorMessage, "output size limit") {
 		t.Fatalf("over the limit: %s %s", failed.Status, failed.Error())

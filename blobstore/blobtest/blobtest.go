@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -445,17 +446,30 @@ func testOutputThroughFile(t *testing.T, b Backend) {
 	}
 }
 
-// WriteInChunks writes data to f in uneven writes from its current offset, as an encoder in
-// a worker process writes the descriptor it was passed.
-func WriteInChunks(f io.Writer, data []byte) error {
+// FileOutput is a pending output whose own file another writer fills (both stores'
+// PendingOutput.File).
+type FileOutput interface {
+	File() (*os.File, error)
+	Commit(blobstore.OutputMeta) (blobstore.Output, error)
+	Discard()
+}
+
+// CommitThroughFile writes data into out's file in uneven writes, as an encoder in a worker
+// process writes the descriptor it was passed, and commits it; out is discarded on any error.
+func CommitThroughFile(out FileOutput, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+	defer out.Discard()
+	f, err := out.File()
+	if err != nil {
+		return blobstore.Output{}, err
+	}
 	for len(data) > 0 {
 		n := min(len(data), 100_003)
 		if _, err := f.Write(data[:n]); err != nil {
-			return err
+			return blobstore.Output{}, err
 		}
 		data = data[n:]
 	}
-	return nil
+	return out.Commit(meta)
 }
 
 func testOutputDownload(t *testing.T, b Backend) {
