@@ -194,6 +194,22 @@ func TestStore_UploadSHA256(t *testing.T) {
 			if err != nil || got != want {
 				t.Fatalf("UploadSHA256 = %q, %v; want %s", got, err, want)
 			}
+			// An input the server fetched itself (source_url) is hashed as it is written too.
+			if err := e.st.ImportInput("job_imported", strings.NewReader(body), int64(len(body))); err != nil {
+				t.Fatal(err)
+			}
+			f, err = os.Open(filepath.Join(e.dir, "uploads", "job_imported"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			attr, aerr = getAttr(f, uploadAttr)
+			f.Close()
+			if attrs && aerr == nil && string(attr) != want || attrs && aerr != nil && !errors.Is(aerr, errNoMetaAttr) {
+				t.Fatalf("the imported input's attribute = %q (%v), want %s", attr, aerr, want)
+			}
+			if got, err := e.st.UploadSHA256("job_imported"); err != nil || got != want {
+				t.Fatalf("UploadSHA256 of an imported input = %q, %v; want %s", got, err, want)
+			}
 		})
 	}
 }
