@@ -80,9 +80,19 @@ func (b *localBackend) WriteOutput(id string, _ int, data []byte, meta blobstore
 	return p.Commit(meta)
 }
 
+func (b *localBackend) WriteOutputThroughFile(id string, _ int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+	p, err := b.st.CreateOutput(id)
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	return blobtest.CommitThroughFile(p, data, meta)
+}
+
 func (b *localBackend) DownloadURL(id string, _ int, out blobstore.Output, _ blobstore.OutputMeta, expires time.Time) (string, error) {
 	return b.st.DownloadURL(id, out.Bytes, expires), nil
 }
+
+func (b *localBackend) UploadSHA256(id string) (string, error) { return b.st.UploadSHA256(id) }
 
 func (b *localBackend) ReadInput(id string) ([]byte, error) {
 	f, err := b.st.OpenInput(id)

@@ -5,13 +5,38 @@
 // # Layout
 //
 //	DIR/url.secret      URL-signing key (64 hex characters, mode 0600), generated on first Open
-//	DIR/uploads/{id}    the latest complete upload, replaced atomically by each PUT until the job starts
+//	DIR/uploads/{id}    the latest complete upload, replaced atomically by each PUT until the job starts;
+//	                    its SHA-256 in the attribute user.convsvc.sha256 (Linux)
 //	DIR/inputs/{id}     a sealed input of an earlier version (read, never written)
-//	DIR/outputs/{id}    a conversion result, and {id}.meta its JSON sidecar (commit marker)
+//	DIR/outputs/{id}    a conversion result, its metadata in the attribute user.convsvc.output,
+//	                    or (filesystems without user attributes, earlier versions) in {id}.meta
 //	DIR/tmp/            files being written; emptied by Open
 //
 // Every file reaches its final name by write, fsync, rename and directory
 // fsync, so a crash leaves either the old file or the new one, never a part.
+//
+// # What each fsync protects
+//
+// A file costs two: one of the file, one of its directory. Both are needed: the
+// job store may record a job as started (its input exists) or succeeded (its
+// output exists) the moment the file's name is published, and a crash after that
+// record must find the file under the name with all its bytes.
+//
+//   - The file's fsync makes its bytes and its attribute durable. The attribute
+//     (an upload's SHA-256, an output's size, hash and type) is set first, so one
+//     fsync covers data and metadata; a sidecar, where no attribute can be set,
+//     costs a second file's fsync and rename. The bytes were already on their way
+//     (startWriteback every 8 MiB of an upload, over the whole output before its
+//     hash is read back), so the fsync mostly waits for the last of them.
+//   - The directory's fsync makes the rename durable: without it a crash can leave
+//     the file under its temporary name in tmp/, which Open then removes.
+//
+// The PUT answers only after both, so an upload it acknowledged survives a crash
+// and the start that seals it writes nothing. An upload's SHA-256 is taken while
+// its body is received (hashing goroutine beside the writes, UploadSHA256 reads
+// it back without reading the file); an output's is taken beside its writes, or,
+// when a worker process wrote it through File, by reading the file back once from
+// the page cache before its fsync.
 //
 // # Sealing
 //

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"time"
 )
 
@@ -71,7 +72,9 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest, p
 
 	// size+1 so a body longer than announced is noticed, not silently cut.
 	body := newProgressReader(w, r.Body, progressTimeout)
+	region := trace.StartRegion(r.Context(), "blob.put.receive")
 	_, err = cw.ReadFrom(io.LimitReader(body, req.size+1))
+	region.End()
 	switch {
 	case cw.err != nil:
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, cw.err)
@@ -86,13 +89,18 @@ func (s *Store) put(w http.ResponseWriter, r *http.Request, req signedRequest, p
 		return clientErrorf(errSizeMismatch,
 			"The upload is longer than the %d bytes reserved for the job. Send the file that was reserved.", req.size)
 	}
-	if err := cw.finish(); err != nil {
+	region = trace.StartRegion(r.Context(), "blob.put.sync")
+	err = cw.finish(s.metaAttrs)
+	region.End()
+	if err != nil {
 		return fmt.Errorf("%w: upload %s: %w", ErrStorage, req.id, err)
 	}
 
+	region = trace.StartRegion(r.Context(), "blob.put.publish")
 	unlock := s.lockID(req.id)
 	err = s.commitUpload(req.id, cw.f.Name())
 	unlock()
+	region.End()
 	if err != nil {
 		return err
 	}
@@ -201,6 +209,7 @@ func (s *Store) get(w http.ResponseWriter, r *http.Request, req signedRequest, p
 	// A reader that stops is cut after progressTimeout without progress.
 	pw := &progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: progressTimeout}
 	defer pw.done()
+	defer trace.StartRegion(r.Context(), "blob.get.send").End()
 	http.ServeContent(&jsonErrors{ResponseWriter: pw, s: s, r: r}, r, "", fi.ModTime(), f)
 	return nil
 }

@@ -7,19 +7,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// metaAttr is the extended attribute that carries an output's metadata (the sidecar's JSON)
-// on the output file itself.
-const metaAttr = "user.convsvc.output"
-
-// setMetaAttr stores b in f's metaAttr; errNoMetaAttr where the filesystem keeps no user
-// attributes (the caller writes a sidecar instead).
-func setMetaAttr(f *os.File, b []byte) error {
+// setAttr stores b in f's extended attribute name (metaAttr, uploadAttr); errNoMetaAttr where
+// the filesystem keeps no user attributes.
+func setAttr(f *os.File, name string, b []byte) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return err
 	}
 	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = unix.Fsetxattr(int(fd), metaAttr, b, 0) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { serr = unix.Fsetxattr(int(fd), name, b, 0) }); err != nil {
 		return err
 	}
 	if errors.Is(serr, unix.ENOTSUP) || errors.Is(serr, unix.EOPNOTSUPP) || errors.Is(serr, unix.EPERM) {
@@ -28,9 +24,9 @@ func setMetaAttr(f *os.File, b []byte) error {
 	return serr
 }
 
-// getMetaAttr returns f's metaAttr; errNoMetaAttr when it has none (an output written as a
-// sidecar, or a filesystem without user attributes).
-func getMetaAttr(f *os.File) ([]byte, error) {
+// getAttr returns f's extended attribute name; errNoMetaAttr when it has none (an output
+// written as a sidecar, or a filesystem without user attributes).
+func getAttr(f *os.File, name string) ([]byte, error) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
@@ -39,7 +35,7 @@ func getMetaAttr(f *os.File) ([]byte, error) {
 	for {
 		var n int
 		var gerr error
-		if err := rc.Control(func(fd uintptr) { n, gerr = unix.Fgetxattr(int(fd), metaAttr, buf) }); err != nil {
+		if err := rc.Control(func(fd uintptr) { n, gerr = unix.Fgetxattr(int(fd), name, buf) }); err != nil {
 			return nil, err
 		}
 		switch {

@@ -4,6 +4,7 @@ package blobstore
 
 import "os"
 
-// Outside Linux every output's metadata goes to a sidecar file.
-func setMetaAttr(*os.File, []byte) error   { return errNoMetaAttr }
-func getMetaAttr(*os.File) ([]byte, error) { return nil, errNoMetaAttr }
+// Outside Linux every output's metadata goes to a sidecar file, and an upload's SHA-256 is
+// read back from the file.
+func setAttr(*os.File, string, []byte) error   { return errNoMetaAttr }
+func getAttr(*os.File, string) ([]byte, error) { return nil, errNoMetaAttr }

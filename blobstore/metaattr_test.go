@@ -50,7 +50,7 @@ func TestOutput_MetadataInAttribute(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b, err := getMetaAttr(f)
+	b, err := getAttr(f, metaAttr)
 	if errors.Is(err, errNoMetaAttr) {
 		t.Skipf("the test directory's filesystem keeps no user attributes (%s)", e.dir)
 	} else if err != nil {

@@ -2,6 +2,7 @@ package blobstore
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +32,17 @@ const secretFile = "url.secret"
 
 // metaSuffix names the JSON sidecar of an output: outputs/{id}.meta.
 const metaSuffix = ".meta"
+
+// Extended attributes the store keeps on its files where the filesystem has user attributes
+// (Linux): each is set before the file's one fsync, so the rename that publishes the file
+// publishes it too.
+const (
+	// metaAttr carries an output's metadata (the sidecar's JSON) on the output file.
+	metaAttr = "user.convsvc.output"
+	// uploadAttr carries an upload's SHA-256 (64 lowercase hex digits), taken while its PUT
+	// was received.
+	uploadAttr = "user.convsvc.sha256"
+)
 
 // Config configures a Store.
 type Config struct {
@@ -222,6 +235,7 @@ func (s *Store) Seal(jobID string, start func(size int64) error) error {
 	if s.jobState == nil {
 		return errNoJobState
 	}
+	defer trace.StartRegion(context.Background(), "blob.seal").End()
 	unlock := s.lockID(jobID)
 	defer unlock()
 	fi, err := firstExisting(s.inputNames(jobID), os.Stat)
@@ -267,6 +281,47 @@ func (s *Store) OpenInput(jobID string) (*os.File, error) {
 		return nil, fmt.Errorf("%w: open input %s: %w", ErrStorage, jobID, err)
 	}
 	return f, nil
+}
+
+// UploadSHA256 returns the lowercase hex SHA-256 of the job's upload (after Seal, its sealed
+// input): the hash its PUT took while the body was received, kept with the file in an
+// extended attribute; where the filesystem keeps none (or for an input an earlier version
+// sealed) it is taken now by reading the file. It does not take the id's lock, so Seal's start
+// may call it; ErrNotFound when nothing was uploaded.
+func (s *Store) UploadSHA256(jobID string) (string, error) {
+	if !validID(jobID) {
+		return "", ErrInvalidID
+	}
+	f, err := firstExisting(s.inputNames(jobID), os.Open)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("upload %s: %w", jobID, ErrNotFound)
+	} else if err != nil {
+		return "", fmt.Errorf("%w: upload %s: %w", ErrStorage, jobID, err)
+	}
+	defer f.Close()
+	if b, err := getAttr(f, uploadAttr); err == nil && validSHA256(string(b)) {
+		return string(b), nil
+	}
+	h := sha256.New()
+	buf := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(buf)
+	if _, err := io.CopyBuffer(h, f, *buf); err != nil {
+		return "", fmt.Errorf("%w: upload %s: %w", ErrStorage, jobID, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// validSHA256 reports whether s is 64 lowercase hex digits.
+func validSHA256(s string) bool {
+	if len(s) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // OutputMeta describes how an output is served.
@@ -334,11 +389,39 @@ func (s *Store) CreateOutput(jobID string) (*PendingOutput, error) {
 	return &PendingOutput{s: s, jobID: jobID, blob: blob}, nil
 }
 
+// errOutputHandedOut is Write's answer once File gave the output's file to another writer.
+var errOutputHandedOut = errors.New("blobstore: the output's file was handed to another writer (File)")
+
 // Write appends to the output; an error is the disk's.
-func (p *PendingOutput) Write(b []byte) (int, error) { return p.blob.Write(b) }
+func (p *PendingOutput) Write(b []byte) (int, error) {
+	if p.blob.external {
+		return 0, errOutputHandedOut
+	}
+	return p.blob.Write(b)
+}
 
 // ReadFrom appends r to the output; it returns r's error, or the disk's.
-func (p *PendingOutput) ReadFrom(r io.Reader) (int64, error) { return p.blob.ReadFrom(r) }
+func (p *PendingOutput) ReadFrom(r io.Reader) (int64, error) {
+	if p.blob.external {
+		return 0, errOutputHandedOut
+	}
+	return p.blob.ReadFrom(r)
+}
+
+// File hands the output's own temporary file to a writer that needs a descriptor: a worker
+// process writes the output straight into it, so the output is not written to scratch space
+// first and copied. The file is empty and at offset 0; whatever it holds at Commit is the
+// output, whose size is the file's and whose SHA-256 Commit takes by reading it back (from the
+// page cache, with writeback already started). Nothing may be written through Write or
+// ReadFrom before or after, and the writer must be done before Commit or Discard; the file
+// stays the PendingOutput's (the caller does not close it).
+func (p *PendingOutput) File() (*os.File, error) {
+	if p.blob.n > 0 || p.blob.external {
+		return nil, errors.New("blobstore: File on an output already written to")
+	}
+	p.blob.external = true
+	return p.blob.f, nil
+}
 
 // Discard removes the output unless Commit stored it.
 func (p *PendingOutput) Discard() { p.blob.discard() }
@@ -346,6 +429,13 @@ func (p *PendingOutput) Discard() { p.blob.discard() }
 // Written writes what is buffered and returns the output's file to read back (the output
 // check before Commit) and its size; the reader stays valid until Commit or Discard.
 func (p *PendingOutput) Written() (io.ReaderAt, int64, error) {
+	if p.blob.external {
+		fi, err := p.blob.f.Stat()
+		if err != nil {
+			return nil, 0, fmt.Errorf("%w: write output %s: %w", ErrStorage, p.jobID, err)
+		}
+		return p.blob.f, fi.Size(), nil
+	}
 	p.blob.flush()
 	if p.blob.err != nil {
 		return nil, 0, fmt.Errorf("%w: write output %s: %w", ErrStorage, p.jobID, p.blob.err)
@@ -363,7 +453,14 @@ func (p *PendingOutput) Commit(meta OutputMeta) (out Output, err error) {
 		return Output{}, err
 	}
 	s, jobID, cw := p.s, p.jobID, p.blob
-	if err := cw.complete(); err != nil {
+	region := trace.StartRegion(context.Background(), "blob.output.hash")
+	if cw.external {
+		err = cw.adopt()
+	} else {
+		err = cw.complete()
+	}
+	region.End()
+	if err != nil {
 		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 	}
 	out = Output{Bytes: cw.n, SHA256: cw.sum()}
@@ -373,17 +470,21 @@ func (p *PendingOutput) Commit(meta OutputMeta) (out Output, err error) {
 	}
 	inAttr := false
 	if s.metaAttrs {
-		switch err := setMetaAttr(cw.f, side); {
+		switch err := setAttr(cw.f, metaAttr, side); {
 		case err == nil:
 			inAttr = true
 		case !errors.Is(err, errNoMetaAttr):
 			return Output{}, fmt.Errorf("%w: write output %s meta: %w", ErrStorage, jobID, err)
 		}
 	}
-	if err := cw.syncClose(); err != nil {
+	region = trace.StartRegion(context.Background(), "blob.output.sync")
+	err = cw.syncClose()
+	region.End()
+	if err != nil {
 		return Output{}, fmt.Errorf("%w: write output %s: %w", ErrStorage, jobID, err)
 	}
 
+	defer trace.StartRegion(context.Background(), "blob.output.publish").End()
 	unlock := s.lockID(jobID)
 	defer unlock()
 	data := filepath.Join(s.outputs, jobID)
@@ -445,7 +546,7 @@ func (s *Store) openOutput(jobID string) (*os.File, outputSidecar, error) {
 	} else if err != nil {
 		return nil, side, fmt.Errorf("%w: output %s: %w", ErrStorage, jobID, err)
 	}
-	b, err := getMetaAttr(f)
+	b, err := getAttr(f, metaAttr)
 	if errors.Is(err, errNoMetaAttr) {
 		b, err = os.ReadFile(filepath.Join(s.outputs, jobID+metaSuffix))
 		if errors.Is(err, fs.ErrNotExist) {

@@ -60,6 +60,9 @@ type tempBlob struct {
 	ended  bool          // the hashing goroutine was told to stop, or never started
 	ondisk int64         // bytes written to f
 	wbDone int64         // writeback requested up to this offset
+	// external: another writer fills f through its descriptor (PendingOutput.File); adopt
+	// then takes what f holds.
+	external bool
 }
 
 // createTemp starts a temp blob named after prefix.
@@ -210,15 +213,26 @@ func (t *tempBlob) stop() {
 	}
 }
 
-// finish writes what is buffered, makes the file durable (fsync, which
-// overlaps the hashing of the last chunks), closes it and completes the hash.
-func (t *tempBlob) finish() error {
+// finish writes what is buffered, completes the hash (the hashing goroutine is at most
+// chunkCount chunks behind the writes, while the writeback of the last bytes starts), keeps
+// it in the file's uploadAttr when attr is set and the filesystem takes it, makes the file
+// durable with one fsync, which covers the data and the attribute, and closes it.
+func (t *tempBlob) finish(attr bool) error {
 	t.flush()
+	if t.err == nil && t.ondisk > t.wbDone {
+		startWriteback(t.f, t.wbDone, t.ondisk-t.wbDone)
+		t.wbDone = t.ondisk
+	}
+	t.stop()
 	err := t.err
+	if err == nil && attr {
+		if aerr := setAttr(t.f, uploadAttr, []byte(t.sum())); aerr != nil && !errors.Is(aerr, errNoMetaAttr) {
+			err = aerr
+		}
+	}
 	if err == nil {
 		err = t.f.Sync()
 	}
-	t.stop()
 	return errors.Join(err, t.f.Close())
 }
 
@@ -236,6 +250,23 @@ func (t *tempBlob) flush() {
 	if t.cur.buf != nil {
 		t.ship(true)
 	}
+}
+
+// adopt takes what another writer put into the file (external) as the blob: its size, and
+// its hash by reading it back, with the file's writeback started first so that the fsync
+// which follows finds little left to write. The file stays open and not yet durable, as after
+// complete.
+func (t *tempBlob) adopt() error {
+	fi, err := t.f.Stat()
+	if err != nil {
+		return err
+	}
+	t.n, t.ondisk = fi.Size(), fi.Size()
+	startWriteback(t.f, 0, t.n)
+	buf := chunkPool.Get().(*[]byte)
+	defer chunkPool.Put(buf)
+	_, err = io.CopyBuffer(t.hash, io.NewSectionReader(t.f, 0, t.n), *buf)
+	return err
 }
 
 // syncClose makes the file durable and closes it, after complete.

@@ -114,7 +114,7 @@ func TestTempBlob_WriteFails(t *testing.T) {
 	if werr == nil || tb.err == nil {
 		t.Fatalf("Write after the file failed = %v (tb.err %v), want an error", werr, tb.err)
 	}
-	if err := tb.finish(); err == nil || !errors.Is(err, tb.err) {
+	if err := tb.finish(true); err == nil || !errors.Is(err, tb.err) {
 		t.Errorf("finish = %v, want the write error", err)
 	}
 	tb.discard()

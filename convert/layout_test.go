@@ -63,7 +63,7 @@ var allowedImports = map[string][]string{
 	"":                   {"cli"},
 	"e2e":                {"internal/testing/*", "client"},
 	"e2e/multinode":      {"internal/testing/*", "client", "pgstore"},
-	"bench/*":            {"bench/internal/*", "internal/*", "client", "store", "blobstore", "service", "convert", "convert/standard"},
+	"bench/*":            {"bench/internal/*", "internal/*", "client", "store", "blobstore", "service", "worker", "convert", "convert/standard"},
 	// Webhook signing, request-forgery guard and sender: standard library only, so a receiver
 	// can use it without the server.
 	"webhook": {},

@@ -36,7 +36,7 @@ func (s *Store) ImportInput(ctx context.Context, jobID string, r io.ReadSeeker, 
 	if info.VersionID == "null" {
 		info.VersionID = ""
 	}
-	if err := s.copyInput(ctx, jobID, info); err != nil {
+	if info.SHA256, err = s.copyInput(ctx, jobID, info); err != nil {
 		return UploadInfo{}, fmt.Errorf("import input %s: %w", jobID, err)
 	}
 	return info, nil

@@ -41,6 +41,7 @@ package s3store
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -280,6 +281,10 @@ type UploadInfo struct {
 	Size      int64
 	ETag      string // as S3 returns it, with quotes
 	VersionID string // "" unless the bucket is versioned
+	// SHA256 is the lowercase hex SHA-256 of the sealed input, which the object store took
+	// while it wrote Seal's copy (CopyObject with the SHA-256 checksum); "" when the store
+	// returned none. OpenInput neither needs nor checks it.
+	SHA256 string
 }
 
 // Seal reads the size, ETag and version id of the job's upload, copies exactly that object
@@ -308,35 +313,47 @@ func (s *Store) Seal(jobID string, start func(UploadInfo) error) error {
 	if info.VersionID == "null" { // S3's id of an object written while versioning was off
 		info.VersionID = ""
 	}
-	if err := s.copyInput(ctx, jobID, info); err != nil {
+	if info.SHA256, err = s.copyInput(ctx, jobID, info); err != nil {
 		return fmt.Errorf("seal %s: %w", jobID, err)
 	}
 	return start(info)
 }
 
-// copyInput copies the upload info describes server-side to InputKey. The copy is of that
-// object only: a PUT landing since fails the copy (412) rather than sealing other bytes.
-func (s *Store) copyInput(ctx context.Context, jobID string, info UploadInfo) error {
+// copyInput copies the upload info describes server-side to InputKey and returns the copy's
+// SHA-256 in hex, which the store computes as it writes the copy ("" when it returns none).
+// The copy is of that object only: a PUT landing since fails the copy (412) rather than
+// sealing other bytes.
+func (s *Store) copyInput(ctx context.Context, jobID string, info UploadInfo) (string, error) {
 	if info.ETag == "" {
-		return fmt.Errorf("%w: the server gave the upload no ETag", ErrStorage)
+		return "", fmt.Errorf("%w: the server gave the upload no ETag", ErrStorage)
 	}
 	source := s.bucket + "/" + s.UploadKey(jobID)
 	if info.VersionID != "" {
 		source += "?versionId=" + info.VersionID
 	}
-	_, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
+	out, err := s.client.CopyObject(ctx, &s3.CopyObjectInput{
 		Bucket:            aws.String(s.bucket),
 		Key:               aws.String(s.InputKey(jobID, info.ETag)),
 		CopySource:        aws.String(source),
 		CopySourceIfMatch: aws.String(info.ETag),
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
 	})
 	if err != nil {
 		if isPreconditionFailed(err) {
-			return fmt.Errorf("%w: the upload was replaced meanwhile; retry: %w", ErrStorage, err)
+			return "", fmt.Errorf("%w: the upload was replaced meanwhile; retry: %w", ErrStorage, err)
 		}
-		return fmt.Errorf("%w: copy the upload: %w", ErrStorage, err)
+		return "", fmt.Errorf("%w: copy the upload: %w", ErrStorage, err)
 	}
-	return nil
+	if out.CopyObjectResult == nil {
+		return "", nil
+	}
+	// A single-part object's checksum is the SHA-256 of its bytes, base64 (a composite one,
+	// "...-N", is of its parts' checksums and is not kept).
+	sum, err := base64.StdEncoding.DecodeString(aws.ToString(out.CopyObjectResult.ChecksumSHA256))
+	if err != nil || len(sum) != sha256.Size {
+		return "", nil
+	}
+	return hex.EncodeToString(sum), nil
 }
 
 // getInput GETs the sealed copy of the job's input (copy true), or for a job sealed before
@@ -424,6 +441,9 @@ type PendingOutput struct {
 	n       int64
 	err     error // the first write error
 	done    bool
+	// external: a worker process writes f through its descriptor (File); Commit takes what
+	// f then holds.
+	external bool
 }
 
 // CreateOutput starts the output of the job's attempt; nothing of it is stored until Commit.
@@ -441,8 +461,24 @@ func (s *Store) CreateOutput(jobID string, attempt int) (*PendingOutput, error) 
 	return &PendingOutput{s: s, jobID: jobID, attempt: attempt, f: f, h: sha256.New()}, nil
 }
 
+// File hands the output's scratch file to a writer that needs a descriptor (a worker process
+// writes the output straight into it, not into a scratch file of its own that is then
+// copied): it is empty and at offset 0, whatever it holds at Commit is the output, hashed
+// then by reading it back. Nothing may be written through Write before or after, and the
+// writer must be done before Commit or Discard; the file stays the PendingOutput's.
+func (p *PendingOutput) File() (*os.File, error) {
+	if p.n > 0 || p.external || p.done {
+		return nil, fmt.Errorf("s3store: File on output %s already written to", p.jobID)
+	}
+	p.external = true
+	return p.f, nil
+}
+
 // Write appends to the output; an error is the scratch disk's.
 func (p *PendingOutput) Write(b []byte) (int, error) {
+	if p.external {
+		return 0, fmt.Errorf("s3store: output %s: the file was handed to another writer (File)", p.jobID)
+	}
 	if p.err != nil {
 		return 0, p.err
 	}
@@ -461,7 +497,29 @@ func (p *PendingOutput) Written() (io.ReaderAt, int64, error) {
 	if p.err != nil {
 		return nil, 0, p.err
 	}
+	if p.external {
+		fi, err := p.f.Stat()
+		if err != nil {
+			return nil, 0, fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+		}
+		return p.f, fi.Size(), nil
+	}
 	return p.f, p.n, nil
+}
+
+// adopt takes what another writer put into the file (File) as the output: its size, and its
+// hash by reading it back.
+func (p *PendingOutput) adopt() error {
+	fi, err := p.f.Stat()
+	if err != nil {
+		return fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+	}
+	p.n = fi.Size()
+	p.h.Reset()
+	if _, err := io.Copy(p.h, io.NewSectionReader(p.f, 0, p.n)); err != nil {
+		return fmt.Errorf("s3store: write output %s: %w", p.jobID, err)
+	}
+	return nil
 }
 
 // Discard removes the scratch file; it does nothing after Commit.
@@ -485,6 +543,11 @@ func (p *PendingOutput) Commit(meta blobstore.OutputMeta) (blobstore.Output, err
 	defer p.Discard()
 	if p.err != nil {
 		return blobstore.Output{}, p.err
+	}
+	if p.external {
+		if err := p.adopt(); err != nil {
+			return blobstore.Output{}, err
+		}
 	}
 	ct := meta.ContentType
 	if ct == "" {

@@ -91,6 +91,20 @@ func (b *s3Backend) Seal(id string) (int64, error) {
 	return size, err
 }
 
+// UploadSHA256 is the hash Seal reported: the object store's checksum of the sealed copy.
+func (b *s3Backend) UploadSHA256(id string) (string, error) {
+	b.mu.Lock()
+	info, ok := b.sealed[id]
+	b.mu.Unlock()
+	if !ok {
+		return "", fmt.Errorf("job %s was never sealed", id)
+	}
+	if info.SHA256 == "" {
+		return "", fmt.Errorf("Seal of %s reported no SHA-256 (the store returned no checksum of the copy)", id)
+	}
+	return info.SHA256, nil
+}
+
 func (b *s3Backend) ReadInput(id string) ([]byte, error) {
 	b.mu.Lock()
 	info, ok := b.sealed[id]
@@ -116,6 +130,14 @@ func (b *s3Backend) WriteOutput(id string, attempt int, data []byte, meta blobst
 		return blobstore.Output{}, err
 	}
 	return p.Commit(meta)
+}
+
+func (b *s3Backend) WriteOutputThroughFile(id string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+	p, err := b.st.CreateOutput(id, attempt)
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	return blobtest.CommitThroughFile(p, data, meta)
 }
 
 func (b *s3Backend) DownloadURL(id string, attempt int, _ blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error) {

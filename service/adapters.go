@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/trace"
 	"sync"
 	"time"
 
@@ -15,6 +16,14 @@ import (
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/worker"
+)
+
+// Worker processes write outputs straight into the files object storage keeps them in until
+// Commit: the local blob store's temporary file, S3's scratch file.
+var (
+	_ worker.DirectOutput = (*pendingOutput)(nil)
+	_ worker.DirectOutput = (*s3Output)(nil)
 )
 
 // jobQueue lets the worker pool claim and finish jobs in the store. It sees every outcome, so
@@ -57,8 +66,10 @@ func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics,
 }
 
 // Claim moves the oldest queued job to running and remembers when, for the duration metric.
-func (q *jobQueue) Claim(context.Context) (convert.Task, bool, error) {
+func (q *jobQueue) Claim(ctx context.Context) (convert.Task, bool, error) {
+	region := trace.StartRegion(ctx, "job.claim")
 	job, ok, err := q.store.ClaimJob()
+	region.End()
 	if err != nil || !ok {
 		return convert.Task{}, false, err
 	}
@@ -107,7 +118,9 @@ func (q *jobQueue) Finish(_ context.Context, o convert.Outcome) error {
 		}
 	}
 	q.stopHeartbeat(o.Task.JobID, o.Task.Attempt)
+	region := trace.StartRegion(context.Background(), "job.finish")
 	job, err := q.store.FinishJob(o.Task.JobID, o.Task.Attempt, outcome)
+	region.End()
 	q.observe(o, err)
 	if err != nil {
 		if o.Output != nil && (errors.Is(err, store.ErrNotFound) || (errors.Is(err, store.ErrInvalidState) && !q.shared())) {
@@ -253,7 +266,9 @@ func (f jobFiles) claimed(jobID string) store.Job {
 // so that the attempt is retried rather than failed.
 func (f jobFiles) OpenInput(jobID string) (*os.File, error) {
 	job := f.claimed(jobID)
+	region := trace.StartRegion(context.Background(), "job.open_input")
 	in, err := f.blobs.OpenInput(job)
+	region.End()
 	if err != nil && isInputFault(err) && f.queue != nil {
 		f.queue.mu.Lock()
 		f.queue.inputFaults[claimKey{job.ID, job.Attempt}] = true
@@ -327,6 +342,20 @@ func (o *pendingOutput) record(err error) error {
 	}
 	return se
 }
+
+// File hands the output's own file to a worker process, which writes the output straight
+// into it (worker.DirectOutput): written once, where it is kept, not copied from scratch space.
+func (o *pendingOutput) File() (*os.File, error) {
+	f, err := o.p.File()
+	if err != nil {
+		return nil, o.record(err)
+	}
+	return f, nil
+}
+
+// WriteFailed records the fault of the disk under a worker process's writes to File, as a
+// failed Write would.
+func (o *pendingOutput) WriteFailed(err error) error { return o.record(err) }
 
 // StorageErr is the first fault of the disk under the output's writes, or nil.
 func (o *pendingOutput) StorageErr() error { return o.fault }

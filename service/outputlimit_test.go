@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,17 +13,7 @@ import (
 // conversion_failed with a message naming the limit, and a job within it succeeds.
 func TestOutputLimit_FailsConversion(t *testing.T) {
 	e := testenv.Start(t, func(c *service.Config) { c.MaxOutputBytes = 1 << 20 })
-	// JSON rows each with a key of its own: 1,500 rows pad to 1,500 columns, about 2.2 MB of CSV.
-	var b strings.Builder
-	b.WriteString("[")
-	for i := range 1500 {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		b.WriteString(`{"k` + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + strconv.Itoa(i) + `":1}`)
-	}
-	b.WriteString("]")
-	j := e.Convert(e.Key, "json", "csv", []byte(b.String()))
+	j := e.Convert(e.Key, "json", "csv", overOneMiBCSV())
 	if j.Status != "failed" || j.ErrorCode == nil || string(*j.ErrorCode) != "conversion_failed" || j.ErrorMessage == nil ||
 		!strings.Contains(*j.ErrorMessage, "wrote more than 1 MiB, the output size limit") {
 		t.Fatalf("job: %s", j.Error())

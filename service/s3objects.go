@@ -125,6 +125,25 @@ func (o *s3Output) Write(b []byte) (int, error) {
 // StorageErr is the first fault of the scratch disk under the output's writes, or nil.
 func (o *s3Output) StorageErr() error { return o.fault }
 
+// File hands the output's scratch file to a worker process, which writes the output straight
+// into it (worker.DirectOutput); Commit uploads it from there.
+func (o *s3Output) File() (*os.File, error) {
+	f, err := o.p.File()
+	if err != nil {
+		return nil, o.WriteFailed(err)
+	}
+	return f, nil
+}
+
+// WriteFailed records the fault of the scratch disk under a worker process's writes to File.
+func (o *s3Output) WriteFailed(err error) error {
+	se := &convert.StorageError{Err: err}
+	if o.fault == nil {
+		o.fault = se
+	}
+	return se
+}
+
 // Discard drops the output unless it was committed.
 func (o *s3Output) Discard() { o.p.Discard() }
 

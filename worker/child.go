@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/standard"
@@ -184,7 +185,12 @@ func convertOne(cat *convert.Catalog, req request, in, out *os.File, scratch str
 	}
 	var se *convert.StorageError
 	if sw.err != nil || errors.As(err, &se) {
-		return reply{Error: &replyError{Kind: kindStorage, Message: "writing the output failed", Detail: err.Error()}}
+		re := &replyError{Kind: kindStorage, Message: "writing the output failed", Detail: err.Error()}
+		var errno syscall.Errno
+		if errors.As(err, &errno) || errors.As(sw.err, &errno) {
+			re.Errno = uintptr(errno)
+		}
+		return reply{Error: re}
 	}
 	var ce *convert.Error
 	if errors.As(err, &ce) {

@@ -20,9 +20,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/trace"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/convsvc/convsvc/convert"
@@ -557,22 +559,48 @@ func causeOf(ctx context.Context) string {
 	}
 }
 
-// Run converts t in a worker process (convert.Runner). The worker writes the output into a
-// file in its scratch directory, which is then copied into out. The worker re-reads the
-// output (convert.Catalog.Verify) before it answers, so a failed check is the conversion's
-// error.
+// DirectOutput is an output whose own file a worker process can write through its
+// descriptor (the local blob store's pending output), so that the output is written once,
+// where it is kept, rather than into the worker's scratch directory and then copied.
+type DirectOutput interface {
+	// File returns the output's file, empty and at offset 0; what it holds when Run returns
+	// without an error is the output. The caller neither closes it nor writes it otherwise.
+	File() (*os.File, error)
+	// WriteFailed is told the fault of the disk under the worker's writes (a full disk is
+	// ENOSPC), as a failed Write of the output would have reported it, and returns the error
+	// Run returns for it.
+	WriteFailed(err error) error
+}
+
+// Run converts t in a worker process (convert.Runner). When out is a DirectOutput the worker
+// writes the output straight into its file; otherwise into a file in its scratch directory,
+// which is then copied into out. The worker re-reads the output (convert.Catalog.Verify)
+// before it answers, so a failed check is the conversion's error. A failed, cancelled or
+// killed conversion leaves what it wrote to out's owner, which discards it.
 func (p *Pool) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writer, _ string) ([]convert.Warning, error) {
+	defer trace.StartRegion(ctx, "worker.run").End()
 	w, err := p.get()
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(w.scratch, "output-*")
-	if err != nil {
-		p.done(w)
-		return nil, &convert.StorageError{Err: err}
+	direct, _ := out.(DirectOutput)
+	var tmp *os.File
+	if direct != nil {
+		tmp, err = direct.File()
+		if err != nil {
+			p.done(w)
+			return nil, direct.WriteFailed(err)
+		}
+	} else {
+		tmp, err = os.CreateTemp(w.scratch, "output-*")
+		if err != nil {
+			p.done(w)
+			return nil, &convert.StorageError{Err: err}
+		}
+		defer tmp.Close()
+		os.Remove(tmp.Name()) // the worker writes through the descriptor; nothing to clean up
 	}
-	defer tmp.Close()
-	os.Remove(tmp.Name()) // the worker writes through the descriptor; nothing to clean up
+	defer trace.StartRegion(ctx, "worker.child").End()
 	if err := w.conn.send(request{JobID: t.JobID, From: t.InputFormat, To: t.TargetFormat, Options: t.Options}, int(in.Fd()), int(tmp.Fd())); err != nil {
 		w.kill(CauseCancel)
 		<-w.exited
@@ -602,11 +630,22 @@ func (p *Pool) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writ
 			if r.Error != nil {
 				p.done(w)
 				if r.Error.Kind == kindStorage {
-					return nil, &convert.StorageError{Err: errors.New(r.Error.Detail)}
+					err := errors.New(r.Error.Detail)
+					if r.Error.Errno != 0 {
+						err = fmt.Errorf("%s: %w", r.Error.Detail, syscall.Errno(r.Error.Errno))
+					}
+					if direct != nil {
+						return nil, direct.WriteFailed(err)
+					}
+					return nil, &convert.StorageError{Err: err}
 				}
 				return nil, &convert.Error{Message: r.Error.Message, Reason: r.Error.Reason, Err: errors.New(r.Error.Detail)}
 			}
 			p.done(w)
+			if direct != nil {
+				return r.Warnings, nil
+			}
+			defer trace.StartRegion(ctx, "worker.copy_output").End()
 			if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 				return nil, &convert.StorageError{Err: err}
 			}

@@ -78,6 +78,9 @@ type replyError struct {
 	// Reason is the convert.Error's finer failure reason (convert.ErrorReason), or "".
 	Reason string `json:"reason,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Errno is the system error behind a storage failure (ENOSPC for a full disk), or 0, so
+	// the server can tell a full disk from another fault of the output it handed over.
+	Errno uintptr `json:"errno,omitempty"`
 }
 
 // conn is one end of the socket pair.

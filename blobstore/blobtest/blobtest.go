@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -45,10 +46,16 @@ type Backend interface {
 	// to the start callback; it returns an error wrapping blobstore.ErrNotFound, without
 	// calling back, when nothing was uploaded.
 	Seal(jobID string) (int64, error)
+	// UploadSHA256 is the lowercase hex SHA-256 of the upload Seal sealed, as the backend
+	// reports it to a start (taken while the upload was received: no second read of it).
+	UploadSHA256(jobID string) (string, error)
 	// ReadInput reads the input of a job Seal sealed, as a worker does.
 	ReadInput(jobID string) ([]byte, error)
 	// WriteOutput stores data as the output of the job's attempt and returns what Commit returned.
 	WriteOutput(jobID string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error)
+	// WriteOutputThroughFile is WriteOutput with data written into the pending output's own
+	// file (File), as a worker process writes it through the descriptor it was passed.
+	WriteOutputThroughFile(jobID string, attempt int, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error)
 	// DownloadURL is the URL that serves the output of the job's attempt until expires.
 	DownloadURL(jobID string, attempt int, out blobstore.Output, meta blobstore.OutputMeta, expires time.Time) (string, error)
 	// Delete removes everything of the job.
@@ -64,11 +71,13 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("UploadExactSize", func(t *testing.T) { testUploadExactSize(t, newBackend(t)) })
 	t.Run("UploadReplacedBeforeSeal", func(t *testing.T) { testUploadReplaced(t, newBackend(t)) })
 	t.Run("PutAfterSealChangesNothing", func(t *testing.T) { testPutAfterSeal(t, newBackend(t)) })
+	t.Run("UploadSHA256", func(t *testing.T) { testUploadSHA256(t, newBackend(t)) })
 	t.Run("UploadWrongLength", func(t *testing.T) { testUploadWrongLength(t, newBackend(t)) })
 	t.Run("UploadExpired", func(t *testing.T) { testUploadExpired(t, newBackend(t)) })
 	t.Run("UploadTampered", func(t *testing.T) { testUploadTampered(t, newBackend(t)) })
 	t.Run("SealNothingUploaded", func(t *testing.T) { testSealNothing(t, newBackend(t)) })
 	t.Run("OutputDownload", func(t *testing.T) { testOutputDownload(t, newBackend(t)) })
+	t.Run("OutputWrittenThroughFile", func(t *testing.T) { testOutputThroughFile(t, newBackend(t)) })
 	t.Run("DownloadExpired", func(t *testing.T) { testDownloadExpired(t, newBackend(t)) })
 	t.Run("DeleteRemovesEverything", func(t *testing.T) { testDelete(t, newBackend(t)) })
 	t.Run("JobIDs", func(t *testing.T) { testJobIDs(t, newBackend(t)) })
@@ -248,6 +257,39 @@ func testUploadExactSize(t *testing.T, b Backend) {
 	}
 }
 
+// testUploadSHA256: the hash a sealed upload reports is its bytes' SHA-256, also of an empty
+// upload and of an upload that replaced another before the start.
+func testUploadSHA256(t *testing.T, b Backend) {
+	hexSum := func(b []byte) string { s := sha256.Sum256(b); return hex.EncodeToString(s[:]) }
+	id := NewJobID()
+	data := RandomBytes(3<<20 + 17) // several of the local store's chunks
+	Upload(t, b, id, data)
+	if _, err := b.Seal(id); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.UploadSHA256(id); err != nil || got != hexSum(data) {
+		t.Fatalf("UploadSHA256 = %q, %v; want %s", got, err, hexSum(data))
+	}
+	id0 := NewJobID()
+	Upload(t, b, id0, nil)
+	if _, err := b.Seal(id0); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.UploadSHA256(id0); err != nil || got != hexSum(nil) {
+		t.Fatalf("UploadSHA256 of an empty upload = %q, %v; want %s", got, err, hexSum(nil))
+	}
+	idr := NewJobID()
+	first, second := RandomBytes(1000), RandomBytes(1000)
+	Upload(t, b, idr, first)
+	Upload(t, b, idr, second)
+	if _, err := b.Seal(idr); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.UploadSHA256(idr); err != nil || got != hexSum(second) {
+		t.Fatalf("UploadSHA256 after a replacing PUT = %q, %v; want the second upload's %s", got, err, hexSum(second))
+	}
+}
+
 // testUploadReplaced: until the start, a second PUT through the same URL replaces the first.
 func testUploadReplaced(t *testing.T, b Backend) {
 	id := NewJobID()
@@ -378,6 +420,56 @@ func mapsKeys(v url.Values) func(func(string) bool) {
 
 func testSealNothing(t *testing.T, b Backend) {
 	wantNothingSealed(t, b, NewJobID())
+}
+
+// testOutputThroughFile: an output another writer put into the pending output's file is
+// stored with its size and SHA-256 and downloads whole.
+func testOutputThroughFile(t *testing.T, b Backend) {
+	id := NewJobID()
+	data := RandomBytes(3<<20 + 5)
+	meta := blobstore.OutputMeta{ContentType: "image/jpeg", Filename: id + ".jpg"}
+	out, err := b.WriteOutputThroughFile(id, 1, data, meta)
+	if err != nil {
+		t.Fatalf("WriteOutputThroughFile: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	if out.Bytes != int64(len(data)) || out.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("Commit = %+v; want %d bytes, sha256 %x", out, len(data), sum)
+	}
+	u, err := b.DownloadURL(id, 1, out, meta, time.Now().Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Get(t, u)
+	if r.Status != http.StatusOK || !bytes.Equal(r.Body, data) {
+		t.Fatalf("download: status %d, %d bytes; want 200 and the %d bytes written", r.Status, len(r.Body), len(data))
+	}
+}
+
+// FileOutput is a pending output whose own file another writer fills (both stores'
+// PendingOutput.File).
+type FileOutput interface {
+	File() (*os.File, error)
+	Commit(blobstore.OutputMeta) (blobstore.Output, error)
+	Discard()
+}
+
+// CommitThroughFile writes data into out's file in uneven writes, as an encoder in a worker
+// process writes the descriptor it was passed, and commits it; out is discarded on any error.
+func CommitThroughFile(out FileOutput, data []byte, meta blobstore.OutputMeta) (blobstore.Output, error) {
+	defer out.Discard()
+	f, err := out.File()
+	if err != nil {
+		return blobstore.Output{}, err
+	}
+	for len(data) > 0 {
+		n := min(len(data), 100_003)
+		if _, err := f.Write(data[:n]); err != nil {
+			return blobstore.Output{}, err
+		}
+		data = data[n:]
+	}
+	return out.Commit(meta)
 }
 
 func testOutputDownload(t *testing.T, b Backend) {
