@@ -214,8 +214,9 @@ func (f *frameEncoder) encode(dst []byte, blk [][]int32, frameNo uint64) []byte 
 	start := len(dst)
 
 	assign := inf.Channels - 1
+	var orders [4]int // the best fixed orders of left, right, side and mid
 	if inf.Channels == 2 {
-		assign = f.stereoMode(blk[0], blk[1])
+		assign, orders = f.stereoMode(blk[0], blk[1])
 	}
 
 	// Header.
@@ -242,19 +243,20 @@ func (f *frameEncoder) encode(dst []byte, blk [][]int32, frameNo uint64) []byte 
 		l, r := blk[0], blk[1]
 		a, b := l, r
 		abps, bbps := inf.Bits, inf.Bits
+		ao, bo := orders[0], orders[1]
 		switch assign {
 		case chanLeftSide:
-			b, bbps = f.side, inf.Bits+1
+			b, bbps, bo = f.side, inf.Bits+1, orders[2]
 		case chanSideRight:
-			a, abps = f.side, inf.Bits+1
+			a, abps, ao = f.side, inf.Bits+1, orders[2]
 		case chanMidSide:
-			a, b, bbps = f.mid, f.side, inf.Bits+1
+			a, b, bbps, ao, bo = f.mid, f.side, inf.Bits+1, orders[3], orders[2]
 		}
-		f.subframe(a, abps)
-		f.subframe(b, bbps)
+		f.subframe(a, abps, ao)
+		f.subframe(b, bbps, bo)
 	} else {
 		for _, c := range blk {
-			f.subframe(c, inf.Bits)
+			f.subframe(c, inf.Bits, -1)
 		}
 	}
 	bw.pad()
@@ -263,25 +265,28 @@ func (f *frameEncoder) encode(dst []byte, blk [][]int32, frameNo uint64) []byte 
 	return append(out, byte(crc>>8), byte(crc))
 }
 
-// stereoMode chooses the channel assignment of a stereo block and fills f.side and f.mid:
+// stereoMode chooses the channel assignment of a stereo block, fills f.side and f.mid, and
+// returns the best fixed predictor orders of left, right, side and mid found on the way:
 // the assignment whose two channels' best fixed predictors leave the fewest expected bits
 // (n log2 of the mean residual magnitude each), libFLAC's adaptive mid/side estimate over all
 // four channels. (Planning the two best assignments in full when they came within 1-3% of
 // each other, as flac -5's exhaustive mid/side does for all four, gained 0.1-0.5% in size on
 // the recordings measured, docs/benchmarks.md, for 25-50% more CPU.)
-func (f *frameEncoder) stereoMode(l, r []int32) int {
+func (f *frameEncoder) stereoMode(l, r []int32) (assign int, orders [4]int) {
 	n := len(l)
 	f.side, f.mid = grow(f.side, n), grow(f.mid, n)
 	for i := range n {
 		f.side[i] = l[i] - r[i]
 		f.mid[i] = (l[i] + r[i]) >> 1
 	}
+	orders = [4]int{-1, -1, -1, -1}
 	if n <= 4 {
-		return 1
+		return 1, orders
 	}
 	var est [4]float64 // left, right, side, mid
 	for i, x := range [4][]int32{l, r, f.side, f.mid} {
-		_, s := fixedEstimate(x)
+		o, s := fixedEstimate(x)
+		orders[i] = o
 		est[i] = float64(n) * math.Log2(1+float64(s)/float64(n))
 	}
 	assign, best := 1, est[0]+est[1]
@@ -294,5 +299,5 @@ func (f *frameEncoder) stereoMode(l, r []int32) int {
 	if c := est[3] + est[2]; c < best {
 		assign = chanMidSide
 	}
-	return assign
+	return assign, orders
 }

@@ -26,9 +26,10 @@ type subPlan struct {
 }
 
 // subframe writes x (bps bits per sample) as the cheapest of a constant, a fixed-predictor,
-// an LPC or a verbatim subframe.
-func (f *frameEncoder) subframe(x []int32, bps int) {
-	p := f.planSubframe(x, bps)
+// an LPC or a verbatim subframe. fixed is the best fixed predictor order when the caller
+// knows it (bestFixedOrder), or -1.
+func (f *frameEncoder) subframe(x []int32, bps, fixed int) {
+	p := f.planSubframe(x, bps, fixed)
 	f.writeSubframe(x, bps, &p)
 }
 
@@ -50,7 +51,7 @@ func wastedBits(x []int32) int {
 // planSubframe chooses the cheapest coding of x (bps bits per sample). When it returns with
 // f.ready set to x, f's residuals and Rice plan (and shifted samples, for wasted bits) are those
 // of the chosen predictor.
-func (f *frameEncoder) planSubframe(x []int32, bps int) subPlan {
+func (f *frameEncoder) planSubframe(x []int32, bps, fixed int) subPlan {
 	f.ready = nil
 	constant := true
 	for _, v := range x[1:] {
@@ -67,7 +68,8 @@ func (f *frameEncoder) planSubframe(x []int32, bps int) subPlan {
 	if w > 0 {
 		xs = f.shifted(x, w)
 	}
-	p := f.planBody(xs, bps-w)
+	// Shifting every sample by w divides every fixed residual by 2^w: the best order stays.
+	p := f.planBody(xs, bps-w, fixed)
 	p.wasted = w
 	p.bits += uint64(w) // the wasted-bit count, in unary
 	if f.ready != nil {
@@ -87,13 +89,15 @@ func (f *frameEncoder) shifted(x []int32, w int) []int32 {
 
 // planBody chooses the cheapest of a fixed-predictor, an LPC or a verbatim subframe for x,
 // which is not constant; f.ready is set when f holds the chosen predictor's residuals.
-func (f *frameEncoder) planBody(x []int32, bps int) subPlan {
+func (f *frameEncoder) planBody(x []int32, bps, order int) subPlan {
 	n := len(x)
 	verbatim := subPlan{kind: subVerbatim, bits: uint64(8 + n*bps)}
 	if n <= 2*4 {
 		return verbatim
 	}
-	order := bestFixedOrder(x)
+	if order < 0 {
+		order = bestFixedOrder(x)
+	}
 	fixed := subPlan{kind: subFixed, order: order, bits: f.residualPlan(x, order) + uint64(8+order*bps+6)}
 	if p, ok := f.planLPC(x, bps); ok && p.order < n {
 		if f.lpcResiduals(x, &p) {
