@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Peak RSS of the small rows of issue 36 (docs/benchmarks.md, "Peak memory of the small rows"):
+# Peak RSS of the small rows of issue 36 (docs/benchmarks.md, the Memory table and "Issue 36: TIFF -> JPEG ..."):
 # bench/convbench (the catalog's Convert file to file, one fresh process) against the native tool
 # on the same input, plus convbench's floor: the same binary exiting on a missing input, which is
 # what the process costs before any converter runs (Go runtime, package initialisation and the
