@@ -64,6 +64,8 @@ var allowedImports = map[string][]string{
 	"e2e":                {"internal/testing/*", "client"},
 	"e2e/multinode":      {"internal/testing/*", "client", "pgstore"},
 	"bench/*":            {"bench/internal/*", "internal/*", "client", "store", "blobstore", "service", "worker", "convert", "convert/standard"},
+	// convbench built with one family alone (-tags convbench_audio, convbench_image).
+	"bench/convbench": {"bench/internal/*", "internal/*", "convert", "convert/standard", "convert/audio", "convert/image"},
 	// Webhook signing, request-forgery guard and sender: standard library only, so a receiver
 	// can use it without the server.
 	"webhook": {},

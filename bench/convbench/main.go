@@ -10,6 +10,10 @@
 // With -verify the output's check (Catalog.Verify, what a worker runs before a job succeeds)
 // runs as often as the conversion did, and the process CPU of both is printed with their
 // ratio: the check's cost per family (docs/benchmarks.md).
+//
+// Built with -tags convbench_audio or convbench_image, the binary holds that family alone
+// (families_*.go): its peak RSS is then the converter's, without the pages and package
+// initialisation of every other family in the one convsvc binary (bench/smallrss.sh).
 package main
 
 import (
@@ -25,7 +29,6 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/convert"
-	"github.com/convsvc/convsvc/convert/standard"
 	"github.com/convsvc/convsvc/internal/cputime"
 )
 
@@ -52,7 +55,7 @@ func main() {
 }
 
 func run(from, to, in, out string, quality, width, repeat int, verify bool, cpuprofile, memprofile string) error {
-	cat := standard.NewCatalog(convert.Limits{})
+	cat := newCatalog()
 	target, ok := cat.Format(to)
 	if !ok {
 		return fmt.Errorf("unknown target format %q", to)

@@ -1,7 +1,9 @@
 // Package flacenc is a FLAC encoder: per subframe the smaller of a fixed predictor (orders 0
 // to 4, chosen by a one-pass residual estimate) and an LPC predictor (orders up to 8 from a
-// tukey(0.5)-windowed autocorrelation, as flac -5), partitioned Rice coding whose partition order and parameters come from
-// running sums of the folded residuals, a 64-bit word-at-a-time bit writer, and frames
+// tukey(0.5)-windowed autocorrelation, as flac -5), low bits that are zero in every sample
+// shifted out (wasted bits), stereo coded as left/right, left/side, side/right or mid/side by
+// an estimate over all four, partitioned Rice coding whose partition order and parameters come
+// from running sums of the folded residuals, a 64-bit word-at-a-time bit writer, and frames
 // encoded in parallel (FLAC frames are independent). It never allocates per sample: each
 // worker keeps its scratch buffers between frames.
 package flacenc
@@ -11,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"sync"
 
@@ -191,6 +194,8 @@ type frameEncoder struct {
 	bestP  int       // the best partition order
 	window []float64 // tukey(0.5) window of the last block size
 	wx     []float64 // the windowed block
+	ready  *int32    // the block whose residuals f.fold and Rice plan hold (its first sample)
+	wbuf   []int32   // a block shifted right by its wasted bits
 }
 
 // Channel assignments (FLAC frame header, 4 bits).
@@ -209,8 +214,9 @@ func (f *frameEncoder) encode(dst []byte, blk [][]int32, frameNo uint64) []byte 
 	start := len(dst)
 
 	assign := inf.Channels - 1
+	var orders [4]int // the best fixed orders of left, right, side and mid
 	if inf.Channels == 2 {
-		assign = stereoMode(blk[0], blk[1])
+		assign, orders = f.stereoMode(blk[0], blk[1])
 	}
 
 	// Header.
@@ -233,36 +239,65 @@ func (f *frameEncoder) encode(dst []byte, blk [][]int32, frameNo uint64) []byte 
 	bw.write(uint64(flaccrc.CRC8(bw.buf[start:hdrEnd])), 8)
 
 	// Subframes.
-	bps := inf.Bits
-	switch assign {
-	case chanLeftSide, chanSideRight, chanMidSide:
+	if inf.Channels == 2 {
 		l, r := blk[0], blk[1]
-		f.side = grow(f.side, n)
-		for i := range n {
-			f.side[i] = l[i] - r[i]
-		}
+		a, b := l, r
+		abps, bbps := inf.Bits, inf.Bits
+		ao, bo := orders[0], orders[1]
 		switch assign {
 		case chanLeftSide:
-			f.subframe(l, bps)
-			f.subframe(f.side, bps+1)
+			b, bbps, bo = f.side, inf.Bits+1, orders[2]
 		case chanSideRight:
-			f.subframe(f.side, bps+1)
-			f.subframe(r, bps)
-		default:
-			f.mid = grow(f.mid, n)
-			for i := range n {
-				f.mid[i] = (l[i] + r[i]) >> 1
-			}
-			f.subframe(f.mid, bps)
-			f.subframe(f.side, bps+1)
+			a, abps, ao = f.side, inf.Bits+1, orders[2]
+		case chanMidSide:
+			a, b, bbps, ao, bo = f.mid, f.side, inf.Bits+1, orders[3], orders[2]
 		}
-	default:
+		f.subframe(a, abps, ao)
+		f.subframe(b, bbps, bo)
+	} else {
 		for _, c := range blk {
-			f.subframe(c, bps)
+			f.subframe(c, inf.Bits, -1)
 		}
 	}
 	bw.pad()
 	out := bw.buf
 	crc := flaccrc.CRC16(out[start:])
 	return append(out, byte(crc>>8), byte(crc))
+}
+
+// stereoMode chooses the channel assignment of a stereo block, fills f.side and f.mid, and
+// returns the best fixed predictor orders of left, right, side and mid found on the way:
+// the assignment whose two channels' best fixed predictors leave the fewest expected bits
+// (n log2 of the mean residual magnitude each), libFLAC's adaptive mid/side estimate over all
+// four channels. (Planning the two best assignments in full when they came within 1-3% of
+// each other, as flac -5's exhaustive mid/side does for all four, gained 0.1-0.5% in size on
+// the recordings measured, docs/benchmarks.md, for 25-50% more CPU.)
+func (f *frameEncoder) stereoMode(l, r []int32) (assign int, orders [4]int) {
+	n := len(l)
+	f.side, f.mid = grow(f.side, n), grow(f.mid, n)
+	for i := range n {
+		f.side[i] = l[i] - r[i]
+		f.mid[i] = (l[i] + r[i]) >> 1
+	}
+	orders = [4]int{-1, -1, -1, -1}
+	if n <= 4 {
+		return 1, orders
+	}
+	var est [4]float64 // left, right, side, mid
+	for i, x := range [4][]int32{l, r, f.side, f.mid} {
+		o, s := fixedEstimate(x)
+		orders[i] = o
+		est[i] = float64(n) * math.Log2(1+float64(s)/float64(n))
+	}
+	assign, best := 1, est[0]+est[1]
+	if c := est[0] + est[2]; c < best {
+		assign, best = chanLeftSide, c
+	}
+	if c := est[2] + est[1]; c < best {
+		assign, best = chanSideRight, c
+	}
+	if c := est[3] + est[2]; c < best {
+		assign = chanMidSide
+	}
+	return assign, orders
 }

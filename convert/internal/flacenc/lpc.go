@@ -1,6 +1,9 @@
 package flacenc
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
 // Linear prediction (as flac -5 does): the block is windowed with tukey(0.5), its
 // autocorrelation up to maxLPCOrder lags gives the predictors of every order by
@@ -18,9 +21,19 @@ type lpcPlan struct {
 	coef  [maxLPCOrder]int32
 }
 
-// lpcPrecision is libFLAC's coefficient precision for a block size (12 bits at 4096).
-func lpcPrecision(n int) int {
+// lpcPrecision is libFLAC's coefficient precision for a block size and the stream's sample
+// depth: 12 bits for 16-bit samples at 4096, 15 for 24-bit ones. (Below 16 bits libFLAC
+// guesses 2 + bits/2; the 16-bit table is kept there.)
+func lpcPrecision(n, streamBits int) int {
 	switch {
+	case streamBits > 16:
+		switch {
+		case n <= 384:
+			return 13
+		case n <= 1152:
+			return 14
+		}
+		return 15
 	case n <= 192:
 		return 7
 	case n <= 384:
@@ -35,6 +48,16 @@ func lpcPrecision(n int) int {
 		return 12
 	}
 	return 13
+}
+
+// lpcMaxPrecision is libFLAC's cap on the precision of an order's coefficients in a subframe
+// of bps bits per sample: up to 17 bits, what keeps a decoder's prediction in 32-bit
+// arithmetic.
+func lpcMaxPrecision(bps, order int) int {
+	if bps > 17 {
+		return 15
+	}
+	return min(max(32-bps-(bits.Len(uint(order))-1), 1), 15)
 }
 
 // tukeyWindow fills w with the tukey(0.5) window of len(w) samples (libFLAC's definition).
@@ -101,7 +124,7 @@ func (f *frameEncoder) planLPC(x []int32, bps int) (p lpcPlan, ok bool) {
 	}
 	// The order with the fewest expected bits: residual bits from the prediction error plus
 	// the warm-up samples and coefficients.
-	prec := lpcPrecision(n)
+	base := lpcPrecision(n, f.inf.Bits)
 	best, bestBits := 0, math.Inf(1)
 	scale := 0.5 / float64(n)
 	for o := 1; o <= orders; o++ {
@@ -109,13 +132,14 @@ func (f *frameEncoder) planLPC(x []int32, bps int) (p lpcPlan, ok bool) {
 		if errs[o-1] > 0 {
 			bpr = max(0.5*math.Log2(scale*errs[o-1]), 0)
 		}
-		bits := bpr*float64(n-o) + float64(o*(bps+prec))
-		if bits < bestBits {
-			best, bestBits = o, bits
+		b := bpr*float64(n-o) + float64(o*(bps+min(base, lpcMaxPrecision(bps, o))))
+		if b < bestBits {
+			best, bestBits = o, b
 		}
 	}
 	// Quantise (libFLAC's method): the largest coefficient sets the shift; rounding errors are
 	// carried to the next coefficient.
+	prec := min(base, lpcMaxPrecision(bps, best))
 	coef := lp[best-1][:best]
 	cmax := 0.0
 	for _, c := range coef {
@@ -227,12 +251,11 @@ func (f *frameEncoder) lpcResiduals(x []int32, p *lpcPlan) bool {
 	return bad == 0
 }
 
-// writeLPC writes an LPC subframe whose residuals are in f.fold and whose Rice plan
+// writeLPC writes the body (after the header) of an LPC subframe whose residuals are in f.fold and whose Rice plan
 // ricePlan left in f.bestP and f.bestK.
 func (f *frameEncoder) writeLPC(x []int32, p *lpcPlan, bps int) {
 	bw := &f.bw
 	mask := uint64(1)<<uint(bps) - 1
-	bw.write(uint64(0x20|(p.order-1))<<1, 8)
 	for _, v := range x[:p.order] {
 		bw.write(uint64(uint32(v))&mask, uint(bps))
 	}

@@ -8,12 +8,51 @@ import (
 // maxPartOrder bounds the Rice partition order tried (16-sample partitions at 4096).
 const maxPartOrder = 8
 
-// subframe writes x (bps bits per sample) as the cheapest of a constant, a fixed-predictor
-// or a verbatim subframe.
-func (f *frameEncoder) subframe(x []int32, bps int) {
-	bw := &f.bw
-	n := len(x)
-	mask := uint64(1)<<uint(bps) - 1
+// Subframe kinds of a subPlan.
+const (
+	subConstant = iota
+	subVerbatim
+	subFixed
+	subLPC
+)
+
+// subPlan is the cheapest coding found for one subframe and its size in bits.
+type subPlan struct {
+	kind   int
+	order  int // fixed predictor order
+	wasted int // low bits zero in every sample, shifted out (the subframe's "wasted bits")
+	lpc    lpcPlan
+	bits   uint64
+}
+
+// subframe writes x (bps bits per sample) as the cheapest of a constant, a fixed-predictor,
+// an LPC or a verbatim subframe. fixed is the best fixed predictor order when the caller
+// knows it (bestFixedOrder), or -1.
+func (f *frameEncoder) subframe(x []int32, bps, fixed int) {
+	p := f.planSubframe(x, bps, fixed)
+	f.writeSubframe(x, bps, &p)
+}
+
+// wastedBits returns how many low bits are zero in every sample of x (0 when x is all zero).
+func wastedBits(x []int32) int {
+	var or int32
+	for _, v := range x {
+		or |= v
+		if or&1 != 0 {
+			return 0
+		}
+	}
+	if or == 0 {
+		return 0
+	}
+	return bits.TrailingZeros32(uint32(or))
+}
+
+// planSubframe chooses the cheapest coding of x (bps bits per sample). When it returns with
+// f.ready set to x, f's residuals and Rice plan (and shifted samples, for wasted bits) are those
+// of the chosen predictor.
+func (f *frameEncoder) planSubframe(x []int32, bps, fixed int) subPlan {
+	f.ready = nil
 	constant := true
 	for _, v := range x[1:] {
 		if v != x[0] {
@@ -22,40 +61,131 @@ func (f *frameEncoder) subframe(x []int32, bps int) {
 		}
 	}
 	if constant {
-		bw.write(0, 8)
-		bw.write(uint64(uint32(x[0]))&mask, uint(bps))
-		return
+		return subPlan{kind: subConstant, bits: uint64(8 + bps)}
 	}
-	verbatim := uint64(n * bps)
-	if n > 2*4 {
-		order := bestFixedOrder(x)
-		cost := f.residualPlan(x, order)
-		cost += uint64(8 + order*bps + 6)
-		if p, ok := f.planLPC(x, bps); ok && p.order < n {
-			if f.lpcResiduals(x, &p) {
-				lcost := f.ricePlan(n, p.order) + uint64(8+p.order*(bps+p.prec)+4+5+6)
-				if lcost < cost && lcost < verbatim+8 {
-					f.writeLPC(x, &p, bps)
-					return
-				}
+	xs := x
+	w := wastedBits(x)
+	if w > 0 {
+		xs = f.shifted(x, w)
+	}
+	// Shifting every sample by w divides every fixed residual by 2^w: the best order stays.
+	p := f.planBody(xs, bps-w, fixed)
+	p.wasted = w
+	p.bits += uint64(w) // the wasted-bit count, in unary
+	if f.ready != nil {
+		f.ready = &x[0]
+	}
+	return p
+}
+
+// shifted returns x shifted right by w bits, in f's scratch buffer.
+func (f *frameEncoder) shifted(x []int32, w int) []int32 {
+	f.wbuf = grow(f.wbuf, len(x))
+	for i, v := range x {
+		f.wbuf[i] = v >> uint(w)
+	}
+	return f.wbuf
+}
+
+// planBody chooses the cheapest of a fixed-predictor, an LPC or a verbatim subframe for x,
+// which is not constant; f.ready is set when f holds the chosen predictor's residuals.
+func (f *frameEncoder) planBody(x []int32, bps, order int) subPlan {
+	n := len(x)
+	verbatim := subPlan{kind: subVerbatim, bits: uint64(8 + n*bps)}
+	if n <= 2*4 {
+		return verbatim
+	}
+	if order < 0 {
+		order = bestFixedOrder(x)
+	}
+	fixed := subPlan{kind: subFixed, order: order, bits: f.residualPlan(x, order) + uint64(8+order*bps+6)}
+	if p, ok := f.planLPC(x, bps); ok && p.order < n {
+		if f.lpcResiduals(x, &p) {
+			lcost := f.ricePlan(n, p.order) + uint64(8+p.order*(bps+p.prec)+4+5+6)
+			if lcost < fixed.bits && lcost < verbatim.bits {
+				f.ready = &x[0]
+				return subPlan{kind: subLPC, lpc: p, bits: lcost}
 			}
+		}
+		if fixed.bits < verbatim.bits {
 			// Back to the fixed predictor: its residuals again.
 			f.residualPlan(x, order)
 		}
-		if cost < verbatim+8 {
-			f.writeFixed(x, order, bps)
-			return
-		}
 	}
-	bw.write(1<<1, 8)
-	for _, v := range x {
-		bw.write(uint64(uint32(v))&mask, uint(bps))
+	if fixed.bits < verbatim.bits {
+		f.ready = &x[0]
+		return fixed
+	}
+	return verbatim
+}
+
+// writeSubframe writes x as p says, computing its residuals again unless planSubframe's last
+// call was for x.
+func (f *frameEncoder) writeSubframe(x []int32, bps int, p *subPlan) {
+	bw := &f.bw
+	ready := f.ready == &x[0]
+	f.ready = nil
+	if p.kind == subConstant {
+		bw.write(0, 8)
+		bw.write(uint64(uint32(x[0]))&(uint64(1)<<uint(bps)-1), uint(bps))
+		return
+	}
+	w := p.wasted
+	if w > 0 {
+		if ready {
+			x = f.wbuf[:len(x)]
+		} else {
+			x = f.shifted(x, w)
+		}
+		bps -= w
+	}
+	// The subframe header: a zero bit, six bits of type, the wasted-bits flag, then the
+	// wasted-bit count minus one in unary.
+	var typ uint64
+	switch p.kind {
+	case subFixed:
+		typ = uint64(8 | p.order)
+	case subLPC:
+		typ = uint64(0x20 | (p.lpc.order - 1))
+	default:
+		typ = 1
+	}
+	if w > 0 {
+		bw.write(typ<<1|1, 8)
+		bw.write(1, uint(w))
+	} else {
+		bw.write(typ<<1, 8)
+	}
+	switch p.kind {
+	case subFixed:
+		if !ready {
+			f.residualPlan(x, p.order)
+		}
+		f.writeFixed(x, p.order, bps)
+	case subLPC:
+		if !ready {
+			f.lpcResiduals(x, &p.lpc)
+			f.ricePlan(len(x), p.lpc.order)
+		}
+		f.writeLPC(x, &p.lpc, bps)
+	default:
+		mask := uint64(1)<<uint(bps) - 1
+		for _, v := range x {
+			bw.write(uint64(uint32(v))&mask, uint(bps))
+		}
 	}
 }
 
 // bestFixedOrder returns the fixed predictor order (0 to 4) whose residuals have the smallest
 // sum of magnitudes, computed for all five orders in one pass (as libFLAC does).
 func bestFixedOrder(x []int32) int {
+	order, _ := fixedEstimate(x)
+	return order
+}
+
+// fixedEstimate returns the fixed predictor order (0 to 4) whose residuals have the smallest
+// sum of magnitudes, and that sum.
+func fixedEstimate(x []int32) (int, uint64) {
 	var s0, s1, s2, s3, s4 uint64
 	// Differences of successive orders, carried across samples.
 	p0 := x[3]
@@ -80,7 +210,7 @@ func bestFixedOrder(x []int32) int {
 			order, best = o+1, s
 		}
 	}
-	return order
+	return order, best
 }
 
 func absU(v int32) uint64 {
@@ -209,11 +339,10 @@ func riceParam(s, m uint64) (uint8, uint64) {
 	return uint8(bestK), bestC
 }
 
-// writeFixed writes a fixed-predictor subframe whose residuals residualPlan left in f.fold.
+// writeFixed writes the body (after the header) of a fixed-predictor subframe whose residuals residualPlan left in f.fold.
 func (f *frameEncoder) writeFixed(x []int32, order, bps int) {
 	bw := &f.bw
 	mask := uint64(1)<<uint(bps) - 1
-	bw.write(uint64(8|order)<<1, 8)
 	for _, v := range x[:order] {
 		bw.write(uint64(uint32(v))&mask, uint(bps))
 	}
@@ -346,31 +475,6 @@ func writeUTF8(b *bitWriter, v uint64) {
 	for i := nb - 2; i >= 0; i-- {
 		b.write(0x80|(v>>(6*i))&0x3F, 8)
 	}
-}
-
-// stereoMode picks the channel assignment with the smallest second-order residuals, as
-// libFLAC's adaptive mid/side does by estimate.
-func stereoMode(l, r []int32) int {
-	var sumL, sumR, sumM, sumS uint64
-	for i := 2; i < len(l); i++ {
-		l0, l1, l2 := l[i], l[i-1], l[i-2]
-		r0, r1, r2 := r[i], r[i-1], r[i-2]
-		sumL += absU(l0 - 2*l1 + l2)
-		sumR += absU(r0 - 2*r1 + r2)
-		sumM += absU((l0+r0)>>1 - 2*((l1+r1)>>1) + (l2+r2)>>1)
-		sumS += absU((l0 - r0) - 2*(l1-r1) + (l2 - r2))
-	}
-	best, mode := sumL+sumR, 1
-	if c := sumL + sumS; c < best {
-		best, mode = c, chanLeftSide
-	}
-	if c := sumS + sumR; c < best {
-		best, mode = c, chanSideRight
-	}
-	if c := sumM + sumS; c < best {
-		mode = chanMidSide
-	}
-	return mode
 }
 
 // rateCodes are the frame-header codes of common sample rates. 24 and 176.4 kHz are left to

@@ -99,3 +99,26 @@ func BenchmarkEncodeTypes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRGBARows times the conversion of two rows of an MCU's 16 opaque RGBA pixels:
+// rgbaRows (SSE2 on amd64) against rgbaRowsGo.
+func BenchmarkRGBARows(b *testing.B) {
+	var p [2][64]byte
+	for i := range p[0] {
+		p[0][i], p[1][i] = byte(i*37), byte(i*59)
+		if i%4 == 3 {
+			p[0][i], p[1][i] = 0xff, 0xff
+		}
+	}
+	var u mcu
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			rgbaRows(&p[0], &p[1], &u, 6, false)
+		}
+	})
+	b.Run("go", func(b *testing.B) {
+		for b.Loop() {
+			rgbaRowsGo(&p[0], &p[1], &u, 6, false)
+		}
+	})
+}

@@ -366,8 +366,19 @@ func (shortWriter) Write(p []byte) (int, error) { return max(len(p)-1, 0), nil }
 
 // TestRGBARowsExhaustive runs every colour, as the first pixel of a pair in one row and as
 // the second in the other (RGBA and NRGBA, every pair of rows), through rgbaRows and checks
-// the luminances and the 2x2 chroma against color.RGBToYCbCr and image/jpeg's rounding.
+// the luminances and the 2x2 chroma against color.RGBToYCbCr and image/jpeg's rounding: the
+// SSE2 version on amd64 (rgbaRows), and outside -short the Go one (rgbaRowsGo) too.
 func TestRGBARowsExhaustive(t *testing.T) {
+	impls := []func(p0, p1 *[64]byte, u *mcu, j int, nrgba bool){rgbaRows}
+	if !testing.Short() {
+		impls = append(impls, rgbaRowsGo)
+	}
+	for _, rows := range impls {
+		rgbaRowsExhaustive(t, rows)
+	}
+}
+
+func rgbaRowsExhaustive(t *testing.T, rows func(p0, p1 *[64]byte, u *mcu, j int, nrgba bool)) {
 	var p [2][64]byte
 	var u mcu
 	want := func(c int) (y, cb, cr int32) {
@@ -390,7 +401,7 @@ func TestRGBARowsExhaustive(t *testing.T) {
 		}
 		j := base >> 4 & 14
 		nrgba := base&64 != 0
-		rgbaRows(&p[0], &p[1], &u, j, nrgba)
+		rows(&p[0], &p[1], &u, j, nrgba)
 		for i := 0; i < 16; i += 2 {
 			var cbs, crs int32
 			for r := range 2 {

@@ -119,48 +119,44 @@ func (f *Frame) subbandSynthesis(gr int, ch int, out []byte) {
 		off := (f.vOff[ch] - 64) & 1023
 		f.vOff[ch] = off
 		synthV(vv[off:off+64], &s)
-		pcm = [32]float32{}
-		for m := 0; m < 8; m += 2 { // two window rows per pass: half the loads and stores of pcm
-			b1 := (off + 128*m) & 1023
-			b2 := (off + 128*m + 96) & 1023
-			b3 := (off + 128*m + 128) & 1023
-			b4 := (off + 128*m + 224) & 1023
-			v1 := (*[32]float32)(vv[b1 : b1+32])
-			v2 := (*[32]float32)(vv[b2 : b2+32])
-			v3 := (*[32]float32)(vv[b3 : b3+32])
-			v4 := (*[32]float32)(vv[b4 : b4+32])
-			d1 := (*[32]float32)(synthDtbl[64*m : 64*m+32])
-			d2 := (*[32]float32)(synthDtbl[64*m+32 : 64*m+64])
-			d3 := (*[32]float32)(synthDtbl[64*m+64 : 64*m+96])
-			d4 := (*[32]float32)(synthDtbl[64*m+96 : 64*m+128])
-			for i := range pcm {
-				pcm[i] += (v1[i]*d1[i] + v2[i]*d2[i]) + (v3[i]*d3[i] + v4[i]*d4[i])
-			}
-		}
+		synthWindow(&pcm, vv, off)
 		o := (*[128]byte)(out[128*ss : 128*ss+128])
+		// Each sample goes to its channel's two bytes of a stereo frame (both, in mono).
 		for i, sum := range pcm {
 			samp := int(sum * 32767)
-			if samp > 32767 {
-				samp = 32767
-			} else if samp < -32767 {
-				samp = -32767
-			}
-			s := int16(samp)
-			idx := 4 * i
+			samp = max(min(samp, 32767), -32767)
+			lo, hi := byte(samp), byte(samp>>8)
+			p := (*[4]byte)(o[4*i : 4*i+4])
 			if nch == 1 {
-				o[idx] = byte(s)
-				o[idx+1] = byte(s >> 8)
-				o[idx+2] = byte(s)
-				o[idx+3] = byte(s >> 8)
-				continue
-			}
-			if ch == 0 {
-				o[idx] = byte(s)
-				o[idx+1] = byte(s >> 8)
+				p[0], p[1], p[2], p[3] = lo, hi, lo, hi
 			} else {
-				o[idx+2] = byte(s)
-				o[idx+3] = byte(s >> 8)
+				p[2*ch], p[2*ch+1] = lo, hi
 			}
+		}
+	}
+}
+
+// synthWindowGo is the synthesis window in Go: pcm[i] = Σ over the 16 rows of V (the ring vv,
+// newest at off) times synthDtbl, two rows at a time. synthWindow is this function, or on amd64
+// the same float32 operations in the same order four lanes at a time (synth_amd64.s), bit for
+// bit (TestSynthWindow_MatchesGo).
+func synthWindowGo(pcm *[32]float32, vv *[1024]float32, off int) {
+	*pcm = [32]float32{}
+	for m := 0; m < 8; m += 2 { // two window rows per pass: half the loads and stores of pcm
+		b1 := (off + 128*m) & 1023
+		b2 := (off + 128*m + 96) & 1023
+		b3 := (off + 128*m + 128) & 1023
+		b4 := (off + 128*m + 224) & 1023
+		v1 := (*[32]float32)(vv[b1 : b1+32])
+		v2 := (*[32]float32)(vv[b2 : b2+32])
+		v3 := (*[32]float32)(vv[b3 : b3+32])
+		v4 := (*[32]float32)(vv[b4 : b4+32])
+		d1 := (*[32]float32)(synthDtbl[64*m : 64*m+32])
+		d2 := (*[32]float32)(synthDtbl[64*m+32 : 64*m+64])
+		d3 := (*[32]float32)(synthDtbl[64*m+64 : 64*m+96])
+		d4 := (*[32]float32)(synthDtbl[64*m+96 : 64*m+128])
+		for i := range pcm {
+			pcm[i] += (v1[i]*d1[i] + v2[i]*d2[i]) + (v3[i]*d3[i] + v4[i]*d4[i])
 		}
 	}
 }
