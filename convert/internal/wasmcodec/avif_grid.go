@@ -76,12 +76,14 @@ func encodeAVIFGrid(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOp
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
+	// work encodes bands until none is left; the first failure cancels the others and is
+	// the cause of ctx.
 	var next atomic.Int64
-	work := func() error {
+	work := func() {
 		for {
 			i := int(next.Add(1) - 1)
-			if i >= n {
-				return nil
+			if i >= n || ctx.Err() != nil {
+				return
 			}
 			err := encodeAVIFOne(ctx, avifBand(m, i, bh), opts, func(b []byte) error {
 				cells[i] = bytes.Clone(b)
@@ -89,7 +91,7 @@ func encodeAVIFGrid(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOp
 			})
 			if err != nil {
 				cancel(err)
-				return err
+				return
 			}
 		}
 	}
@@ -97,18 +99,10 @@ func encodeAVIFGrid(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOp
 	// noneLeft is closed once every band is taken: instances still waiting for memory give up.
 	noneLeft := make(chan struct{})
 	var wg sync.WaitGroup
-	var helperErr error
-	var mu sync.Mutex
 	for k := 1; k < n; k++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if opts.Reserve == nil {
-				if err := work(); err != nil {
-					mu.Lock()
-					helperErr = err
-					mu.Unlock()
-				}
+				work()
 				return
 			}
 			rctx, rcancel := context.WithCancel(ctx)
@@ -125,23 +119,13 @@ func encodeAVIFGrid(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOp
 				return // no memory before the bands ran out (or the job ended): not needed
 			}
 			defer release()
-			if err := work(); err != nil {
-				mu.Lock()
-				helperErr = err
-				mu.Unlock()
-			}
-		}()
+			work()
+		})
 	}
-	err := work()
+	work()
 	close(noneLeft)
 	wg.Wait()
-	if err == nil {
-		err = helperErr
-	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) && errors.Is(err, context.Canceled) {
-			err = cause
-		}
+	if err := context.Cause(ctx); err != nil {
 		return err
 	}
 	file, err := avifGridFile(width, height, bh, cells)

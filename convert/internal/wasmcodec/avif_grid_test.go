@@ -102,3 +102,34 @@ func TestAVIFTiles(t *testing.T) {
 		}
 	}
 }
+
+// A reservation that is never granted costs time, not a deadlock: the first instance encodes
+// every band, the waiting ones give up once none is left, and the grid is whole.
+func TestEncodeAVIF_GridReserveNeverGranted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("encodes a megapixel")
+	}
+	m := benchImage(1000, 1000)
+	var asked, gaveUp atomic.Int64
+	opts := AVIFOptions{Quality: 60, QualityAlpha: 60, Speed: 10, Chroma: AVIFYUV420, Tiles: 3}
+	opts.Reserve = func(ctx context.Context, px int64) (func(), error) {
+		asked.Add(1)
+		<-ctx.Done() // the budget never has room
+		gaveUp.Add(1)
+		return nil, ctx.Err()
+	}
+	var out bytes.Buffer
+	if err := EncodeAVIF(context.Background(), &out, m, opts); err != nil {
+		t.Fatal(err)
+	}
+	if asked.Load() != 2 || gaveUp.Load() != 2 {
+		t.Errorf("reservations asked %d, given up %d; want 2 and 2", asked.Load(), gaveUp.Load())
+	}
+	back, err := DecodeAVIF(context.Background(), out.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := psnrRGB(t, m, back); p < 23 {
+		t.Errorf("the grid encoded by one instance decodes at %.2f dB", p)
+	}
+}
