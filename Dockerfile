@@ -20,12 +20,17 @@ COPY . .
 # VERSION (optional) overrides the module version `convsvc version` reads from the build info.
 ARG VERSION=
 RUN CGO_ENABLED=0 go build -tags nodynamic -trimpath -ldflags "-s -w -X github.com/convsvc/convsvc/cli.Version=${VERSION}" -o /out/convsvc . \
- && mkdir -p /out/data
+ && mkdir -p /out/data \
+ && CONVSVC_WASM_CACHE_DIR=/out/wasm-cache /out/convsvc precompile
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/convsvc /usr/local/bin/convsvc
 # An empty /data owned by nonroot, so a new named volume starts writable by the service.
 COPY --from=build --chown=nonroot:nonroot /out/data /data
+# The WebAssembly codecs compiled at build (precompile), so the first conversions load them; on a
+# CPU with other features than the build machine's they are compiled again there at first use.
+COPY --from=build --chown=nonroot:nonroot /out/wasm-cache /var/cache/convsvc
+ENV CONVSVC_WASM_CACHE_DIR=/var/cache/convsvc
 USER nonroot:nonroot
 VOLUME /data
 # 8080: the API (and GET /metrics unless CONVSVC_METRICS_LISTEN moves it); 8081: object storage.

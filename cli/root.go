@@ -66,7 +66,7 @@ func NewRootCommand() *cobra.Command {
 			return applyEnv(cmd)
 		},
 	}
-	root.AddCommand(newServeCommand(), newConfigCommand(), newConvertCommand(), newFormatsCommand(), newWebhooksCommand(), newAdminCommand(), newVersionCommand(), newWorkerCommand())
+	root.AddCommand(newServeCommand(), newConfigCommand(), newConvertCommand(), newFormatsCommand(), newWebhooksCommand(), newAdminCommand(), newVersionCommand(), newPrecompileCommand(), newWorkerCommand())
 	root.SetFlagErrorFunc(flagError)
 	refuseUnknownSubcommands(root)
 	return root

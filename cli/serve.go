@@ -249,10 +249,23 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 		return err
 	}
 	serving(m.URL(), m.BlobURL())
+	go fillWasmCache(log)
 	<-ctx.Done()
 	stop()
 	log.Info("shutting down", "drain_timeout", o.cfg.DrainTimeout.String())
 	drain, cancel := context.WithTimeout(context.Background(), o.cfg.DrainTimeout)
 	defer cancel()
 	return m.Shutdown(drain)
+}
+
+// fillWasmCache compiles the WebAssembly codecs into the shared compilation cache in the
+// background once a server has started (only on its first start with a new binary), so its
+// workers and one-shot conversions load them instead of compiling them at their first use.
+func fillWasmCache(log *slog.Logger) {
+	start := time.Now()
+	if err := standard.FillWasmCache(); err != nil {
+		log.Warn("WebAssembly codecs not compiled ahead of use", "cache_dir", standard.WasmCacheDir(), "err", err)
+		return
+	}
+	log.Debug("WebAssembly compilation cache ready", "cache_dir", standard.WasmCacheDir(), "duration", time.Since(start).String())
 }

@@ -22,6 +22,10 @@ import (
 // same variable the AVIF and JPEG XL codecs use.
 const PDFiumCacheDirEnv = pdfium.CacheDirEnv
 
+// FillPDFiumCache compiles PDFium into the on-disk compilation cache unless it is there
+// already, keeping nothing in this process; nothing without a cache directory.
+func FillPDFiumCache() error { return pdfium.FillCache() }
+
 // renderedSize is the size in pixels of a page of w x h points at dpi.
 func renderedSize(w, h float64, dpi int) (int, int) {
 	px := func(pt float64) int {

@@ -113,7 +113,7 @@ var Codecs = []Codec{
 	},
 	{
 		ID: "avif", Name: "AVIF", decodeConfig: avifDecodeConfig, Decode: decodeAVIF, Encode: encodeAVIF,
-		lossy: true, MaxSide: avifMaxSide, maxPixels: avifMaxPixels, DecodeCost: 10, EncodeCost: 20, FixedCost: 100 << 20,
+		lossy: true, MaxSide: avifMaxSide, maxPixels: avifMaxPixels, DecodeCost: 10, EncodeCost: avifEncodeCost, FixedCost: 100 << 20,
 	},
 	{
 		ID: "jxl", Name: "JPEG XL", decodeConfig: jxlDecodeConfig, Decode: decodeJXL,
@@ -200,6 +200,7 @@ func shrinksToMaxSide(cfg image.Config, orient int, dst *Codec, opts *convert.Op
 // when both formats hold them; otherwise the first frame is converted.
 func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
 	return func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
+		ctx = withCatalog(ctx, c) // for encoders that reserve more memory as they go (AVIF)
 		lim := p.Limits.Normalized()
 		cfg, err := ReadHeader(ctx, in, src, lim)
 		if err != nil {

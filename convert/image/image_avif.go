@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/draw"
 	"io"
+	"runtime"
 
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/internal/wasmcodec"
@@ -89,14 +90,55 @@ func encodeAVIF(ctx context.Context, w io.Writer, img image.Image, opts convert.
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	ao := wasmcodec.AVIFOptions{
+		Quality:      quality,
+		QualityAlpha: quality,
+		Speed:        avifSpeed,
+		Chroma:       wasmcodec.AVIFYUV420,
+	}
+	if c := catalogFrom(ctx); c != nil {
+		// Bands in parallel instances, each past the first reserving its share of the
+		// conversion memory budget before it starts (the job's own reservation covers one).
+		ao.Tiles = avifTiles
+		ao.Reserve = func(ctx context.Context, bandPixels int64) (func(), error) {
+			n := int64(float64(bandPixels)*avifEncodeCost) + avifInstanceMemory
+			if err := c.AcquireMemory(ctx, n, "another AVIF encoder instance"); err != nil {
+				return nil, err
+			}
+			return func() { c.ReleaseMemory(n) }, nil
+		}
+	}
 	return GuardCodec("AVIF encoder", func() error {
-		return wasmcodec.EncodeAVIF(ctx, &convert.ContextWriter{Ctx: ctx, W: w}, m, wasmcodec.AVIFOptions{
-			Quality:      quality,
-			QualityAlpha: quality,
-			Speed:        avifSpeed,
-			Chroma:       wasmcodec.AVIFYUV420,
-		})
+		return wasmcodec.EncodeAVIF(ctx, &convert.ContextWriter{Ctx: ctx, W: w}, m, ao)
 	})
+}
+
+// avifTiles is how many horizontal bands a large opaque AVIF is encoded in at most, each in
+// a WebAssembly instance of its own on a core of its own, stored as an AVIF grid: libaom runs
+// single-threaded in WebAssembly (wasmcodec.AVIFTiles says which images are split).
+var avifTiles = min(runtime.GOMAXPROCS(0), 4)
+
+// avifEncodeCost is the AVIF codec's EncodeCost: the bytes a pixel costs an encoder instance.
+const avifEncodeCost = 20
+
+// avifInstanceMemory is what a band's encoder instance holds beside its pixels' share.
+const avifInstanceMemory = 32 << 20
+
+type catalogKey struct{}
+
+// withCatalog gives the codecs called under ctx the catalog whose memory budget they reserve
+// extra memory from.
+func withCatalog(ctx context.Context, c *convert.Catalog) context.Context {
+	if c == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, catalogKey{}, c)
+}
+
+// catalogFrom is the catalog withCatalog put in ctx, or nil.
+func catalogFrom(ctx context.Context) *convert.Catalog {
+	c, _ := ctx.Value(catalogKey{}).(*convert.Catalog)
+	return c
 }
 
 // packedRGBA returns an 8-bit premultiplied image whose rows are packed from (0, 0): the

@@ -4,6 +4,15 @@
 package standard
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+
 	"github.com/convsvc/convsvc/convert"
 	"github.com/convsvc/convsvc/convert/archive"
 	"github.com/convsvc/convsvc/convert/audio"
@@ -41,3 +50,41 @@ func SetFontDir(dir string) { document.SetFontDir(dir) }
 // WasmCacheDir is the directory the WebAssembly codecs keep compiled modules in between
 // processes, or "" for none (the worker processes are allowed to write there).
 func WasmCacheDir() string { return wasmcodec.CacheDir() }
+
+// FillWasmCache compiles every WebAssembly codec (PDFium, AVIF, JPEG XL) into WasmCacheDir
+// unless it is there already, keeping nothing in this process, so that later processes (the
+// worker processes, one-shot conversions) load the compiled code instead of compiling it:
+// seconds of CPU each on a first run. It does nothing without a cache directory.
+//
+// A marker file in the directory, named after the modules' versions, records a fill, so later
+// starts skip even the loading; a cache emptied by hand behind it means compiling at first use.
+func FillWasmCache() error {
+	dir := WasmCacheDir()
+	if dir == "" {
+		return nil
+	}
+	marker := filepath.Join(dir, "convsvc-filled-"+wasmModulesKey())
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	if err := errors.Join(document.FillPDFiumCache(), wasmcodec.FillCache()); err != nil {
+		return err
+	}
+	return os.WriteFile(marker, nil, 0o600)
+}
+
+// wasmModulesKey names the WebAssembly modules this binary runs and the runtime that compiles
+// them: wazero's and go-pdfium's versions and the hash of the embedded codecs.
+func wasmModulesKey() string {
+	h := sha256.New()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/tetratelabs/wazero" || d.Path == "github.com/klippa-app/go-pdfium" {
+				fmt.Fprintf(h, "%s %s %s\n", d.Path, d.Version, d.Sum)
+			}
+		}
+	}
+	h.Write(wasmcodec.ModulesHash())
+	fmt.Fprintf(h, "%s/%s\n", runtime.GOOS, runtime.GOARCH)
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}

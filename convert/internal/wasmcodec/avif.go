@@ -76,14 +76,44 @@ type AVIFOptions struct {
 	Speed        int  // libaom's, 0 (slow) .. 10 (fast)
 	Chroma       int  // AVIFYUV444, AVIFYUV422 or AVIFYUV420
 	Lossless     bool // quality 100 and 4:4:4 whatever the other fields say
+
+	// Tiles, above 1, splits an opaque image into up to this many horizontal bands, encoded
+	// side by side in instances of their own and stored as one AVIF grid image (AVIFTiles
+	// says how many an image gets). 0 or 1: one image in one instance.
+	Tiles int
+	// Reserve, when set, is called before each instance past the first starts, with the
+	// number of pixels of a band; that instance runs once it returns nil, and calls release
+	// when it ends. The first instance never waits: it encodes the bands no other has taken,
+	// so a reservation that is slow to come costs time, never a deadlock. Without Reserve,
+	// every instance starts at once (the caller has accounted for them).
+	Reserve func(ctx context.Context, bandPixels int64) (release func(), err error)
 }
 
-// EncodeAVIF writes m, 8-bit premultiplied with rows packed from (0, 0), as a still AVIF.
+// EncodeAVIF writes m, 8-bit premultiplied with rows packed from (0, 0), as a still AVIF:
+// a grid of AVIFTiles(width, height, opts.Tiles) bands when that is more than one.
 func EncodeAVIF(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOptions) error {
 	width, height := m.Rect.Dx(), m.Rect.Dy()
 	if m.Rect.Min != (image.Point{}) || m.Stride != 4*width || len(m.Pix) < 4*width*height {
 		return errors.New("avif: EncodeAVIF needs rows packed from (0, 0)")
 	}
+	if opts.Lossless {
+		opts.Quality, opts.QualityAlpha, opts.Chroma = 100, 100, AVIFYUV444
+	}
+	if n := AVIFTiles(width, height, opts.Tiles); n > 1 && m.Opaque() {
+		return encodeAVIFGrid(ctx, w, m, opts, n)
+	}
+	return encodeAVIFOne(ctx, m, opts, func(b []byte) error {
+		if _, err := w.Write(b); err != nil {
+			return fmt.Errorf("avif: write: %w", err)
+		}
+		return nil
+	})
+}
+
+// encodeAVIFOne encodes m in a fresh instance and hands the file, a view of the instance's
+// memory valid during the call, to out.
+func encodeAVIFOne(ctx context.Context, m *image.RGBA, opts AVIFOptions, out func([]byte) error) error {
+	width, height := m.Rect.Dx(), m.Rect.Dy()
 	in, err := avifCodec.instantiate(ctx)
 	if err != nil {
 		return err
@@ -104,10 +134,9 @@ func EncodeAVIF(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOption
 	lossless := uint64(0)
 	if opts.Lossless {
 		lossless = 1
-		opts.Quality, opts.QualityAlpha, opts.Chroma = 100, 100, AVIFYUV444
 	}
 	// encode(rgb, width, height, &size, quality, quality_alpha, speed, chroma, lossless)
-	out, err := in.call("encode", uint64(src), uint64(width), uint64(height), uint64(sizePtr),
+	res, err := in.call("encode", uint64(src), uint64(width), uint64(height), uint64(sizePtr),
 		uint64(opts.Quality), uint64(opts.QualityAlpha), uint64(opts.Speed), uint64(opts.Chroma), lossless)
 	if err != nil {
 		return err
@@ -116,15 +145,12 @@ func EncodeAVIF(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOption
 	if err != nil {
 		return err
 	}
-	if out == 0 || size == 0 {
+	if res == 0 || size == 0 {
 		return ErrAVIFEncode
 	}
-	b, err := in.read(uint32(out), int(size))
+	b, err := in.read(uint32(res), int(size))
 	if err != nil {
 		return err
 	}
-	if _, err := w.Write(b); err != nil {
-		return fmt.Errorf("avif: write: %w", err)
-	}
-	return nil
+	return out(b)
 }

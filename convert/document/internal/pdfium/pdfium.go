@@ -64,23 +64,44 @@ var (
 func get() (pdfium.Pool, error) {
 	startOnce.Do(func() {
 		started.Store(true)
-		startPool, startErr = webassembly.Init(webassembly.Config{
-			MinIdle:  0,
-			MaxIdle:  Workers,
-			MaxTotal: Workers,
-			// Nothing mounted: PDFium must not see the host's files.
-			FSConfig: wazero.NewFSConfig(),
-			Stdout:   io.Discard,
-			Stderr:   io.Discard,
-			RuntimeConfig: runtimeConfig(wazero.NewRuntimeConfig().
-				WithCloseOnContextDone(true).
-				WithMemoryLimitPages(memoryPages)),
-		})
+		startPool, startErr = webassembly.Init(poolConfig(Workers))
 		if startErr != nil {
 			startErr = fmt.Errorf("starting PDFium: %w", startErr)
 		}
 	})
 	return startPool, startErr
+}
+
+// poolConfig is the configuration of a pool of at most workers PDFium instances.
+func poolConfig(workers int) webassembly.Config {
+	return webassembly.Config{
+		// The pool's context: compiling (on a first run) uses every core.
+		Context:  wasmcodec.CompileContext(context.Background()),
+		MinIdle:  0,
+		MaxIdle:  workers,
+		MaxTotal: workers,
+		// Nothing mounted: PDFium must not see the host's files.
+		FSConfig: wazero.NewFSConfig(),
+		Stdout:   io.Discard,
+		Stderr:   io.Discard,
+		RuntimeConfig: runtimeConfig(wazero.NewRuntimeConfig().
+			WithCloseOnContextDone(true).
+			WithMemoryLimitPages(memoryPages)),
+	}
+}
+
+// FillCache compiles PDFium into the on-disk compilation cache unless it is there already,
+// keeping nothing in this process (see wasmcodec.FillCache). It does nothing without a cache
+// directory.
+func FillCache() error {
+	if wasmcodec.CacheDir() == "" {
+		return nil
+	}
+	p, err := webassembly.Init(poolConfig(1))
+	if err != nil {
+		return fmt.Errorf("compiling PDFium: %w", err)
+	}
+	return p.Close()
 }
 
 // engine is the PDFium functions used here, called on the instance's implementation
