@@ -35,6 +35,7 @@ func bigInputs(t *testing.T, dir string, names ...string) {
 // GOMAXPROCS=1 gives the embedded server one worker, so that of four files some wait queued
 // for seconds: ^C typed once one is queued lands while jobs are unfinished.
 func TestConvert_CtrlCWithEmbeddedServerCleansUp(t *testing.T) {
+	childProcessOnly(t)
 	dir := t.TempDir()
 	names := []string{"a.png", "b.png", "c.png", "d.png"}
 	bigInputs(t, dir, names...)
@@ -135,6 +136,7 @@ var progressEnd = regexp.MustCompile(`\r +\rsample\.png -> sample\.jpg \(\d+ byt
 // SIGTERM (a service manager, kill) ends convert as Ctrl-C does: jobs cancelled, temporary
 // files removed, exit 130.
 func TestConvert_SIGTERMCleansUpLikeCtrlC(t *testing.T) {
+	childProcessOnly(t)
 	dir := t.TempDir()
 	names := []string{"a.png", "b.png", "c.png", "d.png"}
 	bigInputs(t, dir, names...)
