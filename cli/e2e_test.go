@@ -41,6 +41,18 @@ func serve(t *testing.T, data string, args ...string) *proc {
 	return &proc{testproc.Serve(t, binary, data, append([]string{"--workers", "1"}, args...)...)}
 }
 
+// childProcessOnly skips t in a -race build: what t checks runs in convsvc child processes,
+// which testproc builds without -race, so under the detector only this process's waiting is
+// checked, at the cost of making its multi-megapixel inputs under it (26-82 s each at a load
+// of 20 in .ci/run's -race -short step). The plain step (go test ./...) runs t; the code the
+// children run is raced by service, worker and httpapi's own tests.
+func childProcessOnly(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("-race: the code under test runs in a child process built without -race; the plain run runs this")
+	}
+}
+
 // signal sends sig and fails the test unless the process exits within a minute.
 func (p *proc) signal(t *testing.T, sig syscall.Signal) {
 	t.Helper()
@@ -99,6 +111,7 @@ func checkLedger(t *testing.T, data string) {
 }
 
 func TestE2E_SIGKILLMidConversionRequeues(t *testing.T) {
+	childProcessOnly(t)
 	data := filepath.Join(t.TempDir(), "data")
 	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data)
@@ -131,6 +144,7 @@ func TestE2E_SIGKILLMidConversionRequeues(t *testing.T) {
 }
 
 func TestE2E_SIGTERMDrainFailsWithWorkerShutdown(t *testing.T) {
+	childProcessOnly(t)
 	data := filepath.Join(t.TempDir(), "data")
 	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data, "--drain-timeout", "50ms")
@@ -171,6 +185,7 @@ func TestE2E_SIGTERMDrainFailsWithWorkerShutdown(t *testing.T) {
 }
 
 func TestE2E_CrashLoopEndsExpiredOrExhausted(t *testing.T) {
+	childProcessOnly(t)
 	data := filepath.Join(t.TempDir(), "data")
 	img := testenv.NoisePNG(t, 3000, 2500)
 	p := serve(t, data, "--max-attempts", "2")

@@ -35,6 +35,7 @@ func bigInputs(t *testing.T, dir string, names ...string) {
 // GOMAXPROCS=1 gives the embedded server one worker, so that of four files some wait queued
 // for seconds: ^C typed once one is queued lands while jobs are unfinished.
 func TestConvert_CtrlCWithEmbeddedServerCleansUp(t *testing.T) {
+	childProcessOnly(t)
 	dir := t.TempDir()
 	names := []string{"a.png", "b.png", "c.png", "d.png"}
 	bigInputs(t, dir, names...)
@@ -68,11 +69,20 @@ func TestConvert_CtrlCWithServerCancelsTheJob(t *testing.T) {
 	// One worker, busy with three slow jobs queued first: the command's job waits queued.
 	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
 	dir := t.TempDir()
-	bigInputs(t, dir, "big.png")
 	c := &client.Client{BaseURL: e.URL, Key: e.Key}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	blocker := testenv.NoisePNG(t, 3000, 3000)
+	// Under -race the server here converts several times slower, and making the noise image
+	// is raced too (this test took 82-252 s of -race -short at a load of 20 with 3000x3000):
+	// 1500x1500 keeps the worker busy for as long. The command's own file is never converted.
+	side := 3000
+	if raceEnabled {
+		side = 1500
+	}
+	blocker := testenv.NoisePNG(t, side, side)
+	if err := os.WriteFile(filepath.Join(dir, "big.png"), blocker, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var blockers []string
 	for range 3 {
 		res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "gif", InputBytes: int64(len(blocker))}, "")
@@ -135,6 +145,7 @@ var progressEnd = regexp.MustCompile(`\r +\rsample\.png -> sample\.jpg \(\d+ byt
 // SIGTERM (a service manager, kill) ends convert as Ctrl-C does: jobs cancelled, temporary
 // files removed, exit 130.
 func TestConvert_SIGTERMCleansUpLikeCtrlC(t *testing.T) {
+	childProcessOnly(t)
 	dir := t.TempDir()
 	names := []string{"a.png", "b.png", "c.png", "d.png"}
 	bigInputs(t, dir, names...)

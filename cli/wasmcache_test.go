@@ -15,6 +15,7 @@ import (
 // instead of compiling it again (1.85 s and 330 MB -> 0.10 s and 93 MB, docs/benchmarks.md);
 // "off" keeps nothing. The output is the same either way.
 func TestConvert_PDFiumCompilationCache(t *testing.T) {
+	childProcessOnly(t)
 	root := testenv.RepoRoot(t)
 	pdf := filepath.Join(root, "testdata", "documents", "sample.pdf")
 	run := func(cacheDir string) []byte {

@@ -15,6 +15,7 @@ import (
 // load it (AVIF encode 1.05 s -> 0.23 s, docs/benchmarks.md) and write nothing more, and the
 // outputs are the same bytes as with the cache off.
 func TestConvert_WASMCodecCompilationCache(t *testing.T) {
+	childProcessOnly(t)
 	root := testenv.RepoRoot(t)
 	images := filepath.Join(root, "testdata", "images")
 	cases := []struct{ in, to, out string }{

@@ -273,6 +273,12 @@ func write(ctx context.Context, w io.Writer, p plan, results []chan result, free
 			return context.Cause(ctx)
 		}
 		if r.err != nil {
+			// A worker cancels ctx with its error before it sends it, so ctx is done here.
+			// Its cause is the first error of any strip: this strip's may only be the
+			// context.Canceled it saw because another strip failed first.
+			if cause := context.Cause(ctx); cause != nil {
+				return cause
+			}
 			return r.err
 		}
 		s := p.strip(i)

@@ -325,6 +325,24 @@ func (f *failWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// holdWriter's first Write waits until hold is closed, then lets the goroutines that were
+// ready run.
+type holdWriter struct {
+	hold  chan struct{}
+	wrote bool
+}
+
+func (h *holdWriter) Write(p []byte) (int, error) {
+	if !h.wrote {
+		h.wrote = true
+		<-h.hold
+		for range 10 {
+			runtime.Gosched()
+		}
+	}
+	return len(p), nil
+}
+
 func TestEncodeStrips_Errors(t *testing.T) {
 	img := photo("rgba", 64, 300, 9).(*image.RGBA)
 	opts := &jpeg.Options{Quality: 85}
@@ -380,6 +398,31 @@ func TestEncodeStrips_Errors(t *testing.T) {
 		})
 		if !errors.Is(err, errStop) {
 			t.Fatalf("got %v, want %v", err, errStop)
+		}
+	})
+	t.Run("an earlier strip sees the cancel while the writer is busy", func(t *testing.T) {
+		// Strip 0 is written through a Write that holds the writer until strip 1 has seen the
+		// cancel caused by strip 2's error and returned it: the writer then finds strip 1's
+		// context.Canceled and ctx done at once, and must report strip 2's error (at a load of
+		// 16 convert/image's tiled-TIFF test got "context canceled" instead of the decode error).
+		noLeak(t)
+		for range 20 {
+			strip1 := make(chan struct{})
+			w := &holdWriter{hold: strip1}
+			err := run(context.Background(), w, func(ctx context.Context, r image.Rectangle) error {
+				switch r.Min.Y {
+				case 16:
+					<-ctx.Done()
+					defer close(strip1)
+					return ctx.Err()
+				case 32:
+					return errStop
+				}
+				return nil
+			})
+			if !errors.Is(err, errStop) {
+				t.Fatalf("got %v, want %v", err, errStop)
+			}
 		}
 	})
 	t.Run("cancelled before", func(t *testing.T) {

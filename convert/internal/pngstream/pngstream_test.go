@@ -218,12 +218,28 @@ func palette(n int) []byte {
 	return p
 }
 
+// skipUnderRace skips, in a -race build, a test that decodes in one goroutine: the
+// differential loops (thousands of hand-built or image/png files, each decoded by image/png,
+// Decode and the strip decoder) and the zlib bomb (64 MiB compressed in the test). pngstream
+// has no goroutines, locks or shared state, so the race detector has nothing to find there,
+// and under it these took most of the package's time in .ci/run's -race -short step (the bomb
+// alone 121 s at a load of 25). TestDecode_ConcurrentReader, which reads rows from another
+// goroutine as Decode reports them, stays under the detector; the plain step (go test ./...)
+// runs them all.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("-race: a single-goroutine decode loop; the plain run runs it")
+	}
+}
+
 var colorTypes = []int{ctGrayscale, ctTrueColor, ctPaletted, ctGrayscaleAlpha, ctTrueColorAlpha}
 
 // TestDecode_EveryFilterEveryLayout hand-builds rows with every filter type (cycled, and
 // random per row) for every colour type and widths 1..33, so each bpp-specialised loop and
 // each filter meets both a zero row above and real ones.
 func TestDecode_EveryFilterEveryLayout(t *testing.T) {
+	skipUnderRace(t)
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, ct := range colorTypes {
 		for w := 1; w <= 33; w++ {
@@ -288,6 +304,7 @@ func testImages(w, h int, seed uint64) map[string]image.Image {
 // TestDecode_EncodedByImagePNG round-trips images written by image/png at every compression
 // level, for widths 1..33 and a few heights around the progress batch size.
 func TestDecode_EncodedByImagePNG(t *testing.T) {
+	skipUnderRace(t)
 	levels := []png.CompressionLevel{png.DefaultCompression, png.NoCompression, png.BestSpeed, png.BestCompression}
 	for w := 1; w <= 33; w++ {
 		for _, h := range []int{1, 2, 15, 16, 17, 33} {
@@ -341,6 +358,7 @@ func TestDecode_PaletteTransparency(t *testing.T) {
 // TestDecode_ChunkLayout covers IDAT split into many chunks, empty IDATs, ancillary chunks
 // before and after the image data, and chunks the format forbids where they are.
 func TestDecode_ChunkLayout(t *testing.T) {
+	skipUnderRace(t)
 	rng := rand.New(rand.NewPCG(5, 6))
 	base := func(ct int) spec {
 		s := spec{w: 29, h: 37, depth: 8, ct: ct, raw: randomRows(rng, 29, 37, bppOf(ct), func(y int) byte { return byte(y % 5) }, 255)}
@@ -424,6 +442,7 @@ func TestDecode_Unsupported(t *testing.T) {
 // TestDecode_Hostile: broken files fail in both decoders (or succeed identically), and
 // never panic.
 func TestDecode_Hostile(t *testing.T) {
+	skipUnderRace(t)
 	rng := rand.New(rand.NewPCG(9, 10))
 	good := func(ct int) spec {
 		s := spec{w: 21, h: 19, depth: 8, ct: ct, raw: randomRows(rng, 21, 19, bppOf(ct), func(y int) byte { return byte(y % 5) }, 255)}
@@ -564,6 +583,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // TestDecode_ZlibBomb: 64 MiB of zeros behind a 10x10 image must stop at the first byte too
 // many, reading a few kilobytes of the file, not inflate the rest.
 func TestDecode_ZlibBomb(t *testing.T) {
+	skipUnderRace(t)
 	raw := make([]byte, 64<<20)
 	s := spec{w: 10, h: 10, depth: 8, ct: ctTrueColor, raw: raw}
 	data := s.build(t)

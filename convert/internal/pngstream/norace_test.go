@@ -1,0 +1,6 @@
+//go:build !race
+
+package pngstream
+
+// raceEnabled reports a -race build (see skipUnderRace).
+const raceEnabled = false
