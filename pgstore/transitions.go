@@ -1,0 +1,185 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// The hot transitions (create, start, claim, finish) are each one statement: a call of a
+// server-side function of migration 0015, which does in one round trip what the Go
+// transaction of the same method does in 6 to 9. A function raises SQLSTATE CVFB0, having
+// changed nothing, for the cases it leaves to Go (a size mismatch at start, an expired job at
+// the head of the queue, a finish that records webhook deliveries or completes a batch, ...),
+// and the method then runs its Go transaction: the semantics are that transaction's either way.
+
+// errFallback says a transition function left the case to the Go transaction.
+var errFallback = errors.New("transition left to the Go transaction")
+
+// transitionErr maps a transition function's SQLSTATE to store's sentinels; other errors are
+// returned as they are.
+func transitionErr(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "CVFB0":
+		return errFallback
+	case "CV404":
+		return store.ErrNotFound
+	case "CV403":
+		return fmt.Errorf("%w: %s", store.ErrLimitReached, pgErr.Message)
+	case "CV429":
+		return fmt.Errorf("%w: %s", store.ErrQueueFull, pgErr.Message)
+	case "CV409":
+		return fmt.Errorf("%w: %s", store.ErrInvalidState, pgErr.Message)
+	case "CV400":
+		return fmt.Errorf("%w: %s", store.ErrInvalidArgument, pgErr.Message)
+	}
+	return err
+}
+
+// retryable reports whether PostgreSQL aborted a statement for a serialization failure or a
+// deadlock, which running it again resolves (as Store.tx does for transactions).
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// callJob runs a transition function that returns one job (SELECT jobCols FROM fn(...)) as
+// one statement, again (up to 5 times) when it was aborted for a deadlock.
+func (s *Store) callJob(ctx context.Context, sql string, args ...any) (store.Job, error) {
+	for attempt := 1; ; attempt++ {
+		job, err := scanJob(s.pool.QueryRow(ctx, sql, args...))
+		if attempt < 5 && retryable(err) {
+			continue
+		}
+		if err != nil {
+			return store.Job{}, transitionErr(err)
+		}
+		return job, nil
+	}
+}
+
+// createJobCall is CreateJob without an Idempotency-Key in one round trip.
+func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, status string) (store.Job, error) {
+	var opts []byte
+	if p.Options != nil {
+		opts = p.Options
+	}
+	return s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
+		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL)
+}
+
+// startJobCall is startJob in one round trip.
+func (s *Store) startJobCall(ctx context.Context, accountID, jobID string, uploadedSize int64, up *store.Upload) (store.Job, error) {
+	var upSize *int64
+	var upETag, upVersion *string
+	if up != nil {
+		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
+	}
+	return s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6)`,
+		accountID, jobID, uploadedSize, upSize, upETag, upVersion)
+}
+
+// claimJobCall is ClaimJob in one round trip; ok is false when nothing queued may run.
+func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err error) {
+	s.claimTurn.Lock()
+	last := s.claimTurn.last
+	s.claimTurn.Unlock()
+	for attempt := 1; ; attempt++ {
+		job, err = scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM convsvc_claim_job($1, $2, $3)`,
+			last, s.opts.NodeID, micros(s.opts.Lease)))
+		if attempt < 5 && retryable(err) {
+			continue
+		}
+		break
+	}
+	switch {
+	case err == store.ErrNotFound:
+		return store.Job{}, false, nil
+	case err != nil:
+		return store.Job{}, false, transitionErr(err)
+	}
+	s.claimTurn.Lock()
+	s.claimTurn.last = job.AccountID
+	s.claimTurn.Unlock()
+	return job, true, nil
+}
+
+// finishJobCall is FinishJob in one round trip, for the outcomes it takes (a success with its
+// output, or a failure).
+func (s *Store) finishJobCall(ctx context.Context, jobID string, attempt int, o store.Outcome) (store.Job, error) {
+	status, reason := store.StatusFailed, o.ErrorReason
+	var outBytes *int64
+	var outSHA *string
+	var outWarnings []byte
+	verified := false
+	if o.ErrorCode == "" {
+		if o.Output == nil {
+			return store.Job{}, errFallback // the Go transaction says why it is refused
+		}
+		status, reason = store.StatusSucceeded, ""
+		outBytes, outSHA, verified = &o.Output.Bytes, &o.Output.SHA256, o.Output.Verified
+		var err error
+		if outWarnings, err = warningsJSON(o.Output); err != nil {
+			return store.Job{}, err
+		}
+	}
+	return s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_finish_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA, nullString(outWarnings), verified)
+}
+
+// AuthenticateWrite resolves a live key by the SHA-256 of its secret and counts one write
+// against its rolling window, in one statement (one round trip): Authenticate and AllowWrite
+// in one. A malformed, unknown or revoked key is store.ErrUnauthorized and counts nothing. The
+// key is read in the same statement that counts the write, so a revocation holds on every
+// node as soon as RevokeKey returns.
+func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration) (key store.APIKey, allowed bool, remaining int, reset time.Duration, err error) {
+	if err := store.ParseKey(secret); err != nil {
+		return store.APIKey{}, false, 0, 0, fmt.Errorf("%w: %w", store.ErrUnauthorized, err)
+	}
+	hash := store.HashKey(secret)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var count *int
+	var oldest, now *time.Time
+	err = s.pool.QueryRow(ctx, `WITH k AS (SELECT `+keyCols+` FROM api_keys WHERE hash = $1),
+		w AS (
+			INSERT INTO rate_windows AS r (key_id, times) SELECT id, ARRAY[clock_timestamp()] FROM k WHERE revoked_at IS NULL
+			ON CONFLICT (key_id) DO UPDATE SET times =
+				ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond' ORDER BY t) || clock_timestamp()
+			WHERE cardinality(ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond')) < $2
+			RETURNING cardinality(times) AS n, times[1] AS oldest, clock_timestamp() AS now)
+		SELECT k.id, k.account_id, k.prefix, k.hash, k.created_at, k.revoked_at, k.presets_only, w.n, w.oldest, w.now
+		FROM k LEFT JOIN w ON true`, hash[:], limit, micros(window)).
+		Scan(&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly, &count, &oldest, &now)
+	if isNoRows(err) {
+		return store.APIKey{}, false, 0, 0, store.ErrUnauthorized
+	} else if err != nil {
+		return store.APIKey{}, false, 0, 0, wrap("authenticate write", err)
+	}
+	key.CreatedAt = key.CreatedAt.UTC()
+	key.RevokedAt = utcPtr(key.RevokedAt)
+	if key.RevokedAt != nil {
+		return store.APIKey{}, false, 0, 0, fmt.Errorf("%w: key revoked", store.ErrUnauthorized)
+	}
+	if count != nil {
+		return key, true, limit - *count, oldest.Add(window).Sub(*now), nil
+	}
+	// Refused: when the oldest counted write leaves the window (AllowWrite's second statement).
+	var o, n time.Time
+	err = s.pool.QueryRow(ctx, `SELECT (SELECT min(t) FROM unnest(times) t WHERE t > clock_timestamp() - $2 * interval '1 microsecond'),
+		clock_timestamp() FROM rate_windows WHERE key_id = $1`, key.ID, micros(window)).Scan(&o, &n)
+	if err != nil {
+		return store.APIKey{}, false, 0, 0, wrap("rate window", err)
+	}
+	return key, false, 0, max(o.Add(window).Sub(n), 0), nil
+}
