@@ -75,6 +75,9 @@ type Options struct {
 	Timeout time.Duration
 	// Logger receives the listener's reconnects (default slog.Default()).
 	Logger *slog.Logger
+	// Tracer, if set, sees every statement the pool sends (pgx.QueryTracer): tests count
+	// round trips with it.
+	Tracer pgx.QueryTracer
 	// OnFinished, if set, is told about each job that reached a final state in this Store's
 	// transactions, after the commit (store.FinishHook); other nodes' transitions are theirs.
 	OnFinished store.FinishHook
@@ -109,6 +112,9 @@ type Store struct {
 		sync.Mutex
 		last string
 	}
+	// goTransitions turns the transition functions off (transitions.go), for the test that
+	// counts both paths' round trips.
+	goTransitions bool
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the
@@ -140,6 +146,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -55,6 +55,9 @@ func retryable(err error) bool {
 // callJob runs a transition function that returns one job (SELECT jobCols FROM fn(...)) as
 // one statement, again (up to 5 times) when it was aborted for a deadlock.
 func (s *Store) callJob(ctx context.Context, sql string, args ...any) (store.Job, error) {
+	if s.goTransitions {
+		return store.Job{}, errFallback
+	}
 	for attempt := 1; ; attempt++ {
 		job, err := scanJob(s.pool.QueryRow(ctx, sql, args...))
 		if attempt < 5 && retryable(err) {
@@ -91,6 +94,9 @@ func (s *Store) startJobCall(ctx context.Context, accountID, jobID string, uploa
 
 // claimJobCall is ClaimJob in one round trip; ok is false when nothing queued may run.
 func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err error) {
+	if s.goTransitions {
+		return store.Job{}, false, errFallback
+	}
 	s.claimTurn.Lock()
 	last := s.claimTurn.last
 	s.claimTurn.Unlock()
