@@ -14,9 +14,9 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-// statementCounter is a pgx.QueryTracer that counts the statements the pool sends: each is one
-// round trip (pgx sends a cached statement as one Bind/Execute/Sync exchange, and BEGIN and
-// COMMIT are statements of their own).
+// statementCounter is a pgx.QueryTracer and BatchTracer that counts the round trips the pool
+// makes: a statement is one (pgx sends a cached statement as one Bind/Execute/Sync exchange,
+// and BEGIN and COMMIT are statements of their own), and so is a batch.
 type statementCounter struct {
 	mu  sync.Mutex
 	sql []string
@@ -31,6 +31,22 @@ func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, dat
 
 func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
+// TraceBatchStart counts a batch as the one round trip it is (its statements are written
+// together and their results read together).
+func (c *statementCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	var sql []string
+	for _, q := range data.Batch.QueuedQueries {
+		sql = append(sql, strings.Join(strings.Fields(q.SQL), " "))
+	}
+	c.mu.Lock()
+	c.sql = append(c.sql, "batch: "+strings.Join(sql, "; "))
+	c.mu.Unlock()
+	return ctx
+}
+
+func (c *statementCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *statementCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
 // count runs fn and returns the statements it sent.
 func (c *statementCounter) count(fn func()) []string {
 	c.mu.Lock()
@@ -42,7 +58,7 @@ func (c *statementCounter) count(fn func()) []string {
 	return c.sql
 }
 
-// TestRoundTrips_PerRequest holds the statements (round trips) each hot request costs on
+// TestRoundTrips_PerRequest holds the round trips each hot request costs on
 // PostgreSQL: a create and a start are one for the key and its write window and one for the
 // transition, a worker's claim and finish one each. The same requests through the Go
 // transactions (what the transition functions replaced) are counted too, so the table in

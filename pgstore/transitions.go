@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/convsvc/convsvc/store"
@@ -52,14 +53,16 @@ func retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
 }
 
-// callJob runs a transition function that returns one job (SELECT jobCols FROM fn(...)) as
-// one statement, again (up to 5 times) when it was aborted for a deadlock.
+// callJob runs a transition function that returns at most one job (SELECT jobCols FROM
+// fn(...)) in one round trip: BEGIN, the call, COMMIT and convsvc_send_notifies() (the
+// notifications it queued, sent after the commit) as one batch. It runs it again (up to 5
+// times) when PostgreSQL aborted it for a deadlock. No row is store.ErrNotFound.
 func (s *Store) callJob(ctx context.Context, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
 	}
 	for attempt := 1; ; attempt++ {
-		job, err := scanJob(s.pool.QueryRow(ctx, sql, args...))
+		job, err := s.callOnce(ctx, sql, args)
 		if attempt < 5 && retryable(err) {
 			continue
 		}
@@ -68,6 +71,51 @@ func (s *Store) callJob(ctx context.Context, sql string, args ...any) (store.Job
 		}
 		return job, nil
 	}
+}
+
+func (s *Store) callOnce(ctx context.Context, sql string, args []any) (job store.Job, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return store.Job{}, err
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(sql, args...)
+	b.Queue(`COMMIT`)
+	b.Queue(`SELECT convsvc_send_notifies()`)
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	var noRow bool
+	if err == nil {
+		job, err = scanJob(br.QueryRow())
+		if err == store.ErrNotFound {
+			noRow, err = true, nil // a claim that found nothing: the batch goes on
+		}
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// A failed statement leaves the explicit transaction aborted: end it, so the
+		// connection goes back to the pool usable (the pool drops one left in a transaction).
+		if pc := conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = conn.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+		return store.Job{}, err
+	}
+	if noRow {
+		return store.Job{}, store.ErrNotFound
+	}
+	return job, nil
 }
 
 // createJobCall is CreateJob without an Idempotency-Key in one round trip.
@@ -100,19 +148,12 @@ func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err e
 	s.claimTurn.Lock()
 	last := s.claimTurn.last
 	s.claimTurn.Unlock()
-	for attempt := 1; ; attempt++ {
-		job, err = scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM convsvc_claim_job($1, $2, $3)`,
-			last, s.opts.NodeID, micros(s.opts.Lease)))
-		if attempt < 5 && retryable(err) {
-			continue
-		}
-		break
-	}
+	job, err = s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_claim_job($1, $2, $3)`, last, s.opts.NodeID, micros(s.opts.Lease))
 	switch {
 	case err == store.ErrNotFound:
 		return store.Job{}, false, nil
 	case err != nil:
-		return store.Job{}, false, transitionErr(err)
+		return store.Job{}, false, err
 	}
 	s.claimTurn.Lock()
 	s.claimTurn.last = job.AccountID

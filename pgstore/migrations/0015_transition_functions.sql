@@ -1,5 +1,5 @@
 -- convsvc schema 15: the hot job transitions as server-side functions, so each is one round
--- trip (issue 34 item 2). Each is called as one statement in its own transaction, so its state
+-- trip (issue 34 item 2). Each is called as the one statement of its transaction, so its state
 -- change and its spend movement commit together, and an error leaves nothing behind. They do
 -- exactly what pgstore's Go transactions do (jobs.go, jobfair.go) for the common case; for a
 -- case they leave to Go they raise SQLSTATE CVFB0 having changed nothing, and pgstore runs its
@@ -7,6 +7,29 @@
 -- store's sentinels with the message as given here:
 --   CV404 store.ErrNotFound, CV403 store.ErrLimitReached, CV429 store.ErrQueueFull,
 --   CV409 store.ErrInvalidState, CV400 store.ErrInvalidArgument.
+
+-- Notifications go out after the commit, not inside the transaction: a transaction that calls
+-- NOTIFY takes a lock global to the database cluster at commit and holds it through its WAL
+-- flush, so with fsync on every notifying transition would wait for every other one's flush
+-- in turn. A function queues its payloads in the session's convsvc.notify setting (a
+-- transaction that fails takes them back with it); pgstore sends BEGIN, the function, COMMIT
+-- and convsvc_send_notifies() in one batch, so they leave in the same round trip, in a
+-- transaction of their own that writes nothing and waits for no flush.
+CREATE FUNCTION convsvc_queue_notify(p_payload text) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM set_config('convsvc.notify',
+        coalesce(nullif(current_setting('convsvc.notify', true), '') || ',', '') || p_payload, false);
+END $$;
+
+CREATE FUNCTION convsvc_send_notifies() RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    v_payloads text := current_setting('convsvc.notify', true);
+BEGIN
+    IF v_payloads IS NOT NULL AND v_payloads <> '' THEN
+        PERFORM pg_notify('convsvc', p) FROM unnest(string_to_array(v_payloads, ',')) AS p;
+        PERFORM set_config('convsvc.notify', '', false);
+    END IF;
+END $$;
 
 -- convsvc_create_job: CreateJob without an Idempotency-Key. Locks the account, checks the cap
 -- (and max_queued when the job is queued at create: a source_url job), reserves the cent,
@@ -40,8 +63,8 @@ BEGIN
             CASE WHEN p_status = 'queued' THEN now() END)
         RETURNING * INTO v_job;
     IF p_status = 'queued' THEN
-        PERFORM pg_notify('convsvc', 'j:' || v_job.id);
-        PERFORM pg_notify('convsvc', 'q:' || v_job.id);
+        PERFORM convsvc_queue_notify('j:' || v_job.id);
+        PERFORM convsvc_queue_notify('q:' || v_job.id);
     END IF;
     IF p_webhook_url <> '' THEN
         INSERT INTO job_webhooks (job_id, url)
@@ -90,8 +113,8 @@ BEGIN
     UPDATE jobs SET status = 'queued', started_at = now(), upload_size = p_up_size, upload_etag = p_up_etag,
             upload_version_id = p_up_version
         WHERE id = p_job RETURNING * INTO v_job;
-    PERFORM pg_notify('convsvc', 'j:' || v_job.id);
-    PERFORM pg_notify('convsvc', 'q:' || v_job.id);
+    PERFORM convsvc_queue_notify('j:' || v_job.id);
+    PERFORM convsvc_queue_notify('q:' || v_job.id);
     RETURN v_job;
 END $$;
 
@@ -133,7 +156,7 @@ BEGIN
                 UPDATE jobs SET status = 'running', attempt = attempt + 1, lease_owner = p_node,
                         lease_expires_at = clock_timestamp() + p_lease_us * interval '1 microsecond'
                     WHERE id = v_job.id RETURNING * INTO v_job;
-                PERFORM pg_notify('convsvc', 'j:' || v_job.id);
+                PERFORM convsvc_queue_notify('j:' || v_job.id);
                 RETURN NEXT v_job;
                 RETURN;
             END IF;
@@ -197,6 +220,6 @@ BEGIN
     IF FOUND AND v_unfinished = 0 THEN
         RAISE EXCEPTION 'finishes its batch' USING ERRCODE = 'CVFB0';
     END IF;
-    PERFORM pg_notify('convsvc', 'j:' || v_job.id);
+    PERFORM convsvc_queue_notify('j:' || v_job.id);
     RETURN v_job;
 END $$;
