@@ -59,6 +59,13 @@ var ErrUnavailable = errors.New("database unavailable")
 // store.ErrNotSupported, which the API answers 501 not_implemented.
 var ErrNotSupported = fmt.Errorf("%w (PostgreSQL)", store.ErrNotSupported)
 
+// DefaultMaxConns is the connection pool's size unless the URL's pool_max_conns or
+// Options.MaxConns says otherwise. Each transition is one round trip that holds its connection
+// through the commit, which with fsync on waits for the WAL flush: the pool bounds how many
+// commits share a flush. pgxpool's own default, max(4, CPUs), let 4 requests at a time commit
+// (bench/scaleout, 32 clients, fsync on: 259 creates+starts/s with 4, 634 with 16, 632 with 32).
+const DefaultMaxConns = 16
+
 // Options configures a Store.
 type Options struct {
 	// Retention is how long a job and its files live after creation (default 24h).
@@ -69,7 +76,8 @@ type Options struct {
 	Lease time.Duration
 	// NodeID names this node as the owner of its leases (default host name, pid and a random part).
 	NodeID string
-	// MaxConns bounds the connection pool (default: pgxpool's, max(4, CPUs)).
+	// MaxConns bounds the connection pool (default: pool_max_conns in the URL, else
+	// DefaultMaxConns).
 	MaxConns int32
 	// Timeout bounds each method's work in the database (default 30s).
 	Timeout time.Duration
@@ -144,8 +152,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: database URL: %w", err)
 	}
-	if opts.MaxConns > 0 {
+	switch {
+	case opts.MaxConns > 0:
 		cfg.MaxConns = opts.MaxConns
+	case !strings.Contains(url, "pool_max_conns"):
+		cfg.MaxConns = DefaultMaxConns
 	}
 	if opts.Tracer != nil {
 		cfg.ConnConfig.Tracer = opts.Tracer
