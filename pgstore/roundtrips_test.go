@@ -69,11 +69,16 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 		name                               string
 		goTransitions                      bool
 		create, start, claim, finish, read int
+		// finishWebhook is a finish whose account has a webhook endpoint: the function
+		// refuses (1, and 1 to roll its transaction back), then runs with
+		// recordWebhookEvents after it (BEGIN and the call 1, the deliveries 1, their
+		// notification 1, COMMIT and the notifications 1).
+		finishWebhook int
 	}{
-		{"functions", false, 2, 2, 1, 1, 1},
+		{"functions", false, 2, 2, 1, 1, 1, 6},
 		// The Go claim's walk is 6 statements when the first account it visits has a job,
 		// and 8 here: one account, which its walk reaches after wrapping around.
-		{"go transactions", true, 8, 9, 8, 10, 1},
+		{"go transactions", true, 8, 9, 8, 10, 1, 11},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c statementCounter
@@ -108,12 +113,19 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 			}
 			// Once first, so that every statement is prepared and every connection is warm,
 			// as on a server under load.
-			for i := 0; i < 2; i++ {
+			for i := 0; i < 3; i++ {
 				var job store.Job
+				finishWant := tc.finish
+				if i == 2 {
+					finishWant = tc.finishWebhook
+					if _, err := s.CreateWebhookEndpoint(acct.ID, "https://hooks.example/"+tc.name, "whsec_roundtrips"); err != nil {
+						t.Fatal(err)
+					}
+				}
 				check := func(name string, want int, fn func()) {
 					t.Helper()
 					got := c.count(fn)
-					if i == 1 && len(got) != want {
+					if i >= 1 && len(got) != want {
 						t.Errorf("%s: %d statements, want %d:\n%s", name, len(got), want, strings.Join(got, "\n"))
 					}
 				}
@@ -140,7 +152,7 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 					}
 					job = claimed
 				})
-				check("finish", tc.finish, func() {
+				check("finish", finishWant, func() {
 					done, err := s.FinishJob(job.ID, job.Attempt, store.Outcome{Output: &store.Output{Bytes: 5, SHA256: strings.Repeat("a", 64)}})
 					if err != nil || done.Status != store.StatusSucceeded {
 						t.Fatalf("finish: %+v %v", done, err)
@@ -152,7 +164,14 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 					}
 				})
 			}
-			ledger(t, s, acct.ID, 0, 2)
+			ledger(t, s, acct.ID, 0, 3)
+			var deliveries int
+			if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE account_id = $1`, acct.ID).Scan(&deliveries); err != nil {
+				t.Fatal(err)
+			}
+			if deliveries != 1 {
+				t.Fatalf("%d webhook deliveries recorded, want 1 (the finish after the endpoint was made)", deliveries)
+			}
 		})
 	}
 }

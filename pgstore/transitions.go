@@ -22,6 +22,10 @@ import (
 // errFallback says a transition function left the case to the Go transaction.
 var errFallback = errors.New("transition left to the Go transaction")
 
+// errDeliveries says convsvc_finish_job would record webhook deliveries, which it leaves to
+// Go (recordWebhookEvents encodes the job).
+var errDeliveries = errors.New("finish records webhook deliveries")
+
 // transitionErr maps a transition function's SQLSTATE to store's sentinels; other errors are
 // returned as they are.
 func transitionErr(err error) error {
@@ -32,6 +36,8 @@ func transitionErr(err error) error {
 	switch pgErr.Code {
 	case "CVFB0":
 		return errFallback
+	case "CVWH0":
+		return errDeliveries
 	case "CV404":
 		return store.ErrNotFound
 	case "CV403":
@@ -55,14 +61,17 @@ func retryable(err error) bool {
 
 // callJob runs a transition function that returns at most one job (SELECT jobCols FROM
 // fn(...)) in one round trip: BEGIN, the call, COMMIT and convsvc_send_notifies() (the
-// notifications it queued, sent after the commit) as one batch. It runs it again (up to 5
-// times) when PostgreSQL aborted it for a deadlock. No row is store.ErrNotFound.
-func (s *Store) callJob(ctx context.Context, sql string, args ...any) (store.Job, error) {
+// notifications it queued, sent after the commit) as one batch. With then, BEGIN and the call
+// go first, then runs in the same transaction with the job the call returned (the writes
+// that Go encodes, such as webhook deliveries), and COMMIT and the notifications follow: two
+// round trips and then's. It runs it all again (up to 5 times) when PostgreSQL aborted it for
+// a deadlock. No row is store.ErrNotFound.
+func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
 	}
 	for attempt := 1; ; attempt++ {
-		job, err := s.callOnce(ctx, sql, args)
+		job, err := s.callOnce(ctx, then, sql, args)
 		if attempt < 5 && retryable(err) {
 			continue
 		}
@@ -73,7 +82,7 @@ func (s *Store) callJob(ctx context.Context, sql string, args ...any) (store.Job
 	}
 }
 
-func (s *Store) callOnce(ctx context.Context, sql string, args []any) (job store.Job, err error) {
+func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, sql string, args []any) (job store.Job, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return store.Job{}, err
@@ -82,8 +91,10 @@ func (s *Store) callOnce(ctx context.Context, sql string, args []any) (job store
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(sql, args...)
-	b.Queue(`COMMIT`)
-	b.Queue(`SELECT convsvc_send_notifies()`)
+	if then == nil {
+		b.Queue(`COMMIT`)
+		b.Queue(`SELECT convsvc_send_notifies()`)
+	}
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
 	var noRow bool
@@ -93,14 +104,22 @@ func (s *Store) callOnce(ctx context.Context, sql string, args []any) (job store
 			noRow, err = true, nil // a claim that found nothing: the batch goes on
 		}
 	}
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if err == nil {
+	for i := 0; i < b.Len()-2 && err == nil; i++ {
 		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if err == nil && then != nil {
+		if !noRow {
+			err = then(ctx, connTx{conn.Conn()}, job)
+		}
+		if err == nil {
+			b := &pgx.Batch{}
+			b.Queue(`COMMIT`)
+			b.Queue(`SELECT convsvc_send_notifies()`)
+			err = conn.SendBatch(ctx, b).Close()
+		}
 	}
 	if err != nil {
 		// A failed statement leaves the explicit transaction aborted: end it, so the
@@ -118,13 +137,57 @@ func (s *Store) callOnce(ctx context.Context, sql string, args []any) (job store
 	return job, nil
 }
 
+// connTx is the transaction callOnce began on a connection with its own BEGIN, as the pgx.Tx
+// that the Go helpers of the transitions take (recordWebhookEvents). callOnce commits or
+// rolls it back; Commit and Rollback here refuse.
+type connTx struct{ c *pgx.Conn }
+
+func (t connTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	return nil, errors.New("pgstore: no nested transaction here")
+}
+
+func (t connTx) Commit(context.Context) error {
+	return errors.New("pgstore: callOnce commits its own transaction")
+}
+
+func (t connTx) Rollback(context.Context) error {
+	return errors.New("pgstore: callOnce rolls back its own transaction")
+}
+
+func (t connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	return t.c.CopyFrom(ctx, table, cols, src)
+}
+
+func (t connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.c.SendBatch(ctx, b)
+}
+func (t connTx) LargeObjects() pgx.LargeObjects { return pgx.LargeObjects{} }
+
+func (t connTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	return t.c.Prepare(ctx, name, sql)
+}
+
+func (t connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.c.Exec(ctx, sql, args...)
+}
+
+func (t connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.c.Query(ctx, sql, args...)
+}
+
+func (t connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.c.QueryRow(ctx, sql, args...)
+}
+
+func (t connTx) Conn() *pgx.Conn { return t.c }
+
 // createJobCall is CreateJob without an Idempotency-Key in one round trip.
 func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, status string) (store.Job, error) {
 	var opts []byte
 	if p.Options != nil {
 		opts = p.Options
 	}
-	return s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	return s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
 		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
 		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL)
 }
@@ -136,7 +199,7 @@ func (s *Store) startJobCall(ctx context.Context, accountID, jobID string, uploa
 	if up != nil {
 		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 	}
-	return s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6)`,
+	return s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6)`,
 		accountID, jobID, uploadedSize, upSize, upETag, upVersion)
 }
 
@@ -148,7 +211,7 @@ func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err e
 	s.claimTurn.Lock()
 	last := s.claimTurn.last
 	s.claimTurn.Unlock()
-	job, err = s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_claim_job($1, $2, $3)`, last, s.opts.NodeID, micros(s.opts.Lease))
+	job, err = s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_claim_job($1, $2, $3)`, last, s.opts.NodeID, micros(s.opts.Lease))
 	switch {
 	case err == store.ErrNotFound:
 		return store.Job{}, false, nil
@@ -180,8 +243,16 @@ func (s *Store) finishJobCall(ctx context.Context, jobID string, attempt int, o 
 			return store.Job{}, err
 		}
 	}
-	return s.callJob(ctx, `SELECT `+jobCols+` FROM convsvc_finish_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA, nullString(outWarnings), verified)
+	const sql = `SELECT ` + jobCols + ` FROM convsvc_finish_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	job, err := s.callJob(ctx, nil, sql, jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA,
+		nullString(outWarnings), verified, false)
+	if errors.Is(err, errDeliveries) {
+		// The job has webhook destinations: the function leaves their deliveries to
+		// recordWebhookEvents, in its transaction, with the job it finished.
+		job, err = s.callJob(ctx, recordWebhookEvents, sql, jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA,
+			nullString(outWarnings), verified, true)
+	}
+	return job, err
 }
 
 // AuthenticateWrite resolves a live key by the SHA-256 of its secret and counts one write

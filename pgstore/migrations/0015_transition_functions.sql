@@ -3,8 +3,9 @@
 -- change and its spend movement commit together, and an error leaves nothing behind. They do
 -- exactly what pgstore's Go transactions do (jobs.go, jobfair.go) for the common case; for a
 -- case they leave to Go they raise SQLSTATE CVFB0 having changed nothing, and pgstore runs its
--- Go transaction instead. The other SQLSTATEs are the caller's errors, which pgstore maps to
--- store's sentinels with the message as given here:
+-- Go transaction instead (CVWH0: convsvc_finish_job's webhook deliveries, below). The other
+-- SQLSTATEs are the caller's errors, which pgstore maps to store's sentinels with the message
+-- as given here:
 --   CV404 store.ErrNotFound, CV403 store.ErrLimitReached, CV429 store.ErrQueueFull,
 --   CV409 store.ErrInvalidState, CV400 store.ErrInvalidArgument.
 
@@ -174,12 +175,14 @@ BEGIN
     END LOOP;
 END $$;
 
--- convsvc_finish_job: FinishJob of a running attempt that is not past its expires_at, whose
--- finish records no webhook delivery (no enabled endpoint of its account, no webhook_url) and
+-- convsvc_finish_job: FinishJob of a running attempt that is not past its expires_at and
 -- finishes no batch: success turns the reservation into this month's spend, failure releases
--- it. The other cases are left to Go. A job no longer running that attempt is CV409.
+-- it. The other cases are left to Go. A job no longer running that attempt is CV409. A job
+-- with webhook destinations (an enabled endpoint of its account, or its webhook_url) raises
+-- CVWH0 unless p_deliveries_in_go says the caller records their deliveries (Go encodes the
+-- job for them) in the same transaction, after this call.
 CREATE FUNCTION convsvc_finish_job(p_job text, p_attempt integer, p_status text, p_code text, p_message text, p_reason text,
-    p_out_bytes bigint, p_out_sha256 text, p_out_warnings text, p_out_verified boolean)
+    p_out_bytes bigint, p_out_sha256 text, p_out_warnings text, p_out_verified boolean, p_deliveries_in_go boolean)
 RETURNS jobs LANGUAGE plpgsql AS $$
 DECLARE
     v_job jobs; v_unfinished integer;
@@ -191,10 +194,13 @@ BEGIN
     IF v_job.status <> 'running' OR v_job.attempt <> p_attempt THEN
         RAISE EXCEPTION 'job is % (attempt %), not running attempt %', v_job.status, v_job.attempt, p_attempt USING ERRCODE = 'CV409';
     END IF;
-    IF v_job.expires_at <= now()
-        OR EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = v_job.account_id AND e.disabled_at IS NULL)
-        OR EXISTS (SELECT 1 FROM job_webhooks w WHERE w.job_id = p_job) THEN
-        RAISE EXCEPTION 'left to Go' USING ERRCODE = 'CVFB0';
+    IF v_job.expires_at <= now() THEN
+        RAISE EXCEPTION 'expired: left to Go' USING ERRCODE = 'CVFB0';
+    END IF;
+    IF NOT p_deliveries_in_go AND (
+        EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = v_job.account_id AND e.disabled_at IS NULL)
+        OR EXISTS (SELECT 1 FROM job_webhooks w WHERE w.job_id = p_job)) THEN
+        RAISE EXCEPTION 'webhook deliveries: recorded by Go' USING ERRCODE = 'CVWH0';
     END IF;
     UPDATE accounts SET reserved_cents = reserved_cents - 1 WHERE id = v_job.account_id AND reserved_cents >= 1;
     IF NOT FOUND THEN
