@@ -270,12 +270,9 @@ func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration
 	var count *int
 	var oldest, now *time.Time
 	err = s.pool.QueryRow(ctx, `WITH k AS (SELECT `+keyCols+` FROM api_keys WHERE hash = $1),
-		w AS (
+		w (n, oldest, now) AS (
 			INSERT INTO rate_windows AS r (key_id, times) SELECT id, ARRAY[clock_timestamp()] FROM k WHERE revoked_at IS NULL
-			ON CONFLICT (key_id) DO UPDATE SET times =
-				ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond' ORDER BY t) || clock_timestamp()
-			WHERE cardinality(ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond')) < $2
-			RETURNING cardinality(times) AS n, times[1] AS oldest, clock_timestamp() AS now)
+			`+rateWindowCount+`)
 		SELECT k.id, k.account_id, k.prefix, k.hash, k.created_at, k.revoked_at, k.presets_only, w.n, w.oldest, w.now
 		FROM k LEFT JOIN w ON true`, hash[:], limit, micros(window)).
 		Scan(&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly, &count, &oldest, &now)
@@ -293,11 +290,8 @@ func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration
 		return key, true, limit - *count, oldest.Add(window).Sub(*now), nil
 	}
 	// Refused: when the oldest counted write leaves the window (AllowWrite's second statement).
-	var o, n time.Time
-	err = s.pool.QueryRow(ctx, `SELECT (SELECT min(t) FROM unnest(times) t WHERE t > clock_timestamp() - $2 * interval '1 microsecond'),
-		clock_timestamp() FROM rate_windows WHERE key_id = $1`, key.ID, micros(window)).Scan(&o, &n)
-	if err != nil {
-		return store.APIKey{}, false, 0, 0, wrap("rate window", err)
+	if reset, err = s.rateWindowReset(ctx, key.ID, window); err != nil {
+		return store.APIKey{}, false, 0, 0, err
 	}
-	return key, false, 0, max(o.Add(window).Sub(n), 0), nil
+	return key, false, 0, reset, nil
 }
