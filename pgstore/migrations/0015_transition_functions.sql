@@ -32,14 +32,13 @@ BEGIN
     END IF;
 END $$;
 
--- convsvc_create_job: CreateJob without an Idempotency-Key. Locks the account, checks the cap
--- (and max_queued when the job is queued at create: a source_url job), reserves the cent,
--- inserts the job and its webhook_url.
-CREATE FUNCTION convsvc_create_job(p_id text, p_account text, p_status text, p_input_format text, p_target_format text,
-    p_input_bytes bigint, p_options bytea, p_retention_us bigint, p_source_url text, p_deliver_to jsonb, p_webhook_url text)
-RETURNS jobs LANGUAGE plpgsql AS $$
+-- convsvc_lock_account_room locks the account's row, then reads this month's spend (a later
+-- statement, so it sees every finish that committed while it waited for the lock: pgstore's
+-- lockAccountSpend), and refuses with CV403 unless p_more more cents fit under the cap beside
+-- the spend and the reservations. It returns the account's max_queued.
+CREATE FUNCTION convsvc_lock_account_room(p_account text, p_more bigint) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-    v_cap bigint; v_reserved bigint; v_spent bigint; v_queued bigint; v_max bigint; v_job jobs;
+    v_cap bigint; v_reserved bigint; v_spent bigint; v_max bigint;
 BEGIN
     SELECT spend_cap_cents, reserved_cents, max_queued INTO v_cap, v_reserved, v_max FROM accounts WHERE id = p_account FOR UPDATE;
     IF NOT FOUND THEN
@@ -47,9 +46,22 @@ BEGIN
     END IF;
     SELECT coalesce((SELECT cents FROM month_spend WHERE account_id = p_account
         AND month = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')), 0) INTO v_spent;
-    IF v_spent + v_reserved + 1 > v_cap THEN
+    IF v_spent + v_reserved + p_more > v_cap THEN
         RAISE EXCEPTION '% spent and % reserved of a % cent cap this month', v_spent, v_reserved, v_cap USING ERRCODE = 'CV403';
     END IF;
+    RETURN v_max;
+END $$;
+
+-- convsvc_create_job: CreateJob without an Idempotency-Key. Locks the account, checks the cap
+-- (and max_queued when the job is queued at create: a source_url job), reserves the cent,
+-- inserts the job and its webhook_url.
+CREATE FUNCTION convsvc_create_job(p_id text, p_account text, p_status text, p_input_format text, p_target_format text,
+    p_input_bytes bigint, p_options bytea, p_retention_us bigint, p_source_url text, p_deliver_to jsonb, p_webhook_url text)
+RETURNS jobs LANGUAGE plpgsql AS $$
+DECLARE
+    v_queued bigint; v_max bigint; v_job jobs;
+BEGIN
+    v_max := convsvc_lock_account_room(p_account, 1);
     IF p_status = 'queued' AND v_max IS NOT NULL THEN
         SELECT count(*) INTO v_queued FROM jobs WHERE account_id = p_account AND status = 'queued';
         IF v_queued + 1 > v_max THEN
@@ -84,7 +96,7 @@ END $$;
 CREATE FUNCTION convsvc_start_job(p_account text, p_job text, p_size bigint, p_up_size bigint, p_up_etag text, p_up_version text)
 RETURNS jobs LANGUAGE plpgsql AS $$
 DECLARE
-    v_cap bigint; v_reserved bigint; v_spent bigint; v_queued bigint; v_max bigint; v_job jobs;
+    v_queued bigint; v_max bigint; v_job jobs;
 BEGIN
     SELECT * INTO v_job FROM jobs WHERE id = p_job AND account_id = p_account AND expires_at > now() FOR UPDATE;
     IF NOT FOUND THEN
@@ -96,15 +108,7 @@ BEGIN
     IF p_size <> v_job.input_bytes THEN
         RAISE EXCEPTION 'size mismatch' USING ERRCODE = 'CVFB0';
     END IF;
-    SELECT spend_cap_cents, reserved_cents, max_queued INTO v_cap, v_reserved, v_max FROM accounts WHERE id = p_account FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'account % not found', p_account USING ERRCODE = 'CV404';
-    END IF;
-    SELECT coalesce((SELECT cents FROM month_spend WHERE account_id = p_account
-        AND month = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')), 0) INTO v_spent;
-    IF v_spent + v_reserved > v_cap THEN
-        RAISE EXCEPTION '% spent and % reserved of a % cent cap this month', v_spent, v_reserved, v_cap USING ERRCODE = 'CV403';
-    END IF;
+    v_max := convsvc_lock_account_room(p_account, 0);
     IF v_max IS NOT NULL THEN
         SELECT count(*) INTO v_queued FROM jobs WHERE account_id = p_account AND status = 'queued';
         IF v_queued >= v_max THEN
