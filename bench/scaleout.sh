@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Starts PostgreSQL (Debian's package, initdb into a temporary directory, a free loopback port,
-# fsync off) and versitygw (built once by .ci/versitygw) with a bucket, runs bench/scaleout
-# against them, and stops both. Arguments go to bench/scaleout (-clients, -duration, ...).
-# Run from the module root as root or as a user that may run postgres:
+# fsync and synchronous_commit on, as users run it; SCALEOUT_FSYNC=off turns both off) and
+# versitygw (built once by .ci/versitygw) with a bucket, runs bench/scaleout against them, then
+# pgbench -N (TPC-B without the branch and teller updates: 3 updates, an insert and a select a
+# transaction, scale 10) for 15 s at the same client count on the same PostgreSQL, the ceiling the
+# API's PostgreSQL rows are compared with, and stops both. Arguments go to bench/scaleout
+# (-clients, -duration, -only, ...). Run from the module root as root or as a user that may run
+# postgres:
 #
-#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512]
+#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
@@ -24,7 +28,7 @@ mkdir "$work/pg"; [ "$(id -u)" = 0 ] && chown postgres:postgres "$work/pg"
 run_pg "$PGBIN/initdb" -D "$work/pg/data" -U postgres -A trust -E UTF8 --no-sync >/dev/null
 pg_port=$(free_port)
 run_pg "$PGBIN/postgres" -D "$work/pg/data" -p "$pg_port" -k "$work/pg" -c listen_addresses=127.0.0.1 \
-  -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300 >"$work/pg.log" 2>&1 &
+  -c fsync="${SCALEOUT_FSYNC:-on}" -c synchronous_commit="${SCALEOUT_FSYNC:-on}" -c max_connections=300 >"$work/pg.log" 2>&1 &
 pg_pid=$!
 for _ in $(seq 1 600); do "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$pg_port" && break; sleep 0.1; done
 
@@ -42,3 +46,17 @@ curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECR
 
 go run ./bench/scaleout -postgres "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" \
   -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout "$@"
+
+# pgbench -N at the same client count on the same instance.
+clients=32
+while [ $# -gt 0 ]; do
+  case "$1" in -clients) clients=$2; shift ;; -clients=*) clients=${1#-clients=} ;; esac
+  shift
+done
+run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "CREATE DATABASE pgbench" postgres
+run_pg "$PGBIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench >/dev/null 2>&1
+echo
+echo "pgbench -N -c $clients -j 2 -T 15 (fsync ${SCALEOUT_FSYNC:-on}, load $(cut -d' ' -f1 /proc/loadavg) before):"
+run_pg "$PGBIN/pgbench" -N -c "$clients" -j 2 -T 15 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench 2>/dev/null |
+  grep -E '^(latency average|tps)'
+echo "load after: $(cut -d' ' -f1 /proc/loadavg)"

@@ -48,7 +48,7 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 			}
 			return
 		}
-		key, err := s.cfg.Store.Authenticate(token)
+		key, d, counted, err := s.authenticate(token, write)
 		if err != nil {
 			// A store failure is not the caller's: it spends no budget.
 			if !errors.Is(err, store.ErrUnauthorized) || s.failedAuth(w, r, s.anon, budgetAddress, now) {
@@ -61,13 +61,14 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 		if write {
 			limiter = s.writes
 		}
-		var d rateDecision
-		if write && s.cfg.WriteLimiter != nil {
+		switch {
+		case counted:
+		case write && s.cfg.WriteLimiter != nil:
 			if d, err = s.allowWrite(key.ID); err != nil {
 				s.writeError(w, r, err)
 				return
 			}
-		} else {
+		default:
 			d = limiter.Allow(key.ID, now)
 		}
 		setRateHeaders(w, d)

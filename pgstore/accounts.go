@@ -314,22 +314,36 @@ func (s *Store) AllowWrite(keyID string, limit int, window time.Duration) (allow
 	var count int
 	var oldest, now time.Time
 	err = s.pool.QueryRow(ctx, `INSERT INTO rate_windows AS r (key_id, times) VALUES ($1, ARRAY[clock_timestamp()])
-		ON CONFLICT (key_id) DO UPDATE SET times =
-			ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond' ORDER BY t) || clock_timestamp()
-		WHERE cardinality(ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond')) < $2
-		RETURNING cardinality(times), times[1], clock_timestamp()`, keyID, limit, micros(window)).Scan(&count, &oldest, &now)
+		`+rateWindowCount, keyID, limit, micros(window)).Scan(&count, &oldest, &now)
 	if err == nil {
 		return true, limit - count, oldest.Add(window).Sub(now), nil
 	}
 	if !isNoRows(err) {
 		return false, 0, 0, wrap("rate window", err)
 	}
-	err = s.pool.QueryRow(ctx, `SELECT (SELECT min(t) FROM unnest(times) t WHERE t > clock_timestamp() - $2 * interval '1 microsecond'),
+	reset, err = s.rateWindowReset(ctx, keyID, window)
+	return false, 0, reset, err
+}
+
+// rateWindowCount is the ON CONFLICT clause of the INSERT INTO rate_windows AS r that counts
+// one write ($2 the limit, $3 the window in microseconds): it keeps the times inside the window
+// and adds now, unless the limit is reached (then no row). It returns the count, the oldest
+// time and now.
+const rateWindowCount = `ON CONFLICT (key_id) DO UPDATE SET times =
+			ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond' ORDER BY t) || clock_timestamp()
+		WHERE cardinality(ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond')) < $2
+		RETURNING cardinality(times), times[1], clock_timestamp()`
+
+// rateWindowReset is how long until the oldest write inside the key's window leaves it, for a
+// refused write.
+func (s *Store) rateWindowReset(ctx context.Context, keyID string, window time.Duration) (time.Duration, error) {
+	var oldest, now time.Time
+	err := s.pool.QueryRow(ctx, `SELECT (SELECT min(t) FROM unnest(times) t WHERE t > clock_timestamp() - $2 * interval '1 microsecond'),
 		clock_timestamp() FROM rate_windows WHERE key_id = $1`, keyID, micros(window)).Scan(&oldest, &now)
 	if err != nil {
-		return false, 0, 0, wrap("rate window", err)
+		return 0, wrap("rate window", err)
 	}
-	return false, 0, max(oldest.Add(window).Sub(now), 0), nil
+	return max(oldest.Add(window).Sub(now), 0), nil
 }
 
 // PurgeRateWindows deletes the windows of keys with no write inside the last window, so the

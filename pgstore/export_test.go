@@ -94,3 +94,7 @@ func (n planNode) rowsRead() int {
 
 // LockAccountClaims is the first key of the advisory lock a capped account's claims take.
 const LockAccountClaims = lockAccountClaims
+
+// UseGoTransitions makes s run every transition as its Go transaction, as before the
+// transition functions of migration 0015, for the test that counts both paths' round trips.
+func (s *Store) UseGoTransitions() { s.goTransitions = true }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -140,6 +141,19 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if p.IdempotencyKey == "" {
+		job, err := s.createJobCall(ctx, p, status)
+		if !errors.Is(err, errFallback) {
+			if err != nil {
+				return store.Job{}, store.Response{}, wrap("create job", err)
+			}
+			resp, err := render(job)
+			if err != nil {
+				return store.Job{}, store.Response{}, fmt.Errorf("render response: %w", err)
+			}
+			return job, resp, nil
+		}
+	}
 	var job store.Job
 	var resp store.Response
 	var renderErr error
@@ -369,6 +383,13 @@ func (s *Store) StartSealedJob(accountID, jobID string, up store.Upload) (store.
 func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.Upload) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, wrap("start job", err)
+		}
+		s.signal(job.ID)
+		return job, nil
+	}
 	var job store.Job
 	var mismatch bool
 	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
@@ -425,6 +446,15 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if job, ok, err = s.claimJobCall(ctx); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, false, wrap("claim job", err)
+		}
+		if ok {
+			s.signal(job.ID)
+		}
+		return job, ok, nil
+	}
 	var expired []string
 	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		ok, expired = false, expired[:0]
@@ -556,6 +586,14 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if job, err := s.finishJobCall(ctx, jobID, attempt, o); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, wrap("finish job", err)
+		}
+		s.reportFinished([]store.Job{job})
+		s.signal(job.ID)
+		return job, nil
+	}
 	var job store.Job
 	var expired bool
 	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {

@@ -1,12 +1,16 @@
-// Command scaleout measures convsvc on PostgreSQL + S3-compatible storage with one and with
-// three `convsvc serve` nodes, against the embedded default (bbolt + the local blob store) on
-// one node, in the same run:
+// Command scaleout measures convsvc on PostgreSQL with the local blob store on one node and
+// with S3-compatible storage on one and three `convsvc serve` nodes, against the embedded
+// default (bbolt + the local blob store) on one node, in the same run (-only picks some):
 //
 //   - API: creates+starts per second and their p50/p99 latency from -clients concurrent
 //     clients, spread round-robin over the nodes. A create phase (POST /v1/jobs for -duration)
 //     is followed by untimed uploads of a 16x16 PNG to each job's presigned URL and a start
 //     phase (POST /v1/jobs/{id}/start for every job). Each key makes at most 60 jobs (120
-//     writes, SPEC's limit per rolling minute), so the run never meets the rate limit.
+//     writes, SPEC's limit per rolling minute), so the run never meets the rate limit. Job n
+//     uses key n mod -keys (keys are spread over -keys/10+1 accounts in turn), so concurrent
+//     clients act for different accounts, as many tenants do; -spread=false gives each key
+//     its 60 jobs in a row, so all clients write to one or two accounts at a time, whose
+//     row locks then serialise them (one commit, and with fsync on one WAL flush, at a time).
 //   - Conversions (on new nodes and a new database): -conversions PNG -> GIF jobs of a -size x -size noisy image, uploaded
 //     first, then started all at once over the nodes; conversions per second is their number
 //     over the time from the first start to the last success.
@@ -14,7 +18,7 @@
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
-//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512]
+//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3]
 //
 // S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (inherited by the nodes).
 package main
@@ -32,7 +36,9 @@ import (
 	mrand "math/rand/v2"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,13 +65,34 @@ var (
 	size        = flag.Int("size", 512, "width and height of the conversion phase's noisy PNG")
 	keys        = flag.Int("keys", 600, "API keys (each makes at most 60 jobs)")
 	prebuilt    = flag.String("bin", "", "convsvc binary (default: build this module)")
+	spread      = flag.Bool("spread", true, "job n uses key n mod -keys, so concurrent clients write as different keys and accounts; false: each key's 60 jobs in a row, so all clients share one or two keys and accounts at a time")
+	poolConns   = flag.Int("pool-max-conns", 0, "pool_max_conns on the nodes' database URL (default: pgxpool's, max(4, CPUs))")
+	only        = flag.String("only", "", "comma-separated contenders to run (default all): "+strings.Join(contenderKeys(), ","))
 )
 
 // contender is one configuration under test.
 type contender struct {
+	key   string // its -only name
 	name  string
 	nodes int
-	pg    bool // PostgreSQL + S3, else bbolt + local blobs
+	pg    bool // PostgreSQL, else bbolt
+	s3    bool // S3 object storage, else the local blob store
+}
+
+// contenders are the configurations compared, in the order they run.
+var contenders = []contender{
+	{"bbolt", "bbolt + local blobs, 1 node", 1, false, false},
+	{"pg-local", "PostgreSQL + local blobs, 1 node", 1, true, false},
+	{"pg-s3", "PostgreSQL + S3, 1 node", 1, true, true},
+	{"pg-s3-3", "PostgreSQL + S3, 3 nodes", 3, true, true},
+}
+
+func contenderKeys() []string {
+	var keys []string
+	for _, c := range contenders {
+		keys = append(keys, c.key)
+	}
+	return keys
 }
 
 func main() {
@@ -79,12 +106,14 @@ func main() {
 	defer os.RemoveAll(dir)
 	bin, err := benchkit.Server(dir, *prebuilt)
 	check(err)
-	benchkit.Header(os.Stdout, "scaleout: PostgreSQL + S3 with 1 and 3 nodes vs bbolt on 1 node")
+	benchkit.Header(os.Stdout, "scaleout: PostgreSQL + local blobs or S3, 1 and 3 nodes, vs bbolt on 1 node")
 	fmt.Printf("clients %d, create phase %v, conversions %d of a %dx%d PNG -> GIF\n\n", *clients, *duration, *conversions, *size, *size)
-	contenders := []contender{{"bbolt + local blobs, 1 node", 1, false}, {"PostgreSQL + S3, 1 node", 1, true}, {"PostgreSQL + S3, 3 nodes", 3, true}}
 	fmt.Println("| backend | creates+starts/s | p50 ms | p99 ms | jobs | conversions/s | load avg before -> after |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for i, c := range contenders {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), c.key) {
+			continue
+		}
 		load := benchkit.LoadAvg()
 		// Each phase gets its own nodes on a fresh database and prefix, so the conversion
 		// phase does not share the workers with the API phase's thousands of started jobs.
@@ -109,8 +138,16 @@ func startNodes(bin, dir string, i int, c contender) ([]string, func()) {
 		u, err := url.Parse(*pgURL)
 		check(err)
 		u.Path = "/" + db
-		common = []string{"--database", u.String(), "--object-storage", "s3://" + *bucket + "/bench-" + strconv.Itoa(i) + "-" + randomHex(4),
-			"--s3-endpoint", *s3Endpoint, "--s3-region", *s3Region}
+		if *poolConns > 0 {
+			q := u.Query()
+			q.Set("pool_max_conns", strconv.Itoa(*poolConns))
+			u.RawQuery = q.Encode()
+		}
+		common = []string{"--database", u.String()}
+		if c.s3 {
+			common = append(common, "--object-storage", "s3://"+*bucket+"/bench-"+strconv.Itoa(i)+"-"+randomHex(4),
+				"--s3-endpoint", *s3Endpoint, "--s3-region", *s3Region)
+		}
 	}
 	var procs []*testproc.Proc
 	var urls []string
@@ -173,7 +210,11 @@ func runAPI(nodes []string) apiResult {
 				if n/perKeyJobs >= len(keyList) {
 					return
 				}
-				key, node := keyList[n/perKeyJobs], n%len(nodes)
+				k := n / perKeyJobs
+				if *spread {
+					k = n % len(keyList)
+				}
+				key, node := keyList[k], n%len(nodes)
 				var res benchkit.Reservation
 				t0 := time.Now()
 				err := benchkit.DoJSON(ctx, hc, "POST", nodes[node]+"/v1/jobs", key,

@@ -1,6 +1,6 @@
 // Command serveprof is `convsvc serve` with a CPU profile: it runs the same service.Run the
 // binary runs with serve's default GC heap floor, takes the flags testproc passes (serve
-// --data --listen --blob-listen [--log-level] [--workers]), prints the same "serving" line,
+// --data --listen --blob-listen [--log-level] [--workers] [--database] [--admin-token]), prints the same "serving" line,
 // and profiles the whole process until SIGTERM, when it writes the profile to
 // $CONVSVC_CPUPROFILE and drains. SIGUSR1 cuts the profile: what was recorded so far is
 // written and a new one starts in $CONVSVC_CPUPROFILE.1, .2, ... (apibench sends it between
@@ -37,7 +37,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintln(os.Stderr, "usage: serveprof serve --data DIR [--listen ADDR] [--blob-listen ADDR] [--log-level LEVEL] [--workers N]")
+		fmt.Fprintln(os.Stderr, "usage: serveprof serve --data DIR [--listen ADDR] [--blob-listen ADDR] [--log-level LEVEL] [--workers N] [--database URL] [--admin-token TOKEN]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
@@ -46,6 +46,8 @@ func main() {
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "API address")
 	fs.StringVar(&cfg.BlobListen, "blob-listen", "127.0.0.1:8081", "object storage address")
 	fs.IntVar(&cfg.Workers, "workers", 0, "conversion workers")
+	fs.StringVar(&cfg.Database, "database", "", "job database (a postgres:// URL for PostgreSQL)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "admin token")
 	level := fs.String("log-level", "warn", "log level")
 	fs.Parse(os.Args[2:])
 	var lvl slog.Level

@@ -1,0 +1,297 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// The hot transitions (create, start, claim, finish) are each one statement: a call of a
+// server-side function of migration 0015, which does in one round trip what the Go
+// transaction of the same method does in 6 to 9. A function raises SQLSTATE CVFB0, having
+// changed nothing, for the cases it leaves to Go (a size mismatch at start, an expired job at
+// the head of the queue, a finish that records webhook deliveries or completes a batch, ...),
+// and the method then runs its Go transaction: the semantics are that transaction's either way.
+
+// errFallback says a transition function left the case to the Go transaction.
+var errFallback = errors.New("transition left to the Go transaction")
+
+// errDeliveries says convsvc_finish_job would record webhook deliveries, which it leaves to
+// Go (recordWebhookEvents encodes the job).
+var errDeliveries = errors.New("finish records webhook deliveries")
+
+// transitionErr maps a transition function's SQLSTATE to store's sentinels; other errors are
+// returned as they are.
+func transitionErr(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case "CVFB0":
+		return errFallback
+	case "CVWH0":
+		return errDeliveries
+	case "CV404":
+		return store.ErrNotFound
+	case "CV403":
+		return fmt.Errorf("%w: %s", store.ErrLimitReached, pgErr.Message)
+	case "CV429":
+		return fmt.Errorf("%w: %s", store.ErrQueueFull, pgErr.Message)
+	case "CV409":
+		return fmt.Errorf("%w: %s", store.ErrInvalidState, pgErr.Message)
+	case "CV400":
+		return fmt.Errorf("%w: %s", store.ErrInvalidArgument, pgErr.Message)
+	}
+	return err
+}
+
+// retryable reports whether PostgreSQL aborted a statement for a serialization failure or a
+// deadlock, which running it again resolves (as Store.tx does for transactions).
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01")
+}
+
+// callJob runs a transition function that returns at most one job (SELECT jobCols FROM
+// fn(...)) in one round trip: BEGIN, the call, COMMIT and convsvc_send_notifies() (the
+// notifications it queued, sent after the commit) as one batch. With then, BEGIN and the call
+// go first, then runs in the same transaction with the job the call returned (the writes
+// that Go encodes, such as webhook deliveries), and COMMIT and the notifications follow: two
+// round trips and then's. It runs it all again (up to 5 times) when PostgreSQL aborted it for
+// a deadlock. No row is store.ErrNotFound.
+func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, sql string, args ...any) (store.Job, error) {
+	if s.goTransitions {
+		return store.Job{}, errFallback
+	}
+	for attempt := 1; ; attempt++ {
+		job, err := s.callOnce(ctx, then, sql, args)
+		if attempt < 5 && retryable(err) {
+			continue
+		}
+		if err != nil {
+			return store.Job{}, transitionErr(err)
+		}
+		return job, nil
+	}
+}
+
+func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, sql string, args []any) (job store.Job, err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return store.Job{}, err
+	}
+	defer conn.Release()
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(sql, args...)
+	if then == nil {
+		b.Queue(`COMMIT`)
+		b.Queue(`SELECT convsvc_send_notifies()`)
+	}
+	br := conn.SendBatch(ctx, b)
+	_, err = br.Exec()
+	var noRow bool
+	if err == nil {
+		job, err = scanJob(br.QueryRow())
+		if err == store.ErrNotFound {
+			noRow, err = true, nil // a claim that found nothing: the batch goes on
+		}
+	}
+	for i := 0; i < b.Len()-2 && err == nil; i++ {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && then != nil {
+		if !noRow {
+			err = then(ctx, connTx{conn.Conn()}, job)
+		}
+		if err == nil {
+			b := &pgx.Batch{}
+			b.Queue(`COMMIT`)
+			b.Queue(`SELECT convsvc_send_notifies()`)
+			err = conn.SendBatch(ctx, b).Close()
+		}
+	}
+	if err != nil {
+		// A failed statement leaves the explicit transaction aborted: end it, so the
+		// connection goes back to the pool usable (the pool drops one left in a transaction).
+		if pc := conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = conn.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+		return store.Job{}, err
+	}
+	if noRow {
+		return store.Job{}, store.ErrNotFound
+	}
+	return job, nil
+}
+
+// connTx is the transaction callOnce began on a connection with its own BEGIN, as the pgx.Tx
+// that the Go helpers of the transitions take (recordWebhookEvents). callOnce commits or
+// rolls it back; Commit and Rollback here refuse.
+type connTx struct{ c *pgx.Conn }
+
+func (t connTx) Begin(ctx context.Context) (pgx.Tx, error) {
+	return nil, errors.New("pgstore: no nested transaction here")
+}
+
+func (t connTx) Commit(context.Context) error {
+	return errors.New("pgstore: callOnce commits its own transaction")
+}
+
+func (t connTx) Rollback(context.Context) error {
+	return errors.New("pgstore: callOnce rolls back its own transaction")
+}
+
+func (t connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+	return t.c.CopyFrom(ctx, table, cols, src)
+}
+
+func (t connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	return t.c.SendBatch(ctx, b)
+}
+func (t connTx) LargeObjects() pgx.LargeObjects { return pgx.LargeObjects{} }
+
+func (t connTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+	return t.c.Prepare(ctx, name, sql)
+}
+
+func (t connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return t.c.Exec(ctx, sql, args...)
+}
+
+func (t connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return t.c.Query(ctx, sql, args...)
+}
+
+func (t connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return t.c.QueryRow(ctx, sql, args...)
+}
+
+func (t connTx) Conn() *pgx.Conn { return t.c }
+
+// createJobCall is CreateJob without an Idempotency-Key in one round trip.
+func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, status string) (store.Job, error) {
+	var opts []byte
+	if p.Options != nil {
+		opts = p.Options
+	}
+	return s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
+		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL)
+}
+
+// startJobCall is startJob in one round trip.
+func (s *Store) startJobCall(ctx context.Context, accountID, jobID string, uploadedSize int64, up *store.Upload) (store.Job, error) {
+	var upSize *int64
+	var upETag, upVersion *string
+	if up != nil {
+		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
+	}
+	return s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6)`,
+		accountID, jobID, uploadedSize, upSize, upETag, upVersion)
+}
+
+// claimJobCall is ClaimJob in one round trip; ok is false when nothing queued may run.
+func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err error) {
+	if s.goTransitions {
+		return store.Job{}, false, errFallback
+	}
+	s.claimTurn.Lock()
+	last := s.claimTurn.last
+	s.claimTurn.Unlock()
+	job, err = s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_claim_job($1, $2, $3)`, last, s.opts.NodeID, micros(s.opts.Lease))
+	switch {
+	case err == store.ErrNotFound:
+		return store.Job{}, false, nil
+	case err != nil:
+		return store.Job{}, false, err
+	}
+	s.claimTurn.Lock()
+	s.claimTurn.last = job.AccountID
+	s.claimTurn.Unlock()
+	return job, true, nil
+}
+
+// finishJobCall is FinishJob in one round trip, for the outcomes it takes (a success with its
+// output, or a failure).
+func (s *Store) finishJobCall(ctx context.Context, jobID string, attempt int, o store.Outcome) (store.Job, error) {
+	status, reason := store.StatusFailed, o.ErrorReason
+	var outBytes *int64
+	var outSHA *string
+	var outWarnings []byte
+	verified := false
+	if o.ErrorCode == "" {
+		if o.Output == nil {
+			return store.Job{}, errFallback // the Go transaction says why it is refused
+		}
+		status, reason = store.StatusSucceeded, ""
+		outBytes, outSHA, verified = &o.Output.Bytes, &o.Output.SHA256, o.Output.Verified
+		var err error
+		if outWarnings, err = warningsJSON(o.Output); err != nil {
+			return store.Job{}, err
+		}
+	}
+	const sql = `SELECT ` + jobCols + ` FROM convsvc_finish_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+	job, err := s.callJob(ctx, nil, sql, jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA,
+		nullString(outWarnings), verified, false)
+	if errors.Is(err, errDeliveries) {
+		// The job has webhook destinations: the function leaves their deliveries to
+		// recordWebhookEvents, in its transaction, with the job it finished.
+		job, err = s.callJob(ctx, recordWebhookEvents, sql, jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA,
+			nullString(outWarnings), verified, true)
+	}
+	return job, err
+}
+
+// AuthenticateWrite resolves a live key by the SHA-256 of its secret and counts one write
+// against its rolling window, in one statement (one round trip): Authenticate and AllowWrite
+// in one. A malformed, unknown or revoked key is store.ErrUnauthorized and counts nothing. The
+// key is read in the same statement that counts the write, so a revocation holds on every
+// node as soon as RevokeKey returns.
+func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration) (key store.APIKey, allowed bool, remaining int, reset time.Duration, err error) {
+	if err := store.ParseKey(secret); err != nil {
+		return store.APIKey{}, false, 0, 0, fmt.Errorf("%w: %w", store.ErrUnauthorized, err)
+	}
+	hash := store.HashKey(secret)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var count *int
+	var oldest, now *time.Time
+	err = s.pool.QueryRow(ctx, `WITH k AS (SELECT `+keyCols+` FROM api_keys WHERE hash = $1),
+		w (n, oldest, now) AS (
+			INSERT INTO rate_windows AS r (key_id, times) SELECT id, ARRAY[clock_timestamp()] FROM k WHERE revoked_at IS NULL
+			`+rateWindowCount+`)
+		SELECT k.id, k.account_id, k.prefix, k.hash, k.created_at, k.revoked_at, k.presets_only, w.n, w.oldest, w.now
+		FROM k LEFT JOIN w ON true`, hash[:], limit, micros(window)).
+		Scan(&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly, &count, &oldest, &now)
+	if isNoRows(err) {
+		return store.APIKey{}, false, 0, 0, store.ErrUnauthorized
+	} else if err != nil {
+		return store.APIKey{}, false, 0, 0, wrap("authenticate write", err)
+	}
+	key.CreatedAt = key.CreatedAt.UTC()
+	key.RevokedAt = utcPtr(key.RevokedAt)
+	if key.RevokedAt != nil {
+		return store.APIKey{}, false, 0, 0, fmt.Errorf("%w: key revoked", store.ErrUnauthorized)
+	}
+	if count != nil {
+		return key, true, limit - *count, oldest.Add(window).Sub(*now), nil
+	}
+	// Refused: when the oldest counted write leaves the window (AllowWrite's second statement).
+	if reset, err = s.rateWindowReset(ctx, key.ID, window); err != nil {
+		return store.APIKey{}, false, 0, 0, err
+	}
+	return key, false, 0, reset, nil
+}
