@@ -46,7 +46,7 @@ func (o s3Objects) DownloadURL(job store.Job, expires time.Time) string {
 			name += "." + ext
 		}
 	}
-	u, err := o.s.DownloadURL(job.ID, job.Output.Attempt, name, "", expires)
+	u, err := o.s.DownloadURL(job.ObjectID(), job.Output.Attempt, name, "", expires)
 	if err != nil {
 		return ""
 	}

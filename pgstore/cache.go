@@ -1,0 +1,231 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// The conversion cache on PostgreSQL: store/cache.go's rules on the tables of migration 0016.
+// An entry's row is locked (FOR UPDATE) by a hit and by its eviction, and an object's
+// references change in one UPSERT, so hits, stores and evictions on any node count exactly.
+
+// cacheKeyOf is the job's cache key, or "" when it takes no part in the cache or its input's
+// hash is not known yet.
+func cacheKeyOf(job store.Job) string {
+	if job.CacheBase == "" || job.InputSHA256 == "" {
+		return ""
+	}
+	return store.CacheKey(job.CacheBase, job.InputSHA256)
+}
+
+// takeCached gives job the cached output of its key, when there is one, adding the job's
+// reference and marking the entry used; the caller then finishes the job succeeded.
+func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
+	key := cacheKeyOf(*job)
+	if key == "" {
+		return false, nil
+	}
+	var out store.Output
+	var object string
+	var warnings *string
+	err := tx.QueryRow(ctx, `UPDATE cache_entries SET last_used = clock_timestamp() WHERE key = $1
+		RETURNING object, output_bytes, output_sha256, output_attempt, output_warnings, output_verified`, key).
+		Scan(&object, &out.Bytes, &out.SHA256, &out.Attempt, &warnings, &out.Verified)
+	if isNoRows(err) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("cache entry: %w", err)
+	}
+	if warnings != nil {
+		if err := json.Unmarshal([]byte(*warnings), &out.Warnings); err != nil {
+			return false, fmt.Errorf("cache entry: output_warnings: %w", err)
+		}
+	}
+	out.Cached, out.Object = true, object
+	job.Output = &out
+	return true, addRef(ctx, tx, object, 1)
+}
+
+// putCached records a job that just succeeded by converting as its key's entry, unless the
+// key has one already, and evicts least recently used entries past maxBytes (0: no bound).
+func putCached(ctx context.Context, tx pgx.Tx, job store.Job, maxBytes int64) error {
+	key := cacheKeyOf(job)
+	if key == "" || job.Output == nil || job.Output.Object != "" || (maxBytes > 0 && job.Output.Bytes > maxBytes) {
+		return nil
+	}
+	warnings, err := warningsJSON(job.Output)
+	if err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO cache_entries (key, object, output_bytes, output_sha256, output_attempt, output_warnings, output_verified, last_used)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp()) ON CONFLICT (key) DO NOTHING`,
+		key, job.ID, job.Output.Bytes, job.Output.SHA256, job.Attempt, nullString(warnings), job.Output.Verified)
+	if err != nil || tag.RowsAffected() == 0 {
+		return err // an identical job's output is cached already
+	}
+	if err := addRef(ctx, tx, job.ID, 1); err != nil {
+		return err
+	}
+	var total int64
+	if err := tx.QueryRow(ctx, `UPDATE cache_totals SET entries = entries + 1, bytes = bytes + $1 WHERE id = 1 RETURNING bytes`,
+		job.Output.Bytes).Scan(&total); err != nil {
+		return err
+	}
+	for maxBytes > 0 && total > maxBytes {
+		var old string
+		err := tx.QueryRow(ctx, `SELECT key FROM cache_entries WHERE key <> $1 ORDER BY last_used, key LIMIT 1 FOR UPDATE SKIP LOCKED`, key).Scan(&old)
+		if isNoRows(err) {
+			return nil // the rest is in use by other transactions; the next store evicts
+		} else if err != nil {
+			return err
+		}
+		freed, err := dropEntry(ctx, tx, old)
+		if err != nil {
+			return err
+		}
+		total -= freed
+	}
+	return nil
+}
+
+// dropEntry removes a cache entry and its reference, returning its bytes; no entry is 0.
+func dropEntry(ctx context.Context, tx pgx.Tx, key string) (int64, error) {
+	var object string
+	var bytes int64
+	err := tx.QueryRow(ctx, `DELETE FROM cache_entries WHERE key = $1 RETURNING object, output_bytes`, key).Scan(&object, &bytes)
+	if isNoRows(err) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE cache_totals SET entries = greatest(entries - 1, 0), bytes = greatest(bytes - $1, 0) WHERE id = 1`, bytes); err != nil {
+		return 0, err
+	}
+	return bytes, addRef(ctx, tx, object, -1)
+}
+
+// addRef adds delta to the object's references. When the last one goes and the job that
+// wrote the object is gone, the object is recorded dead for the sweeper. The job's row is read
+// FOR SHARE, so a concurrent deletion of the job is either seen whole or waited for.
+func addRef(ctx context.Context, tx pgx.Tx, object string, delta int64) error {
+	if delta > 0 {
+		_, err := tx.Exec(ctx, `INSERT INTO cache_refs (object, refs) VALUES ($1, $2)
+			ON CONFLICT (object) DO UPDATE SET refs = cache_refs.refs + excluded.refs`, object, delta)
+		return err
+	}
+	var left int64
+	err := tx.QueryRow(ctx, `UPDATE cache_refs SET refs = refs + $2 WHERE object = $1 AND refs + $2 > 0 RETURNING refs`, object, delta).Scan(&left)
+	if err == nil {
+		return nil
+	} else if !isNoRows(err) {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM cache_refs WHERE object = $1`, object); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 FOR SHARE)`, object).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil // the job's own expiry deletes it
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO cache_dead (object) VALUES ($1) ON CONFLICT DO NOTHING`, object)
+	return err
+}
+
+// releaseOutputs drops the references the jobs being deleted held on other jobs' outputs.
+func releaseOutputs(ctx context.Context, tx pgx.Tx, jobs []store.Job) error {
+	for _, job := range jobs {
+		if job.Output == nil || job.Output.Object == "" || job.Output.Object == job.ID {
+			continue
+		}
+		if err := addRef(ctx, tx, job.Output.Object, -1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checksumMismatch is store's check of an upload's SHA-256 against input_sha256.
+func checksumMismatch(job *store.Job, sum string) (bool, string) {
+	switch {
+	case sum == "":
+		return false, ""
+	case job.InputSHA256 == "":
+		job.InputSHA256 = sum
+		return false, ""
+	case job.InputSHA256 != sum:
+		return true, fmt.Sprintf("the uploaded bytes have SHA-256 %s, not input_sha256 %s", sum, job.InputSHA256)
+	}
+	return false, ""
+}
+
+// OutputHeld reports whether the stored output of the job with this id is still used by
+// another job or by the cache (store.Store.OutputHeld).
+func (s *Store) OutputHeld(jobID string) (bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cache_refs WHERE object = $1)`, jobID).Scan(&held)
+	return held, wrap("output held", err)
+}
+
+// DeadOutputs lists objects whose files are to be deleted (store.Store.DeadOutputs).
+func (s *Store) DeadOutputs() ([]string, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT object FROM cache_dead ORDER BY object LIMIT 1000`)
+	if err != nil {
+		return nil, wrap("dead outputs", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, wrap("dead outputs", err)
+}
+
+// ForgetDeadOutputs removes objects from DeadOutputs once their files are deleted.
+func (s *Store) ForgetDeadOutputs(ids []string) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `DELETE FROM cache_dead WHERE object = ANY($1)`, ids)
+	return wrap("forget dead outputs", err)
+}
+
+// CachedOutput returns the cache entry of key, if there is one.
+func (s *Store) CachedOutput(key string) (store.CacheEntry, bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	e := store.CacheEntry{Key: key}
+	err := s.pool.QueryRow(ctx, `SELECT object, output_bytes, output_sha256, output_attempt, output_verified, last_used FROM cache_entries WHERE key = $1`, key).
+		Scan(&e.Object, &e.Output.Bytes, &e.Output.SHA256, &e.Output.Attempt, &e.Output.Verified, &e.LastUsed)
+	if isNoRows(err) {
+		return store.CacheEntry{}, false, nil
+	} else if err != nil {
+		return store.CacheEntry{}, false, wrap("cached output", err)
+	}
+	return e, true, nil
+}
+
+// DropCacheEntry removes the cache entry of key (its output was found missing).
+func (s *Store) DropCacheEntry(key string) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return wrap("drop cache entry", s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := dropEntry(ctx, tx, key)
+		return err
+	}))
+}
+
+// CacheStats counts the cache's entries and the bytes of their outputs.
+func (s *Store) CacheStats() (store.CacheStats, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var st store.CacheStats
+	err := s.pool.QueryRow(ctx, `SELECT entries, bytes FROM cache_totals WHERE id = 1`).Scan(&st.Entries, &st.Bytes)
+	return st, wrap("cache stats", err)
+}
