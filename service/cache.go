@@ -112,3 +112,9 @@ func (m *Main) sweepDeadOutputs() {
 		m.log.Warn("forget dead outputs", "error", err)
 	}
 }
+
+// The conversion cache's scopes (--cache-scope), as the API names them.
+const (
+	CacheScopeAccount = httpapi.CacheScopeAccount
+	CacheScopeGlobal  = httpapi.CacheScopeGlobal
+)
