@@ -85,7 +85,8 @@ type ConvertRequest struct {
 	Preset string
 	// IdempotencyKey (optional) makes the create safe to repeat across calls; within one call
 	// the create's retries are safe without it.
-	IdempotencyKey string	// InputSHA256 (optional) is In's SHA-256 (FileSHA256): when the server's conversion cache
+	IdempotencyKey string
+	// InputSHA256 (optional) is In's SHA-256 (FileSHA256): when the server's conversion cache
 	// holds the same conversion, the job succeeds at create and nothing is uploaded.
 	InputSHA256 string
 }

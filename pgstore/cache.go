@@ -229,3 +229,63 @@ func (s *Store) CacheStats() (store.CacheStats, error) {
 	err := s.pool.QueryRow(ctx, `SELECT entries, bytes FROM cache_totals WHERE id = 1`).Scan(&st.Entries, &st.Bytes)
 	return st, wrap("cache stats", err)
 }
+
+// claimFlight makes a job just claimed the one converting its key, or, when another job of
+// the key is running, sets job.WaitFor to it. The key's row serialises claimers on every node.
+func claimFlight(ctx context.Context, tx pgx.Tx, job *store.Job) error {
+	key := cacheKeyOf(*job)
+	if key == "" {
+		return nil
+	}
+	var holder string
+	err := tx.QueryRow(ctx, `INSERT INTO cache_inflight (key, job_id) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id
+			WHERE cache_inflight.job_id = excluded.job_id OR NOT EXISTS (
+				SELECT 1 FROM jobs WHERE id = cache_inflight.job_id AND status = 'running')
+		RETURNING job_id`, key, job.ID).Scan(&holder)
+	if !isNoRows(err) {
+		return err
+	}
+	if err := tx.QueryRow(ctx, `SELECT job_id FROM cache_inflight WHERE key = $1`, key).Scan(&holder); err != nil {
+		return err
+	}
+	job.WaitFor = holder
+	return nil
+}
+
+// endFlight forgets a job that finished as the one converting its key.
+func endFlight(ctx context.Context, tx pgx.Tx, job store.Job) error {
+	key := cacheKeyOf(job)
+	if key == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM cache_inflight WHERE key = $1 AND job_id = $2`, key, job.ID)
+	return err
+}
+
+// FinishFromCache is store.Store.FinishFromCache on PostgreSQL.
+func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit bool, err error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
+		var err error
+		hit = false
+		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID)); err != nil {
+			return err
+		}
+		if job.Status != store.StatusRunning || job.Attempt != attempt {
+			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if hit, err = takeCached(ctx, tx, &job); err != nil {
+			return err
+		} else if hit {
+			return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)
+		}
+		return claimFlight(ctx, tx, &job)
+	})
+	if err != nil {
+		return store.Job{}, false, wrap("finish from cache", err)
+	}
+	s.signal(job.ID)
+	return job, hit, nil
+}

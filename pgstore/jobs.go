@@ -497,8 +497,10 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 				return err
 			}
 			// An identical job converted while this one waited: answered from the cache.
-			if hit, err := takeCached(ctx, tx, &job); err != nil || !hit {
+			if hit, err := takeCached(ctx, tx, &job); err != nil {
 				return err
+			} else if !hit {
+				return claimFlight(ctx, tx, &job)
 			}
 			if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output); err != nil {
 				return err
@@ -788,6 +790,9 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 		return err
 	}
 	*job = updated
+	if err := endFlight(ctx, tx, *job); err != nil {
+		return err
+	}
 	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
 		return err
 	}

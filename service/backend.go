@@ -45,6 +45,7 @@ type JobStore interface {
 	CachedOutput(key string) (store.CacheEntry, bool, error)
 	DropCacheEntry(key string) error
 	CacheStats() (store.CacheStats, error)
+	FinishFromCache(jobID string, attempt int) (store.Job, bool, error)
 	Waiters() int
 	Ping() error
 	Close() error

@@ -1,7 +1,11 @@
 package service
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -118,3 +122,58 @@ const (
 	CacheScopeAccount = httpapi.CacheScopeAccount
 	CacheScopeGlobal  = httpapi.CacheScopeGlobal
 )
+
+// twinPoll is how often a job waiting for its twin's conversion asks the store again when no
+// change of the twin was signalled (another node's, with notifications lost).
+const twinPoll = 2 * time.Second
+
+// awaitTwin waits for the job converting the same input as job (job.WaitFor) to finish, then
+// asks the store to answer job from the cache (FinishFromCache). answered is true when the job
+// succeeded from the cache, or is no longer this attempt's (cancelled, expired): either way
+// the worker claims the next job. False means the worker converts job itself (the twin
+// failed, or ctx ended: shutdown handles the job as any running one).
+func (q *jobQueue) awaitTwin(ctx context.Context, job *store.Job) (answered bool, err error) {
+	for job.WaitFor != "" {
+		changed, stop := q.store.WaitChange(job.WaitFor)
+		t := time.NewTimer(twinPoll)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		stop()
+		if ctx.Err() != nil {
+			return false, nil
+		}
+		next, hit, err := q.store.FinishFromCache(job.ID, job.Attempt)
+		switch {
+		case errors.Is(err, store.ErrInvalidState) || errors.Is(err, store.ErrNotFound):
+			q.forgetClaim(*job)
+			return true, nil
+		case err != nil:
+			return false, err
+		case hit:
+			q.forgetClaim(*job)
+			logTransition(q.log, next, slog.String("reason", "cache_hit"))
+			return true, nil
+		}
+		job.WaitFor = next.WaitFor
+		job.InputSHA256, job.CacheBase = next.InputSHA256, next.CacheBase
+	}
+	return false, nil
+}
+
+// forgetClaim drops what the queue keeps of a claimed attempt that will not be converted.
+func (q *jobQueue) forgetClaim(job store.Job) {
+	q.stopHeartbeat(job.ID, job.Attempt)
+	key := claimKey{job.ID, job.Attempt}
+	q.mu.Lock()
+	delete(q.claims, key)
+	delete(q.inputFaults, key)
+	delete(q.outputFaults, key)
+	if j, ok := q.running[job.ID]; ok && j.Attempt == job.Attempt {
+		delete(q.running, job.ID)
+	}
+	q.mu.Unlock()
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/convsvc/convsvc/internal/testing/testenv"
@@ -180,5 +181,62 @@ func TestCache_GlobalScope(t *testing.T) {
 	r.JSON(t, &res)
 	if res.Job.Status != "succeeded" || !res.Job.Output.Cached {
 		t.Fatalf("another account under --cache-scope global: %s, want succeeded from the cache", res.Job.Status)
+	}
+}
+
+// TestCache_IdenticalJobsOneConversion: N identical jobs started at once on two workers cost
+// one conversion and N cents: a worker that claims a twin of the job converting waits for it
+// (single flight) and the rest are answered at start or claim.
+func TestCache_IdenticalJobsOneConversion(t *testing.T) {
+	for _, b := range []struct {
+		name string
+		opts func(t *testing.T) []func(*service.Config)
+	}{
+		{"bbolt", func(*testing.T) []func(*service.Config) { return nil }},
+		{"postgres", func(t *testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Postgres(t)} }},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			testenv.LocalBlobsOnly(t, "the cache needs the upload's hash at start")
+			const n = 8
+			e := testenv.Start(t, b.opts(t)...)
+			png := testenv.Sample(t, "images/sample.png")
+			ids := make([]string, n)
+			for i := range ids {
+				res := e.Create(e.Key, "png", "webp", int64(len(png)))
+				testenv.MustStatus(t, e.Upload(res.UploadURL, png), 200, "")
+				ids[i] = res.Job.ID
+			}
+			var wg sync.WaitGroup
+			for _, id := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if r := e.Start(e.Key, id); r.Status != 200 {
+						t.Errorf("start %s: %d %s", id, r.Status, r.Body)
+					}
+				}()
+			}
+			wg.Wait()
+			cached := 0
+			for _, id := range ids {
+				j := e.WaitFinished(e.Key, id)
+				if j.Status != "succeeded" {
+					t.Fatalf("job %s: %s", id, j.Error())
+				}
+				if j.Output.Cached {
+					cached++
+				}
+			}
+			m := e.Scrape()
+			if conv := m.Value("convsvc_conversions_total", "outcome", "succeeded"); conv != 1 || cached != n-1 {
+				t.Fatalf("%v conversions and %d jobs from the cache, want 1 and %d", conv, cached, n-1)
+			}
+			if h := m.Value("convsvc_cache_hits_total"); h != n-1 {
+				t.Fatalf("convsvc_cache_hits_total %v, want %d", h, n-1)
+			}
+			if a := e.Account(e.AccountID); a["reserved_cents"] != 0.0 || a["spent_cents"] != float64(n) {
+				t.Fatalf("account: reserved %v spent %v, want 0 and %d", a["reserved_cents"], a["spent_cents"], n)
+			}
+		})
 	}
 }

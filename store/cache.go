@@ -423,3 +423,71 @@ func verifyCacheRefs(tx *bolt.Tx, problems *[]error) error {
 	}
 	return nil
 }
+
+// bucketCacheInflight names, per cache key, the job converting it (single flight): a claim of
+// another job with the key while that one runs waits for it (Job.WaitFor).
+var bucketCacheInflight = []byte("cache_inflight") // cache key -> job id
+
+// claimFlight makes a job just claimed the one converting its key, or, when another job of the
+// key is running, sets job.WaitFor to it.
+func claimFlight(tx *bolt.Tx, job *Job) error {
+	key := cacheKeyOf(*job)
+	if key == "" {
+		return nil
+	}
+	b, err := tx.CreateBucketIfNotExists(bucketCacheInflight)
+	if err != nil {
+		return err
+	}
+	if v := b.Get([]byte(key)); v != nil && string(v) != job.ID {
+		other, err := findJob(tx, string(v))
+		if err != nil && err != ErrNotFound {
+			return err
+		}
+		if err == nil && other.Status == StatusRunning {
+			job.WaitFor = other.ID
+			return nil
+		}
+	}
+	return b.Put([]byte(key), []byte(job.ID))
+}
+
+// endFlight forgets a job that finished as the one converting its key.
+func endFlight(tx *bolt.Tx, job Job) error {
+	key := cacheKeyOf(job)
+	b := tx.Bucket(bucketCacheInflight)
+	if key == "" || b == nil || string(b.Get([]byte(key))) != job.ID {
+		return nil
+	}
+	return b.Delete([]byte(key))
+}
+
+// FinishFromCache is called for a running attempt that waited (Job.WaitFor) for another job
+// converting the same input: when that job's output is cached, the attempt succeeds with it
+// (hit, its cent charged, in one transaction); otherwise the attempt becomes the one that
+// converts, or, when another job of the key is still converting, job.WaitFor names it again.
+// A job no longer running that attempt is ErrInvalidState.
+func (s *Store) FinishFromCache(jobID string, attempt int) (job Job, hit bool, err error) {
+	now := s.opts.Now().UTC()
+	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
+		var err error
+		hit = false
+		if job, err = findJob(tx, jobID); err != nil {
+			return err
+		}
+		if job.Status != StatusRunning || job.Attempt != attempt {
+			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if hit, err = takeCached(tx, &job, now); err != nil {
+			return err
+		} else if hit {
+			return s.finish(tx, fin, &job, StatusSucceeded, now)
+		}
+		return claimFlight(tx, &job)
+	})
+	if err != nil {
+		return Job{}, false, err
+	}
+	s.signal(job.ID)
+	return job, hit, nil
+}

@@ -292,8 +292,10 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 				return err
 			}
 			// An identical job converted while this one waited: answered from the cache.
-			if hit, err := takeCached(tx, &job, now); err != nil || !hit {
+			if hit, err := takeCached(tx, &job, now); err != nil {
 				return err
+			} else if !hit {
+				return claimFlight(tx, &job)
 			}
 			if err := s.finish(tx, fin, &job, StatusSucceeded, now); err != nil {
 				return err
@@ -641,6 +643,9 @@ func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now 
 	}
 	job.FinishedAt = &now
 	if err := putJob(tx, *job); err != nil {
+		return err
+	}
+	if err := endFlight(tx, *job); err != nil {
 		return err
 	}
 	if err := s.recordWebhookEvents(tx, *job, now); err != nil {

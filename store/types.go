@@ -81,6 +81,10 @@ type Job struct {
 	// what, how, and by which converter versions, without the input; "" when the job neither
 	// looks up nor stores a cached output (cache off, "cache": false, an unversioned path).
 	CacheBase string `json:"cache_base,omitempty"`
+	// WaitFor is set by ClaimJob and FinishFromCache, not stored: another job with the same
+	// cache key is converting, and the worker waits for it (FinishFromCache) instead of
+	// converting the same input twice.
+	WaitFor string `json:"-"`
 }
 
 // Delivery is a caller's destination for a job's output: a URL the output is PUT to (usually

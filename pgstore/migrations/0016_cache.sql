@@ -39,3 +39,10 @@ CREATE TABLE cache_totals (
 	bytes   bigint NOT NULL
 );
 INSERT INTO cache_totals (id, entries, bytes) VALUES (1, 0, 0);
+
+-- The job converting each cache key (single flight): a claim of another job with the key
+-- while that one runs waits for it instead of converting the same input again.
+CREATE TABLE cache_inflight (
+	key    text PRIMARY KEY,
+	job_id text NOT NULL
+);

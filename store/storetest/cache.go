@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ var cacheCases = []testCase{
 	{"CacheOffStoresNothing", testCacheOff},
 	{"CacheEvictsLeastRecentlyUsed", testCacheLRU},
 	{"CacheReferencesKeepOutputs", testCacheReferences},
+	{"CacheSingleFlight", testCacheSingleFlight},
 }
 
 func init() { cases = append(cases, cacheCases...) }
@@ -354,4 +356,52 @@ func testCacheReferences(t *testing.T, newStore NewFunc) {
 	if err := f.s.VerifyLedger(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// testCacheSingleFlight: a claim of a job whose twin is converting names the twin (WaitFor);
+// FinishFromCache answers it once the twin's output is cached, and makes it the converting
+// job when the twin failed.
+func testCacheSingleFlight(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	var jobs []store.Job
+	for range 3 {
+		j := f.cached("base", sha(1))
+		if _, err := f.s.StartSealedJob(f.acct.ID, j.ID, store.Upload{Size: 10, SHA256: sha(1)}); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	a, b := f.claim(), f.claim()
+	if a.WaitFor != "" || b.WaitFor != a.ID {
+		t.Fatalf("claims: %s waits for %q, %s waits for %q; want the second to wait for the first", a.ID, a.WaitFor, b.ID, b.WaitFor)
+	}
+	got, hit, err := f.s.FinishFromCache(b.ID, b.Attempt)
+	if err != nil || hit || got.WaitFor != a.ID {
+		t.Fatalf("FinishFromCache while the twin converts: hit %v, waits for %q, %v", hit, got.WaitFor, err)
+	}
+	// The twin fails: the waiting job becomes the one that converts.
+	if _, err := f.s.FinishJob(a.ID, a.Attempt, store.Outcome{ErrorCode: store.CodeConversionFailed, ErrorMessage: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	got, hit, err = f.s.FinishFromCache(b.ID, b.Attempt)
+	if err != nil || hit || got.WaitFor != "" {
+		t.Fatalf("FinishFromCache after the twin failed: hit %v, waits for %q, %v; want to convert", hit, got.WaitFor, err)
+	}
+	c := f.claim()
+	if c.WaitFor != b.ID {
+		t.Fatalf("third job waits for %q, want %s (now converting)", c.WaitFor, b.ID)
+	}
+	done, err := f.s.FinishJob(b.ID, b.Attempt, success(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, hit, err = f.s.FinishFromCache(c.ID, c.Attempt)
+	if err != nil || !hit {
+		t.Fatalf("FinishFromCache after the twin succeeded: hit %v, %v", hit, err)
+	}
+	wantHit(t, got, done)
+	if _, _, err := f.s.FinishFromCache(c.ID, c.Attempt); !errors.Is(err, store.ErrInvalidState) {
+		t.Fatalf("FinishFromCache of a finished job: %v, want ErrInvalidState", err)
+	}
+	f.checkLedger(0, 2)
 }

@@ -68,6 +68,7 @@ type Backend interface {
 	CachedOutput(key string) (store.CacheEntry, bool, error)
 	DropCacheEntry(key string) error
 	CacheStats() (store.CacheStats, error)
+	FinishFromCache(jobID string, attempt int) (store.Job, bool, error)
 }
 
 // Options configures the store a case opens.
