@@ -68,9 +68,6 @@ func putCached(ctx context.Context, tx pgx.Tx, job store.Job, maxBytes int64) er
 	if err != nil || tag.RowsAffected() == 0 {
 		return err // an identical job's output is cached already
 	}
-	if err := addRef(ctx, tx, job.ID, 1); err != nil {
-		return err
-	}
 	var total int64
 	if err := tx.QueryRow(ctx, `UPDATE cache_totals SET entries = entries + 1, bytes = bytes + $1 WHERE id = 1 RETURNING bytes`,
 		job.Output.Bytes).Scan(&total); err != nil {
@@ -93,7 +90,7 @@ func putCached(ctx context.Context, tx pgx.Tx, job store.Job, maxBytes int64) er
 	return nil
 }
 
-// dropEntry removes a cache entry and its reference, returning its bytes; no entry is 0.
+// dropEntry removes a cache entry, returning its bytes; no entry is 0.
 func dropEntry(ctx context.Context, tx pgx.Tx, key string) (int64, error) {
 	var object string
 	var bytes int64
@@ -106,7 +103,20 @@ func dropEntry(ctx context.Context, tx pgx.Tx, key string) (int64, error) {
 	if _, err := tx.Exec(ctx, `UPDATE cache_totals SET entries = greatest(entries - 1, 0), bytes = greatest(bytes - $1, 0) WHERE id = 1`, bytes); err != nil {
 		return 0, err
 	}
-	return bytes, addRef(ctx, tx, object, -1)
+	return bytes, nil
+}
+
+// dropEntriesOf removes the cache entries whose outputs are the objects' and no job uses.
+func dropEntriesOf(ctx context.Context, tx pgx.Tx, objects []string) error {
+	var n, bytes int64
+	err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM cache_entries e WHERE e.object = ANY($1)
+			AND NOT EXISTS (SELECT 1 FROM cache_refs r WHERE r.object = e.object) RETURNING output_bytes)
+		SELECT count(*), coalesce(sum(output_bytes), 0) FROM gone`, objects).Scan(&n, &bytes)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE cache_totals SET entries = greatest(entries - $1, 0), bytes = greatest(bytes - $2, 0) WHERE id = 1`, n, bytes)
+	return err
 }
 
 // addRef adds delta to the object's references. When the last one goes and the job that
@@ -135,13 +145,19 @@ func addRef(ctx context.Context, tx pgx.Tx, object string, delta int64) error {
 	if exists {
 		return nil // the job's own expiry deletes it
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO cache_dead (object) VALUES ($1) ON CONFLICT DO NOTHING`, object)
-	return err
+	if _, err = tx.Exec(ctx, `INSERT INTO cache_dead (object) VALUES ($1) ON CONFLICT DO NOTHING`, object); err != nil {
+		return err
+	}
+	return dropEntriesOf(ctx, tx, []string{object})
 }
 
-// releaseOutputs drops the references the jobs being deleted held on other jobs' outputs.
+// releaseOutputs is the deletion of jobs (their rows already deleted) in the cache: it drops
+// the references they held on other jobs' outputs, and the entries of their own outputs that no
+// job uses any more.
 func releaseOutputs(ctx context.Context, tx pgx.Tx, jobs []store.Job) error {
+	ids := make([]string, 0, len(jobs))
 	for _, job := range jobs {
+		ids = append(ids, job.ID)
 		if job.Output == nil || job.Output.Object == "" || job.Output.Object == job.ID {
 			continue
 		}
@@ -149,7 +165,7 @@ func releaseOutputs(ctx context.Context, tx pgx.Tx, jobs []store.Job) error {
 			return err
 		}
 	}
-	return nil
+	return dropEntriesOf(ctx, tx, ids)
 }
 
 // checksumMismatch is store's check of an upload's SHA-256 against input_sha256.
@@ -167,7 +183,7 @@ func checksumMismatch(job *store.Job, sum string) (bool, string) {
 }
 
 // OutputHeld reports whether the stored output of the job with this id is still used by
-// another job or by the cache (store.Store.OutputHeld).
+// another job (store.Store.OutputHeld).
 func (s *Store) OutputHeld(jobID string) (bool, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()

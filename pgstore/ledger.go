@@ -68,10 +68,7 @@ func (s *Store) VerifyLedger() error {
 		}
 		// The conversion cache's references: one per entry and per job pointing at an object.
 		err = check(`WITH want AS (
-				SELECT object, count(*) AS n FROM (
-					SELECT object FROM cache_entries
-					UNION ALL SELECT output_object FROM jobs WHERE output_object IS NOT NULL) x
-				GROUP BY 1)
+				SELECT output_object AS object, count(*) AS n FROM jobs WHERE output_object IS NOT NULL GROUP BY 1)
 			SELECT coalesce(w.object, r.object), coalesce(r.refs, 0), coalesce(w.n, 0)
 			FROM want w FULL JOIN cache_refs r ON r.object = w.object
 			WHERE coalesce(w.n, 0) <> coalesce(r.refs, 0)`,
@@ -79,7 +76,17 @@ func (s *Store) VerifyLedger() error {
 				var object string
 				var refs, want int64
 				err := rows.Scan(&object, &refs, &want)
-				return fmt.Errorf("output %s has %d references, %d entries and jobs use it", object, refs, want), err
+				return fmt.Errorf("output %s has %d references, %d jobs use it", object, refs, want), err
+			})
+		if err != nil {
+			return err
+		}
+		err = check(`SELECT e.object FROM cache_entries e WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.object)
+				AND NOT EXISTS (SELECT 1 FROM cache_refs r WHERE r.object = e.object)`,
+			func(rows pgx.Rows) (error, error) {
+				var object string
+				err := rows.Scan(&object)
+				return fmt.Errorf("cache entry of output %s outlived every job that uses it", object), err
 			})
 		if err != nil {
 			return err

@@ -57,8 +57,10 @@ func TestCache_SkipsUploadAndConversion(t *testing.T) {
 		name string
 		opts func(t *testing.T) []func(*service.Config)
 	}{
-		{"bbolt", func(*testing.T) []func(*service.Config) { return nil }},
-		{"postgres", func(t *testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Postgres(t)} }},
+		{"bbolt", func(*testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Cache} }},
+		{"postgres", func(t *testing.T) []func(*service.Config) {
+			return []func(*service.Config){testenv.Postgres(t), testenv.Cache}
+		}},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			testenv.LocalBlobsOnly(t, "the cache needs the upload's hash at start")
@@ -171,7 +173,7 @@ func TestCache_SkipsUploadAndConversion(t *testing.T) {
 // the cache; with the default (account) it is not (TestCache_SkipsUploadAndConversion).
 func TestCache_GlobalScope(t *testing.T) {
 	testenv.LocalBlobsOnly(t, "the cache needs the upload's hash at start")
-	e := testenv.Start(t, func(c *service.Config) { c.CacheScope = service.CacheScopeGlobal })
+	e := testenv.Start(t, testenv.Cache, func(c *service.Config) { c.CacheScope = service.CacheScopeGlobal })
 	png := testenv.Sample(t, "images/sample.png")
 	e.Convert(e.Key, "png", "jpeg", png)
 	_, other := e.NewAccount(100)
@@ -192,8 +194,10 @@ func TestCache_IdenticalJobsOneConversion(t *testing.T) {
 		name string
 		opts func(t *testing.T) []func(*service.Config)
 	}{
-		{"bbolt", func(*testing.T) []func(*service.Config) { return nil }},
-		{"postgres", func(t *testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Postgres(t)} }},
+		{"bbolt", func(*testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Cache} }},
+		{"postgres", func(t *testing.T) []func(*service.Config) {
+			return []func(*service.Config){testenv.Postgres(t), testenv.Cache}
+		}},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			testenv.LocalBlobsOnly(t, "the cache needs the upload's hash at start")

@@ -12,17 +12,20 @@ import (
 // The conversion cache (docs/cache.md). An entry maps a cache key (CacheKey: the input's
 // SHA-256 and the job's CacheBase) to the stored output of the job that converted it. Jobs
 // answered from the cache point at that output (Output.Object) instead of holding a copy, so
-// outputs are reference-counted: the entry and every job pointing at an object hold one
-// reference each; the job that wrote the object holds none. Deleting a job whose own output
-// is still referenced keeps the output (OutputHeld); dropping the last reference of an object
-// whose job is gone records it as dead (DeadOutputs), and the sweeper deletes it. Entries are
-// evicted least recently used first once their outputs' bytes pass Options.CacheMaxBytes.
+// outputs are reference-counted: every job pointing at an object holds one reference; the job
+// that wrote it holds none. Deleting a job whose own output is still referenced keeps the
+// output (OutputHeld); dropping the last reference of an object whose job is gone records it
+// as dead (DeadOutputs), and the sweeper deletes it. An entry lives as long as its output: it
+// goes with the last job that uses the output, so no file outlives every job's expires_at
+// (SPEC.md), and each hit extends it. Entries are also evicted least recently used first once
+// their outputs' bytes pass Options.CacheMaxBytes.
 
 var (
 	bucketCache     = []byte("cache")      // cache key -> CacheEntry JSON
 	bucketCacheLRU  = []byte("cache_lru")  // lastUsed(8) cache key -> nil, least recent first
 	bucketCacheRefs = []byte("cache_refs") // object (job id) -> references (8)
 	bucketCacheDead = []byte("cache_dead") // object (job id) -> nil: no job, no reference, files to delete
+	bucketCacheObjs = []byte("cache_objects") // object (job id) -> the cache key of its entry
 	metaCacheBytes  = []byte("cache_bytes")
 	metaCacheCount  = []byte("cache_entries")
 )
@@ -125,7 +128,11 @@ func putCached(tx *bolt.Tx, job Job, now time.Time, maxBytes int64) error {
 	if err := touchEntry(tx, &e, now); err != nil {
 		return err
 	}
-	if err := addRef(tx, job.ID, 1); err != nil {
+	objs, err := tx.CreateBucketIfNotExists(bucketCacheObjs)
+	if err != nil {
+		return err
+	}
+	if err := objs.Put([]byte(job.ID), []byte(key)); err != nil {
 		return err
 	}
 	total, err := addCacheBytes(tx, 1, out.Bytes)
@@ -154,7 +161,7 @@ func putCached(tx *bolt.Tx, job Job, now time.Time, maxBytes int64) error {
 	return nil
 }
 
-// dropEntry removes a cache entry and its reference, returning its bytes; no entry is 0.
+// dropEntry removes a cache entry, returning its bytes; no entry is 0.
 func dropEntry(tx *bolt.Tx, key string) (int64, error) {
 	b := tx.Bucket(bucketCache)
 	if b == nil {
@@ -177,7 +184,26 @@ func dropEntry(tx *bolt.Tx, key string) (int64, error) {
 	if _, err := addCacheBytes(tx, -1, -e.Output.Bytes); err != nil {
 		return 0, err
 	}
-	return e.Output.Bytes, addRef(tx, e.Object, -1)
+	if objs := tx.Bucket(bucketCacheObjs); objs != nil {
+		if err := objs.Delete([]byte(e.Object)); err != nil {
+			return 0, err
+		}
+	}
+	return e.Output.Bytes, nil
+}
+
+// dropEntryOf removes the cache entry whose output is the object's, if there is one.
+func dropEntryOf(tx *bolt.Tx, object string) error {
+	objs := tx.Bucket(bucketCacheObjs)
+	if objs == nil {
+		return nil
+	}
+	key := objs.Get([]byte(object))
+	if key == nil {
+		return nil
+	}
+	_, err := dropEntry(tx, string(key))
+	return err
 }
 
 // addCacheBytes adds to the count of the cache's entries and the bytes they hold, and
@@ -199,7 +225,8 @@ func addCacheBytes(tx *bolt.Tx, entries, bytes int64) (int64, error) {
 }
 
 // addRef adds delta to the object's references. When the last one goes and the job that
-// wrote the object is gone, the object is recorded dead for the sweeper to delete.
+// wrote the object is gone, the object is recorded dead for the sweeper to delete, and its
+// entry goes with it.
 func addRef(tx *bolt.Tx, object string, delta int64) error {
 	refs, err := tx.CreateBucketIfNotExists(bucketCacheRefs)
 	if err != nil {
@@ -223,7 +250,10 @@ func addRef(tx *bolt.Tx, object string, delta int64) error {
 	if err != nil {
 		return err
 	}
-	return dead.Put([]byte(object), nil)
+	if err := dead.Put([]byte(object), nil); err != nil {
+		return err
+	}
+	return dropEntryOf(tx, object)
 }
 
 // outputHeld reports whether an object has references.
@@ -232,16 +262,23 @@ func outputHeld(tx *bolt.Tx, object string) bool {
 	return refs != nil && refs.Get([]byte(object)) != nil
 }
 
-// releaseOutput drops the reference a job being deleted held on another job's output.
+// releaseOutput is a job's deletion in the cache: it drops the reference the job held on
+// another job's output, and when no job uses its own output any more, the entry of that
+// output (the caller deletes the job's record first).
 func releaseOutput(tx *bolt.Tx, job Job) error {
-	if job.Output == nil || job.Output.Object == "" || job.Output.Object == job.ID {
+	if job.Output != nil && job.Output.Object != "" && job.Output.Object != job.ID {
+		if err := addRef(tx, job.Output.Object, -1); err != nil {
+			return err
+		}
+	}
+	if outputHeld(tx, job.ID) {
 		return nil
 	}
-	return addRef(tx, job.Output.Object, -1)
+	return dropEntryOf(tx, job.ID)
 }
 
 // OutputHeld reports whether the stored output of the job with this id is still used by
-// another job or by the cache: deleting the job (retention) must then keep its output.
+// another job: deleting the job (retention) must then keep its output.
 func (s *Store) OutputHeld(jobID string) (bool, error) {
 	var held bool
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -350,19 +387,20 @@ func checksumMismatch(job *Job, sum string) bool {
 	return false
 }
 
-// verifyCacheRefs checks the cache's bookkeeping: each object's references are the entries
-// and jobs that use it, the totals are the entries', and a dead object has no job and no
+// verifyCacheRefs checks the cache's bookkeeping: each object's references are the jobs
+// that use it, every entry's output has a job, the totals are the entries', and a dead object has no job and no
 // reference.
 func verifyCacheRefs(tx *bolt.Tx, problems *[]error) error {
 	want := map[string]int64{}
 	var entries, bytes int64
+	var objects []string
 	if b := tx.Bucket(bucketCache); b != nil {
 		err := b.ForEach(func(k, _ []byte) error {
 			var e CacheEntry
 			if err := getJSON(b, k, &e); err != nil {
 				return err
 			}
-			want[e.Object]++
+			objects = append(objects, e.Object)
 			entries++
 			bytes += e.Output.Bytes
 			return nil
@@ -395,12 +433,17 @@ func verifyCacheRefs(tx *bolt.Tx, problems *[]error) error {
 	}
 	for object, n := range want {
 		if got[object] != n {
-			*problems = append(*problems, fmt.Errorf("output %s has %d references, %d entries and jobs use it", object, got[object], n))
+			*problems = append(*problems, fmt.Errorf("output %s has %d references, %d jobs use it", object, got[object], n))
 		}
 	}
 	for object, n := range got {
 		if _, ok := want[object]; !ok {
 			*problems = append(*problems, fmt.Errorf("output %s has %d references, nothing uses it", object, n))
+		}
+	}
+	for _, object := range objects {
+		if tx.Bucket(bucketJobs).Get([]byte(object)) == nil && got[object] == 0 {
+			*problems = append(*problems, fmt.Errorf("cache entry of output %s outlived every job that uses it", object))
 		}
 	}
 	var st CacheStats

@@ -20,9 +20,11 @@ CREATE TABLE cache_entries (
 	last_used       timestamptz NOT NULL
 );
 CREATE INDEX cache_entries_last_used ON cache_entries (last_used, key);
+CREATE INDEX cache_entries_object ON cache_entries (object);
 
--- References to stored outputs: one per cache entry and per job answered from it. The job that
--- wrote an output holds none; deleting it keeps an output with references.
+-- References to stored outputs: one per job answered from it. The job that wrote an output
+-- holds none; deleting it keeps an output with references. An entry goes with the last job
+-- that uses its output.
 CREATE TABLE cache_refs (
 	object text PRIMARY KEY,
 	refs   bigint NOT NULL CHECK (refs > 0)

@@ -111,7 +111,7 @@ func testCacheHitAtCreate(t *testing.T, newStore NewFunc) {
 		}
 	}
 	if held, err := f.s.OutputHeld(first.ID); err != nil || !held {
-		t.Fatalf("OutputHeld(%s) = %v, %v; want true (the entry and a job use it)", first.ID, held, err)
+		t.Fatalf("OutputHeld(%s) = %v, %v; want true (a job uses it)", first.ID, held, err)
 	}
 	st, err := f.s.CacheStats()
 	if err != nil || st.Entries != 1 || st.Bytes != 7 {
@@ -265,6 +265,9 @@ func testCacheLRU(t *testing.T, newStore NewFunc) {
 	b := f.convert(f.cached("base", sha(2)), sha(2), 4)
 	wantHit(t, f.cached("base", sha(1)), a) // a is now the more recent
 	c := f.convert(f.cached("base", sha(3)), sha(3), 4)
+	if e, ok, err := f.s.CachedOutput(store.CacheKey("base", sha(3))); err != nil || !ok || e.Object != c.ID {
+		t.Fatalf("newest entry %+v, %v, %v; want %s's", e, ok, err, c.ID)
+	}
 	for key, want := range map[string]bool{sha(1): true, sha(2): false, sha(3): true} {
 		if _, ok, err := f.s.CachedOutput(store.CacheKey("base", key)); err != nil || ok != want {
 			t.Errorf("entry of %s: %v, %v; want %v", key[56:], ok, err, want)
@@ -273,8 +276,8 @@ func testCacheLRU(t *testing.T, newStore NewFunc) {
 	if held, err := f.s.OutputHeld(b.ID); err != nil || held {
 		t.Errorf("evicted output held: %v, %v", held, err)
 	}
-	if held, err := f.s.OutputHeld(c.ID); err != nil || !held {
-		t.Errorf("cached output not held: %v, %v", held, err)
+	if held, err := f.s.OutputHeld(a.ID); err != nil || !held {
+		t.Errorf("output a hit uses not held: %v, %v", held, err)
 	}
 	if st, err := f.s.CacheStats(); err != nil || st.Entries != 2 || st.Bytes != 8 {
 		t.Fatalf("CacheStats %+v, %v; want 2 entries, 8 bytes", st, err)
@@ -289,60 +292,40 @@ func testCacheLRU(t *testing.T, newStore NewFunc) {
 	f.checkLedger(0, 5)
 }
 
-// testCacheReferences: retention deletes jobs, never an output another job or the cache uses;
-// the last reference of an output whose job is gone makes it dead, for the sweeper.
+// testCacheReferences: retention deletes jobs, never an output another job uses; the entry
+// of an output lives while a job uses it (a hit after the converting job expired still gets
+// it), and the last job's expiry makes the output dead, for the sweeper, and drops its entry,
+// so no file outlives every job's expires_at.
 func testCacheReferences(t *testing.T, newStore NewFunc) {
 	const retention = 2 * time.Second
 	f := newFixture(t, newStore, Options{Retention: retention}, 100)
 	first := f.convert(f.cached("base", sha(1)), sha(1), 6)
 	hit := f.cached("base", sha(1))
 	wantHit(t, hit, first)
-	f.waitExpired(hit.ID, retention)
-	deleted := map[string]bool{}
-	for len(deleted) < 2 {
-		ids, _, err := f.s.ExpireJobs(100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range ids {
-			deleted[id] = true
-		}
+	// The converting job expires first (limit 1: the earliest expiry).
+	if ids := f.expireUntil(1, first.ID); !slices.Equal(ids, []string{first.ID}) {
+		t.Fatalf("ExpireJobs(1) = %v; want [%s]", ids, first.ID)
 	}
-	if !deleted[first.ID] || !deleted[hit.ID] {
-		t.Fatalf("deleted %v, want both jobs", deleted)
-	}
-	// The entry still holds the first job's output: its files stay, the orphan sweep keeps them.
 	if held, err := f.s.OutputHeld(first.ID); err != nil || !held {
-		t.Fatalf("OutputHeld after both jobs expired = %v, %v; want true (the cache entry)", held, err)
+		t.Fatalf("OutputHeld after its job expired = %v, %v; want true (a hit uses it)", held, err)
 	}
 	if ok, err := f.s.JobExists(first.ID); err != nil || !ok {
 		t.Fatalf("JobExists(%s) = %v, %v; want true while its output is held", first.ID, ok, err)
 	}
-	if dead, err := f.s.DeadOutputs(); err != nil || len(dead) != 0 {
-		t.Fatalf("DeadOutputs %v, %v; want none while the entry holds it", dead, err)
-	}
-	// A job answered from the entry after its job is gone still gets it.
-	late := f.cached("base", sha(1))
+	late := f.cached("base", sha(1)) // the entry lives on with the output
 	if late.Output == nil || late.Output.Object != first.ID {
-		t.Fatalf("late hit %+v", late.Output)
+		t.Fatalf("late hit %+v, want the expired job's output", late.Output)
 	}
-	if err := f.s.DropCacheEntry(store.CacheKey("base", sha(1))); err != nil {
-		t.Fatal(err)
+	if dead, err := f.s.DeadOutputs(); err != nil || len(dead) != 0 {
+		t.Fatalf("DeadOutputs %v, %v; want none while jobs use it", dead, err)
 	}
-	if held, err := f.s.OutputHeld(first.ID); err != nil || !held {
-		t.Fatalf("OutputHeld with a live job using it = %v, %v; want true", held, err)
-	}
-	f.waitExpired(late.ID, retention)
-	for done := false; !done; {
-		ids, _, err := f.s.ExpireJobs(100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done = slices.Contains(ids, late.ID)
-	}
+	f.expireUntil(100, hit.ID, late.ID)
 	dead, err := f.s.DeadOutputs()
 	if err != nil || !slices.Equal(dead, []string{first.ID}) {
 		t.Fatalf("DeadOutputs %v, %v; want [%s]", dead, err, first.ID)
+	}
+	if _, ok, err := f.s.CachedOutput(store.CacheKey("base", sha(1))); err != nil || ok {
+		t.Fatalf("entry after its output's last job expired: %v, %v; want gone", ok, err)
 	}
 	if ok, err := f.s.JobExists(first.ID); err != nil || ok {
 		t.Fatalf("JobExists(%s) = %v, %v; want false once nothing holds it", first.ID, ok, err)
@@ -352,6 +335,12 @@ func testCacheReferences(t *testing.T, newStore NewFunc) {
 	}
 	if dead, err := f.s.DeadOutputs(); err != nil || len(dead) != 0 {
 		t.Fatalf("DeadOutputs after forgetting: %v, %v", dead, err)
+	}
+	// A converted job that no hit used takes its entry with it.
+	alone := f.convert(f.cached("base", sha(2)), sha(2), 3)
+	f.expireUntil(100, alone.ID)
+	if st, err := f.s.CacheStats(); err != nil || st.Entries != 0 || st.Bytes != 0 {
+		t.Fatalf("CacheStats after every job expired: %+v, %v; want empty", st, err)
 	}
 	if err := f.s.VerifyLedger(); err != nil {
 		t.Fatal(err)
@@ -404,4 +393,35 @@ func testCacheSingleFlight(t *testing.T, newStore NewFunc) {
 		t.Fatalf("FinishFromCache of a finished job: %v, want ErrInvalidState", err)
 	}
 	f.checkLedger(0, 2)
+}
+
+// expireUntil runs ExpireJobs(limit) until every job of ids was deleted (their expiry has to
+// come first), and returns what the first pass that deleted anything deleted.
+func (f *fixture) expireUntil(limit int, ids ...string) (first []string) {
+	f.t.Helper()
+	deadline := time.Now().Add(waitBound)
+	deleted := map[string]bool{}
+	for {
+		got, _, err := f.s.ExpireJobs(limit)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if first == nil && len(got) > 0 {
+			first = got
+		}
+		for _, id := range got {
+			deleted[id] = true
+		}
+		all := true
+		for _, id := range ids {
+			all = all && deleted[id]
+		}
+		if all {
+			return first
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("jobs %v not all expired after %v (deleted %v)", ids, waitBound, deleted)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
