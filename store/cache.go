@@ -21,10 +21,10 @@ import (
 // their outputs' bytes pass Options.CacheMaxBytes.
 
 var (
-	bucketCache     = []byte("cache")      // cache key -> CacheEntry JSON
-	bucketCacheLRU  = []byte("cache_lru")  // lastUsed(8) cache key -> nil, least recent first
-	bucketCacheRefs = []byte("cache_refs") // object (job id) -> references (8)
-	bucketCacheDead = []byte("cache_dead") // object (job id) -> nil: no job, no reference, files to delete
+	bucketCache     = []byte("cache")         // cache key -> CacheEntry JSON
+	bucketCacheLRU  = []byte("cache_lru")     // lastUsed(8) cache key -> nil, least recent first
+	bucketCacheRefs = []byte("cache_refs")    // object (job id) -> references (8)
+	bucketCacheDead = []byte("cache_dead")    // object (job id) -> nil: no job, no reference, files to delete
 	bucketCacheObjs = []byte("cache_objects") // object (job id) -> the cache key of its entry
 	metaCacheBytes  = []byte("cache_bytes")
 	metaCacheCount  = []byte("cache_entries")
