@@ -104,7 +104,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		sources := make([]string, len(p.Jobs))
 		delivers := make([]*string, len(p.Jobs))
 		sums, bases := make([]string, len(p.Jobs)), make([]string, len(p.Jobs)) // the conversion cache (cache.go)
-		var queued []string // source_url items: queued at create, as CreateJob does
+		var queued []string                                                     // source_url items: queued at create, as CreateJob does
 		for i, jp := range p.Jobs {
 			ids[i], inputs[i], targets[i], sizes[i] = store.NewJobID(now), jp.InputFormat, jp.TargetFormat, jp.InputBytes
 			if jp.Options != nil {

@@ -14,19 +14,10 @@ import (
 // An entry's row is locked (FOR UPDATE) by a hit and by its eviction, and an object's
 // references change in one UPSERT, so hits, stores and evictions on any node count exactly.
 
-// cacheKeyOf is the job's cache key, or "" when it takes no part in the cache or its input's
-// hash is not known yet.
-func cacheKeyOf(job store.Job) string {
-	if job.CacheBase == "" || job.InputSHA256 == "" {
-		return ""
-	}
-	return store.CacheKey(job.CacheBase, job.InputSHA256)
-}
-
 // takeCached gives job the cached output of its key, when there is one, adding the job's
 // reference and marking the entry used; the caller then finishes the job succeeded.
 func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
-	key := cacheKeyOf(*job)
+	key := store.CacheKeyOf(*job)
 	if key == "" {
 		return false, nil
 	}
@@ -54,7 +45,7 @@ func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
 // putCached records a job that just succeeded by converting as its key's entry, unless the
 // key has one already, and evicts least recently used entries past maxBytes (0: no bound).
 func putCached(ctx context.Context, tx pgx.Tx, job store.Job, maxBytes int64) error {
-	key := cacheKeyOf(job)
+	key := store.CacheKeyOf(job)
 	if key == "" || job.Output == nil || job.Output.Object != "" || (maxBytes > 0 && job.Output.Bytes > maxBytes) {
 		return nil
 	}
@@ -168,20 +159,6 @@ func releaseOutputs(ctx context.Context, tx pgx.Tx, jobs []store.Job) error {
 	return dropEntriesOf(ctx, tx, ids)
 }
 
-// checksumMismatch is store's check of an upload's SHA-256 against input_sha256.
-func checksumMismatch(job *store.Job, sum string) (bool, string) {
-	switch {
-	case sum == "":
-		return false, ""
-	case job.InputSHA256 == "":
-		job.InputSHA256 = sum
-		return false, ""
-	case job.InputSHA256 != sum:
-		return true, fmt.Sprintf("the uploaded bytes have SHA-256 %s, not input_sha256 %s", sum, job.InputSHA256)
-	}
-	return false, ""
-}
-
 // OutputHeld reports whether the stored output of the job with this id is still used by
 // another job (store.Store.OutputHeld).
 func (s *Store) OutputHeld(jobID string) (bool, error) {
@@ -249,7 +226,7 @@ func (s *Store) CacheStats() (store.CacheStats, error) {
 // claimFlight makes a job just claimed the one converting its key, or, when another job of
 // the key is running, sets job.WaitFor to it. The key's row serialises claimers on every node.
 func claimFlight(ctx context.Context, tx pgx.Tx, job *store.Job) error {
-	key := cacheKeyOf(*job)
+	key := store.CacheKeyOf(*job)
 	if key == "" {
 		return nil
 	}
@@ -271,7 +248,7 @@ func claimFlight(ctx context.Context, tx pgx.Tx, job *store.Job) error {
 
 // endFlight forgets a job that finished as the one converting its key.
 func endFlight(ctx context.Context, tx pgx.Tx, job store.Job) error {
-	key := cacheKeyOf(job)
+	key := store.CacheKeyOf(job)
 	if key == "" {
 		return nil
 	}

@@ -419,9 +419,8 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 			mismatch = true
 			return s.finish(ctx, tx, fin, &job, store.StatusCancelled, "", fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes), nil)
 		}
-		var msg string
-		if badSum, msg = checksumMismatch(&job, sha); badSum {
-			return s.finish(ctx, tx, fin, &job, store.StatusCancelled, "", msg, nil)
+		if badSum = store.ChecksumMismatch(&job, sha); badSum {
+			return s.finish(ctx, tx, fin, &job, store.StatusCancelled, "", job.ErrorMessage, nil)
 		}
 		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, accountID)
 		if err != nil {

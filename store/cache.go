@@ -46,9 +46,9 @@ func CacheKey(base, inputSHA256 string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// cacheKeyOf is the job's cache key, or "" when it takes no part in the cache or its input's
+// CacheKeyOf is the job's cache key, or "" when it takes no part in the cache or its input's
 // hash is not known yet.
-func cacheKeyOf(job Job) string {
+func CacheKeyOf(job Job) string {
 	if job.CacheBase == "" || job.InputSHA256 == "" {
 		return ""
 	}
@@ -58,7 +58,7 @@ func cacheKeyOf(job Job) string {
 // takeCached gives job the cached output of its key, when there is one, adding the job's
 // reference and marking the entry used. The caller then finishes the job succeeded.
 func takeCached(tx *bolt.Tx, job *Job, now time.Time) (bool, error) {
-	key := cacheKeyOf(*job)
+	key := CacheKeyOf(*job)
 	if key == "" {
 		return false, nil
 	}
@@ -108,7 +108,7 @@ func touchEntry(tx *bolt.Tx, e *CacheEntry, now time.Time) error {
 // key has one already (an identical job converted first), and evicts least recently used
 // entries past maxBytes (0: no bound).
 func putCached(tx *bolt.Tx, job Job, now time.Time, maxBytes int64) error {
-	key := cacheKeyOf(job)
+	key := CacheKeyOf(job)
 	if key == "" || job.Output == nil || job.Output.Object != "" {
 		return nil
 	}
@@ -370,10 +370,10 @@ func (s *Store) CacheStats() (CacheStats, error) {
 	return st, err
 }
 
-// checksumMismatch checks an upload's SHA-256 (sum, "" when object storage did not say)
-// against the job's input_sha256. Without one the upload's hash becomes the job's, for the
-// cache; a difference sets the cancelled job's message and reports true.
-func checksumMismatch(job *Job, sum string) bool {
+// ChecksumMismatch checks an upload's SHA-256 (sum, "" when object storage did not say)
+// against the job's input_sha256, at start. Without one the upload's hash becomes the job's,
+// for the cache; a difference sets the message of the job the start cancels and reports true.
+func ChecksumMismatch(job *Job, sum string) bool {
 	switch {
 	case sum == "":
 		return false
@@ -474,7 +474,7 @@ var bucketCacheInflight = []byte("cache_inflight") // cache key -> job id
 // claimFlight makes a job just claimed the one converting its key, or, when another job of the
 // key is running, sets job.WaitFor to it.
 func claimFlight(tx *bolt.Tx, job *Job) error {
-	key := cacheKeyOf(*job)
+	key := CacheKeyOf(*job)
 	if key == "" {
 		return nil
 	}
@@ -497,7 +497,7 @@ func claimFlight(tx *bolt.Tx, job *Job) error {
 
 // endFlight forgets a job that finished as the one converting its key.
 func endFlight(tx *bolt.Tx, job Job) error {
-	key := cacheKeyOf(job)
+	key := CacheKeyOf(job)
 	b := tx.Bucket(bucketCacheInflight)
 	if key == "" || b == nil || string(b.Get([]byte(key))) != job.ID {
 		return nil

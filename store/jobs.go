@@ -234,7 +234,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 			job.ErrorMessage = fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes)
 			return s.finish(tx, fin, &job, StatusCancelled, now)
 		}
-		if badSum = checksumMismatch(&job, sha); badSum {
+		if badSum = ChecksumMismatch(&job, sha); badSum {
 			return s.finish(tx, fin, &job, StatusCancelled, now)
 		}
 		acct, err := findAccount(tx, accountID)
