@@ -103,8 +103,9 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		statuses := make([]string, len(p.Jobs))
 		sources := make([]string, len(p.Jobs))
 		delivers := make([]*string, len(p.Jobs))
-		sums, bases := make([]string, len(p.Jobs)), make([]string, len(p.Jobs)) // the conversion cache (cache.go)
-		var queued []string                                                     // source_url items: queued at create, as CreateJob does
+		// The conversion cache's input_sha256 and cache base (cache.go).
+		sums, bases := make([]string, len(p.Jobs)), make([]string, len(p.Jobs))
+		var queued []string // source_url items: queued at create, as CreateJob does
 		for i, jp := range p.Jobs {
 			ids[i], inputs[i], targets[i], sizes[i] = store.NewJobID(now), jp.InputFormat, jp.TargetFormat, jp.InputBytes
 			if jp.Options != nil {
