@@ -11,8 +11,9 @@ import (
 )
 
 // The conversion cache on PostgreSQL: store/cache.go's rules on the tables of migration 0016.
-// An entry's row is locked (FOR UPDATE) by a hit and by its eviction, and an object's
-// references change in one UPSERT, so hits, stores and evictions on any node count exactly.
+// An entry's row is locked by a hit (UPDATE) and by its eviction, an object's references
+// change in one UPSERT, and claims of one key serialise on an advisory lock (claimFlight), so
+// hits, stores, evictions and single flight are exact on any node.
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's
 // reference and marking the entry used; the caller then finishes the job succeeded.
@@ -223,27 +224,44 @@ func (s *Store) CacheStats() (store.CacheStats, error) {
 	return st, wrap("cache stats", err)
 }
 
-// claimFlight makes a job just claimed the one converting its key, or, when another job of
-// the key is running, sets job.WaitFor to it. The key's row serialises claimers on every node.
-func claimFlight(ctx context.Context, tx pgx.Tx, job *store.Job) error {
+// lockCacheKey is the first key of the transaction-scoped advisory lock a claim takes on a
+// cache key (the second is hashtext of the key) before it reads who converts it.
+const lockCacheKey int32 = 0x63760016
+
+// flight answers a job just claimed from the cache (hit), or makes it the one converting its
+// key, or, when another job of the key is running, sets job.WaitFor to it (single flight).
+// Claimers of one key on every node take the key's advisory lock first, and one statement
+// then reads both the entry and who converts (one snapshot, after the lock was granted): a
+// twin's finish is seen either whole (its entry) or not at all (it still runs), so two claims
+// of twins never both convert.
+func flight(ctx context.Context, tx pgx.Tx, job *store.Job) (hit bool, err error) {
 	key := store.CacheKeyOf(*job)
 	if key == "" {
-		return nil
+		return false, nil
 	}
-	var holder string
-	err := tx.QueryRow(ctx, `INSERT INTO cache_inflight (key, job_id) VALUES ($1, $2)
-		ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id
-			WHERE cache_inflight.job_id = excluded.job_id OR NOT EXISTS (
-				SELECT 1 FROM jobs WHERE id = cache_inflight.job_id AND status = 'running')
-		RETURNING job_id`, key, job.ID).Scan(&holder)
-	if !isNoRows(err) {
-		return err
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockCacheKey, key); err != nil {
+		return false, err
 	}
-	if err := tx.QueryRow(ctx, `SELECT job_id FROM cache_inflight WHERE key = $1`, key).Scan(&holder); err != nil {
-		return err
+	var cached bool
+	var holder *string
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cache_entries WHERE key = $1),
+			(SELECT i.job_id FROM cache_inflight i JOIN jobs j ON j.id = i.job_id
+				WHERE i.key = $1 AND j.status = 'running' AND i.job_id <> $2)`, key, job.ID).Scan(&cached, &holder)
+	if err != nil {
+		return false, err
 	}
-	job.WaitFor = holder
-	return nil
+	if cached {
+		if hit, err := takeCached(ctx, tx, job); err != nil || hit {
+			return hit, err
+		}
+	}
+	if holder != nil {
+		job.WaitFor = *holder
+		return false, nil
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO cache_inflight (key, job_id) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id`, key, job.ID)
+	return false, err
 }
 
 // endFlight forgets a job that finished as the one converting its key.
@@ -269,12 +287,10 @@ func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit b
 		if job.Status != store.StatusRunning || job.Attempt != attempt {
 			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
 		}
-		if hit, err = takeCached(ctx, tx, &job); err != nil {
+		if hit, err = flight(ctx, tx, &job); err != nil || !hit {
 			return err
-		} else if hit {
-			return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)
 		}
-		return claimFlight(ctx, tx, &job)
+		return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)
 	})
 	if err != nil {
 		return store.Job{}, false, wrap("finish from cache", err)

@@ -495,11 +495,10 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 			if job, ok, err = s.claimFair(ctx, tx, fin, &expired); err != nil || !ok {
 				return err
 			}
-			// An identical job converted while this one waited: answered from the cache.
-			if hit, err := takeCached(ctx, tx, &job); err != nil {
+			// An identical job converted while this one waited: answered from the cache; or
+			// one converts now: this one waits for it (single flight, cache.go).
+			if hit, err := flight(ctx, tx, &job); err != nil || !hit {
 				return err
-			} else if !hit {
-				return claimFlight(ctx, tx, &job)
 			}
 			if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output); err != nil {
 				return err
