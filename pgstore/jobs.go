@@ -446,8 +446,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 			}
 		}
 		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = now(),
-			upload_size = $2, upload_etag = $3, upload_version_id = $4, input_sha256 = nullif($5, '') WHERE id = $1 AND `+queueRoomCond+` RETURNING `+jobCols,
-			jobID, upSize, upETag, upVersion, job.InputSHA256))
+			upload_size = $2, upload_etag = $3, upload_version_id = $4, input_sha256 = nullif($5, ''), cache_base = nullif($6, '')
+			WHERE id = $1 AND `+queueRoomCond+` RETURNING `+jobCols,
+			jobID, upSize, upETag, upVersion, job.InputSHA256, job.CacheBase))
 		if err == store.ErrNotFound {
 			return queueFull(ctx, tx, accountID)
 		} else if err != nil {

@@ -34,14 +34,9 @@ func (c *cacheCounts) finished(job store.Job) {
 	}
 }
 
-// cacheConfig is the API's view of the cache flags. The cache needs object storage that
-// hands the start the upload's SHA-256 (the local blob store): with S3 the upload's bytes are
-// not hashed at start, so a client's input_sha256 could not be trusted and the cache is off.
-func (m *Main) cacheConfig(localObjects bool) httpapi.CacheConfig {
-	return httpapi.CacheConfig{
-		Disabled: m.cfg.CacheMaxBytes < 0 || !localObjects,
-		Scope:    m.cfg.CacheScope,
-	}
+// cacheConfig is the API's view of the cache flags.
+func (m *Main) cacheConfig() httpapi.CacheConfig {
+	return httpapi.CacheConfig{Disabled: m.cfg.CacheMaxBytes < 0, Scope: m.cfg.CacheScope}
 }
 
 // countCache exports the cache's counters and what it holds.

@@ -405,7 +405,7 @@ func (m *Main) open() error {
 		Webhooks:       webhookAPIStore(m.store),
 		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
 		ObjectStorage:  objectStorageKind(local),
-		Cache:          m.cacheConfig(local != nil),
+		Cache:          m.cacheConfig(),
 
 		// The signing secret's rotation overlap (--webhook-secret-overlap).
 		WebhookSecretOverlap: cfg.WebhookSecretOverlap,

@@ -376,6 +376,11 @@ func (s *Store) CacheStats() (CacheStats, error) {
 func ChecksumMismatch(job *Job, sum string) bool {
 	switch {
 	case sum == "":
+		// Object storage did not say: a client's input_sha256 stays unchecked, so the job
+		// leaves the cache rather than store an output under a hash nobody verified.
+		if job.InputSHA256 != "" {
+			job.CacheBase = ""
+		}
 		return false
 	case job.InputSHA256 == "":
 		job.InputSHA256 = sum

@@ -254,7 +254,16 @@ func testCacheOff(t *testing.T, newStore NewFunc) {
 	if again := f.cached("", sha(1)); again.Status != store.StatusCreated {
 		t.Fatalf("job without the cache is %s", again.Status)
 	}
-	f.checkLedger(1, 1)
+	// Object storage that reports no hash at start: input_sha256 stays unchecked, and the job
+	// leaves the cache instead of storing an output under a hash nobody verified.
+	unchecked := f.convert(f.cached("base", sha(2)), "", 4)
+	if st, err := f.s.CacheStats(); err != nil || st.Entries != 0 {
+		t.Fatalf("CacheStats after a job with an unchecked input_sha256: %+v, %v; want empty", st, err)
+	}
+	if got := f.get(unchecked.ID); got.CacheBase != "" {
+		t.Fatalf("job with an unchecked input_sha256 keeps cache base %q", got.CacheBase)
+	}
+	f.checkLedger(1, 2)
 }
 
 // testCacheLRU: past CacheMaxBytes the least recently used entries go; a hit makes an entry
