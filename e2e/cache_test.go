@@ -86,24 +86,7 @@ func TestFaults_CacheKillLoop(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	close(stop)
 	wg.Wait()
-	c := &client.Client{BaseURL: p.URL, Key: key}
-	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
-	for time.Now().Before(deadline) {
-		page, _, err := listAll(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		busy := 0
-		for _, j := range page {
-			if j.Status == "queued" || j.Status == "running" {
-				busy++
-			}
-		}
-		if busy == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitIdle(t, &client.Client{BaseURL: p.URL, Key: key})
 	if !p.Signal(syscall.SIGTERM, 30*time.Second) {
 		t.Fatal("server did not stop on SIGTERM")
 	}

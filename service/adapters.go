@@ -204,16 +204,7 @@ func (q *jobQueue) noteOutputFault(key claimKey, err error) {
 
 // observe counts a conversion's outcome and its time since the claim.
 func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
-	key := claimKey{o.Task.JobID, o.Task.Attempt}
-	q.mu.Lock()
-	claimed, ok := q.claims[key]
-	delete(q.claims, key)
-	delete(q.inputFaults, key)
-	delete(q.outputFaults, key)
-	if j, found := q.running[key.jobID]; found && j.Attempt == key.attempt {
-		delete(q.running, key.jobID)
-	}
-	q.mu.Unlock()
+	claimed, ok := q.dropClaim(claimKey{o.Task.JobID, o.Task.Attempt})
 	if q.jobDone != nil {
 		q.jobDone()
 	}

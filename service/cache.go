@@ -162,13 +162,19 @@ func (q *jobQueue) awaitTwin(ctx context.Context, job *store.Job) (answered bool
 // forgetClaim drops what the queue keeps of a claimed attempt that will not be converted.
 func (q *jobQueue) forgetClaim(job store.Job) {
 	q.stopHeartbeat(job.ID, job.Attempt)
-	key := claimKey{job.ID, job.Attempt}
+	q.dropClaim(claimKey{job.ID, job.Attempt})
+}
+
+// dropClaim forgets an attempt's claim time, faults and record, returning when it was claimed.
+func (q *jobQueue) dropClaim(key claimKey) (claimed time.Time, ok bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	claimed, ok = q.claims[key]
 	delete(q.claims, key)
 	delete(q.inputFaults, key)
 	delete(q.outputFaults, key)
-	if j, ok := q.running[job.ID]; ok && j.Attempt == job.Attempt {
-		delete(q.running, job.ID)
+	if j, found := q.running[key.jobID]; found && j.Attempt == key.attempt {
+		delete(q.running, key.jobID)
 	}
-	q.mu.Unlock()
+	return claimed, ok
 }

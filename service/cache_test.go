@@ -16,6 +16,20 @@ import (
 	"github.com/convsvc/convsvc/service"
 )
 
+// cacheBackends are the stores the cache tests run on, each with the cache on.
+var cacheBackends = []struct {
+	name string
+	opts func(t *testing.T) []func(*service.Config)
+}{
+	{"bbolt", func(*testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Cache} }},
+	{"postgres", func(t *testing.T) []func(*service.Config) {
+		return []func(*service.Config){testenv.Postgres(t), testenv.Cache}
+	}},
+	{"postgres+s3", func(t *testing.T) []func(*service.Config) {
+		return []func(*service.Config){testenv.Postgres(t), testenv.S3(t), testenv.Cache}
+	}},
+}
+
 func sha256Hex(b []byte) string {
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
@@ -53,18 +67,7 @@ func download(t *testing.T, e *testenv.Env, url string) []byte {
 // releases its cent; "cache": false and another account convert; a cached output deleted from
 // object storage is not served.
 func TestCache_SkipsUploadAndConversion(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		opts func(t *testing.T) []func(*service.Config)
-	}{
-		{"bbolt", func(*testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Cache} }},
-		{"postgres", func(t *testing.T) []func(*service.Config) {
-			return []func(*service.Config){testenv.Postgres(t), testenv.Cache}
-		}},
-		{"postgres+s3", func(t *testing.T) []func(*service.Config) {
-			return []func(*service.Config){testenv.Postgres(t), testenv.S3(t), testenv.Cache}
-		}},
-	} {
+	for _, b := range cacheBackends {
 		t.Run(b.name, func(t *testing.T) {
 			e := testenv.Start(t, b.opts(t)...)
 			png := testenv.Sample(t, "images/sample.png")
@@ -196,18 +199,7 @@ func TestCache_GlobalScope(t *testing.T) {
 // one conversion and N cents: a worker that claims a twin of the job converting waits for it
 // (single flight) and the rest are answered at start or claim.
 func TestCache_IdenticalJobsOneConversion(t *testing.T) {
-	for _, b := range []struct {
-		name string
-		opts func(t *testing.T) []func(*service.Config)
-	}{
-		{"bbolt", func(*testing.T) []func(*service.Config) { return []func(*service.Config){testenv.Cache} }},
-		{"postgres", func(t *testing.T) []func(*service.Config) {
-			return []func(*service.Config){testenv.Postgres(t), testenv.Cache}
-		}},
-		{"postgres+s3", func(t *testing.T) []func(*service.Config) {
-			return []func(*service.Config){testenv.Postgres(t), testenv.S3(t), testenv.Cache}
-		}},
-	} {
+	for _, b := range cacheBackends {
 		t.Run(b.name, func(t *testing.T) {
 			const n = 8
 			e := testenv.Start(t, b.opts(t)...)
