@@ -144,9 +144,14 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	if p.IdempotencyKey == "" {
+	// The conversion cache's creates (input_sha256: a hit is possible) take the Go transaction;
+	// the function knows nothing of the cache, and a job's cache base follows it (cache.go).
+	if p.IdempotencyKey == "" && p.InputSHA256 == "" {
 		job, err := s.createJobCall(ctx, p, status)
 		if !errors.Is(err, errFallback) {
+			if err == nil && p.CacheBase != "" {
+				job.CacheBase, err = p.CacheBase, s.setCacheBase(ctx, job.ID, p.CacheBase)
+			}
 			if err != nil {
 				return store.Job{}, store.Response{}, wrap("create job", err)
 			}
@@ -397,12 +402,19 @@ func (s *Store) StartSealedJob(accountID, jobID string, up store.Upload) (store.
 func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up); !errors.Is(err, errFallback) {
-		if err != nil {
-			return store.Job{}, wrap("start job", err)
+	// A start with the upload's hash (input_sha256's check, a cache hit) takes the Go transaction.
+	if sha == "" {
+		if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up); !errors.Is(err, errFallback) {
+			if err == nil && job.InputSHA256 != "" && job.CacheBase != "" {
+				// input_sha256 unchecked (no hash reported): the job leaves the cache.
+				job.CacheBase, err = "", s.setCacheBase(ctx, job.ID, "")
+			}
+			if err != nil {
+				return store.Job{}, wrap("start job", err)
+			}
+			s.signal(job.ID)
+			return job, nil
 		}
-		s.signal(job.ID)
-		return job, nil
 	}
 	var job store.Job
 	var mismatch, badSum bool
@@ -483,9 +495,23 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 		if err != nil {
 			return store.Job{}, false, wrap("claim job", err)
 		}
-		if ok {
-			s.signal(job.ID)
+		if !ok {
+			return job, ok, nil
 		}
+		s.signal(job.ID)
+		if store.CacheKeyOf(job) == "" {
+			return job, ok, nil
+		}
+		// The function knows nothing of the cache: the claimed job is answered from it, or
+		// waits for its twin, or converts, in a transaction of its own (FinishFromCache).
+		answered, hit, err := s.FinishFromCache(job.ID, job.Attempt)
+		if err != nil {
+			return store.Job{}, false, err
+		}
+		if hit {
+			return s.ClaimJob() // the next job
+		}
+		job.WaitFor = answered.WaitFor
 		return job, ok, nil
 	}
 	var expired []string
@@ -632,6 +658,9 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 	ctx, cancel := s.ctx()
 	defer cancel()
 	if job, err := s.finishJobCall(ctx, jobID, attempt, o); !errors.Is(err, errFallback) {
+		if err == nil {
+			err = s.afterFinish(ctx, job) // the cache's part, which the function does not do
+		}
 		if err != nil {
 			return store.Job{}, wrap("finish job", err)
 		}
