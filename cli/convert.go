@@ -42,6 +42,7 @@ type convertOptions struct {
 	key       string
 	jsonOut   bool
 	force     bool
+	noCache   bool // --no-cache: no input_sha256, and "cache": false
 	parallel  int
 	timeout   time.Duration
 	verbose   bool
@@ -124,6 +125,7 @@ func newConvertCommand() *cobra.Command {
 	f.BoolVar(&o.keepMetadata, "keep-metadata", false, "carry EXIF, XMP and the ICC profile into jpeg, png and webp outputs (default: strip them, converting the profile to sRGB)")
 	f.Var(&o.maxBytes, "max-bytes", "largest output accepted, e.g. 200KB: jpeg, webp and avif lower their quality to fit, else the job fails")
 	f.BoolVar(&o.jsonOut, "json", false, "print each final Job as JSON")
+	f.BoolVar(&o.noCache, "no-cache", false, "convert even when the server's conversion cache holds the result (by default each file's SHA-256 is sent as input_sha256, and a file converted before the same way is not uploaded again)")
 	o.addRemoteFlags(f)
 	f.IntVar(&o.parallel, "parallel", 4, "files converted at once")
 	f.DurationVar(&o.timeout, "timeout", 15*time.Minute, "give up on a file after this long")
@@ -735,6 +737,14 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 	if !o.opts.IsZero() {
 		req.Options = &o.opts
 	}
+	if o.noCache {
+		req.Cache = new(bool)
+	} else if req.DeliverTo == nil {
+		// A file converted before the same way is answered from the server's cache, unsent.
+		if req.InputSHA256, err = client.FileSHA256(f); err != nil {
+			return client.Job{}, err
+		}
+	}
 	idem := randomToken()
 	res, err := c.CreateJob(ctx, req, idem)
 	if err != nil {
@@ -751,15 +761,17 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 		return client.Job{}, err
 	}
 	job := res.Job
-	prog.transfer(fp, "upload", 0, p.size)
-	// The file itself, not a wrapper of it: the client then sends it again when object storage
-	// answers 503 too_many_connections (or 429, 502) or the connection fails before an answer.
-	if err := c.UploadWithProgress(ctx, res.UploadURL, f, p.size, func(done, total int64) { prog.transfer(fp, "upload", done, total) }); err != nil {
-		return job, err
-	}
-	started, err := c.StartJob(ctx, job.ID)
-	if err != nil {
-		return job, err
+	started := job
+	if job.Status == client.StatusCreated { // else answered from the conversion cache
+		prog.transfer(fp, "upload", 0, p.size)
+		// The file itself, not a wrapper of it: the client then sends it again when object storage
+		// answers 503 too_many_connections (or 429, 502) or the connection fails before an answer.
+		if err := c.UploadWithProgress(ctx, res.UploadURL, f, p.size, func(done, total int64) { prog.transfer(fp, "upload", done, total) }); err != nil {
+			return job, err
+		}
+		if started, err = c.StartJob(ctx, job.ID); err != nil {
+			return job, err
+		}
 	}
 	prog.state(fp, string(started.Status))
 	job, err = c.WaitJob(ctx, job.ID, func(j client.Job) { prog.state(fp, string(j.Status)) })

@@ -34,6 +34,8 @@ type serveOptions struct {
 	// s3PathStyle is --s3-path-style as given: auto, true or false.
 	s3PathStyle string
 	fontDir     string // --font-dir, see convert/internal/fonts
+	// cacheMaxBytes is --cache-max-bytes: 0 turns the conversion cache off (cfg gets -1).
+	cacheMaxBytes sizeFlag
 }
 
 func newServeCommand() *cobra.Command {
@@ -70,6 +72,9 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.BoolVar(&o.cfg.FetchAllowPrivate, "fetch-allow-private", false, "let source_url fetches and deliver_to uploads reach loopback, private, link-local and metadata addresses (tests and trusted networks; docs/remote.md)")
 	f.IntVar(&o.cfg.Workers, "workers", 0, "conversion workers (default: number of CPUs)")
 	f.DurationVar(&o.cfg.Retention, "retention", service.DefaultRetention, "how long jobs and their files are kept")
+	f.StringVar(&o.cfg.CacheScope, "cache-scope", service.CacheScopeAccount, "who shares the conversion cache (docs/cache.md): account (a job is answered from outputs of its own account's jobs) or global (of every account's: an operator's opt-in, since a hit tells a caller that someone converted the same file)")
+	o.cacheMaxBytes = sizeFlag(service.DefaultCacheMaxBytes)
+	f.Var(&o.cacheMaxBytes, "cache-max-bytes", "bytes of outputs the conversion cache keeps, e.g. 10GiB; past it the least recently used entries are evicted; 0 turns the cache off")
 	f.DurationVar(&o.cfg.Lease, "lease", defaultLease, "with a postgres:// --database, how long a running job stays this node's without a heartbeat (renewed every third of it): a node that dies has its jobs taken over by the others after about this long plus half of it; at least 1s")
 	f.IntVar(&o.cfg.MaxAttempts, "max-attempts", 3, "pickups before a job interrupted by crashes fails expired_or_exhausted")
 	f.DurationVar(&o.cfg.DrainTimeout, "drain-timeout", service.DefaultDrainTimeout, "time running conversions get on shutdown")
@@ -239,6 +244,10 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 	}
 	gcfloor.Set(uint64(o.gcHeapFloor))
 	o.cfg.MemoryTrimDelay = o.memoryTrimDelay
+	o.cfg.CacheMaxBytes = int64(o.cacheMaxBytes)
+	if o.cacheMaxBytes == 0 {
+		o.cfg.CacheMaxBytes = -1 // off
+	}
 	if o.memoryTrimDelay == 0 {
 		o.cfg.MemoryTrimDelay = -1 // service's 0 means its default
 	}

@@ -120,6 +120,9 @@ func (o *serveOptions) validate() error {
 	if c.MaxPixels < 1 || c.MaxPixels > maxPixelsLimit {
 		bad("max-pixels", "is %d: use 1 to %d", c.MaxPixels, int64(maxPixelsLimit))
 	}
+	if c.CacheScope != service.CacheScopeAccount && c.CacheScope != service.CacheScopeGlobal {
+		bad("cache-scope", "is %q: use account or global", c.CacheScope)
+	}
 	if m := c.MaxConversionMemory; m != 0 && m < minConversionMemory {
 		bad("max-conversion-memory", "is %d bytes: use 0 (half of the machine's memory) or at least 16MiB", m)
 	}

@@ -135,6 +135,9 @@ type Output struct {
 	// succeeded; false when its format has no check. An output that fails it never succeeds
 	// (ErrorReason "output_invalid").
 	Verified bool `json:"verified"`
+	// Cached is true when the output came from the server's conversion cache (an earlier job
+	// converted the same input the same way) instead of a conversion for this job.
+	Cached bool `json:"cached"`
 }
 
 // Reservation is the response of CreateJob.
@@ -182,6 +185,14 @@ type CreateJobRequest struct {
 	// DeliverTo (optional) receives the output by PUT after the conversion (a presigned URL
 	// of the caller's bucket); the job succeeds only when it answers 2xx.
 	DeliverTo *DeliverTo `json:"deliver_to,omitempty"`
+	// InputSHA256 (optional) is the SHA-256 of the file to upload, 64 lowercase hex digits
+	// (FileSHA256): when the server's conversion cache holds it converted the same way the job
+	// comes back succeeded (Output.Cached) and needs no upload or start; otherwise start
+	// checks the upload against it (a difference is 409 checksum_mismatch).
+	InputSHA256 string `json:"input_sha256,omitempty"`
+	// Cache (optional) set to false keeps the job out of the conversion cache: it neither
+	// takes a cached output nor leaves its own; nil is the server's default, true.
+	Cache *bool `json:"cache,omitempty"`
 }
 
 // DeliverTo is a job's output destination: the URL the output is PUT to and the headers sent

@@ -86,6 +86,9 @@ type ConvertRequest struct {
 	// IdempotencyKey (optional) makes the create safe to repeat across calls; within one call
 	// the create's retries are safe without it.
 	IdempotencyKey string
+	// InputSHA256 (optional) is In's SHA-256 (FileSHA256): when the server's conversion cache
+	// holds the same conversion, the job succeeds at create and nothing is uploaded.
+	InputSHA256 string
 }
 
 // Convert does the whole flow in one call: reserve a job converting size bytes of format from
@@ -103,7 +106,8 @@ func (c *Client) Convert(ctx context.Context, in io.Reader, size int64, from, to
 
 // ConvertWith is Convert with options or a preset, and an idempotency key.
 func (c *Client) ConvertWith(ctx context.Context, r ConvertRequest, out io.Writer) (job Job, err error) {
-	res, err := c.CreateJob(ctx, CreateJobRequest{InputFormat: r.From, TargetFormat: r.To, InputBytes: r.Size, Options: r.Options, Preset: r.Preset}, r.IdempotencyKey)
+	res, err := c.CreateJob(ctx, CreateJobRequest{InputFormat: r.From, TargetFormat: r.To, InputBytes: r.Size, Options: r.Options, Preset: r.Preset,
+		InputSHA256: r.InputSHA256}, r.IdempotencyKey)
 	if err != nil {
 		return Job{}, fmt.Errorf("create job: %w", err)
 	}
@@ -119,11 +123,13 @@ func (c *Client) ConvertWith(ctx context.Context, r ConvertRequest, out io.Write
 			}
 		}
 	}()
-	if err := c.Upload(ctx, res.UploadURL, r.In, r.Size); err != nil {
-		return job, fmt.Errorf("upload: %w", err)
-	}
-	if job, err = c.StartJob(ctx, job.ID); err != nil {
-		return job, fmt.Errorf("start job: %w", err)
+	if job.Status == StatusCreated { // else answered from the conversion cache: nothing to upload
+		if err := c.Upload(ctx, res.UploadURL, r.In, r.Size); err != nil {
+			return job, fmt.Errorf("upload: %w", err)
+		}
+		if job, err = c.StartJob(ctx, job.ID); err != nil {
+			return job, fmt.Errorf("start job: %w", err)
+		}
 	}
 	if job, err = c.WaitJob(ctx, job.ID, nil); err != nil {
 		return job, fmt.Errorf("wait for job: %w", err)
@@ -236,4 +242,20 @@ func (c *Client) DownloadTo(ctx context.Context, out Output, w io.Writer) (int64
 		return n, fmt.Errorf("download: got %d bytes with sha256 %s, want %d bytes with %s", n, sum, out.Bytes, out.SHA256)
 	}
 	return n, nil
+}
+
+// FileSHA256 is the SHA-256 of what r reads, as the 64 lowercase hex digits of create's
+// input_sha256. An *os.File is read from its start with ReadAt, leaving its offset alone.
+func FileSHA256(r io.Reader) (string, error) {
+	h := sha256.New()
+	var err error
+	if ra, ok := r.(io.ReaderAt); ok {
+		_, err = io.Copy(h, io.NewSectionReader(ra, 0, 1<<62))
+	} else {
+		_, err = io.Copy(h, r)
+	}
+	if err != nil {
+		return "", fmt.Errorf("hash input: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -142,6 +142,12 @@ type Converter struct {
 	// Drops lists the warning codes (WarningCodes) Run may report through Params.Warn, when
 	// the input holds something the target cannot keep; docs/formats.md shows them per pair.
 	Drops []string
+	// Version names the code that produces this converter's output (a family's version
+	// string, raised whenever its encoders or decoders change what they write). The
+	// conversion cache keys outputs by the versions along the path (PathVersion), so a codec
+	// change never serves an output the old code made; a path with an unversioned converter
+	// is never cached.
+	Version string
 }
 
 // Step is one hop of a conversion path.
@@ -501,6 +507,29 @@ func (c *Catalog) reach(start string, next func(string) []string) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(found))
+}
+
+// PathVersion is the version of the conversion from one format to another: each step of
+// Path's chain with its converter's Version ("png>webp@image/1"), joined by spaces. ok is
+// false when there is no path or a converter on it has no Version; such a conversion is never
+// cached.
+func (c *Catalog) PathVersion(from, to string) (version string, ok bool) {
+	steps, err := c.Path(from, to)
+	if err != nil || len(steps) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for i, st := range steps {
+		cv, found := c.ConverterFor(st)
+		if !found || cv.Version == "" {
+			return "", false
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(st.From + ">" + st.To + "@" + cv.Version)
+	}
+	return b.String(), true
 }
 
 // ConverterFor returns the registered converter for one step.

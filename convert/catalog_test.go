@@ -403,3 +403,24 @@ func TestCatalog_MaxBytes(t *testing.T) {
 		t.Fatalf("output of exactly max_bytes: %d bytes, %v", out.Len(), err)
 	}
 }
+
+// TestCatalog_PathVersion: the version of a path joins its steps' converter versions, and a
+// step without one makes the path unversioned (never cached).
+func TestCatalog_PathVersion(t *testing.T) {
+	c := NewEmptyCatalog(Limits{})
+	for _, id := range []string{"a", "b", "c"} {
+		c.AddFormat(Format{ID: id, Name: id, Category: CategoryData})
+	}
+	c.AddConverter(Converter{From: "a", To: "b", Run: appendRun(""), Version: "fam/1"})
+	c.AddConverter(Converter{From: "b", To: "c", Run: appendRun(""), Version: "fam/2"})
+	c.AddConverter(Converter{From: "c", To: "a", Run: appendRun("")})
+	if got, ok := c.PathVersion("a", "c"); !ok || got != "a>b@fam/1 b>c@fam/2" {
+		t.Errorf("PathVersion(a, c) = %q, %v; want \"a>b@fam/1 b>c@fam/2\", true", got, ok)
+	}
+	if got, ok := c.PathVersion("c", "a"); ok {
+		t.Errorf("PathVersion(c, a) = %q, true; want false for an unversioned converter", got)
+	}
+	if _, ok := c.PathVersion("a", "zz"); ok {
+		t.Error("PathVersion to an unknown format: ok")
+	}
+}

@@ -88,7 +88,24 @@ func TestFaults_KillLoop(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	// Let every queued job finish, then stop gracefully.
-	c := &client.Client{BaseURL: p.URL, Key: key}
+	waitIdle(t, &client.Client{BaseURL: p.URL, Key: key})
+	if !p.Signal(syscall.SIGTERM, 30*time.Second) {
+		t.Fatal("server did not stop on SIGTERM")
+	}
+	jobs := checkStopped(t, data, true)
+	byStatus := map[string]int{}
+	for _, j := range jobs {
+		byStatus[j.Status]++
+	}
+	t.Logf("20 kills: %d jobs created, %d seen succeeding, %d cancelled; final states %v", created.Load(), succeeded.Load(), cancelled.Load(), byStatus)
+	if byStatus[store.StatusSucceeded] == 0 {
+		t.Fatal("no job ever succeeded")
+	}
+}
+
+// waitIdle waits (up to a minute, scaled) until no job of the first page is queued or running.
+func waitIdle(t *testing.T, c *client.Client) {
+	t.Helper()
 	deadline := time.Now().Add(testenv.Scale(60 * time.Second))
 	for time.Now().Before(deadline) {
 		page, _, err := listAll(c)
@@ -102,21 +119,9 @@ func TestFaults_KillLoop(t *testing.T) {
 			}
 		}
 		if busy == 0 {
-			break
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-	if !p.Signal(syscall.SIGTERM, 30*time.Second) {
-		t.Fatal("server did not stop on SIGTERM")
-	}
-	jobs := checkStopped(t, data, true)
-	byStatus := map[string]int{}
-	for _, j := range jobs {
-		byStatus[j.Status]++
-	}
-	t.Logf("20 kills: %d jobs created, %d seen succeeding, %d cancelled; final states %v", created.Load(), succeeded.Load(), cancelled.Load(), byStatus)
-	if byStatus[store.StatusSucceeded] == 0 {
-		t.Fatal("no job ever succeeded")
 	}
 }
 

@@ -233,7 +233,7 @@ func (s *Server) openOutput(ctx context.Context, j store.Job) (io.ReadCloser, er
 	if j.Output == nil {
 		return nil, fmt.Errorf("job %s has no output", j.ID)
 	}
-	rc, _, err := s.cfg.Blobs.OpenOutput(ctx, j.ID, j.Output.Attempt)
+	rc, _, err := s.cfg.Blobs.OpenOutput(ctx, j.ObjectID(), j.Output.Attempt)
 	return rc, err
 }
 

@@ -31,6 +31,8 @@ const (
 	CodeUnsupportedMediaType = "unsupported_media_type"
 	CodeInternal             = "internal_error"
 	CodeNotImplemented       = "not_implemented"
+	// CodeChecksumMismatch is a start whose upload differs from create's input_sha256.
+	CodeChecksumMismatch = "checksum_mismatch"
 )
 
 // Error is an API error: a stable code, a message for the client, and an internal cause for the logs.
@@ -72,7 +74,7 @@ func statusOf(e *Error) int {
 		return http.StatusNotFound
 	case CodeMethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case CodeInvalidState, CodeIdempotencyMismatch:
+	case CodeInvalidState, CodeIdempotencyMismatch, CodeChecksumMismatch:
 		return http.StatusConflict
 	case CodeRequestTooLarge:
 		return http.StatusRequestEntityTooLarge
@@ -110,6 +112,8 @@ func asAPIError(err error) *Error {
 		return &Error{Code: CodeSizeMismatch, Message: "the uploaded size differs from input_bytes; the job is cancelled, reserve a new one", Err: err}
 	case errors.Is(err, store.ErrInvalidState):
 		return &Error{Code: CodeInvalidState, Message: "the job has already finished", Err: err}
+	case errors.Is(err, store.ErrChecksumMismatch):
+		return &Error{Code: CodeChecksumMismatch, Message: "the uploaded bytes' SHA-256 differs from input_sha256; the job is cancelled and its reservation released, reserve a new one", Err: err}
 	case errors.Is(err, store.ErrIdempotencyMismatch):
 		return &Error{Code: CodeIdempotencyMismatch, Message: "this Idempotency-Key was used with a different request body", Err: err}
 	case errors.Is(err, store.ErrInvalidArgument):

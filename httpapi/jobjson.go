@@ -131,6 +131,8 @@ func (v *jobView) appendJSON(b []byte) []byte {
 		}
 		b = append(b, `,"verified":`...)
 		b = strconv.AppendBool(b, o.Verified)
+		b = append(b, `,"cached":`...)
+		b = strconv.AppendBool(b, o.Cached)
 		b = append(b, '}')
 	}
 	return append(b, '}')

@@ -52,6 +52,8 @@ type outputView struct {
 	Warnings []warningView `json:"warnings"`
 	// Verified is true when the output passed its format's re-read check.
 	Verified bool `json:"verified"`
+	// Cached is true when the output came from the conversion cache instead of a conversion.
+	Cached bool `json:"cached"`
 }
 
 // warningView is one entry of output.warnings: a stable code and a message for people.
@@ -113,6 +115,7 @@ func (s *Server) viewJob(j store.Job) jobView {
 			URLExpiresIn: int(DownloadURLTTL / time.Second),
 			Warnings:     make([]warningView, len(j.Output.Warnings)),
 			Verified:     j.Output.Verified,
+			Cached:       j.Output.Cached,
 		}
 		for i, w := range j.Output.Warnings {
 			v.Output.Warnings[i] = warningView(w)
@@ -132,6 +135,8 @@ type createJobRequest struct {
 	Preset       *string           `json:"preset"`
 	SourceURL    *string           `json:"source_url"`
 	DeliverTo    *deliverToRequest `json:"deliver_to"`
+	InputSHA256  *string           `json:"input_sha256"`
+	Cache        *bool             `json:"cache"`
 }
 
 // decodeOptions reads the options a job was created with; nil when there were none.
@@ -156,6 +161,8 @@ type createJob struct {
 	preset        *string           // nil when absent
 	sourceURL     *string           // nil when absent
 	deliverTo     *deliverToRequest // nil when absent
+	inputSHA256   *string           // nil when absent
+	cache         *bool             // nil when absent (true)
 }
 
 // parseCreateJob validates a create body in the order the contract ranks problems; options are
@@ -167,7 +174,7 @@ func parseCreateJob(body []byte) (createJob, error) {
 	var req createJobRequest
 	input, target, size, opts, err := parseCreateJobInto(body, &req)
 	return createJob{input: input, target: target, size: size, opts: opts, webhookURL: req.WebhookURL, preset: req.Preset,
-		sourceURL: req.SourceURL, deliverTo: req.DeliverTo}, err
+		sourceURL: req.SourceURL, deliverTo: req.DeliverTo, inputSHA256: req.InputSHA256, cache: req.Cache}, err
 }
 
 // parseCreateJobStrict is parseCreateJob with encoding/json, for every body.
@@ -327,6 +334,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		return
 	}
 	params.IdempotencyKey = idemKey
+	s.checkCachedOutput(r.Context(), params)
 	began := s.now()
 	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
 		// A source_url job has started already: its upload URL, issued as SPEC.md says for
@@ -409,6 +417,10 @@ func (s *Server) createParams(r *http.Request, key store.APIKey, parsed createJo
 	if !opts.IsZero() {
 		rawOpts, _ = json.Marshal(opts) // canonical: same options, same bytes, same idempotency hash
 	}
+	inputSHA256, err := checkInputSHA256(parsed.inputSHA256, sourceURL)
+	if err != nil {
+		return store.CreateJobParams{}, err
+	}
 	if err := s.storage.err(s.now()); err != nil {
 		return store.CreateJobParams{}, &Error{Code: CodeStorageUnavailable, Message: "object storage is not answering; retry with backoff", Err: err}
 	}
@@ -421,6 +433,12 @@ func (s *Server) createParams(r *http.Request, key store.APIKey, parsed createJo
 		WebhookURL:   webhookURL,
 		SourceURL:    sourceURL,
 		DeliverTo:    deliverTo,
+		InputSHA256:  inputSHA256,
+	}
+	// A job that fetches its input or delivers its output takes no part in the cache: a hit
+	// would skip the fetch or the delivery.
+	if sourceURL == "" && deliverTo == nil && (parsed.cache == nil || *parsed.cache) {
+		params.CacheBase = s.cacheBase(key.AccountID, input, target, rawOpts)
 	}
 	if hashRequest {
 		// Only a repeat under the same Idempotency-Key compares requests.
@@ -433,6 +451,9 @@ func (s *Server) createParams(r *http.Request, key store.APIKey, parsed createJo
 			hashed = fmt.Appendf(hashed, "\x00%s", webhookURL)
 		}
 		hashed = append(hashed, remoteHash(sourceURL, deliverTo)...)
+		if inputSHA256 != "" || parsed.cache != nil {
+			hashed = fmt.Appendf(hashed, "\x00sha256=%s\x00cache=%s", inputSHA256, params.CacheBase)
+		}
 		hash := sha256.Sum256(hashed)
 		params.RequestHash = hex.EncodeToString(hash[:])
 	}
@@ -602,6 +623,12 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 	}
 	if errors.Is(err, store.ErrSizeMismatch) && movedSince(job.FinishedAt, began) {
 		s.logTransition(r, job, slog.String("reason", CodeSizeMismatch))
+	}
+	if errors.Is(err, store.ErrChecksumMismatch) && movedSince(job.FinishedAt, began) {
+		s.logTransition(r, job, slog.String("reason", CodeChecksumMismatch))
+	}
+	if err == nil && job.Status == store.StatusSucceeded && movedSince(job.FinishedAt, began) {
+		s.logTransition(r, job, slog.String("reason", "cache_hit"))
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -75,6 +75,8 @@ type Catalog interface {
 	ValidatePages(input, target string, o convert.Options) error
 	// PagesApply reports whether the pages option applies to converting input to target.
 	PagesApply(input, target string) bool
+	// PathVersion names the converter versions along the path (the conversion cache's key).
+	PathVersion(from, to string) (string, bool)
 }
 
 // Workers is what the API needs from the worker pool (implemented by *convert.Pool).
@@ -144,6 +146,9 @@ type Config struct {
 	// MaxWaitsPerKey bounds the long polls one key holds at once (default
 	// DefaultMaxWaitsPerKey); one over it is answered at once.
 	MaxWaitsPerKey int
+	// Cache configures the conversion cache (httpapi/cache.go); its zero value is the cache on,
+	// per account.
+	Cache CacheConfig
 }
 
 // Server is the API's http.Handler.

@@ -103,6 +103,8 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		statuses := make([]string, len(p.Jobs))
 		sources := make([]string, len(p.Jobs))
 		delivers := make([]*string, len(p.Jobs))
+		// The conversion cache's input_sha256 and cache base (cache.go).
+		sums, bases := make([]string, len(p.Jobs)), make([]string, len(p.Jobs))
 		var queued []string // source_url items: queued at create, as CreateJob does
 		for i, jp := range p.Jobs {
 			ids[i], inputs[i], targets[i], sizes[i] = store.NewJobID(now), jp.InputFormat, jp.TargetFormat, jp.InputBytes
@@ -110,6 +112,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 				opts[i] = jp.Options
 			}
 			statuses[i], sources[i] = store.StatusCreated, jp.SourceURL
+			sums[i], bases[i] = jp.InputSHA256, jp.CacheBase
 			if jp.SourceURL != "" {
 				statuses[i] = store.StatusQueued
 				queued = append(queued, "j:"+ids[i], "q:"+ids[i])
@@ -126,13 +129,13 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		}
 		// One statement for every job: the rows take their seq in the batch's order.
 		rows, err := tx.Query(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options, created_at, expires_at,
-				source_url, deliver_to, started_at)
+				source_url, deliver_to, started_at, input_sha256, cache_base)
 			SELECT t.id, $1, t.status, t.input_format, t.target_format, t.input_bytes, t.options, now(), now() + $7 * interval '1 microsecond',
-				t.source_url, t.deliver_to::jsonb, CASE WHEN t.status = 'queued' THEN now() END
-			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[], $8::text[], $9::text[], $10::text[]) WITH ORDINALITY
-				AS t (id, input_format, target_format, input_bytes, options, status, source_url, deliver_to, ord)
+				t.source_url, t.deliver_to::jsonb, CASE WHEN t.status = 'queued' THEN now() END, nullif(t.input_sha256, ''), nullif(t.cache_base, '')
+			FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[]) WITH ORDINALITY
+				AS t (id, input_format, target_format, input_bytes, options, status, source_url, deliver_to, input_sha256, cache_base, ord)
 			ORDER BY t.ord
-			RETURNING `+jobCols, p.AccountID, ids, inputs, targets, sizes, opts, micros(s.opts.Retention), statuses, sources, delivers)
+			RETURNING `+jobCols, p.AccountID, ids, inputs, targets, sizes, opts, micros(s.opts.Retention), statuses, sources, delivers, sums, bases)
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,8 @@ func open(t testing.TB, url string, o pgstore.Options) *pgstore.Store {
 // TestConformance runs the store conformance suite against PostgreSQL.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
-		return open(t, testpg.NewDatabase(t), pgstore.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished, Lease: o.Lease})
+		return open(t, testpg.NewDatabase(t), pgstore.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished, Lease: o.Lease,
+			CacheMaxBytes: o.CacheMaxBytes})
 	})
 }
 

@@ -157,12 +157,14 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			}
 			_, err = tx.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,
 					attempt, error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
-					upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+					upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified,
+					input_sha256, cache_base)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
+					nullif($26, ''), nullif($27, ''))`,
 				j.ID, j.AccountID, j.Status, j.InputFormat, j.TargetFormat, j.InputBytes, opts,
 				j.Attempt, j.ErrorCode, j.ErrorMessage, j.CreatedAt.UTC(), utcPtr(j.StartedAt), utcPtr(j.FinishedAt),
 				j.ExpiresAt.UTC(), outBytes, outSHA, upSize, upETag, upVersion, outAttempt, nullString(outWarnings), j.ErrorReason,
-				j.SourceURL, deliveryJSON(j.DeliverTo), outVerified)
+				j.SourceURL, deliveryJSON(j.DeliverTo), outVerified, j.InputSHA256, j.CacheBase)
 			if err != nil {
 				return fmt.Errorf("job %s: %w", j.ID, err)
 			}

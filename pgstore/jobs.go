@@ -15,7 +15,8 @@ import (
 // jobCols are the columns scanJob reads, in its order.
 const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
 	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
-	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified`
+	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified,
+	coalesce(input_sha256, ''), coalesce(cache_base, ''), output_cached, coalesce(output_object, '')`
 
 // nullString is b as text, or NULL when b is nil.
 func nullString(b []byte) *string {
@@ -52,11 +53,13 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	var upETag, upVersion *string
 	var outAttempt *int32
 	var outWarnings *string
-	var outVerified bool
+	var outVerified, outCached bool
+	var outObject string
 	var deliverTo []byte
 	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
 		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
-		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason, &j.SourceURL, &deliverTo, &outVerified)
+		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason, &j.SourceURL, &deliverTo, &outVerified,
+		&j.InputSHA256, &j.CacheBase, &outCached, &outObject)
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -67,7 +70,7 @@ func scanJob(row pgx.Row) (store.Job, error) {
 		j.Options = json.RawMessage(opts)
 	}
 	if outBytes != nil && outSHA != nil {
-		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA, Verified: outVerified}
+		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA, Verified: outVerified, Cached: outCached, Object: outObject}
 		if outAttempt != nil {
 			j.Output.Attempt = int(*outAttempt)
 		}
@@ -141,9 +144,14 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	if p.IdempotencyKey == "" {
+	// The conversion cache's creates (input_sha256: a hit is possible) take the Go transaction;
+	// the function knows nothing of the cache, and a job's cache base follows it (cache.go).
+	if p.IdempotencyKey == "" && p.InputSHA256 == "" {
 		job, err := s.createJobCall(ctx, p, status)
 		if !errors.Is(err, errFallback) {
+			if err == nil && p.CacheBase != "" {
+				job.CacheBase, err = p.CacheBase, s.setCacheBase(ctx, job.ID, p.CacheBase)
+			}
 			if err != nil {
 				return store.Job{}, store.Response{}, wrap("create job", err)
 			}
@@ -157,7 +165,7 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 	var job store.Job
 	var resp store.Response
 	var renderErr error
-	err := s.tx(ctx, func(tx pgx.Tx) error {
+	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		job, resp, renderErr = store.Job{}, store.Response{}, nil
 		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, p.AccountID)
 		if err != nil {
@@ -191,20 +199,31 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 			opts = p.Options
 		}
 		job, err = scanJob(tx.QueryRow(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options, created_at, expires_at,
-				source_url, deliver_to, started_at)
-			VALUES ($1, $2, $8, $3, $4, $5, $6, now(), now() + $7 * interval '1 microsecond', $9, $10, CASE WHEN $8 = 'queued' THEN now() END) RETURNING `+jobCols,
+				source_url, deliver_to, started_at, input_sha256, cache_base)
+			VALUES ($1, $2, $8, $3, $4, $5, $6, now(), now() + $7 * interval '1 microsecond', $9, $10, CASE WHEN $8 = 'queued' THEN now() END,
+				nullif($11, ''), nullif($12, '')) RETURNING `+jobCols,
 			store.NewJobID(time.Now()), p.AccountID, p.InputFormat, p.TargetFormat, p.InputBytes, opts, micros(s.opts.Retention),
-			status, p.SourceURL, deliverTo))
+			status, p.SourceURL, deliverTo, p.InputSHA256, p.CacheBase))
 		if err != nil {
 			return err
+		}
+		if err := putJobWebhook(ctx, tx, job, p.WebhookURL); err != nil {
+			return err
+		}
+		if status == store.StatusCreated {
+			// A cache hit is answered succeeded at once (cache.go).
+			if hit, err := takeCached(ctx, tx, &job); err != nil {
+				return err
+			} else if hit {
+				if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output); err != nil {
+					return err
+				}
+			}
 		}
 		if status == store.StatusQueued {
 			if err := notify(ctx, tx, "j:"+job.ID, "q:"+job.ID); err != nil {
 				return err
 			}
-		}
-		if err := putJobWebhook(ctx, tx, job, p.WebhookURL); err != nil {
-			return err
 		}
 		if p.IdempotencyKey == "" {
 			return nil // rendered after the commit
@@ -368,33 +387,40 @@ func cursorSeq(ctx context.Context, tx querier, accountID, id string) (int64, er
 // StartJob moves a created job whose upload holds uploadedSize bytes to queued; see
 // store.Store.StartJob. A size other than input_bytes cancels the job with ErrSizeMismatch.
 func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (store.Job, error) {
-	return s.startJob(accountID, jobID, uploadedSize, nil)
+	return s.startJob(accountID, jobID, uploadedSize, nil, "")
 }
 
 // StartSealedJob is StartJob that also records which object was sealed (Job.Upload), in the
 // same transaction, when up names more than a size.
 func (s *Store) StartSealedJob(accountID, jobID string, up store.Upload) (store.Job, error) {
 	if up.ETag == "" && up.VersionID == "" {
-		return s.startJob(accountID, jobID, up.Size, nil)
+		return s.startJob(accountID, jobID, up.Size, nil, up.SHA256)
 	}
-	return s.startJob(accountID, jobID, up.Size, &up)
+	return s.startJob(accountID, jobID, up.Size, &up, up.SHA256)
 }
 
-func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.Upload) (store.Job, error) {
+func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up); !errors.Is(err, errFallback) {
-		if err != nil {
-			return store.Job{}, wrap("start job", err)
+	// A start with the upload's hash (input_sha256's check, a cache hit) takes the Go transaction.
+	if sha == "" {
+		if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up); !errors.Is(err, errFallback) {
+			if err == nil && job.InputSHA256 != "" && job.CacheBase != "" {
+				// input_sha256 unchecked (no hash reported): the job leaves the cache.
+				job.CacheBase, err = "", s.setCacheBase(ctx, job.ID, "")
+			}
+			if err != nil {
+				return store.Job{}, wrap("start job", err)
+			}
+			s.signal(job.ID)
+			return job, nil
 		}
-		s.signal(job.ID)
-		return job, nil
 	}
 	var job store.Job
-	var mismatch bool
+	var mismatch, badSum bool
 	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
-		mismatch = false
+		mismatch, badSum = false, false
 		if job, err = lockOwnJob(ctx, tx, accountID, jobID); err != nil {
 			return err
 		}
@@ -404,6 +430,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 		if uploadedSize != job.InputBytes {
 			mismatch = true
 			return s.finish(ctx, tx, fin, &job, store.StatusCancelled, "", fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes), nil)
+		}
+		if badSum = store.ChecksumMismatch(&job, sha); badSum {
+			return s.finish(ctx, tx, fin, &job, store.StatusCancelled, "", job.ErrorMessage, nil)
 		}
 		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, accountID)
 		if err != nil {
@@ -417,8 +446,21 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 		if up != nil {
 			upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 		}
+		if job.InputSHA256 != "" {
+			if hit, err := takeCached(ctx, tx, &job); err != nil {
+				return err
+			} else if hit {
+				if _, err := tx.Exec(ctx, `UPDATE jobs SET started_at = now(), input_sha256 = $2, upload_size = $3, upload_etag = $4, upload_version_id = $5
+					WHERE id = $1`, jobID, job.InputSHA256, upSize, upETag, upVersion); err != nil {
+					return err
+				}
+				return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)
+			}
+		}
 		job, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = 'queued', started_at = now(),
-			upload_size = $2, upload_etag = $3, upload_version_id = $4 WHERE id = $1 AND `+queueRoomCond+` RETURNING `+jobCols, jobID, upSize, upETag, upVersion))
+			upload_size = $2, upload_etag = $3, upload_version_id = $4, input_sha256 = nullif($5, ''), cache_base = nullif($6, '')
+			WHERE id = $1 AND `+queueRoomCond+` RETURNING `+jobCols,
+			jobID, upSize, upETag, upVersion, job.InputSHA256, job.CacheBase))
 		if err == store.ErrNotFound {
 			return queueFull(ctx, tx, accountID)
 		} else if err != nil {
@@ -432,6 +474,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 	s.signal(job.ID)
 	if mismatch {
 		return job, store.ErrSizeMismatch
+	}
+	if badSum {
+		return job, store.ErrChecksumMismatch
 	}
 	return job, nil
 }
@@ -450,17 +495,43 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 		if err != nil {
 			return store.Job{}, false, wrap("claim job", err)
 		}
-		if ok {
-			s.signal(job.ID)
+		if !ok {
+			return job, ok, nil
 		}
+		s.signal(job.ID)
+		if store.CacheKeyOf(job) == "" {
+			return job, ok, nil
+		}
+		// The function knows nothing of the cache: the claimed job is answered from it, or
+		// waits for its twin, or converts, in a transaction of its own (FinishFromCache).
+		answered, hit, err := s.FinishFromCache(job.ID, job.Attempt)
+		if err != nil {
+			return store.Job{}, false, err
+		}
+		if hit {
+			return s.ClaimJob() // the next job
+		}
+		job.WaitFor = answered.WaitFor
 		return job, ok, nil
 	}
 	var expired []string
 	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		ok, expired = false, expired[:0]
-		var err error
-		job, ok, err = s.claimFair(ctx, tx, fin, &expired)
-		return err
+		for {
+			var err error
+			if job, ok, err = s.claimFair(ctx, tx, fin, &expired); err != nil || !ok {
+				return err
+			}
+			// An identical job converted while this one waited: answered from the cache; or
+			// one converts now: this one waits for it (single flight, cache.go).
+			if hit, err := flight(ctx, tx, &job); err != nil || !hit {
+				return err
+			}
+			if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output); err != nil {
+				return err
+			}
+			expired = append(expired, job.ID) // signalled with the expired ones
+		}
 	})
 	if err != nil {
 		return store.Job{}, false, wrap("claim job", err)
@@ -587,6 +658,9 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 	ctx, cancel := s.ctx()
 	defer cancel()
 	if job, err := s.finishJobCall(ctx, jobID, attempt, o); !errors.Is(err, errFallback) {
+		if err == nil {
+			err = s.afterFinish(ctx, job) // the cache's part, which the function does not do
+		}
 		if err != nil {
 			return store.Job{}, wrap("finish job", err)
 		}
@@ -613,7 +687,10 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 			if o.Output == nil {
 				return fmt.Errorf("%w: success without output", store.ErrInvalidArgument)
 			}
-			return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", o.Output)
+			if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", o.Output); err != nil {
+				return err
+			}
+			return putCached(ctx, tx, job, s.opts.CacheMaxBytes)
 		}
 		job.ErrorReason = o.ErrorReason
 		return s.finish(ctx, tx, fin, &job, store.StatusFailed, o.ErrorCode, o.ErrorMessage, nil)
@@ -713,14 +790,17 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	var outSHA *string
 	var outAttempt *int
 	var outWarnings []byte
-	outVerified := false
+	outVerified, outCached, outObject := false, false, ""
 	if status == store.StatusSucceeded {
 		if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents) VALUES ($1, `+currentMonth+`, 1)
 			ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + 1`, job.AccountID); err != nil {
 			return err
 		}
 		outBytes, outSHA, outAttempt = &out.Bytes, &out.SHA256, &job.Attempt
-		outVerified = out.Verified
+		if out.Object != "" {
+			outAttempt = &out.Attempt // the attempt of the job that wrote the cached output
+		}
+		outVerified, outCached, outObject = out.Verified, out.Cached, out.Object
 		if outWarnings, err = warningsJSON(out); err != nil {
 			return err
 		}
@@ -730,12 +810,17 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	}
 	updated, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, finished_at = now(), error_code = $3, error_message = $4,
 			output_bytes = $5, output_sha256 = $6, output_attempt = $7, output_warnings = $8, error_reason = $9, output_verified = $10,
+			output_cached = $11, output_object = nullif($12, ''), input_sha256 = nullif($13, ''),
 			lease_owner = NULL, lease_expires_at = NULL
-		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings), job.ErrorReason, outVerified))
+		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings), job.ErrorReason, outVerified,
+		outCached, outObject, job.InputSHA256))
 	if err != nil {
 		return err
 	}
 	*job = updated
+	if err := endFlight(ctx, tx, *job); err != nil {
+		return err
+	}
 	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
 		return err
 	}
@@ -789,6 +874,9 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 		if _, err := tx.Exec(ctx, `DELETE FROM jobs WHERE id = ANY($1)`, deleted); err != nil {
 			return err
 		}
+		if err := releaseOutputs(ctx, tx, jobs); err != nil {
+			return err
+		}
 		// A batch goes with its jobs (they share its expires_at).
 		if _, err := tx.Exec(ctx, `DELETE FROM batches b WHERE b.expires_at <= now()
 			AND NOT EXISTS (SELECT 1 FROM batch_jobs bj WHERE bj.batch_id = b.id)`); err != nil {
@@ -824,7 +912,7 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1)`, jobID).Scan(&ok)
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1) OR EXISTS (SELECT 1 FROM cache_refs WHERE object = $1)`, jobID).Scan(&ok)
 	return ok, wrap("job exists", err)
 }
 

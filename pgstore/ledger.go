@@ -66,6 +66,42 @@ func (s *Store) VerifyLedger() error {
 		if err != nil {
 			return err
 		}
+		// The conversion cache's references: one per entry and per job pointing at an object.
+		err = check(`WITH want AS (
+				SELECT output_object AS object, count(*) AS n FROM jobs WHERE output_object IS NOT NULL GROUP BY 1)
+			SELECT coalesce(w.object, r.object), coalesce(r.refs, 0), coalesce(w.n, 0)
+			FROM want w FULL JOIN cache_refs r ON r.object = w.object
+			WHERE coalesce(w.n, 0) <> coalesce(r.refs, 0)`,
+			func(rows pgx.Rows) (error, error) {
+				var object string
+				var refs, want int64
+				err := rows.Scan(&object, &refs, &want)
+				return fmt.Errorf("output %s has %d references, %d jobs use it", object, refs, want), err
+			})
+		if err != nil {
+			return err
+		}
+		err = check(`SELECT e.object FROM cache_entries e WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = e.object)
+				AND NOT EXISTS (SELECT 1 FROM cache_refs r WHERE r.object = e.object)`,
+			func(rows pgx.Rows) (error, error) {
+				var object string
+				err := rows.Scan(&object)
+				return fmt.Errorf("cache entry of output %s outlived every job that uses it", object), err
+			})
+		if err != nil {
+			return err
+		}
+		err = check(`SELECT t.entries, t.bytes, (SELECT count(*) FROM cache_entries), (SELECT coalesce(sum(output_bytes), 0) FROM cache_entries)
+			FROM cache_totals t WHERE t.entries <> (SELECT count(*) FROM cache_entries)
+				OR t.bytes <> (SELECT coalesce(sum(output_bytes), 0) FROM cache_entries)`,
+			func(rows pgx.Rows) (error, error) {
+				var entries, bytes, wantEntries, wantBytes int64
+				err := rows.Scan(&entries, &bytes, &wantEntries, &wantBytes)
+				return fmt.Errorf("cache totals %d entries, %d bytes; the entries hold %d, %d", entries, bytes, wantEntries, wantBytes), err
+			})
+		if err != nil {
+			return err
+		}
 		return check(`SELECT id, status FROM jobs WHERE
 				(status = 'succeeded' AND (output_bytes IS NULL OR output_sha256 IS NULL OR finished_at IS NULL))
 				OR (status IN ('failed', 'cancelled') AND finished_at IS NULL)

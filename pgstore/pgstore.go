@@ -89,6 +89,9 @@ type Options struct {
 	// OnFinished, if set, is told about each job that reached a final state in this Store's
 	// transactions, after the commit (store.FinishHook); other nodes' transitions are theirs.
 	OnFinished store.FinishHook
+	// CacheMaxBytes bounds the bytes of the outputs the conversion cache holds; past it the
+	// least recently used entries are evicted (0: no bound).
+	CacheMaxBytes int64
 }
 
 // Store is the PostgreSQL-backed state of the service. It is safe for concurrent use.

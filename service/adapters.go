@@ -66,19 +66,34 @@ func newJobQueue(st JobStore, blobs ObjectStorage, log *slog.Logger, m *metrics,
 }
 
 // Claim moves the oldest queued job to running and remembers when, for the duration metric.
+// A job whose identical twin is converting (single flight, Job.WaitFor) waits for it and is
+// answered from the cache, and the next job is claimed (cache.go).
 func (q *jobQueue) Claim(ctx context.Context) (convert.Task, bool, error) {
-	region := trace.StartRegion(ctx, "job.claim")
-	job, ok, err := q.store.ClaimJob()
-	region.End()
-	if err != nil || !ok {
-		return convert.Task{}, false, err
+	var job store.Job
+	for {
+		var ok bool
+		var err error
+		region := trace.StartRegion(ctx, "job.claim")
+		job, ok, err = q.store.ClaimJob()
+		region.End()
+		if err != nil || !ok {
+			return convert.Task{}, false, err
+		}
+		q.mu.Lock()
+		q.claims[claimKey{job.ID, job.Attempt}] = time.Now()
+		q.running[job.ID] = job
+		q.mu.Unlock()
+		q.startHeartbeat(job.ID, job.Attempt)
+		logTransition(q.log, job)
+		if job.WaitFor == "" {
+			break
+		}
+		if answered, err := q.awaitTwin(ctx, &job); err != nil {
+			return convert.Task{}, false, err
+		} else if !answered {
+			break // convert it after all
+		}
 	}
-	q.mu.Lock()
-	q.claims[claimKey{job.ID, job.Attempt}] = time.Now()
-	q.running[job.ID] = job
-	q.mu.Unlock()
-	q.startHeartbeat(job.ID, job.Attempt)
-	logTransition(q.log, job)
 	task := convert.Task{JobID: job.ID, InputFormat: job.InputFormat, TargetFormat: job.TargetFormat, Attempt: job.Attempt}
 	if len(job.Options) > 0 {
 		if err := json.Unmarshal(job.Options, &task.Options); err != nil {
@@ -189,16 +204,7 @@ func (q *jobQueue) noteOutputFault(key claimKey, err error) {
 
 // observe counts a conversion's outcome and its time since the claim.
 func (q *jobQueue) observe(o convert.Outcome, finishErr error) {
-	key := claimKey{o.Task.JobID, o.Task.Attempt}
-	q.mu.Lock()
-	claimed, ok := q.claims[key]
-	delete(q.claims, key)
-	delete(q.inputFaults, key)
-	delete(q.outputFaults, key)
-	if j, found := q.running[key.jobID]; found && j.Attempt == key.attempt {
-		delete(q.running, key.jobID)
-	}
-	q.mu.Unlock()
+	claimed, ok := q.dropClaim(claimKey{o.Task.JobID, o.Task.Attempt})
 	if q.jobDone != nil {
 		q.jobDone()
 	}

@@ -38,6 +38,14 @@ type JobStore interface {
 	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
 	NextExpiry() (time.Time, bool, error)
 	Counts() (store.Counts, error)
+	// The conversion cache's references and entries (store/cache.go).
+	OutputHeld(jobID string) (bool, error)
+	DeadOutputs() ([]string, error)
+	ForgetDeadOutputs(ids []string) error
+	CachedOutput(key string) (store.CacheEntry, bool, error)
+	DropCacheEntry(key string) error
+	CacheStats() (store.CacheStats, error)
+	FinishFromCache(jobID string, attempt int) (store.Job, bool, error)
 	Waiters() int
 	Ping() error
 	Close() error
@@ -111,12 +119,20 @@ func (l localObjects) DownloadURL(job store.Job, expires time.Time) string {
 	if job.Output != nil {
 		size = job.Output.Bytes
 	}
-	return l.Store.DownloadURL(job.ID, size, expires)
+	return l.Store.DownloadURL(job.ObjectID(), size, expires)
 }
 
-// Seal runs start with the upload's size while no upload to the job can land.
+// Seal runs start with the upload's size and SHA-256 (the hash its PUT took while receiving
+// it; for start's input_sha256 check and the conversion cache) while no upload to the job can
+// land.
 func (l localObjects) Seal(jobID string, start func(store.Upload) error) error {
-	return l.Store.Seal(jobID, func(size int64) error { return start(store.Upload{Size: size}) })
+	return l.Store.Seal(jobID, func(size int64) error {
+		sum, err := l.Store.UploadSHA256(jobID)
+		if err != nil {
+			return err
+		}
+		return start(store.Upload{Size: size, SHA256: sum})
+	})
 }
 
 // OpenInput opens the job's sealed input: once sealed, the blob store's file cannot change.
@@ -191,7 +207,8 @@ func (m *Main) openJobStore() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		pg, err := pgstore.Open(ctx, cfg.Database, pgstore.Options{Retention: cfg.Retention, Lease: cfg.Lease, Logger: m.log, OnFinished: m.jobFinished})
+		pg, err := pgstore.Open(ctx, cfg.Database, pgstore.Options{Retention: cfg.Retention, Lease: cfg.Lease, Logger: m.log, OnFinished: m.jobFinished,
+			CacheMaxBytes: max(cfg.CacheMaxBytes, 0)})
 		if err != nil {
 			return fmt.Errorf("open database %s: %w", MaskDatabaseURL(cfg.Database), err)
 		}
@@ -202,7 +219,7 @@ func (m *Main) openJobStore() error {
 	if path == "" {
 		path = filepath.Join(cfg.DataDir, "convsvc.db")
 	}
-	st, err := store.Open(path, store.Options{Retention: cfg.Retention, OnFinished: m.jobFinished})
+	st, err := store.Open(path, store.Options{Retention: cfg.Retention, OnFinished: m.jobFinished, CacheMaxBytes: max(cfg.CacheMaxBytes, 0)})
 	if err != nil {
 		return err
 	}

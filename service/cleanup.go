@@ -58,6 +58,7 @@ func newInputCleaner() *inputCleaner {
 // jobFinished is both job stores' FinishHook: it queues the finished job's input for
 // deletion. It never blocks; a job that does not fit waits for the next sweep.
 func (m *Main) jobFinished(job store.Job) {
+	m.cache.finished(job)
 	select {
 	case m.cleaner.queue <- job.ID:
 	default:

@@ -46,7 +46,7 @@ func (o s3Objects) DownloadURL(job store.Job, expires time.Time) string {
 			name += "." + ext
 		}
 	}
-	u, err := o.s.DownloadURL(job.ID, job.Output.Attempt, name, "", expires)
+	u, err := o.s.DownloadURL(job.ObjectID(), job.Output.Attempt, name, "", expires)
 	if err != nil {
 		return ""
 	}
@@ -56,7 +56,7 @@ func (o s3Objects) DownloadURL(job store.Job, expires time.Time) string {
 // Seal reads what the upload is and runs start with it, so the start transaction records it.
 func (o s3Objects) Seal(jobID string, start func(store.Upload) error) error {
 	return o.s.Seal(jobID, func(info s3store.UploadInfo) error {
-		return start(store.Upload{Size: info.Size, ETag: info.ETag, VersionID: info.VersionID})
+		return start(store.Upload{Size: info.Size, ETag: info.ETag, VersionID: info.VersionID, SHA256: info.SHA256})
 	})
 }
 

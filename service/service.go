@@ -50,9 +50,15 @@ type Config struct {
 	PublicURL     string // API base URL clients see; default from the listener
 	BlobPublicURL string // object-storage base URL clients see; default from the listener
 	// MetricsListen, when set, serves GET /metrics on this address instead of the API's.
-	MetricsListen        string
-	Workers              int
-	Retention            time.Duration
+	MetricsListen string
+	Workers       int
+	Retention     time.Duration
+	// CacheScope is who shares the conversion cache: httpapi.CacheScopeAccount ("" too) or
+	// httpapi.CacheScopeGlobal (docs/cache.md).
+	CacheScope string
+	// CacheMaxBytes bounds the bytes of the cached outputs (0: DefaultCacheMaxBytes); past it
+	// the least recently used entries are evicted. Negative turns the cache off.
+	CacheMaxBytes        int64
 	MaxAttempts          int
 	DrainTimeout         time.Duration
 	ConversionTimeout    time.Duration
@@ -135,11 +141,13 @@ type Config struct {
 
 // Defaults of DESIGN.md.
 const (
-	DefaultRetention         = 24 * time.Hour
-	DefaultDrainTimeout      = 30 * time.Second
-	DefaultConversionTimeout = 10 * time.Minute
-	DefaultSpendCapCents     = 100_000
-	DefaultMaxPixels         = 100_000_000
+	DefaultRetention = 24 * time.Hour
+	// DefaultCacheMaxBytes bounds the conversion cache's outputs (--cache-max-bytes).
+	DefaultCacheMaxBytes     int64 = 1 << 30
+	DefaultDrainTimeout            = 30 * time.Second
+	DefaultConversionTimeout       = 10 * time.Minute
+	DefaultSpendCapCents           = 100_000
+	DefaultMaxPixels               = 100_000_000
 )
 
 // Defaults fills the zero fields of c with DESIGN.md's defaults.
@@ -158,6 +166,9 @@ func (c *Config) Defaults() {
 	}
 	if c.Retention <= 0 {
 		c.Retention = DefaultRetention
+	}
+	if c.CacheMaxBytes == 0 {
+		c.CacheMaxBytes = DefaultCacheMaxBytes
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 3
@@ -187,7 +198,9 @@ func (c *Config) Defaults() {
 
 // Main is a running convsvc.
 type Main struct {
-	cfg      Config
+	cfg Config
+	// cache counts the conversion cache's hits and misses (cache.go).
+	cache    cacheCounts
 	log      *slog.Logger
 	store    JobStore
 	blobs    ObjectStorage
@@ -321,6 +334,7 @@ func (m *Main) open() error {
 	m.startInputCleaner()
 	// The busy-workers gauge asks the pool, which exists before anything can scrape.
 	m.metrics = newMetrics(m.store, cfg.Workers, func() int { return m.pool.Running() }, func() int { return m.pool.Strays() })
+	m.metrics.countCache(m.store, &m.cache)
 	queue := newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts)
 	m.pool = convert.NewPool(convert.PoolConfig{
 		Workers:       cfg.Workers,
@@ -391,6 +405,7 @@ func (m *Main) open() error {
 		Webhooks:       webhookAPIStore(m.store),
 		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
 		ObjectStorage:  objectStorageKind(local),
+		Cache:          m.cacheConfig(),
 
 		// The signing secret's rotation overlap (--webhook-secret-overlap).
 		WebhookSecretOverlap: cfg.WebhookSecretOverlap,
@@ -743,6 +758,7 @@ func (m *Main) jobCreated(expiresAt time.Time) {
 func (m *Main) Sweep() {
 	m.expireDue()
 	m.sweepDeadInputs()
+	m.sweepDeadOutputs()
 	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
 		m.log.Error("purge idempotency keys", "error", err)
 	}
@@ -775,7 +791,7 @@ func (m *Main) expireDue() {
 		for _, id := range ids {
 			m.log.Info("job transition", "job_id", id, "status", "expired", "reason", "retention")
 			m.pool.Cancel(id)
-			if err := m.blobs.Delete(id); err != nil {
+			if err := m.deleteJobFiles(id); err != nil {
 				m.log.Warn("delete expired job files", "job_id", id, "error", err)
 			}
 		}

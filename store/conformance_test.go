@@ -14,7 +14,8 @@ var _ storetest.Backend = (*store.Store)(nil)
 // TestConformance runs the store conformance suite against the bbolt store.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
-		s, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished})
+		s, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished,
+			CacheMaxBytes: o.CacheMaxBytes})
 		if err != nil {
 			t.Fatal(err)
 		}

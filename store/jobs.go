@@ -31,7 +31,7 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 	var job Job
 	var resp Response
 	now := s.opts.Now().UTC()
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		acct, err := findAccount(tx, p.AccountID)
 		if err != nil {
 			return err
@@ -60,6 +60,16 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		}
 		if err := putAccount(tx, acct); err != nil {
 			return err
+		}
+		if job.Status == StatusCreated {
+			// A cache hit is answered succeeded at once (store/cache.go).
+			if hit, err := takeCached(tx, &job, now); err != nil {
+				return err
+			} else if hit {
+				if err := s.finish(tx, fin, &job, StatusSucceeded, now); err != nil {
+					return err
+				}
+			}
 		}
 		if idemKey == nil {
 			return nil // rendered after the commit, outside the transaction every write waits for
@@ -108,6 +118,8 @@ func insertJob(tx *bolt.Tx, acct *Account, p CreateJobParams, now time.Time, ret
 		PrevJobID:    acct.LastJobID,
 		SourceURL:    p.SourceURL,
 		DeliverTo:    p.DeliverTo,
+		InputSHA256:  p.InputSHA256,
+		CacheBase:    p.CacheBase,
 	}
 	if p.SourceURL != "" {
 		// Nothing to upload: queued at once, and a worker fetches the input. max_queued holds
@@ -188,25 +200,29 @@ func (s *Store) ListJobs(accountID string, p ListParams) ([]Job, bool, error) {
 // A job already started is returned unchanged. A size other than input_bytes cancels the job,
 // releases its reservation and returns the cancelled job with ErrSizeMismatch.
 func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (Job, error) {
-	return s.startJob(accountID, jobID, uploadedSize, nil)
+	return s.startJob(accountID, jobID, uploadedSize, nil, "")
 }
 
 // StartSealedJob is StartJob that also records which object was sealed (Job.Upload), in the
 // same transaction, when up names more than a size.
+// Where up carries the upload's SHA-256, a job created with input_sha256 is checked against
+// it (a difference cancels the job, releases its reservation and returns the cancelled job
+// with ErrChecksumMismatch), and a job in the conversion cache whose output is cached is
+// answered succeeded from the cache instead of queued.
 func (s *Store) StartSealedJob(accountID, jobID string, up Upload) (Job, error) {
 	if up.ETag == "" && up.VersionID == "" {
-		return s.startJob(accountID, jobID, up.Size, nil)
+		return s.startJob(accountID, jobID, up.Size, nil, up.SHA256)
 	}
-	return s.startJob(accountID, jobID, up.Size, &up)
+	return s.startJob(accountID, jobID, up.Size, &up, up.SHA256)
 }
 
-func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload) (Job, error) {
+func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload, sha string) (Job, error) {
 	var job Job
-	var mismatch bool
+	var mismatch, badSum bool
 	now := s.opts.Now().UTC()
 	err := s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		var err error
-		mismatch = false
+		mismatch, badSum = false, false
 		if job, err = findOwnJob(tx, accountID, jobID, now); err != nil {
 			return err
 		}
@@ -218,6 +234,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 			job.ErrorMessage = fmt.Sprintf("uploaded %d bytes, reserved %d", uploadedSize, job.InputBytes)
 			return s.finish(tx, fin, &job, StatusCancelled, now)
 		}
+		if badSum = ChecksumMismatch(&job, sha); badSum {
+			return s.finish(tx, fin, &job, StatusCancelled, now)
+		}
 		acct, err := findAccount(tx, accountID)
 		if err != nil {
 			return err
@@ -226,14 +245,19 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 			return fmt.Errorf("%w: %d spent and %d reserved of a %d cent cap this month",
 				ErrLimitReached, spent, acct.ReservedCents, acct.SpendCapCents)
 		}
+		job.StartedAt = &now
+		job.Upload = up
+		if hit, err := takeCached(tx, &job, now); err != nil {
+			return err
+		} else if hit {
+			return s.finish(tx, fin, &job, StatusSucceeded, now)
+		}
 		if err := checkQueueRoom(tx, acct); err != nil {
 			return err
 		}
 		if err := setStatus(tx, &job, StatusQueued); err != nil {
 			return err
 		}
-		job.StartedAt = &now
-		job.Upload = up
 		if err := enqueue(tx, job); err != nil {
 			return err
 		}
@@ -245,6 +269,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 	s.signal(job.ID)
 	if mismatch {
 		return job, ErrSizeMismatch
+	}
+	if badSum {
+		return job, ErrChecksumMismatch
 	}
 	return job, nil
 }
@@ -259,9 +286,22 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 	var expired []string
 	err = s.updateJobs(func(tx *bolt.Tx, fin *finished) error {
 		ok, expired = false, expired[:0]
-		var err error
-		job, ok, err = s.claimFair(tx, fin, now, &expired)
-		return err
+		for {
+			var err error
+			if job, ok, err = s.claimFair(tx, fin, now, &expired); err != nil || !ok {
+				return err
+			}
+			// An identical job converted while this one waited: answered from the cache.
+			if hit, err := takeCached(tx, &job, now); err != nil {
+				return err
+			} else if !hit {
+				return claimFlight(tx, &job)
+			}
+			if err := s.finish(tx, fin, &job, StatusSucceeded, now); err != nil {
+				return err
+			}
+			expired = append(expired, job.ID) // signalled with the expired ones
+		}
 	})
 	if err == nil {
 		s.signal(expired...)
@@ -301,7 +341,10 @@ func (s *Store) FinishJob(jobID string, attempt int, o Outcome) (Job, error) {
 			out := *o.Output
 			out.Attempt = attempt
 			job.Output = &out
-			return s.finish(tx, fin, &job, StatusSucceeded, now)
+			if err := s.finish(tx, fin, &job, StatusSucceeded, now); err != nil {
+				return err
+			}
+			return putCached(tx, job, now, s.opts.CacheMaxBytes)
 		}
 		job.ErrorCode, job.ErrorMessage, job.ErrorReason = o.ErrorCode, o.ErrorMessage, o.ErrorReason
 		return s.finish(tx, fin, &job, StatusFailed, now)
@@ -554,11 +597,12 @@ func (s *Store) PurgeIdempotencyKeys() (int, error) {
 	return n, err
 }
 
-// JobExists reports whether a job record exists (expired or not); the orphan sweep uses it.
+// JobExists reports whether a job record exists (expired or not), or another job or the
+// conversion cache still holds its output; the orphan sweep uses it.
 func (s *Store) JobExists(jobID string) (bool, error) {
 	var ok bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		ok = tx.Bucket(bucketJobs).Get([]byte(jobID)) != nil
+		ok = tx.Bucket(bucketJobs).Get([]byte(jobID)) != nil || outputHeld(tx, jobID)
 		return nil
 	})
 	return ok, err
@@ -601,6 +645,9 @@ func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now 
 	if err := putJob(tx, *job); err != nil {
 		return err
 	}
+	if err := endFlight(tx, *job); err != nil {
+		return err
+	}
 	if err := s.recordWebhookEvents(tx, *job, now); err != nil {
 		return err
 	}
@@ -629,6 +676,9 @@ func deleteJob(tx *bolt.Tx, job Job) (int, error) {
 	}
 	steps, err := unlinkJob(tx, job)
 	if err != nil {
+		return steps, err
+	}
+	if err := releaseOutput(tx, job); err != nil {
 		return steps, err
 	}
 	if err := tx.Bucket(bucketExpiry).Delete(timeKey(job.ExpiresAt, job.ID)); err != nil {

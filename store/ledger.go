@@ -109,6 +109,11 @@ func (s *Store) VerifyLedger() error {
 			return nil
 		})
 	})
+	if err == nil {
+		err = s.db.View(func(tx *bolt.Tx) error {
+			return verifyCacheRefs(tx, &problems)
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("verify ledger: %w", err)
 	}

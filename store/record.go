@@ -56,6 +56,11 @@ const (
 	// jobFieldOutputVerified is 1 when the output passed its check (output.verified); the
 	// numbers between are left to other fields.
 	jobFieldOutputVerified protowire.Number = 35
+	// The conversion cache (store/cache.go): numbers 50-54.
+	jobFieldInputSHA256  protowire.Number = 50
+	jobFieldCacheBase    protowire.Number = 51
+	jobFieldOutputCached protowire.Number = 52
+	jobFieldOutputObject protowire.Number = 53
 
 	warningFieldCode    protowire.Number = 1
 	warningFieldMessage protowire.Number = 2
@@ -162,7 +167,13 @@ func appendJob(b []byte, job *Job) []byte {
 		b = protowire.AppendVarint(b, uint64(job.Output.Bytes))
 		b = appendString(b, jobFieldOutputSHA256, job.Output.SHA256)
 		b = appendInt(b, jobFieldOutputAttempt, int64(job.Output.Attempt))
+		if job.Output.Cached {
+			b = appendInt(b, jobFieldOutputCached, 1)
+		}
+		b = appendString(b, jobFieldOutputObject, job.Output.Object)
 	}
+	b = appendString(b, jobFieldInputSHA256, job.InputSHA256)
+	b = appendString(b, jobFieldCacheBase, job.CacheBase)
 	if job.Upload != nil {
 		// Recorded even when empty, like the output's bytes.
 		b = protowire.AppendTag(b, jobFieldUploadSize, protowire.VarintType)
@@ -365,6 +376,15 @@ func decodeJob(b []byte, job *Job) error {
 		case jobFieldOutputVerified:
 			n, err = f.integer()
 			job.output().Verified = n != 0
+		case jobFieldOutputCached:
+			n, err = f.integer()
+			job.output().Cached = n != 0
+		case jobFieldOutputObject:
+			job.output().Object, err = f.str()
+		case jobFieldInputSHA256:
+			job.InputSHA256, err = f.str()
+		case jobFieldCacheBase:
+			job.CacheBase, err = f.str()
 		case jobFieldOutputWarning:
 			var w Warning
 			w, err = decodeWarning(f)

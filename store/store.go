@@ -56,6 +56,9 @@ type Options struct {
 	// OnFinished, if set, is told about each job that reached a final state, after the
 	// commit (FinishHook).
 	OnFinished FinishHook
+	// CacheMaxBytes bounds the bytes of the outputs the conversion cache holds; past it the
+	// least recently used entries are evicted (0: no bound).
+	CacheMaxBytes int64
 }
 
 // Store is the bbolt-backed state of the service. It is safe for concurrent use.

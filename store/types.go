@@ -33,6 +33,9 @@ var (
 	ErrInvalidState        = errors.New("job is in the wrong state for this operation")
 	ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
 	ErrInvalidArgument     = errors.New("invalid argument")
+	// ErrChecksumMismatch is a start whose upload's SHA-256 differs from create's
+	// input_sha256: the job is cancelled and its reservation released, as for a size mismatch.
+	ErrChecksumMismatch = errors.New("uploaded bytes differ from input_sha256")
 	// ErrNotSupported is an operation this kind of store does not have (a backup of
 	// PostgreSQL through the API); httpapi answers 501 not_implemented.
 	ErrNotSupported = errors.New("not supported by this store")
@@ -71,6 +74,17 @@ type Job struct {
 	SourceURL string `json:"source_url,omitempty"`
 	// DeliverTo is where a worker PUTs the output after converting (create's deliver_to), or nil.
 	DeliverTo *Delivery `json:"deliver_to,omitempty"`
+	// InputSHA256 is the input's SHA-256 (lowercase hex) as create's input_sha256 promised
+	// it, checked at start; "" when the client sent none.
+	InputSHA256 string `json:"input_sha256,omitempty"`
+	// CacheBase is the conversion's part of its cache key (CacheKey): what is converted to
+	// what, how, and by which converter versions, without the input; "" when the job neither
+	// looks up nor stores a cached output (cache off, "cache": false, an unversioned path).
+	CacheBase string `json:"cache_base,omitempty"`
+	// WaitFor is set by ClaimJob and FinishFromCache, not stored: another job with the same
+	// cache key is converting, and the worker waits for it (FinishFromCache) instead of
+	// converting the same input twice.
+	WaitFor string `json:"-"`
 }
 
 // Delivery is a caller's destination for a job's output: a URL the output is PUT to (usually
@@ -83,7 +97,10 @@ type Delivery struct {
 // Upload is the object a start sealed: its size and, where object storage has them (S3), the
 // ETag and version id that name exactly that object, so a PUT after start changes nothing.
 type Upload struct {
-	Size      int64  `json:"size"`
+	Size int64 `json:"size"`
+	// SHA256 is the sealed upload's SHA-256 (lowercase hex) where object storage knows it (the
+	// local blob store hashes every upload as it is received); not stored on the job.
+	SHA256    string `json:"-"`
 	ETag      string `json:"etag,omitempty"`
 	VersionID string `json:"version_id,omitempty"`
 }
@@ -110,6 +127,20 @@ type Output struct {
 	// Verified is true when the output passed its format's re-read check before the job
 	// succeeded (docs/reliability.md, "Outputs checked before success").
 	Verified bool `json:"verified,omitempty"`
+	// Cached is true when the output was taken from the conversion cache instead of converted
+	// for this job (output.cached).
+	Cached bool `json:"cached,omitempty"`
+	// Object is the job whose stored output holds the bytes when that is another job (a cache
+	// hit); "" for the job's own. Outputs held this way are reference-counted (store/cache.go).
+	Object string `json:"object,omitempty"`
+}
+
+// ObjectID is the job id under which the output's bytes are stored: Object, or the job's own.
+func (j *Job) ObjectID() string {
+	if j.Output != nil && j.Output.Object != "" {
+		return j.Output.Object
+	}
+	return j.ID
 }
 
 // Warning is something a succeeded conversion could not keep: a stable code (convert's
@@ -176,6 +207,11 @@ type CreateJobParams struct {
 	SourceURL string
 	// DeliverTo, when set, receives the output by PUT after the conversion.
 	DeliverTo *Delivery
+	// InputSHA256, when set, is the input's SHA-256 (lowercase hex): create looks the cache
+	// up with it, and start checks the upload against it (ErrChecksumMismatch).
+	InputSHA256 string
+	// CacheBase, when set, makes the job take part in the conversion cache (Job.CacheBase).
+	CacheBase string
 }
 
 // Response is a rendered HTTP response kept for idempotent replay.

@@ -24,6 +24,11 @@ import (
 	"github.com/convsvc/convsvc/convert"
 )
 
+// Version names the archive family's converters' output for the conversion cache
+// (convert.Converter.Version): raise it whenever a change alters what they write, so cached
+// outputs of the old code are never served.
+const Version = "archive/1"
+
 // Archives: zip, tar, tgz (tar.gz) and tzst (tar.zst) repack into one another entry by entry,
 // stream to stream: nothing is ever written to the filesystem, so no entry can land outside
 // a directory. Entries are still vetted as an extractor would: "..", absolute paths, symbolic
@@ -80,7 +85,7 @@ func Register(c *convert.Catalog) {
 				if from.id != "zip" {
 					drops = []string{convert.WarnPermissionsDropped, convert.WarnMetadataDropped}
 				}
-				c.AddConverter(convert.Converter{From: from.id, To: to.id, Run: archiveRun(from.id, to.id), Drops: drops})
+				c.AddConverter(convert.Converter{Version: Version, From: from.id, To: to.id, Run: archiveRun(from.id, to.id), Drops: drops})
 			}
 		}
 	}

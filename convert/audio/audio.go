@@ -10,6 +10,11 @@ import (
 	"github.com/convsvc/convsvc/convert"
 )
 
+// Version names the audio family's converters' output for the conversion cache
+// (convert.Converter.Version): raise it whenever a change alters what they write, so cached
+// outputs of the old code are never served.
+const Version = "audio/1"
+
 // Audio: wav, flac, mp3 and ogg (Vorbis) in; wav and flac out, through PCM, a block of a few
 // thousand samples at a time, so memory does not grow with the length of the audio.
 //
@@ -82,7 +87,7 @@ func Register(c *convert.Catalog) {
 				if src.id == "wav" {
 					drops = append(drops, convert.WarnBitDepthReduced)
 				}
-				c.AddConverter(convert.Converter{From: src.id, To: to, Run: audioRun(src, to), Drops: drops})
+				c.AddConverter(convert.Converter{Version: Version, From: src.id, To: to, Run: audioRun(src, to), Drops: drops})
 			}
 		}
 	}

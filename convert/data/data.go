@@ -11,6 +11,11 @@ import (
 	"github.com/convsvc/convsvc/convert"
 )
 
+// Version names the data family's converters' output for the conversion cache
+// (convert.Converter.Version): raise it whenever a change alters what they write, so cached
+// outputs of the old code are never served.
+const Version = "data/1"
+
 // Data formats. Two families share the json id:
 //
 //   - tables: csv, tsv, xlsx, ndjson and json as an array of flat objects, streamed row by
@@ -87,7 +92,7 @@ func Register(c *convert.Catalog) {
 			case "yaml", "toml", "xml":
 				drops = []string{convert.WarnMetadataDropped}
 			}
-			c.AddConverter(convert.Converter{From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
+			c.AddConverter(convert.Converter{Version: Version, From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
 		}
 	}
 	registerVerifiers(c)

@@ -10,6 +10,11 @@ import (
 	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
+// Version names the document family's converters' output for the conversion cache
+// (convert.Converter.Version): raise it whenever a change alters what they write, so cached
+// outputs of the old code are never served.
+const Version = "document/1"
+
 // Document, PDF and vector formats.
 //
 //   - markdown (CommonMark + GFM, goldmark) -> html, txt, pdf, epub
@@ -100,7 +105,7 @@ func Register(c *convert.Catalog) {
 		c.AddFormat(f)
 	}
 	add := func(from, to string, lossy bool, run docRun) {
-		c.AddConverter(convert.Converter{From: from, To: to, Lossy: lossy, Run: run, Drops: documentDrops(from, to)})
+		c.AddConverter(convert.Converter{Version: Version, From: from, To: to, Lossy: lossy, Run: run, Drops: documentDrops(from, to)})
 	}
 
 	// Memory estimates per input byte, from the heap peaks of 4 MB Markdown and 14 MB HTML

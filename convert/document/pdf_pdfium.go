@@ -171,7 +171,7 @@ func RegisterPDFPageArchive(c *convert.Catalog) {
 	if _, ok := c.ConverterFor(convert.Step{From: fmtPDF, To: "zip"}); ok {
 		return
 	}
-	c.AddConverter(convert.Converter{From: fmtPDF, To: "zip", Lossy: true, Run: pdfToPageArchive(c)})
+	c.AddConverter(convert.Converter{Version: Version, From: fmtPDF, To: "zip", Lossy: true, Run: pdfToPageArchive(c)})
 }
 
 // pdfToPageArchive renders every page as PNG into a zip archive, as the pages option "all"

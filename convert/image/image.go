@@ -28,6 +28,11 @@ import (
 	"github.com/convsvc/convsvc/convert/internal/tiffenc"
 )
 
+// Version names the image family's converters' output for the conversion cache
+// (convert.Converter.Version): raise it whenever a change alters what they write, so cached
+// outputs of the old code are never served.
+const Version = "image/1"
+
 // JPEGQuality is the quality JPEG outputs are written with when the job sets none.
 const JPEGQuality = 85
 
@@ -178,7 +183,7 @@ func Register(c *convert.Catalog) {
 			if dst.Encode == nil {
 				continue
 			}
-			c.AddConverter(convert.Converter{From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst)})
+			c.AddConverter(convert.Converter{Version: Version, From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst)})
 		}
 	}
 	registerVerifiers(c)

@@ -161,3 +161,30 @@ func TestStandard_EachFamilyAlone(t *testing.T) {
 		t.Errorf("standard catalog has %d formats, the families %d", len(got), len(union))
 	}
 }
+
+// TestStandard_EveryConverterVersioned: every pair the standard catalog converts has a
+// version along its path (convert.Catalog.PathVersion), so the conversion cache can key it
+// and a codec change invalidates it; a converter registered without Version fails here.
+func TestStandard_EveryConverterVersioned(t *testing.T) {
+	c := NewCatalog(convert.Limits{})
+	pairs := 0
+	for _, f := range c.Formats() {
+		for _, to := range c.Targets(f.ID) {
+			if strings.HasPrefix(f.ID, "poison") || strings.HasPrefix(to, "poison") {
+				continue // fault-injection converters (-tags poison) are never cached
+			}
+			pairs++
+			v, ok := c.PathVersion(f.ID, to)
+			if !ok {
+				t.Errorf("%s -> %s: a converter on its path has no Version", f.ID, to)
+				continue
+			}
+			if !strings.Contains(v, "@") {
+				t.Errorf("%s -> %s: PathVersion %q names no version", f.ID, to, v)
+			}
+		}
+	}
+	if pairs == 0 {
+		t.Fatal("the standard catalog converts nothing")
+	}
+}

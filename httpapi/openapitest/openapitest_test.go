@@ -79,6 +79,7 @@ func job() map[string]any {
 			"url_expires_in": 900,
 			"warnings":       []any{map[string]any{"code": "sheets_dropped", "message": "sheets Costs, Notes were not converted"}},
 			"verified":       true,
+			"cached":         false,
 		},
 	}
 }
@@ -192,6 +193,7 @@ func TestDocument_Valid(t *testing.T) {
 	storageCodes := append(slices.Clone(apiCodes),
 		"invalid_signature", "url_expired", "upload_sealed", "upload_in_progress", "length_required", "job_finished", "transfer_stalled", "cors_refused",
 		"insufficient_storage")
+	apiCodes = append(apiCodes, "checksum_mismatch") // start's only: object storage never answers it
 	for _, tc := range []struct {
 		schema string
 		want   []string
@@ -233,7 +235,7 @@ func TestDocument_ErrorStatuses(t *testing.T) {
 	statusOf := map[string][]string{
 		"invalid_request": {"400"}, "unsupported_format": {"400"}, "file_too_large": {"400"}, "size_mismatch": {"400"},
 		"unauthorized": {"401", "403"}, "limit_reached": {"403"}, "not_found": {"404"}, "method_not_allowed": {"405"},
-		"invalid_state": {"409"}, "idempotency_mismatch": {"409"}, "request_too_large": {"413"},
+		"invalid_state": {"409"}, "idempotency_mismatch": {"409"}, "checksum_mismatch": {"409"}, "request_too_large": {"413"},
 		"unsupported_media_type": {"415"}, "rate_limited": {"429"}, "queue_full": {"429"}, "internal_error": {"500"}, "storage_unavailable": {"502", "503"},
 		"invalid_signature": {"403"}, "url_expired": {"403"}, "upload_sealed": {"409"}, "upload_in_progress": {"409"}, "job_finished": {"409"}, "transfer_stalled": {"408"},
 		"length_required": {"411"}, "cors_refused": {"403"}, "too_many_connections": {"503"},

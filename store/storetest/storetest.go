@@ -60,6 +60,15 @@ type Backend interface {
 	Counts() (store.Counts, error)
 	// VerifyLedger returns every violation of the ledger invariants the backend can find.
 	VerifyLedger() error
+
+	// The conversion cache (store/cache.go).
+	OutputHeld(jobID string) (bool, error)
+	DeadOutputs() ([]string, error)
+	ForgetDeadOutputs(ids []string) error
+	CachedOutput(key string) (store.CacheEntry, bool, error)
+	DropCacheEntry(key string) error
+	CacheStats() (store.CacheStats, error)
+	FinishFromCache(jobID string, attempt int) (store.Job, bool, error)
 }
 
 // Options configures the store a case opens.
@@ -73,6 +82,8 @@ type Options struct {
 	// Lease is how long a claim lasts without a heartbeat on a backend with leases
 	// (LeaseReaper); 0 means its default. Backends without leases ignore it.
 	Lease time.Duration
+	// CacheMaxBytes bounds the conversion cache's outputs (0: no bound).
+	CacheMaxBytes int64
 }
 
 // NewFunc opens a fresh, empty store for t; the backend closes it at t's cleanup.

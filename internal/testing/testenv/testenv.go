@@ -53,6 +53,9 @@ func Start(t testing.TB, opts ...func(*service.Config)) *Env {
 		OnDefaultKey: func(acct, key string) {
 			e.AccountID, e.Key = acct, key
 		},
+		// The conversion cache is off unless a test asks for it (Cache): tests that convert
+		// one sample twice count conversions and queued jobs.
+		CacheMaxBytes: -1,
 	}
 	if w := defaultLogWriter(); w != nil {
 		cfg.Logger = jsonLogger(w)
@@ -349,3 +352,7 @@ func itoa(n int) string {
 // Scale is testtime.Scale: d times the test-wide factor CONVSVC_TEST_TIMEOUT_SCALE, for the
 // bounds a test waits within.
 func Scale(d time.Duration) time.Duration { return testtime.Scale(d) }
+
+// Cache is a Start option that turns the conversion cache on, as serve has it by default
+// (docs/cache.md).
+func Cache(c *service.Config) { c.CacheMaxBytes = service.DefaultCacheMaxBytes }

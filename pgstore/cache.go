@@ -1,0 +1,326 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// The conversion cache on PostgreSQL: store/cache.go's rules on the tables of migration 0016.
+// An entry's row is locked by a hit (UPDATE) and by its eviction, an object's references
+// change in one UPSERT, and claims of one key serialise on an advisory lock (claimFlight), so
+// hits, stores, evictions and single flight are exact on any node.
+
+// takeCached gives job the cached output of its key, when there is one, adding the job's
+// reference and marking the entry used; the caller then finishes the job succeeded.
+func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
+	key := store.CacheKeyOf(*job)
+	if key == "" {
+		return false, nil
+	}
+	var out store.Output
+	var object string
+	var warnings *string
+	err := tx.QueryRow(ctx, `UPDATE cache_entries SET last_used = clock_timestamp() WHERE key = $1
+		RETURNING object, output_bytes, output_sha256, output_attempt, output_warnings, output_verified`, key).
+		Scan(&object, &out.Bytes, &out.SHA256, &out.Attempt, &warnings, &out.Verified)
+	if isNoRows(err) {
+		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("cache entry: %w", err)
+	}
+	if warnings != nil {
+		if err := json.Unmarshal([]byte(*warnings), &out.Warnings); err != nil {
+			return false, fmt.Errorf("cache entry: output_warnings: %w", err)
+		}
+	}
+	out.Cached, out.Object = true, object
+	job.Output = &out
+	return true, addRef(ctx, tx, object, 1)
+}
+
+// putCached records a job that just succeeded by converting as its key's entry, unless the
+// key has one already, and evicts least recently used entries past maxBytes (0: no bound).
+func putCached(ctx context.Context, tx pgx.Tx, job store.Job, maxBytes int64) error {
+	key := store.CacheKeyOf(job)
+	if key == "" || job.Output == nil || job.Output.Object != "" || (maxBytes > 0 && job.Output.Bytes > maxBytes) {
+		return nil
+	}
+	warnings, err := warningsJSON(job.Output)
+	if err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO cache_entries (key, object, output_bytes, output_sha256, output_attempt, output_warnings, output_verified, last_used)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, clock_timestamp()) ON CONFLICT (key) DO NOTHING`,
+		key, job.ID, job.Output.Bytes, job.Output.SHA256, job.Attempt, nullString(warnings), job.Output.Verified)
+	if err != nil || tag.RowsAffected() == 0 {
+		return err // an identical job's output is cached already
+	}
+	var total int64
+	if err := tx.QueryRow(ctx, `UPDATE cache_totals SET entries = entries + 1, bytes = bytes + $1 WHERE id = 1 RETURNING bytes`,
+		job.Output.Bytes).Scan(&total); err != nil {
+		return err
+	}
+	for maxBytes > 0 && total > maxBytes {
+		var old string
+		err := tx.QueryRow(ctx, `SELECT key FROM cache_entries WHERE key <> $1 ORDER BY last_used, key LIMIT 1 FOR UPDATE SKIP LOCKED`, key).Scan(&old)
+		if isNoRows(err) {
+			return nil // the rest is in use by other transactions; the next store evicts
+		} else if err != nil {
+			return err
+		}
+		freed, err := dropEntry(ctx, tx, old)
+		if err != nil {
+			return err
+		}
+		total -= freed
+	}
+	return nil
+}
+
+// dropEntry removes a cache entry, returning its bytes; no entry is 0.
+func dropEntry(ctx context.Context, tx pgx.Tx, key string) (int64, error) {
+	var object string
+	var bytes int64
+	err := tx.QueryRow(ctx, `DELETE FROM cache_entries WHERE key = $1 RETURNING object, output_bytes`, key).Scan(&object, &bytes)
+	if isNoRows(err) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE cache_totals SET entries = greatest(entries - 1, 0), bytes = greatest(bytes - $1, 0) WHERE id = 1`, bytes); err != nil {
+		return 0, err
+	}
+	return bytes, nil
+}
+
+// dropEntriesOf removes the cache entries whose outputs are the objects' and no job uses.
+func dropEntriesOf(ctx context.Context, tx pgx.Tx, objects []string) error {
+	var n, bytes int64
+	err := tx.QueryRow(ctx, `WITH gone AS (DELETE FROM cache_entries e WHERE e.object = ANY($1)
+			AND NOT EXISTS (SELECT 1 FROM cache_refs r WHERE r.object = e.object) RETURNING output_bytes)
+		SELECT count(*), coalesce(sum(output_bytes), 0) FROM gone`, objects).Scan(&n, &bytes)
+	if err != nil || n == 0 {
+		return err
+	}
+	_, err = tx.Exec(ctx, `UPDATE cache_totals SET entries = greatest(entries - $1, 0), bytes = greatest(bytes - $2, 0) WHERE id = 1`, n, bytes)
+	return err
+}
+
+// addRef adds delta to the object's references. When the last one goes and the job that
+// wrote the object is gone, the object is recorded dead for the sweeper. The job's row is read
+// FOR SHARE, so a concurrent deletion of the job is either seen whole or waited for.
+func addRef(ctx context.Context, tx pgx.Tx, object string, delta int64) error {
+	if delta > 0 {
+		_, err := tx.Exec(ctx, `INSERT INTO cache_refs (object, refs) VALUES ($1, $2)
+			ON CONFLICT (object) DO UPDATE SET refs = cache_refs.refs + excluded.refs`, object, delta)
+		return err
+	}
+	var left int64
+	err := tx.QueryRow(ctx, `UPDATE cache_refs SET refs = refs + $2 WHERE object = $1 AND refs + $2 > 0 RETURNING refs`, object, delta).Scan(&left)
+	if err == nil {
+		return nil
+	} else if !isNoRows(err) {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM cache_refs WHERE object = $1`, object); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1 FOR SHARE)`, object).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil // the job's own expiry deletes it
+	}
+	if _, err = tx.Exec(ctx, `INSERT INTO cache_dead (object) VALUES ($1) ON CONFLICT DO NOTHING`, object); err != nil {
+		return err
+	}
+	return dropEntriesOf(ctx, tx, []string{object})
+}
+
+// releaseOutputs is the deletion of jobs (their rows already deleted) in the cache: it drops
+// the references they held on other jobs' outputs, and the entries of their own outputs that no
+// job uses any more.
+func releaseOutputs(ctx context.Context, tx pgx.Tx, jobs []store.Job) error {
+	ids := make([]string, 0, len(jobs))
+	for _, job := range jobs {
+		ids = append(ids, job.ID)
+		if job.Output == nil || job.Output.Object == "" || job.Output.Object == job.ID {
+			continue
+		}
+		if err := addRef(ctx, tx, job.Output.Object, -1); err != nil {
+			return err
+		}
+	}
+	return dropEntriesOf(ctx, tx, ids)
+}
+
+// OutputHeld reports whether the stored output of the job with this id is still used by
+// another job (store.Store.OutputHeld).
+func (s *Store) OutputHeld(jobID string) (bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cache_refs WHERE object = $1)`, jobID).Scan(&held)
+	return held, wrap("output held", err)
+}
+
+// DeadOutputs lists objects whose files are to be deleted (store.Store.DeadOutputs).
+func (s *Store) DeadOutputs() ([]string, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT object FROM cache_dead ORDER BY object LIMIT 1000`)
+	if err != nil {
+		return nil, wrap("dead outputs", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, wrap("dead outputs", err)
+}
+
+// ForgetDeadOutputs removes objects from DeadOutputs once their files are deleted.
+func (s *Store) ForgetDeadOutputs(ids []string) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	_, err := s.pool.Exec(ctx, `DELETE FROM cache_dead WHERE object = ANY($1)`, ids)
+	return wrap("forget dead outputs", err)
+}
+
+// CachedOutput returns the cache entry of key, if there is one.
+func (s *Store) CachedOutput(key string) (store.CacheEntry, bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	e := store.CacheEntry{Key: key}
+	err := s.pool.QueryRow(ctx, `SELECT object, output_bytes, output_sha256, output_attempt, output_verified, last_used FROM cache_entries WHERE key = $1`, key).
+		Scan(&e.Object, &e.Output.Bytes, &e.Output.SHA256, &e.Output.Attempt, &e.Output.Verified, &e.LastUsed)
+	if isNoRows(err) {
+		return store.CacheEntry{}, false, nil
+	} else if err != nil {
+		return store.CacheEntry{}, false, wrap("cached output", err)
+	}
+	return e, true, nil
+}
+
+// DropCacheEntry removes the cache entry of key (its output was found missing).
+func (s *Store) DropCacheEntry(key string) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	return wrap("drop cache entry", s.tx(ctx, func(tx pgx.Tx) error {
+		_, err := dropEntry(ctx, tx, key)
+		return err
+	}))
+}
+
+// CacheStats counts the cache's entries and the bytes of their outputs.
+func (s *Store) CacheStats() (store.CacheStats, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var st store.CacheStats
+	err := s.pool.QueryRow(ctx, `SELECT entries, bytes FROM cache_totals WHERE id = 1`).Scan(&st.Entries, &st.Bytes)
+	return st, wrap("cache stats", err)
+}
+
+// lockCacheKey is the first key of the transaction-scoped advisory lock a claim takes on a
+// cache key (the second is hashtext of the key) before it reads who converts it.
+const lockCacheKey int32 = 0x63760016
+
+// flight answers a job just claimed from the cache (hit), or makes it the one converting its
+// key, or, when another job of the key is running, sets job.WaitFor to it (single flight).
+// Claimers of one key on every node take the key's advisory lock first, and one statement
+// then reads both the entry and who converts (one snapshot, after the lock was granted): a
+// twin's finish is seen either whole (its entry) or not at all (it still runs), so two claims
+// of twins never both convert.
+func flight(ctx context.Context, tx pgx.Tx, job *store.Job) (hit bool, err error) {
+	key := store.CacheKeyOf(*job)
+	if key == "" {
+		return false, nil
+	}
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockCacheKey, key); err != nil {
+		return false, err
+	}
+	var cached bool
+	var holder *string
+	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM cache_entries WHERE key = $1),
+			(SELECT i.job_id FROM cache_inflight i JOIN jobs j ON j.id = i.job_id
+				WHERE i.key = $1 AND j.status = 'running' AND i.job_id <> $2)`, key, job.ID).Scan(&cached, &holder)
+	if err != nil {
+		return false, err
+	}
+	if cached {
+		if hit, err := takeCached(ctx, tx, job); err != nil || hit {
+			return hit, err
+		}
+	}
+	if holder != nil {
+		job.WaitFor = *holder
+		return false, nil
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO cache_inflight (key, job_id) VALUES ($1, $2)
+		ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id`, key, job.ID)
+	return false, err
+}
+
+// endFlight forgets a job that finished as the one converting its key.
+func endFlight(ctx context.Context, tx pgx.Tx, job store.Job) error {
+	key := store.CacheKeyOf(job)
+	if key == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `DELETE FROM cache_inflight WHERE key = $1 AND job_id = $2`, key, job.ID)
+	return err
+}
+
+// FinishFromCache is store.Store.FinishFromCache on PostgreSQL.
+func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit bool, err error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
+		var err error
+		hit = false
+		if job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 FOR UPDATE`, jobID)); err != nil {
+			return err
+		}
+		if job.Status != store.StatusRunning || job.Attempt != attempt {
+			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if hit, err = flight(ctx, tx, &job); err != nil || !hit {
+			return err
+		}
+		return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)
+	})
+	if err != nil {
+		return store.Job{}, false, wrap("finish from cache", err)
+	}
+	s.signal(job.ID)
+	return job, hit, nil
+}
+
+// setCacheBase records the cache base of a job the create function inserted (it knows nothing
+// of the cache), or clears it ("") for a job the start function queued with an unchecked
+// input_sha256. A crash before it leaves the job out of the cache, or (the second case, where
+// object storage reports no hash) in it with an unchecked hash.
+func (s *Store) setCacheBase(ctx context.Context, jobID, base string) error {
+	_, err := s.pool.Exec(ctx, `UPDATE jobs SET cache_base = nullif($2, '') WHERE id = $1`, jobID, base)
+	return err
+}
+
+// afterFinish is the cache's part of a finish the finish function made: a success is stored as
+// its key's entry and the key's flight ends, in a transaction of its own. A crash before it
+// leaves the output uncached and a flight row naming a finished job, which claims ignore.
+func (s *Store) afterFinish(ctx context.Context, job store.Job) error {
+	if store.CacheKeyOf(job) == "" {
+		return nil
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if job.Status == store.StatusSucceeded {
+			if err := putCached(ctx, tx, job, s.opts.CacheMaxBytes); err != nil {
+				return err
+			}
+		}
+		return endFlight(ctx, tx, job)
+	})
+}

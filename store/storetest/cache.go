@@ -1,0 +1,436 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// The conversion cache (store/cache.go, docs/cache.md) on every backend.
+var cacheCases = []testCase{
+	{"CacheHitAtCreate", testCacheHitAtCreate},
+	{"CacheChecksumMismatch", testCacheChecksumMismatch},
+	{"CacheHitAtStartAndClaim", testCacheHitAtStartAndClaim},
+	{"CacheIdenticalJobsOneConversion", testCacheIdenticalJobs},
+	{"CacheOffStoresNothing", testCacheOff},
+	{"CacheEvictsLeastRecentlyUsed", testCacheLRU},
+	{"CacheReferencesKeepOutputs", testCacheReferences},
+	{"CacheSingleFlight", testCacheSingleFlight},
+}
+
+func init() { cases = append(cases, cacheCases...) }
+
+// sha is a fake input SHA-256 (64 lowercase hex digits) numbered n.
+func sha(n int) string { return fmt.Sprintf("%064x", 0xc0ffee00+n) }
+
+// cached creates a job taking part in the cache as base says, with input_sha256 inputSHA
+// when it is not "".
+func (f *fixture) cached(base, inputSHA string) store.Job {
+	f.t.Helper()
+	job, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: f.acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 10,
+		InputSHA256: inputSHA, CacheBase: base}, plainRender)
+	if err != nil {
+		f.t.Fatalf("create: %v", err)
+	}
+	return job
+}
+
+// convert starts job with an upload of SHA-256 upload, claims it and finishes it with an
+// output of n bytes; it returns the finished job.
+func (f *fixture) convert(job store.Job, upload string, n int64) store.Job {
+	f.t.Helper()
+	started, err := f.s.StartSealedJob(f.acct.ID, job.ID, store.Upload{Size: job.InputBytes, SHA256: upload})
+	if err != nil || started.Status != store.StatusQueued {
+		f.t.Fatalf("start: %v, status %s", err, started.Status)
+	}
+	claimed := f.claim()
+	if claimed.ID != job.ID {
+		f.t.Fatalf("claimed %s, want %s", claimed.ID, job.ID)
+	}
+	out := success(n)
+	out.Output.Warnings = []store.Warning{{Code: "metadata_dropped", Message: "EXIF was not kept"}}
+	out.Output.Verified = true
+	done, err := f.s.FinishJob(job.ID, claimed.Attempt, out)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return done
+}
+
+// wantHit asserts a job answered from the cache with from's output.
+func wantHit(t *testing.T, got, from store.Job) {
+	t.Helper()
+	if got.Status != store.StatusSucceeded || got.Output == nil || !got.Output.Cached || got.Output.Object != from.ID {
+		t.Fatalf("job %s: status %s, output %+v; want succeeded from the cache with %s's output", got.ID, got.Status, got.Output, from.ID)
+	}
+	if got.Output.SHA256 != from.Output.SHA256 || got.Output.Bytes != from.Output.Bytes || got.Output.Attempt != from.Output.Attempt ||
+		got.Output.Verified != from.Output.Verified || !slices.Equal(got.Output.Warnings, from.Output.Warnings) {
+		t.Fatalf("cached output %+v, want %+v", got.Output, from.Output)
+	}
+	if got.FinishedAt == nil {
+		t.Fatalf("job %s succeeded without finished_at", got.ID)
+	}
+}
+
+// testCacheHitAtCreate: a create with the input_sha256 of an input converted the same way is
+// answered succeeded at once with the cached output, charged its cent in the same
+// transaction; another base, another hash or none is a plain created job.
+func testCacheHitAtCreate(t *testing.T, newStore NewFunc) {
+	var mu sync.Mutex
+	var hooked []store.Job
+	f := newFixture(t, newStore, Options{OnFinished: func(j store.Job) {
+		mu.Lock()
+		hooked = append(hooked, j)
+		mu.Unlock()
+	}}, 100)
+	first := f.convert(f.cached("base-a", sha(1)), sha(1), 7)
+	if first.Output.Cached || first.Output.Object != "" {
+		t.Fatalf("converted job's output %+v: want neither cached nor another's", first.Output)
+	}
+	e, ok, err := f.s.CachedOutput(store.CacheKey("base-a", sha(1)))
+	if err != nil || !ok || e.Object != first.ID || e.Output.Bytes != 7 {
+		t.Fatalf("cache entry %+v, %v, %v; want %s's 7 bytes", e, ok, err, first.ID)
+	}
+	hit := f.cached("base-a", sha(1))
+	wantHit(t, hit, first)
+	wantHit(t, f.get(hit.ID), first)
+	mu.Lock()
+	if len(hooked) != 2 || hooked[1].ID != hit.ID {
+		t.Errorf("FinishHook saw %v, want the converted job and the hit", ids(hooked))
+	}
+	mu.Unlock()
+	for _, miss := range []store.Job{f.cached("base-b", sha(1)), f.cached("base-a", sha(2)), f.create(10)} {
+		if miss.Status != store.StatusCreated || miss.Output != nil {
+			t.Fatalf("job %s: %s with output %+v, want a plain created job", miss.ID, miss.Status, miss.Output)
+		}
+	}
+	if held, err := f.s.OutputHeld(first.ID); err != nil || !held {
+		t.Fatalf("OutputHeld(%s) = %v, %v; want true (a job uses it)", first.ID, held, err)
+	}
+	st, err := f.s.CacheStats()
+	if err != nil || st.Entries != 1 || st.Bytes != 7 {
+		t.Fatalf("CacheStats %+v, %v; want 1 entry of 7 bytes", st, err)
+	}
+	f.checkLedger(3, 2)
+}
+
+// testCacheChecksumMismatch: a start whose upload's SHA-256 differs from input_sha256 cancels
+// the job and releases its cent, as a size mismatch does; a start with the right hash queues.
+func testCacheChecksumMismatch(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	job := f.cached("base", sha(1))
+	got, err := f.s.StartSealedJob(f.acct.ID, job.ID, store.Upload{Size: 10, SHA256: sha(2)})
+	wantErr(t, err, store.ErrChecksumMismatch, "start with other bytes")
+	if got.Status != store.StatusCancelled || !strings.Contains(got.ErrorMessage, sha(2)) || !strings.Contains(got.ErrorMessage, sha(1)) {
+		t.Fatalf("job %s, message %q; want cancelled naming both hashes", got.Status, got.ErrorMessage)
+	}
+	f.checkLedger(0, 0)
+	again, err := f.s.StartSealedJob(f.acct.ID, job.ID, store.Upload{Size: 10, SHA256: sha(1)})
+	if err != nil || again.Status != store.StatusCancelled {
+		t.Fatalf("start again: %v, %s; want the cancelled job unchanged", err, again.Status)
+	}
+	ok := f.cached("", sha(3)) // input_sha256 without the cache: still checked
+	if got, err := f.s.StartSealedJob(f.acct.ID, ok.ID, store.Upload{Size: 10, SHA256: sha(3)}); err != nil || got.Status != store.StatusQueued {
+		t.Fatalf("start with the right bytes: %v, %s", err, got.Status)
+	}
+	f.checkLedger(1, 0)
+}
+
+// testCacheHitAtStartAndClaim: without input_sha256, the upload's hash found at start answers
+// the job from the cache; a job queued before its twin finished is answered at claim, and the
+// claim moves on to the next job.
+func testCacheHitAtStartAndClaim(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	first := f.cached("base", "")
+	waiting := f.cached("base", "")
+	other := f.create(10)
+	if _, err := f.s.StartSealedJob(f.acct.ID, first.ID, store.Upload{Size: 10, SHA256: sha(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := f.s.StartSealedJob(f.acct.ID, waiting.ID, store.Upload{Size: 10, SHA256: sha(1)}); err != nil || got.Status != store.StatusQueued {
+		t.Fatalf("start of the twin: %v, %s; want queued (nothing cached yet)", err, got.Status)
+	}
+	f.start(other)
+	claimed := f.claim()
+	if claimed.ID != first.ID || claimed.InputSHA256 != sha(1) {
+		t.Fatalf("claimed %s (input_sha256 %q), want %s with the upload's hash", claimed.ID, claimed.InputSHA256, first.ID)
+	}
+	done, err := f.s.FinishJob(first.ID, claimed.Attempt, success(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := f.claim()
+	if next.ID != other.ID {
+		t.Fatalf("claim took %s, want %s: the twin is answered from the cache on the way", next.ID, other.ID)
+	}
+	wantHit(t, f.get(waiting.ID), done)
+	late := f.cached("base", "")
+	got, err := f.s.StartSealedJob(f.acct.ID, late.ID, store.Upload{Size: 10, SHA256: sha(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHit(t, got, done)
+	f.checkLedger(1, 3)
+}
+
+// testCacheIdenticalJobs: N identical jobs queued at once cost one conversion and N cents;
+// concurrent claimers never convert a job the cache can answer.
+func testCacheIdenticalJobs(t *testing.T, newStore NewFunc) {
+	const n = 12
+	f := newFixture(t, newStore, Options{}, 100)
+	jobs := make([]store.Job, n)
+	for i := range jobs {
+		jobs[i] = f.cached("base", sha(1))
+		if _, err := f.s.StartSealedJob(f.acct.ID, jobs[i].ID, store.Upload{Size: 10, SHA256: sha(1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := f.claim()
+	if _, err := f.s.FinishJob(first.ID, first.Attempt, success(5)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var converted []string
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				job, ok, err := f.s.ClaimJob()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if !ok {
+					return
+				}
+				mu.Lock()
+				converted = append(converted, job.ID)
+				mu.Unlock()
+				if _, err := f.s.FinishJob(job.ID, job.Attempt, success(5)); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(converted) != 0 {
+		t.Fatalf("%d more conversions (%v), want none: the cache answers every twin", len(converted), converted)
+	}
+	hits := 0
+	for _, j := range jobs {
+		got := f.get(j.ID)
+		if got.Status != store.StatusSucceeded {
+			t.Fatalf("job %s is %s", j.ID, got.Status)
+		}
+		if got.Output.Cached {
+			hits++
+		}
+	}
+	if hits != n-1 {
+		t.Fatalf("%d hits, want %d", hits, n-1)
+	}
+	f.checkLedger(0, n)
+}
+
+// testCacheOff: a job without a cache base neither stores nor takes a cached output, even
+// with input_sha256.
+func testCacheOff(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	done := f.convert(f.cached("", sha(1)), sha(1), 4)
+	if st, err := f.s.CacheStats(); err != nil || st.Entries != 0 {
+		t.Fatalf("CacheStats %+v, %v; want empty", st, err)
+	}
+	if held, err := f.s.OutputHeld(done.ID); err != nil || held {
+		t.Fatalf("OutputHeld = %v, %v; want false", held, err)
+	}
+	if again := f.cached("", sha(1)); again.Status != store.StatusCreated {
+		t.Fatalf("job without the cache is %s", again.Status)
+	}
+	// Object storage that reports no hash at start: input_sha256 stays unchecked, and the job
+	// leaves the cache instead of storing an output under a hash nobody verified.
+	unchecked := f.convert(f.cached("base", sha(2)), "", 4)
+	if st, err := f.s.CacheStats(); err != nil || st.Entries != 0 {
+		t.Fatalf("CacheStats after a job with an unchecked input_sha256: %+v, %v; want empty", st, err)
+	}
+	if got := f.get(unchecked.ID); got.CacheBase != "" {
+		t.Fatalf("job with an unchecked input_sha256 keeps cache base %q", got.CacheBase)
+	}
+	f.checkLedger(1, 2)
+}
+
+// testCacheLRU: past CacheMaxBytes the least recently used entries go; a hit makes an entry
+// recent; an evicted entry's output stays its job's, no longer held.
+func testCacheLRU(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{CacheMaxBytes: 10}, 100)
+	a := f.convert(f.cached("base", sha(1)), sha(1), 4)
+	b := f.convert(f.cached("base", sha(2)), sha(2), 4)
+	wantHit(t, f.cached("base", sha(1)), a) // a is now the more recent
+	c := f.convert(f.cached("base", sha(3)), sha(3), 4)
+	if e, ok, err := f.s.CachedOutput(store.CacheKey("base", sha(3))); err != nil || !ok || e.Object != c.ID {
+		t.Fatalf("newest entry %+v, %v, %v; want %s's", e, ok, err, c.ID)
+	}
+	for key, want := range map[string]bool{sha(1): true, sha(2): false, sha(3): true} {
+		if _, ok, err := f.s.CachedOutput(store.CacheKey("base", key)); err != nil || ok != want {
+			t.Errorf("entry of %s: %v, %v; want %v", key[56:], ok, err, want)
+		}
+	}
+	if held, err := f.s.OutputHeld(b.ID); err != nil || held {
+		t.Errorf("evicted output held: %v, %v", held, err)
+	}
+	if held, err := f.s.OutputHeld(a.ID); err != nil || !held {
+		t.Errorf("output a hit uses not held: %v, %v", held, err)
+	}
+	if st, err := f.s.CacheStats(); err != nil || st.Entries != 2 || st.Bytes != 8 {
+		t.Fatalf("CacheStats %+v, %v; want 2 entries, 8 bytes", st, err)
+	}
+	big := f.convert(f.cached("base", sha(4)), sha(4), 11) // over the bound alone: not cached
+	if held, err := f.s.OutputHeld(big.ID); err != nil || held {
+		t.Errorf("an output over --cache-max-bytes was cached")
+	}
+	if dead, err := f.s.DeadOutputs(); err != nil || len(dead) != 0 {
+		t.Errorf("DeadOutputs %v, %v; want none while every job lives", dead, err)
+	}
+	f.checkLedger(0, 5)
+}
+
+// testCacheReferences: retention deletes jobs, never an output another job uses; the entry
+// of an output lives while a job uses it (a hit after the converting job expired still gets
+// it), and the last job's expiry makes the output dead, for the sweeper, and drops its entry,
+// so no file outlives every job's expires_at.
+func testCacheReferences(t *testing.T, newStore NewFunc) {
+	const retention = 2 * time.Second
+	f := newFixture(t, newStore, Options{Retention: retention}, 100)
+	first := f.convert(f.cached("base", sha(1)), sha(1), 6)
+	hit := f.cached("base", sha(1))
+	wantHit(t, hit, first)
+	// The converting job expires first (limit 1: the earliest expiry).
+	if ids := f.expireUntil(1, first.ID); !slices.Equal(ids, []string{first.ID}) {
+		t.Fatalf("ExpireJobs(1) = %v; want [%s]", ids, first.ID)
+	}
+	if held, err := f.s.OutputHeld(first.ID); err != nil || !held {
+		t.Fatalf("OutputHeld after its job expired = %v, %v; want true (a hit uses it)", held, err)
+	}
+	if ok, err := f.s.JobExists(first.ID); err != nil || !ok {
+		t.Fatalf("JobExists(%s) = %v, %v; want true while its output is held", first.ID, ok, err)
+	}
+	late := f.cached("base", sha(1)) // the entry lives on with the output
+	if late.Output == nil || late.Output.Object != first.ID {
+		t.Fatalf("late hit %+v, want the expired job's output", late.Output)
+	}
+	if dead, err := f.s.DeadOutputs(); err != nil || len(dead) != 0 {
+		t.Fatalf("DeadOutputs %v, %v; want none while jobs use it", dead, err)
+	}
+	f.expireUntil(100, hit.ID, late.ID)
+	dead, err := f.s.DeadOutputs()
+	if err != nil || !slices.Equal(dead, []string{first.ID}) {
+		t.Fatalf("DeadOutputs %v, %v; want [%s]", dead, err, first.ID)
+	}
+	if _, ok, err := f.s.CachedOutput(store.CacheKey("base", sha(1))); err != nil || ok {
+		t.Fatalf("entry after its output's last job expired: %v, %v; want gone", ok, err)
+	}
+	if ok, err := f.s.JobExists(first.ID); err != nil || ok {
+		t.Fatalf("JobExists(%s) = %v, %v; want false once nothing holds it", first.ID, ok, err)
+	}
+	if err := f.s.ForgetDeadOutputs(dead); err != nil {
+		t.Fatal(err)
+	}
+	if dead, err := f.s.DeadOutputs(); err != nil || len(dead) != 0 {
+		t.Fatalf("DeadOutputs after forgetting: %v, %v", dead, err)
+	}
+	// A converted job that no hit used takes its entry with it.
+	alone := f.convert(f.cached("base", sha(2)), sha(2), 3)
+	f.expireUntil(100, alone.ID)
+	if st, err := f.s.CacheStats(); err != nil || st.Entries != 0 || st.Bytes != 0 {
+		t.Fatalf("CacheStats after every job expired: %+v, %v; want empty", st, err)
+	}
+	if err := f.s.VerifyLedger(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCacheSingleFlight: a claim of a job whose twin is converting names the twin (WaitFor);
+// FinishFromCache answers it once the twin's output is cached, and makes it the converting
+// job when the twin failed.
+func testCacheSingleFlight(t *testing.T, newStore NewFunc) {
+	f := newFixture(t, newStore, Options{}, 100)
+	var jobs []store.Job
+	for range 3 {
+		j := f.cached("base", sha(1))
+		if _, err := f.s.StartSealedJob(f.acct.ID, j.ID, store.Upload{Size: 10, SHA256: sha(1)}); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	a, b := f.claim(), f.claim()
+	if a.WaitFor != "" || b.WaitFor != a.ID {
+		t.Fatalf("claims: %s waits for %q, %s waits for %q; want the second to wait for the first", a.ID, a.WaitFor, b.ID, b.WaitFor)
+	}
+	got, hit, err := f.s.FinishFromCache(b.ID, b.Attempt)
+	if err != nil || hit || got.WaitFor != a.ID {
+		t.Fatalf("FinishFromCache while the twin converts: hit %v, waits for %q, %v", hit, got.WaitFor, err)
+	}
+	// The twin fails: the waiting job becomes the one that converts.
+	if _, err := f.s.FinishJob(a.ID, a.Attempt, store.Outcome{ErrorCode: store.CodeConversionFailed, ErrorMessage: "bad"}); err != nil {
+		t.Fatal(err)
+	}
+	got, hit, err = f.s.FinishFromCache(b.ID, b.Attempt)
+	if err != nil || hit || got.WaitFor != "" {
+		t.Fatalf("FinishFromCache after the twin failed: hit %v, waits for %q, %v; want to convert", hit, got.WaitFor, err)
+	}
+	c := f.claim()
+	if c.WaitFor != b.ID {
+		t.Fatalf("third job waits for %q, want %s (now converting)", c.WaitFor, b.ID)
+	}
+	done, err := f.s.FinishJob(b.ID, b.Attempt, success(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, hit, err = f.s.FinishFromCache(c.ID, c.Attempt)
+	if err != nil || !hit {
+		t.Fatalf("FinishFromCache after the twin succeeded: hit %v, %v", hit, err)
+	}
+	wantHit(t, got, done)
+	if _, _, err := f.s.FinishFromCache(c.ID, c.Attempt); !errors.Is(err, store.ErrInvalidState) {
+		t.Fatalf("FinishFromCache of a finished job: %v, want ErrInvalidState", err)
+	}
+	f.checkLedger(0, 2)
+}
+
+// expireUntil runs ExpireJobs(limit) until every job of ids was deleted (their expiry has to
+// come first), and returns what the first pass that deleted anything deleted.
+func (f *fixture) expireUntil(limit int, ids ...string) (first []string) {
+	f.t.Helper()
+	deadline := time.Now().Add(waitBound)
+	deleted := map[string]bool{}
+	for {
+		got, _, err := f.s.ExpireJobs(limit)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if first == nil && len(got) > 0 {
+			first = got
+		}
+		for _, id := range got {
+			deleted[id] = true
+		}
+		all := true
+		for _, id := range ids {
+			all = all && deleted[id]
+		}
+		if all {
+			return first
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("jobs %v not all expired after %v (deleted %v)", ids, waitBound, deleted)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
