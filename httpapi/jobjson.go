@@ -133,6 +133,9 @@ func (v *jobView) appendJSON(b []byte) []byte {
 		b = strconv.AppendBool(b, o.Verified)
 		b = append(b, '}')
 	}
+	if v.Progress != nil {
+		b = append(append(b, `,"progress":`...), v.Progress...)
+	}
 	return append(b, '}')
 }
 

@@ -202,6 +202,9 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 			if err := notify(ctx, tx, "j:"+job.ID, "q:"+job.ID); err != nil {
 				return err
 			}
+			if err := recordJobEvent(ctx, tx, job); err != nil {
+				return err
+			}
 		}
 		if err := putJobWebhook(ctx, tx, job, p.WebhookURL); err != nil {
 			return err
@@ -424,6 +427,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 		} else if err != nil {
 			return err
 		}
+		if err := recordJobEvent(ctx, tx, job); err != nil {
+			return err
+		}
 		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
 	})
 	if err != nil {
@@ -566,8 +572,14 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 				if err := recordWebhookEvents(ctx, tx, job); err != nil {
 					return err
 				}
+				if err := recordJobEvent(ctx, tx, job); err != nil {
+					return err
+				}
 				fin.add(job)
 			}
+		}
+		if err := recordRequeuedEvents(ctx, tx, requeued); err != nil {
+			return err
 		}
 		return notify(ctx, tx, payloads...)
 	})
@@ -659,6 +671,9 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 			return err
 		}
 		requeued = true
+		if err := recordJobEvent(ctx, tx, job); err != nil {
+			return err
+		}
 		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
 	})
 	if err != nil {
@@ -737,6 +752,9 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	}
 	*job = updated
 	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
+		return err
+	}
+	if err := recordJobEvent(ctx, tx, *job); err != nil {
 		return err
 	}
 	if err := batchJobFinished(ctx, tx, *job); err != nil {

@@ -78,6 +78,14 @@ func (s *Store) dispatch(payload string) {
 	if !ok {
 		return
 	}
+	switch kind {
+	case "e": // an account's event log grew (events.go)
+		s.signal(eventWaitKey(id))
+		return
+	case "p": // a running job's progress (progress.go)
+		s.progressNotified(id)
+		return
+	}
 	s.signal(id)
 	var ev Event
 	switch kind {

@@ -100,6 +100,7 @@ type Store struct {
 	mu          sync.Mutex
 	changes     store.ChangeWaiters
 	subscribers map[int]func(Event)
+	onProgress  func(payload string) // OnProgress's handler (progress.go)
 	nextSub     int
 	listenerPID uint32
 
