@@ -172,7 +172,7 @@ type Server struct {
 	waits      *waitSlots // long polls held, per key
 	streams    *waitSlots // event streams held, per key
 	closing    streamCloser
-	csp        string     // the web page's Content-Security-Policy
+	csp        string // the web page's Content-Security-Policy
 	web        map[string]webAsset
 }
 
