@@ -94,6 +94,9 @@ type Job struct {
 	StartedAt   *time.Time `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 	Output      *Output    `json:"output"`
+	// Progress is set on running jobs only: 0 to 1 where the converter counts, nil while
+	// unknown (and on every job that is not running).
+	Progress *float64 `json:"progress,omitempty"`
 	// SourceURL is set on a job created with one (its query REDACTED).
 	SourceURL string `json:"source_url,omitempty"`
 	// DeliverTo is set on a job created with one (URL redacted, header values REDACTED).
