@@ -36,9 +36,6 @@ func recordJobEvent(ctx context.Context, tx pgx.Tx, job store.Job) error {
 	return nil
 }
 
-// eventWaitKey is the ChangeWaiters key an account's new events signal (on any node).
-func eventWaitKey(accountID string) string { return "events:" + accountID }
-
 func scanEvents(rows pgx.Rows) ([]store.Event, error) {
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) {
 		var ev store.Event
@@ -91,7 +88,7 @@ func (s *Store) LastEventSeq(accountID string) (int64, error) {
 // WaitEvents returns a channel closed when the account's log next gets an event on any node
 // (or when the listener reconnects), and a function that releases it.
 func (s *Store) WaitEvents(accountID string) (<-chan struct{}, func()) {
-	return s.changes.WaitChange(eventWaitKey(accountID))
+	return s.events.WaitChange(accountID)
 }
 
 // recordRequeuedEvents records the queued events of jobs a transaction put back in the

@@ -412,6 +412,7 @@ func (m *Main) open() error {
 	m.apiSrv = newHTTPServer(m.api, m.log)
 	m.apiSrv.RegisterOnShutdown(m.api.CloseStreams) // a drain ends the event streams
 	m.metrics.countLongPolls(m.api.LongPolls)
+	m.metrics.countStreams(m.api.Streams)
 	corsOrigins := cfg.CORSOrigins
 	if len(corsOrigins) == 0 {
 		corsOrigins = defaultCORSOrigins(m.apiURL)

@@ -70,9 +70,6 @@ func NewJobEvent(job Job, now time.Time) (Event, error) {
 // bucketEvents holds one bucket per account: seq(8) -> event id, a newline, the event's JSON.
 var bucketEvents = []byte("events")
 
-// eventWaitKey is the ChangeWaiters key an account's new events signal.
-func eventWaitKey(accountID string) string { return "events:" + accountID }
-
 // recordJobEvent appends the event of job reaching its current status to its account's log,
 // dropping the oldest beyond EventLogSize, in the change's transaction; streams wake at commit.
 func (s *Store) recordJobEvent(tx *bolt.Tx, job Job, now time.Time) error {
@@ -109,7 +106,7 @@ func (s *Store) recordJobEvent(tx *bolt.Tx, job Job, now time.Time) error {
 		}
 	}
 	acct := job.AccountID
-	tx.OnCommit(func() { s.changes.Signal(eventWaitKey(acct)) })
+	tx.OnCommit(func() { s.events.Signal(acct) })
 	return nil
 }
 
@@ -202,7 +199,7 @@ func (s *Store) LastEventSeq(accountID string) (int64, error) {
 // WaitEvents returns a channel closed when the account's log next gets an event, and a
 // function that releases it.
 func (s *Store) WaitEvents(accountID string) (<-chan struct{}, func()) {
-	return s.changes.WaitChange(eventWaitKey(accountID))
+	return s.events.WaitChange(accountID)
 }
 
 func accountEvents(tx *bolt.Tx, accountID string) *bolt.Bucket {
