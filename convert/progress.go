@@ -4,16 +4,42 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
 // DefaultProgressInterval is how often the pool samples a running conversion's progress.
 const DefaultProgressInterval = time.Second
 
+// offsetMark is the input as a conversion's first step reads it: each read moves the file's
+// offset to the furthest byte read so far (converters read with ReadAt, which leaves the
+// offset alone). A worker process gets the server's open file, so the server reads the
+// conversion's progress from the offset they share, with no message between them.
+type offsetMark struct {
+	f   *os.File
+	max atomic.Int64
+}
+
+// ReadAt reads from the file and marks how far it got.
+func (m *offsetMark) ReadAt(p []byte, off int64) (int, error) {
+	n, err := m.f.ReadAt(p, off)
+	for end := off + int64(n); n > 0; {
+		cur := m.max.Load()
+		if end <= cur {
+			break
+		}
+		if m.max.CompareAndSwap(cur, end) {
+			m.f.Seek(end, io.SeekStart)
+			break
+		}
+	}
+	return n, err
+}
+
 // progressSampler reads how far a conversion has read its input: the input file's offset
-// against its size. The converter (in this process, or a worker process given the same open
-// file) moves the offset as it reads sequentially; one that reads with ReadAt, or not at all,
-// leaves it at 0, and no progress is reported. Reports grow only and stop short of 1 (the
+// (offsetMark) against its size. A converter that reads the whole input first reports most
+// of its progress at once; one that reads nothing of it (an input fetched elsewhere) reports
+// none. Reports grow only and stop short of 1 (the
 // job's success says it is done), and only a change of a whole percent is reported.
 type progressSampler struct {
 	in     *os.File
