@@ -445,10 +445,19 @@ func (c *Client) GetJob(ctx context.Context, id string, wait time.Duration) (Job
 	return out, err
 }
 
-// WaitJob polls until the job finishes; onChange (optional) sees every new status, as it
-// happens: then each call after the first returns at the job's next move (changed_from).
+// WaitJob waits until the job finishes; onChange (optional) sees every new status, as it
+// happens, and a running job's every new progress. With onChange it follows the job's event
+// stream (JobEvents); where that cannot be opened or breaks off it polls, each call after the
+// first returning at the job's next move (changed_from).
 func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Job, error) {
 	var last Status
+	if onChange != nil {
+		if job, ok := c.followJob(ctx, id, onChange); ok {
+			return job, nil
+		} else if err := ctx.Err(); err != nil {
+			return job, err
+		}
+	}
 	for {
 		var job Job
 		path := "/v1/jobs/" + url.PathEscape(id) + "?wait=30"

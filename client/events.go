@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -228,4 +229,31 @@ func decodeEvent(id, typ, data string) (Event, error) {
 	}
 	ev.CreatedAt, ev.Job = body.CreatedAt, body.Data.Job
 	return ev, nil
+}
+
+// followJob calls onChange for each change of the job's status or progress on its event
+// stream until its final event; ok is false when the stream could not be followed to the end
+// (the caller then polls).
+func (c *Client) followJob(ctx context.Context, id string, onChange func(Job)) (job Job, ok bool) {
+	var lastStatus Status
+	var lastProgress *float64
+	for ev, err := range c.JobEvents(ctx, url.PathEscape(id), EventsOptions{}) {
+		if err != nil || ev.Job == nil {
+			if err != nil {
+				return job, false
+			}
+			continue
+		}
+		job = *ev.Job
+		changed := job.Status != lastStatus ||
+			(job.Progress != nil && (lastProgress == nil || *job.Progress != *lastProgress))
+		lastStatus, lastProgress = job.Status, job.Progress
+		if changed {
+			onChange(job)
+		}
+		if job.Finished() {
+			return job, true
+		}
+	}
+	return job, false
 }
