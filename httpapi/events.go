@@ -91,7 +91,7 @@ type eventStream struct {
 	jobID   string
 	cursor  int64
 	sent    map[string]bool   // the job stream's event ids sent (to not repeat the final one)
-	percent map[string]string // progress last sent per job, as written
+	percent map[string]string // progress last sent per running job, as written
 }
 
 // serveEvents is GET /v1/events (jobID empty) and GET /v1/jobs/{id}/events.
@@ -194,12 +194,14 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key store.A
 		case <-changed:
 			release()
 			changed, release = s.cfg.Store.WaitEvents(acct)
+			heartbeat.Reset(s.cfg.StreamHeartbeat) // a heartbeat only after a quiet interval
 		case <-progressed:
 			releaseProgress()
 			progressed, releaseProgress = s.cfg.Progress.WaitProgress(acct)
 			if err := st.progress(acct); err != nil {
 				return
 			}
+			heartbeat.Reset(s.cfg.StreamHeartbeat)
 		case <-heartbeat.C:
 			st.buf = append(st.buf, ": heartbeat\n\n"...)
 			if st.flush() != nil {
@@ -315,7 +317,12 @@ func (st *eventStream) event(id, typ string, at time.Time, job store.Job) error 
 	}
 	if id != "" {
 		st.buf = append(append(append(st.buf, "id: "...), id...), '\n')
-		st.sent[id] = true
+		if st.jobID != "" {
+			st.sent[id] = true // a job stream's few ids; an account stream keeps none
+		}
+	}
+	if job.Finished() {
+		delete(st.percent, job.ID) // no more progress of it: the map holds running jobs only
 	}
 	st.buf = append(append(append(st.buf, "event: "...), typ...), '\n')
 	st.buf = append(append(append(st.buf, "data: "...), body...), "\n\n"...)
