@@ -92,6 +92,7 @@ type eventStream struct {
 	cursor  int64
 	sent    map[string]bool   // the job stream's event ids sent (to not repeat the final one)
 	percent map[string]string // progress last sent per running job, as written
+	wrote   bool              // something was written since the heartbeat was last reset
 }
 
 // serveEvents is GET /v1/events (jobID empty) and GET /v1/jobs/{id}/events.
@@ -190,18 +191,24 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key store.A
 		if done {
 			return
 		}
+		if st.wrote { // a heartbeat only after a quiet interval
+			st.wrote = false
+			heartbeat.Reset(s.cfg.StreamHeartbeat)
+		}
 		select {
 		case <-changed:
 			release()
 			changed, release = s.cfg.Store.WaitEvents(acct)
-			heartbeat.Reset(s.cfg.StreamHeartbeat) // a heartbeat only after a quiet interval
 		case <-progressed:
 			releaseProgress()
 			progressed, releaseProgress = s.cfg.Progress.WaitProgress(acct)
 			if err := st.progress(acct); err != nil {
 				return
 			}
-			heartbeat.Reset(s.cfg.StreamHeartbeat)
+			if st.wrote {
+				st.wrote = false
+				heartbeat.Reset(s.cfg.StreamHeartbeat)
+			}
 		case <-heartbeat.C:
 			st.buf = append(st.buf, ": heartbeat\n\n"...)
 			if st.flush() != nil {
@@ -341,6 +348,7 @@ func (st *eventStream) flush() error {
 	st.rc.SetWriteDeadline(time.Now().Add(st.s.cfg.StreamWriteTimeout))
 	_, err := st.w.Write(st.buf)
 	st.buf = st.buf[:0]
+	st.wrote = true
 	if err == nil {
 		err = st.rc.Flush()
 	}
