@@ -12,12 +12,30 @@ import (
 func (m *Main) newProgressHub() *store.ProgressHub {
 	m.progress = store.NewProgressHub()
 	if pg, ok := m.store.(*pgstore.Store); ok {
-		log := m.log
+		// Reports go out from one goroutine, so a slow database never holds up a conversion;
+		// under pressure the newest wait in a small queue and the rest are dropped (the next
+		// report, or the job's next state change, supersedes them).
+		queue := make(chan string, 64)
 		m.progress.Publish = func(payload string) {
-			if err := pg.PublishProgress(payload); err != nil {
-				log.Debug("progress not published", "error", err)
+			select {
+			case queue <- payload:
+			default:
 			}
 		}
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			for {
+				select {
+				case <-m.stop:
+					return
+				case p := <-queue:
+					if err := pg.PublishProgress(p); err != nil {
+						m.log.Debug("progress not published", "error", err)
+					}
+				}
+			}
+		}()
 		pg.OnProgress(m.progress.Apply)
 	}
 	return m.progress
