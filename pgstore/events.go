@@ -90,25 +90,3 @@ func (s *Store) LastEventSeq(accountID string) (int64, error) {
 func (s *Store) WaitEvents(accountID string) (<-chan struct{}, func()) {
 	return s.events.WaitChange(accountID)
 }
-
-// recordRequeuedEvents records the queued events of jobs a transaction put back in the
-// queue (ReapExpiredLeases), read back as it left them.
-func recordRequeuedEvents(ctx context.Context, tx pgx.Tx, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, ids)
-	if err != nil {
-		return err
-	}
-	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Job, error) { return scanJob(row) })
-	if err != nil {
-		return err
-	}
-	for _, job := range jobs {
-		if err := recordJobEvent(ctx, tx, job); err != nil {
-			return err
-		}
-	}
-	return nil
-}

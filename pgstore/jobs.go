@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -554,10 +555,11 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if len(failed) > 0 {
-			// The failed jobs as this transaction left them: their webhook events (one per
-			// destination, the same as finish records for any failure) and the FinishHook.
-			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, failed)
+		if moved := append(slices.Clone(failed), requeued...); len(moved) > 0 {
+			// The jobs as this transaction left them: every one's event (events.go), and the
+			// failed ones' webhook events (one per destination, the same as finish records for
+			// any failure) and the FinishHook.
+			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, moved)
 			if err != nil {
 				return err
 			}
@@ -565,21 +567,20 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 			if err != nil {
 				return err
 			}
-			if len(jobs) != len(failed) {
-				return fmt.Errorf("read back %d of the %d jobs it failed", len(jobs), len(failed))
+			if len(jobs) != len(moved) {
+				return fmt.Errorf("read back %d of the %d jobs it moved", len(jobs), len(moved))
 			}
 			for _, job := range jobs {
-				if err := recordWebhookEvents(ctx, tx, job); err != nil {
-					return err
+				if job.Status == store.StatusFailed {
+					if err := recordWebhookEvents(ctx, tx, job); err != nil {
+						return err
+					}
+					fin.add(job)
 				}
 				if err := recordJobEvent(ctx, tx, job); err != nil {
 					return err
 				}
-				fin.add(job)
 			}
-		}
-		if err := recordRequeuedEvents(ctx, tx, requeued); err != nil {
-			return err
 		}
 		return notify(ctx, tx, payloads...)
 	})
