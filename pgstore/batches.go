@@ -153,11 +153,6 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			if err := putJobWebhook(ctx, tx, jobs[i], p.Jobs[i].WebhookURL); err != nil {
 				return err
 			}
-			if jobs[i].Status == store.StatusQueued {
-				if err := recordJobEvent(ctx, tx, jobs[i]); err != nil {
-					return err
-				}
-			}
 		}
 		batch, err = scanBatch(tx.QueryRow(ctx, `INSERT INTO batches (id, account_id, job_ids, unfinished, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5, $6) RETURNING `+batchCols,

@@ -1,62 +1,45 @@
 package pgstore
 
 import (
-	"context"
-	"fmt"
+	"encoding/json"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/convsvc/convsvc/store"
 )
 
-// recordJobEvent appends the event of job reaching its current status to its account's log
-// (store.Event), drops the account's events beyond store.EventLogSize and notifies every
-// node's streams at commit, in one statement of the change's transaction. The per-account
-// counter row (event_seqs) is held until commit, so an account's events commit in seq order.
-// A retried transaction writes the event once (its id is unique).
-func recordJobEvent(ctx context.Context, tx pgx.Tx, job store.Job) error {
-	ev, err := store.NewJobEvent(job, job.CreatedAt)
-	if err != nil {
-		return err
+// eventCols are the job columns of an event's snapshot (r), then the event's own.
+var eventCols = func() string {
+	cols := strings.Split(jobCols, ",")
+	for i, c := range cols {
+		cols[i] = "r." + strings.TrimSpace(c)
 	}
-	_, err = tx.Exec(ctx, `WITH s AS (
-			INSERT INTO event_seqs (account_id, seq) VALUES ($1, 1)
-			ON CONFLICT (account_id) DO UPDATE SET seq = event_seqs.seq + 1 RETURNING seq),
-		e AS (
-			INSERT INTO events (account_id, seq, id, type, job_id, created_at, job)
-			SELECT $1, s.seq, $2, $3, $4, now(), $5 FROM s
-			ON CONFLICT (id) DO NOTHING RETURNING seq),
-		d AS (
-			DELETE FROM events WHERE account_id = $1 AND seq <= (SELECT seq FROM e) - $6)
-		SELECT pg_notify('`+notifyChannel+`', 'e:' || $1) FROM e`,
-		job.AccountID, ev.ID, ev.Type, job.ID, []byte(ev.Job), store.EventLogSize)
-	if err != nil {
-		return fmt.Errorf("record event %s: %w", ev.ID, err)
-	}
-	return nil
-}
-
-func scanEvents(rows pgx.Rows) ([]store.Event, error) {
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) {
-		var ev store.Event
-		var job []byte
-		err := row.Scan(&ev.Seq, &ev.ID, &ev.Type, &ev.AccountID, &ev.JobID, &ev.CreatedAt, &job)
-		ev.Job, ev.CreatedAt = job, ev.CreatedAt.UTC()
-		return ev, err
-	})
-}
+	return strings.Join(cols, ", ") + ", e.seq, e.id, e.type, e.account_id, e.job_id, e.created_at"
+}()
 
 // EventsAfter returns up to limit of the account's events after seq, oldest first; jobID,
-// when set, keeps only that job's.
+// when set, keeps only that job's. Each carries the job as its change left it (the trigger's
+// snapshot, read back as a jobs row).
 func (s *Store) EventsAfter(accountID string, after int64, jobID string, limit int) ([]store.Event, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT seq, id, type, account_id, job_id, created_at, job FROM events
-		WHERE account_id = $1 AND seq > $2 AND ($3 = '' OR job_id = $3) ORDER BY seq LIMIT $4`, accountID, after, jobID, limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+eventCols+` FROM events e
+		CROSS JOIN LATERAL jsonb_populate_record(NULL::jobs, e.snap) r
+		WHERE e.account_id = $1 AND e.seq > $2 AND ($3 = '' OR e.job_id = $3) ORDER BY e.seq LIMIT $4`, accountID, after, jobID, limit)
 	if err != nil {
 		return nil, wrap("events", err)
 	}
-	evs, err := scanEvents(rows)
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) {
+		var ev store.Event
+		job, err := scanJob(extraRow{row, []any{&ev.Seq, &ev.ID, &ev.Type, &ev.AccountID, &ev.JobID, &ev.CreatedAt}})
+		if err != nil {
+			return ev, err
+		}
+		ev.CreatedAt = ev.CreatedAt.UTC()
+		ev.Job, err = json.Marshal(job)
+		return ev, err
+	})
 	return evs, wrap("events", err)
 }
 

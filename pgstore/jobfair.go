@@ -79,9 +79,6 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, fin *finished, expired
 				return "", false, err
 			}
 			ok = true
-			if err := recordJobEvent(ctx, tx, job); err != nil {
-				return "", false, err
-			}
 			return j.AccountID, true, notify(ctx, tx, "j:"+job.ID)
 		}
 	})

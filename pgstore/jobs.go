@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -201,9 +200,6 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 		}
 		if status == store.StatusQueued {
 			if err := notify(ctx, tx, "j:"+job.ID, "q:"+job.ID); err != nil {
-				return err
-			}
-			if err := recordJobEvent(ctx, tx, job); err != nil {
 				return err
 			}
 		}
@@ -428,9 +424,6 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 		} else if err != nil {
 			return err
 		}
-		if err := recordJobEvent(ctx, tx, job); err != nil {
-			return err
-		}
 		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
 	})
 	if err != nil {
@@ -555,11 +548,10 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 		if err := rows.Err(); err != nil {
 			return err
 		}
-		if moved := append(slices.Clone(failed), requeued...); len(moved) > 0 {
-			// The jobs as this transaction left them: every one's event (events.go), and the
-			// failed ones' webhook events (one per destination, the same as finish records for
-			// any failure) and the FinishHook.
-			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, moved)
+		if len(failed) > 0 {
+			// The failed jobs as this transaction left them: their webhook events (one per
+			// destination, the same as finish records for any failure) and the FinishHook.
+			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, failed)
 			if err != nil {
 				return err
 			}
@@ -567,19 +559,14 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 			if err != nil {
 				return err
 			}
-			if len(jobs) != len(moved) {
-				return fmt.Errorf("read back %d of the %d jobs it moved", len(jobs), len(moved))
+			if len(jobs) != len(failed) {
+				return fmt.Errorf("read back %d of the %d jobs it failed", len(jobs), len(failed))
 			}
 			for _, job := range jobs {
-				if job.Status == store.StatusFailed {
-					if err := recordWebhookEvents(ctx, tx, job); err != nil {
-						return err
-					}
-					fin.add(job)
-				}
-				if err := recordJobEvent(ctx, tx, job); err != nil {
+				if err := recordWebhookEvents(ctx, tx, job); err != nil {
 					return err
 				}
+				fin.add(job)
 			}
 		}
 		return notify(ctx, tx, payloads...)
@@ -672,9 +659,6 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 			return err
 		}
 		requeued = true
-		if err := recordJobEvent(ctx, tx, job); err != nil {
-			return err
-		}
 		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
 	})
 	if err != nil {
@@ -753,9 +737,6 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	}
 	*job = updated
 	if err := recordWebhookEvents(ctx, tx, *job); err != nil {
-		return err
-	}
-	if err := recordJobEvent(ctx, tx, *job); err != nil {
 		return err
 	}
 	if err := batchJobFinished(ctx, tx, *job); err != nil {
