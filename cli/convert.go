@@ -774,7 +774,7 @@ func (o *convertOptions) convertOne(ctx context.Context, c *client.Client, targe
 		}
 	}
 	prog.state(fp, string(started.Status))
-	job, err = c.WaitJob(ctx, job.ID, func(j client.Job) { prog.state(fp, string(j.Status)) })
+	job, err = c.WaitJob(ctx, job.ID, func(j client.Job) { prog.state(fp, jobPhase(j)) })
 	if err != nil {
 		if job.ID == "" {
 			job = started

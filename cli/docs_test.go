@@ -163,6 +163,22 @@ func TestDocs_READMEBatchWalkthrough(t *testing.T) {
 	}
 }
 
+// TestDocs_READMEEventsWalkthrough runs the README's events block: a job's stream ends after
+// its success, with the webhook event's id, and a resume after its queued event starts later.
+func TestDocs_READMEEventsWalkthrough(t *testing.T) {
+	out, _ := runREADMEScript(t, "### Following a job live with curl")
+	first, resumed, ok := strings.Cut(out, "event: job.succeeded")
+	if !ok || !strings.Contains(first, "event: job.queued") || !strings.Contains(first, "event: job.running") {
+		t.Fatalf("the first stream lacks queued, running or succeeded:\n%s", out)
+	}
+	if !regexp.MustCompile(`id: evt_job_[A-Za-z0-9]+_succeeded`).MatchString(out) {
+		t.Fatalf("no succeeded event with the webhook's id:\n%s", out)
+	}
+	if !strings.Contains(resumed, "event: job.succeeded") || strings.Contains(resumed, "event: job.queued") {
+		t.Fatalf("the resumed stream is not the events after queued:\n%s", resumed)
+	}
+}
+
 // runREADMEScript runs the first sh block after heading in README.md with bash -e against a
 // real server (the export KEY= line gets its key), and returns its output and its TMPDIR.
 func runREADMEScript(t *testing.T, heading string) (string, string) {

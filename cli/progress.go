@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
@@ -189,4 +190,13 @@ func (p *progress) render(f *fileProgress) string {
 		line = string(r[:p.width-2]) + "…"
 	}
 	return line
+}
+
+// jobPhase is how the progress line shows a job's state: its status, and a running job's
+// progress as a percentage when the server reports one (the job's event stream carries it).
+func jobPhase(j client.Job) string {
+	if j.Status == client.StatusRunning && j.Progress != nil {
+		return fmt.Sprintf("running %d%%", int(*j.Progress*100+0.5))
+	}
+	return string(j.Status)
 }

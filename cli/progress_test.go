@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/internal/bytesize"
 )
 
@@ -92,5 +93,29 @@ func TestByteSize(t *testing.T) {
 		if got := bytesize.Format(n); got != want {
 			t.Errorf("byteSize(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// TestProgress_JobPhaseShowsProgress: the line shows a running job's progress from its event
+// stream as a percentage, and a plain status otherwise.
+func TestProgress_JobPhaseShowsProgress(t *testing.T) {
+	half := 0.42
+	for _, c := range []struct {
+		job  client.Job
+		want string
+	}{
+		{client.Job{Status: client.StatusRunning, Progress: &half}, "running 42%"},
+		{client.Job{Status: client.StatusRunning}, "running"},
+		{client.Job{Status: client.StatusQueued}, "queued"},
+	} {
+		if got := jobPhase(c.job); got != c.want {
+			t.Errorf("jobPhase(%s, %v) = %q, want %q", c.job.Status, c.job.Progress, got, c.want)
+		}
+	}
+	p, buf, _ := testProgress()
+	f := p.add("big.csv")
+	p.state(f, jobPhase(client.Job{Status: client.StatusRunning, Progress: &half}))
+	if !strings.HasSuffix(buf.String(), "\rbig.csv  running 42%") {
+		t.Fatalf("line %q", buf.String())
 	}
 }

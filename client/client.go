@@ -94,6 +94,9 @@ type Job struct {
 	StartedAt   *time.Time `json:"started_at"`
 	FinishedAt  *time.Time `json:"finished_at"`
 	Output      *Output    `json:"output"`
+	// Progress is set on running jobs only: 0 to 1 where the converter counts, nil while
+	// unknown (and on every job that is not running).
+	Progress *float64 `json:"progress,omitempty"`
 	// SourceURL is set on a job created with one (its query REDACTED).
 	SourceURL string `json:"source_url,omitempty"`
 	// DeliverTo is set on a job created with one (URL redacted, header values REDACTED).
@@ -453,10 +456,19 @@ func (c *Client) GetJob(ctx context.Context, id string, wait time.Duration) (Job
 	return out, err
 }
 
-// WaitJob polls until the job finishes; onChange (optional) sees every new status, as it
-// happens: then each call after the first returns at the job's next move (changed_from).
+// WaitJob waits until the job finishes; onChange (optional) sees every new status, as it
+// happens, and a running job's every new progress. With onChange it follows the job's event
+// stream (JobEvents); where that cannot be opened or breaks off it polls, each call after the
+// first returning at the job's next move (changed_from).
 func (c *Client) WaitJob(ctx context.Context, id string, onChange func(Job)) (Job, error) {
 	var last Status
+	if onChange != nil {
+		if job, ok := c.followJob(ctx, id, onChange); ok {
+			return job, nil
+		} else if err := ctx.Err(); err != nil {
+			return job, err
+		}
+	}
 	for {
 		var job Job
 		path := "/v1/jobs/" + url.PathEscape(id) + "?wait=30"

@@ -566,7 +566,7 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 	if err != nil {
 		return Errorf(err, "could not read the input")
 	}
-	var cur io.ReaderAt = in
+	var cur io.ReaderAt = &offsetMark{f: in} // the input's offset tells its progress (progress.go)
 	size := fi.Size()
 	inputSize := size
 	for i, s := range path {

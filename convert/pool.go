@@ -180,6 +180,12 @@ type PoolConfig struct {
 	StrayReturned func(overrun time.Duration)
 	// Runner runs each conversion; nil runs Catalog.Convert in this process.
 	Runner Runner
+	// Progress, when set, receives a running task's progress (0 to 1, growing, at most every
+	// ProgressInterval and only on a whole percent's change): how far the conversion has read
+	// its input (progress.go).
+	Progress func(t Task, progress float64)
+	// ProgressInterval is how often progress is sampled; default DefaultProgressInterval.
+	ProgressInterval time.Duration
 }
 
 // Pool runs conversions for queued jobs on a fixed number of worker goroutines.
@@ -229,6 +235,9 @@ func NewPool(cfg PoolConfig, cat *Catalog, q Queue, f Files) *Pool {
 	}
 	if cfg.StoragePause <= 0 {
 		cfg.StoragePause = time.Second
+	}
+	if cfg.ProgressInterval <= 0 {
+		cfg.ProgressInterval = DefaultProgressInterval
 	}
 	if cfg.ScratchDir == "" {
 		cfg.ScratchDir = os.TempDir()
@@ -535,13 +544,21 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 	}()
 
 	var res convResult
-	select {
-	case res = <-results:
-	case <-ctx.Done():
-		p.strays.Add(1)
-		abandonedAt.Store(time.Now().UnixNano())
-		close(abandoned)
-		return p.stopped(ctx, log), returned
+	tick, stopTick, sampler := p.progressTicker(t, in)
+	defer stopTick()
+wait:
+	for {
+		select {
+		case res = <-results:
+			break wait
+		case <-tick:
+			sampler.sample()
+		case <-ctx.Done():
+			p.strays.Add(1)
+			abandonedAt.Store(time.Now().UnixNano())
+			close(abandoned)
+			return p.stopped(ctx, log), returned
+		}
 	}
 	defer res.out.Discard()
 	if ctx.Err() != nil {

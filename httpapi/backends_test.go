@@ -37,6 +37,8 @@ var backendSuite = []struct {
 	{"Batch_Lifecycle", TestAPI_Batch_Lifecycle},
 	{"Batch_OpenArchive", TestAPI_Batch_OpenArchive},
 	{"Batch_Errors", TestAPI_Batch_Errors},
+	{"JobEvents", TestAPI_JobEvents},
+	{"AccountEvents", TestAPI_AccountEvents},
 }
 
 // TestAPI_Backends runs backendSuite against bbolt and against PostgreSQL (internal/testing/testpg:

@@ -77,6 +77,8 @@ func TestAPI_TooManyConnections(t *testing.T) {
 		{"GET", job, key, nil},
 		{"POST", job + "/start", key, nil},
 		{"POST", job + "/cancel", key, nil},
+		{"GET", job + "/events", key, nil},
+		{"GET", "/v1/events", key, nil},
 		{"GET", "/", "", nil},
 		{"GET", "/web/app.js", "", nil},
 		{"GET", "/healthz", "", nil},

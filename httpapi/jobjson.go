@@ -135,6 +135,9 @@ func (v *jobView) appendJSON(b []byte) []byte {
 		b = strconv.AppendBool(b, o.Cached)
 		b = append(b, '}')
 	}
+	if v.Progress != nil {
+		b = append(append(b, `,"progress":`...), v.Progress...)
+	}
 	return append(b, '}')
 }
 

@@ -37,6 +37,8 @@ type jobView struct {
 	StartedAt    *time.Time       `json:"started_at"`
 	FinishedAt   *time.Time       `json:"finished_at"`
 	Output       *outputView      `json:"output"`
+	// Progress is present on running jobs only: 0 to 1 where the converter counts, else null.
+	Progress json.RawMessage `json:"progress,omitempty"`
 	// SourceURL (redacted) and DeliverTo are present only on jobs created with them.
 	SourceURL string       `json:"source_url,omitempty"`
 	DeliverTo *deliverView `json:"deliver_to,omitempty"`
@@ -101,6 +103,9 @@ func (s *Server) viewJob(j store.Job) jobView {
 	}
 	if j.SourceURL != "" {
 		v.SourceURL = webhook.RedactURL(j.SourceURL)
+	}
+	if j.Status == store.StatusRunning {
+		v.Progress = s.progressJSON(j)
 	}
 	if j.Status == store.StatusSucceeded && j.Output != nil {
 		// The URL is signed anew on every read, and never outlives the job.

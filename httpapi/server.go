@@ -46,6 +46,7 @@ type Store interface {
 	PresetStore
 	LimitStore
 	BatchStore
+	EventStore
 }
 
 // Blobs is what the API needs from object storage (the local blob store or S3, through
@@ -149,6 +150,15 @@ type Config struct {
 	// Cache configures the conversion cache (httpapi/cache.go); its zero value is the cache on,
 	// per account.
 	Cache CacheConfig
+	// MaxStreamsPerKey bounds the event streams one key holds at once (default
+	// DefaultMaxStreamsPerKey); one over it is 429 rate_limited.
+	MaxStreamsPerKey int
+	// StreamHeartbeat is how often an idle event stream sends a comment line (default
+	// DefaultStreamHeartbeat); StreamWriteTimeout bounds one write to a stream (default
+	// DefaultStreamWriteTimeout).
+	StreamHeartbeat, StreamWriteTimeout time.Duration
+	// Progress, when set, reports running jobs' progress (Job.progress, job.progress events).
+	Progress ProgressSource
 }
 
 // Server is the API's http.Handler.
@@ -165,7 +175,9 @@ type Server struct {
 	adminFails *slidingLimiter
 	storage    storageProbe
 	waits      *waitSlots // long polls held, per key
-	csp        string     // the web page's Content-Security-Policy
+	streams    *waitSlots // event streams held, per key
+	closing    streamCloser
+	csp        string // the web page's Content-Security-Policy
 	web        map[string]webAsset
 }
 
@@ -192,6 +204,15 @@ func New(cfg Config) *Server {
 	if cfg.MaxWaitsPerKey <= 0 {
 		cfg.MaxWaitsPerKey = DefaultMaxWaitsPerKey
 	}
+	if cfg.MaxStreamsPerKey <= 0 {
+		cfg.MaxStreamsPerKey = DefaultMaxStreamsPerKey
+	}
+	if cfg.StreamHeartbeat <= 0 {
+		cfg.StreamHeartbeat = DefaultStreamHeartbeat
+	}
+	if cfg.StreamWriteTimeout <= 0 {
+		cfg.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
 	s := &Server{
 		cfg:    cfg,
 		log:    cfg.Logger,
@@ -202,6 +223,8 @@ func New(cfg Config) *Server {
 		// The admin API's failed-authentication budget: the same size, its own window.
 		adminFails: newSlidingLimiter(cfg.AnonLimit, rateWindow, maxLimiterKeys),
 		waits:      newWaitSlots(cfg.MaxWaitsPerKey),
+		streams:    newWaitSlots(cfg.MaxStreamsPerKey),
+		closing:    streamCloser{ch: make(chan struct{})},
 	}
 	s.storage.check = cfg.Blobs.Check
 	// The page uploads to and downloads from object storage: its origin joins connect-src.
@@ -275,6 +298,7 @@ func (s *Server) routes() {
 	s.routeWebhooks(handle)
 	s.routeSelfWebhooks(handle)
 	s.routeBatches(handle)
+	s.routeEvents(handle)
 	s.router = r
 	s.handler = Observed(r, Observe{Logger: s.log, Metrics: s.cfg.Metrics, Server: "api"})
 }

@@ -62,6 +62,7 @@ func (s *Store) signal(jobIDs ...string) { s.changes.Signal(jobIDs...) }
 // resync wakes every waiter and tells every subscriber to re-read.
 func (s *Store) resync() {
 	s.changes.SignalAll()
+	s.events.SignalAll()
 	s.mu.Lock()
 	subs := make([]func(Event), 0, len(s.subscribers))
 	for _, fn := range s.subscribers {
@@ -76,6 +77,14 @@ func (s *Store) resync() {
 func (s *Store) dispatch(payload string) {
 	kind, id, ok := strings.Cut(payload, ":")
 	if !ok {
+		return
+	}
+	switch kind {
+	case "e": // an account's event log grew (events.go)
+		s.events.Signal(id)
+		return
+	case "p": // a running job's progress (progress.go)
+		s.progressNotified(id)
 		return
 	}
 	s.signal(id)

@@ -102,7 +102,9 @@ type Store struct {
 
 	mu          sync.Mutex
 	changes     store.ChangeWaiters
+	events      store.ChangeWaiters // the event streams' wake-ups, by account (events.go)
 	subscribers map[int]func(Event)
+	onProgress  func(payload string) // OnProgress's handler (progress.go)
 	nextSub     int
 	listenerPID uint32
 

@@ -167,6 +167,10 @@ func TestLeaseReapedAndStaleFinishRefused(t *testing.T) {
 	if got, err := b.Job(acct.ID, job.ID); err != nil || got.Status != store.StatusQueued || got.Attempt != 1 || !got.StartedAt.Equal(*job.StartedAt) {
 		t.Fatalf("requeued job %+v, %v", got, err)
 	}
+	// The requeue is an event of the account's log, after the claim's.
+	if evs, err := b.EventsAfter(acct.ID, 0, job.ID, 10); err != nil || len(evs) != 3 || evs[2].ID != "evt_"+job.ID+"_queued_1" || evs[2].Type != "job.queued" {
+		t.Fatalf("events of the reaped job: %+v, %v", evs, err)
+	}
 	ledger(t, a, acct.ID, 1, 0)
 	if mine, err := a.Heartbeat(job.ID, 1); err != nil || mine {
 		t.Fatalf("heartbeat after the lease was reaped = %v, %v", mine, err)
@@ -248,6 +252,9 @@ func TestReapExhausted(t *testing.T) {
 	if err != nil || !slices.Equal(failed, []string{job.ID}) || got.Status != store.StatusFailed ||
 		got.ErrorCode != store.CodeExpiredOrExhausted || got.ErrorMessage != "the conversion was interrupted 1 times (--max-attempts 1)" || got.FinishedAt == nil {
 		t.Fatalf("failed %v; job %+v, %v", failed, got, err)
+	}
+	if evs, err := s.EventsAfter(acct.ID, 0, job.ID, 10); err != nil || len(evs) != 3 || evs[2].ID != store.WebhookEventID(job.ID, store.StatusFailed) {
+		t.Fatalf("events of the exhausted job: %+v, %v", evs, err)
 	}
 	ledger(t, s, acct.ID, 0, 0)
 }

@@ -143,6 +143,14 @@ func (m *metrics) countLongPolls(held func() int) {
 	}, func() float64 { return float64(held()) }))
 }
 
+// countStreams exports how many event streams the API holds open now.
+func (m *metrics) countStreams(held func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "convsvc_event_streams",
+		Help: "GET /v1/events and /v1/jobs/{id}/events streams open now (each key holds at most 100).",
+	}, func() float64 { return float64(held()) }))
+}
+
 // strayReturned records an abandoned conversion that returned d after it was given up.
 func (m *metrics) strayReturned(d time.Duration) { m.strayOverrun.Observe(d.Seconds()) }
 

@@ -93,6 +93,13 @@ type Config struct {
 	// MaxWaitsPerKey bounds the long polls (?wait=) one API key holds at once; one over it is
 	// answered at once (0: httpapi.DefaultMaxWaitsPerKey).
 	MaxWaitsPerKey int
+	// MaxStreamsPerKey bounds the event streams (GET /v1/events, /v1/jobs/{id}/events) one API
+	// key holds at once; one over it is 429 (0: httpapi.DefaultMaxStreamsPerKey).
+	// StreamHeartbeat is how often an idle stream sends a comment line (0:
+	// httpapi.DefaultStreamHeartbeat); StreamWriteTimeout drops a stream whose client stopped
+	// reading (0: httpapi.DefaultStreamWriteTimeout).
+	MaxStreamsPerKey                    int
+	StreamHeartbeat, StreamWriteTimeout time.Duration
 	// CORSOrigins are the web origins whose pages may upload to and download from object
 	// storage (scheme://host[:port], or "*"); empty means the API's own origin, for its page.
 	CORSOrigins []string
@@ -209,6 +216,7 @@ type Main struct {
 	workers  *worker.Pool // the worker processes; nil with IsolationNone
 	trimmer  *gcfloor.Trimmer
 	api      *httpapi.Server
+	progress *store.ProgressHub // running jobs' progress (events.go)
 	metrics  *metrics
 	apiSrv   *http.Server
 	blobSrv  *http.Server
@@ -343,6 +351,7 @@ func (m *Main) open() error {
 		Logger:        m.log,
 		StrayReturned: m.metrics.strayReturned,
 		Runner:        runner,
+		Progress:      queue.reportProgress(m.newProgressHub()),
 	}, m.catalog, queue, jobFiles{blobs: m.blobs, queue: queue, shared: queue.shared(),
 		remote: newRemoteIO(webhook.Guard{AllowPrivate: cfg.FetchAllowPrivate}, cfg.StorageProgressTimeout, scratch, cfg.DeliveryBackoff, m.log)})
 	queue.cancel = m.pool.Cancel
@@ -399,19 +408,26 @@ func (m *Main) open() error {
 		MetricsHandler: metricsHandler,
 		TrustedProxies: cfg.TrustedProxies,
 		MaxWaitsPerKey: cfg.MaxWaitsPerKey,
-		WriteLimit:     cfg.WriteLimit,
-		ReadLimit:      cfg.ReadLimit,
-		RateWindow:     cfg.RateWindow,
-		Webhooks:       webhookAPIStore(m.store),
-		WebhookGuard:   webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
-		ObjectStorage:  objectStorageKind(local),
-		Cache:          m.cacheConfig(),
+		// Event streams (events.go).
+		MaxStreamsPerKey:   cfg.MaxStreamsPerKey,
+		StreamHeartbeat:    cfg.StreamHeartbeat,
+		StreamWriteTimeout: cfg.StreamWriteTimeout,
+		Progress:           m.progress,
+		WriteLimit:         cfg.WriteLimit,
+		ReadLimit:          cfg.ReadLimit,
+		RateWindow:         cfg.RateWindow,
+		Webhooks:           webhookAPIStore(m.store),
+		WebhookGuard:       webhook.Guard{AllowPrivate: cfg.WebhookAllowPrivate},
+		ObjectStorage:      objectStorageKind(local),
+		Cache:              m.cacheConfig(),
 
 		// The signing secret's rotation overlap (--webhook-secret-overlap).
 		WebhookSecretOverlap: cfg.WebhookSecretOverlap,
 	})
 	m.apiSrv = newHTTPServer(m.api, m.log)
+	m.apiSrv.RegisterOnShutdown(m.api.CloseStreams) // a drain ends the event streams
 	m.metrics.countLongPolls(m.api.LongPolls)
+	m.metrics.countStreams(m.api.Streams)
 	corsOrigins := cfg.CORSOrigins
 	if len(corsOrigins) == 0 {
 		corsOrigins = defaultCORSOrigins(m.apiURL)

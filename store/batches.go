@@ -114,6 +114,11 @@ func (s *Store) CreateBatch(p CreateBatchParams, render func(Batch, []Job) (Resp
 			if err := links.Put([]byte(job.ID), []byte(batch.ID)); err != nil {
 				return err
 			}
+			if job.Status == StatusQueued {
+				if err := s.recordJobEvent(tx, job, now); err != nil {
+					return err
+				}
+			}
 			jobs = append(jobs, job)
 			batch.JobIDs = append(batch.JobIDs, job.ID)
 		}

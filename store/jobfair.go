@@ -249,7 +249,10 @@ func (s *Store) claimFair(tx *bolt.Tx, fin *finished, now time.Time, expired *[]
 				return "", false, err
 			}
 			job, ok = j, true
-			return acctID, true, putJob(tx, j)
+			if err := putJob(tx, j); err != nil {
+				return "", false, err
+			}
+			return acctID, true, s.recordJobEvent(tx, j, now)
 		}
 		return acctID, false, nil
 	})

@@ -58,6 +58,11 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		if job, err = insertJob(tx, &acct, p, now, s.opts.Retention); err != nil {
 			return err
 		}
+		if job.Status == StatusQueued {
+			if err := s.recordJobEvent(tx, job, now); err != nil {
+				return err
+			}
+		}
 		if err := putAccount(tx, acct); err != nil {
 			return err
 		}
@@ -261,7 +266,10 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 		if err := enqueue(tx, job); err != nil {
 			return err
 		}
-		return putJob(tx, job)
+		if err := putJob(tx, job); err != nil {
+			return err
+		}
+		return s.recordJobEvent(tx, job, now)
 	})
 	if err != nil {
 		return Job{}, err
@@ -397,7 +405,10 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 			return err
 		}
 		requeued = true
-		return putJob(tx, job)
+		if err := putJob(tx, job); err != nil {
+			return err
+		}
+		return s.recordJobEvent(tx, job, now)
 	})
 	if err != nil {
 		return Job{}, false, err
@@ -500,6 +511,9 @@ func (s *Store) RecoverRunning(maxAttempts int) (requeued, failed []string, err 
 				return err
 			}
 			if err := putJob(tx, job); err != nil {
+				return err
+			}
+			if err := s.recordJobEvent(tx, job, now); err != nil {
 				return err
 			}
 			requeued = append(requeued, job.ID)
@@ -646,6 +660,9 @@ func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now 
 		return err
 	}
 	if err := endFlight(tx, *job); err != nil {
+		return err
+	}
+	if err := s.recordJobEvent(tx, *job, now); err != nil {
 		return err
 	}
 	if err := s.recordWebhookEvents(tx, *job, now); err != nil {

@@ -66,7 +66,10 @@ type Store struct {
 	db   *bolt.DB
 	opts Options
 
-	changes  ChangeWaiters
+	changes ChangeWaiters
+	// events wakes the event streams of an account (events.go), apart from changes, whose
+	// count is the long polls'.
+	events   ChangeWaiters
 	group    groupCommit
 	keys     keyCache
 	webhooks webhookWake

@@ -151,7 +151,7 @@ func (v *Validator) check(req *http.Request, reqBody []byte, skipReqBody bool, r
 		return fmt.Errorf("status %d is not documented for %s %s", status, req.Method, route.Path)
 	}
 	if skipRespBody && documented.Value != nil {
-		if mt := documented.Value.Content.Get(resp.Header.Get("Content-Type")); mt != nil && mt.Schema != nil {
+		if mt := documented.Value.Content.Get(resp.Header.Get("Content-Type")); mt != nil && mt.Schema != nil && !isEventStream(resp) {
 			return fmt.Errorf("response body over %d bytes, too large to validate against its schema", BodyLimit)
 		}
 	}
@@ -385,6 +385,14 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isEventStream(resp) {
+		// An event stream never ends by itself: its status and headers are held against the
+		// document as it opens, and the caller reads its events as they come.
+		if err := tr.v.check(req, reqBody, skipReqBody, resp, nil, true); err != nil {
+			tr.v.t.Errorf("openapitest: %s %s -> %d: %v", req.Method, req.URL.Path, resp.StatusCode, err)
+		}
+		return resp, nil
+	}
 	respBody, rest, err := readPrefix(resp.Body, BodyLimit)
 	if err != nil {
 		resp.Body.Close()
@@ -445,4 +453,9 @@ func readPrefix(r io.Reader, limit int64) (prefix []byte, rest io.Reader, err er
 type readCloser struct {
 	io.Reader
 	io.Closer
+}
+
+// isEventStream reports whether resp is Server-Sent Events (text/event-stream).
+func isEventStream(resp *http.Response) bool {
+	return strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 }

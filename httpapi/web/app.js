@@ -573,6 +573,9 @@
       const codes = [job.error_code, job.error_reason].filter((c) => c).join(", ");
       text = "Failed: " + (job.error_message || "the conversion failed") + (codes ? " (" + codes + ")" : "");
     }
+    if (job.status === "running" && typeof job.progress === "number") {
+      text += " " + Math.round(job.progress * 100) + "%";
+    }
     it.state.dataset.status = job.status;
     it.state.textContent = text;
   }
@@ -596,6 +599,7 @@
 
   // resetItem clears what an item showed of its last conversion, before another.
   function resetItem(it) {
+    delete it.state.dataset.via;
     it.error.textContent = "";
     it.result.hidden = true;
     it.warnings.hidden = true;
@@ -667,14 +671,54 @@
     return body;
   }
 
-  // follow shows the job's states until it finishes, then its result. Each request returns at
-  // the job's next move (changed_from), so every state shows.
+  // follow shows the job's states until it finishes, then its result: from the job's event
+  // stream (every state change, and a running job's progress), or where the stream cannot be
+  // read by polling, each request returning at the job's next move (changed_from).
   async function follow(it, job) {
+    try {
+      job = await followEvents(it, job);
+    } catch (_) {
+      job = it.job || job; // the stream broke off or was refused: poll from what is shown
+    }
     while (!FINISHED.has(job.status)) {
       job = await api("GET", "/v1/jobs/" + job.id + "?wait=" + WAIT + "&changed_from=" + job.status);
       showJob(it, job);
     }
     if (job.status === "succeeded") await showResult(it, job);
+  }
+
+  // followEvents reads GET /v1/jobs/{id}/events (Server-Sent Events, read with fetch so the key
+  // goes in the Authorization header) and shows each event's job until the final one.
+  async function followEvents(it, job) {
+    const resp = await fetch("v1/jobs/" + job.id + "/events", {
+      headers: { Authorization: "Bearer " + apiKey(), Accept: "text/event-stream" },
+      cache: "no-store",
+    });
+    if (!resp.ok || !resp.body) throw new APIError("no event stream", "", resp.status);
+    it.state.dataset.via = "events";
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return job;
+        buf += value;
+        let end;
+        while ((end = buf.indexOf("\n\n")) >= 0) {
+          const block = buf.slice(0, end);
+          buf = buf.slice(end + 2);
+          const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).trim()).join("\n");
+          if (!data) continue; // a comment (heartbeat) or the retry line
+          const ev = JSON.parse(data);
+          if (!ev.data || !ev.data.job) continue;
+          job = ev.data.job;
+          showJob(it, job);
+          if (FINISHED.has(job.status)) return job;
+        }
+      }
+    } finally {
+      reader.cancel().catch(() => {});
+    }
   }
 
   // ---- several files as one batch ----

@@ -177,6 +177,9 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	if got := eval[float64](t, ctx, `document.querySelector("#item-1-progress").value`); int64(got) != int64(len(testenv.Sample(t, "images/sample-alpha.png"))) {
 		t.Errorf("upload progress ends at %v bytes", got)
 	}
+	if got := eval[string](t, ctx, `document.querySelector("#item-1 .state").dataset.via || ""`); got != "events" {
+		t.Errorf("the page followed the job by %q, want its event stream", got)
+	}
 	states := eval[[]string](t, ctx, `window.__states`)
 	if len(states) < 2 || states[0] != "created" || states[len(states)-1] != "succeeded" {
 		t.Errorf("states shown: %v, want created ... succeeded", states)
@@ -242,6 +245,8 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-2-target"); s.value = "gif"; s.dispatchEvent(new Event("change")); })()`)
 	within(t, ctx, time.Minute, "convert the slow file", chromedp.Click("#item-2 .convert"))
 	waitFor(t, ctx, "the slow job started", `["queued", "running"].includes(document.querySelector("#item-2 .state").dataset.status)`)
+	// Its progress, from the job's event stream, shows while it runs.
+	waitFor(t, ctx, "the slow job's progress", `/^Converting… \d+%$/.test(document.querySelector("#item-2 .state").textContent)`)
 	if got := eval[string](t, ctx, `[...document.querySelectorAll("#item-2 .actions button")].filter((b) => b.offsetParent !== null).map((b) => b.textContent).join(",") + "|" + document.activeElement.className`); got != "Cancel,Remove|cancel" {
 		t.Errorf("buttons shown while converting, and the focus: %s", got)
 	}

@@ -1,0 +1,370 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+
+	"github.com/convsvc/convsvc/store"
+	"github.com/convsvc/convsvc/webhook"
+)
+
+// EventStore is what the event streams need from the job database: each account's event log
+// (store.Event, recorded in the transaction of each job state change) and a wake-up when it
+// grows. Both stores implement it; pgstore wakes every node's streams by NOTIFY.
+type EventStore interface {
+	// EventsAfter returns up to limit of the account's events after seq, oldest first; jobID,
+	// when set, keeps only that job's.
+	EventsAfter(accountID string, after int64, jobID string, limit int) ([]store.Event, error)
+	// EventSeq finds a retained event by id; false when the log does not hold it.
+	EventSeq(accountID, eventID string) (int64, bool, error)
+	// LastEventSeq is the seq of the account's newest event, 0 when none.
+	LastEventSeq(accountID string) (int64, error)
+	// WaitEvents returns a channel closed at the account's next event, and its release.
+	WaitEvents(accountID string) (<-chan struct{}, func())
+}
+
+// ProgressSource reports the progress of running jobs (0 to 1), wherever in the cluster they
+// run, and wakes the streams of an account when one of its jobs' progress changes.
+type ProgressSource interface {
+	// Progress is the last reported progress of the job's attempt; false when none is known.
+	Progress(jobID string, attempt int) (float64, bool)
+	// WaitProgress returns a channel closed at the account's next progress change, and its
+	// release.
+	WaitProgress(accountID string) (<-chan struct{}, func())
+	// AccountProgress calls fn for every job of the account with a known progress.
+	AccountProgress(accountID string, fn func(jobID string, attempt int, progress float64))
+}
+
+// Defaults of the event streams.
+const (
+	// DefaultMaxStreamsPerKey is how many event streams one API key holds open at once; one
+	// more is answered 429 rate_limited (with Retry-After), and other keys are unaffected.
+	DefaultMaxStreamsPerKey = 100
+	// DefaultStreamHeartbeat is how often an idle stream sends a comment line, so proxies
+	// that close quiet connections keep it open.
+	DefaultStreamHeartbeat = 15 * time.Second
+	// DefaultStreamWriteTimeout is how long one write to a stream may block (a client that
+	// stopped reading): past it the stream is dropped.
+	DefaultStreamWriteTimeout = 30 * time.Second
+	// eventBatch is how many events a stream reads from the log at once: its buffer.
+	eventBatch = 64
+	// streamRetryAfter is the Retry-After, in seconds, of a stream over the key's bound.
+	streamRetryAfter = 5
+)
+
+// streamCloser ends every open stream when the server drains.
+type streamCloser struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+// CloseStreams ends every open event stream (a client reconnects elsewhere with its
+// Last-Event-ID); the service calls it when it starts draining.
+func (s *Server) CloseStreams() { s.closing.once.Do(func() { close(s.closing.ch) }) }
+
+// Streams is how many event streams are open now.
+func (s *Server) Streams() int { return s.streams.held() }
+
+func (s *Server) routeEvents(handle func(method, path string, h httprouter.Handle)) {
+	handle("GET", "/v1/events", s.withKey(false, func(w http.ResponseWriter, r *http.Request, _ httprouter.Params, key store.APIKey) {
+		s.serveEvents(w, r, key, "")
+	}))
+	handle("GET", "/v1/jobs/:id/events", s.withKey(false, func(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
+		s.serveEvents(w, r, key, ps.ByName("id"))
+	}))
+}
+
+// eventStream is one open stream: its writer, where it is in the log, what it sent.
+type eventStream struct {
+	s       *Server
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	buf     []byte
+	jobID   string
+	cursor  int64
+	sent    map[string]bool   // the job stream's event ids sent (to not repeat the final one)
+	percent map[string]string // progress last sent per running job, as written
+	wrote   bool              // something was written since the heartbeat was last reset
+}
+
+// serveEvents is GET /v1/events (jobID empty) and GET /v1/jobs/{id}/events.
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key store.APIKey, jobID string) {
+	if _, err := strictQuery(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if len(r.URL.Query()) > 0 {
+		s.writeError(w, r, errorf(CodeInvalidRequest, "event streams take no query parameters; resume with the Last-Event-ID header"))
+		return
+	}
+	acct := key.AccountID
+	if jobID != "" {
+		if _, err := s.cfg.Store.Job(acct, jobID); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	lastID := r.Header.Get("Last-Event-ID")
+	if lastID != "" && (!store.ValidEventID(lastID) || jobID != "" && !strings.HasPrefix(lastID, "evt_"+jobID+"_")) {
+		what := "an event id (evt_...) this stream sent"
+		if jobID != "" {
+			what = "the id of one of this job's events (evt_" + jobID + "_...)"
+		}
+		s.writeError(w, r, errorf(CodeInvalidRequest, "Last-Event-ID must be "+what))
+		return
+	}
+	if !s.streams.acquire(key.ID) {
+		w.Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
+		s.writeError(w, r, errorf(CodeRateLimited, fmt.Sprintf("this key holds %d event streams, the most it may; close one, or follow several jobs on GET /v1/events", s.cfg.MaxStreamsPerKey)))
+		return
+	}
+	defer s.streams.release(key.ID)
+
+	// Subscribe before reading, so an event between the read and the wait is not missed.
+	changed, release := s.cfg.Store.WaitEvents(acct)
+	defer func() { release() }()
+	var progressed <-chan struct{}
+	releaseProgress := func() {}
+	if s.cfg.Progress != nil {
+		progressed, releaseProgress = s.cfg.Progress.WaitProgress(acct)
+	}
+	defer func() { releaseProgress() }()
+
+	st := &eventStream{s: s, w: w, rc: http.NewResponseController(w), jobID: jobID,
+		sent: map[string]bool{}, percent: map[string]string{}}
+	reset := false
+	switch {
+	case lastID != "":
+		seq, found, err := s.cfg.Store.EventSeq(acct, lastID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		// Not retained (older than the log keeps, or never sent): a job stream replays the
+		// job's retained events; the account stream says so (reset) and replays the log.
+		st.cursor, reset = seq, !found && jobID == ""
+		st.sent[lastID] = true
+	case jobID == "":
+		seq, err := s.cfg.Store.LastEventSeq(acct)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		st.cursor = seq
+	}
+
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass each event on at once
+	h["X-Content-Type-Options"] = noSniff
+	st.rc.SetReadDeadline(time.Time{}) // the server's ReadTimeout must not end a stream
+	w.WriteHeader(http.StatusOK)
+	st.buf = append(st.buf, "retry: 2000\n\n"...)
+	if reset {
+		st.buf = append(st.buf, "event: reset\ndata: "...)
+		msg, _ := json.Marshal(map[string]string{"message": "Last-Event-ID " + lastID +
+			" is older than the events this account keeps (the last " + strconv.Itoa(store.EventLogSize) +
+			"): every retained event follows; re-read jobs with GET /v1/jobs for what came before"})
+		st.buf = append(append(st.buf, msg...), "\n\n"...)
+	}
+	if st.flush() != nil {
+		return
+	}
+
+	heartbeat := time.NewTicker(s.cfg.StreamHeartbeat)
+	defer heartbeat.Stop()
+	for {
+		done, err := st.catchUp(acct)
+		if err != nil {
+			s.log.WarnContext(r.Context(), "event stream ended", "request_id", requestID(r), "error", err)
+			return
+		}
+		if done {
+			return
+		}
+		if st.wrote { // a heartbeat only after a quiet interval
+			st.wrote = false
+			heartbeat.Reset(s.cfg.StreamHeartbeat)
+		}
+		select {
+		case <-changed:
+			release()
+			changed, release = s.cfg.Store.WaitEvents(acct)
+		case <-progressed:
+			releaseProgress()
+			progressed, releaseProgress = s.cfg.Progress.WaitProgress(acct)
+			if err := st.progress(acct); err != nil {
+				return
+			}
+			if st.wrote {
+				st.wrote = false
+				heartbeat.Reset(s.cfg.StreamHeartbeat)
+			}
+		case <-heartbeat.C:
+			st.buf = append(st.buf, ": heartbeat\n\n"...)
+			if st.flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		case <-s.closing.ch:
+			return
+		}
+	}
+}
+
+// catchUp sends every logged event after the cursor; done is true when a job stream has sent
+// its job's final event.
+func (st *eventStream) catchUp(acct string) (done bool, err error) {
+	for {
+		evs, err := st.s.cfg.Store.EventsAfter(acct, st.cursor, st.jobID, eventBatch)
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range evs {
+			st.cursor = ev.Seq
+			var job store.Job
+			if err := json.Unmarshal(ev.Job, &job); err != nil {
+				return false, fmt.Errorf("event %s: %w", ev.ID, err)
+			}
+			if err := st.event(ev.ID, ev.Type, ev.CreatedAt, job); err != nil {
+				return false, err
+			}
+		}
+		if err := st.flush(); err != nil {
+			return false, err
+		}
+		if len(evs) < eventBatch {
+			break
+		}
+	}
+	if st.jobID == "" {
+		return false, nil
+	}
+	job, err := st.s.cfg.Store.Job(acct, st.jobID)
+	if err != nil {
+		return true, nil // expired meanwhile: nothing more will happen to it
+	}
+	if !job.Finished() {
+		return false, nil
+	}
+	// Its final event, from the job itself when the log no longer holds it.
+	if id := store.JobEventID(job); !st.sent[id] {
+		at := st.s.now()
+		if job.FinishedAt != nil {
+			at = *job.FinishedAt
+		}
+		if err := st.event(id, store.WebhookEventType(job.Status), at, job); err != nil {
+			return false, err
+		}
+	}
+	return true, st.flush()
+}
+
+// progress sends job.progress events for the stream's running jobs whose progress changed.
+func (st *eventStream) progress(acct string) error {
+	now := st.s.now()
+	var jobs []string
+	var values []float64
+	st.s.cfg.Progress.AccountProgress(acct, func(jobID string, _ int, p float64) {
+		if st.jobID == "" || jobID == st.jobID {
+			jobs, values = append(jobs, jobID), append(values, p)
+		}
+	})
+	for i, id := range jobs {
+		text := strconv.FormatFloat(math.Round(values[i]*100)/100, 'f', -1, 64)
+		if st.percent[id] == text {
+			continue
+		}
+		job, err := st.s.cfg.Store.Job(acct, id)
+		if err != nil || job.Status != store.StatusRunning {
+			continue
+		}
+		if _, ok := st.s.cfg.Progress.Progress(id, job.Attempt); !ok {
+			continue // an earlier attempt's
+		}
+		st.percent[id] = text
+		if err := st.event("", EventJobProgress, now, job); err != nil {
+			return err
+		}
+	}
+	return st.flush()
+}
+
+// EventJobProgress is the type of the streams' progress events; they carry no id (a resume
+// starts from the last state change, and the next progress event follows).
+const EventJobProgress = "job.progress"
+
+// event appends one event in the webhook body's shape; id empty writes none.
+func (st *eventStream) event(id, typ string, at time.Time, job store.Job) error {
+	view, err := st.s.JobJSON(job)
+	if err != nil {
+		return err
+	}
+	data, err := webhook.JobData(json.RawMessage(view))
+	if err != nil {
+		return err
+	}
+	bodyID := id
+	if bodyID == "" {
+		bodyID = "evt_" + job.ID + "_progress"
+	}
+	body, err := webhook.Event{ID: bodyID, Type: typ, CreatedAt: at, Data: data}.Marshal()
+	if err != nil {
+		return err
+	}
+	if id != "" {
+		st.buf = append(append(append(st.buf, "id: "...), id...), '\n')
+		if st.jobID != "" {
+			st.sent[id] = true // a job stream's few ids; an account stream keeps none
+		}
+	}
+	if job.Finished() {
+		delete(st.percent, job.ID) // no more progress of it: the map holds running jobs only
+	}
+	st.buf = append(append(append(st.buf, "event: "...), typ...), '\n')
+	st.buf = append(append(append(st.buf, "data: "...), body...), "\n\n"...)
+	if len(st.buf) > 64<<10 {
+		return st.flush()
+	}
+	return nil
+}
+
+// flush writes what is buffered under the write deadline and pushes it to the client; a
+// client that does not read within the deadline gets its stream dropped.
+func (st *eventStream) flush() error {
+	if len(st.buf) == 0 {
+		return nil
+	}
+	st.rc.SetWriteDeadline(time.Now().Add(st.s.cfg.StreamWriteTimeout))
+	_, err := st.w.Write(st.buf)
+	st.buf = st.buf[:0]
+	st.wrote = true
+	if err == nil {
+		err = st.rc.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("write to the stream: %w", err)
+	}
+	return nil
+}
+
+// progressJSON is a running job's progress field: its attempt's last report with two
+// decimals, or null.
+func (s *Server) progressJSON(j store.Job) json.RawMessage {
+	if s.cfg.Progress != nil {
+		if p, ok := s.cfg.Progress.Progress(j.ID, j.Attempt); ok {
+			return strconv.AppendFloat(nil, math.Round(p*100)/100, 'f', -1, 64)
+		}
+	}
+	return json.RawMessage("null")
+}

@@ -1,0 +1,423 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/convsvc/convsvc/client"
+	"github.com/convsvc/convsvc/httpapi"
+	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/service"
+	"github.com/convsvc/convsvc/store"
+)
+
+// stream is an open event stream of a test.
+type stream struct {
+	t      *testing.T
+	resp   *http.Response
+	events chan client.Event
+	done   chan error
+	cancel context.CancelFunc
+}
+
+// openStream opens path (GET /v1/events or /v1/jobs/{id}/events) with key and lastID through
+// the validating client, and fails unless it is 200 text/event-stream.
+func openStream(t *testing.T, e *testenv.Env, path, key, lastID string) *stream {
+	t.Helper()
+	resp, cancel := streamRequest(t, e, path, key, lastID)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		cancel()
+		t.Fatalf("GET %s: %d %s, want 200 text/event-stream", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	s := &stream{t: t, resp: resp, events: make(chan client.Event, 1024), done: make(chan error, 1), cancel: cancel}
+	go func() {
+		defer close(s.events)
+		s.done <- client.ReadEvents(resp.Body, func(ev client.Event) error {
+			s.events <- ev
+			return nil
+		})
+	}()
+	t.Cleanup(s.close)
+	return s
+}
+
+func streamRequest(t *testing.T, e *testenv.Env, path, key, lastID string) (*http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", e.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	hc := *e.HTTP
+	hc.Timeout = 0
+	resp, err := hc.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return resp, cancel
+}
+
+func (s *stream) close() {
+	s.cancel()
+	s.resp.Body.Close()
+}
+
+// next is the stream's next event; ok is false when the stream ended.
+func (s *stream) next() (client.Event, bool) {
+	s.t.Helper()
+	select {
+	case ev, ok := <-s.events:
+		return ev, ok
+	case <-time.After(testenv.Scale(time.Minute)):
+		s.t.Fatal("no event within a minute")
+		return client.Event{}, false
+	}
+}
+
+// until reads events, skipping job.progress, until one of type typ for job id.
+func (s *stream) until(typ, id string) client.Event {
+	s.t.Helper()
+	for {
+		ev, ok := s.next()
+		if !ok {
+			s.t.Fatalf("stream ended before %s of %s", typ, id)
+		}
+		if ev.Type == typ && ev.Job != nil && ev.Job.ID == id {
+			return ev
+		}
+	}
+}
+
+// rest reads the events left until the stream ends, skipping job.progress.
+func (s *stream) rest() []client.Event {
+	s.t.Helper()
+	var out []client.Event
+	for {
+		ev, ok := s.next()
+		if !ok {
+			return out
+		}
+		if ev.Type != client.EventJobProgress {
+			out = append(out, ev)
+		}
+	}
+}
+
+func eventIDs(evs []client.Event) []string {
+	var ids []string
+	for _, ev := range evs {
+		ids = append(ids, ev.Type+" "+ev.ID)
+	}
+	return ids
+}
+
+// TestAPI_JobEvents follows a job from before its start to its success on its own stream:
+// queued, running, succeeded with ids the webhook's for the final one, each carrying the
+// job as the change left it, and the stream ends after the final event. A resume replays
+// only what came after Last-Event-ID; resuming from the final id ends at once.
+func TestAPI_JobEvents(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	id := res.Job.ID
+	s := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "")
+	must(t, e.Upload(res.UploadURL, data), 200, "")
+	must(t, e.Start(e.Key, id), 200, "")
+	got := s.rest()
+	want := []string{"job.queued evt_" + id + "_queued", "job.running evt_" + id + "_running_1",
+		"job.succeeded " + store.WebhookEventID(id, "succeeded")}
+	if fmt.Sprint(eventIDs(got)) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", eventIDs(got), want)
+	}
+	for i, status := range []client.Status{"queued", "running", "succeeded"} {
+		if got[i].Job == nil || got[i].Job.ID != id || got[i].Job.Status != status || got[i].CreatedAt.IsZero() {
+			t.Fatalf("event %d carries %+v, want job %s %s", i, got[i].Job, id, status)
+		}
+	}
+	if got[2].Job.Output == nil || got[2].Job.Output.URL == "" {
+		t.Fatalf("the succeeded event's job has no output URL: %+v", got[2].Job)
+	}
+
+	if rest := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "evt_"+id+"_running_1").rest(); len(rest) != 1 || rest[0].ID != store.WebhookEventID(id, "succeeded") {
+		t.Fatalf("resumed after running: %v, want the success alone", eventIDs(rest))
+	}
+	if rest := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, store.WebhookEventID(id, "succeeded")).rest(); len(rest) != 0 {
+		t.Fatalf("resumed after the final event: %v, want nothing", eventIDs(rest))
+	}
+	// An id of this job the log never held (well formed): the job's retained events again.
+	if rest := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "evt_"+id+"_running_9").rest(); len(rest) != 3 {
+		t.Fatalf("resumed after an unknown id of the job: %v, want its 3 events", eventIDs(rest))
+	}
+}
+
+// TestAPI_JobEvents_Errors: a stream answers as GET /v1/jobs/{id} does for keys and other
+// accounts' jobs, refuses a malformed Last-Event-ID or another job's, and query parameters.
+func TestAPI_JobEvents_Errors(t *testing.T) {
+	e := testenv.Start(t)
+	_, other := e.NewAccount(10)
+	res := e.Create(e.Key, "png", "jpeg", 10)
+	id := res.Job.ID
+	get := func(path, key string, headers ...string) testenv.Response {
+		return e.Do("GET", path, key, nil, headers...)
+	}
+	must(t, get("/v1/jobs/"+id+"/events", ""), 401, "unauthorized")
+	must(t, get("/v1/jobs/"+id+"/events", "cs_live_notakey"), 403, "unauthorized")
+	must(t, get("/v1/events", ""), 401, "unauthorized")
+	must(t, get("/v1/jobs/"+id+"/events", other), 404, "not_found")
+	must(t, get("/v1/jobs/job_doesnotexist/events", e.Key), 404, "not_found")
+	for _, bad := range []string{"nope", "evt_", "evt_a b", "evt_" + strings.Repeat("x", 200), "evt_job_other_queued"} {
+		must(t, get("/v1/jobs/"+id+"/events", e.Key, "Last-Event-ID", bad), 400, "invalid_request")
+	}
+	must(t, get("/v1/events", e.Key, "Last-Event-ID", "evt_a-b"), 400, "invalid_request")
+	must(t, get("/v1/events?since=1", e.Key), 400, "invalid_request")
+	must(t, get("/v1/jobs/"+id+"/events?wait=5", e.Key), 400, "invalid_request")
+}
+
+// TestAPI_AccountEvents: the account stream carries every job's changes from now on, for an
+// account without any webhook endpoint; a resume by Last-Event-ID replays what followed it;
+// an id older than the log (or unknown) starts with a reset and the retained events; another
+// account's stream sees none of it.
+func TestAPI_AccountEvents(t *testing.T) {
+	e := testenv.Start(t)
+	_, other := e.NewAccount(10)
+	otherStream := openStream(t, e, "/v1/events", other, "")
+	s := openStream(t, e, "/v1/events", e.Key, "")
+	data := testenv.Sample(t, "images/sample.png")
+	a := e.Convert(e.Key, "png", "jpeg", data)
+	b := e.Convert(e.Key, "png", "jpeg", data)
+	first := s.until("job.queued", a.ID)
+	if first.ID != "evt_"+a.ID+"_queued" {
+		t.Fatalf("first event id %s", first.ID)
+	}
+	s.until("job.succeeded", a.ID)
+	final := s.until("job.succeeded", b.ID)
+	if final.ID != store.WebhookEventID(b.ID, "succeeded") {
+		t.Fatalf("final event id %s, want the webhook's", final.ID)
+	}
+
+	r := openStream(t, e, "/v1/events", e.Key, first.ID)
+	r.until("job.running", a.ID)
+	r.until("job.succeeded", a.ID)
+	r.until("job.succeeded", b.ID)
+	r.close()
+
+	z := openStream(t, e, "/v1/events", e.Key, "evt_job_long_gone_succeeded")
+	if ev, ok := z.next(); !ok || ev.Type != client.EventReset || !strings.Contains(ev.Message, "evt_job_long_gone_succeeded") {
+		t.Fatalf("unknown Last-Event-ID: first event %+v, want a reset naming it", ev)
+	}
+	if ev := z.until("job.queued", a.ID); ev.ID != first.ID {
+		t.Fatalf("after the reset: %s, want the oldest retained %s", ev.ID, first.ID)
+	}
+	z.close()
+
+	otherStream.close()
+	for ev := range otherStream.events {
+		if ev.Job != nil {
+			t.Fatalf("another account's stream got %s of %s", ev.Type, ev.Job.ID)
+		}
+	}
+}
+
+// TestAPI_EventStreams_Bounded: a key holds at most MaxStreamsPerKey streams; one more is
+// 429 rate_limited with Retry-After, while another key opens streams and creates jobs as
+// usual, and a stream the key closes frees its place.
+func TestAPI_EventStreams_Bounded(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.MaxStreamsPerKey = 3 })
+	_, other := e.NewAccount(10)
+	var held []*stream
+	for range 3 {
+		held = append(held, openStream(t, e, "/v1/events", e.Key, ""))
+	}
+	job := e.Create(e.Key, "png", "jpeg", 10).Job
+	for _, path := range []string{"/v1/events", "/v1/jobs/" + job.ID + "/events"} {
+		r := e.Do("GET", path, e.Key, nil)
+		must(t, r, 429, "rate_limited")
+		if r.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s over the bound: no Retry-After", path)
+		}
+	}
+	o := openStream(t, e, "/v1/events", other, "")
+	otherJob := e.Create(other, "png", "jpeg", 10).Job
+	must(t, e.Do("POST", "/v1/jobs/"+otherJob.ID+"/cancel", other, nil), 200, "")
+	o.until("job.cancelled", otherJob.ID)
+
+	held[0].close()
+	deadline := time.Now().Add(testenv.Scale(30 * time.Second))
+	for {
+		resp, cancel := streamRequest(t, e, "/v1/events", e.Key, "")
+		if resp.StatusCode == 200 {
+			resp.Body.Close()
+			cancel()
+			break
+		}
+		resp.Body.Close()
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed stream's place was not freed: %d", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAPI_EventStreams_Heartbeat: an idle stream sends a comment line every StreamHeartbeat,
+// which EventSource clients skip.
+func TestAPI_EventStreams_Heartbeat(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.StreamHeartbeat = 20 * time.Millisecond })
+	resp, cancel := streamRequest(t, e, "/v1/events", e.Key, "")
+	defer cancel()
+	defer resp.Body.Close()
+	buf := make([]byte, 0, 256)
+	chunk := make([]byte, 64)
+	for !strings.Contains(string(buf), "\n: heartbeat\n\n") {
+		n, err := resp.Body.Read(chunk)
+		if err != nil {
+			t.Fatalf("stream ended before a heartbeat: %v (read %q)", err, buf)
+		}
+		buf = append(buf, chunk[:n]...)
+	}
+	if !strings.HasPrefix(string(buf), "retry: ") {
+		t.Fatalf("the stream starts %q, want a retry: line", buf)
+	}
+}
+
+// TestAPI_EventStreams_SlowClient: a client that opens a stream and never reads does not hold
+// up the event log or other streams, and its stream is dropped once a write to it blocks past
+// StreamWriteTimeout (its place then frees).
+func TestAPI_EventStreams_SlowClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes some megabytes of events into a stalled connection")
+	}
+	e := testenv.Start(t, func(c *service.Config) {
+		c.StreamWriteTimeout = 500 * time.Millisecond
+		c.MaxStreamsPerKey = 2
+	})
+	bs, ok := e.Main.JobStore().(interface {
+		CreateBatch(store.CreateBatchParams, func(store.Batch, []store.Job) (store.Response, error)) (store.Batch, []store.Job, store.Response, error)
+	})
+	if !ok {
+		t.Fatal("the store cannot create batches")
+	}
+	// The account's log fills with big events (every job queued at create, by source_url).
+	_, key := e.NewAccount(2000)
+	k, err := e.Main.JobStore().Authenticate(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		p := store.CreateBatchParams{AccountID: k.AccountID}
+		for i := range 400 {
+			p.Jobs = append(p.Jobs, store.CreateJobParams{AccountID: k.AccountID, InputFormat: "markdown", TargetFormat: "pdf", InputBytes: 10,
+				SourceURL: fmt.Sprintf("https://unresolvable.invalid/%d/%sa.md", i, strings.Repeat("page/", 1200))})
+		}
+		if _, _, _, err := bs.CreateBatch(p, func(store.Batch, []store.Job) (store.Response, error) { return store.Response{}, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A raw connection with a tiny receive buffer asks for the whole log and never reads.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 1024) })
+		return errors.Join(err, serr)
+	}}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(e.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nLast-Event-ID: evt_job_gone_queued\r\n\r\n", key)
+
+	// Meanwhile another stream of the same key follows a job to its end.
+	s := openStream(t, e, "/v1/events", key, "")
+	job := e.Create(key, "png", "jpeg", 10).Job
+	must(t, e.Do("POST", "/v1/jobs/"+job.ID+"/cancel", key, nil), 200, "")
+	s.until("job.cancelled", job.ID)
+	s.close()
+
+	// The stalled stream is dropped while its connection stays open.
+	api := e.Main.Handler().(*httpapi.Server)
+	deadline := time.Now().Add(testenv.Scale(time.Minute))
+	for api.Streams() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d streams still open, the stalled one among them", api.Streams())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestAPI_JobProgress: a running job's progress shows in the Job (a number from 0 to 1, or
+// null) and as job.progress events without ids; a job that is not running has no progress
+// field.
+func TestAPI_JobProgress(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1 })
+	// A CSV big enough to take more than a sampling interval to convert.
+	var sb strings.Builder
+	sb.WriteString("n,text\n")
+	for i := range 400_000 {
+		fmt.Fprintf(&sb, "%d,row %d of the progress test\n", i, i)
+	}
+	data := []byte(sb.String())
+	res := e.Create(e.Key, "csv", "json", int64(len(data)))
+	id := res.Job.ID
+	if strings.Contains(string(e.Do("GET", "/v1/jobs/"+id, e.Key, nil).Body), `"progress"`) {
+		t.Fatal("a created job has a progress field")
+	}
+	s := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "")
+	must(t, e.Upload(res.UploadURL, data), 200, "")
+	must(t, e.Start(e.Key, id), 200, "")
+	running := s.until("job.running", id)
+	if raw, _ := json.Marshal(running.Job); !strings.Contains(string(raw), `"status":"running"`) {
+		t.Fatalf("running event job: %s", raw)
+	}
+	// A running job's JSON has progress (null or a number).
+	r := e.Do("GET", "/v1/jobs/"+id, e.Key, nil)
+	var m map[string]any
+	r.JSON(t, &m)
+	if m["status"] == "running" {
+		p, present := m["progress"]
+		if f, isNum := p.(float64); !present || (p != nil && (!isNum || f < 0 || f > 1)) {
+			t.Fatalf("running job progress %v (present %v), want null or 0..1", p, present)
+		}
+	}
+	var progress []float64
+	for {
+		ev, ok := s.next()
+		if !ok {
+			t.Fatal("stream ended before the final event")
+		}
+		if ev.Type == client.EventJobProgress {
+			if ev.ID != "" || ev.Job == nil || ev.Job.Progress == nil {
+				t.Fatalf("progress event %+v: want no id and a job with progress", ev)
+			}
+			progress = append(progress, *ev.Job.Progress)
+			continue
+		}
+		if ev.Type == client.EventJobSucceeded {
+			break
+		}
+		t.Fatalf("unexpected %s", ev.Type)
+	}
+	for i, p := range progress {
+		if p < 0 || p > 1 || (i > 0 && p < progress[i-1]) {
+			t.Fatalf("progress %v: want growing values in 0..1", progress)
+		}
+	}
+	t.Logf("progress events: %v", progress)
+	if strings.Contains(string(e.Do("GET", "/v1/jobs/"+id, e.Key, nil).Body), `"progress"`) {
+		t.Fatal("a succeeded job has a progress field")
+	}
+}

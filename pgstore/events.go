@@ -1,0 +1,75 @@
+package pgstore
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/convsvc/convsvc/store"
+)
+
+// eventCols are the job columns of an event's snapshot (r), then the event's own.
+var eventCols = func() string {
+	cols := strings.Split(jobCols, ",")
+	for i, c := range cols {
+		cols[i] = "r." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ") + ", e.seq, e.id, e.type, e.account_id, e.job_id, e.created_at"
+}()
+
+// EventsAfter returns up to limit of the account's events after seq, oldest first; jobID,
+// when set, keeps only that job's. Each carries the job as its change left it (the trigger's
+// snapshot, read back as a jobs row).
+func (s *Store) EventsAfter(accountID string, after int64, jobID string, limit int) ([]store.Event, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT `+eventCols+` FROM events e
+		CROSS JOIN LATERAL jsonb_populate_record(NULL::jobs, e.snap) r
+		WHERE e.account_id = $1 AND e.seq > $2 AND ($3 = '' OR e.job_id = $3) ORDER BY e.seq LIMIT $4`, accountID, after, jobID, limit)
+	if err != nil {
+		return nil, wrap("events", err)
+	}
+	evs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Event, error) {
+		var ev store.Event
+		job, err := scanJob(extraRow{row, []any{&ev.Seq, &ev.ID, &ev.Type, &ev.AccountID, &ev.JobID, &ev.CreatedAt}})
+		if err != nil {
+			return ev, err
+		}
+		ev.CreatedAt = ev.CreatedAt.UTC()
+		ev.Job, err = json.Marshal(job)
+		return ev, err
+	})
+	return evs, wrap("events", err)
+}
+
+// EventSeq finds an event of the account's log by id: its seq, and false when the log does
+// not hold it (never recorded, another account's, or older than the last store.EventLogSize).
+func (s *Store) EventSeq(accountID, eventID string) (int64, bool, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var seq int64
+	err := s.pool.QueryRow(ctx, `SELECT seq FROM events WHERE id = $1 AND account_id = $2`, eventID, accountID).Scan(&seq)
+	if isNoRows(err) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, wrap("event", err)
+	}
+	return seq, true, nil
+}
+
+// LastEventSeq is the seq of the account's newest event (0 when it has none).
+func (s *Store) LastEventSeq(accountID string) (int64, error) {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	var seq int64
+	err := s.pool.QueryRow(ctx, `SELECT coalesce((SELECT seq FROM event_seqs WHERE account_id = $1), 0)`, accountID).Scan(&seq)
+	return seq, wrap("last event", err)
+}
+
+// WaitEvents returns a channel closed when the account's log next gets an event on any node
+// (or when the listener reconnects), and a function that releases it.
+func (s *Store) WaitEvents(accountID string) (<-chan struct{}, func()) {
+	return s.events.WaitChange(accountID)
+}
