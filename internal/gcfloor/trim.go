@@ -68,8 +68,9 @@ func (t *Trimmer) fire() {
 	if stopped || t.busy() {
 		return
 	}
-	t.trim()
+	// Counted before trimming, so whoever the trim wakes sees it counted.
 	t.trims.Add(1)
+	t.trim()
 }
 
 // Trims is how many times the Trimmer has trimmed.
