@@ -2,21 +2,17 @@ package pgstore
 
 import (
 	"encoding/json"
-	"strings"
+	"regexp"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/convsvc/convsvc/store"
 )
 
-// eventCols are the job columns of an event's snapshot (r), then the event's own.
-var eventCols = func() string {
-	cols := strings.Split(jobCols, ",")
-	for i, c := range cols {
-		cols[i] = "r." + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ") + ", e.seq, e.id, e.type, e.account_id, e.job_id, e.created_at"
-}()
+// eventCols are the job columns of an event's snapshot (r), then the event's own. Every
+// column name in jobCols gets the r. prefix, also inside its coalesce(...) calls.
+var eventCols = regexp.MustCompile(`\b([a-z][a-z0-9_]*)\b(\s*[^\s(a-z0-9_]|\s*$)`).
+	ReplaceAllString(jobCols, "r.$1$2") + ", e.seq, e.id, e.type, e.account_id, e.job_id, e.created_at"
 
 // EventsAfter returns up to limit of the account's events after seq, oldest first; jobID,
 // when set, keeps only that job's. Each carries the job as its change left it (the trigger's

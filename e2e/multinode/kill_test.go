@@ -291,8 +291,11 @@ func TestMultiNode_KillMidConversion(t *testing.T) {
 func killLease() time.Duration { return testenv.Scale(6 * time.Second).Round(time.Second) }
 
 // submit creates a png -> target job on c, uploads data to its presigned URL and starts it.
+// The job stays out of the conversion cache: these tests convert the same input many times and
+// need each job to run (a cache hit would be succeeded before it could be killed or cancelled).
 func submit(ctx context.Context, c *client.Client, data []byte, target string) (string, error) {
-	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: target, InputBytes: int64(len(data))}, "")
+	noCache := false
+	res, err := c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: target, InputBytes: int64(len(data)), Cache: &noCache}, "")
 	if err != nil {
 		return "", fmt.Errorf("create: %w", err)
 	}

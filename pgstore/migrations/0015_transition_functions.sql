@@ -201,6 +201,12 @@ BEGIN
     IF v_job.expires_at <= now() THEN
         RAISE EXCEPTION 'expired: left to Go' USING ERRCODE = 'CVFB0';
     END IF;
+    -- A job with a cache key (0016's cache_base and input_sha256): Go stores its output in the
+    -- cache and ends its flight in the finish's own transaction, so a twin waiting for it never
+    -- sees it finished without the entry (and converts again).
+    IF coalesce(v_job.cache_base, '') <> '' AND coalesce(v_job.input_sha256, '') <> '' THEN
+        RAISE EXCEPTION 'cache key: left to Go' USING ERRCODE = 'CVFB0';
+    END IF;
     IF NOT p_deliveries_in_go AND (
         EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.account_id = v_job.account_id AND e.disabled_at IS NULL)
         OR EXISTS (SELECT 1 FROM job_webhooks w WHERE w.job_id = p_job)) THEN
