@@ -307,20 +307,3 @@ func (s *Store) setCacheBase(ctx context.Context, jobID, base string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE jobs SET cache_base = nullif($2, '') WHERE id = $1`, jobID, base)
 	return err
 }
-
-// afterFinish is the cache's part of a finish the finish function made: a success is stored as
-// its key's entry and the key's flight ends, in a transaction of its own. A crash before it
-// leaves the output uncached and a flight row naming a finished job, which claims ignore.
-func (s *Store) afterFinish(ctx context.Context, job store.Job) error {
-	if store.CacheKeyOf(job) == "" {
-		return nil
-	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		if job.Status == store.StatusSucceeded {
-			if err := putCached(ctx, tx, job, s.opts.CacheMaxBytes); err != nil {
-				return err
-			}
-		}
-		return endFlight(ctx, tx, job)
-	})
-}

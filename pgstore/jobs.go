@@ -658,9 +658,8 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 	ctx, cancel := s.ctx()
 	defer cancel()
 	if job, err := s.finishJobCall(ctx, jobID, attempt, o); !errors.Is(err, errFallback) {
-		if err == nil {
-			err = s.afterFinish(ctx, job) // the cache's part, which the function does not do
-		}
+		// The function refuses a job with a cache key (0015), so nothing of the cache is left
+		// to do here: Go's transaction below stores the entry and ends the flight.
 		if err != nil {
 			return store.Job{}, wrap("finish job", err)
 		}
