@@ -67,12 +67,13 @@ func readHTML(ctx context.Context, in *io.SectionReader) (*html.Node, []byte, er
 	if err != nil {
 		return nil, nil, err
 	}
-	doc, err := html.Parse(bytes.NewReader(src))
-	if err != nil {
-		return nil, nil, convert.Errorf(err, "input is not a valid HTML file (%v)", err)
-	}
+	// The parser reads in small pieces, so a reader that fails once ctx is done stops a long parse.
+	doc, err := html.Parse(&convert.ContextReader{Ctx: ctx, R: bytes.NewReader(src)})
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
+	}
+	if err != nil {
+		return nil, nil, convert.Errorf(err, "input is not a valid HTML file (%v)", err)
 	}
 	return doc, src, nil
 }
