@@ -21,9 +21,19 @@ func (s *Store) ListJobsVisits(accountID string, p store.ListParams) (int, error
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
+	// Fresh statistics, then the plan PostgreSQL takes once an account's history is large: on
+	// this case's 202 rows, with statistics (autovacuum gathers them on its own time, which made
+	// the case flaky), a sequential scan is rightly cheapest. Without one, a page that has no
+	// index to serve it still reads the whole history and fails the case.
+	if _, err := s.pool.Exec(ctx, "ANALYZE jobs"); err != nil {
+		return 0, err
+	}
 	rows := 0
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
 		rows = 0
+		if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
 		_, _, err := listJobs(ctx, explaining{tx: tx, rows: &rows}, accountID, p)
 		return err
 	})
