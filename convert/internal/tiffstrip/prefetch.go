@@ -1,6 +1,7 @@
 package tiffstrip
 
 import (
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -139,11 +140,7 @@ func (j *stripJob) run(s, rows, rowLen int, stop *atomic.Bool, wg *sync.WaitGrou
 }
 
 // errStopped ends a strip job once ReadRows has failed; no caller sees it.
-var errStopped = errorString("tiffstrip: stopped")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+var errStopped = errors.New("tiffstrip: stopped")
 
 // nextPrefetchedRow is nextRow with Prefetch on: row d.y from its strip's job.
 func (d *Decoder) nextPrefetchedRow(dst []byte) error {

@@ -7,6 +7,7 @@
 // through the same decompressors and the same LimitReader, read to its end (deflate strips
 // and tiles through convert/internal/inflate, with compress/zlib's bytes and errors: see
 // openDeflate).
+// Prefetch inflates the strips of a compressed striped file ahead, in parallel (prefetch.go).
 // A file outside that subset (1- or 16-bit samples, palettes, CCITT or PackBits, anything
 // unusual in the header) is left to x/image/tiff: NewDecoder returns ok false.
 package tiffstrip
