@@ -6,11 +6,13 @@
 # client's CPU (wait4's rusage, median), the server's CPU (the server and its worker
 # processes, /proc utime+stime, mean over the rounds: /proc counts in 10 ms ticks) and the
 # server process's own CPU without its workers, and the ratios to convbench and to the native
-# tool. Inputs in $W/in (big.jpg and big.tif as in docs/benchmarks.md), convbench in $W/bin.
+# tool. The API conversions run with --no-cache: the same input again would be answered by the
+# conversion cache (docs/cache.md) and convert nothing. Inputs in $W/in (big.jpg and big.tif as in docs/benchmarks.md), convbench in $W/bin.
 #
 #	W=/tmp/w bench/apirows/serve.sh base /tmp/w/convsvc-main 18310
 #	W=/tmp/w bench/apirows/serve.sh new /tmp/w/convsvc 18320
 #	W=/tmp/w python3 bench/apirows/rows.py 12
+#	W=/tmp/w ROWS=tiff python3 bench/apirows/rows.py 6    # the TIFF row alone
 import os, sys, time, subprocess, statistics
 W=os.environ['W']; os.chdir(W)
 N=int(sys.argv[1]) if len(sys.argv)>1 else 10
@@ -38,9 +40,12 @@ def run(cmd):
     if status!=0: raise SystemExit(f'{cmd}: status {status}')
     return time.monotonic()-t0, ru.ru_utime+ru.ru_stime
 rows={
- 'row2 12MP JPEG->800px PNG': ('bin/convbench -width 800 jpeg png in/big.jpg o2.png','in/big.jpg --to png --width 800 -o o2X.png','vipsthumbnail in/big.jpg -s 800 -o '+W+'/o2v.png'),
- 'row1 12MP TIFF->JPEG q85': ('bin/convbench -q 85 tiff jpeg in/big.tif o1.jpg','in/big.tif --to jpeg --quality 85 -o o1X.jpg','vips copy in/big.tif '+W+'/o1v.jpg[Q=85]'),
+ 'row2 12MP JPEG->800px PNG': ('bin/convbench -width 800 jpeg png in/big.jpg o2.png','in/big.jpg --to png --width 800 --no-cache -o o2X.png','vipsthumbnail in/big.jpg -s 800 -o '+W+'/o2v.png'),
+ 'row1 12MP TIFF->JPEG q85': ('bin/convbench -q 85 tiff jpeg in/big.tif o1.jpg','in/big.tif --to jpeg --quality 85 --no-cache -o o1X.jpg','vips copy in/big.tif '+W+'/o1v.jpg[Q=85]'),
 }
+# ROWS=tiff (or jpeg): only the rows whose name holds it, case-insensitive.
+if os.environ.get('ROWS'):
+    rows={k:v for k,v in rows.items() if os.environ['ROWS'].lower() in k.lower()}
 pids={s:int(open(f'{W}/srv/{s}.pid').read()) for s in ('base','new')}
 for name,(cb,api,nat) in rows.items():
     res={k:[] for k in ('convbench','api-base','api-new','native')}

@@ -493,9 +493,9 @@ func decodeError(ctx context.Context, codec *Codec, r *inputReader, err error) e
 	if errors.As(err, &ce) {
 		return err
 	}
-	if r.err != nil {
+	if rerr := r.readErr(); rerr != nil {
 		// The file itself could not be read: our problem, not the user's.
-		return convert.Errorf(r.err, "could not read the input")
+		return convert.Errorf(rerr, "could not read the input")
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return convert.Errorf(err, "input is not a valid %s file (it is truncated)", codec.Name)
@@ -517,6 +517,8 @@ type inputReader struct {
 	ctx context.Context
 	sr  *io.SectionReader
 	br  *bufio.Reader
+
+	mu  sync.Mutex // guards err: tiffstrip's Prefetch reads in several goroutines
 	err error
 }
 
@@ -546,9 +548,20 @@ func (r *inputReader) readRaw(p []byte) (int, error) {
 }
 
 func (r *inputReader) note(err error) {
-	if err != nil && !errors.Is(err, io.EOF) && r.err == nil {
-		r.err = err
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.mu.Lock()
+		if r.err == nil {
+			r.err = err
+		}
+		r.mu.Unlock()
 	}
+}
+
+// readErr is the first read error noted.
+func (r *inputReader) readErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 // Read reads through a buffer.

@@ -375,7 +375,7 @@ func TestWriteDeflateSeeds(t *testing.T) {
 
 // FuzzDeflateTIFF decodes any input that tiffstrip takes as a deflate TIFF with tiffstrip
 // and x/image/tiff: the same image, or the same error message (FuzzStripDecode asks only
-// that both fail). Seeds: the deflate layouts of allLayouts, small.
+// that both fail), and with Prefetch the same as without. Seeds: the deflate layouts of allLayouts, small.
 //
 //	go test ./convert/internal/tiffstrip -run XXX -fuzz FuzzDeflateTIFF -fuzztime 60s
 func FuzzDeflateTIFF(f *testing.F) {
@@ -401,5 +401,6 @@ func FuzzDeflateTIFF(f *testing.F) {
 		if gerr == nil && !reflect.DeepEqual(got, want) {
 			t.Fatal("pixels differ from x/image/tiff's")
 		}
+		samePrefetched(t, data)
 	})
 }

@@ -7,6 +7,7 @@
 // through the same decompressors and the same LimitReader, read to its end (deflate strips
 // and tiles through convert/internal/inflate, with compress/zlib's bytes and errors: see
 // openDeflate).
+// Prefetch inflates the strips of a compressed striped file ahead, in parallel (prefetch.go).
 // A file outside that subset (1- or 16-bit samples, palettes, CCITT or PackBits, anything
 // unusual in the header) is left to x/image/tiff: NewDecoder returns ok false.
 package tiffstrip
@@ -95,6 +96,8 @@ type Decoder struct {
 	stripY0 int       // the first row of the current strip
 
 	tiles // the tile layout and tile-row buffer of a tiled file (tiles.go)
+
+	pf *prefetch // strips inflated ahead by other goroutines (Prefetch), or nil
 }
 
 // NewDecoder reads the first IFD of the TIFF in r (size bytes). ok is false, with a nil
@@ -351,6 +354,7 @@ func (d *Decoder) ReadRows(m image.Image) error {
 	for i := range r.Dy() {
 		if err := d.nextRow(pix[i*stride : i*stride+rowLen]); err != nil {
 			d.closeStrip()
+			d.stopPrefetch()
 			return err
 		}
 	}
@@ -360,23 +364,50 @@ func (d *Decoder) ReadRows(m image.Image) error {
 // nextRow decodes row d.y into dst, opening its strip first and finishing the strip after
 // its last row.
 func (d *Decoder) nextRow(dst []byte) error {
+	if d.pf != nil {
+		return d.nextPrefetchedRow(dst)
+	}
 	if d.src == nil {
 		if err := d.openStrip(d.y / d.rowsPerStrip); err != nil {
 			return err
 		}
 	}
 	row := d.row
-	if _, err := io.ReadFull(d.src, row); err != nil {
+	if err := readRow(d.src, row); err != nil {
+		return err
+	}
+	d.convertRow(dst, row)
+	d.y++
+	if d.y == d.height || d.y-d.stripY0 == d.rowsPerStrip {
+		// The rest of the strip, as x/image/tiff reads it: errors past the rows count too.
+		_, err := io.Copy(io.Discard, d.src)
+		d.closeStrip()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readRow reads the next row of a strip from src into row, with x/image/tiff's outcome: a
+// strip that ends early is read to its end (an error there is its error) and is then
+// errNoPixels.
+func readRow(src io.Reader, row []byte) error {
+	if _, err := io.ReadFull(src, row); err != nil {
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			// x/image/tiff reads the strip to its end: an error there is its error, a short
-			// strip is errNoPixels.
-			if _, derr := io.Copy(io.Discard, d.src); derr != nil {
+			if _, derr := io.Copy(io.Discard, src); derr != nil {
 				return derr
 			}
 			return errNoPixels
 		}
 		return err
 	}
+	return nil
+}
+
+// convertRow writes row, as stored (undone in place when there is a predictor), to dst in
+// StripImage's layout.
+func (d *Decoder) convertRow(dst, row []byte) {
 	if d.predictor && d.mode == mRGB {
 		predictRGB(dst, row)
 	} else if d.predictor {
@@ -402,46 +433,46 @@ func (d *Decoder) nextRow(dst []byte) error {
 	default:
 		copy(dst, row)
 	}
-	d.y++
-	if d.y == d.height || d.y-d.stripY0 == d.rowsPerStrip {
-		// The rest of the strip, as x/image/tiff reads it: errors past the rows count too.
-		_, err := io.Copy(io.Discard, d.src)
-		d.closeStrip()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // openStrip starts reading strip j as x/image/tiff reads it: uncompressed bytes of at most
 // width*rowsPerStrip*8 that must all be in the file, or a decompressor's output up to that.
 func (d *Decoder) openStrip(j int) error {
+	d.stripY0 = j * d.rowsPerStrip
+	src, closer, err := d.stripReader(j)
+	if err != nil {
+		return err
+	}
+	d.src, d.closer = src, closer
+	d.strip = j
+	return nil
+}
+
+// stripReader opens strip j (see openStrip): its bytes, and the decompressor to close after
+// them, if any.
+func (d *Decoder) stripReader(j int) (io.Reader, io.Closer, error) {
 	off, n := int64(d.offsets[j]), int64(d.counts[j])
 	limit := int64(d.width) * int64(d.rowsPerStrip) * 8
 	sr := io.NewSectionReader(d.r, off, n)
-	d.stripY0 = j * d.rowsPerStrip
 	switch d.compression {
 	case 0, cNone:
 		if n > limit {
-			return errors.New("tiff: invalid format: block data size too large")
+			return nil, nil, errors.New("tiff: invalid format: block data size too large")
 		}
 		if n > 0 && off+n > d.size {
-			return io.ErrUnexpectedEOF
+			return nil, nil, io.ErrUnexpectedEOF
 		}
-		d.src = sr
+		return sr, nil, nil
 	case cLZW:
 		z := lzw.NewReader(sr, lzw.MSB, 8)
-		d.src, d.closer = io.LimitReader(z, limit), z
+		return io.LimitReader(z, limit), z, nil
 	default:
 		z, err := openDeflateBlock(d, off, n, limit)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		d.src, d.closer = z, z
+		return z, z, nil
 	}
-	d.strip = j
-	return nil
 }
 
 func (d *Decoder) closeStrip() {
@@ -454,6 +485,7 @@ func (d *Decoder) closeStrip() {
 // Finish checks that every row was read (the strips are read to their ends as the rows are).
 func (d *Decoder) Finish() error {
 	if d.y != d.height {
+		d.stopPrefetch()
 		return fmt.Errorf("tiffstrip: Finish after %d of %d rows", d.y, d.height)
 	}
 	return nil

@@ -334,7 +334,7 @@ func checkSame(t *testing.T, data []byte) {
 }
 
 // FuzzStripDecode decodes any input with tiffstrip (when it takes it) and x/image/tiff:
-// the same image or both fail. Seeds: testdata/fuzz/FuzzStripDecode (TIFFSTRIP_WRITE_SEEDS=1
+// the same image or both fail; and with Prefetch as without (samePrefetched). Seeds: testdata/fuzz/FuzzStripDecode (TIFFSTRIP_WRITE_SEEDS=1
 // go test -run TestWriteSeeds rewrites them) and every layout at a small size.
 func FuzzStripDecode(f *testing.F) {
 	for _, l := range allLayouts() {
@@ -342,6 +342,7 @@ func FuzzStripDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkSame(t, data)
+		samePrefetched(t, data)
 	})
 }
 
