@@ -180,8 +180,8 @@ type Server struct {
 	// progressReads shares the job read behind each progress change among the streams
 	// (events.go).
 	progressReads progressReads
-	csp        string // the web page's Content-Security-Policy
-	web        map[string]webAsset
+	csp           string // the web page's Content-Security-Policy
+	web           map[string]webAsset
 }
 
 // New builds a Server.
