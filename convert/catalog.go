@@ -148,6 +148,10 @@ type Converter struct {
 	// change never serves an output the old code made; a path with an unversioned converter
 	// is never cached.
 	Version string
+	// Counts marks a Run that reports how much of its work it has done through
+	// Params.Progress (pages, entries, rows, samples): a path with such a step takes its
+	// job's progress from the counts, not from how far the input was read (progress.go).
+	Counts bool
 }
 
 // Step is one hop of a conversion path.
@@ -569,13 +573,30 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 	var cur io.ReaderAt = &offsetMark{f: in} // the input's offset tells its progress (progress.go)
 	size := fi.Size()
 	inputSize := size
+	steps := make([]Converter, len(path))
+	counts := false
+	for i, s := range path {
+		cv, ok := c.ConverterFor(s)
+		if !ok {
+			return Errorf(ErrUnsupported, "cannot convert %s to %s", s.From, s.To)
+		}
+		steps[i], counts = cv, counts || cv.Counts
+	}
+	if counts {
+		// The path counts its work: its counts are the progress from the start, so the
+		// input's offset (a decoder reading it all at once) never shows a jump first.
+		ReportProgress(ctx, 0)
+	}
 	for i, s := range path {
 		if err := ctx.Err(); err != nil {
 			return ctxError(ctx)
 		}
-		cv, ok := c.ConverterFor(s)
-		if !ok {
-			return Errorf(ErrUnsupported, "cannot convert %s to %s", s.From, s.To)
+		cv := steps[i]
+		var sp *stepProgress
+		if counts {
+			// Each step has an equal share; a step that does not count moves the
+			// progress when it ends.
+			sp = &stepProgress{ctx: ctx, base: float64(i) / float64(len(path)), span: 1 / float64(len(path))}
 		}
 		src := io.NewSectionReader(cur, 0, size)
 		if i == len(path)-1 {
@@ -583,7 +604,7 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 				// Converters that cannot trade quality for size are held to max_bytes here.
 				out = &maxBytesWriter{w: out, left: opts.MaxBytes, max: opts.MaxBytes, to: s.To}
 			}
-			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts, scratchDir, w)
+			return c.runStep(ctx, cv, src, c.limitOutput(out, s, inputSize), opts, scratchDir, w, sp)
 		}
 		tmp, err := os.CreateTemp(scratchDir, "step-*")
 		if errors.Is(err, os.ErrNotExist) {
@@ -599,8 +620,11 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 			os.Remove(tmp.Name())
 		}()
 		cw := &CountingWriter{W: tmp}
-		if err := c.runStep(ctx, cv, src, c.limitOutput(cw, s, inputSize), opts, scratchDir, w); err != nil {
+		if err := c.runStep(ctx, cv, src, c.limitOutput(cw, s, inputSize), opts, scratchDir, w, sp); err != nil {
 			return err
+		}
+		if counts {
+			ReportProgress(ctx, float64(i+1)/float64(len(path)))
 		}
 		cur, size = tmp, cw.N
 	}
@@ -613,7 +637,7 @@ func (c *Catalog) convert(ctx context.Context, from, to string, opts Options, in
 var outputBuffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
 
 // runStep runs one converter with a buffered output, turning panics and plain errors into *Error.
-func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options, scratchDir string, w *warnings) (err error) {
+func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReader, out io.Writer, opts Options, scratchDir string, w *warnings, sp *stepProgress) (err error) {
 	rw := &recordingWriter{w: out}
 	bw := outputBuffers.Get().(*bufio.Writer)
 	bw.Reset(rw)
@@ -626,7 +650,7 @@ func (c *Catalog) runStep(ctx context.Context, cv Converter, in *io.SectionReade
 			err = Errorf(fmt.Errorf("panic: %v\n%s", r, debug.Stack()), "internal error while converting %s to %s", cv.From, cv.To)
 		}
 	}()
-	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts, Embedded: EmbeddedMemory{c.budget}, ScratchDir: scratchDir, warnings: w})
+	err = cv.Run(ctx, in, bw, Params{Limits: c.lim, Options: opts, Embedded: EmbeddedMemory{c.budget}, ScratchDir: scratchDir, warnings: w, progress: sp})
 	if err == nil {
 		err = bw.Flush()
 	}

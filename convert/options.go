@@ -334,6 +334,9 @@ type Params struct {
 
 	// warnings collects what Warn reports; nil outside Catalog.Convert.
 	warnings *warnings
+	// progress takes Progress's counts; nil outside Catalog.Convert or on a path that
+	// does not count.
+	progress *stepProgress
 }
 
 // Names lists the names of the options that are set, in the order of Options' fields.

@@ -180,9 +180,10 @@ type PoolConfig struct {
 	StrayReturned func(overrun time.Duration)
 	// Runner runs each conversion; nil runs Catalog.Convert in this process.
 	Runner Runner
-	// Progress, when set, receives a running task's progress (0 to 1, growing, at most every
-	// ProgressInterval and only on a whole percent's change): how far the conversion has read
-	// its input (progress.go).
+	// Progress, when set, receives a running task's progress (0 to 1, growing, never 1, at
+	// most every ProgressInterval and only on a whole percent's change): the converters' own
+	// counts (Params.Progress) where they count, else how far the conversion has read its
+	// input (progress.go).
 	Progress func(t Task, progress float64)
 	// ProgressInterval is how often progress is sampled; default DefaultProgressInterval.
 	ProgressInterval time.Duration
@@ -513,6 +514,9 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 		return Outcome{Code: CodeConversionFailed, Message: "internal error: could not store the output"}, nil
 	}
 
+	// The converter's own counts reach the sampler through the context (WithProgress).
+	runCtx, tick, stopTick, sampler := p.progressTicker(ctx, t, in)
+	defer stopTick()
 	results := make(chan convResult)
 	abandoned := make(chan struct{})
 	returned := make(chan struct{})
@@ -537,15 +541,13 @@ func (p *Pool) convert(ctx context.Context, log *slog.Logger, t Task) (Outcome, 
 				}
 			}
 		}()
-		res.warnings, res.err = p.cfg.Runner.Run(ctx, t, in, out, p.cfg.ScratchDir)
+		res.warnings, res.err = p.cfg.Runner.Run(runCtx, t, in, out, p.cfg.ScratchDir)
 		if res.err == nil {
 			res.verified, res.err = p.verify(ctx, t, in, out)
 		}
 	}()
 
 	var res convResult
-	tick, stopTick, sampler := p.progressTicker(t, in)
-	defer stopTick()
 wait:
 	for {
 		select {

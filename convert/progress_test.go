@@ -3,6 +3,7 @@ package convert_test
 import (
 	"context"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +60,71 @@ func TestPool_ProgressFromInputOffset(t *testing.T) {
 		if v < 0.5 || v > 0.99 {
 			t.Fatalf("progress %v after 0.5", v)
 		}
+	}
+}
+
+// TestPool_ProgressFromConverterCounts: a converter marked Counts that reads its whole input
+// first shows its own counts, not the input's offset (which would say 0.99 at once); a count
+// that goes back is not reported, nor anything above 0.99 when the count reaches its total,
+// and reports only grow.
+func TestPool_ProgressFromConverterCounts(t *testing.T) {
+	reports := make(chan float64, 100)
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1, ProgressInterval: 5 * time.Millisecond,
+		Progress: func(task convert.Task, v float64) {
+			if task.JobID == "job_c" {
+				reports <- v
+			}
+		}})
+	steps := make(chan struct{})
+	counted := make(chan struct{})
+	fx.cat.AddFormat(convert.Format{ID: "counted", Name: "counted", Category: "data", Extensions: []string{"counted"}, MIME: "x/counted"})
+	fx.cat.AddConverter(convert.Converter{From: "a", To: "counted", Counts: true, Run: func(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
+		if _, err := io.Copy(out, in); err != nil { // the whole input, read first
+			return err
+		}
+		for _, done := range []int64{3, 2, 10} {
+			<-steps
+			p.Progress(done, 10)
+			counted <- struct{}{}
+		}
+		<-steps
+		return nil
+	}})
+	fx.job(t, "job_c", "counted", 0, strings.Repeat("x", 1<<20))
+	fx.p.Start()
+	// until waits for the report want, failing on any other but those allowed before it.
+	until := func(want float64, allowed ...float64) {
+		t.Helper()
+		deadline := time.After(testtime.Scale(30 * time.Second))
+		for {
+			select {
+			case v := <-reports:
+				if v == want {
+					return
+				}
+				if !slices.Contains(allowed, v) {
+					t.Fatalf("progress %v while waiting for %v (allowed before it: %v)", v, want, allowed)
+				}
+			case <-deadline:
+				t.Fatalf("no progress %v reported", want)
+			}
+		}
+	}
+	until(0) // the path counts: its progress starts at 0, the whole input read or not
+	steps <- struct{}{}
+	<-counted
+	until(0.3)
+	steps <- struct{}{} // 2 of 10: back, not reported
+	<-counted
+	steps <- struct{}{} // 10 of 10: 0.99 until the job has finished
+	<-counted
+	until(0.99)
+	close(steps)
+	if o := fx.q.wait(t, 30*time.Second); o.Code != "" {
+		t.Fatalf("outcome %+v", o)
+	}
+	close(reports)
+	for v := range reports {
+		t.Fatalf("progress %v after 0.99", v)
 	}
 }

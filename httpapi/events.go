@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -285,7 +286,7 @@ func (st *eventStream) progress(acct string) error {
 		if st.percent[id] == text {
 			continue
 		}
-		job, err := st.s.cfg.Store.Job(acct, id)
+		job, err := st.s.progressReads.job(st.s.cfg.Store, acct, id, text)
 		if err != nil || job.Status != store.StatusRunning {
 			continue
 		}
@@ -298,6 +299,59 @@ func (st *eventStream) progress(acct string) error {
 		}
 	}
 	return st.flush()
+}
+
+// progressReads shares among a node's streams the read of a job behind each of its progress
+// changes: the first stream to send a progress value reads the job, and every other stream
+// of the account sending that value uses the same read (or waits for it), so a change costs
+// one read per node, not one per stream. A stream that sends a job's final event drops the
+// job's read, so no stream sends a progress event after it from a read older than it.
+type progressReads struct {
+	mu    sync.Mutex
+	reads map[string]*progressRead // by account and job id: the read of its latest value
+	n     atomic.Int64             // reads made, for tests
+}
+
+// progressRead is one read of a job, for the progress value text.
+type progressRead struct {
+	text string
+	done chan struct{} // closed when job and err are set
+	job  store.Job
+	err  error
+}
+
+// maxProgressReads bounds the reads kept: past it (jobs whose final event no stream of this
+// node sent) they are all dropped, and the next change of each reads its job again.
+const maxProgressReads = 4096
+
+// job returns the account's job as read for its progress value text: read now by the first
+// stream that asks for text, shared with the others.
+func (p *progressReads) job(st Store, acct, id, text string) (store.Job, error) {
+	key := acct + "/" + id
+	p.mu.Lock()
+	r := p.reads[key]
+	if r != nil && r.text == text {
+		p.mu.Unlock()
+		<-r.done
+		return r.job, r.err
+	}
+	if p.reads == nil || len(p.reads) >= maxProgressReads {
+		p.reads = map[string]*progressRead{}
+	}
+	r = &progressRead{text: text, done: make(chan struct{})}
+	p.reads[key] = r
+	p.mu.Unlock()
+	p.n.Add(1)
+	r.job, r.err = st.Job(acct, id)
+	close(r.done)
+	return r.job, r.err
+}
+
+// forget drops the job's read (its final event was sent).
+func (p *progressReads) forget(acct, id string) {
+	p.mu.Lock()
+	delete(p.reads, acct+"/"+id)
+	p.mu.Unlock()
 }
 
 // EventJobProgress is the type of the streams' progress events; they carry no id (a resume
@@ -330,6 +384,7 @@ func (st *eventStream) event(id, typ string, at time.Time, job store.Job) error 
 	}
 	if job.Finished() {
 		delete(st.percent, job.ID) // no more progress of it: the map holds running jobs only
+		st.s.progressReads.forget(job.AccountID, job.ID)
 	}
 	st.buf = append(append(append(st.buf, "event: "...), typ...), '\n')
 	st.buf = append(append(append(st.buf, "data: "...), body...), "\n\n"...)

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -419,5 +421,61 @@ func TestAPI_JobProgress(t *testing.T) {
 	t.Logf("progress events: %v", progress)
 	if strings.Contains(string(e.Do("GET", "/v1/jobs/"+id, e.Key, nil).Body), `"progress"`) {
 		t.Fatal("a succeeded job has a progress field")
+	}
+}
+
+// TestAPI_AccountStreams_OneReadPerProgress: with eight account streams open on one node,
+// each progress change of a running job is one read of the job for all of them, not one per
+// stream; every stream still gets the progress events.
+func TestAPI_AccountStreams_OneReadPerProgress(t *testing.T) {
+	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1; c.ProgressInterval = 10 * time.Millisecond })
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	for i := range 400 {
+		w, err := zw.Create(fmt.Sprintf("entry-%04d.txt", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(bytes.Repeat([]byte(fmt.Sprintf("entry %04d, a line of text\n", i)), 1200))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	streams := make([]*stream, 8)
+	for i := range streams {
+		streams[i] = openStream(t, e, "/v1/events", e.Key, "")
+	}
+	api := e.Main.Handler().(*httpapi.Server)
+	before := api.ProgressReads()
+	job := e.Convert(e.Key, "zip", "tar", zb.Bytes())
+	if job.Status != "succeeded" {
+		t.Fatalf("job %s", job.Status)
+	}
+	seen := map[float64]bool{}
+	for i, s := range streams {
+		n := 0
+		for {
+			ev, ok := s.next()
+			if !ok {
+				t.Fatalf("stream %d ended", i)
+			}
+			if ev.Type == client.EventJobProgress && ev.Job != nil && ev.Job.Progress != nil {
+				seen[*ev.Job.Progress] = true
+				n++
+			}
+			if ev.Type == client.EventJobSucceeded && ev.Job != nil && ev.Job.ID == job.ID {
+				break
+			}
+		}
+		if n == 0 {
+			t.Fatalf("stream %d got no progress event", i)
+		}
+	}
+	// One read per distinct value, and at most two more for the values the job's end overtook
+	// (read, but found finished: no event).
+	reads := api.ProgressReads() - before
+	t.Logf("%d progress values, %d job reads, %d streams", len(seen), reads, len(streams))
+	if reads == 0 || reads > int64(len(seen))+2 {
+		t.Fatalf("%d job reads for %d progress values on %d streams: want one read per value", reads, len(seen), len(streams))
 	}
 }

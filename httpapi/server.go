@@ -177,8 +177,11 @@ type Server struct {
 	waits      *waitSlots // long polls held, per key
 	streams    *waitSlots // event streams held, per key
 	closing    streamCloser
-	csp        string // the web page's Content-Security-Policy
-	web        map[string]webAsset
+	// progressReads shares the job read behind each progress change among the streams
+	// (events.go).
+	progressReads progressReads
+	csp           string // the web page's Content-Security-Policy
+	web           map[string]webAsset
 }
 
 // New builds a Server.

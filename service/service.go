@@ -52,7 +52,10 @@ type Config struct {
 	// MetricsListen, when set, serves GET /metrics on this address instead of the API's.
 	MetricsListen string
 	Workers       int
-	Retention     time.Duration
+	// ProgressInterval is how often a running job's progress is sampled and reported, at
+	// most (0: convert.DefaultProgressInterval, a second); tests set it shorter.
+	ProgressInterval time.Duration
+	Retention        time.Duration
 	// CacheScope is who shares the conversion cache: httpapi.CacheScopeAccount ("" too) or
 	// httpapi.CacheScopeGlobal (docs/cache.md).
 	CacheScope string
@@ -345,13 +348,14 @@ func (m *Main) open() error {
 	m.metrics.countCache(m.store, &m.cache)
 	queue := newJobQueue(m.store, m.blobs, m.log, m.metrics, cfg.MaxAttempts)
 	m.pool = convert.NewPool(convert.PoolConfig{
-		Workers:       cfg.Workers,
-		Timeout:       cfg.ConversionTimeout,
-		ScratchDir:    scratch,
-		Logger:        m.log,
-		StrayReturned: m.metrics.strayReturned,
-		Runner:        runner,
-		Progress:      queue.reportProgress(m.newProgressHub()),
+		Workers:          cfg.Workers,
+		Timeout:          cfg.ConversionTimeout,
+		ScratchDir:       scratch,
+		Logger:           m.log,
+		StrayReturned:    m.metrics.strayReturned,
+		Runner:           runner,
+		Progress:         queue.reportProgress(m.newProgressHub()),
+		ProgressInterval: cfg.ProgressInterval,
 	}, m.catalog, queue, jobFiles{blobs: m.blobs, queue: queue, shared: queue.shared(),
 		remote: newRemoteIO(webhook.Guard{AllowPrivate: cfg.FetchAllowPrivate}, cfg.StorageProgressTimeout, scratch, cfg.DeliveryBackoff, m.log)})
 	queue.cancel = m.pool.Cancel

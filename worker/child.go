@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/convsvc/convsvc/convert"
@@ -143,7 +144,7 @@ func serveChild() error {
 			closeAll(j.files)
 			return fmt.Errorf("a request came with %d descriptors, want 2", len(j.files))
 		}
-		rep := convertOne(cat, j.req, j.files[0], j.files[1], cfg.ScratchDir)
+		rep := convertOne(progressTo(c), cat, j.req, j.files[0], j.files[1], cfg.ScratchDir)
 		closeAll(j.files)
 		if err := c.send(rep); err != nil {
 			return err
@@ -167,10 +168,31 @@ func (s *storageWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// progressTo returns a context whose progress sink (convert.WithProgress) sends the job's
+// counts to the server over c, once per whole percent: at most about a hundred small packets
+// a job, which the server samples about once a second.
+func progressTo(c *conn) context.Context {
+	var last atomic.Int64
+	last.Store(-1)
+	return convert.WithProgress(context.Background(), func(v float64) {
+		pct := int64(v * 100)
+		for {
+			cur := last.Load()
+			if pct <= cur {
+				return
+			}
+			if last.CompareAndSwap(cur, pct) {
+				break
+			}
+		}
+		c.send(reply{Progress: &v}) // a failed send is the server gone, seen by the reader
+	})
+}
+
 // convertOne runs one job and describes its result.
-func convertOne(cat *convert.Catalog, req request, in, out *os.File, scratch string) reply {
+func convertOne(ctx context.Context, cat *convert.Catalog, req request, in, out *os.File, scratch string) reply {
 	sw := &storageWriter{w: out}
-	warnings, err := cat.Convert(context.Background(), req.From, req.To, req.Options, in, sw, scratch)
+	warnings, err := cat.Convert(ctx, req.From, req.To, req.Options, in, sw, scratch)
 	if err == nil && sw.err == nil {
 		// The output is re-read here, in the confined process, before the server stores it.
 		var st os.FileInfo

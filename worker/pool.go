@@ -627,6 +627,10 @@ func (p *Pool) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writ
 				mem.handle(*r.Memory)
 				continue
 			}
+			if r.Progress != nil {
+				convert.ReportProgress(ctx, *r.Progress)
+				continue
+			}
 			if r.Error != nil {
 				p.done(w)
 				if r.Error.Kind == kindStorage {

@@ -56,9 +56,12 @@ type memoryGrant struct {
 }
 
 // reply is a worker's message: the ready message (Ready set), a memory request mid-job
-// (Memory set) or a job's result.
+// (Memory set), the job's progress mid-job (Progress set) or a job's result.
 type reply struct {
-	Memory      *memoryMsg        `json:"memory,omitempty"`
+	Memory *memoryMsg `json:"memory,omitempty"`
+	// Progress is the converter's own count of its progress, 0 to 1 (convert.WithProgress),
+	// sent at most once per whole percent; not answered.
+	Progress    *float64          `json:"progress,omitempty"`
 	Ready       bool              `json:"ready,omitempty"`
 	Confinement []string          `json:"confinement,omitempty"`
 	Warnings    []convert.Warning `json:"warnings,omitempty"`

@@ -85,7 +85,9 @@ func Register(c *convert.Catalog) {
 				if from.id != "zip" {
 					drops = []string{convert.WarnPermissionsDropped, convert.WarnMetadataDropped}
 				}
-				c.AddConverter(convert.Converter{Version: Version, From: from.id, To: to.id, Run: archiveRun(from.id, to.id), Drops: drops})
+				// A zip's entries are counted from its central directory, which is read
+				// first (its input offset would jump to the end); a tar is read in order.
+				c.AddConverter(convert.Converter{Version: Version, From: from.id, To: to.id, Run: archiveRun(from.id, to.id), Drops: drops, Counts: from.id == "zip"})
 			}
 		}
 	}
@@ -108,6 +110,7 @@ type archiveBudget struct {
 	limit   int64
 	total   int64
 	entries int
+	stated  int64 // the entries the input lists up front (a zip's central directory), 0 if unknown
 	lost    archiveLosses
 }
 
@@ -214,10 +217,11 @@ func archiveRun(from, to string) func(context.Context, *io.SectionReader, io.Wri
 		if err != nil {
 			return err
 		}
-		for {
+		for done := int64(0); ; done++ {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+			p.Progress(done, budget.stated)
 			e, err := next()
 			if err == io.EOF {
 				break
@@ -448,6 +452,7 @@ func openZip(ctx context.Context, in *io.SectionReader, b *archiveBudget) (func(
 	if len(zr.File) > ArchiveMaxEntries {
 		return nil, convert.Errorf(nil, "archive has %d entries, over the limit of %d", len(zr.File), ArchiveMaxEntries)
 	}
+	b.stated = int64(len(zr.File))
 	if zr.Comment != "" {
 		b.lost.comments++
 	}

@@ -87,7 +87,7 @@ func Register(c *convert.Catalog) {
 				if src.id == "wav" {
 					drops = append(drops, convert.WarnBitDepthReduced)
 				}
-				c.AddConverter(convert.Converter{Version: Version, From: src.id, To: to, Run: audioRun(src, to), Drops: drops})
+				c.AddConverter(convert.Converter{Version: Version, From: src.id, To: to, Run: audioRun(src, to), Drops: drops, Counts: true})
 			}
 		}
 	}
@@ -102,7 +102,7 @@ func audioRun(src *audioCodec, to string) func(context.Context, *io.SectionReade
 		}
 		reportAudioLosses(in, src, to, p)
 		if to == "flac" {
-			return writeFLAC(ctx, out, s)
+			return writeFLAC(ctx, out, s, p)
 		}
 		if s.info().frames < 0 {
 			// WAV states its length up front: count the samples first (only FLAC streams whose
@@ -114,9 +114,9 @@ func audioRun(src *audioCodec, to string) func(context.Context, *io.SectionReade
 			if s, err = openAudio(ctx, src, in); err != nil {
 				return err
 			}
-			return writeWAV(ctx, out, s, n)
+			return writeWAV(ctx, out, s, n, p)
 		}
-		return writeWAV(ctx, out, s, s.info().frames)
+		return writeWAV(ctx, out, s, s.info().frames, p)
 	}
 }
 
@@ -282,8 +282,9 @@ var wavSubformatPCM = []byte{1, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xaa, 0, 0x3
 // wavSubformatFloat is KSDATAFORMAT_SUBTYPE_IEEE_FLOAT.
 var wavSubformatFloat = []byte{3, 0, 0, 0, 0, 0, 0x10, 0, 0x80, 0, 0, 0xaa, 0, 0x38, 0x9b, 0x71}
 
-// writeWAV writes frames samples per channel from s as WAV and checks that s holds exactly that many.
-func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error {
+// writeWAV writes frames samples per channel from s as WAV and checks that s holds exactly
+// that many; it counts the samples written of frames as its progress (p.Progress).
+func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64, p convert.Params) error {
 	inf := s.info()
 	h, pad, err := wavHeader(inf, frames)
 	if err != nil {
@@ -309,6 +310,7 @@ func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error
 				return err
 			}
 			written += int64(len(b) / (2 * inf.channels))
+			p.Progress(written, frames)
 			if written > frames {
 				return convert.Errorf(nil, "the input holds more samples than its header says (%d)", frames)
 			}
@@ -326,6 +328,7 @@ func writeWAV(ctx context.Context, w io.Writer, s pcmSource, frames int64) error
 		}
 		n := len(block[0])
 		written += int64(n)
+		p.Progress(written, frames)
 		if written > frames {
 			return convert.Errorf(nil, "the input holds more samples than its header says (%d)", frames)
 		}

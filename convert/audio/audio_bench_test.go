@@ -27,7 +27,7 @@ func benchWAV(b *testing.B, seconds int) []byte {
 	}
 	s := &sliceSource{inf: pcmInfo{rate: 44100, channels: 2, bits: 16, frames: int64(n)}, samples: samples}
 	var buf bytes.Buffer
-	if err := writeWAV(context.Background(), &buf, s, s.inf.frames); err != nil {
+	if err := writeWAV(context.Background(), &buf, s, s.inf.frames, convert.Params{}); err != nil {
 		b.Fatal(err)
 	}
 	return buf.Bytes()

@@ -121,8 +121,9 @@ func (s *flacSource) readFlacdec() ([][]int32, error) {
 // (frames encoded in parallel). The STREAMINFO block carries the length when the source knows
 // it; its MD5 signature is left unset (zero), which FLAC allows, since the header is written
 // before the audio. Frames name their rate when FLAC has a code for it; 24 and 176.4 kHz are
-// left to STREAMINFO because mewkiz/flac logs a line for every such frame it decodes.
-func writeFLAC(ctx context.Context, w io.Writer, s pcmSource) error {
+// left to STREAMINFO because mewkiz/flac logs a line for every such frame it decodes. The
+// samples read of the stated length are its progress (p.Progress; none when unstated).
+func writeFLAC(ctx context.Context, w io.Writer, s pcmSource, p convert.Params) error {
 	inf := s.info()
 	switch inf.bits {
 	case 8, 12, 16, 20, 24:
@@ -167,6 +168,7 @@ func writeFLAC(ctx context.Context, w io.Writer, s pcmSource) error {
 			return err
 		}
 		total += int64(len(block[0]))
+		p.Progress(total, inf.frames)
 		for off := 0; off < len(block[0]); {
 			take := min(audioBlock-len(buf[0]), len(block[0])-off)
 			for i := range buf {

@@ -10,6 +10,8 @@ import (
 	"github.com/mewkiz/flac"
 	"github.com/mewkiz/flac/frame"
 	"github.com/mewkiz/flac/meta"
+
+	"github.com/convsvc/convsvc/convert"
 )
 
 // mewkizFLAC encodes s as the FLAC writer did before convert/internal/flacenc: mewkiz/flac's
@@ -113,7 +115,7 @@ func TestAudio_FLACNoLargerThanMewkiz(t *testing.T) {
 			}
 			ref := mewkizFLAC(t, open())
 			var ours bytes.Buffer
-			if err := writeFLAC(context.Background(), &ours, open()); err != nil {
+			if err := writeFLAC(context.Background(), &ours, open(), convert.Params{}); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%s: flacenc %d bytes, mewkiz/flac %d bytes", name, ours.Len(), len(ref))

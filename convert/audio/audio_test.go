@@ -158,7 +158,7 @@ func pcmWAV(t *testing.T, rate, channels, bits int, samples []int32) []byte {
 	t.Helper()
 	s := &sliceSource{inf: pcmInfo{rate: rate, channels: channels, bits: bits, frames: int64(len(samples) / channels)}, samples: samples}
 	var buf bytes.Buffer
-	if err := writeWAV(context.Background(), &buf, s, s.inf.frames); err != nil {
+	if err := writeWAV(context.Background(), &buf, s, s.inf.frames, convert.Params{}); err != nil {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -262,7 +262,7 @@ func TestAudio_UnknownLengthFLACToWAV(t *testing.T) {
 	}
 	var fl bytes.Buffer
 	s := &sliceSource{inf: pcmInfo{rate: 16000, channels: 2, bits: 16, frames: -1}, samples: samples}
-	if err := writeFLAC(context.Background(), &fl, s); err != nil {
+	if err := writeFLAC(context.Background(), &fl, s, convert.Params{}); err != nil {
 		t.Fatal(err)
 	}
 	wav, err := convtest.RunCatalog(t, testCatalog(), "flac", "wav", fl.Bytes())
@@ -418,7 +418,7 @@ func TestAudio_MP3ToWAVRawIsTheSamePath(t *testing.T) {
 			s = samplesOnly{s}
 		}
 		var buf bytes.Buffer
-		if err := writeWAV(context.Background(), &buf, s, s.info().frames); err != nil {
+		if err := writeWAV(context.Background(), &buf, s, s.info().frames, convert.Params{}); err != nil {
 			t.Fatal(err)
 		}
 		return buf.Bytes()
@@ -426,5 +426,31 @@ func TestAudio_MP3ToWAVRawIsTheSamePath(t *testing.T) {
 	raw, viaInt32 := wav(false), wav(true)
 	if len(raw) < 60000 || !bytes.Equal(raw, viaInt32) {
 		t.Fatalf("raw path wrote %d bytes, the int32 path %d, not the same", len(raw), len(viaInt32))
+	}
+}
+
+// TestAudio_CountsSamples: WAV -> FLAC and FLAC -> WAV report the samples done of the
+// stated length as their progress (Catalog.Convert's progress sink): several growing values
+// ending at 1.
+func TestAudio_CountsSamples(t *testing.T) {
+	for _, c := range []struct{ file, from, to string }{{"sample.wav", "wav", "flac"}, {"sample.flac", "flac", "wav"}} {
+		in, err := os.Open(filepath.Join("..", "..", "testdata", "audio", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer in.Close()
+		var got []float64
+		var mu sync.Mutex
+		ctx := convert.WithProgress(context.Background(), func(v float64) {
+			mu.Lock()
+			got = append(got, v)
+			mu.Unlock()
+		})
+		if _, err := testCatalog().Convert(ctx, c.from, c.to, convert.Options{}, in, io.Discard, t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) < 4 || got[0] != 0 || got[len(got)-1] != 1 || !slices.IsSorted(got) {
+			t.Fatalf("%s -> %s progress %v: want 0, growing values, then 1", c.from, c.to, got)
+		}
 	}
 }

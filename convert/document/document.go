@@ -105,7 +105,9 @@ func Register(c *convert.Catalog) {
 		c.AddFormat(f)
 	}
 	add := func(from, to string, lossy bool, run docRun) {
-		c.AddConverter(convert.Converter{Version: Version, From: from, To: to, Lossy: lossy, Run: run, Drops: documentDrops(from, to)})
+		// PDFium's conversions count the pages they have done (renderPages, pdfToText).
+		counts := from == fmtPDF && to != fmtPDF
+		c.AddConverter(convert.Converter{Version: Version, From: from, To: to, Lossy: lossy, Run: run, Drops: documentDrops(from, to), Counts: counts})
 	}
 
 	// Memory estimates per input byte, from the heap peaks of 4 MB Markdown and 14 MB HTML

@@ -94,6 +94,7 @@ func renderPages(ctx context.Context, c *convert.Catalog, s *pdfium.Session, spe
 		if err != nil {
 			return err
 		}
+		p.Progress(int64(k+1), int64(len(pages)))
 	}
 	if zw != nil {
 		return zw.Close()

@@ -139,7 +139,7 @@ func pdfToRaster(c *convert.Catalog, dst *convimage.Codec) docRun {
 }
 
 // pdfToText extracts the text of every page, pages ending in a form feed as pdftotext does.
-func pdfToText(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {
+func pdfToText(ctx context.Context, in *io.SectionReader, out io.Writer, p convert.Params) error {
 	s, err := pdfium.Open(ctx, in)
 	if err != nil {
 		return err
@@ -158,6 +158,7 @@ func pdfToText(ctx context.Context, in *io.SectionReader, out io.Writer, _ conve
 		if _, err := bw.WriteString("\f"); err != nil {
 			return err
 		}
+		p.Progress(int64(i+1), int64(s.Pages()))
 	}
 	return bw.Flush()
 }
@@ -171,7 +172,7 @@ func RegisterPDFPageArchive(c *convert.Catalog) {
 	if _, ok := c.ConverterFor(convert.Step{From: fmtPDF, To: "zip"}); ok {
 		return
 	}
-	c.AddConverter(convert.Converter{Version: Version, From: fmtPDF, To: "zip", Lossy: true, Run: pdfToPageArchive(c)})
+	c.AddConverter(convert.Converter{Version: Version, From: fmtPDF, To: "zip", Lossy: true, Run: pdfToPageArchive(c), Counts: true})
 }
 
 // pdfToPageArchive renders every page as PNG into a zip archive, as the pages option "all"

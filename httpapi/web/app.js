@@ -576,6 +576,9 @@
     if (job.status === "running" && typeof job.progress === "number") {
       text += " " + Math.round(job.progress * 100) + "%";
     }
+    const cached = job.status === "succeeded" && job.output && job.output.cached === true;
+    if (cached) text = it.uploaded ? "Done: from cache, nothing converted." : "Done: from cache, nothing uploaded or converted.";
+    it.state.dataset.cached = cached ? "true" : "";
     it.state.dataset.status = job.status;
     it.state.textContent = text;
   }
@@ -597,9 +600,27 @@
     updateBatch();
   }
 
+  // HASH_MAX is the largest file whose SHA-256 the page takes: crypto.subtle.digest takes the
+  // whole file in memory at once. A larger file is sent without input_sha256.
+  const HASH_MAX = 256 * 1024 * 1024;
+
+  // fileSHA256 is the file's SHA-256 in lowercase hex, or "" where the browser cannot take it
+  // (no crypto.subtle outside a secure context, a file over HASH_MAX, a read error).
+  async function fileSHA256(file) {
+    if (!window.crypto || !crypto.subtle || file.size > HASH_MAX) return "";
+    try {
+      const digest = await crypto.subtle.digest("SHA-256", await file.arrayBuffer());
+      return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+    } catch (_) {
+      return "";
+    }
+  }
+
   // resetItem clears what an item showed of its last conversion, before another.
   function resetItem(it) {
     delete it.state.dataset.via;
+    delete it.state.dataset.cached;
+    it.uploaded = false;
     it.error.textContent = "";
     it.result.hidden = true;
     it.warnings.hidden = true;
@@ -621,6 +642,14 @@
     it.state.textContent = "Reserving a job…";
     try {
       const body = jobBody(it);
+      if (!it.sourceURL) {
+        // The file's SHA-256 lets the server answer from its conversion cache at create,
+        // so the upload is skipped (and checks the upload against it otherwise).
+        it.state.textContent = "Reading the file…";
+        const sum = await fileSHA256(it.file);
+        if (sum) body.input_sha256 = sum;
+        it.state.textContent = "Reserving a job…";
+      }
       const res = await api("POST", "/v1/jobs", body, { "Idempotency-Key": randomID() });
       if (body.preset) rememberPreset(body.preset);
       showJob(it, res.job);
@@ -629,9 +658,11 @@
         return;
       }
       let job = res.job;
-      if (!it.sourceURL) {
-        // A source_url job is queued at create: nothing to upload, no start to call.
+      if (!it.sourceURL && !FINISHED.has(job.status)) {
+        // A source_url job is queued at create: nothing to upload, no start to call; a job
+        // answered from the cache has succeeded already.
         await upload(it, res.upload_url);
+        it.uploaded = true;
         if (it.cancelled) return;
         job = await api("POST", "/v1/jobs/" + res.job.id + "/start");
         showJob(it, job);
@@ -782,6 +813,7 @@
         if (it.cancelled) continue;
         try {
           await upload(it, res.jobs[i].upload_url);
+          it.uploaded = true;
           done++;
         } catch (err) {
           if (!it.cancelled) {

@@ -545,3 +545,43 @@ func TestBrowser_FailedUploadCancelsTheJob(t *testing.T) {
 		}
 	}
 }
+
+// TestBrowser_ConvertFromCache: the page sends the file's SHA-256 (taken with crypto.subtle)
+// as input_sha256, so converting the same file a second time is answered from the conversion
+// cache at create: no PUT leaves the page, the state says so, and the output is the first's.
+func TestBrowser_ConvertFromCache(t *testing.T) {
+	e, ctx, _ := openPage(t, testenv.Cache)
+	data := testenv.Sample(t, "images/sample.png")
+	png := filepath.Join(t.TempDir(), "picture.png")
+	if err := os.WriteFile(png, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Every PUT the page opens is counted.
+	eval[chromedp.Void](t, ctx, `window.__puts = 0; (() => { const open = XMLHttpRequest.prototype.open; XMLHttpRequest.prototype.open = function (m, ...rest) { if (String(m).toUpperCase() === "PUT") window.__puts++; return open.call(this, m, ...rest); }; })(); undefined`)
+	for i, n := range []string{"1", "2"} {
+		item := "#item-" + n
+		within(t, ctx, time.Minute, "pick the file", chromedp.SetUploadFiles("#files", []string{png}))
+		waitFor(t, ctx, "jpeg among the targets", `document.querySelector("`+item+`-target option[value=jpeg]") !== null`)
+		eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("`+item+`-target"); s.value = "jpeg"; s.dispatchEvent(new Event("change")); })()`)
+		within(t, ctx, time.Minute, "convert "+item, chromedp.Click(item+" .convert"))
+		waitFor(t, ctx, "the download link of "+item, `!document.querySelector("`+item+` .result").hidden`)
+		got := eval[string](t, ctx, `window.__puts + "|" + document.querySelector("`+item+` .state").dataset.cached + "|" + document.querySelector("`+item+` .state").textContent`)
+		want := []string{"1||Done.", "1|true|Done: from cache, nothing uploaded or converted."}[i]
+		if got != want {
+			t.Fatalf("after converting %s (PUTs|cached|state): %q, want %q", item, got, want)
+		}
+	}
+	// The second job was created succeeded (a hit at create: only input_sha256 makes one)
+	// with the first's output.
+	var list struct{ Data []map[string]any }
+	e.Do("GET", "/v1/jobs", e.Key, nil).JSON(t, &list)
+	if len(list.Data) != 2 {
+		t.Fatalf("jobs: %v", list.Data)
+	}
+	second, first := list.Data[0], list.Data[1]
+	out1, _ := first["output"].(map[string]any)
+	out2, _ := second["output"].(map[string]any)
+	if second["started_at"] != nil || second["attempt"] != 0.0 || out2["cached"] != true || out1["cached"] != false || out2["sha256"] != out1["sha256"] {
+		t.Errorf("jobs %v then %v: want the second answered from the cache at create, with the first's output", first, second)
+	}
+}
