@@ -12,11 +12,16 @@
 #
 #   bench/wasm.sh [OUTDIR]        # default /tmp/convsvc-bench-wasm
 #
-# Environment: RUNS=3, PDF=file (default: Debian's libtasn1-doc manual), NO_APT=1.
+# A first run of a PDF page starts `convsvc precompile` in the background; each empty-cache
+# run's --prepare waits for that fill (its lock on the cache directory) before emptying it.
+#
+# Environment: RUNS=3, PDF=file (default: Debian's libtasn1-doc manual), NO_APT=1,
+# ROWS="avif12 pdf avif1" (the rows to run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/convsvc-bench-wasm}
 RUNS=${RUNS:-3}
+ROWS=${ROWS:-avif12 pdf avif1}
 PDF=${PDF:-/usr/share/doc/libtasn1-doc/libtasn1.pdf}
 if [ "${NO_APT:-0}" != 1 ]; then
 	apt-get update -qq
@@ -48,6 +53,7 @@ base() { # the base tree's command for the same row, if any
 
 row() { echo; echo "== $1 (load $(cut -d' ' -f1-3 /proc/loadavg))"; }
 
+if [[ " $ROWS " == *" avif12 "* ]]; then
 row "12 MP PNG -> AVIF, converter alone"
 cmds=("$AVIFENC -j 1 $I/big.png $O/native.avif" "$B/convbench png avif $I/big.png $O/convsvc.avif" "$AVIFENC -j 2 $I/big.png $O/native2.avif")
 [ -n "${BASE:-}" ] && cmds+=("$(base "convbench png avif $I/big.png $O/base.avif")")
@@ -58,16 +64,21 @@ for f in native convsvc ${BASE:+base}; do
 done
 /usr/bin/time -f "convbench peak RSS %M KB" "$B/convbench" png avif "$I/big.png" "$O/convsvc.avif"
 /usr/bin/time -f "avifenc peak RSS %M KB" $AVIFENC -j 1 "$I/big.png" "$O/native.avif" >/dev/null
+fi
 
 for first in warm first; do
 	prep=true
-	[ $first = first ] && prep="rm -rf $OUT/cache-first $OUT/cache-base-first"
+	# Wait for a background fill (flock on the directory), then empty the cache.
+	[ $first = first ] && prep="sh -c 'for d in $OUT/cache-first $OUT/cache-base-first; do [ -d \$d ] && flock \$d true; rm -rf \$d; done; true'"
 	sfx=""
 	[ $first = first ] && sfx=-first
+	if [[ " $ROWS " == *" pdf "* ]]; then
 	row "one-shot PDF page 1 -> PNG, cache $first"
 	cmds=("pdftoppm -png -r 150 -f 1 -l 1 $I/doc.pdf $O/p" "env CONVSVC_WASM_CACHE_DIR=$OUT/cache$sfx $B/convsvc convert $I/doc.pdf --to png --page 1 --dpi 150 -o $O/o.png --force")
 	[ -n "${BASE:-}" ] && cmds+=("$(base "convsvc convert $I/doc.pdf --to png --page 1 --dpi 150 -o $O/b.png --force" "$sfx")")
 	hyperfine -N --runs "$RUNS" --prepare "$prep" --export-json "$OUT/pdf-$first.json" "${cmds[@]}"
+	fi
+	[[ " $ROWS " == *" avif1 "* ]] || continue
 	row "one-shot 1 MP PNG -> AVIF, cache $first"
 	cmds=("$AVIFENC -j 1 $I/small.png $O/a.avif" "env CONVSVC_WASM_CACHE_DIR=$OUT/cache$sfx $B/convsvc convert $I/small.png --to avif -o $O/o.avif --force")
 	[ -n "${BASE:-}" ] && cmds+=("$(base "convsvc convert $I/small.png --to avif -o $O/b.avif --force" "$sfx")")

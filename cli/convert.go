@@ -199,7 +199,8 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
 		o.outputDir = dir
 	}
-	if o.server == "" {
+	embedded := o.server == ""
+	if embedded {
 		stopEmbedded, err := o.startEmbedded(cmd.ErrOrStderr())
 		if err != nil {
 			return err
@@ -220,6 +221,9 @@ func (o *convertOptions) run(cmd *cobra.Command, inputs []string) (err error) {
 	}
 	if err != nil {
 		return err
+	}
+	if embedded {
+		o.coldStart(plans, target)
 	}
 
 	// On a terminal, one line shows transfers and job states; otherwise stdout carries exactly

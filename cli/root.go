@@ -47,6 +47,7 @@ func ExitCode(err error) int {
 
 // Execute runs the root command with os.Args and exits non-zero on error.
 func Execute() {
+	standalone = true
 	cmd := NewRootCommand()
 	err := cmd.Execute()
 	if err != nil && !errors.As(err, new(reportedError)) {

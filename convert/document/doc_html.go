@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/plugin/base"
@@ -20,8 +21,9 @@ import (
 )
 
 // htmlMarkdown converts HTML to CommonMark with GitHub tables and strikethrough, which the
-// library's default drops. It is safe for concurrent use.
-var htmlMarkdown = func() *converter.Converter {
+// library's default drops. It is safe for concurrent use, and made at first use rather than
+// at package initialisation, so a process that converts no HTML pays nothing for it.
+var htmlMarkdown = sync.OnceValue(func() *converter.Converter {
 	c := converter.NewConverter(converter.WithPlugins(
 		base.NewBasePlugin(),
 		commonmark.NewCommonmarkPlugin(),
@@ -43,7 +45,7 @@ var htmlMarkdown = func() *converter.Converter {
 		}
 	}, converter.PriorityLate+100)
 	return c
-}()
+})
 
 // errHTMLStopped unwinds an HTML-to-Markdown conversion whose context ended.
 var errHTMLStopped = errors.New("html to markdown: context ended")
@@ -222,7 +224,7 @@ func convertHTMLNode(ctx context.Context, doc *html.Node) (md []byte, err error)
 			md, err = nil, ctx.Err()
 		}
 	}()
-	return htmlMarkdown.ConvertNode(doc, converter.WithContext(ctx))
+	return htmlMarkdown().ConvertNode(doc, converter.WithContext(ctx))
 }
 
 func htmlToMarkdown(ctx context.Context, in *io.SectionReader, out io.Writer, _ convert.Params) error {

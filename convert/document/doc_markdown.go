@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark"
@@ -23,8 +24,11 @@ import (
 
 // markdownEngine parses CommonMark with the GitHub extensions (tables, strikethrough, task
 // lists, autolinks) and renders HTML without the raw HTML the source holds: a Markdown file
-// cannot smuggle a script into the output. It is safe for concurrent use.
-var markdownEngine = goldmark.New(goldmark.WithExtensions(extension.GFM))
+// cannot smuggle a script into the output. It is safe for concurrent use, and made at first
+// use, not at package initialisation.
+var markdownEngine = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithExtensions(extension.GFM))
+})
 
 // Markdown inputs are checked by mdGuard before goldmark sees them: goldmark's parser takes
 // time quadratic in some constructs (measured at 100 KB: 3.8 s for 100000 nested quotes, 5.3 s
@@ -226,7 +230,7 @@ func parseMarkdown(ctx context.Context, src []byte) (ast.Node, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return markdownEngine.Parser().Parse(text.NewReader(src)), nil
+	return markdownEngine().Parser().Parse(text.NewReader(src)), nil
 }
 
 // readMarkdown reads, checks and parses a Markdown input.
@@ -242,7 +246,7 @@ func readMarkdown(ctx context.Context, in *io.SectionReader) (ast.Node, []byte, 
 // renderMarkdownHTML renders a parsed document as an HTML fragment.
 func renderMarkdownHTML(doc ast.Node, src []byte) ([]byte, error) {
 	var buf bytes.Buffer
-	if err := markdownEngine.Renderer().Render(&buf, src, doc); err != nil {
+	if err := markdownEngine().Renderer().Render(&buf, src, doc); err != nil {
 		return nil, fmt.Errorf("rendering HTML: %w", err)
 	}
 	return buf.Bytes(), nil

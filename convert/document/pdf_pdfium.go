@@ -26,6 +26,11 @@ const PDFiumCacheDirEnv = pdfium.CacheDirEnv
 // already, keeping nothing in this process; nothing without a cache directory.
 func FillPDFiumCache() error { return pdfium.FillCache() }
 
+// InterpretPDFium makes this process run PDFium in wazero's interpreter instead of compiling
+// it, if called before its first PDF conversion (pdfium.Interpret): for a one-shot conversion
+// of one page while the compilation cache is empty.
+func InterpretPDFium() { pdfium.Interpret() }
+
 // renderedSize is the size in pixels of a page of w x h points at dpi.
 func renderedSize(w, h float64, dpi int) (int, int) {
 	px := func(pt float64) int {

@@ -58,20 +58,76 @@ func WasmCacheDir() string { return wasmcodec.CacheDir() }
 //
 // A marker file in the directory, named after the modules' versions, records a fill, so later
 // starts skip even the loading; a cache emptied by hand behind it means compiling at first use.
+//
+// One fill runs at a time on a directory: FillWasmCache waits for the fill lock
+// (LockWasmCache), then finds the marker a concurrent fill left.
 func FillWasmCache() error {
 	dir := WasmCacheDir()
 	if dir == "" {
 		return nil
 	}
-	marker := filepath.Join(dir, "convsvc-filled-"+wasmModulesKey())
-	if _, err := os.Stat(marker); err == nil {
+	lock, err := LockWasmCache(true)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	return FillWasmCacheLocked()
+}
+
+// FillWasmCacheLocked is FillWasmCache for a caller that holds the fill lock already (a
+// process started with the lock LockWasmCache returned to its parent).
+func FillWasmCacheLocked() error {
+	dir := WasmCacheDir()
+	if dir == "" || WasmCacheFilled() {
 		return nil
 	}
 	if err := errors.Join(document.FillPDFiumCache(), wasmcodec.FillCache()); err != nil {
 		return err
 	}
-	return os.WriteFile(marker, nil, 0o600)
+	return os.WriteFile(wasmCacheMarker(dir), nil, 0o600)
 }
+
+// wasmCacheMarker is the marker file of a fill of dir by this binary.
+func wasmCacheMarker(dir string) string {
+	return filepath.Join(dir, "convsvc-filled-"+wasmModulesKey())
+}
+
+// WasmCacheFilled reports whether WasmCacheDir holds this binary's codecs compiled by a fill
+// (its marker is there); false without a cache directory.
+func WasmCacheFilled() bool {
+	dir := WasmCacheDir()
+	if dir == "" {
+		return false
+	}
+	_, err := os.Stat(wasmCacheMarker(dir))
+	return err == nil
+}
+
+// LockWasmCache takes the fill lock of WasmCacheDir (an advisory lock on the directory
+// itself, where the system has them), waiting for it when wait is true; without wait it
+// returns nil, nil when another process holds it. Closing the returned file releases the
+// lock; a child process given the file keeps it until the child exits.
+func LockWasmCache(wait bool) (*os.File, error) {
+	dir := WasmCacheDir()
+	if dir == "" {
+		return nil, errors.New("no WebAssembly compilation cache directory")
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := lockFile(f, wait)
+	if err != nil || !ok {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// InterpretPDFium makes this process run PDFium in wazero's interpreter instead of compiling
+// it, if called before its first PDF conversion: about 1 s of CPU for one page at 150 dpi
+// instead of 5 s to compile, the same bytes, but slower for many pages (document.InterpretPDFium).
+func InterpretPDFium() { document.InterpretPDFium() }
 
 // wasmModulesKey names the WebAssembly modules this binary runs and the runtime that compiles
 // them: wazero's and go-pdfium's versions and the hash of the embedded codecs.

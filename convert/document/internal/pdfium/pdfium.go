@@ -64,7 +64,7 @@ var (
 func get() (pdfium.Pool, error) {
 	startOnce.Do(func() {
 		started.Store(true)
-		startPool, startErr = webassembly.Init(poolConfig(Workers))
+		startPool, startErr = webassembly.Init(poolConfig(Workers, interpret.Load()))
 		if startErr != nil {
 			startErr = fmt.Errorf("starting PDFium: %w", startErr)
 		}
@@ -72,8 +72,23 @@ func get() (pdfium.Pool, error) {
 	return startPool, startErr
 }
 
-// poolConfig is the configuration of a pool of at most workers PDFium instances.
-func poolConfig(workers int) webassembly.Config {
+// interpret is set by Interpret.
+var interpret atomic.Bool
+
+// Interpret makes this process run PDFium in wazero's interpreter instead of compiling it,
+// if called before its first PDF conversion: what a one-shot conversion of one page does
+// while the compilation cache is empty. Compiling PDFium costs about 5 s of CPU; the
+// interpreter renders a page at 150 dpi in about 1 s of CPU in all, to the same bytes, but
+// runs PDFium's code several times slower, so it suits one page and not a whole document.
+func Interpret() { interpret.Store(true) }
+
+// poolConfig is the configuration of a pool of at most workers PDFium instances, compiled
+// (through the on-disk cache) or, with interp, interpreted.
+func poolConfig(workers int, interp bool) webassembly.Config {
+	rc := runtimeConfig(wazero.NewRuntimeConfig())
+	if interp {
+		rc = wazero.NewRuntimeConfigInterpreter()
+	}
 	return webassembly.Config{
 		// The pool's context: compiling (on a first run) uses every core.
 		Context:  wasmcodec.CompileContext(context.Background()),
@@ -81,12 +96,10 @@ func poolConfig(workers int) webassembly.Config {
 		MaxIdle:  workers,
 		MaxTotal: workers,
 		// Nothing mounted: PDFium must not see the host's files.
-		FSConfig: wazero.NewFSConfig(),
-		Stdout:   io.Discard,
-		Stderr:   io.Discard,
-		RuntimeConfig: runtimeConfig(wazero.NewRuntimeConfig().
-			WithCloseOnContextDone(true).
-			WithMemoryLimitPages(memoryPages)),
+		FSConfig:      wazero.NewFSConfig(),
+		Stdout:        io.Discard,
+		Stderr:        io.Discard,
+		RuntimeConfig: rc.WithCloseOnContextDone(true).WithMemoryLimitPages(memoryPages),
 	}
 }
 
@@ -97,7 +110,7 @@ func FillCache() error {
 	if wasmcodec.CacheDir() == "" {
 		return nil
 	}
-	p, err := webassembly.Init(poolConfig(1))
+	p, err := webassembly.Init(poolConfig(1, false))
 	if err != nil {
 		return fmt.Errorf("compiling PDFium: %w", err)
 	}

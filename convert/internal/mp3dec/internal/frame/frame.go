@@ -19,17 +19,19 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/bits"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/consts"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/frameheader"
+	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/huffman"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/imdct"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/maindata"
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/sideinfo"
 )
 
 var (
-	powtab34 = make([]float64, 8207)
+	powtab34 [8207]float64
 	pretab   = []float64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 3, 3, 3, 2, 0}
 )
 
@@ -39,7 +41,17 @@ const pow2qMin, pow2qMax = -1024, 256
 
 var pow2q [pow2qMax - pow2qMin + 1]float64
 
-func init() {
+// prepare fills this package's tables and those of huffman and imdct on first call (Read
+// calls it): made at first use, not at package initialisation, so a process that decodes no
+// MP3 pays nothing for them.
+var prepare = sync.OnceFunc(func() {
+	preparePow()
+	prepareLee()
+	huffman.Prepare()
+	imdct.Prepare()
+})
+
+func preparePow() {
 	for i := range powtab34 {
 		powtab34[i] = math.Pow(float64(i), 4.0/3.0)
 	}
@@ -86,6 +98,7 @@ func readCRC(source FullReader) error {
 }
 
 func Read(source FullReader, position int64, prev *Frame) (frame *Frame, startPosition int64, err error) {
+	prepare()
 	h, pos, err := frameheader.Read(source, position)
 	if err != nil {
 		return nil, 0, err

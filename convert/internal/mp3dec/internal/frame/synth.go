@@ -16,7 +16,7 @@ var lee4 [2]float32
 // cos4 is cos(π/4), the 2-point DCT-II's second coefficient.
 var cos4 = float32(math.Cos(math.Pi / 4))
 
-func init() {
+func prepareLee() {
 	fill := func(dst []float32, n int) {
 		for i := range dst {
 			dst[i] = float32(1 / (2 * math.Cos(float64(2*i+1)*math.Pi/float64(2*n))))

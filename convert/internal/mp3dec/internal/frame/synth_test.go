@@ -96,3 +96,6 @@ func BenchmarkSynthWindow(b *testing.B) {
 		}
 	})
 }
+
+// The tables are made at first use; these tests call the package's functions directly.
+func init() { prepare() }

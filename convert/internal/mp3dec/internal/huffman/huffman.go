@@ -16,6 +16,7 @@ package huffman
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/convsvc/convsvc/convert/internal/mp3dec/internal/bits"
 )
@@ -361,7 +362,9 @@ const (
 
 var luts [len(huffmanMain)]*[1 << lutBits]uint32
 
-func init() {
+// Prepare builds the lookup tables on first call (frame.Read calls it): made at first use,
+// not at package initialisation, so a process that decodes no MP3 pays nothing for them.
+var Prepare = sync.OnceFunc(func() {
 	for t, h := range huffmanMain {
 		if h.treelen == 0 {
 			continue
@@ -372,7 +375,7 @@ func init() {
 		}
 		luts[t] = lut
 	}
-}
+})
 
 // walk follows Decode's tree walk for the lutBits-bit prefix code, MSB first.
 func walk(htptr []uint16, treelen, code int) uint32 {

@@ -93,3 +93,6 @@ func TestDecode_LookupMatchesWalk(t *testing.T) {
 		}
 	}
 }
+
+// The tables are made at first use; these tests call the package's functions directly.
+func init() { Prepare() }

@@ -16,11 +16,19 @@ package imdct
 
 import (
 	"math"
+	"sync"
 )
 
 var imdctWinData = [4][36]float32{}
 
-func init() {
+// Prepare fills the windows and rotations on first call (frame.Read calls it): made at first
+// use, not at package initialisation, so a process that decodes no MP3 pays nothing for them.
+var Prepare = sync.OnceFunc(func() {
+	prepareWindows()
+	prepareDCT()
+})
+
+func prepareWindows() {
 	for i := 0; i < 36; i++ {
 		imdctWinData[0][i] = float32(math.Sin(math.Pi / 36 * (float64(i) + 0.5)))
 	}
@@ -70,7 +78,7 @@ var pre18, post18 [9][2]float32 // cos θ, sin θ
 var tw9 [5][2]float32           // W9^e = cos(2πe/9) - i sin(2πe/9), e = 0..4
 var sqrt3h = float32(math.Sqrt(3) / 2)
 
-func init() {
+func prepareDCT() {
 	for n := 0; n < 9; n++ {
 		a := math.Pi * float64(4*n+1) / 72
 		pre18[n] = [2]float32{float32(math.Cos(a)), float32(math.Sin(a))}

@@ -57,3 +57,6 @@ func TestWin(t *testing.T) {
 		}
 	}
 }
+
+// The tables are made at first use; these tests call the package's functions directly.
+func init() { Prepare() }
