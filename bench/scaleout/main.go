@@ -15,6 +15,11 @@
 //     first, then started all at once over the nodes; conversions per second is their number
 //     over the time from the first start to the last success.
 //
+// After the table, each contender's create and start phases get a line of their own: rate,
+// p50/p90/p99/max, a latency histogram, and the CPU milliseconds per request of the nodes, the
+// S3 server (-s3-pid) and PostgreSQL (-pg-pid), read from /proc (the started jobs convert
+// meanwhile, so their workers' CPU is in the start phase's figures).
+//
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
