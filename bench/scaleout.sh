@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Starts PostgreSQL (Debian's package, initdb into a temporary directory, a free loopback port,
 # fsync and synchronous_commit on, as users run it; SCALEOUT_FSYNC=off turns both off) and
-# versitygw (built once by .ci/versitygw) with a bucket, runs bench/scaleout against them, then
+# versitygw (built once by .ci/versitygw; with --keep-alive, as docs/scaling.md runs it, and
+# --quiet: SCALEOUT_VGW_FLAGS replaces those flags, "" gives versitygw's defaults, which close
+# every connection after one request and log each request) with a bucket, runs bench/scaleout
+# against them (it reports the CPU per request of the nodes, versitygw and PostgreSQL), then
 # pgbench -N (TPC-B without the branch and teller updates: 3 updates, an insert and a select a
 # transaction, scale 10) for 15 s at the same client count on the same PostgreSQL, the ceiling the
 # API's PostgreSQL rows are compared with, and stops both. Arguments go to bench/scaleout
@@ -38,14 +41,14 @@ gw_port=$(free_port)
 mkdir -p "$work/gw/root" "$work/gw/versions"
 export AWS_ACCESS_KEY_ID=scaleoutadmin AWS_SECRET_ACCESS_KEY=scaleoutsecret123
 ROOT_ACCESS_KEY=$AWS_ACCESS_KEY_ID ROOT_SECRET_KEY=$AWS_SECRET_ACCESS_KEY \
-  "$gw" --port "127.0.0.1:$gw_port" posix --versioning-dir "$work/gw/versions" "$work/gw/root" >"$work/gw.log" 2>&1 &
+  "$gw" ${SCALEOUT_VGW_FLAGS---keep-alive --quiet} --port "127.0.0.1:$gw_port" posix --versioning-dir "$work/gw/versions" "$work/gw/root" >"$work/gw.log" 2>&1 &
 gw_pid=$!
 for _ in $(seq 1 600); do curl -s -o /dev/null "http://127.0.0.1:$gw_port" && break; sleep 0.1; done
 curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
   -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -X PUT "http://127.0.0.1:$gw_port/scaleout" >/dev/null
 
 go run ./bench/scaleout -postgres "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" \
-  -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout "$@"
+  -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout -pg-pid "$(head -1 "$work/pg/data/postmaster.pid")" -s3-pid "$gw_pid" "$@"
 
 # pgbench -N at the same client count on the same instance.
 clients=32

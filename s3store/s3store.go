@@ -58,6 +58,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
@@ -65,6 +66,10 @@ import (
 
 	"github.com/convsvc/convsvc/blobstore"
 )
+
+// IdleConns is how many idle connections to the endpoint the default HTTP client keeps for
+// reuse: beyond it, a connection is closed when its request ends and the next request dials.
+const IdleConns = 128
 
 // URLTTL is how long a presigned URL is valid: SPEC's upload_expires_in, and the API's
 // download URL lifetime.
@@ -100,7 +105,9 @@ type Options struct {
 	// ScratchDir holds inputs downloaded for conversion and outputs before their upload;
 	// default os.TempDir().
 	ScratchDir string
-	// HTTPClient is used for every request; default the SDK's.
+	// HTTPClient is used for every request; default the SDK's transport keeping up to
+	// IdleConns idle connections to the endpoint (the SDK's own keeps 10, fewer than the
+	// starts, workers and transfers of one node that run at once).
 	HTTPClient *http.Client
 	// OpTimeout bounds each metadata request (HEAD, LIST, DELETE); default 30 s. Transfers of
 	// inputs and outputs are not bounded by it.
@@ -153,6 +160,11 @@ func New(opts Options) (*Store, error) {
 	}
 	if opts.HTTPClient != nil {
 		o.HTTPClient = opts.HTTPClient
+	} else {
+		o.HTTPClient = awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+			t.MaxIdleConns = IdleConns
+			t.MaxIdleConnsPerHost = IdleConns
+		})
 	}
 	client := s3.New(o)
 	s := &Store{
@@ -581,26 +593,46 @@ func (s *Store) Delete(jobID string) error {
 	if !validID(jobID) {
 		return blobstore.ErrInvalidID
 	}
-	if err := s.deleteUnder(jobID, s.UploadKey(jobID), s.inputDir(jobID), s.outputDir(jobID)); err != nil {
+	if err := s.deleteUnder(jobID, s.inputDir(jobID), s.outputDir(jobID)); err != nil {
 		return fmt.Errorf("%w: delete %s: %w", ErrStorage, jobID, err)
 	}
 	return nil
 }
 
-// deleteUnder deletes every version of every object under the prefixes, where the job's
-// upload key counts only as itself (uploads/job_1 is also a prefix of uploads/job_12).
-func (s *Store) deleteUnder(jobID string, prefixes ...string) error {
+// deleteUnder deletes the job's upload and every object under the dirs, with every version
+// of each in a versioned bucket.
+//
+// The upload has a key of its own, so it is deleted by name first, and its answer tells
+// whether the bucket keeps versions: a plain delete (no version id, no delete marker) is one
+// in a bucket that never had versioning on, where that delete was the whole of it and
+// listing the current objects under the dirs finds everything else. Otherwise every version
+// and delete marker of the upload and under the dirs is listed and deleted. The upload is
+// not listed by prefix unless versions are kept: uploads/job_1 is also a prefix of
+// uploads/job_12, and stores on a filesystem (versitygw's posix backend) answer such a
+// listing by reading the whole uploads/ directory, every job's.
+func (s *Store) deleteUnder(jobID string, dirs ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
 	defer cancel()
+	upload := s.UploadKey(jobID)
+	out, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(upload)})
+	if err != nil && !isNotFound(err) {
+		return err
+	}
+	versioned := err != nil || aws.ToBool(out.DeleteMarker) || aws.ToString(out.VersionId) != ""
+	list := s.listCurrent
+	if versioned {
+		list = s.listVersions
+		dirs = append([]string{upload}, dirs...)
+	}
 	var errs []error
-	for _, prefix := range prefixes {
-		objs, err := s.listVersions(ctx, prefix)
+	for _, prefix := range dirs {
+		objs, err := list(ctx, prefix)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		for _, o := range objs {
-			if prefix == s.UploadKey(jobID) && o.key != prefix {
+			if prefix == upload && o.key != prefix { // uploads/job_1 is a prefix of uploads/job_12
 				continue
 			}
 			in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(o.key)}
@@ -721,7 +753,7 @@ func (s *Store) DeleteInput(jobID string) error {
 	if !validID(jobID) {
 		return blobstore.ErrInvalidID
 	}
-	if err := s.deleteUnder(jobID, s.UploadKey(jobID), s.inputDir(jobID)); err != nil {
+	if err := s.deleteUnder(jobID, s.inputDir(jobID)); err != nil {
 		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
 	}
 	return nil

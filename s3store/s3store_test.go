@@ -646,3 +646,61 @@ func BenchmarkSeal(b *testing.B) {
 		})
 	}
 }
+
+// TestDeleteInput_EveryVersionOfTheJobOnly: in a versioned and an unversioned bucket,
+// DeleteInput removes the upload (every version of it, and the delete marker its own delete
+// made) and the sealed copy, and leaves the job's output and a job whose id extends this one's.
+func TestDeleteInput_EveryVersionOfTheJobOnly(t *testing.T) {
+	for _, versioned := range []bool{false, true} {
+		name := map[bool]string{false: "Unversioned", true: "Versioned"}[versioned]
+		t.Run(name, func(t *testing.T) {
+			st, bk, _ := newStore(t, versioned)
+			id := blobtest.NewJobID()
+			longer := id + "2"
+			for _, j := range []string{id, longer} {
+				blobtest.Upload(t, newS3Backend(st), j, []byte("first"))
+				blobtest.Upload(t, newS3Backend(st), j, []byte("again")) // a second version
+				if err := st.Seal(j, func(s3store.UploadInfo) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p, err := st.CreateOutput(id, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := blobtest.CommitThroughFile(p, []byte("out"), blobstore.OutputMeta{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.DeleteInput(id); err != nil {
+				t.Fatal(err)
+			}
+			vs, err := bk.Client().ListObjectVersions(context.Background(), &s3.ListObjectVersionsInput{Bucket: aws.String(bk.Name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, v := range vs.Versions {
+				left = append(left, aws.ToString(v.Key))
+			}
+			for _, v := range vs.DeleteMarkers {
+				left = append(left, "marker "+aws.ToString(v.Key))
+			}
+			slices.Sort(left)
+			want := []string{st.OutputKey(id, 1), st.UploadKey(longer)}
+			if versioned {
+				want = append(want, st.UploadKey(longer)) // its two versions
+			}
+			var copies int
+			for _, k := range left {
+				if strings.HasPrefix(k, "convsvc/inputs/"+longer+"/") {
+					copies++
+				}
+			}
+			got := slices.DeleteFunc(slices.Clone(left), func(k string) bool { return strings.HasPrefix(k, "convsvc/inputs/"+longer+"/") })
+			slices.Sort(want)
+			if !slices.Equal(got, want) || copies != 1 {
+				t.Fatalf("after DeleteInput(%s) the bucket holds %q; want %q and %s's sealed copy", id, left, want, longer)
+			}
+		})
+	}
+}

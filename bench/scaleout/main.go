@@ -15,6 +15,11 @@
 //     first, then started all at once over the nodes; conversions per second is their number
 //     over the time from the first start to the last success.
 //
+// After the table, each contender's create and start phases get a line of their own: rate,
+// p50/p90/p99/max, a latency histogram, and the CPU milliseconds per request of the nodes, the
+// S3 server (-s3-pid) and PostgreSQL (-pg-pid), read from /proc (the started jobs convert
+// meanwhile, so their workers' CPU is in the start phase's figures).
+//
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
@@ -67,6 +72,8 @@ var (
 	prebuilt    = flag.String("bin", "", "convsvc binary (default: build this module)")
 	spread      = flag.Bool("spread", true, "job n uses key n mod -keys, so concurrent clients write as different keys and accounts; false: each key's 60 jobs in a row, so all clients share one or two keys and accounts at a time")
 	poolConns   = flag.Int("pool-max-conns", 0, "pool_max_conns on the nodes' database URL (default: pgxpool's, max(4, CPUs))")
+	pgPid       = flag.Int("pg-pid", 0, "PostgreSQL's postmaster pid, to report its CPU per job (bench/scaleout.sh passes it)")
+	gwPid       = flag.Int("s3-pid", 0, "the S3 server's pid, to report its CPU per job (bench/scaleout.sh passes it)")
 	only        = flag.String("only", "", "comma-separated contenders to run (default all): "+strings.Join(contenderKeys(), ","))
 )
 
@@ -110,6 +117,8 @@ func main() {
 	fmt.Printf("clients %d, create phase %v, conversions %d of a %dx%d PNG -> GIF\n\n", *clients, *duration, *conversions, *size, *size)
 	fmt.Println("| backend | creates+starts/s | p50 ms | p99 ms | jobs | conversions/s | load avg before -> after |")
 	fmt.Println("|---|---|---|---|---|---|---|")
+	var details []string
+	defer func() { fmt.Println("\n" + strings.Join(details, "\n")) }()
 	for i, c := range contenders {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), c.key) {
 			continue
@@ -117,20 +126,22 @@ func main() {
 		load := benchkit.LoadAvg()
 		// Each phase gets its own nodes on a fresh database and prefix, so the conversion
 		// phase does not share the workers with the API phase's thousands of started jobs.
-		nodes, stop := startNodes(bin, dir, i, c)
-		api := runAPI(nodes)
+		nodes, pids, stop := startNodes(bin, dir, i, c)
+		api := runAPI(nodes, pids)
 		stop()
 		benchkit.Settle()
-		nodes, stop = startNodes(bin, dir, i, c)
+		nodes, _, stop = startNodes(bin, dir, i, c)
 		conv := runConversions(nodes)
 		stop()
 		fmt.Printf("| %s | %.0f | %.1f | %.1f | %d | %.2f | %s -> %s |\n", c.name, api.rate, benchkit.Ms(api.p50), benchkit.Ms(api.p99), api.jobs, conv, load, benchkit.LoadAvg())
+		details = append(details, c.name+":\n"+api.detail)
 		benchkit.Settle()
 	}
 }
 
-// startNodes starts c's nodes on a fresh database and prefix (PostgreSQL) or a fresh data dir.
-func startNodes(bin, dir string, i int, c contender) ([]string, func()) {
+// startNodes starts c's nodes on a fresh database and prefix (PostgreSQL) or a fresh data dir,
+// and returns their URLs and pids.
+func startNodes(bin, dir string, i int, c contender) ([]string, []int, func()) {
 	var common []string
 	if c.pg {
 		db := "convsvc_bench_" + randomHex(6)
@@ -151,6 +162,7 @@ func startNodes(bin, dir string, i int, c contender) ([]string, func()) {
 	}
 	var procs []*testproc.Proc
 	var urls []string
+	var pids []int
 	for n := 0; n < c.nodes; n++ {
 		data, err := os.MkdirTemp(dir, "node-")
 		check(err)
@@ -161,8 +173,9 @@ func startNodes(bin, dir string, i int, c contender) ([]string, func()) {
 		running = append(running, p)
 		runningMu.Unlock()
 		urls = append(urls, p.URL)
+		pids = append(pids, p.Pid())
 	}
-	return urls, func() {
+	return urls, pids, func() {
 		for _, p := range procs {
 			p.Kill()
 		}
@@ -177,10 +190,64 @@ type apiResult struct {
 	rate     float64
 	p50, p99 time.Duration
 	jobs     int
+	detail   string // each phase's rate, percentiles, latency histogram and CPU per request
 }
 
-// runAPI runs the create, upload and start phases over the nodes.
-func runAPI(nodes []string) apiResult {
+// cpuSample is the CPU seconds so far of the nodes, the S3 server and PostgreSQL.
+type cpuSample struct{ nodes, s3, pg float64 }
+
+func sampleCPU(pids []int) cpuSample {
+	var c cpuSample
+	for _, p := range pids {
+		c.nodes += benchkit.TreeCPU(p)
+	}
+	if *gwPid > 0 {
+		c.s3 = benchkit.TreeCPU(*gwPid)
+	}
+	if *pgPid > 0 {
+		c.pg = benchkit.TreeCPU(*pgPid)
+	}
+	return c
+}
+
+// histogramBounds are the upper bounds of the latency histogram's buckets.
+var histogramBounds = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
+	50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second}
+
+// phaseDetail is one line about a phase: n requests in d, their latency percentiles and
+// histogram, and the CPU milliseconds per request the nodes, the S3 server and PostgreSQL spent.
+func phaseDetail(name string, lat []time.Duration, d time.Duration, before, after cpuSample) string {
+	n := len(lat)
+	if n == 0 {
+		return ""
+	}
+	counts := make([]int, len(histogramBounds)+1)
+	for _, l := range lat {
+		i := 0
+		for i < len(histogramBounds) && l > histogramBounds[i] {
+			i++
+		}
+		counts[i]++
+	}
+	var hist []string
+	for i, c := range counts {
+		label := ">" + histogramBounds[len(histogramBounds)-1].String()
+		if i < len(histogramBounds) {
+			label = "<=" + histogramBounds[i].String()
+		}
+		hist = append(hist, fmt.Sprintf("%s %.1f%%", label, 100*float64(c)/float64(n)))
+	}
+	perReq := func(a, b float64) float64 { return 1000 * (b - a) / float64(n) }
+	return fmt.Sprintf("  %s: %d in %.1f s = %.0f/s; p50 %.1f, p90 %.1f, p99 %.1f, max %.1f ms; CPU ms per request: node %.2f, S3 server %.2f, PostgreSQL %.2f\n    latency: %s\n",
+		name, n, d.Seconds(), float64(n)/d.Seconds(),
+		benchkit.Ms(benchkit.Percentile(lat, 50)), benchkit.Ms(benchkit.Percentile(lat, 90)),
+		benchkit.Ms(benchkit.Percentile(lat, 99)), benchkit.Ms(slices.Max(lat)),
+		perReq(before.nodes, after.nodes), perReq(before.s3, after.s3), perReq(before.pg, after.pg),
+		strings.Join(hist, ", "))
+}
+
+// runAPI runs the create, upload and start phases over the nodes (whose pids are pids).
+func runAPI(nodes []string, pids []int) apiResult {
 	ctx := context.Background()
 	hc := benchkit.NewHTTPClient(*clients, time.Minute)
 	keyList, err := benchkit.CreateKeysIn(ctx, hc, nodes[0], adminToken, *keys, *keys/10+1, 1_000_000)
@@ -194,10 +261,12 @@ func runAPI(nodes []string) apiResult {
 		mu        sync.Mutex
 		jobs      []job
 		latencies []time.Duration
+		creates   []time.Duration // the create phase's part of latencies
 		next      atomic.Int64
 	)
 	record := func(d time.Duration) { mu.Lock(); latencies = append(latencies, d); mu.Unlock() }
 	// Create phase.
+	cpu0 := sampleCPU(pids)
 	deadline := time.Now().Add(*duration)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -229,6 +298,8 @@ func runAPI(nodes []string) apiResult {
 	}
 	wg.Wait()
 	createTime := time.Since(began)
+	cpu1 := sampleCPU(pids)
+	creates = slices.Clone(latencies)
 	// Uploads, untimed.
 	work := make(chan job)
 	for c := 0; c < *clients; c++ {
@@ -246,6 +317,7 @@ func runAPI(nodes []string) apiResult {
 	close(work)
 	wg.Wait()
 	// Start phase: each job on the next node after the one that created it.
+	cpu2 := sampleCPU(pids)
 	began = time.Now()
 	work = make(chan job)
 	for c := 0; c < *clients; c++ {
@@ -265,7 +337,10 @@ func runAPI(nodes []string) apiResult {
 	close(work)
 	wg.Wait()
 	startTime := time.Since(began)
+	cpu3 := sampleCPU(pids)
 	return apiResult{
+		detail: phaseDetail("creates", creates, createTime, cpu0, cpu1) +
+			phaseDetail("starts", latencies[len(creates):], startTime, cpu2, cpu3),
 		rate: float64(2*len(jobs)) / (createTime + startTime).Seconds(),
 		p50:  benchkit.Percentile(latencies, 50),
 		p99:  benchkit.Percentile(latencies, 99),

@@ -69,6 +69,8 @@ type Server struct {
 	SecretKey string
 	// Local is true for the versitygw this package started (posix backend with versioning).
 	Local bool
+	// Pid is the local versitygw's process id (benchmarks read its CPU time); 0 when external.
+	Pid int
 }
 
 // Bucket is a fresh, empty bucket on Server; it is emptied and deleted at the test's cleanup.
@@ -285,6 +287,7 @@ func startLocal(bin string) (Server, error) {
 			AccessKey: localAccessKey,
 			SecretKey: localSecretKey,
 			Local:     true,
+			Pid:       cmd.Process.Pid,
 		}, nil
 	}
 	return Server{}, lastErr
