@@ -60,6 +60,11 @@ func startBrowser(t *testing.T, dir string) context.Context {
 	if err := chromedp.Do(ctx); err != nil { // starts the browser, bound to ctx, not to a timeout
 		t.Fatalf("start chromium: %v", err)
 	}
+	// The window size is a request the window manager of a headless Chromium may round (one run
+	// under load reported 500 px); the emulated viewport is what the page lays out in.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatalf("set the viewport: %v", err)
+	}
 	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
 		Behavior:     browser.SetDownloadBehaviorBehaviorAllow,
 		DownloadPath: dir,
