@@ -12,8 +12,28 @@ import (
 
 // The conversion cache on PostgreSQL: store/cache.go's rules on the tables of migration 0016.
 // An entry's row is locked by a hit (UPDATE) and by its eviction, an object's references
-// change in one UPSERT, and claims of one key serialise on an advisory lock (claimFlight), so
+// change in one UPSERT, and claims of one key serialise on an advisory lock (flight), so
 // hits, stores, evictions and single flight are exact on any node.
+//
+// Lock order. Every transaction that touches the cache takes its locks in this order (the
+// Go transactions here and in jobs.go, and the transition functions of migrations 0015 and
+// 0018), so identical jobs started, claimed and finished at once on several nodes never
+// deadlock (RunCacheAcrossNodes):
+//
+//  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
+//  2. its account's row (FOR UPDATE; lockAccount, lockAccountSpend), before anything of the
+//     cache, even where the account's cents move only on a hit (a claim, FinishFromCache);
+//  3. the cache key's advisory lock (lockCacheKey: claims and FinishFromCache only);
+//  4. the key's entry row (a hit's UPDATE; an expiry's lockEntriesOf);
+//  5. the output's cache_refs row;
+//  6. the account's month_spend and event_seqs rows (the status change's trigger), and the
+//     key's cache_inflight row;
+//  7. cache_totals (storing or dropping an entry; eviction skips locked entries).
+//
+// Rows of one account after its row (month_spend, event_seqs) cannot close a cycle: whoever
+// takes them holds the account's row first. A claim's status change takes event_seqs (2 < 6)
+// only after the account's row when the job has a cache key, and each hit at claim commits
+// on its own, so no transaction holds two accounts' rows.
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's
 // reference and marking the entry used; the caller then finishes the job succeeded.
@@ -145,11 +165,22 @@ func addRef(ctx context.Context, tx pgx.Tx, object string, delta int64) error {
 
 // releaseOutputs is the deletion of jobs (their rows already deleted) in the cache: it drops
 // the references they held on other jobs' outputs, and the entries of their own outputs that no
-// job uses any more.
+// job uses any more. The entries of every output concerned are locked first, before their
+// references (lock order above), as a hit locks its entry before it adds a reference.
 func releaseOutputs(ctx context.Context, tx pgx.Tx, jobs []store.Job) error {
 	ids := make([]string, 0, len(jobs))
+	objects := make([]string, 0, len(jobs))
 	for _, job := range jobs {
 		ids = append(ids, job.ID)
+		objects = append(objects, job.ID)
+		if job.Output != nil && job.Output.Object != "" && job.Output.Object != job.ID {
+			objects = append(objects, job.Output.Object)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM cache_entries WHERE object = ANY($1) ORDER BY key FOR UPDATE`, objects); err != nil {
+		return err
+	}
+	for _, job := range jobs {
 		if job.Output == nil || job.Output.Object == "" || job.Output.Object == job.ID {
 			continue
 		}
@@ -286,6 +317,9 @@ func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit b
 		}
 		if job.Status != store.StatusRunning || job.Attempt != attempt {
 			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
+		}
+		if err := lockAccount(ctx, tx, job.AccountID); err != nil { // before the key's locks (lock order above)
+			return err
 		}
 		if hit, err = flight(ctx, tx, &job); err != nil || !hit {
 			return err

@@ -115,6 +115,13 @@ func lockOwnJob(ctx context.Context, tx pgx.Tx, accountID, jobID string) (store.
 		WHERE id = $1 AND account_id = $2 AND expires_at > now() FOR UPDATE`, jobID, accountID))
 }
 
+// lockAccount locks the account's row: what a transaction of the cache does before the
+// cache's own locks (cache.go's lock order) when it may move the account's cents later.
+func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
+	_, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, accountID)
+	return err
+}
+
 // lockAccountSpend locks the account's row and returns its cap, reservations and this
 // month's spend. The spend is read by a statement after the lock was granted, so it sees
 // every finish that committed before (a finish moves a cent while holding the same lock).
@@ -514,33 +521,36 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 		job.WaitFor = answered.WaitFor
 		return job, ok, nil
 	}
-	var expired []string
-	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
-		ok, expired = false, expired[:0]
-		for {
+	for {
+		var expired []string
+		var hit bool
+		err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 			var err error
+			ok, hit, expired = false, false, expired[:0]
 			if job, ok, err = s.claimFair(ctx, tx, fin, &expired); err != nil || !ok {
 				return err
 			}
 			// An identical job converted while this one waited: answered from the cache; or
-			// one converts now: this one waits for it (single flight, cache.go).
-			if hit, err := flight(ctx, tx, &job); err != nil || !hit {
+			// one converts now: this one waits for it (single flight, cache.go). claimFair
+			// locked the account of a job with a cache key before its status changed.
+			if hit, err = flight(ctx, tx, &job); err != nil || !hit {
 				return err
 			}
-			if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output); err != nil {
-				return err
-			}
-			expired = append(expired, job.ID) // signalled with the expired ones
+			return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)
+		})
+		if err != nil {
+			return store.Job{}, false, wrap("claim job", err)
 		}
-	})
-	if err != nil {
-		return store.Job{}, false, wrap("claim job", err)
+		s.signal(expired...)
+		if ok {
+			s.signal(job.ID)
+		}
+		if !hit {
+			return job, ok, nil
+		}
+		// Answered from the cache: the next job, in a transaction of its own, so that no
+		// transaction holds two accounts' rows (cache.go's lock order).
 	}
-	s.signal(expired...)
-	if ok {
-		s.signal(job.ID)
-	}
-	return job, ok, nil
 }
 
 // expiredMessage is the error message of a job that reached expires_at before it finished.

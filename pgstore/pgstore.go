@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -128,6 +129,9 @@ type Store struct {
 	// goTransitions turns the transition functions off (transitions.go), for the test that
 	// counts both paths' round trips.
 	goTransitions bool
+	// retried counts transactions run again after a deadlock or a serialization failure
+	// (tx, callJob), for the tests that hold the lock order (cache.go).
+	retried atomic.Int64
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the
@@ -299,6 +303,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		err := pgx.BeginFunc(ctx, s.pool, fn)
 		var pgErr *pgconn.PgError
 		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
+			s.retried.Add(1)
 			continue
 		}
 		return err

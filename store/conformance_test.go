@@ -52,3 +52,20 @@ func TestCursorAcrossRetention(t *testing.T) {
 		return s
 	})
 }
+
+// TestCacheAcrossNodes runs the suite's identical jobs across nodes on bbolt's one store (a
+// bbolt file has one process: every "node" is that store).
+func TestCacheAcrossNodes(t *testing.T) {
+	storetest.RunCacheAcrossNodes(t, func(t *testing.T, n int, o storetest.Options) []storetest.Backend {
+		s, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: o.Retention, CacheMaxBytes: o.CacheMaxBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out := make([]storetest.Backend, n)
+		for i := range out {
+			out[i] = s
+		}
+		return out
+	})
+}

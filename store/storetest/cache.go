@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -432,5 +433,147 @@ func (f *fixture) expireUntil(limit int, ids ...string) (first []string) {
 			f.t.Fatalf("jobs %v not all expired after %v (deleted %v)", ids, waitBound, deleted)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// NodesFunc opens n stores on one fresh database, standing in for n convsvc nodes; a backend
+// that one process owns alone (bbolt) returns its one store n times.
+type NodesFunc func(t *testing.T, n int, o Options) []Backend
+
+// RunCacheAcrossNodes: identical jobs (one input, one cache base) on several nodes cost one
+// conversion, N-1 hits and N cents, and every start succeeds. Half of them are queued before
+// the one conversion; then, at once, every node's workers answer those from the cache at
+// claim while the other half are started on every node and answered at start: the hits of
+// starts and claims meet on the account's row and the cache entry's, which a lock order
+// other than cache.go's (pgstore) turns into deadlocks.
+func RunCacheAcrossNodes(t *testing.T, open NodesFunc) {
+	const nodes, n, workersPerNode = 3, 30, 2
+	ss := open(t, nodes, Options{})
+	acct, err := ss[0].CreateAccount("acme", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, s: ss[0], acct: acct}
+	jobs := make([]store.Job, n)
+	start := func(i int) (store.Job, error) {
+		return ss[i%nodes].StartSealedJob(acct.ID, jobs[i].ID, store.Upload{Size: 10, SHA256: sha(1)})
+	}
+	for i := range jobs {
+		job, _, err := ss[i%nodes].CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 10,
+			CacheBase: "base"}, plainRender)
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		jobs[i] = job
+		if i < n/2 {
+			if got, err := start(i); err != nil || got.Status != store.StatusQueued {
+				t.Fatalf("start %d: %v, %s; want queued (nothing cached yet)", i, err, got.Status)
+			}
+		}
+	}
+	first := f.claim()
+	if _, err := f.s.FinishJob(first.ID, first.Attempt, success(5)); err != nil {
+		t.Fatal(err)
+	}
+	var converted atomic.Int64
+	converted.Add(1)
+	done := make(chan struct{})
+	var workers sync.WaitGroup
+	for i := range nodes * workersPerNode {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			cacheWorker(t, ss[i%nodes], done, &converted)
+		}()
+	}
+	var starts sync.WaitGroup
+	for i := n / 2; i < n; i++ {
+		starts.Add(1)
+		go func() {
+			defer starts.Done()
+			if got, err := start(i); err != nil || got.Status != store.StatusSucceeded {
+				t.Errorf("start %d of %d identical jobs: %v, %s; want succeeded from the cache", i, n, err, got.Status)
+			}
+		}()
+	}
+	starts.Wait()
+	if t.Failed() {
+		close(done)
+		workers.Wait()
+		t.FailNow()
+	}
+	deadline := time.Now().Add(waitBound)
+	hits := 0
+	for _, job := range jobs {
+		for {
+			got := f.get(job.ID)
+			if got.Finished() {
+				if got.Status != store.StatusSucceeded {
+					t.Fatalf("job %s is %s (%s)", got.ID, got.Status, got.ErrorMessage)
+				}
+				if got.Output.Cached {
+					hits++
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				close(done)
+				workers.Wait()
+				t.Fatalf("job %s still %s after %v", got.ID, got.Status, waitBound)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	close(done)
+	workers.Wait()
+	if c := converted.Load(); c != 1 || hits != n-1 {
+		t.Fatalf("%d conversions and %d hits; want 1 and %d", c, hits, n-1)
+	}
+	f.checkLedger(0, n)
+}
+
+// cacheWorker claims jobs from s until done, as service's job queue does: a job whose twin
+// converts waits for the twin and is answered from the cache; any other is converted (counted
+// in converted) and finished with a 5 byte output.
+func cacheWorker(t *testing.T, s Backend, done <-chan struct{}, converted *atomic.Int64) {
+	for {
+		job, ok, err := s.ClaimJob()
+		if err != nil {
+			t.Errorf("claim: %v", err)
+			return
+		}
+		if !ok {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+				continue
+			}
+		}
+		for job.WaitFor != "" {
+			changed, stop := s.WaitChange(job.WaitFor)
+			next, hit, err := s.FinishFromCache(job.ID, job.Attempt)
+			if err != nil || hit {
+				stop()
+				if err != nil {
+					t.Errorf("finish from cache: %v", err)
+				}
+				break
+			}
+			if job.WaitFor = next.WaitFor; job.WaitFor != "" {
+				select {
+				case <-changed:
+				case <-time.After(time.Second): // another node's change, its notification lost
+				case <-done:
+				}
+			}
+			stop()
+		}
+		if job.WaitFor == "" && job.Status == store.StatusRunning {
+			converted.Add(1)
+			if _, err := s.FinishJob(job.ID, job.Attempt, success(5)); err != nil {
+				t.Errorf("finish: %v", err)
+			}
+		}
 	}
 }
