@@ -36,11 +36,23 @@ import (
 // on its own, so no transaction holds two accounts' rows.
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's
-// reference and marking the entry used; the caller then finishes the job succeeded.
-func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
+// reference and marking the entry used; the caller then finishes the job succeeded. The job
+// is charged price cents instead of 1 (Options.CacheHitCents, store.Job.HitCents): a price
+// above 1 that the account's cap cannot take beside its spend and its other reservations is
+// no hit (the job converts for its 1 cent). The caller holds the account's row (lock order).
+func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job, price int64) (bool, error) {
 	key := store.CacheKeyOf(*job)
 	if key == "" {
 		return false, nil
+	}
+	if price > 1 {
+		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, job.AccountID)
+		if err != nil {
+			return false, err
+		}
+		if spent+reserved-1+price > capCents {
+			return false, nil
+		}
 	}
 	var out store.Output
 	var object string
@@ -59,7 +71,7 @@ func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
 		}
 	}
 	out.Cached, out.Object = true, object
-	job.Output = &out
+	job.Output, job.HitCents = &out, &price
 	return true, addRef(ctx, tx, object, 1)
 }
 
@@ -265,7 +277,7 @@ const lockCacheKey int32 = 0x63760016
 // then reads both the entry and who converts (one snapshot, after the lock was granted): a
 // twin's finish is seen either whole (its entry) or not at all (it still runs), so two claims
 // of twins never both convert.
-func flight(ctx context.Context, tx pgx.Tx, job *store.Job) (hit bool, err error) {
+func flight(ctx context.Context, tx pgx.Tx, job *store.Job, price int64) (hit bool, err error) {
 	key := store.CacheKeyOf(*job)
 	if key == "" {
 		return false, nil
@@ -282,7 +294,7 @@ func flight(ctx context.Context, tx pgx.Tx, job *store.Job) (hit bool, err error
 		return false, err
 	}
 	if cached {
-		if hit, err := takeCached(ctx, tx, job); err != nil || hit {
+		if hit, err := takeCached(ctx, tx, job, price); err != nil || hit {
 			return hit, err
 		}
 	}
@@ -321,7 +333,7 @@ func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit b
 		if err := lockAccount(ctx, tx, job.AccountID); err != nil { // before the key's locks (lock order above)
 			return err
 		}
-		if hit, err = flight(ctx, tx, &job); err != nil || !hit {
+		if hit, err = flight(ctx, tx, &job, s.opts.hitCents()); err != nil || !hit {
 			return err
 		}
 		return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)

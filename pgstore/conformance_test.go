@@ -36,7 +36,7 @@ func open(t testing.TB, url string, o pgstore.Options) *pgstore.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
 		return open(t, testpg.NewDatabase(t), pgstore.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished, Lease: o.Lease,
-			CacheMaxBytes: o.CacheMaxBytes})
+			CacheMaxBytes: o.CacheMaxBytes, CacheHitCents: o.CacheHitCents})
 	})
 }
 

@@ -15,7 +15,7 @@ var _ storetest.Backend = (*store.Store)(nil)
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
 		s, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished,
-			CacheMaxBytes: o.CacheMaxBytes})
+			CacheMaxBytes: o.CacheMaxBytes, CacheHitCents: o.CacheHitCents})
 		if err != nil {
 			t.Fatal(err)
 		}

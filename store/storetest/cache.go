@@ -23,6 +23,7 @@ var cacheCases = []testCase{
 	{"CacheEvictsLeastRecentlyUsed", testCacheLRU},
 	{"CacheReferencesKeepOutputs", testCacheReferences},
 	{"CacheSingleFlight", testCacheSingleFlight},
+	{"CacheHitCents", testCacheHitCents},
 }
 
 func init() { cases = append(cases, cacheCases...) }
@@ -403,6 +404,71 @@ func testCacheSingleFlight(t *testing.T, newStore NewFunc) {
 		t.Fatalf("FinishFromCache of a finished job: %v, want ErrInvalidState", err)
 	}
 	f.checkLedger(0, 2)
+}
+
+// testCacheHitCents: with a price for hits (--cache-hit-cents), a job answered from the cache
+// at create, start or claim is charged it instead of 1 cent, reserved and spent in the
+// transaction that answers it; a free hit (0) spends nothing; a price above 1 that the cap
+// cannot take beside the spend and the other reservations is no hit, and the job converts for
+// its 1 cent. Retention deleting the jobs keeps the month's spend and the ledger exact.
+func testCacheHitCents(t *testing.T, newStore NewFunc) {
+	t.Run("free", func(t *testing.T) {
+		t.Parallel()
+		free := int64(0)
+		f := newFixture(t, newStore, Options{CacheHitCents: &free, Retention: 3 * time.Second}, 100)
+		first := f.convert(f.cached("base", sha(1)), sha(1), 4) // 1 cent
+		atCreate := f.cached("base", sha(1))
+		wantHit(t, atCreate, first)
+		if atCreate.Charge() != 0 {
+			t.Fatalf("hit at create charged %d cents, want 0", atCreate.Charge())
+		}
+		atStart, err := f.s.StartSealedJob(f.acct.ID, f.cached("base", "").ID, store.Upload{Size: 10, SHA256: sha(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHit(t, atStart, first)
+		f.checkLedger(0, 1)
+		f.expireUntil(100, first.ID, atCreate.ID, atStart.ID)
+		if acct, err := f.s.Account(f.acct.ID); err != nil || acct.MonthlySpend[store.MonthOf(*first.FinishedAt)] != 1 {
+			t.Fatalf("spend after retention: %+v, %v; want the conversion's 1 cent", acct.MonthlySpend, err)
+		}
+		if err := f.s.VerifyLedger(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("dear", func(t *testing.T) {
+		t.Parallel()
+		price := int64(3)
+		f := newFixture(t, newStore, Options{CacheHitCents: &price}, 6)
+		// A twin queued before the conversion is answered at claim.
+		first := f.cached("base", "")
+		twin := f.cached("base", "")
+		for _, j := range []store.Job{first, twin} {
+			if _, err := f.s.StartSealedJob(f.acct.ID, j.ID, store.Upload{Size: 10, SHA256: sha(1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claimed := f.claim()
+		done, err := f.s.FinishJob(claimed.ID, claimed.Attempt, success(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := f.s.ClaimJob(); err != nil || ok {
+			t.Fatalf("claim: %v, %v; want the twin answered from the cache on the way and nothing to convert", ok, err)
+		}
+		wantHit(t, f.get(twin.ID), done)
+		f.checkLedger(0, 1+3)
+		// 4 spent: a hit at 3 cents would make 7 of a 6 cent cap, so the job converts (1 cent).
+		over := f.cached("base", sha(1))
+		if over.Status != store.StatusCreated || over.Output != nil {
+			t.Fatalf("create over the cap at the hit's price: %s, %+v; want a created job that converts", over.Status, over.Output)
+		}
+		f.checkLedger(1, 4)
+		if _, err := f.s.CancelJob(f.acct.ID, over.ID); err != nil {
+			t.Fatal(err)
+		}
+		f.checkLedger(0, 4)
+	})
 }
 
 // expireUntil runs ExpireJobs(limit) until every job of ids was deleted (their expiry has to
