@@ -14,6 +14,7 @@ func TestBadValue_EnvironmentAsFlag(t *testing.T) {
 		{"workers", "CONVSVC_WORKERS", "99999999999999999999", `--workers (CONVSVC_WORKERS) is "99999999999999999999": out of range for a whole number`},
 		{"workers", "CONVSVC_WORKERS", "2000", `--workers (CONVSVC_WORKERS) is 2000: use 0 (one per CPU) or 1 to 1024`},
 		{"max-attempts", "CONVSVC_MAX_ATTEMPTS", "1.5", `--max-attempts (CONVSVC_MAX_ATTEMPTS) is "1.5": not a whole number`},
+		{"cache-hit-cents", "CONVSVC_CACHE_HIT_CENTS", "-1", `--cache-hit-cents (CONVSVC_CACHE_HIT_CENTS) is -1: use 0 to 1000000000000000`},
 	}
 	data := t.TempDir()
 	for _, tc := range cases {

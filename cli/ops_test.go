@@ -52,6 +52,7 @@ func TestCLI_ConfigShowsEffectiveValuesAndMasksSecrets(t *testing.T) {
 	}
 	t.Setenv("CONVSVC_LISTEN", "0.0.0.0:9000")
 	t.Setenv("CONVSVC_ADMIN_TOKEN_FILE", secret)
+	t.Setenv("CONVSVC_CACHE_HIT_CENTS", "0")
 	out, err := run(t, "config", "--data", data, "--json")
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +74,7 @@ func TestCLI_ConfigShowsEffectiveValuesAndMasksSecrets(t *testing.T) {
 		"log-format":      {"text", "default"},
 		"max-attempts":    {"3", "default"},
 		"blob-public-url": {"http://127.0.0.1:8081", "default"},
+		"cache-hit-cents": {"0", "env"},
 	}
 	// The values serve computes at start, not the flags' 0 (TestCLI_ConfigShowsS3MaskedAndDefaultsUnchanged
 	// checks that only the object storage in use shows its flags).

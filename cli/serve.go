@@ -36,6 +36,8 @@ type serveOptions struct {
 	fontDir     string // --font-dir, see convert/internal/fonts
 	// cacheMaxBytes is --cache-max-bytes: 0 turns the conversion cache off (cfg gets -1).
 	cacheMaxBytes sizeFlag
+	// cacheHitCents is --cache-hit-cents (cfg gets a pointer to it).
+	cacheHitCents int64
 }
 
 func newServeCommand() *cobra.Command {
@@ -75,6 +77,7 @@ func addServeFlags(f *pflag.FlagSet, o *serveOptions) {
 	f.StringVar(&o.cfg.CacheScope, "cache-scope", service.CacheScopeAccount, "who shares the conversion cache (docs/cache.md): account (a job is answered from outputs of its own account's jobs) or global (of every account's: an operator's opt-in, since a hit tells a caller that someone converted the same file)")
 	o.cacheMaxBytes = sizeFlag(service.DefaultCacheMaxBytes)
 	f.Var(&o.cacheMaxBytes, "cache-max-bytes", "bytes of outputs the conversion cache keeps, e.g. 10GiB; past it the least recently used entries are evicted; 0 turns the cache off")
+	f.Int64Var(&o.cacheHitCents, "cache-hit-cents", 1, "cents a job answered from the conversion cache is charged instead of the 1 cent every job costs (0: free); a hit above 1 cent that the account's spend cap cannot take converts for 1 cent instead")
 	f.DurationVar(&o.cfg.Lease, "lease", defaultLease, "with a postgres:// --database, how long a running job stays this node's without a heartbeat (renewed every third of it): a node that dies has its jobs taken over by the others after about this long plus half of it; at least 1s")
 	f.IntVar(&o.cfg.MaxAttempts, "max-attempts", 3, "pickups before a job interrupted by crashes fails expired_or_exhausted")
 	f.DurationVar(&o.cfg.DrainTimeout, "drain-timeout", service.DefaultDrainTimeout, "time running conversions get on shutdown")
@@ -245,6 +248,7 @@ func (o *serveOptions) run(cmd *cobra.Command) (err error) {
 	gcfloor.Set(uint64(o.gcHeapFloor))
 	o.cfg.MemoryTrimDelay = o.memoryTrimDelay
 	o.cfg.CacheMaxBytes = int64(o.cacheMaxBytes)
+	o.cfg.CacheHitCents = &o.cacheHitCents
 	if o.cacheMaxBytes == 0 {
 		o.cfg.CacheMaxBytes = -1 // off
 	}

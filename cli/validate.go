@@ -120,6 +120,9 @@ func (o *serveOptions) validate() error {
 	if c.MaxPixels < 1 || c.MaxPixels > maxPixelsLimit {
 		bad("max-pixels", "is %d: use 1 to %d", c.MaxPixels, int64(maxPixelsLimit))
 	}
+	if o.cacheHitCents < 0 || o.cacheHitCents > maxSpendCapCents {
+		bad("cache-hit-cents", "is %d: use 0 to %d", o.cacheHitCents, int64(maxSpendCapCents))
+	}
 	if c.CacheScope != service.CacheScopeAccount && c.CacheScope != service.CacheScopeGlobal {
 		bad("cache-scope", "is %q: use account or global", c.CacheScope)
 	}

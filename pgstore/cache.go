@@ -12,15 +12,47 @@ import (
 
 // The conversion cache on PostgreSQL: store/cache.go's rules on the tables of migration 0016.
 // An entry's row is locked by a hit (UPDATE) and by its eviction, an object's references
-// change in one UPSERT, and claims of one key serialise on an advisory lock (claimFlight), so
+// change in one UPSERT, and claims of one key serialise on an advisory lock (flight), so
 // hits, stores, evictions and single flight are exact on any node.
+//
+// Lock order. Every transaction that touches the cache takes its locks in this order (the
+// Go transactions here and in jobs.go, and the transition functions of migrations 0015 and
+// 0018), so identical jobs started, claimed and finished at once on several nodes never
+// deadlock (RunCacheAcrossNodes):
+//
+//  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
+//  2. its account's row (FOR UPDATE; lockAccount, lockAccountSpend), before anything of the
+//     cache, even where the account's cents move only on a hit (a claim, FinishFromCache);
+//  3. the cache key's advisory lock (lockCacheKey: claims and FinishFromCache only);
+//  4. the key's entry row (a hit's UPDATE; an expiry's lockEntriesOf);
+//  5. the output's cache_refs row;
+//  6. the account's month_spend and event_seqs rows (the status change's trigger), and the
+//     key's cache_inflight row;
+//  7. cache_totals (storing or dropping an entry; eviction skips locked entries).
+//
+// Rows of one account after its row (month_spend, event_seqs) cannot close a cycle: whoever
+// takes them holds the account's row first. A claim's status change takes event_seqs (2 < 6)
+// only after the account's row when the job has a cache key, and each hit at claim commits
+// on its own, so no transaction holds two accounts' rows.
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's
-// reference and marking the entry used; the caller then finishes the job succeeded.
-func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
+// reference and marking the entry used; the caller then finishes the job succeeded. The job
+// is charged price cents instead of 1 (Options.CacheHitCents, store.Job.HitCents): a price
+// above 1 that the account's cap cannot take beside its spend and its other reservations is
+// no hit (the job converts for its 1 cent). The caller holds the account's row (lock order).
+func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job, price int64) (bool, error) {
 	key := store.CacheKeyOf(*job)
 	if key == "" {
 		return false, nil
+	}
+	if price > 1 {
+		capCents, reserved, spent, err := lockAccountSpend(ctx, tx, job.AccountID)
+		if err != nil {
+			return false, err
+		}
+		if spent+reserved-1+price > capCents {
+			return false, nil
+		}
 	}
 	var out store.Output
 	var object string
@@ -39,7 +71,7 @@ func takeCached(ctx context.Context, tx pgx.Tx, job *store.Job) (bool, error) {
 		}
 	}
 	out.Cached, out.Object = true, object
-	job.Output = &out
+	job.Output, job.HitCents = &out, &price
 	return true, addRef(ctx, tx, object, 1)
 }
 
@@ -145,11 +177,22 @@ func addRef(ctx context.Context, tx pgx.Tx, object string, delta int64) error {
 
 // releaseOutputs is the deletion of jobs (their rows already deleted) in the cache: it drops
 // the references they held on other jobs' outputs, and the entries of their own outputs that no
-// job uses any more.
+// job uses any more. The entries of every output concerned are locked first, before their
+// references (lock order above), as a hit locks its entry before it adds a reference.
 func releaseOutputs(ctx context.Context, tx pgx.Tx, jobs []store.Job) error {
 	ids := make([]string, 0, len(jobs))
+	objects := make([]string, 0, len(jobs))
 	for _, job := range jobs {
 		ids = append(ids, job.ID)
+		objects = append(objects, job.ID)
+		if job.Output != nil && job.Output.Object != "" && job.Output.Object != job.ID {
+			objects = append(objects, job.Output.Object)
+		}
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM cache_entries WHERE object = ANY($1) ORDER BY key FOR UPDATE`, objects); err != nil {
+		return err
+	}
+	for _, job := range jobs {
 		if job.Output == nil || job.Output.Object == "" || job.Output.Object == job.ID {
 			continue
 		}
@@ -234,7 +277,7 @@ const lockCacheKey int32 = 0x63760016
 // then reads both the entry and who converts (one snapshot, after the lock was granted): a
 // twin's finish is seen either whole (its entry) or not at all (it still runs), so two claims
 // of twins never both convert.
-func flight(ctx context.Context, tx pgx.Tx, job *store.Job) (hit bool, err error) {
+func flight(ctx context.Context, tx pgx.Tx, job *store.Job, price int64) (hit bool, err error) {
 	key := store.CacheKeyOf(*job)
 	if key == "" {
 		return false, nil
@@ -251,7 +294,7 @@ func flight(ctx context.Context, tx pgx.Tx, job *store.Job) (hit bool, err error
 		return false, err
 	}
 	if cached {
-		if hit, err := takeCached(ctx, tx, job); err != nil || hit {
+		if hit, err := takeCached(ctx, tx, job, price); err != nil || hit {
 			return hit, err
 		}
 	}
@@ -287,7 +330,10 @@ func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit b
 		if job.Status != store.StatusRunning || job.Attempt != attempt {
 			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", store.ErrInvalidState, job.Status, job.Attempt, attempt)
 		}
-		if hit, err = flight(ctx, tx, &job); err != nil || !hit {
+		if err := lockAccount(ctx, tx, job.AccountID); err != nil { // before the key's locks (lock order above)
+			return err
+		}
+		if hit, err = flight(ctx, tx, &job, s.opts.hitCents()); err != nil || !hit {
 			return err
 		}
 		return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)

@@ -36,7 +36,7 @@ func open(t testing.TB, url string, o pgstore.Options) *pgstore.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
 		return open(t, testpg.NewDatabase(t), pgstore.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished, Lease: o.Lease,
-			CacheMaxBytes: o.CacheMaxBytes})
+			CacheMaxBytes: o.CacheMaxBytes, CacheHitCents: o.CacheHitCents})
 	})
 }
 
@@ -47,4 +47,26 @@ func TestCursorAcrossRetention(t *testing.T) {
 	storetest.RunCursorAcrossRetention(t, func(t *testing.T, retention time.Duration) storetest.Backend {
 		return open(t, url, pgstore.Options{Retention: retention})
 	})
+}
+
+// TestCacheAcrossNodes runs the suite's identical jobs across three nodes on one database,
+// the first running every transition as its Go transaction and the others the transition
+// functions (as during an upgrade), and holds the cache's lock order (cache.go): no node ran
+// a transaction again after a deadlock (which the retries would otherwise hide).
+func TestCacheAcrossNodes(t *testing.T) {
+	var ns []*pgstore.Store
+	storetest.RunCacheAcrossNodes(t, func(t *testing.T, n int, o storetest.Options) []storetest.Backend {
+		ns = nodes(t, n, pgstore.Options{Retention: o.Retention, CacheMaxBytes: o.CacheMaxBytes})
+		ns[0].UseGoTransitions()
+		out := []storetest.Backend{}
+		for _, s := range ns {
+			out = append(out, s)
+		}
+		return out
+	})
+	for i, s := range ns {
+		if n := s.Retried(); n != 0 {
+			t.Errorf("node %d ran %d transactions again after a deadlock", i, n)
+		}
+	}
 }

@@ -108,3 +108,7 @@ const LockAccountClaims = lockAccountClaims
 // UseGoTransitions makes s run every transition as its Go transaction, as before the
 // transition functions of migration 0015, for the test that counts both paths' round trips.
 func (s *Store) UseGoTransitions() { s.goTransitions = true }
+
+// Retried counts the transactions this Store ran again after a deadlock or a serialization
+// failure.
+func (s *Store) Retried() int64 { return s.retried.Load() }

@@ -158,13 +158,13 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			_, err = tx.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,
 					attempt, error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
 					upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified,
-					input_sha256, cache_base)
+					input_sha256, cache_base, hit_cents)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-					nullif($26, ''), nullif($27, ''))`,
+					nullif($26, ''), nullif($27, ''), $28)`,
 				j.ID, j.AccountID, j.Status, j.InputFormat, j.TargetFormat, j.InputBytes, opts,
 				j.Attempt, j.ErrorCode, j.ErrorMessage, j.CreatedAt.UTC(), utcPtr(j.StartedAt), utcPtr(j.FinishedAt),
 				j.ExpiresAt.UTC(), outBytes, outSHA, upSize, upETag, upVersion, outAttempt, nullString(outWarnings), j.ErrorReason,
-				j.SourceURL, deliveryJSON(j.DeliverTo), outVerified, j.InputSHA256, j.CacheBase)
+				j.SourceURL, deliveryJSON(j.DeliverTo), outVerified, j.InputSHA256, j.CacheBase, j.HitCents)
 			if err != nil {
 				return fmt.Errorf("job %s: %w", j.ID, err)
 			}
@@ -318,7 +318,7 @@ func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
 	}
 	rows, err = tx.Query(ctx, `WITH want AS (
 			SELECT account_id, month, sum(n) AS n FROM (
-				SELECT account_id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, count(*) AS n
+				SELECT account_id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, sum(coalesce(hit_cents, 1)) AS n
 					FROM jobs WHERE status = 'succeeded' GROUP BY 1, 2
 				UNION ALL SELECT account_id, month, purged_successes FROM month_spend) x
 			GROUP BY 1, 2),

@@ -53,6 +53,14 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, fin *finished, expired
 			} else if err != nil {
 				return "", false, err
 			}
+			if store.CacheKeyOf(j) != "" {
+				// A hit finishes the job in this transaction (ClaimJob's flight), moving the
+				// account's cents: its row is locked before the status change and the cache's
+				// locks (cache.go's lock order).
+				if err := lockAccount(ctx, tx, j.AccountID); err != nil {
+					return "", false, err
+				}
+			}
 			if maxRunning != nil {
 				if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockAccountClaims, j.AccountID); err != nil {
 					return "", false, err

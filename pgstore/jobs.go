@@ -16,7 +16,7 @@ import (
 const jobCols = `id, seq, account_id, status, input_format, target_format, input_bytes, options, attempt,
 	error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
 	upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified,
-	coalesce(input_sha256, ''), coalesce(cache_base, ''), output_cached, coalesce(output_object, '')`
+	coalesce(input_sha256, ''), coalesce(cache_base, ''), output_cached, coalesce(output_object, ''), hit_cents`
 
 // nullString is b as text, or NULL when b is nil.
 func nullString(b []byte) *string {
@@ -59,7 +59,7 @@ func scanJob(row pgx.Row) (store.Job, error) {
 	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
 		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
 		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason, &j.SourceURL, &deliverTo, &outVerified,
-		&j.InputSHA256, &j.CacheBase, &outCached, &outObject)
+		&j.InputSHA256, &j.CacheBase, &outCached, &outObject, &j.HitCents)
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -113,6 +113,13 @@ func utcPtr(t *time.Time) *time.Time {
 func lockOwnJob(ctx context.Context, tx pgx.Tx, accountID, jobID string) (store.Job, error) {
 	return scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs
 		WHERE id = $1 AND account_id = $2 AND expires_at > now() FOR UPDATE`, jobID, accountID))
+}
+
+// lockAccount locks the account's row: what a transaction of the cache does before the
+// cache's own locks (cache.go's lock order) when it may move the account's cents later.
+func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
+	_, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, accountID)
+	return err
 }
 
 // lockAccountSpend locks the account's row and returns its cap, reservations and this
@@ -212,7 +219,7 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 		}
 		if status == store.StatusCreated {
 			// A cache hit is answered succeeded at once (cache.go).
-			if hit, err := takeCached(ctx, tx, &job); err != nil {
+			if hit, err := takeCached(ctx, tx, &job, s.opts.hitCents()); err != nil {
 				return err
 			} else if hit {
 				if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output); err != nil {
@@ -447,7 +454,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 			upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 		}
 		if job.InputSHA256 != "" {
-			if hit, err := takeCached(ctx, tx, &job); err != nil {
+			if hit, err := takeCached(ctx, tx, &job, s.opts.hitCents()); err != nil {
 				return err
 			} else if hit {
 				if _, err := tx.Exec(ctx, `UPDATE jobs SET started_at = now(), input_sha256 = $2, upload_size = $3, upload_etag = $4, upload_version_id = $5
@@ -514,33 +521,36 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 		job.WaitFor = answered.WaitFor
 		return job, ok, nil
 	}
-	var expired []string
-	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
-		ok, expired = false, expired[:0]
-		for {
+	for {
+		var expired []string
+		var hit bool
+		err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 			var err error
+			ok, hit, expired = false, false, expired[:0]
 			if job, ok, err = s.claimFair(ctx, tx, fin, &expired); err != nil || !ok {
 				return err
 			}
 			// An identical job converted while this one waited: answered from the cache; or
-			// one converts now: this one waits for it (single flight, cache.go).
-			if hit, err := flight(ctx, tx, &job); err != nil || !hit {
+			// one converts now: this one waits for it (single flight, cache.go). claimFair
+			// locked the account of a job with a cache key before its status changed.
+			if hit, err = flight(ctx, tx, &job, s.opts.hitCents()); err != nil || !hit {
 				return err
 			}
-			if err := s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output); err != nil {
-				return err
-			}
-			expired = append(expired, job.ID) // signalled with the expired ones
+			return s.finish(ctx, tx, fin, &job, store.StatusSucceeded, "", "", job.Output)
+		})
+		if err != nil {
+			return store.Job{}, false, wrap("claim job", err)
 		}
-	})
-	if err != nil {
-		return store.Job{}, false, wrap("claim job", err)
+		s.signal(expired...)
+		if ok {
+			s.signal(job.ID)
+		}
+		if !hit {
+			return job, ok, nil
+		}
+		// Answered from the cache: the next job, in a transaction of its own, so that no
+		// transaction holds two accounts' rows (cache.go's lock order).
 	}
-	s.signal(expired...)
-	if ok {
-		s.signal(job.ID)
-	}
-	return job, ok, nil
 }
 
 // expiredMessage is the error message of a job that reached expires_at before it finished.
@@ -790,9 +800,11 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	var outAttempt *int
 	var outWarnings []byte
 	outVerified, outCached, outObject := false, false, ""
+	var hitCents *int64
 	if status == store.StatusSucceeded {
-		if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents) VALUES ($1, `+currentMonth+`, 1)
-			ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + 1`, job.AccountID); err != nil {
+		hitCents = job.HitCents
+		if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, cents) VALUES ($1, `+currentMonth+`, $2)
+			ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + excluded.cents`, job.AccountID, job.Charge()); err != nil {
 			return err
 		}
 		outBytes, outSHA, outAttempt = &out.Bytes, &out.SHA256, &job.Attempt
@@ -809,10 +821,10 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 	}
 	updated, err := scanJob(tx.QueryRow(ctx, `UPDATE jobs SET status = $2, finished_at = now(), error_code = $3, error_message = $4,
 			output_bytes = $5, output_sha256 = $6, output_attempt = $7, output_warnings = $8, error_reason = $9, output_verified = $10,
-			output_cached = $11, output_object = nullif($12, ''), input_sha256 = nullif($13, ''),
+			output_cached = $11, output_object = nullif($12, ''), input_sha256 = nullif($13, ''), hit_cents = $14,
 			lease_owner = NULL, lease_expires_at = NULL
 		WHERE id = $1 RETURNING `+jobCols, job.ID, status, code, message, outBytes, outSHA, outAttempt, nullString(outWarnings), job.ErrorReason, outVerified,
-		outCached, outObject, job.InputSHA256))
+		outCached, outObject, job.InputSHA256, hitCents))
 	if err != nil {
 		return err
 	}
@@ -836,7 +848,8 @@ func (s *Store) finish(ctx context.Context, tx pgx.Tx, fin *finished, job *store
 
 // ExpireJobs deletes up to limit jobs whose expires_at has passed (by the database's clock);
 // an unfinished one first fails expired_or_exhausted, releasing its reservation, and a
-// succeeded one is counted in its month's purged_successes so the ledger stays checkable. It
+// succeeded one's charge (store.Job.Charge) is counted in its month's purged_successes so the
+// ledger stays checkable. It
 // returns the deleted ids so their files go too, and more when limit was reached.
 func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 	ctx, cancel := s.ctx()
@@ -859,9 +872,9 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 					return err
 				}
 			case store.StatusSucceeded:
-				if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, purged_successes) VALUES ($1, $2, 1)
-					ON CONFLICT (account_id, month) DO UPDATE SET purged_successes = month_spend.purged_successes + 1`,
-					job.AccountID, store.MonthOf(*job.FinishedAt)); err != nil {
+				if _, err := tx.Exec(ctx, `INSERT INTO month_spend (account_id, month, purged_successes) VALUES ($1, $2, $3)
+					ON CONFLICT (account_id, month) DO UPDATE SET purged_successes = month_spend.purged_successes + excluded.purged_successes`,
+					job.AccountID, store.MonthOf(*job.FinishedAt), job.Charge()); err != nil {
 					return err
 				}
 			}

@@ -49,7 +49,7 @@ func (s *Store) VerifyLedger() error {
 		}
 		err = check(`WITH want AS (
 				SELECT account_id, month, sum(n) AS n FROM (
-					SELECT account_id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, count(*) AS n
+					SELECT account_id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, sum(coalesce(hit_cents, 1)) AS n
 						FROM jobs WHERE status = 'succeeded' GROUP BY 1, 2
 					UNION ALL SELECT account_id, month, purged_successes FROM month_spend) x
 				GROUP BY 1, 2),

@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -92,6 +93,17 @@ type Options struct {
 	// CacheMaxBytes bounds the bytes of the outputs the conversion cache holds; past it the
 	// least recently used entries are evicted (0: no bound).
 	CacheMaxBytes int64
+	// CacheHitCents is what a job answered from the conversion cache is charged instead of
+	// 1 cent (--cache-hit-cents; 0 allowed); nil: 1 cent, as any job.
+	CacheHitCents *int64
+}
+
+// hitCents is the price of a cache hit (Options.CacheHitCents).
+func (o Options) hitCents() int64 {
+	if o.CacheHitCents == nil {
+		return 1
+	}
+	return *o.CacheHitCents
 }
 
 // Store is the PostgreSQL-backed state of the service. It is safe for concurrent use.
@@ -128,6 +140,9 @@ type Store struct {
 	// goTransitions turns the transition functions off (transitions.go), for the test that
 	// counts both paths' round trips.
 	goTransitions bool
+	// retried counts transactions run again after a deadlock or a serialization failure
+	// (tx, callJob), for the tests that hold the lock order (cache.go).
+	retried atomic.Int64
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the
@@ -299,6 +314,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		err := pgx.BeginFunc(ctx, s.pool, fn)
 		var pgErr *pgconn.PgError
 		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
+			s.retried.Add(1)
 			continue
 		}
 		return err

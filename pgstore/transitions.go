@@ -73,6 +73,7 @@ func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, 
 	for attempt := 1; ; attempt++ {
 		job, err := s.callOnce(ctx, then, sql, args)
 		if attempt < 5 && retryable(err) {
+			s.retried.Add(1)
 			continue
 		}
 		if err != nil {

@@ -208,7 +208,7 @@ func (m *Main) openJobStore() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		pg, err := pgstore.Open(ctx, cfg.Database, pgstore.Options{Retention: cfg.Retention, Lease: cfg.Lease, Logger: m.log, OnFinished: m.jobFinished,
-			CacheMaxBytes: max(cfg.CacheMaxBytes, 0)})
+			CacheMaxBytes: max(cfg.CacheMaxBytes, 0), CacheHitCents: cfg.CacheHitCents})
 		if err != nil {
 			return fmt.Errorf("open database %s: %w", MaskDatabaseURL(cfg.Database), err)
 		}
@@ -219,7 +219,8 @@ func (m *Main) openJobStore() error {
 	if path == "" {
 		path = filepath.Join(cfg.DataDir, "convsvc.db")
 	}
-	st, err := store.Open(path, store.Options{Retention: cfg.Retention, OnFinished: m.jobFinished, CacheMaxBytes: max(cfg.CacheMaxBytes, 0)})
+	st, err := store.Open(path, store.Options{Retention: cfg.Retention, OnFinished: m.jobFinished, CacheMaxBytes: max(cfg.CacheMaxBytes, 0),
+		CacheHitCents: cfg.CacheHitCents})
 	if err != nil {
 		return err
 	}

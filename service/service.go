@@ -61,7 +61,10 @@ type Config struct {
 	CacheScope string
 	// CacheMaxBytes bounds the bytes of the cached outputs (0: DefaultCacheMaxBytes); past it
 	// the least recently used entries are evicted. Negative turns the cache off.
-	CacheMaxBytes        int64
+	CacheMaxBytes int64
+	// CacheHitCents is what a job answered from the conversion cache is charged instead of
+	// SPEC's 1 cent (--cache-hit-cents; 0: free); nil: 1 cent.
+	CacheHitCents        *int64
 	MaxAttempts          int
 	DrainTimeout         time.Duration
 	ConversionTimeout    time.Duration

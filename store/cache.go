@@ -57,7 +57,11 @@ func CacheKeyOf(job Job) string {
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's
 // reference and marking the entry used. The caller then finishes the job succeeded.
-func takeCached(tx *bolt.Tx, job *Job, now time.Time) (bool, error) {
+//
+// The job is charged price cents instead of 1 (Options.CacheHitCents; Job.HitCents). A price
+// above 1 that the account's cap cannot take beside its spend and its other reservations is
+// no hit: the job converts, for its 1 cent, as a miss would.
+func takeCached(tx *bolt.Tx, job *Job, now time.Time, price int64) (bool, error) {
 	key := CacheKeyOf(*job)
 	if key == "" {
 		return false, nil
@@ -72,6 +76,16 @@ func takeCached(tx *bolt.Tx, job *Job, now time.Time) (bool, error) {
 	} else if err != nil {
 		return false, fmt.Errorf("cache entry: %w", err)
 	}
+	if price > 1 {
+		acct, err := findAccount(tx, job.AccountID)
+		if err != nil {
+			return false, err
+		}
+		if acct.SpentCents(now)+acct.ReservedCents-1+price > acct.SpendCapCents {
+			return false, nil
+		}
+	}
+	job.HitCents = &price
 	out := e.Output
 	out.Cached, out.Object = true, e.Object
 	out.Warnings = append([]Warning(nil), e.Output.Warnings...)
@@ -526,7 +540,7 @@ func (s *Store) FinishFromCache(jobID string, attempt int) (job Job, hit bool, e
 		if job.Status != StatusRunning || job.Attempt != attempt {
 			return fmt.Errorf("%w: job is %s (attempt %d), not running attempt %d", ErrInvalidState, job.Status, job.Attempt, attempt)
 		}
-		if hit, err = takeCached(tx, &job, now); err != nil {
+		if hit, err = takeCached(tx, &job, now, s.opts.hitCents()); err != nil {
 			return err
 		} else if hit {
 			return s.finish(tx, fin, &job, StatusSucceeded, now)

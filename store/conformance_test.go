@@ -15,7 +15,7 @@ var _ storetest.Backend = (*store.Store)(nil)
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Backend {
 		s, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: o.Retention, IdempotencyTTL: o.IdempotencyTTL, OnFinished: o.OnFinished,
-			CacheMaxBytes: o.CacheMaxBytes})
+			CacheMaxBytes: o.CacheMaxBytes, CacheHitCents: o.CacheHitCents})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,5 +50,22 @@ func TestCursorAcrossRetention(t *testing.T) {
 		}
 		cur = s
 		return s
+	})
+}
+
+// TestCacheAcrossNodes runs the suite's identical jobs across nodes on bbolt's one store (a
+// bbolt file has one process: every "node" is that store).
+func TestCacheAcrossNodes(t *testing.T) {
+	storetest.RunCacheAcrossNodes(t, func(t *testing.T, n int, o storetest.Options) []storetest.Backend {
+		s, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: o.Retention, CacheMaxBytes: o.CacheMaxBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		out := make([]storetest.Backend, n)
+		for i := range out {
+			out[i] = s
+		}
+		return out
 	})
 }

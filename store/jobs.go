@@ -68,7 +68,7 @@ func (s *Store) CreateJob(p CreateJobParams, render func(Job) (Response, error))
 		}
 		if job.Status == StatusCreated {
 			// A cache hit is answered succeeded at once (store/cache.go).
-			if hit, err := takeCached(tx, &job, now); err != nil {
+			if hit, err := takeCached(tx, &job, now, s.opts.hitCents()); err != nil {
 				return err
 			} else if hit {
 				if err := s.finish(tx, fin, &job, StatusSucceeded, now); err != nil {
@@ -252,7 +252,7 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *Upload
 		}
 		job.StartedAt = &now
 		job.Upload = up
-		if hit, err := takeCached(tx, &job, now); err != nil {
+		if hit, err := takeCached(tx, &job, now, s.opts.hitCents()); err != nil {
 			return err
 		} else if hit {
 			return s.finish(tx, fin, &job, StatusSucceeded, now)
@@ -300,7 +300,7 @@ func (s *Store) ClaimJob() (job Job, ok bool, err error) {
 				return err
 			}
 			// An identical job converted while this one waited: answered from the cache.
-			if hit, err := takeCached(tx, &job, now); err != nil {
+			if hit, err := takeCached(tx, &job, now, s.opts.hitCents()); err != nil {
 				return err
 			} else if !hit {
 				return claimFlight(tx, &job)
@@ -637,7 +637,9 @@ func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now 
 	}
 	acct.ReservedCents--
 	if status == StatusSucceeded {
-		acct.MonthlySpend[monthOf(now)]++
+		if c := job.Charge(); c != 0 {
+			acct.MonthlySpend[monthOf(now)] += c
+		}
 	}
 	if err := putAccount(tx, acct); err != nil {
 		return err
@@ -686,7 +688,7 @@ func deleteJob(tx *bolt.Tx, job Job) (int, error) {
 		if acct.PurgedSuccesses == nil {
 			acct.PurgedSuccesses = map[string]int64{}
 		}
-		acct.PurgedSuccesses[monthOf(*job.FinishedAt)]++
+		acct.PurgedSuccesses[monthOf(*job.FinishedAt)] += job.Charge()
 		if err := putAccount(tx, acct); err != nil {
 			return 0, err
 		}

@@ -37,7 +37,7 @@ func (s *Store) VerifyLedger() error {
 				if successes[job.AccountID] == nil {
 					successes[job.AccountID] = map[string]int64{}
 				}
-				successes[job.AccountID][monthOf(*job.FinishedAt)]++
+				successes[job.AccountID][monthOf(*job.FinishedAt)] += job.Charge()
 			case StatusFailed, StatusCancelled:
 			default:
 				problems = append(problems, fmt.Errorf("job %s has illegal status %q", job.ID, job.Status))
@@ -91,6 +91,7 @@ func (s *Store) VerifyLedger() error {
 			for m, n := range acct.PurgedSuccesses {
 				want[m] += n
 			}
+			maps.DeleteFunc(want, func(_ string, n int64) bool { return n == 0 }) // free hits
 			got := map[string]int64{}
 			for m, n := range acct.MonthlySpend {
 				if n != 0 {

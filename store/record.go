@@ -61,6 +61,8 @@ const (
 	jobFieldCacheBase    protowire.Number = 51
 	jobFieldOutputCached protowire.Number = 52
 	jobFieldOutputObject protowire.Number = 53
+	// jobFieldHitCents is Job.HitCents, written whenever it is set (0 included).
+	jobFieldHitCents protowire.Number = 54
 
 	warningFieldCode    protowire.Number = 1
 	warningFieldMessage protowire.Number = 2
@@ -174,6 +176,10 @@ func appendJob(b []byte, job *Job) []byte {
 	}
 	b = appendString(b, jobFieldInputSHA256, job.InputSHA256)
 	b = appendString(b, jobFieldCacheBase, job.CacheBase)
+	if job.HitCents != nil {
+		b = protowire.AppendTag(b, jobFieldHitCents, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(*job.HitCents))
+	}
 	if job.Upload != nil {
 		// Recorded even when empty, like the output's bytes.
 		b = protowire.AppendTag(b, jobFieldUploadSize, protowire.VarintType)
@@ -385,6 +391,9 @@ func decodeJob(b []byte, job *Job) error {
 			job.InputSHA256, err = f.str()
 		case jobFieldCacheBase:
 			job.CacheBase, err = f.str()
+		case jobFieldHitCents:
+			n, err = f.integer()
+			job.HitCents = &n
 		case jobFieldOutputWarning:
 			var w Warning
 			w, err = decodeWarning(f)

@@ -28,7 +28,7 @@ func recordJobs() []Job {
 			Output: &Output{Bytes: 1 << 40, SHA256: strings.Repeat("ab", 32), Warnings: []Warning{
 				{Code: "sheets_dropped", Message: "sheets Costs, Notes were not converted"},
 				{Code: "metadata_dropped", Message: "é\x00\"quoted\""}, {Code: "alpha_dropped"},
-			}}, PrevJobID: "job_a"},
+			}}, PrevJobID: "job_a", HitCents: new(int64)}, // a free hit's 0 cents: written, not absent
 		{ID: "job_c", AccountID: "acct_c", Status: StatusFailed, ErrorCode: CodeConversionFailed,
 			ErrorMessage: "bad \"input\"\n\x00é", CreatedAt: time.Unix(0, 0).UTC(), StartedAt: &at,
 			FinishedAt: &at, ExpiresAt: at, Output: &Output{}},

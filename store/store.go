@@ -59,6 +59,17 @@ type Options struct {
 	// CacheMaxBytes bounds the bytes of the outputs the conversion cache holds; past it the
 	// least recently used entries are evicted (0: no bound).
 	CacheMaxBytes int64
+	// CacheHitCents is what a job answered from the conversion cache is charged instead of
+	// 1 cent (--cache-hit-cents; 0 allowed); nil: 1 cent, as any job.
+	CacheHitCents *int64
+}
+
+// hitCents is the price of a cache hit (Options.CacheHitCents).
+func (o Options) hitCents() int64 {
+	if o.CacheHitCents == nil {
+		return 1
+	}
+	return *o.CacheHitCents
 }
 
 // Store is the bbolt-backed state of the service. It is safe for concurrent use.

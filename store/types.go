@@ -81,10 +81,23 @@ type Job struct {
 	// what, how, and by which converter versions, without the input; "" when the job neither
 	// looks up nor stores a cached output (cache off, "cache": false, an unversioned path).
 	CacheBase string `json:"cache_base,omitempty"`
+	// HitCents is what a job answered from the conversion cache was charged: the
+	// --cache-hit-cents (Options.CacheHitCents) of the moment it was answered. nil for any
+	// other job, and for a hit recorded before the price existed: Charge is 1 cent.
+	HitCents *int64 `json:"hit_cents,omitempty"`
 	// WaitFor is set by ClaimJob and FinishFromCache, not stored: another job with the same
 	// cache key is converting, and the worker waits for it (FinishFromCache) instead of
 	// converting the same input twice.
 	WaitFor string `json:"-"`
+}
+
+// Charge is the cents the job's success moves from its reservation to the month's spend:
+// its HitCents when the conversion cache answered it, 1 (SPEC.md) otherwise.
+func (j Job) Charge() int64 {
+	if j.HitCents != nil {
+		return *j.HitCents
+	}
+	return 1
 }
 
 // Delivery is a caller's destination for a job's output: a URL the output is PUT to (usually
@@ -157,7 +170,8 @@ type Account struct {
 	SpendCapCents int64            `json:"spend_cap_cents"`
 	ReservedCents int64            `json:"reserved_cents"`
 	MonthlySpend  map[string]int64 `json:"monthly_spend"` // "2006-01" (UTC) -> cents
-	// PurgedSuccesses counts, per month, succeeded jobs that retention deleted, so the ledger
+	// PurgedSuccesses counts, per month, the cents of succeeded jobs that retention deleted
+	// (Job.Charge: one per job, or a cache hit's price), so the ledger
 	// stays checkable against the jobs that remain.
 	PurgedSuccesses map[string]int64 `json:"purged_successes,omitempty"`
 	CreatedAt       time.Time        `json:"created_at"`

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ var cacheCases = []testCase{
 	{"CacheEvictsLeastRecentlyUsed", testCacheLRU},
 	{"CacheReferencesKeepOutputs", testCacheReferences},
 	{"CacheSingleFlight", testCacheSingleFlight},
+	{"CacheHitCents", testCacheHitCents},
 }
 
 func init() { cases = append(cases, cacheCases...) }
@@ -404,6 +406,71 @@ func testCacheSingleFlight(t *testing.T, newStore NewFunc) {
 	f.checkLedger(0, 2)
 }
 
+// testCacheHitCents: with a price for hits (--cache-hit-cents), a job answered from the cache
+// at create, start or claim is charged it instead of 1 cent, reserved and spent in the
+// transaction that answers it; a free hit (0) spends nothing; a price above 1 that the cap
+// cannot take beside the spend and the other reservations is no hit, and the job converts for
+// its 1 cent. Retention deleting the jobs keeps the month's spend and the ledger exact.
+func testCacheHitCents(t *testing.T, newStore NewFunc) {
+	t.Run("free", func(t *testing.T) {
+		t.Parallel()
+		free := int64(0)
+		f := newFixture(t, newStore, Options{CacheHitCents: &free, Retention: 3 * time.Second}, 100)
+		first := f.convert(f.cached("base", sha(1)), sha(1), 4) // 1 cent
+		atCreate := f.cached("base", sha(1))
+		wantHit(t, atCreate, first)
+		if atCreate.Charge() != 0 {
+			t.Fatalf("hit at create charged %d cents, want 0", atCreate.Charge())
+		}
+		atStart, err := f.s.StartSealedJob(f.acct.ID, f.cached("base", "").ID, store.Upload{Size: 10, SHA256: sha(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHit(t, atStart, first)
+		f.checkLedger(0, 1)
+		f.expireUntil(100, first.ID, atCreate.ID, atStart.ID)
+		if acct, err := f.s.Account(f.acct.ID); err != nil || acct.MonthlySpend[store.MonthOf(*first.FinishedAt)] != 1 {
+			t.Fatalf("spend after retention: %+v, %v; want the conversion's 1 cent", acct.MonthlySpend, err)
+		}
+		if err := f.s.VerifyLedger(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("dear", func(t *testing.T) {
+		t.Parallel()
+		price := int64(3)
+		f := newFixture(t, newStore, Options{CacheHitCents: &price}, 6)
+		// A twin queued before the conversion is answered at claim.
+		first := f.cached("base", "")
+		twin := f.cached("base", "")
+		for _, j := range []store.Job{first, twin} {
+			if _, err := f.s.StartSealedJob(f.acct.ID, j.ID, store.Upload{Size: 10, SHA256: sha(1)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		claimed := f.claim()
+		done, err := f.s.FinishJob(claimed.ID, claimed.Attempt, success(4))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := f.s.ClaimJob(); err != nil || ok {
+			t.Fatalf("claim: %v, %v; want the twin answered from the cache on the way and nothing to convert", ok, err)
+		}
+		wantHit(t, f.get(twin.ID), done)
+		f.checkLedger(0, 1+3)
+		// 4 spent: a hit at 3 cents would make 7 of a 6 cent cap, so the job converts (1 cent).
+		over := f.cached("base", sha(1))
+		if over.Status != store.StatusCreated || over.Output != nil {
+			t.Fatalf("create over the cap at the hit's price: %s, %+v; want a created job that converts", over.Status, over.Output)
+		}
+		f.checkLedger(1, 4)
+		if _, err := f.s.CancelJob(f.acct.ID, over.ID); err != nil {
+			t.Fatal(err)
+		}
+		f.checkLedger(0, 4)
+	})
+}
+
 // expireUntil runs ExpireJobs(limit) until every job of ids was deleted (their expiry has to
 // come first), and returns what the first pass that deleted anything deleted.
 func (f *fixture) expireUntil(limit int, ids ...string) (first []string) {
@@ -432,5 +499,147 @@ func (f *fixture) expireUntil(limit int, ids ...string) (first []string) {
 			f.t.Fatalf("jobs %v not all expired after %v (deleted %v)", ids, waitBound, deleted)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// NodesFunc opens n stores on one fresh database, standing in for n convsvc nodes; a backend
+// that one process owns alone (bbolt) returns its one store n times.
+type NodesFunc func(t *testing.T, n int, o Options) []Backend
+
+// RunCacheAcrossNodes: identical jobs (one input, one cache base) on several nodes cost one
+// conversion, N-1 hits and N cents, and every start succeeds. Half of them are queued before
+// the one conversion; then, at once, every node's workers answer those from the cache at
+// claim while the other half are started on every node and answered at start: the hits of
+// starts and claims meet on the account's row and the cache entry's, which a lock order
+// other than cache.go's (pgstore) turns into deadlocks.
+func RunCacheAcrossNodes(t *testing.T, open NodesFunc) {
+	const nodes, n, workersPerNode = 3, 30, 2
+	ss := open(t, nodes, Options{})
+	acct, err := ss[0].CreateAccount("acme", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, s: ss[0], acct: acct}
+	jobs := make([]store.Job, n)
+	start := func(i int) (store.Job, error) {
+		return ss[i%nodes].StartSealedJob(acct.ID, jobs[i].ID, store.Upload{Size: 10, SHA256: sha(1)})
+	}
+	for i := range jobs {
+		job, _, err := ss[i%nodes].CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 10,
+			CacheBase: "base"}, plainRender)
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		jobs[i] = job
+		if i < n/2 {
+			if got, err := start(i); err != nil || got.Status != store.StatusQueued {
+				t.Fatalf("start %d: %v, %s; want queued (nothing cached yet)", i, err, got.Status)
+			}
+		}
+	}
+	first := f.claim()
+	if _, err := f.s.FinishJob(first.ID, first.Attempt, success(5)); err != nil {
+		t.Fatal(err)
+	}
+	var converted atomic.Int64
+	converted.Add(1)
+	done := make(chan struct{})
+	var workers sync.WaitGroup
+	for i := range nodes * workersPerNode {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			cacheWorker(t, ss[i%nodes], done, &converted)
+		}()
+	}
+	var starts sync.WaitGroup
+	for i := n / 2; i < n; i++ {
+		starts.Add(1)
+		go func() {
+			defer starts.Done()
+			if got, err := start(i); err != nil || got.Status != store.StatusSucceeded {
+				t.Errorf("start %d of %d identical jobs: %v, %s; want succeeded from the cache", i, n, err, got.Status)
+			}
+		}()
+	}
+	starts.Wait()
+	if t.Failed() {
+		close(done)
+		workers.Wait()
+		t.FailNow()
+	}
+	deadline := time.Now().Add(waitBound)
+	hits := 0
+	for _, job := range jobs {
+		for {
+			got := f.get(job.ID)
+			if got.Finished() {
+				if got.Status != store.StatusSucceeded {
+					t.Fatalf("job %s is %s (%s)", got.ID, got.Status, got.ErrorMessage)
+				}
+				if got.Output.Cached {
+					hits++
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				close(done)
+				workers.Wait()
+				t.Fatalf("job %s still %s after %v", got.ID, got.Status, waitBound)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	close(done)
+	workers.Wait()
+	if c := converted.Load(); c != 1 || hits != n-1 {
+		t.Fatalf("%d conversions and %d hits; want 1 and %d", c, hits, n-1)
+	}
+	f.checkLedger(0, n)
+}
+
+// cacheWorker claims jobs from s until done, as service's job queue does: a job whose twin
+// converts waits for the twin and is answered from the cache; any other is converted (counted
+// in converted) and finished with a 5 byte output.
+func cacheWorker(t *testing.T, s Backend, done <-chan struct{}, converted *atomic.Int64) {
+	for {
+		job, ok, err := s.ClaimJob()
+		if err != nil {
+			t.Errorf("claim: %v", err)
+			return
+		}
+		if !ok {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+				continue
+			}
+		}
+		for job.WaitFor != "" {
+			changed, stop := s.WaitChange(job.WaitFor)
+			next, hit, err := s.FinishFromCache(job.ID, job.Attempt)
+			if err != nil || hit {
+				stop()
+				if err != nil {
+					t.Errorf("finish from cache: %v", err)
+				}
+				break
+			}
+			if job.WaitFor = next.WaitFor; job.WaitFor != "" {
+				select {
+				case <-changed:
+				case <-time.After(time.Second): // another node's change, its notification lost
+				case <-done:
+				}
+			}
+			stop()
+		}
+		if job.WaitFor == "" && job.Status == store.StatusRunning {
+			converted.Add(1)
+			if _, err := s.FinishJob(job.ID, job.Attempt, success(5)); err != nil {
+				t.Errorf("finish: %v", err)
+			}
+		}
 	}
 }

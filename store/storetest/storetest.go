@@ -84,6 +84,8 @@ type Options struct {
 	Lease time.Duration
 	// CacheMaxBytes bounds the conversion cache's outputs (0: no bound).
 	CacheMaxBytes int64
+	// CacheHitCents is the price of a cache hit (nil: 1 cent).
+	CacheHitCents *int64
 }
 
 // NewFunc opens a fresh, empty store for t; the backend closes it at t's cleanup.
@@ -239,9 +241,9 @@ func success(n int64) store.Outcome {
 }
 
 // checkLedger asserts the invariant from the outside: the account reserves one cent per
-// unfinished job and each month's spend is the successes finished in it, and the backend's
-// own check agrees. wantReserved and wantSpent (this month's successes) are the exact values
-// the case expects.
+// unfinished job and each month's spend is the charges (store.Job.Charge: 1 cent, or a cache
+// hit's price) of the successes finished in it, and the backend's own check agrees.
+// wantReserved and wantSpent (this month's cents) are the exact values the case expects.
 func (f *fixture) checkLedger(wantReserved, wantSpent int64) {
 	f.t.Helper()
 	acct, err := f.s.Account(f.acct.ID)
@@ -255,7 +257,7 @@ func (f *fixture) checkLedger(wantReserved, wantSpent int64) {
 		case store.StatusCreated, store.StatusQueued, store.StatusRunning:
 			unfinished++
 		case store.StatusSucceeded:
-			successes[store.MonthOf(*job.FinishedAt)]++
+			successes[store.MonthOf(*job.FinishedAt)] += job.Charge()
 		}
 	}
 	if acct.ReservedCents != wantReserved || unfinished != wantReserved {
