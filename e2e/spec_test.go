@@ -97,7 +97,7 @@ func TestE2E_SpecContract(t *testing.T) {
 		t.Fatalf("formats: %d %v %.200s", r.status, err, r.raw)
 	}
 	for _, f := range formats {
-		if keys := slices.Sorted(maps.Keys(f));  !slices.Equal(keys, []string{"category", "extensions", "id", "mime", "name"}) {
+		if keys := slices.Sorted(maps.Keys(f)); !slices.Equal(keys, []string{"category", "extensions", "id", "mime", "name"}) {
 			t.Fatalf("format fields %v", keys)
 		}
 	}
