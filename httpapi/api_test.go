@@ -856,6 +856,10 @@ func TestAPI_RetentionExpiresJobs(t *testing.T) {
 	for {
 		r1 := e.Do("GET", "/v1/jobs/"+done.ID, e.Key, nil)
 		r2 := e.Do("GET", "/v1/jobs/"+pending.Job.ID, e.Key, nil)
+		// expires_at is when the job goes (SPEC): readable until then, never gone before it.
+		if r2.Status == 404 && time.Now().Before(pending.Job.ExpiresAt) {
+			t.Fatalf("job gone at %v, before its expires_at %v", time.Now(), pending.Job.ExpiresAt)
+		}
 		if r1.Status == 404 && r2.Status == 404 {
 			must(t, r1, 404, "not_found")
 			break
