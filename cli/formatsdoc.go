@@ -85,7 +85,7 @@ func writeFormatsMarkdown(out io.Writer, cat *convert.Catalog) error {
 	b.WriteString("| `max_bytes` | 1– | the largest output accepted: JPEG, WebP and AVIF lower their quality to fit (the requested or default quality first, then a binary search down to 10, at most 7 encodes; `quality_reduced` names the quality and the encodes); else, and for lossless targets over it, the job fails `conversion_failed` with `error_reason` `output_too_large` |\n")
 	b.WriteString("| `sheet` | a name, or 1– | xlsx input, any target: the worksheet to convert, by name (case ignored) or position; default the first, with a `sheets_dropped` warning naming the others. An input option: accepted whatever the target, refused for other inputs |\n")
 	b.WriteString(severalPages)
-	b.WriteString("\nA same-format job (png to png, jpeg to jpeg, ...) is a transform: it needs at least one option that changes the output (any above but `fit` alone or `auto_orient: false`), else create answers `400 invalid_request` naming them.\n")
+	b.WriteString("\nA same-format job (png to png, jpeg to jpeg, ...) is a transform: it needs at least one option that changes the output (any above but `fit` alone or `auto_orient: false`), else create answers `400 unsupported_format` naming them (SPEC.md: the target must differ from the input).\n")
 	b.WriteString(keepsAndDrops)
 	_, err := io.WriteString(out, b.String())
 	return err

@@ -118,7 +118,7 @@ func ExampleClient() {
 	fmt.Println("png to rar:", client.IsCode(err, client.CodeUnsupportedFormat))
 	// A same-format job is a transform: it needs an option that changes the output.
 	_, err = c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "png", InputBytes: 1}, "")
-	fmt.Println("png to png, no option:", client.IsCode(err, client.CodeInvalidRequest))
+	fmt.Println("png to png, no option:", client.IsCode(err, client.CodeUnsupportedFormat))
 	_, err = c.CreateJob(ctx, client.CreateJobRequest{InputFormat: "png", TargetFormat: "gif", InputBytes: 1, Options: &client.Options{Quality: 50}}, "")
 	fmt.Println("quality for gif:", client.IsCode(err, client.CodeInvalidRequest))
 	// Output:

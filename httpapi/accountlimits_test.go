@@ -73,7 +73,7 @@ func TestAPI_AccountQueueLimits(t *testing.T) {
 	}
 	var j testenv.Job
 	e.Do("GET", "/v1/jobs/"+second.Job.ID, key, nil).JSON(t, &j)
-	if j.Status != "uploaded" && j.Status != "created" {
+	if j.Status != "created" {
 		t.Fatalf("refused start left the job %s", j.Status)
 	}
 	// Lifted: the same start is accepted.

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"image/jpeg"
 	"io"
+	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,8 +39,22 @@ func TestAPI_CreateJob_Reservation(t *testing.T) {
 		job["error_code"] != nil || job["input_bytes"] != 1234.0 || job["input_format"] != "png" || job["target_format"] != "jpeg" {
 		t.Fatalf("job %v", job)
 	}
+	if v, ok := job["error_code"]; !ok || v != nil {
+		t.Fatalf("error_code must be present and null on a new job: %s", r.Body)
+	}
 	if _, err := time.Parse(time.RFC3339, job["expires_at"].(string)); err != nil {
 		t.Fatalf("expires_at: %v", err)
+	}
+	if !strings.HasPrefix(e.Key, "cs_live_") {
+		t.Fatalf("issued key %q lacks the live-key prefix", e.Key[:min(len(e.Key), 8)])
+	}
+	// upload_url itself stops accepting uploads 900 s after creation (SPEC, Limits).
+	created, err := time.Parse(time.RFC3339, job["created_at"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := uploadURLExpiry(t, body["upload_url"].(string)); !got.Equal(created.Add(900 * time.Second).Truncate(time.Second)) {
+		t.Fatalf("upload_url expires at %v, want created_at %v + 900 s", got, created)
 	}
 	uploads := e.Main.BlobURL() + "/uploads/"
 	if e.Bucket != nil {
@@ -60,6 +76,30 @@ func TestAPI_CreateJob_Reservation(t *testing.T) {
 	}
 }
 
+// uploadURLExpiry is when a signed upload URL stops working: the local blob store's expires
+// parameter, or an S3 presign's X-Amz-Date plus X-Amz-Expires.
+func uploadURLExpiry(t *testing.T, raw string) time.Time {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	if exp := q.Get("expires"); exp != "" {
+		s, err := strconv.ParseInt(exp, 10, 64)
+		if err != nil {
+			t.Fatalf("expires %q: %v", exp, err)
+		}
+		return time.Unix(s, 0)
+	}
+	signed, err := time.Parse("20060102T150405Z", q.Get("X-Amz-Date"))
+	secs, err2 := strconv.Atoi(q.Get("X-Amz-Expires"))
+	if err != nil || err2 != nil {
+		t.Fatalf("upload_url has no expiry: %s", raw)
+	}
+	return signed.Add(time.Duration(secs) * time.Second)
+}
+
 func TestAPI_CreateJob_Errors(t *testing.T) {
 	e := testenv.Start(t)
 	tests := []struct {
@@ -68,8 +108,8 @@ func TestAPI_CreateJob_Errors(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"same format, no option", `{"input_format":"png","target_format":"png","input_bytes":10}`, 400, "invalid_request"},
-		{"same format, auto_orient false only", `{"input_format":"jpeg","target_format":"jpeg","input_bytes":10,"options":{"auto_orient":false}}`, 400, "invalid_request"},
+		{"same format, no option", `{"input_format":"png","target_format":"png","input_bytes":10}`, 400, "unsupported_format"},
+		{"same format, auto_orient false only", `{"input_format":"jpeg","target_format":"jpeg","input_bytes":10,"options":{"auto_orient":false}}`, 400, "unsupported_format"},
 		{"same format without a transform", `{"input_format":"csv","target_format":"csv","input_bytes":10}`, 400, "unsupported_format"},
 		{"rotate 45", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"options":{"rotate":45}}`, 400, "invalid_request"},
 		{"flip diagonal", `{"input_format":"png","target_format":"jpeg","input_bytes":10,"options":{"flip":"diagonal"}}`, 400, "invalid_request"},
@@ -137,7 +177,9 @@ func TestAPI_Auth(t *testing.T) {
 			b = body
 		}
 		t.Run(ep.method+" "+ep.path, func(t *testing.T) {
-			must(t, e.Do(ep.method, ep.path, "", b), 401, "unauthorized")
+			r := e.Do(ep.method, ep.path, "", b)
+			must(t, r, 401, "unauthorized")
+			assertErrorShape(t, r)
 			must(t, e.Do(ep.method, ep.path, "", b, "Authorization", "Basic dXNlcjpwYXNz"), 401, "unauthorized")
 			must(t, e.Do(ep.method, ep.path, "cs_live_notakey", b), 403, "unauthorized")
 			must(t, e.Do(ep.method, ep.path, store.NewKeySecret(), b), 403, "unauthorized")
@@ -152,6 +194,23 @@ func TestAPI_Auth(t *testing.T) {
 	must(t, e.Do("DELETE", "/v1/admin/keys/"+keyID, e.AdminToken, nil), 200, "")
 	must(t, e.Do("POST", "/v1/jobs", key, body), 403, "unauthorized")
 	must(t, e.Do("DELETE", "/v1/admin/keys/"+keyID, e.AdminToken, nil), 200, "")
+}
+
+// assertErrorShape holds an error body to SPEC's shape exactly: {"error": {"code", "message"}},
+// both strings, nothing else.
+func assertErrorShape(t *testing.T, r testenv.Response) {
+	t.Helper()
+	var body map[string]map[string]any
+	r.JSON(t, &body)
+	inner, ok := body["error"]
+	if len(body) != 1 || !ok || len(inner) != 2 {
+		t.Fatalf("error body %s, want exactly {\"error\": {\"code\", \"message\"}}", r.Body)
+	}
+	for _, k := range []string{"code", "message"} {
+		if s, ok := inner[k].(string); !ok || s == "" {
+			t.Fatalf("error body %s: %s is not a non-empty string", r.Body, k)
+		}
+	}
 }
 
 func TestAPI_OtherAccountsJobIsNotFound(t *testing.T) {
@@ -300,8 +359,12 @@ func TestAPI_StartJob(t *testing.T) {
 		if j := e.Get(e.Key, res.Job.ID, 0); j.Status != "created" {
 			t.Fatalf("status %s", j.Status)
 		}
-		// The client uploads and retries: now it starts.
+		// The client uploads and retries: now it starts. An upload moves no state: the job
+		// stays created (SPEC: uploaded is reserved and not used).
 		must(t, e.Upload(res.UploadURL, data), 200, "")
+		if j := e.Get(e.Key, res.Job.ID, 0); j.Status != "created" {
+			t.Fatalf("status after upload %s, want created", j.Status)
+		}
 		r := e.Start(e.Key, res.Job.ID)
 		must(t, r, 200, "")
 		m := r.Map(t)
@@ -461,6 +524,14 @@ func TestAPI_ConversionFailureReleasesReservation(t *testing.T) {
 	if acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 0.0 {
 		t.Fatalf("ledger %v", acct)
 	}
+	// Start of a failed job returns it unchanged with 200.
+	r := e.Start(e.Key, job.ID)
+	must(t, r, 200, "")
+	var again testenv.Job
+	r.JSON(t, &again)
+	if again.Status != "failed" || again.Attempt != job.Attempt || again.ErrorCode == nil || *again.ErrorCode != "conversion_failed" {
+		t.Fatalf("start of a failed job changed it: %s", r.Body)
+	}
 }
 
 func TestAPI_Cancel(t *testing.T) {
@@ -511,14 +582,40 @@ func TestAPI_CancelRunningStopsConversion(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	r := e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", e.Key, nil)
+	// With the one worker busy, a started job is exactly queued (attempt 0), and a repeated
+	// start returns it unchanged; the running one was picked up once.
+	sample := testenv.Sample(t, "images/sample.png")
+	next := e.Create(e.Key, "png", "jpeg", int64(len(sample)))
+	must(t, e.Upload(next.UploadURL, sample), 200, "")
+	for i := 0; i < 2; i++ {
+		r := e.Start(e.Key, next.Job.ID)
+		must(t, r, 200, "")
+		var j testenv.Job
+		r.JSON(t, &j)
+		if j.Status != "queued" || j.Attempt != 0 || j.ErrorCode != nil {
+			t.Fatalf("start %d with the worker busy: %s, want queued, attempt 0", i+1, r.Body)
+		}
+	}
+	r := e.Start(e.Key, res.Job.ID)
+	must(t, r, 200, "")
+	if m := r.Map(t); m["status"] != "running" || m["attempt"] != 1.0 {
+		t.Fatalf("start of a running job: %s, want it unchanged (running, attempt 1)", r.Body)
+	}
+	// Each job's 1 cent stays reserved until it finishes, and cancelling releases it unspent.
+	if acct := e.Account(e.AccountID); acct["reserved_cents"] != 2.0 || acct["spent_cents"] != 0.0 {
+		t.Fatalf("ledger with a job running and one queued %v, want 2 reserved", acct)
+	}
+	r = e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", e.Key, nil)
 	must(t, r, 200, "")
 	if r.Map(t)["status"] != "cancelled" {
 		t.Fatalf("%s", r.Body)
 	}
-	// The worker is free again at once: a small job runs next.
-	small := e.Convert(e.Key, "png", "jpeg", testenv.Sample(t, "images/sample.png"))
-	if small.Status != "succeeded" {
+	if acct := e.Account(e.AccountID); acct["reserved_cents"] != 1.0 || acct["spent_cents"] != 0.0 {
+		t.Fatalf("ledger after cancel %v, want the queued job's 1 reserved, nothing spent", acct)
+	}
+	// The worker is free again at once: the queued job runs next.
+	small := e.WaitFinished(e.Key, next.Job.ID)
+	if small.Status != "succeeded" || small.Attempt != 1 {
 		t.Fatalf("next job %+v", small)
 	}
 	if j := e.Get(e.Key, res.Job.ID, 0); j.Status != "cancelled" || j.Output != nil {
@@ -630,12 +727,54 @@ func TestAPI_Formats(t *testing.T) {
 		if fmt.Sprint(keys) != "[category extensions id mime name]" {
 			t.Fatalf("format fields %v", keys)
 		}
+		exts, _ := f["extensions"].([]any)
+		for _, k := range []string{"id", "name", "category", "mime"} {
+			if s, ok := f[k].(string); !ok || s == "" {
+				t.Fatalf("format %v: %s is not a non-empty string", f, k)
+			}
+		}
+		if exts == nil {
+			t.Fatalf("format %v: extensions is not an array", f)
+		}
+		for _, x := range exts {
+			if _, ok := x.(string); !ok {
+				t.Fatalf("format %v: extension %v is not a string", f, x)
+			}
+		}
 		ids[f["id"].(string)] = true
 	}
 	for _, id := range []string{"png", "jpeg", "gif", "bmp", "tiff", "webp"} {
 		if !ids[id] {
 			t.Errorf("format %s missing", id)
 		}
+		if f := formatByID(list, id); f["category"] != "image" {
+			t.Errorf("format %s category %v, want image", id, f["category"])
+		}
+	}
+	// Every format the service recognizes is listed, and the listed ids are what create takes
+	// as input_format and target_format: one create per category (a create per format costs
+	// a second; they all go through the same catalog lookup), and listing does not promise
+	// every pair.
+	var known []string
+	for _, f := range e.Main.Catalog().Formats() {
+		known = append(known, f.ID)
+	}
+	if got := slices.Sorted(maps.Keys(ids)); !slices.Equal(got, slices.Sorted(slices.Values(known))) {
+		t.Fatalf("listed %v, the service recognizes %v", got, known)
+	}
+	tried := map[any]bool{}
+	for _, f := range list {
+		id := f["id"].(string)
+		for _, target := range e.Main.Catalog().Targets(id) {
+			if target == id || tried[f["category"]] || !ids[target] {
+				continue
+			}
+			tried[f["category"]] = true
+			must(t, e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": id, "target_format": target, "input_bytes": 1}), 200, "")
+		}
+	}
+	if len(tried) < 5 {
+		t.Fatalf("created jobs for categories %v, want all five", tried)
 	}
 	r = e.Do("GET", "/v1/formats/webp", "", nil)
 	must(t, r, 200, "")
@@ -644,6 +783,15 @@ func TestAPI_Formats(t *testing.T) {
 		t.Fatalf("webp %v", detail)
 	}
 	must(t, e.Do("GET", "/v1/formats/nope", "", nil), 404, "not_found")
+}
+
+func formatByID(list []map[string]any, id string) map[string]any {
+	for _, f := range list {
+		if f["id"] == id {
+			return f
+		}
+	}
+	return nil
 }
 
 func toStrings(v any) []string {
@@ -714,6 +862,10 @@ func TestAPI_RetentionExpiresJobs(t *testing.T) {
 	for {
 		r1 := e.Do("GET", "/v1/jobs/"+done.ID, e.Key, nil)
 		r2 := e.Do("GET", "/v1/jobs/"+pending.Job.ID, e.Key, nil)
+		// expires_at is when the job goes (SPEC): readable until then, never gone before it.
+		if r2.Status == 404 && time.Now().Before(pending.Job.ExpiresAt) {
+			t.Fatalf("job gone at %v, before its expires_at %v", time.Now(), pending.Job.ExpiresAt)
+		}
 		if r1.Status == 404 && r2.Status == 404 {
 			must(t, r1, 404, "not_found")
 			break

@@ -397,7 +397,9 @@ func (s *Server) createParams(r *http.Request, key store.APIKey, parsed createJo
 		return store.CreateJobParams{}, &Error{Code: CodeInvalidRequest, Message: err.Error(), Err: err}
 	}
 	if input == target && len(opts.ChangingOptions()) == 0 {
-		return store.CreateJobParams{}, errorf(CodeInvalidRequest, fmt.Sprintf("converting %s to %s changes nothing without an option; set one of: %s",
+		// SPEC: the target "must differ from input_format", and create's 400s are
+		// unsupported_format or file_too_large; a same-format transform is an addition.
+		return store.CreateJobParams{}, errorf(CodeUnsupportedFormat, fmt.Sprintf("converting %s to %s changes nothing without an option; set one of: %s",
 			input, target, strings.Join(convert.SameFormatOptions(targetFormat), ", ")))
 	}
 	webhookURL, err := s.createWebhookURL(r, parsed.webhookURL)

@@ -14,7 +14,8 @@ import (
 )
 
 // TestAPI_SameFormatJobs: an image format is its own target; with no option that changes the
-// output, create is 400 invalid_request naming the options that would; with one, the job runs.
+// output, create is 400 unsupported_format (SPEC: the target must differ from the input) naming
+// the options that would; with one, the job runs.
 func TestAPI_SameFormatJobs(t *testing.T) {
 	e := testenv.Start(t)
 	r := e.Do("GET", "/v1/formats/jpeg", "", nil)
@@ -25,7 +26,7 @@ func TestAPI_SameFormatJobs(t *testing.T) {
 	}
 
 	r = e.Do("POST", "/v1/jobs", e.Key, map[string]any{"input_format": "jpeg", "target_format": "jpeg", "input_bytes": 10})
-	must(t, r, 400, "invalid_request")
+	must(t, r, 400, "unsupported_format")
 	if want := "converting jpeg to jpeg changes nothing without an option; set one of: quality, width, height, rotate, flip, crop, background, auto_orient, strip_metadata, max_bytes"; !strings.Contains(string(r.Body), want) {
 		t.Errorf("create without options: %s, want %q", r.Body, want)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/convsvc/convsvc/convert/internal/isobmff"
 )
 
 // isoBox is one box of an ISOBMFF file (AVIF, HEIC) or of a JPEG XL container, located
@@ -60,27 +62,12 @@ func readISOBoxes(r io.ReaderAt, start, end int64) ([]isoBox, error) {
 	return boxes, nil
 }
 
-// childISOBoxes splits an in-memory payload into boxes; malformed tails are ignored.
+// childISOBoxes splits an in-memory payload into boxes (isobmff.Children); malformed tails
+// are ignored.
 func childISOBoxes(b []byte) []isoBox {
 	var boxes []isoBox
-	for off := 0; off+8 <= len(b); {
-		size := int64(binary.BigEndian.Uint32(b[off:]))
-		typ := string(b[off+4 : off+8])
-		hdrLen := int64(8)
-		switch size {
-		case 1:
-			if off+16 > len(b) {
-				return boxes
-			}
-			size, hdrLen = int64(binary.BigEndian.Uint64(b[off+8:])), 16
-		case 0:
-			size = int64(len(b) - off)
-		}
-		if size < hdrLen || size > int64(len(b)-off) {
-			return boxes
-		}
-		boxes = append(boxes, isoBox{typ: typ, off: int64(off) + hdrLen, size: size - hdrLen})
-		off += int(size)
+	for _, x := range isobmff.Children(b) {
+		boxes = append(boxes, isoBox{typ: x.Type, off: int64(x.Offset), size: int64(len(x.Payload))})
 	}
 	return boxes
 }

@@ -201,6 +201,7 @@ func TestDocument_Valid(t *testing.T) {
 		{"ErrorCode", apiCodes},
 		{"StorageErrorCode", storageCodes},
 		{"JobStatus", []string{"created", "uploaded", "queued", "running", "succeeded", "failed", "cancelled"}},
+		{"JobErrorCode", []string{"conversion_failed", "expired_or_exhausted", "worker_shutdown"}}, // SPEC's three, no more
 		{"FormatCategory", []string{"image", "document", "data", "audio", "archive"}},
 	} {
 		var got []string

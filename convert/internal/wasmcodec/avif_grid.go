@@ -10,6 +10,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/convsvc/convsvc/convert/internal/isobmff"
 )
 
 // AVIF grids. libaom runs on one thread in its WebAssembly instance, so a large image is cut
@@ -153,15 +155,15 @@ func parseAVIFCell(file []byte) (avifCell, error) {
 		return avifCell{}, fmt.Errorf("%w: band file: %s", ErrAVIFEncode, what)
 	}
 	var meta []byte
-	for _, b := range isoChildren(file) {
-		switch b.typ {
+	for _, b := range isobmff.Children(file) {
+		switch b.Type {
 		case "ftyp":
-			c.ftyp = b.whole
+			c.ftyp = b.Whole
 		case "meta":
-			if len(b.body) < 4 {
+			if len(b.Payload) < 4 {
 				return bad("short meta")
 			}
-			meta = b.body[4:] // after version and flags
+			meta = b.Payload[4:] // after version and flags
 		}
 	}
 	if c.ftyp == nil || meta == nil {
@@ -169,24 +171,24 @@ func parseAVIFCell(file []byte) (avifCell, error) {
 	}
 	var offset, length uint64
 	found := false
-	for _, b := range isoChildren(meta) {
-		switch b.typ {
+	for _, b := range isobmff.Children(meta) {
+		switch b.Type {
 		case "hdlr":
-			c.hdlr = b.whole
+			c.hdlr = b.Whole
 		case "iloc":
 			var err error
-			if offset, length, err = ilocOnlyExtent(b.body); err != nil {
+			if offset, length, err = ilocOnlyExtent(b.Payload); err != nil {
 				return bad(err.Error())
 			}
 			found = true
 		case "iprp":
-			for _, p := range isoChildren(b.body) {
-				if p.typ != "ipco" {
+			for _, p := range isobmff.Children(b.Payload) {
+				if p.Type != "ipco" {
 					continue
 				}
-				for _, prop := range isoChildren(p.body) {
-					if prop.typ != "ispe" {
-						c.props = append(c.props, prop.whole)
+				for _, prop := range isobmff.Children(p.Payload) {
+					if prop.Type != "ispe" {
+						c.props = append(c.props, prop.Whole)
 					}
 				}
 			}
@@ -257,27 +259,6 @@ func ilocOnlyExtent(b []byte) (offset, length uint64, err error) {
 		return 0, 0, errors.New("short iloc")
 	}
 	return base + off, length, nil
-}
-
-// isoBoxBytes is one box of an in-memory ISOBMFF payload.
-type isoBoxBytes struct {
-	typ         string
-	whole, body []byte
-}
-
-// isoChildren splits b into boxes (32-bit sizes only, as libavif writes them); a malformed
-// tail ends the list.
-func isoChildren(b []byte) []isoBoxBytes {
-	var out []isoBoxBytes
-	for len(b) >= 8 {
-		size := binary.BigEndian.Uint32(b)
-		if size < 8 || uint64(size) > uint64(len(b)) {
-			break
-		}
-		out = append(out, isoBoxBytes{typ: string(b[4:8]), whole: b[:size], body: b[8:size]})
-		b = b[size:]
-	}
-	return out
 }
 
 // avifGridFile writes the AVIF whose primary item is a grid of one column of bands, each
