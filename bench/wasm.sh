@@ -16,7 +16,8 @@
 # run's --prepare waits for that fill (its lock on the cache directory) before emptying it.
 #
 # Environment: RUNS=3, PDF=file (default: Debian's libtasn1-doc manual), NO_APT=1,
-# ROWS="avif12 pdf avif1" (the rows to run).
+# ROWS="avif12 pdf avif1" (the rows to run), TAGS=aomsimd (this tree built with the SIMD libaom
+# encoder, after convert/internal/wasmcodec/aomenc/build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-/tmp/convsvc-bench-wasm}
@@ -28,7 +29,7 @@ if [ "${NO_APT:-0}" != 1 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libavif-bin poppler-utils hyperfine libtasn1-doc time >/dev/null
 fi
 mkdir -p "$OUT/bin" "$OUT/img" "$OUT/out" "$OUT/base"
-CGO_ENABLED=0 go build -o "$OUT/bin/" . ./bench/genimg ./bench/psnr ./bench/convbench
+CGO_ENABLED=0 go build ${TAGS:+-tags "$TAGS"} -o "$OUT/bin/" . ./bench/genimg ./bench/psnr ./bench/convbench
 if [ -n "${BASE:-}" ]; then
 	(cd "$BASE" && CGO_ENABLED=0 go build -o "$OUT/base/" . ./bench/convbench)
 fi

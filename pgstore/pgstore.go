@@ -22,7 +22,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	mathrand "math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
@@ -316,25 +315,9 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		var pgErr *pgconn.PgError
 		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
 			s.retried.Add(1)
-			if err := retryPause(ctx, attempt); err != nil {
-				return err
-			}
 			continue
 		}
 		return err
-	}
-}
-
-// retryPause waits a random time below 2^attempt ms before a transaction runs again, so the
-// transactions that deadlocked or conflicted do not meet again in the same order at once.
-func retryPause(ctx context.Context, attempt int) error {
-	t := time.NewTimer(time.Duration(mathrand.Int64N(int64(time.Millisecond) << attempt)))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

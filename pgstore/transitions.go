@@ -65,7 +65,7 @@ func retryable(err error) bool {
 // go first, then runs in the same transaction with the job the call returned (the writes
 // that Go encodes, such as webhook deliveries), and COMMIT and the notifications follow: two
 // round trips and then's. It runs it all again (up to 5 times) when PostgreSQL aborted it for
-// a deadlock, after a short random pause. No row is store.ErrNotFound.
+// a deadlock. No row is store.ErrNotFound.
 func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
@@ -74,9 +74,6 @@ func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, 
 		job, err := s.callOnce(ctx, then, sql, args)
 		if attempt < 5 && retryable(err) {
 			s.retried.Add(1)
-			if err := retryPause(ctx, attempt); err != nil {
-				return store.Job{}, err
-			}
 			continue
 		}
 		if err != nil {

@@ -7,7 +7,7 @@
 # processes, /proc utime+stime, mean over the rounds: /proc counts in 10 ms ticks) and the
 # server process's own CPU without its workers, and the ratios to convbench and to the native
 # tool. The API conversions run with --no-cache: the same input again would be answered by the
-# conversion cache (docs/cache.md) and convert nothing. Inputs in $W/in (big.jpg and big.tif as in docs/benchmarks.md), convbench in $W/bin.
+# conversion cache (docs/cache.md) and convert nothing. Inputs in $W/in (big.jpg, big.tif and big.png as in docs/benchmarks.md), convbench in $W/bin.
 #
 #	W=/tmp/w bench/apirows/serve.sh base /tmp/w/convsvc-main 18310
 #	W=/tmp/w bench/apirows/serve.sh new /tmp/w/convsvc 18320
@@ -42,6 +42,7 @@ def run(cmd):
 rows={
  'row2 12MP JPEG->800px PNG': ('bin/convbench -width 800 jpeg png in/big.jpg o2.png','in/big.jpg --to png --width 800 --no-cache -o o2X.png','vipsthumbnail in/big.jpg -s 800 -o '+W+'/o2v.png'),
  'row1 12MP TIFF->JPEG q85': ('bin/convbench -q 85 tiff jpeg in/big.tif o1.jpg','in/big.tif --to jpeg --quality 85 --no-cache -o o1X.jpg','vips copy in/big.tif '+W+'/o1v.jpg[Q=85]'),
+ 'avif 12MP PNG->AVIF q60 s10': ('bin/convbench png avif in/big.png o3.avif','in/big.png --to avif --no-cache -o o3X.avif','avifenc -s 10 -y 420 --min 25 --max 25 -j 1 in/big.png '+W+'/o3v.avif'),
 }
 # ROWS=tiff (or jpeg): only the rows whose name holds it, case-insensitive.
 if os.environ.get('ROWS'):

@@ -13,7 +13,8 @@ import (
 //go:embed avif.wasm.gz
 var avifWasm []byte
 
-// avifCodec is libavif 1.4.2 with libaom 3.14.1 (encoder) and dav1d 1.5.3 (decoder).
+// avifCodec is libavif 1.4.2 with libaom 3.14.1 (encoder) and dav1d 1.5.3 (decoder): every
+// decode, and the encodes aomDirect leaves to libavif (alpha, lossless).
 var avifCodec = &codec{name: "avif", gz: avifWasm}
 
 // AVIF chroma formats, libavif's avifPixelFormat values.
@@ -99,10 +100,11 @@ func EncodeAVIF(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOption
 	if opts.Lossless {
 		opts.Quality, opts.QualityAlpha, opts.Chroma = 100, 100, AVIFYUV444
 	}
-	if n := AVIFTiles(width, height, opts.Tiles); n > 1 && m.Opaque() {
+	opaque := m.Opaque()
+	if n := AVIFTiles(width, height, opts.Tiles); n > 1 && opaque {
 		return encodeAVIFGrid(ctx, w, m, opts, n)
 	}
-	return encodeAVIFOne(ctx, m, opts, func(b []byte) error {
+	return encodeAVIFOne(ctx, m, opaque, opts, func(b []byte) error {
 		if _, err := w.Write(b); err != nil {
 			return fmt.Errorf("avif: write: %w", err)
 		}
@@ -110,9 +112,13 @@ func EncodeAVIF(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOption
 	})
 }
 
-// encodeAVIFOne encodes m in a fresh instance and hands the file, a view of the instance's
-// memory valid during the call, to out.
-func encodeAVIFOne(ctx context.Context, m *image.RGBA, opts AVIFOptions, out func([]byte) error) error {
+// encodeAVIFOne encodes m (opaque says whether every pixel is) in a fresh instance and hands
+// the file, a view of the instance's memory valid during the call, to out: through aomEncoder
+// when aomDirect allows, else through libavif.
+func encodeAVIFOne(ctx context.Context, m *image.RGBA, opaque bool, opts AVIFOptions, out func([]byte) error) error {
+	if opaque && aomDirect(opts) {
+		return encodeAOMOne(ctx, m, opts, out)
+	}
 	width, height := m.Rect.Dx(), m.Rect.Dy()
 	in, err := avifCodec.instantiate(ctx)
 	if err != nil {
@@ -141,16 +147,22 @@ func encodeAVIFOne(ctx context.Context, m *image.RGBA, opts AVIFOptions, out fun
 	if err != nil {
 		return err
 	}
-	size, err := in.u32(sizePtr) // a 32-bit size_t
-	if err != nil {
-		return err
-	}
-	if res == 0 || size == 0 {
-		return ErrAVIFEncode
-	}
-	b, err := in.read(uint32(res), int(size))
+	b, err := in.encoded(res, sizePtr)
 	if err != nil {
 		return err
 	}
 	return out(b)
+}
+
+// encoded returns the view of an encode function's output: res its pointer (0 on failure) and
+// the 32-bit size_t at sizePtr its length.
+func (in *instance) encoded(res uint64, sizePtr uint32) ([]byte, error) {
+	size, err := in.u32(sizePtr)
+	if err != nil {
+		return nil, err
+	}
+	if res == 0 || size == 0 {
+		return nil, ErrAVIFEncode
+	}
+	return in.read(uint32(res), int(size))
 }

@@ -3,7 +3,6 @@ package wasmcodec
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"image"
@@ -87,7 +86,7 @@ func encodeAVIFGrid(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOp
 			if i >= n || ctx.Err() != nil {
 				return
 			}
-			err := encodeAVIFOne(ctx, avifBand(m, i, bh), opts, func(b []byte) error {
+			err := encodeAVIFOne(ctx, avifBand(m, i, bh), true, opts, func(b []byte) error {
 				cells[i] = bytes.Clone(b)
 				return nil
 			})
@@ -282,25 +281,7 @@ func avifGridFile(width, height, bh int, files [][]byte) ([]byte, error) {
 	}
 	first := cells[0]
 
-	box := func(typ string, parts ...[]byte) []byte {
-		size := 8
-		for _, p := range parts {
-			size += len(p)
-		}
-		b := make([]byte, 8, size)
-		binary.BigEndian.PutUint32(b, uint32(size))
-		copy(b[4:], typ)
-		for _, p := range parts {
-			b = append(b, p...)
-		}
-		return b
-	}
-	full := func(version byte, flags uint32) []byte {
-		return []byte{version, byte(flags >> 16), byte(flags >> 8), byte(flags)}
-	}
-	u16 := func(v int) []byte { return binary.BigEndian.AppendUint16(nil, uint16(v)) }
-	u32 := func(v int) []byte { return binary.BigEndian.AppendUint32(nil, uint32(v)) }
-	ispe := func(w, h int) []byte { return box("ispe", full(0, 0), u32(w), u32(h)) }
+	ispe := func(w, h int) []byte { return isoBox("ispe", fullBox(0, 0), u32(w), u32(h)) }
 
 	// Properties: 1 the grid's ispe, 2 the bands' ispe, then the bands' own (av1C, pixi, colr).
 	props := [][]byte{ispe(width, height), ispe(width, bh)}
@@ -321,7 +302,7 @@ func avifGridFile(width, height, bh int, files [][]byte) ([]byte, error) {
 	if len(props) > 127 {
 		return nil, fmt.Errorf("%w: too many properties", ErrAVIFEncode)
 	}
-	ipma := append(full(0, 0), u32(1+n)...)
+	ipma := append(fullBox(0, 0), u32(1+n)...)
 	ipma = append(ipma, u16(1)...)
 	ipma = append(ipma, byte(len(gridAssoc)))
 	ipma = append(ipma, gridAssoc...)
@@ -330,16 +311,16 @@ func avifGridFile(width, height, bh int, files [][]byte) ([]byte, error) {
 		ipma = append(ipma, byte(len(cellAssoc)))
 		ipma = append(ipma, cellAssoc...)
 	}
-	iprp := box("iprp", box("ipco", props...), box("ipma", ipma))
+	iprp := isoBox("iprp", isoBox("ipco", props...), isoBox("ipma", ipma))
 
 	infe := func(id int, typ string, flags uint32) []byte {
-		return box("infe", full(2, flags), u16(id), u16(0), []byte(typ), []byte("Color\x00"))
+		return isoBox("infe", fullBox(2, flags), u16(id), u16(0), []byte(typ), []byte("Color\x00"))
 	}
-	entries := [][]byte{full(0, 0), u16(1 + n), infe(1, "grid", 0)}
+	entries := [][]byte{fullBox(0, 0), u16(1 + n), infe(1, "grid", 0)}
 	for i := range n {
 		entries = append(entries, infe(2+i, "av01", 1)) // hidden: shown only through the grid
 	}
-	iinf := box("iinf", entries...)
+	iinf := isoBox("iinf", entries...)
 
 	dimg := []byte{}
 	dimg = append(dimg, u16(1)...)
@@ -347,7 +328,7 @@ func avifGridFile(width, height, bh int, files [][]byte) ([]byte, error) {
 	for i := range n {
 		dimg = append(dimg, u16(2+i)...)
 	}
-	iref := box("iref", full(0, 0), box("dimg", dimg))
+	iref := isoBox("iref", fullBox(0, 0), isoBox("dimg", dimg))
 
 	// ImageGrid: version 0, flags 0 (16-bit sizes), rows - 1, columns - 1, output size.
 	grid := []byte{0, 0, byte(n - 1), 0}
@@ -357,7 +338,7 @@ func avifGridFile(width, height, bh int, files [][]byte) ([]byte, error) {
 	// iloc (version 0, 4-byte offsets and lengths): offsets are absolute, known once the
 	// boxes before mdat are laid out, which they are here with placeholders of fixed size.
 	ilocBox := func(mdatData int) []byte {
-		b := append(full(0, 0), 0x44, 0x00)
+		b := append(fullBox(0, 0), 0x44, 0x00)
 		b = append(b, u16(1+n)...)
 		add := func(id, off, length int) {
 			b = append(b, u16(id)...)
@@ -373,11 +354,11 @@ func avifGridFile(width, height, bh int, files [][]byte) ([]byte, error) {
 			add(2+i, off, len(c.data))
 			off += len(c.data)
 		}
-		return box("iloc", b)
+		return isoBox("iloc", b)
 	}
-	pitm := box("pitm", full(0, 0), u16(1))
+	pitm := isoBox("pitm", fullBox(0, 0), u16(1))
 	metaFor := func(mdatData int) []byte {
-		return box("meta", full(0, 0), first.hdlr, pitm, ilocBox(mdatData), iinf, iref, iprp)
+		return isoBox("meta", fullBox(0, 0), first.hdlr, pitm, ilocBox(mdatData), iinf, iref, iprp)
 	}
 	head := len(first.ftyp) + len(metaFor(0)) + 8 // mdat's data starts after its header
 	size := len(grid)

@@ -2,9 +2,11 @@
 // compiled to WebAssembly, in a wazero runtime whose compiled code is cached on disk, so only the
 // first process on a machine pays for compiling them; later ones load the machine code.
 //
-// The .wasm files are the ones github.com/gen2brain/avif v0.5.3 and github.com/gen2brain/jpegxl
-// v0.5.0 build and embed (see README.md here for their provenance and licences); those modules
-// compile them anew in every process and offer no cache, which is why they are hosted here.
+// avif.wasm and jxldecode.wasm are the ones github.com/gen2brain/avif v0.5.3 and
+// github.com/gen2brain/jpegxl v0.5.0 build and embed (those modules compile them anew in every
+// process and offer no cache, which is why they are hosted here); aomenc.wasm, libaom's encoder
+// with WebAssembly SIMD, is built here by aomenc/build.sh. README.md here gives their
+// provenance and licences.
 package wasmcodec
 
 import (
@@ -231,15 +233,27 @@ func (in *instance) u32(p uint32) (uint32, error) {
 // ErrNoMemory reports that a codec's 32-bit memory (4 GiB at most) could not hold an allocation.
 var ErrNoMemory = errors.New("out of WebAssembly memory")
 
+// codecs returns every embedded module.
+func codecs() []*codec {
+	if aomencWasm == nil {
+		return []*codec{avifCodec, jxlDecoder}
+	}
+	return []*codec{avifCodec, aomEncoder, jxlDecoder}
+}
+
 // Warm compiles (or loads from the cache) every codec now rather than at its first use.
 func Warm() error {
-	return errors.Join(avifCodec.warm(), jxlDecoder.warm())
+	var errs []error
+	for _, c := range codecs() {
+		errs = append(errs, c.warm())
+	}
+	return errors.Join(errs...)
 }
 
 // ModulesHash is a SHA-256 of the embedded modules: it changes when any of them does.
 func ModulesHash() []byte {
 	h := sha256.New()
-	for _, c := range []*codec{avifCodec, jxlDecoder} {
+	for _, c := range codecs() {
 		h.Write(c.gz)
 	}
 	return h.Sum(nil)
@@ -262,7 +276,7 @@ func FillCache() error {
 	}
 	defer cc.Close(context.Background())
 	var errs []error
-	for _, c := range []*codec{avifCodec, jxlDecoder} {
+	for _, c := range codecs() {
 		rt, _, err := c.compileModule(cc)
 		if err != nil {
 			errs = append(errs, err)

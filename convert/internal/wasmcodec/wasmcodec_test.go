@@ -94,9 +94,12 @@ func sampleRGBA(t testing.TB) *image.RGBA {
 	return m
 }
 
-// Encoding gives the module's bytes for the same settings, and the file decodes.
+// Encoding through libavif gives the module's bytes for the same settings, and the file
+// decodes. (Opaque lossy images take the direct path by default: avif_aom_test.go.)
 func TestEncodeAVIF_SameAsModule(t *testing.T) {
 	m := sampleRGBA(t)
+	aomDirectOff = true
+	defer func() { aomDirectOff = false }()
 	for _, tc := range []struct {
 		opts   AVIFOptions
 		chroma image.YCbCrSubsampleRatio
