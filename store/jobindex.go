@@ -134,17 +134,25 @@ func cursorSeq(tx *bolt.Tx, accountID, id string, now time.Time, visits *int) (u
 		return 0, fmt.Errorf("%w: %q is not a job id", ErrNotFound, id)
 	}
 	// The first job created after that millisecond, of any account: seq counts every
-	// account's jobs in creation order, so the account's older jobs have a lower seq.
-	k, v := tx.Bucket(bucketJobs).Cursor().Seek([]byte(bound))
+	// account's jobs in creation order, so the account's older jobs have a lower seq. Ids of one
+	// millisecond sort by their random part, not by creation, so the first is the lowest seq of
+	// that millisecond's run (a later millisecond's jobs were created later).
+	c := tx.Bucket(bucketJobs).Cursor()
+	k, v := c.Seek([]byte(bound))
 	if k == nil {
 		return math.MaxUint64, nil
 	}
-	count(visits)
-	var next Job
-	if err := readJob(v, &next); err != nil {
-		return 0, fmt.Errorf("job %s: %w", k, err)
+	ms := string(k[:min(len(k), len(bound))])
+	first := uint64(math.MaxUint64)
+	for ; k != nil && len(k) >= len(ms) && string(k[:len(ms)]) == ms; k, v = c.Next() {
+		count(visits)
+		var next Job
+		if err := readJob(v, &next); err != nil {
+			return 0, fmt.Errorf("job %s: %w", k, err)
+		}
+		first = min(first, next.Seq)
 	}
-	return next.Seq, nil
+	return first, nil
 }
 
 // JobIDBound returns the smallest id a job created in a millisecond after the job with id
