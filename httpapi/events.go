@@ -226,27 +226,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, key store.A
 // catchUp sends every logged event after the cursor; done is true when a job stream has sent
 // its job's final event.
 func (st *eventStream) catchUp(acct string) (done bool, err error) {
-	for {
-		evs, err := st.s.cfg.Store.EventsAfter(acct, st.cursor, st.jobID, eventBatch)
-		if err != nil {
-			return false, err
-		}
-		for _, ev := range evs {
-			st.cursor = ev.Seq
-			var job store.Job
-			if err := json.Unmarshal(ev.Job, &job); err != nil {
-				return false, fmt.Errorf("event %s: %w", ev.ID, err)
-			}
-			if err := st.event(ev.ID, ev.Type, ev.CreatedAt, job); err != nil {
-				return false, err
-			}
-		}
-		if err := st.flush(); err != nil {
-			return false, err
-		}
-		if len(evs) < eventBatch {
-			break
-		}
+	if err := st.sendLogged(acct); err != nil {
+		return false, err
 	}
 	if st.jobID == "" {
 		return false, nil
@@ -257,6 +238,12 @@ func (st *eventStream) catchUp(acct string) (done bool, err error) {
 	}
 	if !job.Finished() {
 		return false, nil
+	}
+	// The job finished after the log was read above: the events logged since (its running
+	// and final ones, committed with the changes, so before the job reads as finished) come
+	// first.
+	if err := st.sendLogged(acct); err != nil {
+		return false, err
 	}
 	// Its final event, from the job itself when the log no longer holds it.
 	if id := store.JobEventID(job); !st.sent[id] {
@@ -269,6 +256,32 @@ func (st *eventStream) catchUp(acct string) (done bool, err error) {
 		}
 	}
 	return true, st.flush()
+}
+
+// sendLogged sends every logged event after the cursor (of the stream's job, for a job stream).
+func (st *eventStream) sendLogged(acct string) error {
+	for {
+		evs, err := st.s.cfg.Store.EventsAfter(acct, st.cursor, st.jobID, eventBatch)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			st.cursor = ev.Seq
+			var job store.Job
+			if err := json.Unmarshal(ev.Job, &job); err != nil {
+				return fmt.Errorf("event %s: %w", ev.ID, err)
+			}
+			if err := st.event(ev.ID, ev.Type, ev.CreatedAt, job); err != nil {
+				return err
+			}
+		}
+		if err := st.flush(); err != nil {
+			return err
+		}
+		if len(evs) < eventBatch {
+			return nil
+		}
+	}
 }
 
 // progress sends job.progress events for the stream's running jobs whose progress changed.
