@@ -899,6 +899,17 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 		if err != nil {
 			return err
 		}
+		// The accounts whose cents move, in id order before the first finish (as the lease
+		// reaper takes them), not one by one in the jobs' order.
+		var accounts []string
+		for _, job := range jobs {
+			if !job.Finished() {
+				accounts = append(accounts, job.AccountID)
+			}
+		}
+		if err := lockAccounts(ctx, tx, accounts); err != nil {
+			return err
+		}
 		for _, job := range jobs {
 			switch job.Status {
 			case store.StatusCreated, store.StatusQueued, store.StatusRunning:

@@ -9,41 +9,104 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/convsvc/convsvc/pgstore"
+	"github.com/convsvc/convsvc/store"
 )
 
 // TestReapLocksAccountsInOrder: a reaper that fails the lapsed jobs of several accounts takes
 // their rows in the order of their ids before it changes anything (cache.go's lock order), so
 // it never holds one account's row while it waits for another's that a transaction taking
 // them in the same order holds (another node's reaper, ExpireJobs): no deadlock, no retry.
-// The test's own transaction stands in for that other node: it holds the account whose id
-// sorts first while the reaper waits, then takes the others in order.
 func TestReapLocksAccountsInOrder(t *testing.T) {
 	s := nodes(t, 1, pgstore.Options{Lease: time.Millisecond})[0]
 	// The reaper before this fix took the accounts in an order of its plan's (the hash of
 	// their ids): it held another one first, and deadlocked, in about 5 rounds out of 6.
 	for range 3 {
-		reapInOrder(t, s, 6)
+		var ids, want []string
+		for range 6 {
+			acct := account(t, s, 10)
+			ids = append(ids, acct.ID)
+			want = append(want, queuedJob(t, s, acct.ID).ID)
+			if _, ok, err := s.ClaimJob(); err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+		}
+		var failed []string
+		inOrder(t, s, ids, func() error {
+			for len(failed) < len(want) { // until every lease lapsed
+				_, f, err := s.ReapExpiredLeases(1)
+				if err != nil {
+					return err
+				}
+				failed = append(failed, f...)
+				time.Sleep(time.Millisecond)
+			}
+			return nil
+		})
+		slices.Sort(failed)
+		slices.Sort(want)
+		if !slices.Equal(failed, want) {
+			t.Fatalf("reaper failed %v, want %v", failed, want)
+		}
+		for _, id := range ids {
+			ledger(t, s, id, 0, 0)
+		}
 	}
 	if n := s.Retried(); n != 0 {
-		t.Errorf("the reaper ran %d times again after a deadlock", n)
+		t.Errorf("ran %d transactions again after a deadlock", n)
 	}
 }
 
-// reapInOrder makes a lapsed job on each of n new accounts and reaps them (at max attempts:
-// their cents are released) while the test's transaction holds the account whose id sorts
-// first, then takes the others in order.
-func reapInOrder(t *testing.T, s *pgstore.Store, n int) {
-	t.Helper()
+// TestExpireLocksAccountsInOrder: ExpireJobs takes the rows of the accounts whose cents it
+// releases in the order of their ids, as the reaper does, not in the order the jobs expire.
+func TestExpireLocksAccountsInOrder(t *testing.T) {
+	s := nodes(t, 1, pgstore.Options{Retention: 100 * time.Millisecond})[0]
 	var ids, want []string
-	for range n {
-		acct := account(t, s, 10)
-		ids = append(ids, acct.ID)
-		want = append(want, queuedJob(t, s, acct.ID).ID)
-		if _, ok, err := s.ClaimJob(); err != nil || !ok {
-			t.Fatal(ok, err)
-		}
+	for range 3 {
+		ids = append(ids, account(t, s, 10).ID)
 	}
 	slices.Sort(ids)
+	// The account whose id sorts first has the job that expires last: before this fix
+	// ExpireJobs held the other accounts while it waited for it, and deadlocked every time.
+	for _, id := range slices.Backward(ids) {
+		job, _, err := s.CreateJob(store.CreateJobParams{AccountID: id, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1},
+			func(store.Job) (store.Response, error) { return store.Response{Status: 201}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, job.ID)
+	}
+	var deleted []string
+	inOrder(t, s, ids, func() error {
+		for len(deleted) < len(want) { // until every job expired
+			d, _, err := s.ExpireJobs(100)
+			if err != nil {
+				return err
+			}
+			deleted = append(deleted, d...)
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	})
+	slices.Sort(deleted)
+	slices.Sort(want)
+	if !slices.Equal(deleted, want) {
+		t.Fatalf("expired %v, want %v", deleted, want)
+	}
+	for _, id := range ids {
+		ledger(t, s, id, 0, 0)
+	}
+	if n := s.Retried(); n != 0 {
+		t.Errorf("ran %d transactions again after a deadlock", n)
+	}
+}
+
+// inOrder runs run, which takes the rows of the accounts ids, while a transaction of the
+// test's, standing in for another node that takes them in id order, holds the first: once run
+// waits for it, the transaction takes the others (an error if that deadlocks), then ends.
+// Loops in run wait for leases or jobs to lapse (waitBound).
+func inOrder(t *testing.T, s *pgstore.Store, ids []string, run func() error) {
+	t.Helper()
+	ids = slices.Sorted(slices.Values(ids))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, s.Pool().Config().ConnString())
 	if err != nil {
@@ -58,39 +121,25 @@ func reapInOrder(t *testing.T, s *pgstore.Store, n int) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	type reap struct {
-		failed []string
-		err    error
-	}
-	done := make(chan reap, 1)
-	go func() {
-		var r reap
-		deadline := time.Now().Add(waitBound)
-		for len(r.failed) < n && r.err == nil && time.Now().Before(deadline) { // until every lease lapsed
-			var f []string
-			_, f, r.err = s.ReapExpiredLeases(1)
-			r.failed = append(r.failed, f...)
-		}
-		done <- r
-	}()
+	done := make(chan error, 1)
+	go func() { done <- run() }()
 	waitBlocked(t, s, conn.PgConn().PID())
 	for _, id := range ids[1:] {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, id); err != nil {
-			t.Errorf("lock account %s while the reaper waits: %v", id, err)
+			t.Errorf("lock account %s while the other waits: %v", id, err)
 			break
 		}
 	}
 	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
+		t.Error(err)
 	}
-	r := <-done
-	slices.Sort(r.failed)
-	slices.Sort(want)
-	if r.err != nil || !slices.Equal(r.failed, want) {
-		t.Fatalf("reaper failed %v, %v; want %v", r.failed, r.err, want)
-	}
-	for _, id := range ids {
-		ledger(t, s, id, 0, 0)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(waitBound):
+		t.Fatalf("not done within %v", waitBound)
 	}
 }
 
