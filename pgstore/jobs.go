@@ -665,7 +665,8 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 		}
 		if len(failed) > 0 {
 			// The failed jobs as this transaction left them: their webhook events (one per
-			// destination, the same as finish records for any failure) and the FinishHook.
+			// destination, the same as finish records for any failure), their batch's count of
+			// finished jobs (and its batch.finished event) and the FinishHook.
 			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, failed)
 			if err != nil {
 				return err
@@ -679,6 +680,9 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 			}
 			for _, job := range jobs {
 				if err := recordWebhookEvents(ctx, tx, job); err != nil {
+					return err
+				}
+				if err := batchJobFinished(ctx, tx, job); err != nil {
 					return err
 				}
 				fin.add(job)

@@ -161,3 +161,36 @@ func waitBlocked(t *testing.T, s *pgstore.Store, pid uint32) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestReapFinishesBatch: a batch's job that the reaper fails at max attempts counts as
+// finished: the batch finishes with it.
+func TestReapFinishesBatch(t *testing.T) {
+	s := nodes(t, 1, pgstore.Options{Lease: time.Millisecond})[0]
+	acct := account(t, s, 10)
+	batch, jobs, _, err := s.CreateBatch(store.CreateBatchParams{AccountID: acct.ID, Jobs: []store.CreateJobParams{
+		{AccountID: acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1}}},
+		func(store.Batch, []store.Job) (store.Response, error) { return store.Response{Status: 201}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartJob(acct.ID, jobs[0].ID, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.ClaimJob(); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	var failed []string
+	for deadline := time.Now().Add(waitBound); len(failed) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("lease not reaped within %v", waitBound)
+		}
+		if _, failed, err = s.ReapExpiredLeases(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _, err := s.Batch(acct.ID, batch.ID)
+	if err != nil || got.Unfinished != 0 || got.FinishedAt == nil {
+		t.Fatalf("batch after its job was reaped: %+v, %v", got, err)
+	}
+	ledger(t, s, acct.ID, 0, 0)
+}
