@@ -30,29 +30,10 @@ func TestReapLocksAccountsInOrder(t *testing.T) {
 				t.Fatal(ok, err)
 			}
 		}
-		var failed []string
-		inOrder(t, s, ids, func() error {
-			for len(failed) < len(want) { // until every lease lapsed
-				_, f, err := s.ReapExpiredLeases(1)
-				if err != nil {
-					return err
-				}
-				failed = append(failed, f...)
-				time.Sleep(time.Millisecond)
-			}
-			return nil
+		inOrder(t, s, ids, want, func() ([]string, error) {
+			_, failed, err := s.ReapExpiredLeases(1)
+			return failed, err
 		})
-		slices.Sort(failed)
-		slices.Sort(want)
-		if !slices.Equal(failed, want) {
-			t.Fatalf("reaper failed %v, want %v", failed, want)
-		}
-		for _, id := range ids {
-			ledger(t, s, id, 0, 0)
-		}
-	}
-	if n := s.Retried(); n != 0 {
-		t.Errorf("ran %d transactions again after a deadlock", n)
 	}
 }
 
@@ -75,36 +56,18 @@ func TestExpireLocksAccountsInOrder(t *testing.T) {
 		}
 		want = append(want, job.ID)
 	}
-	var deleted []string
-	inOrder(t, s, ids, func() error {
-		for len(deleted) < len(want) { // until every job expired
-			d, _, err := s.ExpireJobs(100)
-			if err != nil {
-				return err
-			}
-			deleted = append(deleted, d...)
-			time.Sleep(time.Millisecond)
-		}
-		return nil
+	inOrder(t, s, ids, want, func() ([]string, error) {
+		deleted, _, err := s.ExpireJobs(100)
+		return deleted, err
 	})
-	slices.Sort(deleted)
-	slices.Sort(want)
-	if !slices.Equal(deleted, want) {
-		t.Fatalf("expired %v, want %v", deleted, want)
-	}
-	for _, id := range ids {
-		ledger(t, s, id, 0, 0)
-	}
-	if n := s.Retried(); n != 0 {
-		t.Errorf("ran %d transactions again after a deadlock", n)
-	}
 }
 
-// inOrder runs run, which takes the rows of the accounts ids, while a transaction of the
-// test's, standing in for another node that takes them in id order, holds the first: once run
-// waits for it, the transaction takes the others (an error if that deadlocks), then ends.
-// Loops in run wait for leases or jobs to lapse (waitBound).
-func inOrder(t *testing.T, s *pgstore.Store, ids []string, run func() error) {
+// inOrder runs sweep (a reap or an expiry, which takes the rows of the accounts ids) until it
+// has returned the ids want, while a transaction of the test's, standing in for another node
+// that takes the accounts in id order, holds the first: once sweep waits for it, the
+// transaction takes the others (an error if that deadlocks), then ends. Then the accounts
+// reserve nothing, the ledger holds, and s ran no transaction again after a deadlock.
+func inOrder(t *testing.T, s *pgstore.Store, ids, want []string, sweep func() ([]string, error)) {
 	t.Helper()
 	ids = slices.Sorted(slices.Values(ids))
 	ctx := context.Background()
@@ -121,8 +84,20 @@ func inOrder(t *testing.T, s *pgstore.Store, ids []string, run func() error) {
 	if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, ids[0]); err != nil {
 		t.Fatal(err)
 	}
+	var got []string
 	done := make(chan error, 1)
-	go func() { done <- run() }()
+	go func() {
+		for len(got) < len(want) { // until every lease or job lapsed
+			swept, err := sweep()
+			if err != nil {
+				done <- err
+				return
+			}
+			got = append(got, swept...)
+			time.Sleep(time.Millisecond)
+		}
+		done <- nil
+	}()
 	waitBlocked(t, s, conn.PgConn().PID())
 	for _, id := range ids[1:] {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, id); err != nil {
@@ -140,6 +115,16 @@ func inOrder(t *testing.T, s *pgstore.Store, ids []string, run func() error) {
 		}
 	case <-time.After(waitBound):
 		t.Fatalf("not done within %v", waitBound)
+	}
+	slices.Sort(got)
+	if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
+		t.Fatalf("swept %v, want %v", got, want)
+	}
+	for _, id := range ids {
+		ledger(t, s, id, 0, 0)
+	}
+	if n := s.Retried(); n != 0 {
+		t.Errorf("ran %d transactions again after a deadlock", n)
 	}
 }
 
