@@ -227,8 +227,10 @@ func Migrate(ctx context.Context, o MigrateOptions) (MigrateReport, error) {
 
 // planMigration turns the dump into what is imported: accounts and keys as they are, unfinished jobs
 // (running ones requeued), and the successes of the finished jobs left behind added to
-// their months' purged-success counts; webhook endpoints and signing secrets as they are, the
-// copied jobs' webhook_url, and the pending deliveries (a claimed one due again at now).
+// their months' purged-success counts (each its charge: a cache hit's price); nothing of the
+// conversion cache, whose outputs are the finished jobs' (not copied); webhook endpoints and
+// signing secrets as they are, the copied jobs' webhook_url, and the pending deliveries (a
+// claimed one due again at now).
 func planMigration(d store.Dump, now time.Time) (pgstore.ImportData, MigrateReport) {
 	rep := MigrateReport{Accounts: len(d.Accounts), Keys: len(d.Keys)}
 	for _, k := range d.Keys {
@@ -256,7 +258,7 @@ func planMigration(d store.Dump, now time.Time) (pgstore.ImportData, MigrateRepo
 				if purged[j.AccountID] == nil {
 					purged[j.AccountID] = map[string]int64{}
 				}
-				purged[j.AccountID][store.MonthOf(*j.FinishedAt)]++
+				purged[j.AccountID][store.MonthOf(*j.FinishedAt)] += j.Charge() // a cache hit's price, as retention counts it
 				rep.PurgedAdded++
 			}
 			continue

@@ -33,7 +33,9 @@ import (
 // Rows of one account after its row (month_spend, event_seqs) cannot close a cycle: whoever
 // takes them holds the account's row first. A claim's status change takes event_seqs (2 < 6)
 // only after the account's row when the job has a cache key, and each hit at claim commits
-// on its own, so no transaction holds two accounts' rows.
+// on its own, so no transaction holds two accounts' rows, except ReapExpiredLeases and
+// ExpireJobs: they lock all their jobs (SKIP LOCKED), then their accounts' rows in id order
+// (lockAccounts), before any status change.
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's
 // reference and marking the entry used; the caller then finishes the job succeeded. The job

@@ -38,6 +38,13 @@ type ImportData struct {
 	WebhookDeliveries []store.WebhookDelivery
 	// Presets are inserted with their names, targets, options and times.
 	Presets []store.Preset
+	// CacheEntries are the conversion cache's entries (docs/cache.md), inserted as given;
+	// cache_totals becomes their count and bytes. Each entry's object (the job whose stored
+	// output holds the bytes) must be in Jobs or be used by a job in Jobs (Output.Object),
+	// and its file must be where the target's nodes read outputs: the caller copies it. The
+	// references to cached outputs are not given: Import counts them from the jobs'
+	// Output.Object, so deleting one of two jobs that use an output keeps it.
+	CacheEntries []store.CacheEntry
 }
 
 // ImportCounts says what Import wrote.
@@ -54,6 +61,10 @@ type ImportCounts struct {
 	WebhookDeliveries     int
 	// Presets is the preset rows written.
 	Presets int
+	// CacheEntries and CacheRefs are the cache_entries rows written and the cache_refs rows
+	// counted from the jobs (outputs used by jobs answered from the cache).
+	CacheEntries int
+	CacheRefs    int
 }
 
 // HasData reports whether the database holds any account, key or job.
@@ -68,11 +79,13 @@ func (s *Store) HasData() (bool, error) {
 
 // Import writes d in one transaction, keeping every id, hash and time as given. Without
 // replace it refuses (ErrNotEmpty) a database that holds accounts, keys or jobs; with replace
-// it first deletes all of them (and the idempotency keys and rate windows) in the same
-// transaction. Before committing it checks, in the transaction, that the counts are d's and
-// that the ledger holds: reserved_cents equals each account's unfinished jobs and each
-// month's spend equals its successes plus purged successes. Any failure rolls everything
-// back, so the database is left as it was. ctx bounds the whole import.
+// it first deletes all of them (and the idempotency keys, rate windows and the conversion
+// cache's rows) in the same transaction. Before committing it checks, in the transaction,
+// that the counts are d's and that VerifyLedger's invariants hold: reserved_cents equals each
+// account's unfinished jobs, each month's spend equals its successes' charges plus purged
+// successes, each cached output's references are the jobs that use it and the cache's totals
+// are its entries'. Any failure rolls everything back, so the database is left as it was.
+// ctx bounds the whole import.
 func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportCounts, error) {
 	var counts ImportCounts
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -84,6 +97,8 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		}
 		if replace {
 			if _, err := tx.Exec(ctx, `DELETE FROM idempotency_keys; DELETE FROM rate_windows;
+				DELETE FROM cache_entries; DELETE FROM cache_refs; DELETE FROM cache_dead; DELETE FROM cache_inflight;
+				UPDATE cache_totals SET entries = 0, bytes = 0;
 				DELETE FROM webhook_deliveries; DELETE FROM job_webhooks; DELETE FROM webhook_endpoints;
 				DELETE FROM webhook_signing_secrets; DELETE FROM presets; DELETE FROM jobs;
 				DELETE FROM api_keys; DELETE FROM month_spend; DELETE FROM accounts`); err != nil {
@@ -141,10 +156,10 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			var outBytes *int64
 			var outSHA *string
 			var outAttempt *int
-			outVerified := false
+			outVerified, outCached, outObject := false, false, ""
 			if j.Output != nil {
 				outBytes, outSHA, outAttempt = &j.Output.Bytes, &j.Output.SHA256, &j.Output.Attempt
-				outVerified = j.Output.Verified
+				outVerified, outCached, outObject = j.Output.Verified, j.Output.Cached, j.Output.Object
 			}
 			var upSize *int64
 			var upETag, upVersion *string
@@ -158,13 +173,13 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 			_, err = tx.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,
 					attempt, error_code, error_message, created_at, started_at, finished_at, expires_at, output_bytes, output_sha256,
 					upload_size, upload_etag, upload_version_id, output_attempt, output_warnings, error_reason, source_url, deliver_to, output_verified,
-					input_sha256, cache_base, hit_cents)
+					input_sha256, cache_base, hit_cents, output_cached, output_object)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25,
-					nullif($26, ''), nullif($27, ''), $28)`,
+					nullif($26, ''), nullif($27, ''), $28, $29, nullif($30, ''))`,
 				j.ID, j.AccountID, j.Status, j.InputFormat, j.TargetFormat, j.InputBytes, opts,
 				j.Attempt, j.ErrorCode, j.ErrorMessage, j.CreatedAt.UTC(), utcPtr(j.StartedAt), utcPtr(j.FinishedAt),
 				j.ExpiresAt.UTC(), outBytes, outSHA, upSize, upETag, upVersion, outAttempt, nullString(outWarnings), j.ErrorReason,
-				j.SourceURL, deliveryJSON(j.DeliverTo), outVerified, j.InputSHA256, j.CacheBase, j.HitCents)
+				j.SourceURL, deliveryJSON(j.DeliverTo), outVerified, j.InputSHA256, j.CacheBase, j.HitCents, outCached, outObject)
 			if err != nil {
 				return fmt.Errorf("job %s: %w", j.ID, err)
 			}
@@ -176,6 +191,9 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		if err := importPresets(ctx, tx, d.Presets, &counts); err != nil {
 			return err
 		}
+		if err := importCache(ctx, tx, d.CacheEntries, &counts); err != nil {
+			return err
+		}
 		return checkImport(ctx, tx, d)
 	})
 	if err != nil {
@@ -185,6 +203,36 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		return ImportCounts{}, wrap("import", err)
 	}
 	return counts, nil
+}
+
+// importCache writes the cache's entries and totals, and counts each output's references
+// from the imported jobs (one per job answered from it, as the transitions keep them), in the
+// import's transaction.
+func importCache(ctx context.Context, tx pgx.Tx, entries []store.CacheEntry, counts *ImportCounts) error {
+	var bytes int64
+	for _, e := range entries {
+		warnings, err := warningsJSON(&e.Output)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO cache_entries (key, object, output_bytes, output_sha256, output_attempt, output_warnings,
+				output_verified, last_used) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			e.Key, e.Object, e.Output.Bytes, e.Output.SHA256, e.Output.Attempt, nullString(warnings), e.Output.Verified, e.LastUsed.UTC()); err != nil {
+			return fmt.Errorf("cache entry %s: %w", e.Key, err)
+		}
+		bytes += e.Output.Bytes
+		counts.CacheEntries++
+	}
+	if _, err := tx.Exec(ctx, `UPDATE cache_totals SET entries = $1, bytes = $2`, len(entries), bytes); err != nil {
+		return err
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO cache_refs (object, refs)
+		SELECT output_object, count(*) FROM jobs WHERE output_object IS NOT NULL GROUP BY output_object`)
+	if err != nil {
+		return fmt.Errorf("count the cached outputs' references: %w", err)
+	}
+	counts.CacheRefs = int(tag.RowsAffected())
+	return nil
 }
 
 // importWebhooks writes d's webhook endpoints, signing secrets, jobs' webhook_url and
@@ -296,50 +344,17 @@ func checkImport(ctx context.Context, tx pgx.Tx, d ImportData) error {
 	if presets != len(d.Presets) {
 		return fmt.Errorf("%w: the target holds %d presets after copying %d", ErrImportCheck, presets, len(d.Presets))
 	}
-	var problems []error
-	rows, err := tx.Query(ctx, `SELECT a.id, a.reserved_cents, count(j.id) FROM accounts a
-		LEFT JOIN jobs j ON j.account_id = a.id AND j.status IN ('created', 'queued', 'running')
-		GROUP BY a.id, a.reserved_cents HAVING a.reserved_cents <> count(j.id)`)
+	var entries int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM cache_entries`).Scan(&entries); err != nil {
+		return err
+	}
+	if entries != len(d.CacheEntries) {
+		return fmt.Errorf("%w: the target holds %d cache entries after copying %d", ErrImportCheck, entries, len(d.CacheEntries))
+	}
+	// VerifyLedger's invariants: the reservations, each month's spend, the cache's references
+	// and totals, each job's fields for its state.
+	problems, err := ledgerProblems(ctx, tx)
 	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id string
-		var reserved, unfinished int64
-		if err := rows.Scan(&id, &reserved, &unfinished); err != nil {
-			rows.Close()
-			return err
-		}
-		problems = append(problems, fmt.Errorf("account %s reserves %d cents for %d unfinished jobs", id, reserved, unfinished))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	rows, err = tx.Query(ctx, `WITH want AS (
-			SELECT account_id, month, sum(n) AS n FROM (
-				SELECT account_id, to_char(finished_at AT TIME ZONE 'UTC', 'YYYY-MM') AS month, sum(coalesce(hit_cents, 1)) AS n
-					FROM jobs WHERE status = 'succeeded' GROUP BY 1, 2
-				UNION ALL SELECT account_id, month, purged_successes FROM month_spend) x
-			GROUP BY 1, 2),
-		got AS (SELECT account_id, month, cents AS n FROM month_spend)
-		SELECT coalesce(w.account_id, g.account_id), coalesce(w.month, g.month), coalesce(g.n, 0), coalesce(w.n, 0)
-		FROM want w FULL JOIN got g ON w.account_id = g.account_id AND w.month = g.month
-		WHERE coalesce(w.n, 0) <> coalesce(g.n, 0)`)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id, month string
-		var spent, successes int64
-		if err := rows.Scan(&id, &month, &spent, &successes); err != nil {
-			rows.Close()
-			return err
-		}
-		problems = append(problems, fmt.Errorf("account %s spent %d cents in %s for %d successes", id, spent, month, successes))
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	if len(problems) > 0 {

@@ -3,6 +3,8 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,5 +185,128 @@ func TestImport_Presets(t *testing.T) {
 	}
 	if list, err := s.Presets(); err != nil || len(list) != 0 {
 		t.Fatalf("presets after a replace without them: %+v, %v", list, err)
+	}
+}
+
+// TestImport_Cache imports a real bbolt file whose conversion cache has one entry used by
+// two jobs answered from it (charged 3 cents each): the jobs keep their cached output and its
+// object, the entry and the totals arrive, the references are counted from the jobs, and
+// the ledger holds. Deleting the converting job, then one of the two hits keeps the output;
+// deleting the last makes it dead and drops its entry, as on the old server.
+func TestImport_Cache(t *testing.T) {
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	var tick time.Duration
+	three := int64(3)
+	b, err := store.Open(filepath.Join(t.TempDir(), "convsvc.db"), store.Options{Retention: time.Hour, CacheHitCents: &three,
+		Now: func() time.Time { tick += time.Second; return base.Add(tick) }}) // each job expires after the one before
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	acct, err := b.CreateAccount("cached", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sha := strings.Repeat("ab", 32)
+	create := func() store.Job {
+		t.Helper()
+		job, _, err := b.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 10,
+			InputSHA256: sha, CacheBase: "base"}, func(store.Job) (store.Response, error) { return store.Response{Status: 201}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	first := create()
+	if _, err := b.StartSealedJob(acct.ID, first.ID, store.Upload{Size: 10, SHA256: sha}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, ok, err := b.ClaimJob()
+	if err != nil || !ok || claimed.ID != first.ID {
+		t.Fatalf("claim: %+v, %v, %v", claimed, ok, err)
+	}
+	if _, err := b.FinishJob(first.ID, claimed.Attempt, store.Outcome{Output: &store.Output{Bytes: 6, SHA256: strings.Repeat("cd", 32)}}); err != nil {
+		t.Fatal(err)
+	}
+	hits := []store.Job{create(), create()}
+	for _, h := range hits {
+		if h.Output == nil || h.Output.Object != first.ID || h.Charge() != 3 {
+			t.Fatalf("bbolt's hit %+v: want %s's output for 3 cents", h.Output, first.ID)
+		}
+	}
+	if err := b.VerifyLedger(); err != nil {
+		t.Fatal(err)
+	}
+	dump, err := b.Dump()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.CacheKey("base", sha)
+	if len(dump.CacheEntries) != 1 || dump.CacheEntries[0].Key != key || dump.CacheEntries[0].Object != first.ID {
+		t.Fatalf("dumped cache entries %+v, want %s's", dump.CacheEntries, first.ID)
+	}
+
+	ctx := context.Background()
+	s := open(t, testpg.NewDatabase(t), pgstore.Options{})
+	counts, err := s.Import(ctx, pgstore.ImportData{Accounts: dump.Accounts, Keys: dump.Keys, Jobs: dump.Jobs, CacheEntries: dump.CacheEntries}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts.Jobs != 3 || counts.CacheEntries != 1 || counts.CacheRefs != 1 {
+		t.Fatalf("counts = %+v; want 3 jobs, 1 cache entry, 1 output's references", counts)
+	}
+	if err := s.VerifyLedger(); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		got, err := s.Job(acct.ID, h.ID)
+		if err != nil || got.Output == nil || !got.Output.Cached || got.Output.Object != first.ID || got.Output.Bytes != 6 || got.Charge() != 3 {
+			t.Fatalf("imported hit %+v (output %+v), %v; want %s's 6 bytes, cached, for 3 cents", got, got.Output, err, first.ID)
+		}
+	}
+	if e, ok, err := s.CachedOutput(key); err != nil || !ok || e.Object != first.ID || e.Output.Bytes != 6 || !e.LastUsed.Equal(dump.CacheEntries[0].LastUsed) {
+		t.Fatalf("imported entry %+v, %v, %v", e, ok, err)
+	}
+	if st, err := s.CacheStats(); err != nil || st.Entries != 1 || st.Bytes != 6 {
+		t.Fatalf("CacheStats %+v, %v; want 1 entry of 6 bytes", st, err)
+	}
+	// An hour and more on (PostgreSQL's clock is not the test's: the jobs' expires_at move
+	// back instead), ExpireJobs(1) deletes the jobs in expiry order.
+	if _, err := s.Pool().Exec(ctx, `UPDATE jobs SET expires_at = expires_at - interval '2 hours'`); err != nil {
+		t.Fatal(err)
+	}
+	expire := func(want string, held bool) {
+		t.Helper()
+		if deleted, _, err := s.ExpireJobs(1); err != nil || len(deleted) != 1 || deleted[0] != want {
+			t.Fatalf("ExpireJobs(1) = %v, %v; want [%s]", deleted, err, want)
+		}
+		if got, err := s.OutputHeld(first.ID); err != nil || got != held {
+			t.Fatalf("after deleting %s OutputHeld(%s) = %v, %v; want %v", want, first.ID, got, err, held)
+		}
+		if err := s.VerifyLedger(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expire(first.ID, true)
+	expire(hits[0].ID, true) // the other hit still uses it
+	if dead, err := s.DeadOutputs(); err != nil || len(dead) != 0 {
+		t.Fatalf("DeadOutputs %v, %v; want none while a job uses it", dead, err)
+	}
+	expire(hits[1].ID, false)
+	if dead, err := s.DeadOutputs(); err != nil || len(dead) != 1 || dead[0] != first.ID {
+		t.Fatalf("DeadOutputs %v, %v; want [%s]", dead, err, first.ID)
+	}
+	if _, ok, err := s.CachedOutput(key); err != nil || ok {
+		t.Fatalf("entry after its output's last job: %v, %v; want gone", ok, err)
+	}
+	// A replace empties the cache's tables with the jobs.
+	if _, err := s.Import(ctx, importData(), true); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := s.CacheStats(); err != nil || st.Entries != 0 || st.Bytes != 0 {
+		t.Fatalf("CacheStats after a replace %+v, %v; want empty", st, err)
+	}
+	if dead, err := s.DeadOutputs(); err != nil || len(dead) != 0 {
+		t.Fatalf("DeadOutputs after a replace %v, %v; want none", dead, err)
 	}
 }

@@ -122,6 +122,15 @@ func lockAccount(ctx context.Context, tx pgx.Tx, accountID string) error {
 	return err
 }
 
+// lockAccounts locks the rows of the accounts of several jobs (ids may repeat) in one
+// statement, in the ids' byte order, so that transactions taking several accounts' rows
+// (ReapExpiredLeases, ExpireJobs) never wait for each other in a cycle. PostgreSQL locks a
+// SELECT's rows FOR UPDATE as it returns them, that is in its ORDER BY's order.
+func lockAccounts(ctx context.Context, tx pgx.Tx, accountIDs []string) error {
+	_, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = ANY($1) ORDER BY id COLLATE "C" FOR UPDATE`, accountIDs)
+	return err
+}
+
 // lockAccountSpend locks the account's row and returns its cap, reservations and this
 // month's spend. The spend is read by a statement after the lock was granted, so it sees
 // every finish that committed before (a finish moves a cent while holding the same lock).
@@ -583,29 +592,54 @@ func (s *Store) Heartbeat(jobID string, attempt int) (bool, error) {
 
 // ReapExpiredLeases requeues the running jobs whose lease lapsed (their node stopped or
 // stalled), keeping their place in the queue, or fails them expired_or_exhausted once attempt
-// reached maxAttempts, releasing their cents in the same statement; a failed job's webhook
+// reached maxAttempts, releasing their cents in the same transaction; a failed job's webhook
 // deliveries are recorded in the same transaction, as finish records them. Every node may run it.
+//
+// Locks follow cache.go's order: the jobs first (SKIP LOCKED, so reapers on several nodes
+// share the lapsed leases), then the rows of every account they belong to, sorted by id
+// (lockAccounts), and only then the status changes, whose trigger takes each account's
+// event_seqs row. Another node's reaper, and ExpireJobs, take the accounts of several jobs in
+// the same order, so none of them waits for an account the other holds while holding one it
+// needs.
 func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		requeued, failed = nil, nil
-		rows, err := tx.Query(ctx, `WITH expired AS (
-				SELECT id, account_id, attempt FROM jobs
-				WHERE status = 'running' AND lease_expires_at < clock_timestamp()
-				ORDER BY lease_expires_at FOR UPDATE SKIP LOCKED LIMIT 500),
-			failed AS (
-				UPDATE jobs j SET status = 'failed', finished_at = now(), error_code = $2,
-					error_message = format('the conversion was interrupted %s times (--max-attempts %s)', e.attempt, $1::int),
+		rows, err := tx.Query(ctx, `SELECT id, account_id FROM jobs
+			WHERE status = 'running' AND lease_expires_at < clock_timestamp()
+			ORDER BY lease_expires_at FOR UPDATE SKIP LOCKED LIMIT 500`)
+		if err != nil {
+			return err
+		}
+		var ids, accounts []string
+		for rows.Next() {
+			var id, account string
+			if err := rows.Scan(&id, &account); err != nil {
+				rows.Close()
+				return err
+			}
+			ids, accounts = append(ids, id), append(accounts, account)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(ids) == 0 {
+			return err
+		}
+		if err := lockAccounts(ctx, tx, accounts); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `WITH failed AS (
+				UPDATE jobs j SET status = 'failed', finished_at = now(), error_code = $3,
+					error_message = format('the conversion was interrupted %s times (--max-attempts %s)', j.attempt, $2::int),
 					lease_owner = NULL, lease_expires_at = NULL
-				FROM expired e WHERE j.id = e.id AND e.attempt >= $1 RETURNING j.id, j.account_id),
+				WHERE j.id = ANY($1) AND j.status = 'running' AND j.attempt >= $2 RETURNING j.id, j.account_id),
 			released AS (
 				UPDATE accounts a SET reserved_cents = a.reserved_cents - f.n
 				FROM (SELECT account_id, count(*) AS n FROM failed GROUP BY account_id) f WHERE a.id = f.account_id),
 			requeued AS (
 				UPDATE jobs j SET status = 'queued', lease_owner = NULL, lease_expires_at = NULL
-				FROM expired e WHERE j.id = e.id AND e.attempt < $1 RETURNING j.id)
-			SELECT id, true FROM failed UNION ALL SELECT id, false FROM requeued`, maxAttempts, store.CodeExpiredOrExhausted)
+				WHERE j.id = ANY($1) AND j.status = 'running' AND j.attempt < $2 RETURNING j.id)
+			SELECT id, true FROM failed UNION ALL SELECT id, false FROM requeued`, ids, maxAttempts, store.CodeExpiredOrExhausted)
 		if err != nil {
 			return err
 		}
@@ -631,7 +665,8 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 		}
 		if len(failed) > 0 {
 			// The failed jobs as this transaction left them: their webhook events (one per
-			// destination, the same as finish records for any failure) and the FinishHook.
+			// destination, the same as finish records for any failure), their batch's count of
+			// finished jobs (and its batch.finished event) and the FinishHook.
 			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, failed)
 			if err != nil {
 				return err
@@ -645,6 +680,9 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 			}
 			for _, job := range jobs {
 				if err := recordWebhookEvents(ctx, tx, job); err != nil {
+					return err
+				}
+				if err := batchJobFinished(ctx, tx, job); err != nil {
 					return err
 				}
 				fin.add(job)
@@ -863,6 +901,17 @@ func (s *Store) ExpireJobs(limit int) (deleted []string, more bool, err error) {
 		}
 		jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Job, error) { return scanJob(row) })
 		if err != nil {
+			return err
+		}
+		// The accounts whose cents move, in id order before the first finish (as the lease
+		// reaper takes them), not one by one in the jobs' order.
+		var accounts []string
+		for _, job := range jobs {
+			if !job.Finished() {
+				accounts = append(accounts, job.AccountID)
+			}
+		}
+		if err := lockAccounts(ctx, tx, accounts); err != nil {
 			return err
 		}
 		for _, job := range jobs {

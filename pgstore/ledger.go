@@ -1,6 +1,7 @@
 package pgstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -19,7 +20,21 @@ func (s *Store) VerifyLedger() error {
 	defer cancel()
 	var problems []error
 	err := s.readTx(ctx, func(tx pgx.Tx) error {
-		problems = nil
+		var err error
+		problems, err = ledgerProblems(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return wrap("verify ledger", err)
+	}
+	return errors.Join(problems...)
+}
+
+// ledgerProblems lists every violation of VerifyLedger's invariants that tx sees (Import
+// checks its rows with it before committing).
+func ledgerProblems(ctx context.Context, tx pgx.Tx) ([]error, error) {
+	var problems []error
+	err := func() error {
 		check := func(sql string, describe func(rows pgx.Rows) (error, error)) error {
 			rows, err := tx.Query(ctx, sql)
 			if err != nil {
@@ -112,11 +127,8 @@ func (s *Store) VerifyLedger() error {
 				err := rows.Scan(&id, &status)
 				return fmt.Errorf("job %s is %s without the fields that state needs", id, status), err
 			})
-	})
-	if err != nil {
-		return wrap("verify ledger", err)
-	}
-	return errors.Join(problems...)
+	}()
+	return problems, err
 }
 
 // Counts reads job counts by status, the queue's depth and head, and ledger totals in one

@@ -30,6 +30,10 @@ type Dump struct {
 	WebhookDeliveries []WebhookDelivery
 	// Presets are the operator's named jobs, by name.
 	Presets []Preset
+	// CacheEntries are the conversion cache's entries, by key. Each job's references to a
+	// cached output are its Output.Object; the dead objects (files left to delete) are not
+	// dumped.
+	CacheEntries []CacheEntry
 }
 
 // OpenReadOnly opens the database at path for reading only, as `convsvc admin migrate` does:
@@ -82,6 +86,19 @@ func (s *Store) Dump() (Dump, error) {
 		var err error
 		if d.Presets, err = dumpPresets(tx); err != nil {
 			return err
+		}
+		if b := tx.Bucket(bucketCache); b != nil {
+			err := b.ForEach(func(k, _ []byte) error {
+				var e CacheEntry
+				if err := getJSON(b, k, &e); err != nil {
+					return fmt.Errorf("cache entry %x: %w", k, err)
+				}
+				d.CacheEntries = append(d.CacheEntries, e)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
 		}
 		err = tx.Bucket(bucketAccounts).ForEach(func(k, _ []byte) error {
 			acct, err := findAccount(tx, string(k))
