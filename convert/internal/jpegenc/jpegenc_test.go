@@ -489,25 +489,28 @@ func TestEncode_Concurrent(t *testing.T) {
 	}
 }
 
-// TestGeneratedIsCurrent fails when fdctq.go differs from what gen_fdctq.go writes.
+// TestGeneratedIsCurrent fails when fdctq.go or fdctq_amd64.s differs from what gen_fdctq.go
+// writes.
 func TestGeneratedIsCurrent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	out := filepath.Join(t.TempDir(), "fdctq.go")
-	cmd := exec.Command("go", "run", "gen_fdctq.go", "-o", out)
+	dir := t.TempDir()
+	cmd := exec.Command("go", "run", "gen_fdctq.go", "-o", filepath.Join(dir, "fdctq.go"), "-asm", filepath.Join(dir, "fdctq_amd64.s"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go run gen_fdctq.go: %v\n%s", err, b)
 	}
-	got, err := os.ReadFile("fdctq.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("fdctq.go is stale: run go generate ./convert/internal/jpegenc")
+	for _, name := range []string{"fdctq.go", "fdctq_amd64.s"} {
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s is stale: run go generate ./convert/internal/jpegenc", name)
+		}
 	}
 }

@@ -1,0 +1,76 @@
+package jpegenc
+
+import (
+	"image/jpeg"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestFDCTQuantize_MatchesGo holds fdctQuantize (AVX2 on amd64 where the CPU has it) to
+// fdctQuantizeGo, coefficient for coefficient and mask for mask, over random blocks, blocks
+// of 0 and 255 only (the FDCT's extremes), flat and near-flat blocks, at every quality with
+// both tables.
+func TestFDCTQuantize_MatchesGo(t *testing.T) {
+	if !hasAVX2 {
+		t.Skip("no AVX2 version here: fdctQuantize is fdctQuantizeGo")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	var e encoder
+	for quality := 1; quality <= 100; quality++ {
+		e.setQuality(&jpeg.Options{Quality: quality})
+		for n := range 300 {
+			var b block
+			for i := range b {
+				switch n % 6 {
+				case 0:
+					b[i] = rng.Int32N(256)
+				case 1:
+					b[i] = int32(rng.IntN(2) * 255)
+				case 2:
+					b[i] = 128 + rng.Int32N(9) - 4
+				case 3:
+					b[i] = int32(n/6) % 256 // flat
+				case 4:
+					b[i] = int32((i/8+i%8)&1) * 255 // checkerboard
+				default:
+					b[i] = 255 * int32((n>>uint(i%8))&1) // stripes
+				}
+			}
+			b2 := b
+			var got, want [blockSize]int32
+			gotNZ := fdctQuantize(&b, &e.qt[n&1], &got)
+			wantNZ := fdctQuantizeGo(&b2, &e.qt[n&1], &want)
+			if got != want || gotNZ != wantNZ {
+				t.Fatalf("quality %d block %d: got %v (mask %#x), want %v (mask %#x)", quality, n, got, gotNZ, want, wantNZ)
+			}
+		}
+	}
+}
+
+// BenchmarkFDCTQuantize times one block's FDCT and quantisation at quality 85: fdctQuantize
+// (AVX2 on amd64) against fdctQuantizeGo.
+func BenchmarkFDCTQuantize(b *testing.B) {
+	var e encoder
+	e.setQuality(&jpeg.Options{Quality: 85})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var src [16]block
+	for i := range src {
+		for j := range src[i] {
+			src[i][j] = rng.Int32N(256)
+		}
+	}
+	var zz [blockSize]int32
+	for _, f := range []struct {
+		name string
+		fn   func(*block, *quantTable, *[blockSize]int32) uint64
+	}{{"fast", fdctQuantize}, {"go", fdctQuantizeGo}} {
+		b.Run(f.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				blk := src[i&15]
+				f.fn(&blk, &e.qt[0], &zz)
+				i++
+			}
+		})
+	}
+}
