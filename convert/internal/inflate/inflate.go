@@ -707,6 +707,14 @@ func (z *Reader) huffman() error {
 	)
 decoding:
 	for w < outLimit {
+		// huffmanFast (amd64 with BMI2) decodes while there is room and input; this loop
+		// goes on from the symbol it stops at, and decodes the same symbols without it.
+		if hasHuffmanFast && pos+8 <= end {
+			bb, nb, pos, w = huffmanFast(in, out, &litP[0], &z.dist.entries[0], bb, nb, pos, end, w)
+			if w >= outLimit {
+				break
+			}
+		}
 		if pos+8 <= end {
 			bb |= binary.LittleEndian.Uint64(in[pos:pos+8]) << (nb & 63)
 			pos += int((63 - nb) >> 3)
