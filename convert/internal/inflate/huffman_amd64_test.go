@@ -61,3 +61,21 @@ func TestHuffmanFast_MatchesGo(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHuffmanFast inflates photoIDAT as BenchmarkReader_Photo1MP does, with
+// huffmanFast ("fast") and with huffman's Go loop alone ("go").
+//
+//	go test ./convert/internal/inflate -run XXX -bench HuffmanFast -cpu 1 -count 4
+func BenchmarkHuffmanFast(b *testing.B) {
+	if !hasHuffmanFast {
+		b.Skip("no BMI2")
+	}
+	defer func() { hasHuffmanFast = true }()
+	for _, fast := range []bool{true, false} {
+		name := map[bool]string{true: "fast", false: "go"}[fast]
+		b.Run(name, func(b *testing.B) {
+			hasHuffmanFast = fast
+			BenchmarkReader_Photo1MP(b)
+		})
+	}
+}

@@ -835,8 +835,8 @@ const (
 // the sums can carry into the next (the largest, the top one, is at most 255*136 = 34680).
 //
 // With AVX2 (amd64), the whole 32-byte blocks of each reduction block go to adler32AVX2,
-// about eight times as fast again (BenchmarkAdler32Update: 2.0 -> 16-20 GB/s), and the
-// rest to the loop below.
+// five to ten times as fast again (BenchmarkAdler32Update: 2.0 -> 10-20 GB/s, by the
+// machine's load), and the rest to the loop below.
 func adler32Update(adler uint32, p []byte) uint32 {
 	const (
 		lanes = 0x00ff_00ff_00ff_00ff

@@ -13,7 +13,8 @@ import (
 var hasAVX2 = cpu.X86.HasAVX2
 
 // fdctQuantize is fdctQuantizeGo, in AVX2 where the CPU has it: the same integers
-// (TestFDCTQuantize_MatchesGo), about four times as fast (BenchmarkFDCTQuantize).
+// (TestFDCTQuantize_MatchesGo), twice as fast in BenchmarkFDCTQuantize (CPU 280 -> 140 ns a
+// block, each copied just before) and 50 -> 9 ms in the 12 MP TIFF -> JPEG's profile.
 func fdctQuantize(b *block, qt *quantTable, zz *[blockSize]int32) uint64 {
 	if hasAVX2 {
 		return fdctQuantizeAVX2(b, qt, zz)

@@ -4,6 +4,8 @@ import (
 	"image/jpeg"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/convsvc/convsvc/internal/cputime"
 )
 
 // TestFDCTQuantize_MatchesGo holds fdctQuantize (AVX2 on amd64 where the CPU has it) to
@@ -66,11 +68,13 @@ func BenchmarkFDCTQuantize(b *testing.B) {
 	}{{"fast", fdctQuantize}, {"go", fdctQuantizeGo}} {
 		b.Run(f.name, func(b *testing.B) {
 			i := 0
+			cpu0 := cputime.Self()
 			for b.Loop() {
 				blk := src[i&15]
 				f.fn(&blk, &e.qt[0], &zz)
 				i++
 			}
+			b.ReportMetric(float64(cputime.Self()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
