@@ -11,16 +11,23 @@ import (
 // TestFDCTQuantize_MatchesGo holds fdctQuantize (AVX2 on amd64 where the CPU has it) to
 // fdctQuantizeGo, coefficient for coefficient and mask for mask, over random blocks, blocks
 // of 0 and 255 only (the FDCT's extremes), flat and near-flat blocks, at every quality with
-// both tables.
+// both tables (-short: ten qualities).
 func TestFDCTQuantize_MatchesGo(t *testing.T) {
 	if !hasAVX2 {
 		t.Skip("no AVX2 version here: fdctQuantize is fdctQuantizeGo")
 	}
 	rng := rand.New(rand.NewPCG(13, 14))
 	var e encoder
-	for quality := 1; quality <= 100; quality++ {
+	qualities, blocks := make([]int, 100), 300
+	for i := range qualities {
+		qualities[i] = i + 1
+	}
+	if testing.Short() {
+		qualities, blocks = []int{1, 2, 10, 50, 75, 85, 90, 95, 99, 100}, 120
+	}
+	for _, quality := range qualities {
 		e.setQuality(&jpeg.Options{Quality: quality})
-		for n := range 300 {
+		for n := range blocks {
 			var b block
 			for i := range b {
 				switch n % 6 {
