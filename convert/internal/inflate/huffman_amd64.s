@@ -9,6 +9,41 @@
 // outLimit (inflate.go): windowSize + outChunk.
 #define OUT_LIMIT $0x48000
 
+// REFILL is huffman's loop head: leave unless w < outLimit and eight input bytes are
+// buffered, then OR them into bb above its nb bits and count the whole bytes taken.
+#define REFILL \
+	CMPQ R12, OUT_LIMIT; \
+	JGE exit; \
+	LEAQ 8(R10), CX; \
+	CMPQ CX, 0(SP); \
+	JGT exit; \
+	MOVQ (R13)(R10*1), CX; \
+	SHLXQ R9, CX, CX; \
+	ORQ CX, R8; \
+	MOVQ $63, CX; \
+	SUBQ R9, CX; \
+	SHRQ $3, CX; \
+	ADDQ CX, R10; \
+	ORQ $56, R9
+
+// LITERALS writes the one or two literals of entry AX, takes its bits, and looks up the
+// next entry into AX.
+#define LITERALS \
+	MOVL AX, DI; \
+	ANDL $31, DI; \
+	MOVL AX, CX; \
+	SHRL $16, CX; \
+	MOVW CX, (SI)(R12*1); \
+	MOVL AX, CX; \
+	SHRL $8, CX; \
+	ANDL $3, CX; \
+	ADDQ CX, R12; \
+	SHRXQ AX, R8, R8; \
+	SUBQ DI, R9; \
+	MOVQ R8, AX; \
+	ANDQ $0x7ff, AX; \
+	MOVL (DX)(AX*4), AX
+
 // func huffmanFast(in *[unitSize]byte, out *[outSize]byte, lit, dist *uint32, bb uint64, nb uint, pos, end, w int) (uint64, uint, int, int)
 //
 // Registers: R8 bb, R9 nb, R10 pos, R12 w, R13 in, SI out, DX lit, BX dist; AX, CX, DI, R11
@@ -25,21 +60,9 @@ TEXT ·huffmanFast(SB), NOSPLIT, $16-104
 	MOVQ AX, 0(SP)
 	MOVQ w+64(FP), R12
 
-	// Refill first: the entry lookups below assume a refill since the last symbol whose
-	// bits it did not cover.
-	CMPQ R12, OUT_LIMIT
-	JGE exit
-	LEAQ 8(R10), CX
-	CMPQ CX, 0(SP)
-	JGT exit
-	MOVQ (R13)(R10*1), CX
-	SHLXQ R9, CX, CX
-	ORQ CX, R8
-	MOVQ $63, CX
-	SUBQ R9, CX
-	SHRQ $3, CX
-	ADDQ CX, R10
-	ORQ $56, R9
+	// Refill first: bb may hold fewer than 11 bits here; after a refill every lookup
+	// below has its index bits (see huffmanFast).
+	REFILL
 	MOVQ R8, AX
 	ANDQ $0x7ff, AX
 	MOVL (DX)(AX*4), AX
@@ -48,19 +71,7 @@ TEXT ·huffmanFast(SB), NOSPLIT, $16-104
 top:
 	// AX is the entry of the next symbol, looked up before this refill: its index bits
 	// were in bb already (see huffmanFast). Leaving here leaves that symbol untaken.
-	CMPQ R12, OUT_LIMIT
-	JGE exit
-	LEAQ 8(R10), CX
-	CMPQ CX, 0(SP)
-	JGT exit
-	MOVQ (R13)(R10*1), CX
-	SHLXQ R9, CX, CX
-	ORQ CX, R8
-	MOVQ $63, CX
-	SUBQ R9, CX
-	SHRQ $3, CX
-	ADDQ CX, R10
-	ORQ $56, R9
+	REFILL
 
 dispatch:
 	// nb >= 56 here: every symbol's bits are buffered.
@@ -69,52 +80,13 @@ dispatch:
 	JNZ notliteral
 	// One or two literals, then up to two more entries of literals without a refill
 	// (at most 15+11+11 bits taken, so at least 19 are left).
-	MOVL AX, DI
-	ANDL $31, DI
-	MOVL AX, CX
-	SHRL $16, CX
-	MOVW CX, (SI)(R12*1)
-	MOVL AX, CX
-	SHRL $8, CX
-	ANDL $3, CX
-	ADDQ CX, R12
-	SHRXQ AX, R8, R8
-	SUBQ DI, R9
-	MOVQ R8, AX
-	ANDQ $0x7ff, AX
-	MOVL (DX)(AX*4), AX
+	LITERALS
 	TESTL KIND_MASK, AX
 	JNZ top
-	MOVL AX, DI
-	ANDL $31, DI
-	MOVL AX, CX
-	SHRL $16, CX
-	MOVW CX, (SI)(R12*1)
-	MOVL AX, CX
-	SHRL $8, CX
-	ANDL $3, CX
-	ADDQ CX, R12
-	SHRXQ AX, R8, R8
-	SUBQ DI, R9
-	MOVQ R8, AX
-	ANDQ $0x7ff, AX
-	MOVL (DX)(AX*4), AX
+	LITERALS
 	TESTL KIND_MASK, AX
 	JNZ top
-	MOVL AX, DI
-	ANDL $31, DI
-	MOVL AX, CX
-	SHRL $16, CX
-	MOVW CX, (SI)(R12*1)
-	MOVL AX, CX
-	SHRL $8, CX
-	ANDL $3, CX
-	ADDQ CX, R12
-	SHRXQ AX, R8, R8
-	SUBQ DI, R9
-	MOVQ R8, AX
-	ANDQ $0x7ff, AX
-	MOVL (DX)(AX*4), AX
+	LITERALS
 	JMP top
 
 litlink:

@@ -28,23 +28,7 @@ func TestFDCTQuantize_MatchesGo(t *testing.T) {
 	for _, quality := range qualities {
 		e.setQuality(&jpeg.Options{Quality: quality})
 		for n := range blocks {
-			var b block
-			for i := range b {
-				switch n % 6 {
-				case 0:
-					b[i] = rng.Int32N(256)
-				case 1:
-					b[i] = int32(rng.IntN(2) * 255)
-				case 2:
-					b[i] = 128 + rng.Int32N(9) - 4
-				case 3:
-					b[i] = int32(n/6) % 256 // flat
-				case 4:
-					b[i] = int32((i/8+i%8)&1) * 255 // checkerboard
-				default:
-					b[i] = 255 * int32((n>>uint(i%8))&1) // stripes
-				}
-			}
+			b := testBlock(rng, n)
 			b2 := b
 			var got, want [blockSize]int32
 			gotNZ := fdctQuantize(&b, &e.qt[n&1], &got)
@@ -54,6 +38,29 @@ func TestFDCTQuantize_MatchesGo(t *testing.T) {
 			}
 		}
 	}
+}
+
+// testBlock is block n of the FDCT tests, by n%6: random samples, samples of 0 and 255 only
+// (the FDCT's extremes), near-flat around 128, flat, a checkerboard of 0 and 255, stripes.
+func testBlock(rng *rand.Rand, n int) block {
+	var b block
+	for i := range b {
+		switch n % 6 {
+		case 0:
+			b[i] = rng.Int32N(256)
+		case 1:
+			b[i] = int32(rng.IntN(2) * 255)
+		case 2:
+			b[i] = 128 + rng.Int32N(9) - 4
+		case 3:
+			b[i] = int32(n/6) % 256
+		case 4:
+			b[i] = int32((i/8+i%8)&1) * 255
+		default:
+			b[i] = 255 * int32((n>>uint(i%8))&1)
+		}
+	}
+	return b
 }
 
 // BenchmarkFDCTQuantize times one block's FDCT and quantisation at quality 85: fdctQuantize

@@ -423,25 +423,15 @@ func rgbaRowsExhaustive(t *testing.T, rows func(p0, p1 *[64]byte, u *mcu, j int,
 	}
 }
 
-// TestFDCTQuantize checks the generated fdctQuantize against fdct followed by image/jpeg's
-// div in zig-zag order, for random and extreme blocks at every quality.
+// TestFDCTQuantize checks fdctQuantize (the generated Go, or AVX2) against fdct followed by
+// image/jpeg's div in zig-zag order, for testBlock's blocks at every quality.
 func TestFDCTQuantize(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	var e encoder
 	for quality := 1; quality <= 100; quality++ {
 		e.setQuality(&jpeg.Options{Quality: quality})
 		for n := range 200 {
-			var b block
-			for i := range b {
-				switch n % 3 {
-				case 0:
-					b[i] = rng.Int32N(256)
-				case 1:
-					b[i] = int32(rng.IntN(2) * 255)
-				default:
-					b[i] = 128 + rng.Int32N(9) - 4
-				}
-			}
+			b := testBlock(rng, n)
 			ref := b
 			fdct(&ref)
 			var zz [blockSize]int32
