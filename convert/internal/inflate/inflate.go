@@ -707,6 +707,14 @@ func (z *Reader) huffman() error {
 	)
 decoding:
 	for w < outLimit {
+		// huffmanFast (amd64 with BMI2) decodes while there is room and input; this loop
+		// goes on from the symbol it stops at, and decodes the same symbols without it.
+		if hasHuffmanFast && pos+8 <= end {
+			bb, nb, pos, w = huffmanFast(in, out, &litP[0], &z.dist.entries[0], bb, nb, pos, end, w)
+			if w >= outLimit {
+				break
+			}
+		}
 		if pos+8 <= end {
 			bb |= binary.LittleEndian.Uint64(in[pos:pos+8]) << (nb & 63)
 			pos += int((63 - nb) >> 3)
@@ -825,6 +833,10 @@ const (
 // ones, and each sum is the top lane of multiplies: lane i times weight j lands in lane
 // i+j, so the top lane gets the lanes weighted by the constant's lanes reversed. No lane of
 // the sums can carry into the next (the largest, the top one, is at most 255*136 = 34680).
+//
+// With AVX2 (amd64), the whole 32-byte blocks of each reduction block go to adler32AVX2,
+// five to ten times as fast again (BenchmarkAdler32Update: 2.0 -> 10-20 GB/s, by the
+// machine's load), and the rest to the loop below.
 func adler32Update(adler uint32, p []byte) uint32 {
 	const (
 		lanes = 0x00ff_00ff_00ff_00ff
@@ -838,6 +850,11 @@ func adler32Update(adler uint32, p []byte) uint32 {
 	for len(p) > 0 {
 		q := p[:min(len(p), adlerNMax)]
 		p = p[len(q):]
+		if hasAVX2 && len(q) >= 32 {
+			k := len(q) &^ 31
+			s1, s2 = adler32AVX2(s1, s2, q[:k])
+			q = q[k:]
+		}
 		for len(q) >= 16 {
 			x, y := binary.LittleEndian.Uint64(q), binary.LittleEndian.Uint64(q[8:16])
 			e, o := x&lanes, x>>8&lanes

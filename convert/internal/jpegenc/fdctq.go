@@ -6,12 +6,12 @@
 
 package jpegenc
 
-// fdctQuantize is fdct(b) followed by image/jpeg's div of every coefficient by its
+// fdctQuantizeGo is fdct(b) followed by image/jpeg's div of every coefficient by its
 // quantizer, writing the results to zz in zig-zag order and returning the mask of the
 // non-zero ones (bit i for zz[i]). It is fdctRows (image/jpeg's dct.go) unrolled, each
 // row quantized as it is finished: constant indices and shifts instead of a zig-zag gather
 // loop, measured faster in BenchmarkEncode.
-func fdctQuantize(b *block, qt *quantTable, zz *[blockSize]int32) (nz uint64) {
+func fdctQuantizeGo(b *block, qt *quantTable, zz *[blockSize]int32) (nz uint64) {
 	fdctCols(b)
 	var v int32
 	{

@@ -184,10 +184,14 @@ const (
 //go:generate go run gen_fdctq.go
 
 // quantTable holds one scaled quantization table and, per coefficient in zig-zag order, the
-// rounding term and reciprocal that replace image/jpeg's div (see quantize).
+// rounding term and reciprocal that replace image/jpeg's div (see quantize); halfT and
+// recipT are the same in natural order transposed (column by column), as fdctQuantizeAVX2
+// reads them (prepareSIMD). fdctq_amd64.s addresses halfT and recipT by their offsets.
 type quantTable struct {
-	half  [blockSize]uint32
-	recip [blockSize]uint32
+	half   [blockSize]uint32
+	recip  [blockSize]uint32
+	halfT  [blockSize]uint32
+	recipT [blockSize]uint32
 }
 
 // encoder holds the state of one Encode call.
@@ -341,6 +345,7 @@ func (e *encoder) setQuality(o *jpeg.Options) {
 			e.quant[i][j] = uint8(x)
 			e.qt[i].half[j], e.qt[i].recip[j] = divisor(8 * uint32(x))
 		}
+		e.qt[i].prepareSIMD()
 	}
 }
 

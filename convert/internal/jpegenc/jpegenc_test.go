@@ -423,25 +423,15 @@ func rgbaRowsExhaustive(t *testing.T, rows func(p0, p1 *[64]byte, u *mcu, j int,
 	}
 }
 
-// TestFDCTQuantize checks the generated fdctQuantize against fdct followed by image/jpeg's
-// div in zig-zag order, for random and extreme blocks at every quality.
+// TestFDCTQuantize checks fdctQuantize (the generated Go, or AVX2) against fdct followed by
+// image/jpeg's div in zig-zag order, for testBlock's blocks at every quality.
 func TestFDCTQuantize(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	var e encoder
 	for quality := 1; quality <= 100; quality++ {
 		e.setQuality(&jpeg.Options{Quality: quality})
 		for n := range 200 {
-			var b block
-			for i := range b {
-				switch n % 3 {
-				case 0:
-					b[i] = rng.Int32N(256)
-				case 1:
-					b[i] = int32(rng.IntN(2) * 255)
-				default:
-					b[i] = 128 + rng.Int32N(9) - 4
-				}
-			}
+			b := testBlock(rng, n)
 			ref := b
 			fdct(&ref)
 			var zz [blockSize]int32
@@ -489,25 +479,28 @@ func TestEncode_Concurrent(t *testing.T) {
 	}
 }
 
-// TestGeneratedIsCurrent fails when fdctq.go differs from what gen_fdctq.go writes.
+// TestGeneratedIsCurrent fails when fdctq.go or fdctq_amd64.s differs from what gen_fdctq.go
+// writes.
 func TestGeneratedIsCurrent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command")
 	}
-	out := filepath.Join(t.TempDir(), "fdctq.go")
-	cmd := exec.Command("go", "run", "gen_fdctq.go", "-o", out)
+	dir := t.TempDir()
+	cmd := exec.Command("go", "run", "gen_fdctq.go", "-o", filepath.Join(dir, "fdctq.go"), "-asm", filepath.Join(dir, "fdctq_amd64.s"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go run gen_fdctq.go: %v\n%s", err, b)
 	}
-	got, err := os.ReadFile("fdctq.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("fdctq.go is stale: run go generate ./convert/internal/jpegenc")
+	for _, name := range []string{"fdctq.go", "fdctq_amd64.s"} {
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s is stale: run go generate ./convert/internal/jpegenc", name)
+		}
 	}
 }

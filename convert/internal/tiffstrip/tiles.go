@@ -1,6 +1,7 @@
 package tiffstrip
 
 import (
+	"bufio"
 	"compress/zlib"
 	"errors"
 	"io"
@@ -29,6 +30,7 @@ type tiles struct {
 
 	// Deflate strips and tiles: openDeflate's reader over one inflater, Reset for each.
 	sr  io.SectionReader // the current deflate block's compressed bytes
+	br  *bufio.Reader    // sr in reads of deflateReadSize (nil until the first block)
 	inf *inflate.Reader  // the inflater of every deflate block (nil until the first)
 	ds  deflateStrip     // the current deflate block's reader
 }
@@ -238,6 +240,14 @@ func (d *Decoder) readTile(off, n int64) (int, error) {
 	return got, nil
 }
 
+// deflateReadSize is how much of a deflate strip or tile one read of the file takes: inflate
+// reads its source 4 KiB at a time (compress/zlib's unit), which through io.SectionReader
+// was a pread each, 6,600 system calls and 6-9% of the CPU of a 12 MP deflate TIFF -> JPEG
+// (docs/benchmarks.md). What inflate is given, and every outcome, is the same: a read error
+// comes after the bytes before it, and a stream that fails is inflated again by
+// compress/zlib from the file (deflateStrip).
+const deflateReadSize = 64 << 10
+
 // openDeflateBlock opens the deflate strip or tile of n bytes at off: openDeflateReused; a
 // variable so the benchmarks can compare compress/zlib.
 var openDeflateBlock = (*Decoder).openDeflateReused
@@ -250,11 +260,16 @@ var openDeflateBlock = (*Decoder).openDeflateReused
 // allocates. A reset inflater reads as a new one (TestReader_ResetSameAsNew).
 func (d *Decoder) openDeflateReused(off, n, limit int64) (io.ReadCloser, error) {
 	d.sr = *io.NewSectionReader(d.r, off, n)
+	if d.br == nil {
+		d.br = bufio.NewReaderSize(&d.sr, deflateReadSize)
+	} else {
+		d.br.Reset(&d.sr)
+	}
 	var err error
 	if d.inf == nil {
-		d.inf, err = inflate.NewReader(&d.sr)
+		d.inf, err = inflate.NewReader(d.br)
 	} else {
-		err = d.inf.Reset(&d.sr)
+		err = d.inf.Reset(d.br)
 	}
 	if err != nil {
 		// (A Reset that fails leaves d.inf closed, to be Reset again.) compress/zlib's own verdict on the header, as openDeflate asks for it.
