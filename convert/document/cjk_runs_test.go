@@ -238,6 +238,9 @@ func docSVGIdeographs(n int) []byte {
 // Markdown: 3000 distinct consecutive ideographs all in the PDF's text, in its place, within
 // a CPU-time bound; over MaxPDFFallbackChars distinct characters, a user error.
 func TestSVGPDF_ManyCJKCharacters(t *testing.T) {
+	if raceShort() {
+		t.Skip("-race -short: one goroutine laying out 3000 ideographs; the plain step runs it, TestPDF_ManyCJKCharacters runs here")
+	}
 	const n = 3000
 	c := docCatalog()
 	start := cputime.Self()

@@ -357,6 +357,9 @@ func TestDocument_Cancelled(t *testing.T) {
 // a word wider than the page, a table of many columns and long cells, code with very long
 // lines, lists nested to the limit, and characters the font lacks.
 func TestPDFLayout_Stress(t *testing.T) {
+	if raceShort() {
+		t.Skip("-race -short: one goroutine laying out 20+ pages; the plain step runs it")
+	}
 	c := docCatalog()
 	var md strings.Builder
 	md.WriteString("# Stress\n\n")

@@ -81,6 +81,9 @@ func TestEmbeddedImage_Budget(t *testing.T) {
 // <image> is removed before the SVG is parsed. Both convert under a 64 MiB budget, the budget
 // given back.
 func TestEmbeddedImage_NotDecoded(t *testing.T) {
+	if raceShort() {
+		t.Skip("-race -short: encoding the 100-megapixel PNG is most of it; the plain step runs it, TestEmbeddedImage_Budget runs here")
+	}
 	img := solidPNG(t, 10000, 10000)
 	uri := "data:image/png;base64," + base64.StdEncoding.EncodeToString(img)
 	c := testCatalog(convert.Limits{MaxConversionMemory: 64 << 20})

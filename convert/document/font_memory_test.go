@@ -190,6 +190,9 @@ func TestCJK_CodeBlocksAndText(t *testing.T) {
 	from := map[string]string{"markdown code block": fmtMarkdown, "indented code": fmtMarkdown, "text": fmtTXT}
 	for name, mk := range docs {
 		t.Run(name, func(t *testing.T) {
+			if raceShort() && name != "markdown code block" {
+				t.Skip("-race -short: the code block only (eight page renders each); the plain step runs all three")
+			}
 			render := func(s string) []byte {
 				return must(docConvertData(t, c, from[name], "png", []byte(mk(s)), convert.Options{}))
 			}

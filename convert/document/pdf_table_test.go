@@ -114,6 +114,9 @@ func TestPDFTable_HeaderWithFirstRow(t *testing.T) {
 	// Code lines (11.7 pt each) and a paragraph (21 pt) move the heading down the page in
 	// steps finer than the room the header and first row need.
 	for filler := 64; filler < 100; filler++ {
+		if raceShort() && filler%5 != 0 {
+			continue // -race -short: every fifth page break (both parities); the plain step takes all 36
+		}
 		md := strings.Repeat("Filler line.\n\n", 40+filler%2) + "```\n" + strings.Repeat("code\n", filler/2) + "```\n\n" +
 			"# Section\n\n| Hkey | Hvalue |\n|---|---|\n| alpha | 1 |\n| beta | 2 |\n"
 		out, err := docConvertData(t, c, fmtMarkdown, fmtPDF, []byte(md), convert.Options{})

@@ -7,6 +7,8 @@ package multinode
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -28,6 +30,15 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if raceEnabled && testing.Short() {
+		// The nodes under test are child processes built without -race, so the detector would
+		// watch only this process's clients (docs/reliability.md, "CI's time budget"). The
+		// plain step runs these tests; the code each node runs is raced in-process by
+		// service's, httpapi's and pgstore's tests on PostgreSQL.
+		fmt.Println("multinode: skipped under -race -short (the nodes are child processes built without -race; the plain go test ./... runs these tests)")
+		os.Exit(0)
+	}
 	bin, cleanup := buildBinary()
 	binary = bin
 	code := testpg.Run(m) // stops the private PostgreSQL server
