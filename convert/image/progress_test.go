@@ -86,7 +86,7 @@ func photoFile(t *testing.T, format string, w, h int) []byte {
 // sequence starts at 0 and strictly grows.
 func TestImageProgress_DecodeThenRows(t *testing.T) {
 	c := testCatalog(convert.Limits{})
-	jpg := photoFile(t, "jpeg", 800, 600)
+	jpg := photoFile(t, "jpeg", 1200, 900)
 	pngIn := photoFile(t, "png", 512, 384)
 	share := func(from, to string) float64 {
 		return phaseShares(CodecByID(from), CodecByID(to), 1, 1)
