@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +17,22 @@ import (
 	"github.com/convsvc/convsvc/service"
 )
 
-// TestProgress_ConvertersCount: a 16-page PDF rendered to a zip of PNGs, and a zip of 600
-// entries repacked as tar, report several growing values strictly between 0 and 1 on their
-// job's stream: the pages and entries done, not the input's offset (PDFium and the zip
-// reader read the input's end first, so the offset said 0.99 at once). The conversions run
+// TestProgress_ConvertersCount: a 16-page PDF rendered to a zip of PNGs, a zip of 600
+// entries repacked as tar, and a 1600x1200 JPEG made a GIF report several growing values
+// strictly between 0 and 1 on their job's stream: the pages and entries done, the image's
+// input bytes decoded then its rows dithered, not the input's offset (PDFium and the zip
+// reader read the input's end first, so the offset said 0.99 at once; the image's decode
+// reached it before the encode began). The conversions run
 // in worker processes, so the counts cross the worker socket; on bbolt, and the PDF again
 // on PostgreSQL.
 func TestProgress_ConvertersCount(t *testing.T) {
 	fast := func(c *service.Config) { c.ProgressInterval = 10 * time.Millisecond; c.Workers = 1 }
-	pdf, archive := manyPagePDF(16), manyEntryZip(t, 600)
+	pdf, archive, photo := manyPagePDF(16), manyEntryZip(t, 600), photoJPEG(t, 1600, 1200)
 	t.Run("bbolt", func(t *testing.T) {
 		e := testenv.Start(t, fast, processIsolation)
 		checkCounted(t, e, "pdf", "zip", pdf)
 		checkCounted(t, e, "zip", "tar", archive)
+		checkCounted(t, e, "jpeg", "gif", photo)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		if testing.Short() {
@@ -123,6 +128,24 @@ func manyPagePDF(n int) []byte {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)
 	}
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// photoJPEG is a w x h JPEG of smooth gradients with fine texture, photo-like enough that
+// the GIF encoder quantizes and dithers it.
+func photoJPEG(t *testing.T, w, h int) []byte {
+	m := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			i := m.PixOffset(x, y)
+			n := uint8((x*7+y*13)^(x*y)) & 15
+			m.Pix[i], m.Pix[i+1], m.Pix[i+2], m.Pix[i+3] = uint8(x*255/w)+n, uint8(y*255/h)+n, uint8((x+y)*255/(w+h))^n, 255
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, m, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes()
 }
 
