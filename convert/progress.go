@@ -94,6 +94,13 @@ func (p Params) Progress(done, total int64) {
 	ReportProgress(sp.ctx, sp.base+sp.span*frac)
 }
 
+// ProgressFraction is Progress for a converter that weighs its phases itself (decode and
+// encode, layout and output): f of its work, 0 to 1, is done.
+func (p Params) ProgressFraction(f float64) {
+	const scale = 1 << 20
+	p.Progress(int64(min(max(f, 0), 1)*scale), scale)
+}
+
 // progressSampler turns a running conversion's progress into reports: the converter's own
 // counts (WithProgress) once it reports any, else how far the conversion has read its input
 // (the input file's offset, offsetMark, against its size). A converter that reads the whole

@@ -56,7 +56,4 @@ func (t *treeProgress) wrote() {
 	}
 }
 
-func (t *treeProgress) report(frac float64) {
-	const scale = 1 << 20
-	t.p.Progress(int64(frac*scale), scale)
-}
+func (t *treeProgress) report(frac float64) { t.p.ProgressFraction(frac) }

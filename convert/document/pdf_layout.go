@@ -127,8 +127,7 @@ func (d *pdfDoc) layoutProgress() {
 		return
 	}
 	if done, total := d.consumed(); total > 0 {
-		const scale = 1 << 20
-		d.params.Progress(int64(layoutShare*scale*min(float64(done)/float64(total), 1)), scale)
+		d.params.ProgressFraction(layoutShare * min(float64(done)/float64(total), 1))
 	}
 }
 

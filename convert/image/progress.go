@@ -26,9 +26,6 @@ type imageProgress struct {
 	read                       atomic.Int64
 }
 
-// progressScale is the denominator of the fractions handed to Params.Progress.
-const progressScale = 1 << 20
-
 // newImageProgress plans the progress of converting an input of size bytes, decoded with
 // src, to rows output rows encoded with dst: srcPx pixels decoded, dstPx encoded.
 func newImageProgress(p convert.Params, size, rows int64, src, dst *Codec, srcPx, dstPx int64) *imageProgress {
@@ -73,9 +70,7 @@ func (t *imageProgress) rowsWritten(n int64) {
 	t.report(t.rowBase + t.rowSpan*min(float64(n)/float64(t.rows), 1))
 }
 
-func (t *imageProgress) report(frac float64) {
-	t.p.Progress(int64(frac*progressScale), progressScale)
-}
+func (t *imageProgress) report(frac float64) { t.p.ProgressFraction(frac) }
 
 // Nanoseconds of CPU a pixel costs each codec's decoder and encoder: the phases' weights
 // (phaseShares). Measured by TestImageProgress_PhaseCPU (go test -run PhaseCPU -v with
