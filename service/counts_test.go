@@ -18,7 +18,7 @@ import (
 )
 
 // TestProgress_ConvertersCount: a 16-page PDF rendered to a zip of PNGs, a zip of 600
-// entries repacked as tar, and a 1600x1200 JPEG made a GIF report several growing values
+// entries repacked as tar, and an 800x600 JPEG made a GIF report several growing values
 // strictly between 0 and 1 on their job's stream: the pages and entries done, the image's
 // input bytes decoded then its rows dithered, not the input's offset (PDFium and the zip
 // reader read the input's end first, so the offset said 0.99 at once; the image's decode
@@ -27,7 +27,7 @@ import (
 // on PostgreSQL.
 func TestProgress_ConvertersCount(t *testing.T) {
 	fast := func(c *service.Config) { c.ProgressInterval = 10 * time.Millisecond; c.Workers = 1 }
-	pdf, archive, photo := manyPagePDF(16), manyEntryZip(t, 600), photoJPEG(t, 1600, 1200)
+	pdf, archive, photo := manyPagePDF(16), manyEntryZip(t, 600), photoJPEG(t, 800, 600)
 	t.Run("bbolt", func(t *testing.T) {
 		e := testenv.Start(t, fast, processIsolation)
 		checkCounted(t, e, "pdf", "zip", pdf)
@@ -47,6 +47,7 @@ func TestProgress_ConvertersCount(t *testing.T) {
 // and fails unless the stream shows at least three growing progress values in (0, 1).
 func checkCounted(t *testing.T, e *testenv.Env, from, to string, data []byte) {
 	t.Helper()
+	began := time.Now()
 	res := e.Create(e.Key, from, to, int64(len(data)))
 	testenv.MustStatus(t, e.Upload(res.UploadURL, data), 200, "")
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
@@ -85,7 +86,7 @@ func checkCounted(t *testing.T, e *testenv.Env, from, to string, data []byte) {
 	if r.err != nil || r.final != client.EventJobSucceeded {
 		t.Fatalf("%s -> %s: stream ended with %q, %v; want job.succeeded", from, to, r.final, r.err)
 	}
-	t.Logf("%s -> %s progress: %v", from, to, r.values)
+	t.Logf("%s -> %s progress: %v (job and stream in %v)", from, to, r.values, time.Since(began))
 	inside := 0
 	for i, v := range r.values {
 		if v < 0 || v >= 1 || i > 0 && v <= r.values[i-1] {

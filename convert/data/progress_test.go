@@ -31,7 +31,7 @@ func treeRecords(n int) []byte {
 // those read; each sequence starts at 0, strictly grows, and has values in both phases.
 func TestTreeProgress_Values(t *testing.T) {
 	c := testCatalog()
-	js := treeRecords(1000) // 9,000 values
+	js := treeRecords(600) // 5,400 values
 	var yml, xml bytes.Buffer
 	for _, conv := range []struct {
 		to  string

@@ -33,10 +33,10 @@ func progressMarkdown(n int) string {
 // (layoutShare); each sequence starts at 0, strictly grows and has a value per few pages.
 func TestLayoutProgress_Pages(t *testing.T) {
 	c := testCatalog(convert.Limits{})
-	md := progressMarkdown(12)
+	md := progressMarkdown(8)
 	var html strings.Builder
 	html.WriteString("<html><body>")
-	for i := range 12 {
+	for i := range 8 {
 		fmt.Fprintf(&html, "<h1>Section %d</h1><p>%s</p><p>%s</p><ul>", i, strings.Repeat("Words laid out in lines across the page. ", 20), strings.Repeat("More words in a second paragraph. ", 20))
 		for k := range 6 {
 			fmt.Fprintf(&html, "<li>item %d</li>", k)
@@ -44,14 +44,14 @@ func TestLayoutProgress_Pages(t *testing.T) {
 		html.WriteString("</ul><pre>" + strings.Repeat("code line with a few tokens();\n", 12) + "</pre>")
 	}
 	html.WriteString("</body></html>")
-	text := strings.Repeat("A line of plain text, set in monospace as it is.\n", 1000) // about 16 pages
+	text := strings.Repeat("A line of plain text, set in monospace as it is.\n", 500) // about 8 pages
 	for _, tc := range []struct {
 		from string
 		in   string
 	}{{fmtMarkdown, md}, {fmtHTML, html.String()}, {fmtTXT, text}} {
 		got := convtest.Progress(t, c, tc.from, fmtPDF, convert.Options{}, []byte(tc.in))
 		t.Logf("%s -> pdf: %d reports %v", tc.from, len(got), got)
-		convtest.CheckProgress(t, tc.from+" -> pdf", got, 5, [2]float64{0, layoutShare})
+		convtest.CheckProgress(t, tc.from+" -> pdf", got, 4, [2]float64{0, layoutShare})
 		if last := got[len(got)-1]; last != layoutShare {
 			t.Fatalf("%s -> pdf: last report %v, want %v (every page laid out)", tc.from, last, layoutShare)
 		}
