@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -64,6 +65,7 @@ type stepProgress struct {
 	ctx        context.Context
 	base, span float64
 	last       atomic.Int64 // the last whole per mille sent, so a tight loop sends few reports
+	mu         sync.Mutex   // held while a report is sent, so reports leave in their order
 }
 
 // Progress reports that the converter has done done of total units of its work (pages,
@@ -78,16 +80,25 @@ func (p Params) Progress(done, total int64) {
 	}
 	frac := min(float64(done)/float64(total), 1)
 	mille := int64(frac * 1000)
-	for {
-		cur := sp.last.Load()
-		if mille <= cur {
-			return
-		}
-		if sp.last.CompareAndSwap(cur, mille) {
-			break
-		}
+	if mille <= sp.last.Load() {
+		return // the common case of a tight loop, without the lock
 	}
+	// Converters count from several goroutines (strips encoded in parallel): the lock makes
+	// the reports leave growing, as the worker socket and the sampler receive them.
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if mille <= sp.last.Load() {
+		return
+	}
+	sp.last.Store(mille)
 	ReportProgress(sp.ctx, sp.base+sp.span*frac)
+}
+
+// ProgressFraction is Progress for a converter that weighs its phases itself (decode and
+// encode, layout and output): f of its work, 0 to 1, is done.
+func (p Params) ProgressFraction(f float64) {
+	const scale = 1 << 20
+	p.Progress(int64(min(max(f, 0), 1)*scale), scale)
 }
 
 // progressSampler turns a running conversion's progress into reports: the converter's own

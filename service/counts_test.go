@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/jpeg"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +17,22 @@ import (
 	"github.com/convsvc/convsvc/service"
 )
 
-// TestProgress_ConvertersCount: a 16-page PDF rendered to a zip of PNGs, and a zip of 600
-// entries repacked as tar, report several growing values strictly between 0 and 1 on their
-// job's stream: the pages and entries done, not the input's offset (PDFium and the zip
-// reader read the input's end first, so the offset said 0.99 at once). The conversions run
+// TestProgress_ConvertersCount: a 16-page PDF rendered to a zip of PNGs, a zip of 600
+// entries repacked as tar, and an 800x600 JPEG made a GIF report several growing values
+// strictly between 0 and 1 on their job's stream: the pages and entries done, the image's
+// input bytes decoded then its rows dithered, not the input's offset (PDFium and the zip
+// reader read the input's end first, so the offset said 0.99 at once; the image's decode
+// reached it before the encode began). The conversions run
 // in worker processes, so the counts cross the worker socket; on bbolt, and the PDF again
 // on PostgreSQL.
 func TestProgress_ConvertersCount(t *testing.T) {
 	fast := func(c *service.Config) { c.ProgressInterval = 10 * time.Millisecond; c.Workers = 1 }
-	pdf, archive := manyPagePDF(16), manyEntryZip(t, 600)
+	pdf, archive, photo := manyPagePDF(16), manyEntryZip(t, 600), photoJPEG(t, 800, 600)
 	t.Run("bbolt", func(t *testing.T) {
 		e := testenv.Start(t, fast, processIsolation)
 		checkCounted(t, e, "pdf", "zip", pdf)
 		checkCounted(t, e, "zip", "tar", archive)
+		checkCounted(t, e, "jpeg", "gif", photo)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		if testing.Short() {
@@ -42,6 +47,7 @@ func TestProgress_ConvertersCount(t *testing.T) {
 // and fails unless the stream shows at least three growing progress values in (0, 1).
 func checkCounted(t *testing.T, e *testenv.Env, from, to string, data []byte) {
 	t.Helper()
+	began := time.Now()
 	res := e.Create(e.Key, from, to, int64(len(data)))
 	testenv.MustStatus(t, e.Upload(res.UploadURL, data), 200, "")
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
@@ -80,7 +86,7 @@ func checkCounted(t *testing.T, e *testenv.Env, from, to string, data []byte) {
 	if r.err != nil || r.final != client.EventJobSucceeded {
 		t.Fatalf("%s -> %s: stream ended with %q, %v; want job.succeeded", from, to, r.final, r.err)
 	}
-	t.Logf("%s -> %s progress: %v", from, to, r.values)
+	t.Logf("%s -> %s progress: %v (job and stream in %v)", from, to, r.values, time.Since(began))
 	inside := 0
 	for i, v := range r.values {
 		if v < 0 || v >= 1 || i > 0 && v <= r.values[i-1] {
@@ -123,6 +129,24 @@ func manyPagePDF(n int) []byte {
 		fmt.Fprintf(&b, "%010d 00000 n \n", off)
 	}
 	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// photoJPEG is a w x h JPEG of smooth gradients with fine texture, photo-like enough that
+// the GIF encoder quantizes and dithers it.
+func photoJPEG(t *testing.T, w, h int) []byte {
+	m := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			i := m.PixOffset(x, y)
+			n := uint8((x*7+y*13)^(x*y)) & 15
+			m.Pix[i], m.Pix[i+1], m.Pix[i+2], m.Pix[i+3] = uint8(x*255/w)+n, uint8(y*255/h)+n, uint8((x+y)*255/(w+h))^n, 255
+		}
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, m, &jpeg.Options{Quality: 90}); err != nil {
+		t.Fatal(err)
+	}
 	return b.Bytes()
 }
 

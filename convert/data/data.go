@@ -92,7 +92,8 @@ func Register(c *convert.Catalog) {
 			case "yaml", "toml", "xml":
 				drops = []string{convert.WarnMetadataDropped}
 			}
-			c.AddConverter(convert.Converter{Version: Version, From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops})
+			c.AddConverter(convert.Converter{Version: Version, From: from.ID, To: to, Lossy: lossy, Run: dataRun(from.ID, to), Drops: drops,
+				Counts: slices.Contains(treeFormats, from.ID) && slices.Contains(treeFormats, to)})
 		}
 	}
 	registerVerifiers(c)
@@ -134,6 +135,7 @@ func dataConvert(ctx context.Context, from, to string, in *io.SectionReader, out
 	}
 	// A tree target.
 	if fromTree {
+		ctx = withTreeProgress(ctx, p) // its values read, then written (progress.go)
 		tree, err := readTree(ctx, from, in)
 		if err != nil {
 			return err

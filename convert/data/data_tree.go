@@ -192,14 +192,28 @@ func readTreeInput(ctx context.Context, in *io.SectionReader, name string) ([]by
 	return data, ctx.Err()
 }
 
-// nodeCounter enforces DataMaxNodes and DataMaxDepth while a tree is built.
+// nodeCounter enforces DataMaxNodes and DataMaxDepth while a tree is built, and counts its
+// values into the job's progress (treeProgress): pos, when set, is how far the reader is.
 type nodeCounter struct {
 	ctx   context.Context
 	nodes int
+	prog  *treeProgress
+	pos   func() (done, total int64)
+}
+
+// newNodeCounter counts the values of a tree read under ctx; pos may be nil.
+func newNodeCounter(ctx context.Context, pos func() (done, total int64)) nodeCounter {
+	return nodeCounter{ctx: ctx, prog: treeProgressFrom(ctx), pos: pos}
 }
 
 func (c *nodeCounter) add(depth int) error {
 	c.nodes++
+	if c.prog != nil {
+		c.prog.read = int64(c.nodes)
+		if c.pos != nil && c.nodes%treeProgressEvery == 0 {
+			c.prog.readAt(c.pos())
+		}
+	}
 	if depth > DataMaxDepth {
 		return convert.Errorf(nil, "input is nested more than %d levels deep", DataMaxDepth)
 	}
@@ -222,7 +236,7 @@ func decodeJSONTree(ctx context.Context, data []byte) (any, error) {
 	data = bytes.TrimPrefix(data, utf8BOM)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	c := &nodeCounter{ctx: ctx}
+	c := new(newNodeCounter(ctx, func() (int64, int64) { return dec.InputOffset(), int64(len(data)) }))
 	v, err := jsonValue(dec, c, 0)
 	if err != nil {
 		return nil, jsonError(data, dec, err)
@@ -330,7 +344,7 @@ func writeJSONTree(ctx context.Context, w io.Writer, v any) error {
 	bw := bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10)
 	buf := make([]byte, 0, 256)
 	var err error
-	buf, err = appendJSONValue(buf, v, "$", 0, bw)
+	buf, err = appendJSONValue(buf, v, "$", 0, bw, treeProgressFrom(ctx))
 	if err != nil {
 		return err
 	}
@@ -342,7 +356,9 @@ func writeJSONTree(ctx context.Context, w io.Writer, v any) error {
 }
 
 // appendJSONValue appends v, indented; it flushes buf to w when it grows past 16 KB.
-func appendJSONValue(buf []byte, v any, path string, indent int, w io.Writer) ([]byte, error) {
+// Each value counts as written into prog (nil: none).
+func appendJSONValue(buf []byte, v any, path string, indent int, w io.Writer, prog *treeProgress) ([]byte, error) {
+	prog.wrote()
 	if len(buf) > 16<<10 {
 		if _, err := w.Write(buf); err != nil {
 			return buf, err
@@ -363,7 +379,7 @@ func appendJSONValue(buf []byte, v any, path string, indent int, w io.Writer) ([
 			buf = appendNewline(buf, indent+1)
 			buf = appendJSONString(buf, m.key)
 			buf = append(buf, ": "...)
-			if buf, err = appendJSONValue(buf, m.val, childPath(path, m.key), indent+1, w); err != nil {
+			if buf, err = appendJSONValue(buf, m.val, childPath(path, m.key), indent+1, w, prog); err != nil {
 				return buf, err
 			}
 		}
@@ -379,7 +395,7 @@ func appendJSONValue(buf []byte, v any, path string, indent int, w io.Writer) ([
 				buf = append(buf, ',')
 			}
 			buf = appendNewline(buf, indent+1)
-			if buf, err = appendJSONValue(buf, e, indexPath(path, i), indent+1, w); err != nil {
+			if buf, err = appendJSONValue(buf, e, indexPath(path, i), indent+1, w, prog); err != nil {
 				return buf, err
 			}
 		}
@@ -521,12 +537,15 @@ func decodeYAMLTree(ctx context.Context, data []byte) (any, error) {
 	} else if !errors.Is(err, io.EOF) {
 		return nil, convert.Errorf(err, "input is not a valid YAML file (%s)", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	y := &yamlConv{c: nodeCounter{ctx: ctx}}
+	y := &yamlConv{lines: int64(bytes.Count(data, []byte{'\n'})) + 1}
+	y.c = newNodeCounter(ctx, func() (int64, int64) { return int64(y.line), y.lines })
 	return y.value(&doc, 0)
 }
 
 type yamlConv struct {
 	c          nodeCounter
+	line       int   // the line of the value being converted
+	lines      int64 // the input's
 	aliasDepth int
 	aliased    int
 }
@@ -545,6 +564,7 @@ func allowedAliasRatio(n int) float64 {
 }
 
 func (y *yamlConv) value(n *yaml.Node, depth int) (any, error) {
+	y.line = max(y.line, n.Line)
 	if err := y.c.add(depth); err != nil {
 		return nil, err
 	}
@@ -701,7 +721,7 @@ func yamlScalar(n *yaml.Node) (any, error) {
 // about a hundred times the input's size in memory (2.6 GB for 27 MB of JSON). Strings are
 // plain where that cannot be read as anything else, double-quoted with JSON escapes otherwise.
 func writeYAMLTree(ctx context.Context, w io.Writer, v any) error {
-	yw := &yamlWriter{w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10)}
+	yw := &yamlWriter{w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10), prog: treeProgressFrom(ctx)}
 	if err := yw.item(v, 0, true); err != nil {
 		return err
 	}
@@ -712,8 +732,9 @@ func writeYAMLTree(ctx context.Context, w io.Writer, v any) error {
 }
 
 type yamlWriter struct {
-	w   *bufio.Writer
-	buf []byte
+	w    *bufio.Writer
+	buf  []byte
+	prog *treeProgress // counts each value written
 }
 
 func (yw *yamlWriter) indent(n int) {
@@ -725,6 +746,7 @@ func (yw *yamlWriter) indent(n int) {
 // item writes a value whose line is already started (after "- " or at the document's start)
 // when inline, else at the given indentation on lines of its own.
 func (yw *yamlWriter) item(v any, indent int, inline bool) error {
+	yw.prog.wrote()
 	if len(yw.buf) > 16<<10 {
 		if _, err := yw.w.Write(yw.buf); err != nil {
 			return err
@@ -863,7 +885,7 @@ func decodeTOMLTree(ctx context.Context, data []byte) (any, error) {
 		}
 		return nil, convert.Errorf(err, "input is not a valid TOML file (%v)", err)
 	}
-	c := &nodeCounter{ctx: ctx}
+	c := new(newNodeCounter(ctx, nil))
 	return tomlValue(m, "", order, c, 0)
 }
 
@@ -1032,7 +1054,7 @@ func writeTOMLTree(ctx context.Context, w io.Writer, v any) error {
 	if !ok {
 		return lossf("the top level is %s, but TOML needs a table", kindOf(v))
 	}
-	tw := &tomlWriter{w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10)}
+	tw := &tomlWriter{w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10), prog: treeProgressFrom(ctx)}
 	if err := tw.table(root, nil, "$", false); err != nil {
 		return err
 	}
@@ -1042,7 +1064,8 @@ func writeTOMLTree(ctx context.Context, w io.Writer, v any) error {
 type tomlWriter struct {
 	w     *bufio.Writer
 	buf   []byte
-	first bool // nothing written yet
+	first bool          // nothing written yet
+	prog  *treeProgress // counts each member written (a table's values, inline ones with it)
 }
 
 // isTOMLTable reports whether a value is written as a [table] rather than inline.
@@ -1065,6 +1088,7 @@ func isTOMLArrayOfTables(v any) bool {
 func (tw *tomlWriter) table(obj object, keys []string, path string, arrayElem bool) error {
 	simple, hasSub := 0, false
 	for _, m := range obj {
+		tw.prog.wrote()
 		if isTOMLTable(m.val) || isTOMLArrayOfTables(m.val) {
 			hasSub = true
 		} else {

@@ -44,7 +44,7 @@ func decodeXMLTree(ctx context.Context, data []byte) (any, error) {
 	dec := xml.NewDecoder(bytes.NewReader(data))
 	dec.Strict = true
 	dec.CharsetReader = charset.NewReaderLabel
-	c := &nodeCounter{ctx: ctx}
+	c := new(newNodeCounter(ctx, func() (int64, int64) { return dec.InputOffset(), int64(len(data)) }))
 
 	type frame struct {
 		name     string
@@ -247,7 +247,7 @@ const (
 
 // writeXMLRoot writes the document: the declaration and the root element.
 func writeXMLRoot(ctx context.Context, w io.Writer, name string, v any, path string) error {
-	xw := &xmlWriter{w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10)}
+	xw := &xmlWriter{w: bufio.NewWriterSize(&convert.ContextWriter{Ctx: ctx, W: w}, 32<<10), prog: treeProgressFrom(ctx)}
 	xw.buf = append(xw.buf, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"...)
 	if err := xw.element(name, v, path, 0); err != nil {
 		return err
@@ -259,8 +259,9 @@ func writeXMLRoot(ctx context.Context, w io.Writer, name string, v any, path str
 }
 
 type xmlWriter struct {
-	w   *bufio.Writer
-	buf []byte
+	w    *bufio.Writer
+	buf  []byte
+	prog *treeProgress // counts each element written
 }
 
 func (xw *xmlWriter) flush() error {
@@ -296,6 +297,7 @@ func (xw *xmlWriter) indent(depth int) {
 }
 
 func (xw *xmlWriter) element(name string, v any, path string, depth int) error {
+	xw.prog.wrote()
 	if !validXMLName(name) {
 		return lossf("key %q at %s is not a valid XML element name", name, path)
 	}

@@ -286,6 +286,7 @@ func htmlToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	}
 	defer d.release()
 	m := &mdPDF{pdfDoc: d, src: md}
+	m.countSource() // the Markdown made of the HTML, in the HTML's order
 	m.blocks(tree)
 	return d.finish(out)
 }

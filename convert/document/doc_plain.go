@@ -80,11 +80,14 @@ func textToPDF(ctx context.Context, in *io.SectionReader, out io.Writer, p conve
 	st := inlineStyle{mono: true, size: pdfTextSize, color: 0x111111}
 	lh := pdfTextSize * 1.3
 	perLine := max(1, int((d.right-d.left)/st.font().width("0", st.size)))
+	var at int64 // the bytes of text the pages laid out hold
+	d.consumed = func() (int64, int64) { return at, int64(len(text)) }
 	for pi, page := range strings.Split(strings.TrimRight(text, "\n\f"), "\f") {
 		if pi > 0 {
 			d.newPage()
 		}
 		for i, line := range strings.Split(strings.TrimPrefix(page, "\n"), "\n") {
+			at += int64(len(line)) + 1
 			if i%256 == 0 && ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -105,8 +105,10 @@ func Register(c *convert.Catalog) {
 		c.AddFormat(f)
 	}
 	add := func(from, to string, lossy bool, run docRun) {
-		// PDFium's conversions count the pages they have done (renderPages, pdfToText).
-		counts := from == fmtPDF && to != fmtPDF
+		// PDFium's conversions count the pages they have done (renderPages, pdfToText); the
+		// layouts to PDF the input their pages laid out hold (pdfDoc.layoutProgress).
+		counts := from == fmtPDF && to != fmtPDF ||
+			to == fmtPDF && (from == fmtMarkdown || from == fmtHTML || from == fmtTXT)
 		c.AddConverter(convert.Converter{Version: Version, From: from, To: to, Lossy: lossy, Run: run, Drops: documentDrops(from, to), Counts: counts})
 	}
 

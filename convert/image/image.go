@@ -183,7 +183,7 @@ func Register(c *convert.Catalog) {
 			if dst.Encode == nil {
 				continue
 			}
-			c.AddConverter(convert.Converter{Version: Version, From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst)})
+			c.AddConverter(convert.Converter{Version: Version, From: src.ID, To: dst.ID, Lossy: dst.lossy, Run: imageRun(c, src, dst), Drops: imageDrops(src, dst), Counts: true})
 		}
 	}
 	registerVerifiers(c)
@@ -248,6 +248,12 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 				dst.Name, Megapixels(float64(dst.maxPixels)), dw, dh)
 		}
 		p.Options = opts
+		// The job's progress: the input's bytes decoded, then the output's rows encoded
+		// (progress.go); a strip-at-a-time stream counts both across the whole.
+		prog := newImageProgress(p, in.Size(), int64(dh)*int64(frames), src, dst,
+			int64(cfg.Width)*int64(cfg.Height)*int64(frames), int64(dw)*int64(dh)*int64(frames))
+		sctx := prog.streaming().attach(ctx)
+		ctx = prog.attach(ctx)
 		fin := newFinisher(src, dst, p, g, meta)
 		// What the output holds beside the pixels: a max_bytes search's two buffers, a turn's copy.
 		extra := int64(0)
@@ -269,7 +275,7 @@ func imageRun(c *convert.Catalog, src, dst *Codec) func(context.Context, *io.Sec
 			// Formats that stream convert a strip at a time, with a budget share to match; only
 			// when the pixels go through unchanged but for a resize.
 			if g.plain(cfg.Width, cfg.Height) && fin.colourPlain() && !fin.metadataKept() && !fin.keepICC && opts.MaxBytes == 0 && opts.Background == "" {
-				if handled, err := streamConvert(ctx, c, in, out, src, dst, cfg, opts, p.ScratchDir, losses, func() { warnAlpha(src, dst, p) }); handled {
+				if handled, err := streamConvert(sctx, c, in, out, src, dst, cfg, opts, p.ScratchDir, losses, func() { warnAlpha(src, dst, p) }); handled {
 					return err
 				}
 			}
@@ -514,9 +520,10 @@ type sizedReaderAt interface {
 // It is also an io.ReaderAt and io.Seeker, which the TIFF and ICO decoders use instead of
 // buffering the whole file.
 type inputReader struct {
-	ctx context.Context
-	sr  *io.SectionReader
-	br  *bufio.Reader
+	ctx  context.Context
+	sr   *io.SectionReader
+	br   *bufio.Reader
+	prog *imageProgress // counts the bytes read into the job's progress; nil for none
 
 	mu  sync.Mutex // guards err: tiffstrip's Prefetch reads in several goroutines
 	err error
@@ -529,7 +536,7 @@ type inputReader struct {
 const inputBufferSize = 64 << 10
 
 func newInputReader(ctx context.Context, in *io.SectionReader) *inputReader {
-	r := &inputReader{ctx: ctx, sr: io.NewSectionReader(in, 0, in.Size())}
+	r := &inputReader{ctx: ctx, sr: io.NewSectionReader(in, 0, in.Size()), prog: progressFrom(ctx)}
 	r.br = bufio.NewReaderSize(readerFunc(r.readRaw), int(max(min(in.Size(), inputBufferSize), 16)))
 	return r
 }
@@ -544,6 +551,7 @@ func (r *inputReader) readRaw(p []byte) (int, error) {
 	}
 	n, err := r.sr.Read(p)
 	r.note(err)
+	r.prog.bytesRead(n)
 	return n, err
 }
 
@@ -577,6 +585,7 @@ func (r *inputReader) ReadAt(p []byte, off int64) (int, error) {
 	}
 	n, err := r.sr.ReadAt(p, off)
 	r.note(err)
+	r.prog.bytesRead(n)
 	return n, err
 }
 

@@ -8,6 +8,8 @@ import (
 	"math/rand/v2"
 
 	"github.com/soniakeys/quant/median"
+
+	"github.com/convsvc/convsvc/convert/internal/rowcount"
 )
 
 // maxPaletteSample bounds how many pixels the median-cut quantizer sees. Its memory is about
@@ -296,6 +298,7 @@ func ditherFS(ctx context.Context, m *image.NRGBA, pal color.Palette, transparen
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
+			rowcount.Add(ctx, min(64, y)) // GIF's encode rows: the job's progress (progress.go)
 		}
 		row := m.Pix[y*m.Stride:]
 		out := pm.Pix[y*pm.Stride:]

@@ -30,6 +30,7 @@ import (
 	"sync"
 
 	"github.com/convsvc/convsvc/convert/internal/jpegenc"
+	"github.com/convsvc/convsvc/convert/internal/rowcount"
 )
 
 // ErrLayout reports that image/jpeg's output is not laid out the way the splice relies on.
@@ -234,6 +235,8 @@ func encodeStrips(ctx context.Context, w io.Writer, b image.Rectangle, gray bool
 				})
 				if err != nil {
 					cancel(err) // the first error wins, whichever strip the writer waits for
+				} else {
+					rowcount.Add(ctx, r.Dy()) // the job's progress (convert/image)
 				}
 				results[j.i] <- result{j.buf, err}
 			}

@@ -31,6 +31,8 @@ import (
 	stdflate "compress/flate"
 
 	"github.com/klauspost/compress/flate"
+
+	"github.com/convsvc/convsvc/convert/internal/rowcount"
 )
 
 // ErrUnsupported is returned for images other than *image.RGBA, *image.NRGBA and *image.Gray.
@@ -336,6 +338,7 @@ func Encode(ctx context.Context, w io.Writer, m image.Image, o *Options) error {
 				cw.idat(bd.out.b)
 				adler = adler32Combine(adler, bd.adler, bd.n)
 				werr = cw.err
+				rowcount.Add(ctx, bd.y1-bd.y0) // the job's progress (convert/image)
 			}
 			if werr != nil {
 				close(stop)

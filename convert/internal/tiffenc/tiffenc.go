@@ -38,6 +38,8 @@ import (
 	"sync/atomic"
 
 	"github.com/klauspost/compress/zlib"
+
+	"github.com/convsvc/convsvc/convert/internal/rowcount"
 )
 
 // ErrUnsupported is returned for images other than *image.RGBA, *image.NRGBA and *image.Gray.
@@ -262,6 +264,9 @@ func compressStrips(ctx context.Context, m image.Image, o *Options) (l *layout, 
 				err := ctx.Err()
 				if err == nil {
 					strips[i], err = wk.strip(l, i*rps, min((i+1)*rps, l.h), &opt)
+				}
+				if err == nil {
+					rowcount.Add(ctx, min((i+1)*rps, l.h)-i*rps) // the job's progress (convert/image)
 				}
 				if err != nil {
 					errs[k] = err

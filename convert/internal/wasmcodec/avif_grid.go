@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/convsvc/convsvc/convert/internal/isobmff"
+	"github.com/convsvc/convsvc/convert/internal/rowcount"
 )
 
 // AVIF grids. libaom runs on one thread in its WebAssembly instance, so a large image is cut
@@ -94,6 +95,7 @@ func encodeAVIFGrid(ctx context.Context, w io.Writer, m *image.RGBA, opts AVIFOp
 				cancel(err)
 				return
 			}
+			rowcount.Add(ctx, min(bh, height-i*bh)) // the job's progress (convert/image)
 		}
 	}
 
