@@ -218,7 +218,8 @@ func assertErrorShape(t *testing.T, r testenv.Response) {
 
 // assertStartUnchanged holds a start of a job that is no longer created to SPEC: 200 with the
 // Job itself, as it is: every member equal to a read of the job, status among them (except a
-// succeeded job's download URL, which is signed anew on every read).
+// succeeded job's download URL, which is signed anew on every read), error_code null unless
+// the job failed.
 func assertStartUnchanged(t *testing.T, e *testenv.Env, id, status string) {
 	t.Helper()
 	r := e.Start(e.Key, id)
@@ -232,6 +233,10 @@ func assertStartUnchanged(t *testing.T, e *testenv.Env, id, status string) {
 	}
 	if got["status"] != status || !reflect.DeepEqual(got, want) {
 		t.Fatalf("start of a %s job: %s, want it unchanged: %v", status, r.Body, want)
+	}
+	// error_code says why a failed job failed, and is null otherwise.
+	if code, ok := got["error_code"]; !ok || (code == nil) != (status != "failed") {
+		t.Fatalf("%s job with error_code %v: %s", status, code, r.Body)
 	}
 }
 
