@@ -255,6 +255,19 @@ func TestAPI_OtherAccountsJobIsNotFound(t *testing.T) {
 	} {
 		must(t, r, 404, "not_found")
 	}
+	// Uploaded, the job is sealed by its start: another account's start is still 404 and
+	// leaves it to its owner, whose start queues it.
+	data := testenv.Sample(t, "images/sample.png")
+	up := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	must(t, e.Upload(up.UploadURL, data), 200, "")
+	must(t, e.Start(other, up.Job.ID), 404, "not_found")
+	if j := e.Get(e.Key, up.Job.ID, 0); j.Status != "created" {
+		t.Fatalf("another account's start moved the job to %s", j.Status)
+	}
+	must(t, e.Start(e.Key, up.Job.ID), 200, "")
+	if j := e.WaitFinished(e.Key, up.Job.ID); j.Status != "succeeded" {
+		t.Fatalf("job %+v after another account's start", j)
+	}
 }
 
 func TestAPI_LimitReached(t *testing.T) {
