@@ -83,8 +83,11 @@ func TestE2E_SpecContract(t *testing.T) {
 	specMust(t, create("", "png", "jpeg", "10"), 401, "unauthorized")
 	specMust(t, create(store.NewKeySecret(), "png", "jpeg", "10"), 403, "unauthorized")
 	specMust(t, specDo(t, "POST", p.URL+"/v1/jobs/job_doesnotexist/start", "", nil), 401, "unauthorized")
+	specMust(t, specDo(t, "POST", p.URL+"/v1/jobs/job_doesnotexist/start", store.NewKeySecret(), nil), 403, "unauthorized")
 
-	// Create's 400s and the input_bytes bounds.
+	// Create's 400s and the input_bytes bounds. From here on the key's writes count against
+	// its 120 a minute (checked at the end).
+	began := time.Now()
 	specMust(t, create(p.Key, "png", "rar", "10"), 400, "unsupported_format")
 	specMust(t, create(p.Key, "png", "png", "10"), 400, "unsupported_format")
 	specMust(t, create(p.Key, "png", "jpeg", "2000000001"), 400, "file_too_large")
@@ -130,10 +133,9 @@ func TestE2E_SpecContract(t *testing.T) {
 	// Start with nothing uploaded: 502 storage_unavailable, the job stays created.
 	start := p.URL + "/v1/jobs/" + id + "/start"
 	specMust(t, specDo(t, "POST", start, p.Key, nil), 502, "storage_unavailable")
-	// The signature binds Content-Length: another size is refused at upload.
-	if r := specDo(t, "PUT", uploadURL, "", data[:len(data)-1]); r.status < 400 {
-		t.Fatalf("short upload: %d %s", r.status, r.raw)
-	}
+	// The signature binds Content-Length: another size is refused at upload (the binary's
+	// default object storage is its own blob store, which says size_mismatch).
+	specMust(t, specDo(t, "PUT", uploadURL, "", data[:len(data)-1]), 400, "size_mismatch")
 	if r := specDo(t, "PUT", uploadURL, "", data); r.status/100 != 2 {
 		t.Fatalf("upload: %d %s", r.status, r.raw)
 	}
@@ -164,5 +166,24 @@ func TestE2E_SpecContract(t *testing.T) {
 	if r.body["status"] != "succeeded" || r.body["attempt"] != 1.0 {
 		t.Fatalf("repeated start: %s", r.raw)
 	}
-	specMust(t, specDo(t, "POST", p.URL+"/v1/jobs/job_doesnotexist/start", p.Key, nil), 404, "not_found")
+	r = specDo(t, "POST", p.URL+"/v1/jobs/job_doesnotexist/start", p.Key, nil)
+	specMust(t, r, 404, "not_found")
+
+	// The binary's rate limit: what is left of the key's 120 writes a minute passes (starts of
+	// a job that does not exist answer 404), then 429 rate_limited. A window older than the
+	// test's requests lets more pass, never fewer.
+	left, err := strconv.Atoi(r.header.Get("RateLimit-Remaining"))
+	if err != nil || left < 0 || left > 120 || (left != 120-9 && time.Since(began) < 50*time.Second) {
+		t.Fatalf("RateLimit-Remaining %q after the key's 9 writes", r.header.Get("RateLimit-Remaining"))
+	}
+	passed := 0
+	for ; passed <= 120; passed++ {
+		if r = specDo(t, "POST", p.URL+"/v1/jobs/job_doesnotexist/start", p.Key, nil); r.status != 404 {
+			break
+		}
+	}
+	specMust(t, r, 429, "rate_limited")
+	if passed < left || (passed != left && time.Since(began) < 50*time.Second) {
+		t.Fatalf("%d writes passed before the 429, want the %d RateLimit-Remaining promised", passed, left)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,13 +49,14 @@ func TestAPI_CreateJob_Reservation(t *testing.T) {
 	if !strings.HasPrefix(e.Key, "cs_live_") {
 		t.Fatalf("issued key %q lacks the live-key prefix", e.Key[:min(len(e.Key), 8)])
 	}
-	// upload_url itself stops accepting uploads 900 s after creation (SPEC, Limits).
+	// upload_url itself accepts uploads for 900 s after creation (SPEC, Limits): its expiry,
+	// a whole second, is not before created_at + 900 s and less than a second after it.
 	created, err := time.Parse(time.RFC3339, job["created_at"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := uploadURLExpiry(t, body["upload_url"].(string)); !got.Equal(created.Add(900 * time.Second).Truncate(time.Second)) {
-		t.Fatalf("upload_url expires at %v, want created_at %v + 900 s", got, created)
+	if got, want := uploadURLExpiry(t, body["upload_url"].(string)), created.Add(900*time.Second); got.Before(want) || !got.Before(want.Add(time.Second)) {
+		t.Fatalf("upload_url expires at %v, want created_at %v + 900 s, rounded up to the second", got, created)
 	}
 	uploads := e.Main.BlobURL() + "/uploads/"
 	if e.Bucket != nil {
@@ -187,12 +189,13 @@ func TestAPI_Auth(t *testing.T) {
 	}
 	// A revoked key stops working at once.
 	acct, key := e.NewAccount(10)
-	e.Create(key, "png", "jpeg", 1)
+	own := e.Create(key, "png", "jpeg", 1)
 	r := e.Do("GET", "/v1/admin/accounts/"+acct+"/keys", e.AdminToken, nil)
 	must(t, r, 200, "")
 	keyID := r.Map(t)["data"].([]any)[0].(map[string]any)["id"].(string)
 	must(t, e.Do("DELETE", "/v1/admin/keys/"+keyID, e.AdminToken, nil), 200, "")
 	must(t, e.Do("POST", "/v1/jobs", key, body), 403, "unauthorized")
+	must(t, e.Start(key, own.Job.ID), 403, "unauthorized")
 	must(t, e.Do("DELETE", "/v1/admin/keys/"+keyID, e.AdminToken, nil), 200, "")
 }
 
@@ -213,6 +216,30 @@ func assertErrorShape(t *testing.T, r testenv.Response) {
 	}
 }
 
+// assertStartUnchanged holds a start of a job that is no longer created to SPEC: 200 with the
+// Job itself, as it is: every member equal to a read of the job, status among them (except a
+// succeeded job's download URL, which is signed anew on every read), error_code null unless
+// the job failed.
+func assertStartUnchanged(t *testing.T, e *testenv.Env, id, status string) {
+	t.Helper()
+	r := e.Start(e.Key, id)
+	must(t, r, 200, "")
+	got := r.Map(t)
+	want := e.Do("GET", "/v1/jobs/"+id, e.Key, nil).Map(t)
+	for _, j := range []map[string]any{got, want} {
+		if out, ok := j["output"].(map[string]any); ok {
+			delete(out, "url")
+		}
+	}
+	if got["status"] != status || !reflect.DeepEqual(got, want) {
+		t.Fatalf("start of a %s job: %s, want it unchanged: %v", status, r.Body, want)
+	}
+	// error_code says why a failed job failed, and is null otherwise.
+	if code, ok := got["error_code"]; !ok || (code == nil) != (status != "failed") {
+		t.Fatalf("%s job with error_code %v: %s", status, code, r.Body)
+	}
+}
+
 func TestAPI_OtherAccountsJobIsNotFound(t *testing.T) {
 	e := testenv.Start(t)
 	_, other := e.NewAccount(10)
@@ -227,6 +254,19 @@ func TestAPI_OtherAccountsJobIsNotFound(t *testing.T) {
 		e.Do("POST", "/v1/jobs/job_doesnotexist/cancel", e.Key, nil),
 	} {
 		must(t, r, 404, "not_found")
+	}
+	// Uploaded, the job is sealed by its start: another account's start is still 404 and
+	// leaves it to its owner, whose start queues it.
+	data := testenv.Sample(t, "images/sample.png")
+	up := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	must(t, e.Upload(up.UploadURL, data), 200, "")
+	must(t, e.Start(other, up.Job.ID), 404, "not_found")
+	if j := e.Get(e.Key, up.Job.ID, 0); j.Status != "created" {
+		t.Fatalf("another account's start moved the job to %s", j.Status)
+	}
+	must(t, e.Start(e.Key, up.Job.ID), 200, "")
+	if j := e.WaitFinished(e.Key, up.Job.ID); j.Status != "succeeded" {
+		t.Fatalf("job %+v after another account's start", j)
 	}
 }
 
@@ -254,20 +294,20 @@ func TestAPI_ConcurrentCreatesReserveExactlyCap(t *testing.T) {
 	acct, key := e.NewAccount(capCents)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	codes := map[int]int{}
+	codes := map[string]int{}
 	for i := 0; i < 40; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := e.Do("POST", "/v1/jobs", key, map[string]any{"input_format": "png", "target_format": "jpeg", "input_bytes": 10})
 			mu.Lock()
-			codes[r.Status]++
+			codes[fmt.Sprint(r.Status, " ", r.ErrorCode())]++
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	if codes[200] != capCents || codes[403] != 40-capCents {
-		t.Fatalf("statuses %v, want %d x 200 and %d x 403", codes, capCents, 40-capCents)
+	if codes["200 "] != capCents || codes["403 limit_reached"] != 40-capCents {
+		t.Fatalf("answers %v, want %d x 200 and %d x 403 limit_reached", codes, capCents, 40-capCents)
 	}
 	if got := e.Account(acct)["reserved_cents"]; got != float64(capCents) {
 		t.Fatalf("reserved %v, want %d", got, capCents)
@@ -377,11 +417,7 @@ func TestAPI_StartJob(t *testing.T) {
 		}
 		// Any state other than created: returned unchanged with 200, however often.
 		for i := 0; i < 2; i++ {
-			r := e.Start(e.Key, res.Job.ID)
-			must(t, r, 200, "")
-			if r.Map(t)["status"] != "succeeded" {
-				t.Fatalf("repeat start changed the job: %s", r.Body)
-			}
+			assertStartUnchanged(t, e, res.Job.ID, "succeeded")
 		}
 	})
 
@@ -402,21 +438,13 @@ func TestAPI_StartJob(t *testing.T) {
 		if got := e.Account(e.AccountID)["reserved_cents"].(float64); got != before {
 			t.Fatalf("reserved %v, want %v", got, before)
 		}
-		r := e.Start(e.Key, res.Job.ID)
-		must(t, r, 200, "")
-		if r.Map(t)["status"] != "cancelled" {
-			t.Fatalf("repeat: %s", r.Body)
-		}
+		assertStartUnchanged(t, e, res.Job.ID, "cancelled")
 	})
 
 	t.Run("a cancelled job without an upload is returned unchanged", func(t *testing.T) {
 		res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
 		must(t, e.Do("POST", "/v1/jobs/"+res.Job.ID+"/cancel", e.Key, nil), 200, "")
-		r := e.Start(e.Key, res.Job.ID)
-		must(t, r, 200, "")
-		if r.Map(t)["status"] != "cancelled" {
-			t.Fatalf("start of a cancelled job: %s", r.Body)
-		}
+		assertStartUnchanged(t, e, res.Job.ID, "cancelled")
 	})
 
 	t.Run("upload is sealed after start", func(t *testing.T) {
@@ -525,13 +553,7 @@ func TestAPI_ConversionFailureReleasesReservation(t *testing.T) {
 		t.Fatalf("ledger %v", acct)
 	}
 	// Start of a failed job returns it unchanged with 200.
-	r := e.Start(e.Key, job.ID)
-	must(t, r, 200, "")
-	var again testenv.Job
-	r.JSON(t, &again)
-	if again.Status != "failed" || again.Attempt != job.Attempt || again.ErrorCode == nil || *again.ErrorCode != "conversion_failed" {
-		t.Fatalf("start of a failed job changed it: %s", r.Body)
-	}
+	assertStartUnchanged(t, e, job.ID, "failed")
 }
 
 func TestAPI_Cancel(t *testing.T) {
@@ -551,11 +573,7 @@ func TestAPI_Cancel(t *testing.T) {
 	} else {
 		must(t, e.Upload(created.UploadURL, data), 409, "job_finished")
 	}
-	r = e.Start(e.Key, created.Job.ID)
-	must(t, r, 200, "")
-	if r.Map(t)["status"] != "cancelled" {
-		t.Fatalf("start after cancel: %s", r.Body)
-	}
+	assertStartUnchanged(t, e, created.Job.ID, "cancelled")
 	done := e.Convert(e.Key, "png", "jpeg", data)
 	must(t, e.Do("POST", "/v1/jobs/"+done.ID+"/cancel", e.Key, nil), 409, "invalid_state")
 	if acct := e.Account(e.AccountID); acct["reserved_cents"] != 0.0 || acct["spent_cents"] != 1.0 {

@@ -197,11 +197,7 @@ func (s *Server) handleCreateBatch(w http.ResponseWriter, r *http.Request, _ htt
 	batch, jobs, resp, err := s.cfg.Store.CreateBatch(p, func(b store.Batch, jobs []store.Job) (store.Response, error) {
 		v := batchReservationView{ID: b.ID, Jobs: make([]reservationView, len(jobs))}
 		for i, j := range jobs {
-			v.Jobs[i] = reservationView{
-				Job:             s.viewJob(j),
-				UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL)),
-				UploadExpiresIn: int(UploadURLTTL / time.Second),
-			}
+			v.Jobs[i] = s.reservation(j)
 		}
 		body, err := marshalJSON(v)
 		return store.Response{Status: http.StatusOK, Body: body}, err

@@ -25,6 +25,9 @@ func TestParseCreateJob(t *testing.T) {
 		{`{"input_format":"png","target_format":"jpeg","input_bytes":true}`, 0, CodeInvalidRequest},
 		{`{"input_format":"png","target_format":"jpeg","input_bytes":{}}`, 0, CodeInvalidRequest},
 		{`{"input_format":"","target_format":"jpeg","input_bytes":1}`, 0, CodeInvalidRequest},
+		{`{"input_format":"png","input_bytes":1}`, 0, CodeInvalidRequest},
+		{`{"input_format":"png","target_format":null,"input_bytes":1}`, 0, CodeInvalidRequest},
+		{`{"input_format":"png","target_format":7,"input_bytes":1}`, 0, CodeInvalidRequest},
 		{`null`, 0, CodeInvalidRequest},
 		{`"x"`, 0, CodeInvalidRequest},
 	}

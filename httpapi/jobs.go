@@ -71,6 +71,21 @@ type reservationView struct {
 	UploadExpiresIn int     `json:"upload_expires_in"`
 }
 
+// reservation is create's answer for j: the Job and its upload URL, which takes uploads for
+// UploadURLTTL after the job's creation (SPEC: 900 s). A signed URL's expiry is a whole second,
+// so it is rounded up: cut down to a second, the URL would stop up to a second early.
+func (s *Server) reservation(j store.Job) reservationView {
+	expires := j.CreatedAt.Add(UploadURLTTL)
+	if whole := expires.Truncate(time.Second); whole.Before(expires) {
+		expires = whole.Add(time.Second)
+	}
+	return reservationView{
+		Job:             s.viewJob(j),
+		UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, expires),
+		UploadExpiresIn: int(UploadURLTTL / time.Second),
+	}
+}
+
 type jobListView struct {
 	Data    []jobView `json:"data"`
 	HasMore bool      `json:"has_more"`
@@ -344,11 +359,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
 		// A source_url job has started already: its upload URL, issued as SPEC.md says for
 		// every job, takes nothing (the upload is sealed).
-		body, err := marshalJSON(reservationView{
-			Job:             s.viewJob(j),
-			UploadURL:       s.cfg.Blobs.UploadURL(j.ID, j.InputBytes, j.CreatedAt.Add(UploadURLTTL)),
-			UploadExpiresIn: int(UploadURLTTL / time.Second),
-		})
+		body, err := marshalJSON(s.reservation(j))
 		return store.Response{Status: http.StatusOK, Body: body}, err
 	})
 	if err != nil {
