@@ -232,6 +232,9 @@ func (st *eventStream) catchUp(acct string) (done bool, err error) {
 	if st.jobID == "" {
 		return false, nil
 	}
+	if hook := st.s.afterLogRead.Load(); hook != nil {
+		(*hook)(st.jobID)
+	}
 	job, err := st.s.cfg.Store.Job(acct, st.jobID)
 	if err != nil {
 		return true, nil // expired meanwhile: nothing more will happen to it

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -164,6 +165,49 @@ func TestAPI_JobEvents(t *testing.T) {
 	// An id of this job the log never held (well formed): the job's retained events again.
 	if rest := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "evt_"+id+"_running_9").rest(); len(rest) != 3 {
 		t.Fatalf("resumed after an unknown id of the job: %v, want its 3 events", eventIDs(rest))
+	}
+}
+
+// TestAPI_JobEvents_FinishedBetweenReads: a job stream reads the log, then the job; when the
+// job ran to its end between the two reads, the stream still sends what was logged meanwhile
+// (queued, running) before the final event, not the final event alone. A hook holds the
+// stream between its two reads while the job runs, so every run takes that path.
+func TestAPI_JobEvents_FinishedBetweenReads(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	id := res.Job.ID
+	must(t, e.Upload(res.UploadURL, data), 200, "")
+	api := e.Main.Handler().(*httpapi.Server)
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	api.SetAfterLogRead(func(jobID string) {
+		if jobID == id {
+			holdOnce.Do(func() { close(held); <-release })
+		}
+	})
+	t.Cleanup(func() { api.SetAfterLogRead(nil); releaseOnce.Do(func() { close(release) }) })
+	s := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "")
+	select {
+	case <-held: // the stream read the log (nothing yet: the job is not started), not the job
+	case <-time.After(testenv.Scale(time.Minute)):
+		t.Fatal("the stream did not read the log within a minute")
+	}
+	must(t, e.Start(e.Key, id), 200, "")
+	if j := e.WaitFinished(e.Key, id); j.Status != "succeeded" {
+		t.Fatalf("job %s, want succeeded", j.Status)
+	}
+	releaseOnce.Do(func() { close(release) })
+	got := s.rest()
+	want := []string{"job.queued evt_" + id + "_queued", "job.running evt_" + id + "_running_1",
+		"job.succeeded " + store.WebhookEventID(id, "succeeded")}
+	if fmt.Sprint(eventIDs(got)) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", eventIDs(got), want)
+	}
+	for i, status := range []client.Status{"queued", "running", "succeeded"} {
+		if got[i].Job == nil || got[i].Job.ID != id || got[i].Job.Status != status {
+			t.Fatalf("event %d carries %+v, want job %s %s", i, got[i].Job, id, status)
+		}
 	}
 }
 
