@@ -472,26 +472,15 @@ func TestAPI_JobProgress(t *testing.T) {
 // each progress change of a running job is one read of the job for all of them, not one per
 // stream; every stream still gets the progress events.
 func TestAPI_AccountStreams_OneReadPerProgress(t *testing.T) {
-	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1; c.ProgressInterval = 10 * time.Millisecond })
-	var zb bytes.Buffer
-	zw := zip.NewWriter(&zb)
-	for i := range 400 {
-		w, err := zw.Create(fmt.Sprintf("entry-%04d.txt", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(bytes.Repeat([]byte(fmt.Sprintf("entry %04d, a line of text\n", i)), 1200))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	e := testenv.Start(t, progressFast)
+	zipped := progressZip(t)
 	streams := make([]*stream, 8)
 	for i := range streams {
 		streams[i] = openStream(t, e, "/v1/events", e.Key, "")
 	}
 	api := e.Main.Handler().(*httpapi.Server)
 	before := api.ProgressReads()
-	job := e.Convert(e.Key, "zip", "tar", zb.Bytes())
+	job := e.Convert(e.Key, "zip", "tar", zipped)
 	if job.Status != "succeeded" {
 		t.Fatalf("job %s", job.Status)
 	}
@@ -522,4 +511,63 @@ func TestAPI_AccountStreams_OneReadPerProgress(t *testing.T) {
 	if reads == 0 || reads > int64(len(seen))+2 {
 		t.Fatalf("%d job reads for %d progress values on %d streams: want one read per value", reads, len(seen), len(streams))
 	}
+}
+
+// TestAPI_AccountStreams_FinishedJobsLeaveNoReads: the reads the streams share for progress
+// events do not pile up with finished jobs. Three jobs run one after another under two open
+// account streams; once both streams sent a job's final event, the node keeps no read of
+// it, though the progress source still held the job's last value when the next job's
+// progress woke the streams (which read it again, and kept that read, before).
+func TestAPI_AccountStreams_FinishedJobsLeaveNoReads(t *testing.T) {
+	e := testenv.Start(t, progressFast)
+	zipped := progressZip(t)
+	streams := []*stream{openStream(t, e, "/v1/events", e.Key, ""), openStream(t, e, "/v1/events", e.Key, "")}
+	api := e.Main.Handler().(*httpapi.Server)
+	progressed := 0
+	for k := range 3 {
+		job := e.Convert(e.Key, "zip", "tar", zipped)
+		if job.Status != "succeeded" {
+			t.Fatalf("job %d: %s", k, job.Status)
+		}
+		for _, s := range streams {
+			for {
+				ev, ok := s.next()
+				if !ok {
+					t.Fatal("a stream ended")
+				}
+				if ev.Type == client.EventJobProgress {
+					progressed++
+				}
+				if ev.Type == client.EventJobSucceeded && ev.Job != nil && ev.Job.ID == job.ID {
+					break
+				}
+			}
+		}
+		if held := api.ProgressReadsHeld(); held != 0 {
+			t.Fatalf("after %d finished jobs the node keeps %d progress reads, want 0", k+1, held)
+		}
+	}
+	if progressed == 0 {
+		t.Fatal("no progress event: the streams shared no read")
+	}
+}
+
+// progressFast runs one job at a time and samples progress every 10 ms.
+func progressFast(c *service.Config) { c.Workers = 1; c.ProgressInterval = 10 * time.Millisecond }
+
+// progressZip is a zip of 400 text entries, which a zip -> tar job counts (progress events).
+func progressZip(t *testing.T) []byte {
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	for i := range 400 {
+		w, err := zw.Create(fmt.Sprintf("entry-%04d.txt", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(bytes.Repeat([]byte(fmt.Sprintf("entry %04d, a line of text\n", i)), 1200))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return zb.Bytes()
 }

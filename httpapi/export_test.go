@@ -12,3 +12,10 @@ func (s *Server) SetAfterLogRead(hook func(jobID string)) {
 	}
 	s.afterLogRead.Store(&hook)
 }
+
+// ProgressReadsHeld is how many jobs' reads the streams' progress events keep (events.go).
+func (s *Server) ProgressReadsHeld() int {
+	s.progressReads.mu.Lock()
+	defer s.progressReads.mu.Unlock()
+	return len(s.progressReads.reads)
+}
