@@ -514,28 +514,33 @@ func TestAPI_AccountStreams_OneReadPerProgress(t *testing.T) {
 }
 
 // TestAPI_AccountStreams_FinishedJobsLeaveNoReads: the reads the streams share for progress
-// events do not pile up with finished jobs. Three jobs run one after another under two open
-// account streams; once both streams sent a job's final event, the node keeps no read of
-// it, though the progress source still held the job's last value when the next job's
-// progress woke the streams (which read it again, and kept that read, before).
+// events do not pile up with finished jobs. Two jobs run one after the other under two open
+// account streams; once both streams sent a job's final event, the node keeps no read of it,
+// though the second job's progress woke the streams while the progress source still held the
+// first job's last value (they read the finished job again, and kept that read, before).
+// Outside -short: about 0.5 s, several seconds under the race detector; OneReadPerProgress
+// takes the same path there.
 func TestAPI_AccountStreams_FinishedJobsLeaveNoReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two conversions with progress events (OneReadPerProgress sends final events too)")
+	}
 	e := testenv.Start(t, progressFast)
 	zipped := progressZip(t)
 	streams := []*stream{openStream(t, e, "/v1/events", e.Key, ""), openStream(t, e, "/v1/events", e.Key, "")}
 	api := e.Main.Handler().(*httpapi.Server)
-	progressed := 0
-	for k := range 3 {
+	for k := range 2 {
 		job := e.Convert(e.Key, "zip", "tar", zipped)
 		if job.Status != "succeeded" {
 			t.Fatalf("job %d: %s", k, job.Status)
 		}
+		progressed := 0
 		for _, s := range streams {
 			for {
 				ev, ok := s.next()
 				if !ok {
 					t.Fatal("a stream ended")
 				}
-				if ev.Type == client.EventJobProgress {
+				if ev.Type == client.EventJobProgress && ev.Job != nil && ev.Job.ID == job.ID {
 					progressed++
 				}
 				if ev.Type == client.EventJobSucceeded && ev.Job != nil && ev.Job.ID == job.ID {
@@ -543,12 +548,12 @@ func TestAPI_AccountStreams_FinishedJobsLeaveNoReads(t *testing.T) {
 				}
 			}
 		}
+		if progressed == 0 { // no read of the job was made or shared: nothing was tested
+			t.Fatalf("job %d: no progress event on the streams", k)
+		}
 		if held := api.ProgressReadsHeld(); held != 0 {
 			t.Fatalf("after %d finished jobs the node keeps %d progress reads, want 0", k+1, held)
 		}
-	}
-	if progressed == 0 {
-		t.Fatal("no progress event: the streams shared no read")
 	}
 }
 
