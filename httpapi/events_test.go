@@ -142,16 +142,7 @@ func TestAPI_JobEvents(t *testing.T) {
 	must(t, e.Upload(res.UploadURL, data), 200, "")
 	must(t, e.Start(e.Key, id), 200, "")
 	got := s.rest()
-	want := []string{"job.queued evt_" + id + "_queued", "job.running evt_" + id + "_running_1",
-		"job.succeeded " + store.WebhookEventID(id, "succeeded")}
-	if fmt.Sprint(eventIDs(got)) != fmt.Sprint(want) {
-		t.Fatalf("events %v, want %v", eventIDs(got), want)
-	}
-	for i, status := range []client.Status{"queued", "running", "succeeded"} {
-		if got[i].Job == nil || got[i].Job.ID != id || got[i].Job.Status != status || got[i].CreatedAt.IsZero() {
-			t.Fatalf("event %d carries %+v, want job %s %s", i, got[i].Job, id, status)
-		}
-	}
+	checkLifecycle(t, got, id)
 	if got[2].Job.Output == nil || got[2].Job.Output.URL == "" {
 		t.Fatalf("the succeeded event's job has no output URL: %+v", got[2].Job)
 	}
@@ -198,15 +189,21 @@ func TestAPI_JobEvents_FinishedBetweenReads(t *testing.T) {
 		t.Fatalf("job %s, want succeeded", j.Status)
 	}
 	releaseOnce.Do(func() { close(release) })
-	got := s.rest()
+	checkLifecycle(t, s.rest(), id)
+}
+
+// checkLifecycle fails unless evs are the job's queued, running (attempt 1) and succeeded
+// events with their ids, each carrying the job in that status, with its time.
+func checkLifecycle(t *testing.T, evs []client.Event, id string) {
+	t.Helper()
 	want := []string{"job.queued evt_" + id + "_queued", "job.running evt_" + id + "_running_1",
 		"job.succeeded " + store.WebhookEventID(id, "succeeded")}
-	if fmt.Sprint(eventIDs(got)) != fmt.Sprint(want) {
-		t.Fatalf("events %v, want %v", eventIDs(got), want)
+	if fmt.Sprint(eventIDs(evs)) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", eventIDs(evs), want)
 	}
 	for i, status := range []client.Status{"queued", "running", "succeeded"} {
-		if got[i].Job == nil || got[i].Job.ID != id || got[i].Job.Status != status {
-			t.Fatalf("event %d carries %+v, want job %s %s", i, got[i].Job, id, status)
+		if evs[i].Job == nil || evs[i].Job.ID != id || evs[i].Job.Status != status || evs[i].CreatedAt.IsZero() {
+			t.Fatalf("event %d carries %+v, want job %s %s", i, evs[i].Job, id, status)
 		}
 	}
 }
