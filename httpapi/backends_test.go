@@ -38,6 +38,7 @@ var backendSuite = []struct {
 	{"Batch_OpenArchive", TestAPI_Batch_OpenArchive},
 	{"Batch_Errors", TestAPI_Batch_Errors},
 	{"JobEvents", TestAPI_JobEvents},
+	{"JobEvents_FinishedBetweenReads", TestAPI_JobEvents_FinishedBetweenReads},
 	{"AccountEvents", TestAPI_AccountEvents},
 }
 

@@ -42,6 +42,8 @@ type ProgressSource interface {
 	WaitProgress(accountID string) (<-chan struct{}, func())
 	// AccountProgress calls fn for every job of the account with a known progress.
 	AccountProgress(accountID string, fn func(jobID string, attempt int, progress float64))
+	// Forget drops the job's progress: a stream sent its final event, so it has no more.
+	Forget(jobID string)
 }
 
 // Defaults of the event streams.
@@ -232,6 +234,9 @@ func (st *eventStream) catchUp(acct string) (done bool, err error) {
 	if st.jobID == "" {
 		return false, nil
 	}
+	if hook := st.s.afterLogRead.Load(); hook != nil {
+		(*hook)(st.jobID)
+	}
 	job, err := st.s.cfg.Store.Job(acct, st.jobID)
 	if err != nil {
 		return true, nil // expired meanwhile: nothing more will happen to it
@@ -318,7 +323,9 @@ func (st *eventStream) progress(acct string) error {
 // changes: the first stream to send a progress value reads the job, and every other stream
 // of the account sending that value uses the same read (or waits for it), so a change costs
 // one read per node, not one per stream. A stream that sends a job's final event drops the
-// job's read, so no stream sends a progress event after it from a read older than it.
+// job's read (and the job from the progress source, so no stream reads it again), so no
+// stream sends a progress event after it from a read older than it, and a finished job
+// leaves no read behind on a node whose streams follow it to its end.
 type progressReads struct {
 	mu    sync.Mutex
 	reads map[string]*progressRead // by account and job id: the read of its latest value
@@ -333,8 +340,13 @@ type progressRead struct {
 	err  error
 }
 
-// maxProgressReads bounds the reads kept: past it (jobs whose final event no stream of this
-// node sent) they are all dropped, and the next change of each reads its job again.
+// maxProgressReads bounds the reads kept: past it they are all dropped, and the next change
+// of each running job reads it again. Dropping a read at its job's final event does not bound
+// them alone, since that is done by this node's open streams only: a read stays when every
+// stream that followed the job here closed before it finished, when an account stream fell
+// further behind than the log keeps, or when a report of the job reached the source after a
+// stream here sent its final event and dropped it (on PostgreSQL a report published just
+// before the finish can arrive after the final event's notification: another connection).
 const maxProgressReads = 4096
 
 // job returns the account's job as read for its progress value text: read now by the first
@@ -396,7 +408,13 @@ func (st *eventStream) event(id, typ string, at time.Time, job store.Job) error 
 		}
 	}
 	if job.Finished() {
-		delete(st.percent, job.ID) // no more progress of it: the map holds running jobs only
+		// No more progress of it: the stream's map holds running jobs only, and the node's
+		// source and shared reads drop it, so no stream reads it again for a progress value
+		// its source still held (the source keeps a job's last value for store.ProgressTTL).
+		delete(st.percent, job.ID)
+		if st.s.cfg.Progress != nil {
+			st.s.cfg.Progress.Forget(job.ID)
+		}
 		st.s.progressReads.forget(job.AccountID, job.ID)
 	}
 	st.buf = append(append(append(st.buf, "event: "...), typ...), '\n')

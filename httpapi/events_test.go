@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -141,16 +142,7 @@ func TestAPI_JobEvents(t *testing.T) {
 	must(t, e.Upload(res.UploadURL, data), 200, "")
 	must(t, e.Start(e.Key, id), 200, "")
 	got := s.rest()
-	want := []string{"job.queued evt_" + id + "_queued", "job.running evt_" + id + "_running_1",
-		"job.succeeded " + store.WebhookEventID(id, "succeeded")}
-	if fmt.Sprint(eventIDs(got)) != fmt.Sprint(want) {
-		t.Fatalf("events %v, want %v", eventIDs(got), want)
-	}
-	for i, status := range []client.Status{"queued", "running", "succeeded"} {
-		if got[i].Job == nil || got[i].Job.ID != id || got[i].Job.Status != status || got[i].CreatedAt.IsZero() {
-			t.Fatalf("event %d carries %+v, want job %s %s", i, got[i].Job, id, status)
-		}
-	}
+	checkLifecycle(t, got, id)
 	if got[2].Job.Output == nil || got[2].Job.Output.URL == "" {
 		t.Fatalf("the succeeded event's job has no output URL: %+v", got[2].Job)
 	}
@@ -164,6 +156,55 @@ func TestAPI_JobEvents(t *testing.T) {
 	// An id of this job the log never held (well formed): the job's retained events again.
 	if rest := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "evt_"+id+"_running_9").rest(); len(rest) != 3 {
 		t.Fatalf("resumed after an unknown id of the job: %v, want its 3 events", eventIDs(rest))
+	}
+}
+
+// TestAPI_JobEvents_FinishedBetweenReads: a job stream reads the log, then the job; when the
+// job ran to its end between the two reads, the stream still sends what was logged meanwhile
+// (queued, running) before the final event, not the final event alone. A hook holds the
+// stream between its two reads while the job runs, so every run takes that path.
+func TestAPI_JobEvents_FinishedBetweenReads(t *testing.T) {
+	e := testenv.Start(t)
+	data := testenv.Sample(t, "images/sample.png")
+	res := e.Create(e.Key, "png", "jpeg", int64(len(data)))
+	id := res.Job.ID
+	must(t, e.Upload(res.UploadURL, data), 200, "")
+	api := e.Main.Handler().(*httpapi.Server)
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce, releaseOnce sync.Once
+	api.SetAfterLogRead(func(jobID string) {
+		if jobID == id {
+			holdOnce.Do(func() { close(held); <-release })
+		}
+	})
+	t.Cleanup(func() { api.SetAfterLogRead(nil); releaseOnce.Do(func() { close(release) }) })
+	s := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "")
+	select {
+	case <-held: // the stream read the log (nothing yet: the job is not started), not the job
+	case <-time.After(testenv.Scale(time.Minute)):
+		t.Fatal("the stream did not read the log within a minute")
+	}
+	must(t, e.Start(e.Key, id), 200, "")
+	if j := e.WaitFinished(e.Key, id); j.Status != "succeeded" {
+		t.Fatalf("job %s, want succeeded", j.Status)
+	}
+	releaseOnce.Do(func() { close(release) })
+	checkLifecycle(t, s.rest(), id)
+}
+
+// checkLifecycle fails unless evs are the job's queued, running (attempt 1) and succeeded
+// events with their ids, each carrying the job in that status, with its time.
+func checkLifecycle(t *testing.T, evs []client.Event, id string) {
+	t.Helper()
+	want := []string{"job.queued evt_" + id + "_queued", "job.running evt_" + id + "_running_1",
+		"job.succeeded " + store.WebhookEventID(id, "succeeded")}
+	if fmt.Sprint(eventIDs(evs)) != fmt.Sprint(want) {
+		t.Fatalf("events %v, want %v", eventIDs(evs), want)
+	}
+	for i, status := range []client.Status{"queued", "running", "succeeded"} {
+		if evs[i].Job == nil || evs[i].Job.ID != id || evs[i].Job.Status != status || evs[i].CreatedAt.IsZero() {
+			t.Fatalf("event %d carries %+v, want job %s %s", i, evs[i].Job, id, status)
+		}
 	}
 }
 
@@ -428,26 +469,15 @@ func TestAPI_JobProgress(t *testing.T) {
 // each progress change of a running job is one read of the job for all of them, not one per
 // stream; every stream still gets the progress events.
 func TestAPI_AccountStreams_OneReadPerProgress(t *testing.T) {
-	e := testenv.Start(t, func(c *service.Config) { c.Workers = 1; c.ProgressInterval = 10 * time.Millisecond })
-	var zb bytes.Buffer
-	zw := zip.NewWriter(&zb)
-	for i := range 400 {
-		w, err := zw.Create(fmt.Sprintf("entry-%04d.txt", i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write(bytes.Repeat([]byte(fmt.Sprintf("entry %04d, a line of text\n", i)), 1200))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	e := testenv.Start(t, progressFast)
+	zipped := progressZip(t)
 	streams := make([]*stream, 8)
 	for i := range streams {
 		streams[i] = openStream(t, e, "/v1/events", e.Key, "")
 	}
 	api := e.Main.Handler().(*httpapi.Server)
 	before := api.ProgressReads()
-	job := e.Convert(e.Key, "zip", "tar", zb.Bytes())
+	job := e.Convert(e.Key, "zip", "tar", zipped)
 	if job.Status != "succeeded" {
 		t.Fatalf("job %s", job.Status)
 	}
@@ -478,4 +508,68 @@ func TestAPI_AccountStreams_OneReadPerProgress(t *testing.T) {
 	if reads == 0 || reads > int64(len(seen))+2 {
 		t.Fatalf("%d job reads for %d progress values on %d streams: want one read per value", reads, len(seen), len(streams))
 	}
+}
+
+// TestAPI_AccountStreams_FinishedJobsLeaveNoReads: the reads the streams share for progress
+// events do not pile up with finished jobs. Two jobs run one after the other under two open
+// account streams; once both streams sent a job's final event, the node keeps no read of it,
+// though the second job's progress woke the streams while the progress source still held the
+// first job's last value (they read the finished job again, and kept that read, before).
+// Outside -short: about 0.5 s, several seconds under the race detector; OneReadPerProgress
+// takes the same path there.
+func TestAPI_AccountStreams_FinishedJobsLeaveNoReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: two conversions with progress events (OneReadPerProgress sends final events too)")
+	}
+	e := testenv.Start(t, progressFast)
+	zipped := progressZip(t)
+	streams := []*stream{openStream(t, e, "/v1/events", e.Key, ""), openStream(t, e, "/v1/events", e.Key, "")}
+	api := e.Main.Handler().(*httpapi.Server)
+	for k := range 2 {
+		job := e.Convert(e.Key, "zip", "tar", zipped)
+		if job.Status != "succeeded" {
+			t.Fatalf("job %d: %s", k, job.Status)
+		}
+		progressed := 0
+		for _, s := range streams {
+			for {
+				ev, ok := s.next()
+				if !ok {
+					t.Fatal("a stream ended")
+				}
+				if ev.Type == client.EventJobProgress && ev.Job != nil && ev.Job.ID == job.ID {
+					progressed++
+				}
+				if ev.Type == client.EventJobSucceeded && ev.Job != nil && ev.Job.ID == job.ID {
+					break
+				}
+			}
+		}
+		if progressed == 0 { // no read of the job was made or shared: nothing was tested
+			t.Fatalf("job %d: no progress event on the streams", k)
+		}
+		if held := api.ProgressReadsHeld(); held != 0 {
+			t.Fatalf("after %d finished jobs the node keeps %d progress reads, want 0", k+1, held)
+		}
+	}
+}
+
+// progressFast runs one job at a time and samples progress every 10 ms.
+func progressFast(c *service.Config) { c.Workers = 1; c.ProgressInterval = 10 * time.Millisecond }
+
+// progressZip is a zip of 400 text entries, which a zip -> tar job counts (progress events).
+func progressZip(t *testing.T) []byte {
+	var zb bytes.Buffer
+	zw := zip.NewWriter(&zb)
+	for i := range 400 {
+		w, err := zw.Create(fmt.Sprintf("entry-%04d.txt", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(bytes.Repeat([]byte(fmt.Sprintf("entry %04d, a line of text\n", i)), 1200))
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return zb.Bytes()
 }

@@ -180,8 +180,11 @@ type Server struct {
 	// progressReads shares the job read behind each progress change among the streams
 	// (events.go).
 	progressReads progressReads
-	csp           string // the web page's Content-Security-Policy
-	web           map[string]webAsset
+	// afterLogRead, when set (by tests only: export_test.go), is called by a job stream
+	// between its read of the log and its read of the job (events.go).
+	afterLogRead atomic.Pointer[func(jobID string)]
+	csp          string // the web page's Content-Security-Policy
+	web          map[string]webAsset
 }
 
 // New builds a Server.

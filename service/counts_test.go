@@ -14,6 +14,7 @@ import (
 	"github.com/convsvc/convsvc/client"
 	"github.com/convsvc/convsvc/httpapi"
 	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/internal/testing/testpdf"
 	"github.com/convsvc/convsvc/service"
 )
 
@@ -110,26 +111,12 @@ func manyPagePDF(n int) []byte {
 		for k := range 60 {
 			fmt.Fprintf(&content, "%.2f %.2f %.2f rg %d %d 600 13 re f\n", float64((i+k)%7)/7, float64(k%5)/5, float64(k%3)/3, 6, k*13)
 		}
-		c := content.String()
 		kids = append(kids, fmt.Sprintf("%d 0 R", len(objs)+1))
 		objs = append(objs, fmt.Sprintf("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>", len(objs)+2),
-			fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(c), c))
+			testpdf.Stream(content.String()))
 	}
 	objs[1] = fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", strings.Join(kids, " "), n)
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
+	return testpdf.PDF(objs...)
 }
 
 // photoJPEG is a w x h JPEG of smooth gradients with fine texture, photo-like enough that

@@ -78,7 +78,7 @@ func (h *ProgressHub) set(account, jobID string, attempt int, value float64) boo
 	return true
 }
 
-// Forget drops a job's progress (it finished on this node).
+// Forget drops a job's progress (it finished: an event stream sent its final event).
 func (h *ProgressHub) Forget(jobID string) {
 	h.mu.Lock()
 	delete(h.jobs, jobID)

@@ -14,6 +14,8 @@ import (
 
 	"codeberg.org/go-pdf/fpdf"
 	"golang.org/x/image/font/gofont/goregular"
+
+	"github.com/convsvc/convsvc/internal/testing/testpdf"
 )
 
 // TestGenerateDocumentSamples rewrites the generated document samples (sample.pdf,
@@ -47,8 +49,8 @@ func TestGenerateDocumentSamples(t *testing.T) {
 	write(hostile, "doc-nested-lists.md", docNestedListsMarkdown(5<<20))
 	write(hostile, "doc-nested-lists-4m.md", docNestedListsMarkdown(MaxMarkdownBytes-100))
 	write(hostile, "doc-emphasis.md", []byte(strings.Repeat("*a_ ", (MaxMarkdownBytes-100)/4)))
-	write(hostile, "doc-huge-page-count.pdf", docRawPDF(docHugePageCountObjects))
-	write(hostile, "doc-huge-page.pdf", docRawPDF(docHugePageObjects))
+	write(hostile, "doc-huge-page-count.pdf", testpdf.PDF(docHugePageCountObjects...))
+	write(hostile, "doc-huge-page.pdf", testpdf.PDF(docHugePageObjects...))
 	write(hostile, "doc-truncated.pdf", samplePDF[:len(samplePDF)/2])
 	write(hostile, "doc-render-bomb.pdf", docRenderBombPDF(t))
 	write(hostile, "doc-password.pdf", docGenPasswordPDF(t))
@@ -141,35 +143,12 @@ func docGenPasswordPDF(t *testing.T) []byte {
 	return buf.Bytes()
 }
 
-// docRawPDF builds a PDF from object bodies (numbered from 1; object 1 is the catalog) with a
-// correct cross-reference table.
-func docRawPDF(objects []string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-	offsets := make([]int, len(objects))
-	for i, o := range objects {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objects)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, xref)
-	return b.Bytes()
-}
-
-func docPDFStream(content string) string {
-	return fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content)
-}
-
 // docHugePageCountObjects claim two billion pages in a tree that holds one.
 var docHugePageCountObjects = []string{
 	"<< /Type /Catalog /Pages 2 0 R >>",
 	"<< /Type /Pages /Kids [3 0 R] /Count 2000000000 >>",
 	"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R >>",
-	docPDFStream("0 0 1 rg 10 10 50 50 re f"),
+	testpdf.Stream("0 0 1 rg 10 10 50 50 re f"),
 }
 
 // docHugePageObjects has a page of 200 x 200 inches: 900 megapixels at 150 dpi.
@@ -177,7 +156,7 @@ var docHugePageObjects = []string{
 	"<< /Type /Catalog /Pages 2 0 R >>",
 	"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 	"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 14400 14400] /Contents 4 0 R >>",
-	docPDFStream("0 0 1 rg 10 10 50 50 re f"),
+	testpdf.Stream("0 0 1 rg 10 10 50 50 re f"),
 }
 
 // docRenderBombPDF is a tiny PDF whose page draws a form that draws a form ... four levels of
@@ -193,15 +172,15 @@ func docRenderBombPDF(t *testing.T) []byte {
 	form := func(content, res string) string {
 		return fmt.Sprintf("<< /Type /XObject /Subtype /Form /BBox [0 0 200 200] %s /Length %d >>\nstream\n%s\nendstream", res, len(content), content)
 	}
-	return docRawPDF([]string{
+	return testpdf.PDF(
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Resources << /XObject << /D 7 0 R >> >> /Contents 4 0 R >>",
-		docPDFStream(call("D")),
+		testpdf.Stream(call("D")),
 		form(leaf.String(), ""),
 		form(call("A"), "/Resources << /XObject << /A 5 0 R >> >>"),
 		form(call("B"), "/Resources << /XObject << /B 6 0 R >> >>"),
-	})
+	)
 }
 
 func docPNGHeader() []byte {

@@ -22,6 +22,7 @@ import (
 	convimage "github.com/convsvc/convsvc/convert/image"
 	"github.com/convsvc/convsvc/convert/internal/convtest"
 	"github.com/convsvc/convsvc/internal/cputime"
+	"github.com/convsvc/convsvc/internal/testing/testpdf"
 )
 
 // TestPDF_Render renders pages of the sample (A5 portrait pages and an A5-ish landscape one)
@@ -256,12 +257,12 @@ func TestPDF_InstanceSeesNoFiles(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("SECRET-CONTENT"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pdf := docRawPDF([]string{
+	pdf := testpdf.PDF(
 		"<< /Type /Catalog /Pages 2 0 R >>",
 		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
 		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 100] /Contents 4 0 R >>",
-		"<< /Length 0 /F (" + secret + ") >>\nstream\n\nendstream",
-	})
+		"<< /Length 0 /F ("+secret+") >>\nstream\n\nendstream",
+	)
 	out, err := docConvertData(t, docCatalog(), fmtPDF, fmtTXT, pdf, convert.Options{})
 	if err != nil && !errors.As(err, new(*convert.Error)) {
 		t.Fatal(err)
