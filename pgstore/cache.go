@@ -346,12 +346,3 @@ func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit b
 	s.signal(job.ID)
 	return job, hit, nil
 }
-
-// setCacheBase records the cache base of a job the create function inserted (it knows nothing
-// of the cache), or clears it ("") for a job the start function queued with an unchecked
-// input_sha256. A crash before it leaves the job out of the cache, or (the second case, where
-// object storage reports no hash) in it with an unchecked hash.
-func (s *Store) setCacheBase(ctx context.Context, jobID, base string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE jobs SET cache_base = nullif($2, '') WHERE id = $1`, jobID, base)
-	return err
-}
