@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -323,6 +324,16 @@ func endFlight(ctx context.Context, tx pgx.Tx, job store.Job) error {
 func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if job, err := s.finishFromCacheCall(ctx, jobID, attempt); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, false, wrap("finish from cache", err)
+		}
+		if hit = job.Status == store.StatusSucceeded; hit {
+			s.reportFinished([]store.Job{job})
+		}
+		s.signal(job.ID)
+		return job, hit, nil
+	}
 	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
 		hit = false

@@ -247,23 +247,34 @@ func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err e
 	s.claimTurn.Lock()
 	last := s.claimTurn.last
 	s.claimTurn.Unlock()
-	var waitFor *string
-	job, err = s.callHit(ctx, []any{&waitFor}, `SELECT `+jobCols+`, c.o_wait_for
-		FROM convsvc_claim_job($1, $2, $3, $4, $5) c CROSS JOIN LATERAL (SELECT (c.o_job).*) j`,
-		last, s.opts.NodeID, micros(s.opts.Lease), s.opts.hitCents())
+	job, err = s.callFlight(ctx, `convsvc_claim_job($1, $2, $3, $4, $5)`, last, s.opts.NodeID, micros(s.opts.Lease), s.opts.hitCents())
 	switch {
 	case err == store.ErrNotFound:
 		return store.Job{}, false, nil
 	case err != nil:
 		return store.Job{}, false, err
 	}
-	if waitFor != nil {
-		job.WaitFor = *waitFor
-	}
 	s.claimTurn.Lock()
 	s.claimTurn.last = job.AccountID
 	s.claimTurn.Unlock()
 	return job, true, nil
+}
+
+// callFlight is callHit for a function returning (o_job jobs, o_wait_for text): the job, with
+// WaitFor set from o_wait_for.
+func (s *Store) callFlight(ctx context.Context, call string, args ...any) (store.Job, error) {
+	var waitFor *string
+	job, err := s.callHit(ctx, []any{&waitFor}, `SELECT `+jobCols+`, c.o_wait_for FROM `+call+` c
+		CROSS JOIN LATERAL (SELECT (c.o_job).*) j`, args...)
+	if err == nil && waitFor != nil {
+		job.WaitFor = *waitFor
+	}
+	return job, err
+}
+
+// finishFromCacheCall is FinishFromCache in one round trip.
+func (s *Store) finishFromCacheCall(ctx context.Context, jobID string, attempt int) (store.Job, error) {
+	return s.callFlight(ctx, `convsvc_finish_from_cache($1, $2, $3, $4)`, jobID, attempt, s.opts.hitCents())
 }
 
 // finishJobCall is FinishJob in one round trip, for the outcomes it takes (a success with its

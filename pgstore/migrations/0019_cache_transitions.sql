@@ -99,6 +99,61 @@ BEGIN
     RETURN v_job;
 END $$;
 
+-- convsvc_cache_flight is cache.go's flight for a job just claimed (running), whose account's
+-- row the caller holds: under the key's advisory lock, one statement reads both the entry and
+-- who converts the key (one snapshot after the lock was granted, so a twin's finish is seen
+-- whole or not at all). An entry answers the job (o_job succeeded, charged p_price); else a
+-- twin converting sets o_wait_for (single flight); else the job becomes the key's converter.
+CREATE FUNCTION convsvc_cache_flight(p_job jobs, p_price bigint, p_deliveries_in_go boolean, OUT o_job jobs, OUT o_wait_for text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_key text := convsvc_cache_key(p_job.cache_base, p_job.input_sha256); v_cached boolean; v_entry cache_entries;
+BEGIN
+    o_job := p_job;
+    IF v_key IS NULL THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock(1668677654, hashtext(v_key)); -- pgstore.lockCacheKey
+    SELECT EXISTS (SELECT 1 FROM cache_entries WHERE key = v_key),
+            (SELECT i.job_id FROM cache_inflight i JOIN jobs j ON j.id = i.job_id
+                WHERE i.key = v_key AND j.status = 'running' AND i.job_id <> p_job.id)
+        INTO v_cached, o_wait_for;
+    IF v_cached THEN
+        v_entry := convsvc_cache_take(p_job, p_price);
+        IF v_entry.key IS NOT NULL THEN
+            o_job := convsvc_finish_hit(p_job, v_entry, p_price, p_deliveries_in_go);
+            o_wait_for := NULL;
+            RETURN;
+        END IF;
+    END IF;
+    IF o_wait_for IS NULL THEN
+        INSERT INTO cache_inflight (key, job_id) VALUES (v_key, p_job.id)
+            ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id;
+    END IF;
+END $$;
+
+-- convsvc_finish_from_cache is FinishFromCache: a running attempt that waited for its twin
+-- (o_wait_for) is answered from the cache, or waits for another twin, or converts, as
+-- convsvc_cache_flight says, its account's row locked first.
+CREATE FUNCTION convsvc_finish_from_cache(p_job text, p_attempt integer, p_price bigint, p_deliveries_in_go boolean,
+    OUT o_job jobs, OUT o_wait_for text)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_job jobs; v_flight record;
+BEGIN
+    SELECT * INTO v_job FROM jobs WHERE id = p_job FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % not found', p_job USING ERRCODE = 'CV404';
+    END IF;
+    IF v_job.status <> 'running' OR v_job.attempt <> p_attempt THEN
+        RAISE EXCEPTION 'job is % (attempt %), not running attempt %', v_job.status, v_job.attempt, p_attempt USING ERRCODE = 'CV409';
+    END IF;
+    PERFORM 1 FROM accounts WHERE id = v_job.account_id FOR UPDATE; -- pgstore.lockAccount
+    SELECT * INTO v_flight FROM convsvc_cache_flight(v_job, p_price, p_deliveries_in_go);
+    o_job := v_flight.o_job;
+    o_wait_for := v_flight.o_wait_for;
+END $$;
+
 -- convsvc_create_job with the cache: CreateJob without an Idempotency-Key, recording the
 -- job's input_sha256 and cache base; a created job whose key has an entry is answered from it
 -- at once (succeeded, charged p_price).
@@ -198,16 +253,16 @@ BEGIN
 END $$;
 
 -- convsvc_claim_job with the cache: 0015's fair walk, and for a job with a cache key its
--- account's row locked before the status change, then the key's flight (cache.go's flight,
--- under the key's advisory lock, one snapshot of the entry and who converts): a hit answers
--- the job at once (o_job succeeded: the caller claims again, in a transaction of its own), a
--- twin converting sets o_wait_for, else the job becomes the key's converter.
+-- account's row locked before the status change, then the key's flight
+-- (convsvc_cache_flight): a hit answers the job at once (o_job succeeded: the caller claims
+-- again, in a transaction of its own), a twin converting sets o_wait_for, else the job
+-- becomes the key's converter.
 CREATE FUNCTION convsvc_claim_job(p_last text, p_node text, p_lease_us bigint, p_price bigint, p_deliveries_in_go boolean,
     OUT o_job jobs, OUT o_wait_for text)
 RETURNS SETOF record LANGUAGE plpgsql AS $$
 DECLARE
     v_after text := p_last COLLATE "C"; v_wrapped boolean := false; v_acct text; v_max bigint; v_running bigint; v_job jobs;
-    v_key text; v_cached boolean; v_holder text; v_entry cache_entries;
+    v_key text; v_flight record;
 BEGIN
     LOOP
         SELECT * INTO v_job FROM jobs WHERE status = 'queued' AND account_id COLLATE "C" = (
@@ -242,25 +297,9 @@ BEGIN
                 PERFORM convsvc_queue_notify('j:' || v_job.id);
                 o_job := v_job;
                 IF v_key IS NOT NULL THEN
-                    PERFORM pg_advisory_xact_lock(1668677654, hashtext(v_key)); -- pgstore.lockCacheKey
-                    SELECT EXISTS (SELECT 1 FROM cache_entries WHERE key = v_key),
-                            (SELECT i.job_id FROM cache_inflight i JOIN jobs j ON j.id = i.job_id
-                                WHERE i.key = v_key AND j.status = 'running' AND i.job_id <> v_job.id)
-                        INTO v_cached, v_holder;
-                    IF v_cached THEN
-                        v_entry := convsvc_cache_take(v_job, p_price);
-                        IF v_entry.key IS NOT NULL THEN
-                            o_job := convsvc_finish_hit(v_job, v_entry, p_price, p_deliveries_in_go);
-                            RETURN NEXT;
-                            RETURN;
-                        END IF;
-                    END IF;
-                    IF v_holder IS NOT NULL THEN
-                        o_wait_for := v_holder;
-                    ELSE
-                        INSERT INTO cache_inflight (key, job_id) VALUES (v_key, v_job.id)
-                            ON CONFLICT (key) DO UPDATE SET job_id = excluded.job_id;
-                    END IF;
+                    SELECT * INTO v_flight FROM convsvc_cache_flight(v_job, p_price, p_deliveries_in_go);
+                    o_job := v_flight.o_job;
+                    o_wait_for := v_flight.o_wait_for;
                 END IF;
                 RETURN NEXT;
                 RETURN;
