@@ -16,9 +16,18 @@ import (
 // change in one UPSERT, and claims of one key serialise on an advisory lock (flight), so
 // hits, stores, evictions and single flight are exact on any node.
 //
+// The hot paths run as the transition functions of migration 0019 (transitions.go): a create
+// or start answered from the cache (convsvc_cache_take, convsvc_finish_hit), a claim's flight
+// and FinishFromCache (convsvc_cache_flight), and a finish that stores its entry and evicts
+// (convsvc_finish_job), each one round trip. They are this file's Go functions statement for
+// statement; the Go transactions remain for what the functions leave to Go (CVFB0: a size or
+// checksum mismatch, an expired job, a batch's last job, an Idempotency-Key) and for the
+// previous release's nodes during an upgrade, and the expiry's (releaseOutputs) and
+// DropCacheEntry are Go only.
+//
 // Lock order. Every transaction that touches the cache takes its locks in this order (the
 // Go transactions here and in jobs.go, and the transition functions of migrations 0015 and
-// 0018), so identical jobs started, claimed and finished at once on several nodes never
+// 0019), so identical jobs started, claimed and finished at once on several nodes never
 // deadlock (RunCacheAcrossNodes):
 //
 //  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
