@@ -10,13 +10,24 @@
 -- keeps working beside these during a rolling upgrade (its cache-keyed jobs take its Go
 -- transactions, as before). SQLSTATEs as in 0015: CVFB0 leaves the case to Go having changed
 -- nothing, CVWH0 asks for webhook deliveries recorded by Go in the same transaction.
+--
+-- Their notifications go out with the transaction (pg_notify), not after it as 0015's do
+-- (convsvc_queue_notify): every case that notifies here changes the job's status, and 0017's
+-- event trigger then calls pg_notify in the transaction anyway, so its commit takes the
+-- notification lock whatever these do; sending the payloads after the commit only added a
+-- second transaction, which notifying gives an XID, and so a second WAL flush under that lock.
 
 -- convsvc_cache_key is store.CacheKey: the hex SHA-256 of the cache base, a NUL byte and the
 -- input's SHA-256; NULL when the job takes no part in the cache (store.CacheKeyOf's "").
-CREATE FUNCTION convsvc_cache_key(p_base text, p_sha text) RETURNS text LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN coalesce(p_base, '') = '' OR coalesce(p_sha, '') = '' THEN NULL
-        ELSE encode(sha256(convert_to(p_base, 'UTF8') || '\x00'::bytea || convert_to(p_sha, 'UTF8')), 'hex') END
-$$;
+-- (PL/pgSQL, not SQL: convert_to is only stable, so an SQL function would not be inlined and
+-- would be planned again at every call.)
+CREATE FUNCTION convsvc_cache_key(p_base text, p_sha text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF coalesce(p_base, '') = '' OR coalesce(p_sha, '') = '' THEN
+        RETURN NULL;
+    END IF;
+    RETURN encode(sha256(convert_to(p_base, 'UTF8') || '\x00'::bytea || convert_to(p_sha, 'UTF8')), 'hex');
+END $$;
 
 -- convsvc_cache_take is takeCached: the key's entry, marked used, with the job's reference
 -- added; NULL (no hit) when there is no entry, or when a price above 1 cent does not fit under
@@ -72,7 +83,7 @@ BEGIN
     IF FOUND AND v_unfinished = 0 THEN
         RAISE EXCEPTION 'finishes its batch' USING ERRCODE = 'CVFB0';
     END IF;
-    PERFORM convsvc_queue_notify('j:' || p_job.id);
+    PERFORM pg_notify('convsvc', 'j:' || p_job.id);
 END $$;
 
 -- convsvc_finish_hit is finish(succeeded) of a job answered from the cache entry p_entry
@@ -193,8 +204,8 @@ BEGIN
         END IF;
     END IF;
     IF p_status = 'queued' THEN
-        PERFORM convsvc_queue_notify('j:' || v_job.id);
-        PERFORM convsvc_queue_notify('q:' || v_job.id);
+        PERFORM pg_notify('convsvc', 'j:' || v_job.id);
+        PERFORM pg_notify('convsvc', 'q:' || v_job.id);
     END IF;
     RETURN v_job;
 END $$;
@@ -247,8 +258,8 @@ BEGIN
     UPDATE jobs SET status = 'queued', started_at = now(), upload_size = p_up_size, upload_etag = p_up_etag,
             upload_version_id = p_up_version, input_sha256 = nullif(v_job.input_sha256, ''), cache_base = nullif(v_job.cache_base, '')
         WHERE id = p_job RETURNING * INTO v_job;
-    PERFORM convsvc_queue_notify('j:' || v_job.id);
-    PERFORM convsvc_queue_notify('q:' || v_job.id);
+    PERFORM pg_notify('convsvc', 'j:' || v_job.id);
+    PERFORM pg_notify('convsvc', 'q:' || v_job.id);
     RETURN v_job;
 END $$;
 
@@ -294,7 +305,7 @@ BEGIN
                 UPDATE jobs SET status = 'running', attempt = attempt + 1, lease_owner = p_node,
                         lease_expires_at = clock_timestamp() + p_lease_us * interval '1 microsecond'
                     WHERE id = v_job.id RETURNING * INTO v_job;
-                PERFORM convsvc_queue_notify('j:' || v_job.id);
+                PERFORM pg_notify('convsvc', 'j:' || v_job.id);
                 o_job := v_job;
                 IF v_key IS NOT NULL THEN
                     SELECT * INTO v_flight FROM convsvc_cache_flight(v_job, p_price, p_deliveries_in_go);
