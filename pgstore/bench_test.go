@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,16 +190,21 @@ func BenchmarkCacheHitCreateStart64(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			var wg sync.WaitGroup
+			var creating, starting atomic.Int64
 			work := make(chan struct{}, g)
 			for i := range g {
 				wg.Go(func() {
 					a := accts[i]
 					p := store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}
 					for range work {
+						t0 := time.Now()
 						j, _, err := s.CreateJob(p, noRender)
+						t1 := time.Now()
 						if err == nil {
 							j, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})
 						}
+						creating.Add(int64(t1.Sub(t0)))
+						starting.Add(int64(time.Since(t1)))
 						if err == nil && j.Status != store.StatusSucceeded {
 							err = fmt.Errorf("start of job %s: %s, want a hit", j.ID, j.Status)
 						}
@@ -215,6 +221,8 @@ func BenchmarkCacheHitCreateStart64(b *testing.B) {
 			close(work)
 			wg.Wait()
 			b.ReportMetric(float64(s.Retried())/float64(b.N), "retries/op")
+			b.ReportMetric(float64(creating.Load())/1e6/float64(b.N), "create-ms/op")
+			b.ReportMetric(float64(starting.Load())/1e6/float64(b.N), "start-ms/op")
 		})
 	}
 }

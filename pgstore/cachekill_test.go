@@ -15,8 +15,8 @@ import (
 
 // TestCache_NodeKilledMidTransition: a node killed in the middle of a cache-keyed transition
 // function (its connection gone after the call, before COMMIT) leaves nothing of it: the
-// finish that would store the key's entry and end its flight, and the start that would answer
-// a twin from that entry, each leave the job, the account's cents, the entry, its references,
+// finish that would store the key's entry and end its flight, and the claim that would answer
+// a queued twin from that entry, each leave the job, the account's cents, the entry, its references,
 // the totals and the in-flight row as they were (VerifyLedger), and another node then runs
 // the same transition whole.
 func TestCache_NodeKilledMidTransition(t *testing.T) {
@@ -42,7 +42,11 @@ func TestCache_NodeKilledMidTransition(t *testing.T) {
 	if a, _, err = s.ClaimJob(); err != nil {
 		t.Fatal(err)
 	}
-	twin := created()
+	twin, _, err := s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10, CacheBase: base,
+		InputSHA256: sha, SourceURL: "https://example.com/in.png"}, noRender)
+	if err != nil {
+		t.Fatal(err)
+	}
 	admin, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)
@@ -101,14 +105,17 @@ func TestCache_NodeKilledMidTransition(t *testing.T) {
 	}
 	unchanged("the finish", 1, 0)
 
-	killedIn(`SELECT 1 FROM convsvc_start_job($1, $2, 10, NULL, NULL, NULL, $3, 1, false)`, acct.ID, twin.ID, sha)
-	unchanged("a hit at start killed", 1, 0)
+	killedIn(`SELECT 1 FROM convsvc_claim_job('', 'dying', 60000000, 1, false)`)
+	unchanged("a hit at claim killed", 1, 0)
 	ledger(t, s, acct.ID, 1, 1)
 	if held, err := s.OutputHeld(a.ID); err != nil || held {
 		t.Fatalf("A's output held after the killed hit: %v %v, want no reference", held, err)
 	}
-	if twin, err = s.StartSealedJob(acct.ID, twin.ID, store.Upload{Size: 10, SHA256: sha}); err != nil || twin.Status != store.StatusSucceeded || !twin.Output.Cached {
-		t.Fatalf("start on the survivor: %+v %v", twin, err)
+	if j, ok, err := s.ClaimJob(); err != nil || ok {
+		t.Fatalf("claim on the survivor: %+v %v %v, want the twin answered from the cache", j, ok, err)
+	}
+	if twin, err = s.Job(acct.ID, twin.ID); err != nil || twin.Status != store.StatusSucceeded || !twin.Output.Cached {
+		t.Fatalf("twin after the survivor's claim: %+v %v", twin, err)
 	}
 	unchanged("the hit", 1, 0)
 	ledger(t, s, acct.ID, 0, 2)
