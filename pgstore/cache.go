@@ -17,11 +17,12 @@ import (
 // hits, stores, evictions and single flight are exact on any node.
 //
 // The hot paths run as the transition functions of migration 0019 (transitions.go): a create
-// or start answered from the cache (convsvc_cache_take, convsvc_finish_hit), a claim's flight
-// and FinishFromCache (convsvc_cache_flight), and a finish that stores its entry and evicts
-// (convsvc_finish_job), each one round trip. They are this file's Go functions statement for
-// statement; the Go transactions remain for what the functions leave to Go (CVFB0: a size or
-// checksum mismatch, an expired job, a batch's last job, an Idempotency-Key) and for the
+// answered from the cache (convsvc_cache_take, convsvc_finish_hit), a start that queues with
+// the key, a claim's flight and FinishFromCache (convsvc_cache_flight), and a finish that
+// stores its entry and evicts (convsvc_finish_job), each one round trip. They are this file's
+// Go functions statement for statement; the Go transactions remain for what the functions
+// leave to Go (CVFB0: a hit at start, which measured slower in the function, a size or
+// checksum mismatch, an expired job, a batch's last job; an Idempotency-Key) and for the
 // previous release's nodes during an upgrade, and the expiry's (releaseOutputs) and
 // DropCacheEntry are Go only.
 //
