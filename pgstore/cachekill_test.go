@@ -78,6 +78,22 @@ func TestCache_NodeKilledMidTransition(t *testing.T) {
 		if err := tx.Commit(ctx); err == nil {
 			t.Fatal("a terminated backend's transaction committed")
 		}
+		// The backend exits, rolling back and releasing its locks, after the signal: wait for
+		// it to be gone, or a claim would pass the job it still locks (SKIP LOCKED).
+		for {
+			var alive bool
+			if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`, pid).Scan(&alive); err != nil {
+				t.Fatal(err)
+			}
+			if !alive {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal("the terminated backend never exited")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 	}
 	unchanged := func(what string, wantEntries int64, wantInflight int) {
 		t.Helper()
