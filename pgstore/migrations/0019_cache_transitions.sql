@@ -143,6 +143,23 @@ BEGIN
     END IF;
 END $$;
 
+-- convsvc_lock_running locks the job's row and returns it, refusing with CV404 when there is
+-- none and CV409 unless it is running attempt p_attempt (FinishJob's and FinishFromCache's
+-- first step).
+CREATE FUNCTION convsvc_lock_running(p_job text, p_attempt integer) RETURNS jobs LANGUAGE plpgsql AS $$
+DECLARE
+    v_job jobs;
+BEGIN
+    SELECT * INTO v_job FROM jobs WHERE id = p_job FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % not found', p_job USING ERRCODE = 'CV404';
+    END IF;
+    IF v_job.status <> 'running' OR v_job.attempt <> p_attempt THEN
+        RAISE EXCEPTION 'job is % (attempt %), not running attempt %', v_job.status, v_job.attempt, p_attempt USING ERRCODE = 'CV409';
+    END IF;
+    RETURN v_job;
+END $$;
+
 -- convsvc_finish_from_cache is FinishFromCache: a running attempt that waited for its twin
 -- (o_wait_for) is answered from the cache, or waits for another twin, or converts, as
 -- convsvc_cache_flight says, its account's row locked first.
@@ -152,13 +169,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_job jobs; v_flight record;
 BEGIN
-    SELECT * INTO v_job FROM jobs WHERE id = p_job FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % not found', p_job USING ERRCODE = 'CV404';
-    END IF;
-    IF v_job.status <> 'running' OR v_job.attempt <> p_attempt THEN
-        RAISE EXCEPTION 'job is % (attempt %), not running attempt %', v_job.status, v_job.attempt, p_attempt USING ERRCODE = 'CV409';
-    END IF;
+    v_job := convsvc_lock_running(p_job, p_attempt);
     PERFORM 1 FROM accounts WHERE id = v_job.account_id FOR UPDATE; -- pgstore.lockAccount
     SELECT * INTO v_flight FROM convsvc_cache_flight(v_job, p_price, p_deliveries_in_go);
     o_job := v_flight.o_job;
@@ -346,13 +357,7 @@ RETURNS jobs LANGUAGE plpgsql AS $$
 DECLARE
     v_job jobs; v_key text; v_total bigint; v_old text; v_freed bigint;
 BEGIN
-    SELECT * INTO v_job FROM jobs WHERE id = p_job FOR UPDATE;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'job % not found', p_job USING ERRCODE = 'CV404';
-    END IF;
-    IF v_job.status <> 'running' OR v_job.attempt <> p_attempt THEN
-        RAISE EXCEPTION 'job is % (attempt %), not running attempt %', v_job.status, v_job.attempt, p_attempt USING ERRCODE = 'CV409';
-    END IF;
+    v_job := convsvc_lock_running(p_job, p_attempt);
     IF v_job.expires_at <= now() THEN
         RAISE EXCEPTION 'expired: left to Go' USING ERRCODE = 'CVFB0';
     END IF;
