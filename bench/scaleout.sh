@@ -11,7 +11,10 @@
 # (-clients, -duration, -only, ...). Run from the module root as root or as a user that may run
 # postgres:
 #
-#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3]
+#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN]
+#
+# -versus BIN runs each contender again with another convsvc binary (main's, say) on the same
+# PostgreSQL, so a change and its base are compared in one run, beside one pgbench.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }

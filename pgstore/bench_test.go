@@ -2,7 +2,10 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,18 +61,25 @@ func BenchmarkCreateStartParallel64(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	fanOut(b, g, func(i int) error {
+		a := accts[i]
+		j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 100}, noRender)
+		if err == nil {
+			_, err = s.StartJob(a.ID, j.ID, 100)
+		}
+		return err
+	})
+}
+
+// fanOut runs b.N calls of op over g goroutines, goroutine i calling op(i) for each of its
+// share; the first error stops that goroutine and fails b.
+func fanOut(b *testing.B, g int, op func(i int) error) {
 	var wg sync.WaitGroup
 	work := make(chan struct{}, g)
 	for i := range g {
 		wg.Go(func() {
-			a := accts[i]
-			p := store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 100}
 			for range work {
-				j, _, err := s.CreateJob(p, noRender)
-				if err == nil {
-					_, err = s.StartJob(a.ID, j.ID, 100)
-				}
-				if err != nil {
+				if err := op(i); err != nil {
 					b.Error(err)
 					return
 				}
@@ -144,4 +154,67 @@ func BenchmarkListJobsByStatus(b *testing.B) {
 	}
 	run("running-without-index", running, 1, true)
 	run("failed-without-index", failed, 0, false)
+}
+
+// BenchmarkCacheHitCreateStart64 is BenchmarkCreateStartParallel64 with the conversion cache:
+// 64 accounts, each with its key's entry (one job converted first), create and start jobs of
+// that key at once, every start a hit; on the transition functions (migration 0019, whose
+// start finds the entry and leaves the hit to Go) and on the Go transactions.
+func BenchmarkCacheHitCreateStart64(b *testing.B) {
+	for _, goTx := range []bool{false, true} {
+		name := "functions"
+		if goTx {
+			name = "go"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := open(b, testpg.NewDatabase(b), pgstore.Options{MaxConns: 16})
+			if goTx {
+				s.UseGoTransitions()
+			}
+			const g, base = 64, "png>gif;bench"
+			sha := strings.Repeat("e", 64)
+			accts := make([]store.Account, g)
+			for i := range accts {
+				a, err := s.CreateAccount("bench", 1<<40)
+				if err != nil {
+					b.Fatal(err)
+				}
+				accts[i] = a
+				j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}, noRender)
+				if err == nil {
+					_, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})
+				}
+				if err == nil {
+					j, _, err = s.ClaimJob()
+				}
+				if err == nil {
+					_, err = s.FinishJob(j.ID, j.Attempt, store.Outcome{Output: &store.Output{Bytes: 1, SHA256: sha}})
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			var creating, starting atomic.Int64
+			fanOut(b, g, func(i int) error {
+				a := accts[i]
+				t0 := time.Now()
+				j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}, noRender)
+				t1 := time.Now()
+				if err == nil {
+					j, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})
+				}
+				creating.Add(int64(t1.Sub(t0)))
+				starting.Add(int64(time.Since(t1)))
+				if err == nil && j.Status != store.StatusSucceeded {
+					err = fmt.Errorf("start of job %s: %s, want a hit", j.ID, j.Status)
+				}
+				return err
+			})
+			b.ReportMetric(float64(s.Retried())/float64(b.N), "retries/op")
+			b.ReportMetric(float64(creating.Load())/1e6/float64(b.N), "create-ms/op")
+			b.ReportMetric(float64(starting.Load())/1e6/float64(b.N), "start-ms/op")
+		})
+	}
 }

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -15,9 +16,19 @@ import (
 // change in one UPSERT, and claims of one key serialise on an advisory lock (flight), so
 // hits, stores, evictions and single flight are exact on any node.
 //
+// The hot paths run as the transition functions of migration 0019 (transitions.go): a create
+// answered from the cache (convsvc_cache_take, convsvc_finish_hit), a start that queues with
+// the key, a claim's flight and FinishFromCache (convsvc_cache_flight), and a finish that
+// stores its entry and evicts (convsvc_finish_job), each one round trip. They are this file's
+// Go functions statement for statement; the Go transactions remain for what the functions
+// leave to Go (CVFB0: a hit at start, which measured slower in the function, a size or
+// checksum mismatch, an expired job, a batch's last job; an Idempotency-Key) and for the
+// previous release's nodes during an upgrade, and the expiry's (releaseOutputs) and
+// DropCacheEntry are Go only.
+//
 // Lock order. Every transaction that touches the cache takes its locks in this order (the
 // Go transactions here and in jobs.go, and the transition functions of migrations 0015 and
-// 0018), so identical jobs started, claimed and finished at once on several nodes never
+// 0019), so identical jobs started, claimed and finished at once on several nodes never
 // deadlock (RunCacheAcrossNodes):
 //
 //  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
@@ -323,6 +334,16 @@ func endFlight(ctx context.Context, tx pgx.Tx, job store.Job) error {
 func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit bool, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if job, err := s.finishFromCacheCall(ctx, jobID, attempt); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, false, wrap("finish from cache", err)
+		}
+		if hit = job.Status == store.StatusSucceeded; hit {
+			s.reportFinished([]store.Job{job})
+		}
+		s.signal(job.ID)
+		return job, hit, nil
+	}
 	err = s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
 		hit = false
@@ -345,13 +366,4 @@ func (s *Store) FinishFromCache(jobID string, attempt int) (job store.Job, hit b
 	}
 	s.signal(job.ID)
 	return job, hit, nil
-}
-
-// setCacheBase records the cache base of a job the create function inserted (it knows nothing
-// of the cache), or clears it ("") for a job the start function queued with an unchecked
-// input_sha256. A crash before it leaves the job out of the cache, or (the second case, where
-// object storage reports no hash) in it with an unchecked hash.
-func (s *Store) setCacheBase(ctx context.Context, jobID, base string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE jobs SET cache_base = nullif($2, '') WHERE id = $1`, jobID, base)
-	return err
 }

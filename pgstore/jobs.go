@@ -160,16 +160,16 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	// The conversion cache's creates (input_sha256: a hit is possible) take the Go transaction;
-	// the function knows nothing of the cache, and a job's cache base follows it (cache.go).
-	if p.IdempotencyKey == "" && p.InputSHA256 == "" {
+	// Without an Idempotency-Key (its response is rendered inside the transaction), one call
+	// of convsvc_create_job, which answers a cache hit too (migration 0019).
+	if p.IdempotencyKey == "" {
 		job, err := s.createJobCall(ctx, p, status)
 		if !errors.Is(err, errFallback) {
-			if err == nil && p.CacheBase != "" {
-				job.CacheBase, err = p.CacheBase, s.setCacheBase(ctx, job.ID, p.CacheBase)
-			}
 			if err != nil {
 				return store.Job{}, store.Response{}, wrap("create job", err)
+			}
+			if job.Finished() {
+				s.reportFinished([]store.Job{job})
 			}
 			resp, err := render(job)
 			if err != nil {
@@ -418,19 +418,17 @@ func (s *Store) StartSealedJob(accountID, jobID string, up store.Upload) (store.
 func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	// A start with the upload's hash (input_sha256's check, a cache hit) takes the Go transaction.
-	if sha == "" {
-		if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up); !errors.Is(err, errFallback) {
-			if err == nil && job.InputSHA256 != "" && job.CacheBase != "" {
-				// input_sha256 unchecked (no hash reported): the job leaves the cache.
-				job.CacheBase, err = "", s.setCacheBase(ctx, job.ID, "")
-			}
-			if err != nil {
-				return store.Job{}, wrap("start job", err)
-			}
-			s.signal(job.ID)
-			return job, nil
+	// One call of convsvc_start_job, a cache hit included (migration 0019); a size or
+	// checksum mismatch, which cancels the job, takes the Go transaction.
+	if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up, sha); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, wrap("start job", err)
 		}
+		if job.Finished() {
+			s.reportFinished([]store.Job{job})
+		}
+		s.signal(job.ID)
+		return job, nil
 	}
 	var job store.Job
 	var mismatch, badSum bool
@@ -515,19 +513,13 @@ func (s *Store) ClaimJob() (job store.Job, ok bool, err error) {
 			return job, ok, nil
 		}
 		s.signal(job.ID)
-		if store.CacheKeyOf(job) == "" {
-			return job, ok, nil
+		if job.Status == store.StatusSucceeded {
+			// Answered from the cache (migration 0019's flight): the next job, in a
+			// transaction of its own, so that no transaction holds two accounts' rows
+			// (cache.go's lock order).
+			s.reportFinished([]store.Job{job})
+			return s.ClaimJob()
 		}
-		// The function knows nothing of the cache: the claimed job is answered from it, or
-		// waits for its twin, or converts, in a transaction of its own (FinishFromCache).
-		answered, hit, err := s.FinishFromCache(job.ID, job.Attempt)
-		if err != nil {
-			return store.Job{}, false, err
-		}
-		if hit {
-			return s.ClaimJob() // the next job
-		}
-		job.WaitFor = answered.WaitFor
 		return job, ok, nil
 	}
 	for {
@@ -706,8 +698,8 @@ func (s *Store) FinishJob(jobID string, attempt int, o store.Outcome) (store.Job
 	ctx, cancel := s.ctx()
 	defer cancel()
 	if job, err := s.finishJobCall(ctx, jobID, attempt, o); !errors.Is(err, errFallback) {
-		// The function refuses a job with a cache key (0015), so nothing of the cache is left
-		// to do here: Go's transaction below stores the entry and ends the flight.
+		// The function (migration 0019) stored a cache-keyed success's entry and ended its
+		// flight in the same transaction.
 		if err != nil {
 			return store.Job{}, wrap("finish job", err)
 		}

@@ -220,3 +220,86 @@ func TestMigrate_AppliesAMissingLowerNumber(t *testing.T) {
 		t.Fatalf("table batches after Open: %d (%v), want it made by 0010", batches, err)
 	}
 }
+
+// TestMigrate_0019KeepsCacheInFlight: a database a previous release left at migration 0018
+// in the middle of the cache's work (one account, four jobs of one cache key: A running as
+// the key's converter in cache_inflight, B running and waiting for A, C queued with the key,
+// D created with input_sha256, each holding its cent) gets 0019 from Open, and the new
+// transition functions take that state as the Go transactions would have: A's finish stores
+// the entry and ends the flight, B is answered from it, C is answered at claim and D at start,
+// each charged 1 cent; no reservation is left and the ledger and the cache's references check.
+func TestMigrate_0019KeepsCacheInFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies every migration to a new database: the plain run covers it")
+	}
+	url := testpg.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	migrateTo(t, conn, 18)
+	const base, sha = "png>gif;migrate", "5f8f2b8a6b7c3e1d0a9f8e7d6c5b4a392817161514131211100f0e0d0c0b0a09"
+	key := store.CacheKey(base, sha)
+	ids := map[string]string{}
+	for _, name := range []string{"A", "B", "C", "D"} {
+		ids[name] = store.NewJobID(time.Now())
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at)
+		VALUES ('acct_migrate19', 'm', 100, 4, now())`); err != nil {
+		t.Fatal(err)
+	}
+	for name, status := range map[string]string{"A": "running", "B": "running", "C": "queued", "D": "created"} {
+		if _, err := conn.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, created_at,
+				expires_at, started_at, attempt, lease_owner, lease_expires_at, input_sha256, cache_base, source_url)
+			VALUES ($1, 'acct_migrate19', $2, 'png', 'gif', 10, now(), now() + interval '1 day',
+				CASE WHEN $2 <> 'created' THEN now() END, CASE WHEN $2 = 'running' THEN 1 ELSE 0 END,
+				CASE WHEN $2 = 'running' THEN 'old-node' END, CASE WHEN $2 = 'running' THEN now() + interval '1 hour' END,
+				$3, $4, CASE WHEN $2 = 'queued' THEN 'https://example.com/in.png' ELSE '' END)`,
+			ids[name], status, sha, base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := conn.Exec(ctx, `INSERT INTO cache_inflight (key, job_id) VALUES ($1, $2)`, key, ids["A"]); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, url, pgstore.Options{NodeID: "new-node"})
+	a, err := s.FinishJob(ids["A"], 1, store.Outcome{Output: &store.Output{Bytes: 7, SHA256: strings.Repeat("c", 64)}})
+	if err != nil || a.Status != store.StatusSucceeded {
+		t.Fatalf("finish A: %+v %v", a, err)
+	}
+	var inflight int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM cache_inflight`).Scan(&inflight); err != nil || inflight != 0 {
+		t.Fatalf("cache_inflight after A's finish: %d rows (%v), want 0", inflight, err)
+	}
+	if e, ok, err := s.CachedOutput(key); err != nil || !ok || e.Object != ids["A"] || e.Output.Bytes != 7 {
+		t.Fatalf("entry after A's finish: %+v %v %v", e, ok, err)
+	}
+	b, hit, err := s.FinishFromCache(ids["B"], 1)
+	if err != nil || !hit || b.Status != store.StatusSucceeded || b.Output.Object != ids["A"] {
+		t.Fatalf("B from the cache: %+v %v %v", b, hit, err)
+	}
+	if claimed, ok, err := s.ClaimJob(); err != nil || ok {
+		t.Fatalf("claim: %+v %v %v, want C answered from the cache and nothing left to claim", claimed, ok, err)
+	}
+	d, err := s.StartSealedJob("acct_migrate19", ids["D"], store.Upload{Size: 10, SHA256: sha})
+	if err != nil || d.Status != store.StatusSucceeded || !d.Output.Cached {
+		t.Fatalf("start D: %+v %v", d, err)
+	}
+	for _, name := range []string{"B", "C", "D"} {
+		j, err := s.Job("acct_migrate19", ids[name])
+		if err != nil || j.Status != store.StatusSucceeded || j.Output.Object != ids["A"] || j.Charge() != 1 {
+			t.Fatalf("job %s: %+v %v, want succeeded from A's output for 1 cent", name, j, err)
+		}
+	}
+	ledger(t, s, "acct_migrate19", 0, 4)
+	if err := s.VerifyLedger(); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := s.OutputHeld(ids["A"]); err != nil || !held {
+		t.Fatalf("A's output held: %v %v, want held by 3 references", held, err)
+	}
+}

@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -74,11 +76,15 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 		// recordWebhookEvents after it (BEGIN and the call 1, the deliveries 1, their
 		// notification 1, COMMIT and the notifications 1).
 		finishWebhook int
+		// cache is the same for cache-keyed jobs (cacheTrips).
+		cache cacheTrips
 	}{
-		{"functions", false, 2, 2, 1, 1, 1, 6},
+		{"functions", false, 2, 2, 1, 1, 1, 6, cacheTrips{
+			create: 2, start: 2, claim: 1, claimWait: 1, finish: 1, startHit: 18, createHit: 2, claimHit: 2, finishFromCache: 1}},
 		// The Go claim's walk is 6 statements when the first account it visits has a job,
 		// and 8 here: one account, which its walk reaches after wrapping around.
-		{"go transactions", true, 8, 9, 8, 10, 1, 11},
+		{"go transactions", true, 8, 9, 8, 10, 1, 11, cacheTrips{
+			create: 8, start: 10, claim: 12, claimWait: 11, finish: 13, startHit: 17, createHit: 17, claimHit: 26, finishFromCache: 15}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var c statementCounter
@@ -172,6 +178,105 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 			if deliveries != 1 {
 				t.Fatalf("%d webhook deliveries recorded, want 1 (the finish after the endpoint was made)", deliveries)
 			}
+			tc.cache.run(t, s, &c, authWrite, tc.name)
 		})
 	}
+}
+
+// cacheTrips are the round trips of cache-keyed jobs' requests (a key's job with the
+// conversion cache on, the default), each with the key's write window (authWrite) where the
+// request is an API write: a miss's create and start, its claim and the twin's (which waits
+// for it: single flight), the finish that stores the entry, a hit at start, a hit at create
+// (input_sha256), a hit at claim (with the claim of the next job, none, that follows it in a
+// transaction of its own) and the waiting twin's FinishFromCache.
+type cacheTrips struct {
+	create, start, claim, claimWait, finish, startHit, createHit, claimHit, finishFromCache int
+}
+
+func (want cacheTrips) run(t *testing.T, s *pgstore.Store, c *statementCounter, authWrite func(), name string) {
+	t.Helper()
+	acct := account(t, s, 100)
+	const base = "png>gif;roundtrips"
+	created := func(p store.CreateJobParams) store.Job {
+		t.Helper()
+		p.AccountID, p.InputFormat, p.TargetFormat, p.InputBytes, p.CacheBase = acct.ID, "png", "gif", 10, base
+		job, _, err := s.CreateJob(p, func(store.Job) (store.Response, error) { return store.Response{Status: 201}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	spent := int64(0)
+	for i := 0; i < 2; i++ { // once first, so that every statement is prepared
+		sha := fmt.Sprintf("%x", sha256.Sum256([]byte(fmt.Sprint(name, i)))) // the subtests share the database
+		check := func(name string, want int, fn func()) {
+			t.Helper()
+			got := c.count(fn)
+			if i >= 1 && len(got) != want {
+				t.Errorf("cache %s: %d statements, want %d:\n%s", name, len(got), want, strings.Join(got, "\n"))
+			}
+		}
+		var job, twin, hit store.Job
+		var err error
+		start := func(j store.Job) store.Job {
+			t.Helper()
+			j, err := s.StartSealedJob(acct.ID, j.ID, store.Upload{Size: 10, ETag: `"etag"`, SHA256: sha})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}
+		claim := func(wantID string) store.Job {
+			t.Helper()
+			claimed, ok, err := s.ClaimJob()
+			if err != nil || !ok || claimed.ID != wantID || claimed.Status != store.StatusRunning {
+				t.Fatalf("claim: %+v %v %v, want %s running", claimed, ok, err, wantID)
+			}
+			return claimed
+		}
+		check("miss create", want.create, func() { authWrite(); job = created(store.CreateJobParams{}) })
+		check("miss start", want.start, func() { authWrite(); job = start(job) })
+		if job.Status != store.StatusQueued || store.CacheKeyOf(job) == "" {
+			t.Fatalf("started cache-keyed job %+v", job)
+		}
+		twin = start(created(store.CreateJobParams{}))
+		check("claim", want.claim, func() { job = claim(job.ID) })
+		check("claim of a twin", want.claimWait, func() { twin = claim(twin.ID) })
+		if job.WaitFor != "" || twin.WaitFor != job.ID {
+			t.Fatalf("claimed %s waits for %q, its twin %s for %q; want the twin to wait for the first", job.ID, job.WaitFor, twin.ID, twin.WaitFor)
+		}
+		check("finish storing the entry", want.finish, func() {
+			if job, err = s.FinishJob(job.ID, job.Attempt, store.Outcome{Output: &store.Output{Bytes: 5, SHA256: strings.Repeat("b", 64)}}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if e, ok, err := s.CachedOutput(store.CacheKeyOf(job)); err != nil || !ok || e.Object != job.ID {
+			t.Fatalf("cache entry after the finish: %+v %v %v", e, ok, err)
+		}
+		hit = created(store.CreateJobParams{})
+		check("hit at start", want.startHit, func() { authWrite(); hit = start(hit) })
+		check("hit at create", want.createHit, func() {
+			authWrite()
+			hit = created(store.CreateJobParams{InputSHA256: sha})
+		})
+		if hit.Status != store.StatusSucceeded || hit.Output == nil || !hit.Output.Cached || hit.Output.Object != job.ID {
+			t.Fatalf("hit at create: %+v", hit)
+		}
+		queued := created(store.CreateJobParams{InputSHA256: sha, SourceURL: "https://example.com/in.png"})
+		check("hit at claim", want.claimHit, func() {
+			if claimed, ok, err := s.ClaimJob(); err != nil || ok {
+				t.Fatalf("claim after the hit: %+v %v %v, want nothing left to claim", claimed, ok, err)
+			}
+		})
+		if queued, err = s.Job(acct.ID, queued.ID); err != nil || queued.Status != store.StatusSucceeded || !queued.Output.Cached {
+			t.Fatalf("job answered at claim: %+v %v", queued, err)
+		}
+		check("finish from cache", want.finishFromCache, func() {
+			if twin, _, err = s.FinishFromCache(twin.ID, twin.Attempt); err != nil || twin.Status != store.StatusSucceeded {
+				t.Fatalf("finish from cache: %+v %v", twin, err)
+			}
+		})
+		spent += 5
+	}
+	ledger(t, s, acct.ID, 0, spent)
 }

@@ -13,17 +13,20 @@ import (
 )
 
 // The hot transitions (create, start, claim, finish) are each one statement: a call of a
-// server-side function of migration 0015, which does in one round trip what the Go
-// transaction of the same method does in 6 to 9. A function raises SQLSTATE CVFB0, having
-// changed nothing, for the cases it leaves to Go (a size mismatch at start, an expired job at
-// the head of the queue, a finish that records webhook deliveries or completes a batch, ...),
-// and the method then runs its Go transaction: the semantics are that transaction's either way.
+// server-side function, which does in one round trip what the Go transaction of the same
+// method does in 6 to 14. Migration 0015 made them; 0019 added the conversion cache (a hit at
+// create, start or claim, a claim's single flight, a finish's entry and eviction) as
+// overloads with more arguments, which are the ones called here. A function raises SQLSTATE
+// CVFB0, having changed nothing, for the cases it leaves to Go (a size or checksum mismatch at
+// start, a hit at start, an expired job at the head of the queue or at its finish, a finish
+// that completes a batch, ...), and the method then runs its Go transaction: the semantics are that
+// transaction's either way.
 
 // errFallback says a transition function left the case to the Go transaction.
 var errFallback = errors.New("transition left to the Go transaction")
 
-// errDeliveries says convsvc_finish_job would record webhook deliveries, which it leaves to
-// Go (recordWebhookEvents encodes the job).
+// errDeliveries says a transition function would record webhook deliveries of the job it
+// finishes, which it leaves to Go (recordWebhookEvents encodes the job).
 var errDeliveries = errors.New("finish records webhook deliveries")
 
 // transitionErr maps a transition function's SQLSTATE to store's sentinels; other errors are
@@ -67,11 +70,17 @@ func retryable(err error) bool {
 // round trips and then's. It runs it all again (up to 5 times) when PostgreSQL aborted it for
 // a deadlock. No row is store.ErrNotFound.
 func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, sql string, args ...any) (store.Job, error) {
+	return s.callJobExtra(ctx, then, nil, sql, args...)
+}
+
+// callJobExtra is callJob for a statement whose row has columns after the job's, scanned
+// into extra.
+func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
 	}
 	for attempt := 1; ; attempt++ {
-		job, err := s.callOnce(ctx, then, sql, args)
+		job, err := s.callOnce(ctx, then, extra, sql, args)
 		if attempt < 5 && retryable(err) {
 			s.retried.Add(1)
 			continue
@@ -83,7 +92,7 @@ func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, 
 	}
 }
 
-func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, sql string, args []any) (job store.Job, err error) {
+func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args []any) (job store.Job, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return store.Job{}, err
@@ -100,7 +109,7 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 	_, err = br.Exec()
 	var noRow bool
 	if err == nil {
-		job, err = scanJob(br.QueryRow())
+		job, err = scanJob(extraRow{br.QueryRow(), extra})
 		if err == store.ErrNotFound {
 			noRow, err = true, nil // a claim that found nothing: the batch goes on
 		}
@@ -182,29 +191,55 @@ func (t connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 
 func (t connTx) Conn() *pgx.Conn { return t.c }
 
-// createJobCall is CreateJob without an Idempotency-Key in one round trip.
+// finishedDeliveries is the then of a transition call whose function finished the job
+// (a cache hit) and left its webhook deliveries to Go (CVWH0): recordWebhookEvents for a
+// finished job, nothing for one that was only queued or claimed.
+func finishedDeliveries(ctx context.Context, tx pgx.Tx, job store.Job) error {
+	if !job.Finished() {
+		return nil
+	}
+	return recordWebhookEvents(ctx, tx, job)
+}
+
+// callHit is callJobExtra for a transition that may answer the job from the cache: its last
+// argument is p_deliveries_in_go, false at first; when the function asks for the webhook
+// deliveries of the job it finished (CVWH0), the call runs again with it true and
+// finishedDeliveries after it in the same transaction.
+func (s *Store) callHit(ctx context.Context, extra []any, sql string, args ...any) (store.Job, error) {
+	job, err := s.callJobExtra(ctx, nil, extra, sql, append(args, false)...)
+	if errors.Is(err, errDeliveries) {
+		job, err = s.callJobExtra(ctx, finishedDeliveries, extra, sql, append(args, true)...)
+	}
+	return job, err
+}
+
+// createJobCall is CreateJob without an Idempotency-Key in one round trip, a cache hit
+// included (the job is then returned succeeded).
 func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, status string) (store.Job, error) {
 	var opts []byte
 	if p.Options != nil {
 		opts = p.Options
 	}
-	return s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	return s.callHit(ctx, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
-		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL)
+		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL, p.InputSHA256, p.CacheBase, s.opts.hitCents())
 }
 
-// startJobCall is startJob in one round trip.
-func (s *Store) startJobCall(ctx context.Context, accountID, jobID string, uploadedSize int64, up *store.Upload) (store.Job, error) {
+// startJobCall is startJob in one round trip, a cache hit included (the job is then returned
+// succeeded); sha is the upload's SHA-256 as object storage reported it, or "".
+func (s *Store) startJobCall(ctx context.Context, accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
 	var upSize *int64
 	var upETag, upVersion *string
 	if up != nil {
 		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 	}
-	return s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6)`,
-		accountID, jobID, uploadedSize, upSize, upETag, upVersion)
+	return s.callHit(ctx, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		accountID, jobID, uploadedSize, upSize, upETag, upVersion, sha, s.opts.hitCents())
 }
 
-// claimJobCall is ClaimJob in one round trip; ok is false when nothing queued may run.
+// claimJobCall is ClaimJob in one round trip, a job with a cache key's flight included: the
+// job is returned running (with WaitFor when a twin converts its key), or succeeded when the
+// cache answered it. ok is false when nothing queued may run.
 func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err error) {
 	if s.goTransitions {
 		return store.Job{}, false, errFallback
@@ -212,7 +247,7 @@ func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err e
 	s.claimTurn.Lock()
 	last := s.claimTurn.last
 	s.claimTurn.Unlock()
-	job, err = s.callJob(ctx, nil, `SELECT `+jobCols+` FROM convsvc_claim_job($1, $2, $3)`, last, s.opts.NodeID, micros(s.opts.Lease))
+	job, err = s.callFlight(ctx, `convsvc_claim_job($1, $2, $3, $4, $5)`, last, s.opts.NodeID, micros(s.opts.Lease), s.opts.hitCents())
 	switch {
 	case err == store.ErrNotFound:
 		return store.Job{}, false, nil
@@ -225,8 +260,25 @@ func (s *Store) claimJobCall(ctx context.Context) (job store.Job, ok bool, err e
 	return job, true, nil
 }
 
+// callFlight is callHit for a function returning (o_job jobs, o_wait_for text): the job, with
+// WaitFor set from o_wait_for.
+func (s *Store) callFlight(ctx context.Context, call string, args ...any) (store.Job, error) {
+	var waitFor *string
+	job, err := s.callHit(ctx, []any{&waitFor}, `SELECT `+jobCols+`, c.o_wait_for FROM `+call+` c
+		CROSS JOIN LATERAL (SELECT (c.o_job).*) j`, args...)
+	if err == nil && waitFor != nil {
+		job.WaitFor = *waitFor
+	}
+	return job, err
+}
+
+// finishFromCacheCall is FinishFromCache in one round trip.
+func (s *Store) finishFromCacheCall(ctx context.Context, jobID string, attempt int) (store.Job, error) {
+	return s.callFlight(ctx, `convsvc_finish_from_cache($1, $2, $3, $4)`, jobID, attempt, s.opts.hitCents())
+}
+
 // finishJobCall is FinishJob in one round trip, for the outcomes it takes (a success with its
-// output, or a failure).
+// output, or a failure), storing a cache-keyed success's output in the cache.
 func (s *Store) finishJobCall(ctx context.Context, jobID string, attempt int, o store.Outcome) (store.Job, error) {
 	status, reason := store.StatusFailed, o.ErrorReason
 	var outBytes *int64
@@ -234,8 +286,8 @@ func (s *Store) finishJobCall(ctx context.Context, jobID string, attempt int, o 
 	var outWarnings []byte
 	verified := false
 	if o.ErrorCode == "" {
-		if o.Output == nil {
-			return store.Job{}, errFallback // the Go transaction says why it is refused
+		if o.Output == nil || o.Output.Cached || o.Output.Object != "" {
+			return store.Job{}, errFallback // the Go transaction says why it is refused, or takes it as it is
 		}
 		status, reason = store.StatusSucceeded, ""
 		outBytes, outSHA, verified = &o.Output.Bytes, &o.Output.SHA256, o.Output.Verified
@@ -244,16 +296,9 @@ func (s *Store) finishJobCall(ctx context.Context, jobID string, attempt int, o 
 			return store.Job{}, err
 		}
 	}
-	const sql = `SELECT ` + jobCols + ` FROM convsvc_finish_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
-	job, err := s.callJob(ctx, nil, sql, jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA,
-		nullString(outWarnings), verified, false)
-	if errors.Is(err, errDeliveries) {
-		// The job has webhook destinations: the function leaves their deliveries to
-		// recordWebhookEvents, in its transaction, with the job it finished.
-		job, err = s.callJob(ctx, recordWebhookEvents, sql, jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA,
-			nullString(outWarnings), verified, true)
-	}
-	return job, err
+	// $12 is p_deliveries_in_go (callHit's last argument), $11 p_cache_max_bytes.
+	return s.callHit(ctx, nil, `SELECT `+jobCols+` FROM convsvc_finish_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12, $11)`,
+		jobID, attempt, status, o.ErrorCode, o.ErrorMessage, reason, outBytes, outSHA, nullString(outWarnings), verified, s.opts.CacheMaxBytes)
 }
 
 // AuthenticateWrite resolves a live key by the SHA-256 of its secret and counts one write

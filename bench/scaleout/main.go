@@ -23,7 +23,11 @@
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
-//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3]
+//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN]
+//
+// -versus runs each contender a second time with another binary (main's, say), right after
+// the first, on the same PostgreSQL and before the same pgbench, so a change is measured
+// against its base in one run.
 //
 // S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (inherited by the nodes).
 package main
@@ -70,6 +74,7 @@ var (
 	size        = flag.Int("size", 512, "width and height of the conversion phase's noisy PNG")
 	keys        = flag.Int("keys", 600, "API keys (each makes at most 60 jobs)")
 	prebuilt    = flag.String("bin", "", "convsvc binary (default: build this module)")
+	versus      = flag.String("versus", "", "a second convsvc binary (e.g. main's), run right after -bin on each contender, on the same PostgreSQL, its rows marked (versus)")
 	spread      = flag.Bool("spread", true, "job n uses key n mod -keys, so concurrent clients write as different keys and accounts; false: each key's 60 jobs in a row, so all clients share one or two keys and accounts at a time")
 	poolConns   = flag.Int("pool-max-conns", 0, "pool_max_conns on the nodes' database URL (default: pgxpool's, max(4, CPUs))")
 	pgPid       = flag.Int("pg-pid", 0, "PostgreSQL's postmaster pid, to report its CPU per job (bench/scaleout.sh passes it)")
@@ -119,24 +124,39 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|")
 	var details []string
 	defer func() { fmt.Println("\n" + strings.Join(details, "\n")) }()
+	type run struct {
+		bin, mark string
+	}
+	runs := []run{{bin, ""}}
+	if *versus != "" {
+		runs = append(runs, run{*versus, " (versus)"})
+	}
 	for i, c := range contenders {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), c.key) {
 			continue
 		}
-		load := benchkit.LoadAvg()
-		// Each phase gets its own nodes on a fresh database and prefix, so the conversion
-		// phase does not share the workers with the API phase's thousands of started jobs.
-		nodes, pids, stop := startNodes(bin, dir, i, c)
-		api := runAPI(nodes, pids)
-		stop()
-		benchkit.Settle()
-		nodes, _, stop = startNodes(bin, dir, i, c)
-		conv := runConversions(nodes)
-		stop()
-		fmt.Printf("| %s | %.0f | %.1f | %.1f | %d | %.2f | %s -> %s |\n", c.name, api.rate, benchkit.Ms(api.p50), benchkit.Ms(api.p99), api.jobs, conv, load, benchkit.LoadAvg())
-		details = append(details, c.name+":\n"+api.detail)
-		benchkit.Settle()
+		for _, r := range runs {
+			details = append(details, runContender(r.bin, dir, i, c, c.name+r.mark))
+		}
 	}
+}
+
+// runContender runs c's API and conversion phases with the binary bin, prints its row and
+// returns its phases' detail.
+func runContender(bin, dir string, i int, c contender, name string) string {
+	load := benchkit.LoadAvg()
+	// Each phase gets its own nodes on a fresh database and prefix, so the conversion
+	// phase does not share the workers with the API phase's thousands of started jobs.
+	nodes, pids, stop := startNodes(bin, dir, i, c)
+	api := runAPI(nodes, pids)
+	stop()
+	benchkit.Settle()
+	nodes, _, stop = startNodes(bin, dir, i, c)
+	conv := runConversions(nodes)
+	stop()
+	fmt.Printf("| %s | %.0f | %.1f | %.1f | %d | %.2f | %s -> %s |\n", name, api.rate, benchkit.Ms(api.p50), benchkit.Ms(api.p99), api.jobs, conv, load, benchkit.LoadAvg())
+	benchkit.Settle()
+	return name + ":\n" + api.detail
 }
 
 // startNodes starts c's nodes on a fresh database and prefix (PostgreSQL) or a fresh data dir,
