@@ -21,10 +21,9 @@ import (
 // the key, a claim's flight and FinishFromCache (convsvc_cache_flight), and a finish that
 // stores its entry and evicts (convsvc_finish_job), each one round trip. They are this file's
 // Go functions statement for statement; the Go transactions remain for what the functions
-// leave to Go (CVFB0: a hit at start, which measured slower in the function, a size or
-// checksum mismatch, an expired job, a batch's last job; an Idempotency-Key) and for the
-// previous release's nodes during an upgrade, and the expiry's (releaseOutputs) and
-// DropCacheEntry are Go only.
+// leave to Go (CVFB0: a size or checksum mismatch, an expired job, a batch's last job; an
+// Idempotency-Key) and for the previous release's nodes during an upgrade, and the expiry's
+// (releaseOutputs) and DropCacheEntry are Go only.
 //
 // Lock order. Every transaction that touches the cache takes its locks in this order (the
 // Go transactions here and in jobs.go, and the transition functions of migrations 0015 and

@@ -80,7 +80,7 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 		cache cacheTrips
 	}{
 		{"functions", false, 2, 2, 1, 1, 1, 6, cacheTrips{
-			create: 2, start: 2, claim: 1, claimWait: 1, finish: 1, startHit: 18, createHit: 2, claimHit: 2, finishFromCache: 1}},
+			create: 2, start: 2, claim: 1, claimWait: 1, finish: 1, startHit: 2, createHit: 2, claimHit: 2, finishFromCache: 1}},
 		// The Go claim's walk is 6 statements when the first account it visits has a job,
 		// and 8 here: one account, which its walk reaches after wrapping around.
 		{"go transactions", true, 8, 9, 8, 10, 1, 11, cacheTrips{

@@ -18,7 +18,7 @@ import (
 // create, start or claim, a claim's single flight, a finish's entry and eviction) as
 // overloads with more arguments, which are the ones called here. A function raises SQLSTATE
 // CVFB0, having changed nothing, for the cases it leaves to Go (a size or checksum mismatch at
-// start, a hit at start, an expired job at the head of the queue or at its finish, a finish
+// start, an expired job at the head of the queue or at its finish, a finish
 // that completes a batch, ...), and the method then runs its Go transaction: the semantics are that
 // transaction's either way.
 

@@ -253,12 +253,6 @@ BEGIN
         RAISE EXCEPTION 'checksum mismatch' USING ERRCODE = 'CVFB0';
     END IF;
     v_max := convsvc_lock_account_room(p_account, 0);
-    -- A hit at start is left to Go: done here (the branch below) it measured slower than the
-    -- Go transaction under concurrent starts with fsync on (docs/benchmarks.md, scale-out),
-    -- for a cause not found yet; the branch stays so that taking it back is this test alone.
-    IF EXISTS (SELECT 1 FROM cache_entries WHERE key = convsvc_cache_key(v_job.cache_base, v_job.input_sha256)) THEN
-        RAISE EXCEPTION 'a hit at start: left to Go' USING ERRCODE = 'CVFB0';
-    END IF;
     v_entry := convsvc_cache_take(v_job, p_price);
     IF v_entry.key IS NOT NULL THEN
         UPDATE jobs SET started_at = now(), input_sha256 = v_job.input_sha256, upload_size = p_up_size, upload_etag = p_up_etag,
