@@ -256,7 +256,7 @@ func (st *eventStream) catchUp(acct string) (done bool, err error) {
 		if job.FinishedAt != nil {
 			at = *job.FinishedAt
 		}
-		if err := st.event(id, store.WebhookEventType(job.Status), at, job); err != nil {
+		if err := st.event(id, store.WebhookEventType(job.Status), at, job, ""); err != nil {
 			return false, err
 		}
 	}
@@ -276,7 +276,7 @@ func (st *eventStream) sendLogged(acct string) error {
 			if err := json.Unmarshal(ev.Job, &job); err != nil {
 				return fmt.Errorf("event %s: %w", ev.ID, err)
 			}
-			if err := st.event(ev.ID, ev.Type, ev.CreatedAt, job); err != nil {
+			if err := st.event(ev.ID, ev.Type, ev.CreatedAt, job, ""); err != nil {
 				return err
 			}
 		}
@@ -304,6 +304,9 @@ func (st *eventStream) progress(acct string) error {
 		if st.percent[id] == text {
 			continue
 		}
+		if hook := st.s.afterProgressValue.Load(); hook != nil {
+			(*hook)(id, text)
+		}
 		job, err := st.s.progressReads.job(st.s.cfg.Store, acct, id, text)
 		if err != nil || job.Status != store.StatusRunning {
 			continue
@@ -312,7 +315,7 @@ func (st *eventStream) progress(acct string) error {
 			continue // an earlier attempt's
 		}
 		st.percent[id] = text
-		if err := st.event("", EventJobProgress, now, job); err != nil {
+		if err := st.event("", EventJobProgress, now, job, text); err != nil {
 			return err
 		}
 	}
@@ -383,9 +386,15 @@ func (p *progressReads) forget(acct, id string) {
 // starts from the last state change, and the next progress event follows).
 const EventJobProgress = "job.progress"
 
-// event appends one event in the webhook body's shape; id empty writes none.
-func (st *eventStream) event(id, typ string, at time.Time, job store.Job) error {
-	view, err := st.s.JobJSON(job)
+// event appends one event in the webhook body's shape; id empty writes none. A progress
+// event passes the value text it was sent for, so its body shows that value, not a later
+// report (which the next progress event would then repeat); other events pass "".
+func (st *eventStream) event(id, typ string, at time.Time, job store.Job, progress string) error {
+	v := st.s.viewJob(job)
+	if progress != "" && job.Status == store.StatusRunning {
+		v.Progress = json.RawMessage(progress)
+	}
+	view, err := v.encodeJSON()
 	if err != nil {
 		return err
 	}

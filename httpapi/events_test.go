@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -551,6 +552,80 @@ func TestAPI_AccountStreams_FinishedJobsLeaveNoReads(t *testing.T) {
 		if held := api.ProgressReadsHeld(); held != 0 {
 			t.Fatalf("after %d finished jobs the node keeps %d progress reads, want 0", k+1, held)
 		}
+	}
+}
+
+// TestAPI_JobProgress_EventShowsItsValue: a progress event shows the value it was sent for,
+// even when the job reported more between the stream taking the value and writing the event,
+// so no value is sent twice. The stream is held after taking each of its first values until
+// the job's own read shows a later one (the window a busy machine opens); the events then
+// still grow strictly and begin with the first value taken (they showed the later value, and
+// the next event repeated it: the CI run of fef3399 saw 0.36 twice).
+func TestAPI_JobProgress_EventShowsItsValue(t *testing.T) {
+	e := testenv.Start(t, progressFast)
+	zipped := progressZip(t)
+	api := e.Main.Handler().(*httpapi.Server)
+	res := e.Create(e.Key, "zip", "tar", int64(len(zipped)))
+	id := res.Job.ID
+	var mu sync.Mutex
+	var taken []string // values the stream took, each held until the job moved past it
+	moved := 0
+	api.SetAfterProgressValue(func(jobID, value string) {
+		mu.Lock()
+		taken = append(taken, value)
+		hold := len(taken) <= 3
+		mu.Unlock()
+		if jobID != id || !hold {
+			return
+		}
+		for deadline := time.Now().Add(testenv.Scale(30 * time.Second)); time.Now().Before(deadline); {
+			var j struct {
+				Status   string           `json:"status"`
+				Progress *json.RawMessage `json:"progress"`
+			}
+			json.Unmarshal(e.Do("GET", "/v1/jobs/"+id, e.Key, nil).Body, &j) // not t: another goroutine
+			if j.Status != "running" {
+				return
+			}
+			if j.Progress != nil && string(*j.Progress) != value {
+				mu.Lock()
+				moved++
+				mu.Unlock()
+				return
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	})
+	t.Cleanup(func() { api.SetAfterProgressValue(nil) })
+	s := openStream(t, e, "/v1/jobs/"+id+"/events", e.Key, "")
+	must(t, e.Upload(res.UploadURL, zipped), 200, "")
+	must(t, e.Start(e.Key, id), 200, "")
+	var shown []float64
+	for {
+		ev, ok := s.next()
+		if !ok {
+			t.Fatal("stream ended before the final event")
+		}
+		if ev.Type == client.EventJobProgress && ev.Job != nil && ev.Job.Progress != nil {
+			shown = append(shown, *ev.Job.Progress)
+		}
+		if ev.Type == client.EventJobSucceeded {
+			break
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("values taken %v, events %v, %d moved while held", taken, shown, moved)
+	if moved == 0 {
+		t.Fatal("the job never moved while a value was held: nothing was tested")
+	}
+	for i, v := range shown {
+		if i > 0 && v <= shown[i-1] {
+			t.Fatalf("progress events %v: a value repeats or falls", shown)
+		}
+	}
+	if first, _ := strconv.ParseFloat(taken[0], 64); len(shown) == 0 || shown[0] != first {
+		t.Fatalf("first progress event %v, want the first value taken, %s", shown, taken[0])
 	}
 }
 

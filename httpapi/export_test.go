@@ -19,3 +19,13 @@ func (s *Server) ProgressReadsHeld() int {
 	defer s.progressReads.mu.Unlock()
 	return len(s.progressReads.reads)
 }
+
+// SetAfterProgressValue makes every stream call hook between taking a job's progress value
+// and reading the job for its event (events.go's progress); nil removes it.
+func (s *Server) SetAfterProgressValue(hook func(jobID, value string)) {
+	if hook == nil {
+		s.afterProgressValue.Store(nil)
+		return
+	}
+	s.afterProgressValue.Store(&hook)
+}

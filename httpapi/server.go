@@ -183,8 +183,11 @@ type Server struct {
 	// afterLogRead, when set (by tests only: export_test.go), is called by a job stream
 	// between its read of the log and its read of the job (events.go).
 	afterLogRead atomic.Pointer[func(jobID string)]
-	csp          string // the web page's Content-Security-Policy
-	web          map[string]webAsset
+	// afterProgressValue, when set (by tests only), is called by a stream between taking a
+	// job's progress value and reading the job for its event (events.go).
+	afterProgressValue atomic.Pointer[func(jobID, value string)]
+	csp                string // the web page's Content-Security-Policy
+	web                map[string]webAsset
 }
 
 // New builds a Server.

@@ -248,6 +248,9 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 	within(t, ctx, time.Minute, "pick the slow file", chromedp.SetUploadFiles("#files", []string{slow}))
 	waitFor(t, ctx, "the targets of the slow file", `document.querySelector("#item-2-target option[value=gif]") !== null`)
 	eval[chromedp.Void](t, ctx, `(() => { const s = document.querySelector("#item-2-target"); s.value = "gif"; s.dispatchEvent(new Event("change")); })()`)
+	// The click lands where the button is: once gif's options are shown, the layout is still
+	// (a click while they were loading hit where the button had been, on a loaded machine).
+	waitFor(t, ctx, "png to gif's options", `document.querySelector("#item-2 .options").dataset.for === "png>gif"`)
 	within(t, ctx, time.Minute, "convert the slow file", chromedp.Click("#item-2 .convert"))
 	waitFor(t, ctx, "the slow job started", `["queued", "running"].includes(document.querySelector("#item-2 .state").dataset.status)`)
 	// Its progress, from the job's event stream, shows while it runs.
