@@ -312,7 +312,8 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 
 	// Phone-sized: nothing wider than the screen.
 	if got := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`); !got {
-		t.Errorf("the page scrolls sideways at %v px", eval[float64](t, ctx, `window.innerWidth`))
+		wide := eval[[]string](t, ctx, `[...document.querySelectorAll("body *")].filter((el) => el.getBoundingClientRect().right > window.innerWidth + 0.5).map((el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).replace(/ /g, ".") : "") + " right=" + Math.round(el.getBoundingClientRect().right) + " " + JSON.stringify((el.textContent || "").slice(0, 60)))`)
+		t.Errorf("the page scrolls sideways at %v px (scroll width %v); wider than the screen: %v", eval[float64](t, ctx, `window.innerWidth`), eval[float64](t, ctx, `document.documentElement.scrollWidth`), wide)
 	}
 	if got := eval[[]string](t, ctx, `window.__csp`); len(got) != 0 {
 		t.Errorf("Content-Security-Policy violations: %v", got)
@@ -382,7 +383,8 @@ func TestBrowser_XLSXSheetOption(t *testing.T) {
 		t.Error("the sheet field stays when the input is csv")
 	}
 	if got := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`); !got {
-		t.Errorf("the page scrolls sideways at %v px", eval[float64](t, ctx, `window.innerWidth`))
+		wide := eval[[]string](t, ctx, `[...document.querySelectorAll("body *")].filter((el) => el.getBoundingClientRect().right > window.innerWidth + 0.5).map((el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).replace(/ /g, ".") : "") + " right=" + Math.round(el.getBoundingClientRect().right) + " " + JSON.stringify((el.textContent || "").slice(0, 60)))`)
+		t.Errorf("the page scrolls sideways at %v px (scroll width %v); wider than the screen: %v", eval[float64](t, ctx, `window.innerWidth`), eval[float64](t, ctx, `document.documentElement.scrollWidth`), wide)
 	}
 }
 
