@@ -50,7 +50,7 @@ func TestConn_RecvReusesItsBuffer(t *testing.T) {
 		got = append(got, r)
 	}
 	runtime.ReadMemStats(&after)
-	if perMsg := (after.TotalAlloc - before.TotalAlloc) / n; perMsg > 64<<10 {
+	if perMsg := (after.TotalAlloc - before.TotalAlloc) / n; perMsg > maxMessage/4 { // ample room for what else the process allocates meanwhile
 		t.Errorf("recv allocated %d bytes per message, want far less than maxMessage (%d)", perMsg, maxMessage)
 	}
 	for i, r := range got {
