@@ -19,9 +19,19 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-// migrateTo applies migrations/0001 ... upTo, but those in skip, to the database at conn as a
-// release of that schema did (pgstore.migrate): each file in its own transaction with its
-// schema_migrations row.
+// migratedConn makes a new database as a release of schema upTo left it: migrations/0001 ...
+// upTo, but those in skip, applied as that release did (pgstore.migrate), each file in its own
+// transaction with its schema_migrations row. It returns the database's URL and a connection
+// to it, closed at t's cleanup.
+func migratedConn(t *testing.T, upTo int, skip ...int) (string, *pgx.Conn) {
+	t.Helper()
+	url := testpg.NewDatabase(t)
+	conn := connect(t, url)
+	migrateTo(t, conn, upTo, skip...)
+	return url, conn
+}
+
+// migrateTo applies migratedConn's migrations to the database at conn.
 func migrateTo(t *testing.T, conn *pgx.Conn, upTo int, skip ...int) {
 	t.Helper()
 	ctx := context.Background()
@@ -95,15 +105,9 @@ func accountsIndexScans(t *testing.T, conn *pgx.Conn) int64 {
 // pages, the planner reads both of AccountsPage's queries (first page, page after a cursor)
 // through the index, and AccountsPage's own queries do use it (its idx_scan grows).
 func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
-	url := testpg.NewDatabase(t)
+	url, conn := migratedConn(t, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	migrateTo(t, conn, 4)
 	const accounts = 6000
 	if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at)
 		SELECT 'acct_old' || lpad(g::text, 5, '0'), 'old', 100, timestamptz '2026-01-01 00:00:00Z' + (g / 2) * interval '1 second'
@@ -119,15 +123,7 @@ func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
 	}
 
 	s := open(t, url, pgstore.Options{})
-	var versions []int
-	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(versions, 5) || !slices.Equal(versions, embeddedMigrations(t)) {
+	if versions := appliedMigrations(t, conn); !slices.Contains(versions, 5) || !slices.Equal(versions, embeddedMigrations(t)) {
 		t.Fatalf("schema_migrations %v after Open, want 5 among %v", versions, embeddedMigrations(t))
 	}
 	var def string
@@ -193,26 +189,12 @@ func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
 // their numbers' order, so a database can hold 0011-0014 without 0010. Open applies 0010 all
 // the same (not only numbers above the newest recorded), and the batches it creates work.
 func TestMigrate_AppliesAMissingLowerNumber(t *testing.T) {
-	url := testpg.NewDatabase(t)
+	all := embeddedMigrations(t)
+	url, conn := migratedConn(t, slices.Max(all), 10)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	all := embeddedMigrations(t)
-	migrateTo(t, conn, slices.Max(all), 10)
 	open(t, url, pgstore.Options{})
-	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(versions, all) {
+	if versions := appliedMigrations(t, conn); !slices.Equal(versions, all) {
 		t.Fatalf("schema_migrations %v after Open, want %v", versions, all)
 	}
 	var batches int
@@ -232,15 +214,9 @@ func TestMigrate_0019KeepsCacheInFlight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("applies every migration to a new database: the plain run covers it")
 	}
-	url := testpg.NewDatabase(t)
+	url, conn := migratedConn(t, 18)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	migrateTo(t, conn, 18)
 	const base, sha = "png>gif;migrate", "5f8f2b8a6b7c3e1d0a9f8e7d6c5b4a392817161514131211100f0e0d0c0b0a09"
 	key := store.CacheKey(base, sha)
 	ids := map[string]string{}
@@ -302,4 +278,18 @@ func TestMigrate_0019KeepsCacheInFlight(t *testing.T) {
 	if held, err := s.OutputHeld(ids["A"]); err != nil || !held {
 		t.Fatalf("A's output held: %v %v, want held by 3 references", held, err)
 	}
+}
+
+// appliedMigrations lists the versions schema_migrations records, in order.
+func appliedMigrations(t *testing.T, conn *pgx.Conn) []int {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return versions
 }
