@@ -2,6 +2,8 @@ package pgstore_test
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -99,4 +101,65 @@ func waitBlocked(t *testing.T, db querier, pids []uint32, over func() bool) (uin
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// waitOrder runs run while the test holds each of locks (a statement taking a lock, each in
+// a transaction of its own on a connection of its own to url, standing in for other nodes),
+// and returns the order in which run waited for them: each time run's backend waits for one
+// (PostgreSQL shows whose transaction it waits for), that transaction ends, and run goes on.
+// A lock run never waited for is not in order. It returns run's error.
+func waitOrder(t *testing.T, url string, locks []string, run func() error) (order []string, err error) {
+	t.Helper()
+	ctx := context.Background()
+	admin := connect(t, url)
+	held := map[uint32]string{} // a holder's backend pid: its lock
+	txs := map[uint32]pgx.Tx{}
+	for _, lock := range locks {
+		conn := connect(t, url)
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(ctx)
+		if _, err := tx.Exec(ctx, lock); err != nil {
+			t.Fatalf("%s: %v", lock, err)
+		}
+		pid := conn.PgConn().PID()
+		held[pid], txs[pid] = lock, tx
+	}
+	done := make(chan error, 1)
+	go func() { done <- run() }()
+	finished := false
+	over := func() bool {
+		select {
+		case err = <-done:
+			finished = true
+		default:
+		}
+		return finished
+	}
+	for len(held) > 0 {
+		pid, ok := waitBlocked(t, admin, slices.Collect(maps.Keys(held)), over)
+		if !ok {
+			break
+		}
+		order = append(order, held[pid])
+		if err := txs[pid].Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		delete(held, pid)
+	}
+	for pid := range held {
+		if err := txs[pid].Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !finished {
+		select {
+		case err = <-done:
+		case <-time.After(waitBound):
+			t.Fatalf("not done within %v", waitBound)
+		}
+	}
+	return order, err
 }

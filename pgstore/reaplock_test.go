@@ -2,8 +2,9 @@ package pgstore_test
 
 import (
 	"context"
-	"maps"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -87,76 +88,25 @@ func waitCount(t *testing.T, s *pgstore.Store, query string, n int) {
 
 // inOrder runs sweep once (a reap or an expiry, which takes the rows of the accounts ids and
 // returns the ids want) while the test holds each of those rows in a transaction of its own,
-// standing in for other nodes: each time sweep waits for one (PostgreSQL shows whose
-// transaction it waits for), that transaction ends, and sweep goes on to its next row. It
-// must have waited for every row, in the ids' byte order. Then the accounts reserve nothing,
-// the ledger holds, and s ran no transaction again after a deadlock.
+// standing in for other nodes (waitOrder): sweep must wait for every row, in the ids' byte
+// order. Then the accounts reserve nothing, the ledger holds, and s ran no transaction again
+// after a deadlock.
 func inOrder(t *testing.T, s *pgstore.Store, ids, want []string, sweep func() ([]string, error)) {
 	t.Helper()
-	ctx := context.Background()
-	url := s.Pool().Config().ConnString()
-	held := map[uint32]string{} // a holder's backend pid: the account it holds
-	txs := map[uint32]pgx.Tx{}
-	for _, id := range ids {
-		conn := connect(t, url)
-		tx, err := conn.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(ctx)
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, id); err != nil {
-			t.Fatal(err)
-		}
-		pid := conn.PgConn().PID()
-		held[pid], txs[pid] = id, tx
+	locks := make([]string, len(ids))
+	for i, id := range slices.Sorted(slices.Values(ids)) {
+		locks[i] = fmt.Sprintf(`SELECT 1 FROM accounts WHERE id = '%s' FOR UPDATE`, id)
 	}
 	var got []string
-	done := make(chan error, 1)
-	go func() {
-		var err error
+	order, err := waitOrder(t, s.Pool().Config().ConnString(), locks, func() (err error) {
 		got, err = sweep()
-		done <- err
-	}()
-	var order []string
-	var sweepErr error
-	over := func() bool {
-		select {
-		case sweepErr = <-done:
-			return true
-		default:
-			return false
-		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	finished := false
-	for len(held) > 0 && !finished {
-		pid, ok := waitBlocked(t, s.Pool(), slices.Collect(maps.Keys(held)), over)
-		if !ok {
-			finished = true
-			break
-		}
-		order = append(order, held[pid])
-		if err := txs[pid].Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
-		delete(held, pid)
-	}
-	for pid := range held {
-		if err := txs[pid].Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !finished {
-		select {
-		case sweepErr = <-done:
-		case <-time.After(waitBound):
-			t.Fatalf("not done within %v", waitBound)
-		}
-	}
-	if sweepErr != nil {
-		t.Fatal(sweepErr)
-	}
-	if sorted := slices.Sorted(slices.Values(ids)); !slices.Equal(order, sorted) {
-		t.Errorf("waited for the accounts' rows in the order %v, want their ids' %v", order, sorted)
+	if !slices.Equal(order, locks) {
+		t.Errorf("waited for the accounts' rows in the order\n%s\nwant their ids'\n%s", strings.Join(order, "\n"), strings.Join(locks, "\n"))
 	}
 	slices.Sort(got)
 	if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
@@ -201,4 +151,63 @@ func TestReapFinishesBatch(t *testing.T) {
 		t.Fatalf("batch after its job was reaped: %+v, %v", got, err)
 	}
 	ledger(t, s, acct.ID, 0, 0)
+}
+
+// TestReapEndsFlight: a job converting its cache key (its cache_inflight row) that the reaper
+// fails at max attempts ends its flight in the same transaction, as a finish does: no row is
+// left naming it (before, it stayed until an identical job's claim replaced it), and an
+// identical job claimed next converts.
+func TestReapEndsFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SQL alone, no Go concurrency: the plain run covers it")
+	}
+	s := nodes(t, 1, pgstore.Options{Lease: time.Millisecond})[0]
+	acct := account(t, s, 10)
+	sha := strings.Repeat("e", 64)
+	keyed := func() store.Job {
+		t.Helper()
+		j, _, err := s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10,
+			CacheBase: "png>gif;reap"}, noRender)
+		if err == nil {
+			j, err = s.StartSealedJob(acct.ID, j.ID, store.Upload{Size: 10, SHA256: sha})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	inflight := func() []string {
+		t.Helper()
+		rows, err := s.Pool().Query(context.Background(), `SELECT job_id FROM cache_inflight`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	job := keyed()
+	if c, ok, err := s.ClaimJob(); err != nil || !ok || c.ID != job.ID || c.WaitFor != "" {
+		t.Fatalf("claim: %+v %v %v, want %s converting", c, ok, err, job.ID)
+	}
+	if got := inflight(); !slices.Equal(got, []string{job.ID}) {
+		t.Fatalf("in flight after the claim: %v, want %s", got, job.ID)
+	}
+	waitCount(t, s, `SELECT count(*) FROM jobs WHERE status = 'running' AND lease_expires_at < clock_timestamp()`, 1)
+	if _, failed, err := s.ReapExpiredLeases(1); err != nil || !slices.Equal(failed, []string{job.ID}) {
+		t.Fatalf("reap: failed %v, %v; want %s", failed, err, job.ID)
+	}
+	if got := inflight(); len(got) != 0 {
+		t.Fatalf("in flight after the reaper failed %s: %v, want none", job.ID, got)
+	}
+	twin := keyed()
+	if c, ok, err := s.ClaimJob(); err != nil || !ok || c.ID != twin.ID || c.WaitFor != "" {
+		t.Fatalf("claim of the twin: %+v %v %v, want %s converting", c, ok, err, twin.ID)
+	}
+	if got := inflight(); !slices.Equal(got, []string{twin.ID}) {
+		t.Fatalf("in flight after the twin's claim: %v, want %s", got, twin.ID)
+	}
+	ledger(t, s, acct.ID, 1, 0)
 }
