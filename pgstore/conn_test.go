@@ -71,7 +71,22 @@ func (d dyingNode) kill(ctx context.Context, t *testing.T, admin *pgx.Conn) {
 
 // querier is a connection or a pool.
 type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// column returns the values of the query's one column.
+func column[T any](t *testing.T, db querier, query string, args ...any) []T {
+	t.Helper()
+	rows, err := db.Query(context.Background(), query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values, err := pgx.CollectRows(rows, pgx.RowTo[T])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return values
 }
 
 // waitBlocked waits until a backend waits for a lock that one of the backends pids holds,

@@ -22,14 +22,16 @@ import (
 
 // migratedConn makes a new database as a release of schema upTo left it: migrations/0001 ...
 // upTo, but those in skip, applied as that release did (pgstore.migrate), each file in its own
-// transaction with its schema_migrations row. It returns the database's URL and a connection
-// to it, closed at t's cleanup.
-func migratedConn(t *testing.T, upTo int, skip ...int) (string, *pgx.Conn) {
+// transaction with its schema_migrations row. It returns the database's URL, a connection to
+// it, closed at t's cleanup, and a context that bounds the test.
+func migratedConn(t *testing.T, upTo int, skip ...int) (string, *pgx.Conn, context.Context) {
 	t.Helper()
 	url := testpg.NewDatabase(t)
 	conn := connect(t, url)
 	migrateTo(t, conn, upTo, skip...)
-	return url, conn
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
+	t.Cleanup(cancel)
+	return url, conn, ctx
 }
 
 // migrateTo applies migratedConn's migrations to the database at conn.
@@ -106,9 +108,7 @@ func accountsIndexScans(t *testing.T, conn *pgx.Conn) int64 {
 // pages, the planner reads both of AccountsPage's queries (first page, page after a cursor)
 // through the index, and AccountsPage's own queries do use it (its idx_scan grows).
 func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
-	url, conn := migratedConn(t, 4)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
+	url, conn, ctx := migratedConn(t, 4)
 	const accounts = 6000
 	if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at)
 		SELECT 'acct_old' || lpad(g::text, 5, '0'), 'old', 100, timestamptz '2026-01-01 00:00:00Z' + (g / 2) * interval '1 second'
@@ -124,7 +124,7 @@ func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
 	}
 
 	s := open(t, url, pgstore.Options{})
-	if versions := appliedMigrations(t, conn); !slices.Contains(versions, 5) || !slices.Equal(versions, embeddedMigrations(t)) {
+	if versions := column[int](t, conn, `SELECT version FROM schema_migrations ORDER BY version`); !slices.Contains(versions, 5) || !slices.Equal(versions, embeddedMigrations(t)) {
 		t.Fatalf("schema_migrations %v after Open, want 5 among %v", versions, embeddedMigrations(t))
 	}
 	var def string
@@ -191,11 +191,9 @@ func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
 // the same (not only numbers above the newest recorded), and the batches it creates work.
 func TestMigrate_AppliesAMissingLowerNumber(t *testing.T) {
 	all := embeddedMigrations(t)
-	url, conn := migratedConn(t, slices.Max(all), 10)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
+	url, conn, ctx := migratedConn(t, slices.Max(all), 10)
 	open(t, url, pgstore.Options{})
-	if versions := appliedMigrations(t, conn); !slices.Equal(versions, all) {
+	if versions := column[int](t, conn, `SELECT version FROM schema_migrations ORDER BY version`); !slices.Equal(versions, all) {
 		t.Fatalf("schema_migrations %v after Open, want %v", versions, all)
 	}
 	var batches int
@@ -215,9 +213,7 @@ func TestMigrate_0019KeepsCacheInFlight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("applies every migration to a new database: the plain run covers it")
 	}
-	url, conn := migratedConn(t, 18)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
+	url, conn, ctx := migratedConn(t, 18)
 	const base, sha = "png>gif;migrate", "5f8f2b8a6b7c3e1d0a9f8e7d6c5b4a392817161514131211100f0e0d0c0b0a09"
 	key := store.CacheKey(base, sha)
 	ids := map[string]string{}
@@ -294,9 +290,7 @@ func TestMigrate_0021ClaimsQueuedJobsFairly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("applies every migration to a new database: the plain run covers it")
 	}
-	url, conn := migratedConn(t, 20)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
+	url, conn, ctx := migratedConn(t, 20)
 	const base, sha = "png>gif;migrate21", "0f8f2b8a6b7c3e1d0a9f8e7d6c5b4a392817161514131211100f0e0d0c0b0a09"
 	ids := map[string]string{}
 	names := []string{"a1", "b1", "c1", "a2", "b2", "c2", "a3", "c3"} // their order in time
@@ -331,7 +325,7 @@ func TestMigrate_0021ClaimsQueuedJobsFairly(t *testing.T) {
 
 	s := open(t, url, pgstore.Options{NodeID: "new-node"})
 	other := open(t, url, pgstore.Options{NodeID: "other-node"})
-	if versions := appliedMigrations(t, conn); !slices.Contains(versions, 21) || !slices.Equal(versions, embeddedMigrations(t)) {
+	if versions := column[int](t, conn, `SELECT version FROM schema_migrations ORDER BY version`); !slices.Contains(versions, 21) || !slices.Equal(versions, embeddedMigrations(t)) {
 		t.Fatalf("schema_migrations %v after Open, want 21 among %v", versions, embeddedMigrations(t))
 	}
 
@@ -433,18 +427,4 @@ func TestMigrate_0021ClaimsQueuedJobsFairly(t *testing.T) {
 	ledger(t, s, "acct_m21a", 0, 0)
 	ledger(t, s, "acct_m21b", 0, 1)
 	ledger(t, s, "acct_m21c", 0, 3)
-}
-
-// appliedMigrations lists the versions schema_migrations records, in order.
-func appliedMigrations(t *testing.T, conn *pgx.Conn) []int {
-	t.Helper()
-	rows, err := conn.Query(context.Background(), `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return versions
 }

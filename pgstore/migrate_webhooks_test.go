@@ -1,11 +1,9 @@
 package pgstore_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
 )
@@ -15,9 +13,7 @@ import (
 // destination is the one store.WebhookDestination computes from its URL (the SQL function and
 // the Go one agree), and the fair claim serves them with the per-destination cap.
 func TestMigrate_0007WebhookDestinations(t *testing.T) {
-	url, conn := migratedConn(t, 5)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
+	url, conn, ctx := migratedConn(t, 5)
 	urls := []string{
 		"https://Hooks.Example.com/in?token=x",
 		"https://hooks.example.com:443/other",

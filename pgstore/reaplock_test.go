@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
 )
@@ -176,18 +174,7 @@ func TestReapEndsFlight(t *testing.T) {
 		}
 		return j
 	}
-	inflight := func() []string {
-		t.Helper()
-		rows, err := s.Pool().Query(context.Background(), `SELECT job_id FROM cache_inflight`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
+	inflight := func() []string { return column[string](t, s.Pool(), `SELECT job_id FROM cache_inflight`) }
 	job := keyed()
 	if c, ok, err := s.ClaimJob(); err != nil || !ok || c.ID != job.ID || c.WaitFor != "" {
 		t.Fatalf("claim: %+v %v %v, want %s converting", c, ok, err, job.ID)
