@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -315,5 +316,65 @@ func TestClaim_CrossingCappedAccountsDoNotDeadlock_Go(t *testing.T) {
 	}
 	if n := column[int64](t, admin, `SELECT count(*) FROM jobs WHERE status = 'running'`); n[0] != 2 {
 		t.Fatalf("%d jobs running after the claims, want 2 (one per account, its max_running)", n[0])
+	}
+}
+
+// TestMigrate_0022ClaimsPassEachOther: a database a previous release left at migration 0021,
+// with two accounts at max_running 1 and jobs queued, gets 0022 from Open. Two nodes of the
+// previous release (0015's convsvc_claim_job, the function they call, in transactions left
+// open) then walk past both accounts in opposite orders: neither waits for the other, neither
+// claims; once a running job of a finishes, its oldest queued job is the next claim's.
+func TestMigrate_0022ClaimsPassEachOther(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies every migration to a new database: the plain run covers it")
+	}
+	url, conn, ctx := migratedConn(t, 21)
+	a := capped(ctx, t, conn, "acct_m22a", 1, 1, false, false)
+	capped(ctx, t, conn, "acct_m22b", 1, 1, false, false)
+	s := open(t, url, pgstore.Options{NodeID: "new-node"})
+	if versions := column[int](t, conn, `SELECT version FROM schema_migrations ORDER BY version`); !slices.Contains(versions, 22) {
+		t.Fatalf("schema_migrations %v after Open, want 22 among them", versions)
+	}
+
+	// oldClaim is the previous release's claim, in a transaction left open.
+	oldClaim := func(node, last string) (pgx.Tx, string) {
+		t.Helper()
+		c := connect(t, url)
+		tx, err := c.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id string
+		err = tx.QueryRow(ctx, `SELECT id FROM convsvc_claim_job($1, $2, 60000000)`, last, node).Scan(&id)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			t.Fatal(err)
+		}
+		return tx, id
+	}
+	// x walks a then b, y (which served a last) b then a, each holding what it passed: on 0021's
+	// walk y would wait for x's claim lock of b.
+	x, got := oldClaim("old-x", "")
+	if got != "" {
+		t.Fatalf("x claimed %s with both accounts at max_running", got)
+	}
+	y, got := oldClaim("old-y", "acct_m22a")
+	if got != "" {
+		t.Fatalf("y claimed %s with both accounts at max_running", got)
+	}
+	for _, tx := range []pgx.Tx{x, y} {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running := column[string](t, conn, `SELECT id FROM jobs WHERE account_id = 'acct_m22a' AND status = 'running'`)
+	if _, err := s.FinishJob(running[0], 1, store.Outcome{Output: &store.Output{Bytes: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	tx, got := oldClaim("old-x", "")
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got != a[0] {
+		t.Fatalf("claim after a's running job finished: %q, want a's oldest queued job %s", got, a[0])
 	}
 }
