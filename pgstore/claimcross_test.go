@@ -159,6 +159,9 @@ func TestClaim_CrossingCappedAccountsDoNotDeadlock(t *testing.T) {
 // node (deterministic), and many claims racing for it take it once (they may interleave
 // in any way, and each way must take the slot exactly once).
 func TestClaim_LastSlotTakenOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second claim test beside TestClaim_CrossingCappedAccountsDoNotDeadlock: the plain run covers it")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := testpg.NewDatabase(t)
@@ -243,6 +246,9 @@ func TestClaim_LastSlotTakenOnce(t *testing.T) {
 // stopped at b's row holding a's claim lock, y waited for it holding b's, and one of them
 // was aborted and ran again (Retried).
 func TestClaim_CrossingCappedAccountsDoNotDeadlock_Go(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second claim test beside TestClaim_CrossingCappedAccountsDoNotDeadlock: the plain run covers it")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	url := testpg.NewDatabase(t)
