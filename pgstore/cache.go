@@ -45,11 +45,11 @@ import (
 // only after the account's row when the job has a cache key, and each hit at claim commits
 // on its own, so no transaction holds two accounts' rows, except ReapExpiredLeases and
 // ExpireJobs: they lock all their jobs (SKIP LOCKED), then their accounts' rows in id order
-// (lockAccounts), before any status change; and a claim that passes an account at its
-// max_running keeps what it took there (the account's claim lock, and its row when the job it
-// locked has a cache key) as it walks on, so two claims walking past two such accounts in
-// opposite orders (one wrapped around) can deadlock: PostgreSQL aborts one after
-// deadlock_timeout and it runs again (a probe of the interleaving, 2026-12-03). An import (Import) locks whole tables, in this
+// (lockAccounts), before any status change. A claim locks an account's row only for the job
+// it takes, and tries the claim lock of an account with max_running (passing the account when
+// another claim holds it), so a claim that walks on past capped accounts waits for none of
+// what it keeps (migration 0022; before, two claims passing two such accounts in opposite
+// orders deadlocked). An import (Import) locks whole tables, in this
 // order as far as it goes (jobs, accounts, cache_entries, cache_refs, month_spend,
 // cache_inflight, cache_totals).
 

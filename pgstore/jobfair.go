@@ -11,8 +11,10 @@ import (
 
 // lockAccountClaims is the first key of the transaction-scoped advisory lock that claims of
 // an account with max_running take (the second is hashtext of its id): the running count they
-// read and the claim they make are one step across nodes. A node that dies holding it loses
-// its connection, and the lock goes with the transaction.
+// read and the claim they make are one step across nodes. Claims try it
+// (pg_try_advisory_xact_lock) and pass the account when another claim holds it: none waits
+// for another (migration 0022). A node that dies holding it loses its connection, and the lock
+// goes with the transaction.
 const lockAccountClaims int32 = 0x63760004
 
 // extraRow scans a row's columns after a job's (scanJob) into extra.
@@ -25,8 +27,8 @@ func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.ext
 
 // claimFair claims, in tx, the oldest queued job of the next account in turn
 // (store.RoundRobin from the account this node served last) that is under its max_running:
-// the Go side of migration 0021's convsvc_claim_walk, for the cases the claim function leaves
-// to Go. Rows are still locked FOR UPDATE SKIP LOCKED, so claimers on every node pass each other's
+// the Go side of convsvc_claim_walk (migrations 0021 and 0022), for the cases the claim
+// function leaves to Go. Rows are still locked FOR UPDATE SKIP LOCKED, so claimers on every node pass each other's
 // jobs and no job is claimed twice; the walk only chooses whose job to lock. A job past its
 // expires_at fails on the way (appended to expired).
 func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, fin *finished, expired *[]string) (job store.Job, ok bool, err error) {
@@ -54,17 +56,18 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, fin *finished, expired
 			} else if err != nil {
 				return "", false, err
 			}
-			if store.CacheKeyOf(j) != "" {
-				// A hit finishes the job in this transaction (ClaimJob's flight), moving the
-				// account's cents: its row is locked before the status change and the cache's
-				// locks (cache.go's lock order).
-				if err := lockAccount(ctx, tx, j.AccountID); err != nil {
+			if maxRunning != nil {
+				// The claim lock is tried, not waited for: a claim that holds it is deciding on
+				// this account right now (it takes its job or passes it at its limit), and this
+				// one passes it too. A claim keeps the locks of the accounts it passed until it
+				// commits, so waiting here could close a cycle with a claim walking the other
+				// way round (migration 0022).
+				var mine bool
+				if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1, hashtext($2))`, lockAccountClaims, j.AccountID).Scan(&mine); err != nil {
 					return "", false, err
 				}
-			}
-			if maxRunning != nil {
-				if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, lockAccountClaims, j.AccountID); err != nil {
-					return "", false, err
+				if !mine {
+					return j.AccountID, false, nil // its job stays queued (locked until this transaction ends)
 				}
 				var running int64
 				if err := tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE account_id = $1 AND status = 'running'`, j.AccountID).Scan(&running); err != nil {
@@ -72,6 +75,15 @@ func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, fin *finished, expired
 				}
 				if running >= *maxRunning {
 					return j.AccountID, false, nil // its job stays queued (locked until this transaction ends)
+				}
+			}
+			if store.CacheKeyOf(j) != "" {
+				// A hit finishes the job in this transaction (ClaimJob's flight), moving the
+				// account's cents: its row is locked before the status change and the cache's
+				// locks (cache.go's lock order), and only for a job this claim takes, so that
+				// no claim walks on holding an account's row.
+				if err := lockAccount(ctx, tx, j.AccountID); err != nil {
+					return "", false, err
 				}
 			}
 			if expiredAt(ctx, tx, j) {
