@@ -73,7 +73,8 @@ BEGIN
 END $$;
 
 -- 0019's functions that called pg_notify, queuing instead (their callers of either release
--- send after the commit). Bodies as in 0019 but for those lines.
+-- send after the commit). Bodies as in 0019 but for those lines and, in convsvc_start_job, a
+-- hit's single UPDATE of the job (convsvc_finish_hit, below).
 CREATE OR REPLACE FUNCTION convsvc_finish_common(p_job jobs, p_deliveries_in_go boolean) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_key text := convsvc_cache_key(p_job.cache_base, p_job.input_sha256); v_unfinished integer;
@@ -93,6 +94,32 @@ BEGIN
         RAISE EXCEPTION 'finishes its batch' USING ERRCODE = 'CVFB0';
     END IF;
     PERFORM convsvc_queue_notify('j:' || p_job.id);
+END $$;
+
+-- convsvc_finish_hit as in 0019, also writing the job's started_at and upload as p_job has
+-- them: its callers pass the row as they locked or wrote it (the same values), but for
+-- convsvc_start_job, which sets them in p_job so that a hit at start updates the row once.
+CREATE OR REPLACE FUNCTION convsvc_finish_hit(p_job jobs, p_entry cache_entries, p_price bigint, p_deliveries_in_go boolean)
+RETURNS jobs LANGUAGE plpgsql AS $$
+DECLARE
+    v_job jobs;
+BEGIN
+    UPDATE accounts SET reserved_cents = reserved_cents - 1 WHERE id = p_job.account_id AND reserved_cents >= 1;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'ledger broken: account % has no reservation for job %', p_job.account_id, p_job.id;
+    END IF;
+    INSERT INTO month_spend (account_id, month, cents) VALUES (p_job.account_id, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM'), p_price)
+        ON CONFLICT (account_id, month) DO UPDATE SET cents = month_spend.cents + excluded.cents;
+    UPDATE jobs SET status = 'succeeded', finished_at = now(), error_code = '', error_message = p_job.error_message,
+            output_bytes = p_entry.output_bytes, output_sha256 = p_entry.output_sha256, output_attempt = p_entry.output_attempt,
+            output_warnings = p_entry.output_warnings, error_reason = p_job.error_reason, output_verified = p_entry.output_verified,
+            output_cached = true, output_object = p_entry.object, input_sha256 = nullif(p_job.input_sha256, ''),
+            hit_cents = p_price, lease_owner = NULL, lease_expires_at = NULL,
+            started_at = p_job.started_at, upload_size = p_job.upload_size, upload_etag = p_job.upload_etag,
+            upload_version_id = p_job.upload_version_id
+        WHERE id = p_job.id RETURNING * INTO v_job;
+    PERFORM convsvc_finish_common(v_job, p_deliveries_in_go);
+    RETURN v_job;
 END $$;
 
 CREATE OR REPLACE FUNCTION convsvc_create_job(p_id text, p_account text, p_status text, p_input_format text, p_target_format text,
@@ -165,9 +192,12 @@ BEGIN
     v_max := convsvc_lock_account_room(p_account, 0);
     v_entry := convsvc_cache_take(v_job, p_price);
     IF v_entry.key IS NOT NULL THEN
-        UPDATE jobs SET started_at = now(), input_sha256 = v_job.input_sha256, upload_size = p_up_size, upload_etag = p_up_etag,
-                upload_version_id = p_up_version
-            WHERE id = p_job RETURNING * INTO v_job;
+        -- A hit: the start's columns go with convsvc_finish_hit's one UPDATE of the row (0019
+        -- updated it twice, so the row and each of its indexes got two new versions).
+        v_job.started_at := now();
+        v_job.upload_size := p_up_size;
+        v_job.upload_etag := p_up_etag;
+        v_job.upload_version_id := p_up_version;
         RETURN convsvc_finish_hit(v_job, v_entry, p_price, p_deliveries_in_go);
     END IF;
     IF v_max IS NOT NULL THEN
