@@ -213,3 +213,28 @@ func TestMigrate_0020KeepsNotifying(t *testing.T) {
 		t.Fatalf("events: %+v, %v; want two starts and the cancel", evs, err)
 	}
 }
+
+// TestNotify_SendNeverFails (migration 0020): convsvc_send_notifies() runs after its caller's
+// COMMIT, so an error from it would report a committed change as failed; a payload NOTIFY
+// refuses (over 8,000 bytes) is dropped with a warning, and the queue is emptied. On 0019
+// (0015's send) the call fails.
+func TestNotify_SendNeverFails(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	open(t, url, pgstore.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(time.Minute))
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, `SELECT set_config('convsvc.notify', 'j:job_a,' || repeat('x', 9000), false)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT convsvc_send_notifies()`); err != nil {
+		t.Fatalf("send: %v, want the refused payload dropped", err)
+	}
+	if q := queuedOf(t, ctx, conn); q != "" {
+		t.Fatalf("queued after the send: %d bytes", len(q))
+	}
+}

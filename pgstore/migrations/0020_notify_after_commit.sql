@@ -39,15 +39,22 @@ BEGIN
 END $$;
 
 -- convsvc_send_notifies sends what the session queued, in the caller's transaction, which it
--- makes asynchronous (see above). Run it only after the queuing transaction's COMMIT.
+-- makes asynchronous (see above). Run it only after the queuing transaction's COMMIT. It never
+-- fails: its caller's change is committed, and an error here would report it failed (a client
+-- would retry a create that was made); notifications it cannot send (NOTIFY's queue full) are
+-- dropped with a warning, as a lost connection drops them.
 CREATE OR REPLACE FUNCTION convsvc_send_notifies() RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     v_payloads text := current_setting('convsvc.notify', true);
 BEGIN
     IF v_payloads IS NOT NULL AND v_payloads <> '' THEN
         PERFORM set_config('synchronous_commit', 'off', true);
-        PERFORM pg_notify('convsvc', p) FROM unnest(string_to_array(v_payloads, ',')) AS p;
         PERFORM set_config('convsvc.notify', '', false);
+        BEGIN
+            PERFORM pg_notify('convsvc', p) FROM unnest(string_to_array(v_payloads, ',')) AS p;
+        EXCEPTION WHEN OTHERS THEN
+            RAISE WARNING 'convsvc: % notifications not sent: %', cardinality(string_to_array(v_payloads, ',')), SQLERRM;
+        END;
     END IF;
 END $$;
 
