@@ -18,7 +18,8 @@
 // After the table, each contender's create and start phases get a line of their own: rate,
 // p50/p90/p99/max, a latency histogram, and the CPU milliseconds per request of the nodes, the
 // S3 server (-s3-pid) and PostgreSQL (-pg-pid), read from /proc (the started jobs convert
-// meanwhile, so their workers' CPU is in the start phase's figures).
+// meanwhile, so their workers' CPU is in the start phase's figures), and PostgreSQL's WAL
+// syncs (pg_stat_wal) and commits (pg_stat_database) per request, cluster-wide.
 //
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
