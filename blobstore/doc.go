@@ -75,8 +75,11 @@
 // The signature covers the handler's path, not PublicURL: a proxy that serves
 // the store under a path prefix must strip it. Exactly one spelling of a URL is
 // accepted: no repeated, missing or extra parameters, no percent-encoding, no
-// signs or leading zeros, lowercase hex. A URL is valid up to and including
-// its expires second; an upload that started in time may finish later.
+// signs or leading zeros, lowercase hex. A URL is valid up to and including the
+// instant EXPIRES (a whole Unix second) and refused from the next nanosecond;
+// an upload that started in time may finish later. An API upload URL's EXPIRES
+// is the job's created_at + 900 s rounded up to the second (httpapi), so it
+// takes uploads for the whole 900 s of SPEC.md, and less than a second more.
 //
 // # Errors
 //

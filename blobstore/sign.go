@@ -19,14 +19,17 @@ const (
 // maxObjectSize bounds the signed size so that size+1 never overflows.
 const maxObjectSize = 1 << 62
 
-// UploadURL returns the signed URL that accepts the job's input file with PUT
-// until expires; the upload must carry Content-Length equal to size.
+// UploadURL returns the signed URL that accepts the job's input file with PUT up to
+// and including the instant expires, cut down to a whole second (the URL carries Unix
+// seconds); the upload must carry Content-Length equal to size. A caller that must keep
+// the URL open until an instant rounds it up first: httpapi passes the job's created_at
+// + 900 s rounded up to the second, so the URL takes uploads for the whole 900 s.
 func (s *Store) UploadURL(jobID string, size int64, expires time.Time) string {
 	return s.signedURL("PUT", uploadPrefix+jobID, size, expires)
 }
 
 // DownloadURL returns the signed URL that serves the job's output with GET or
-// HEAD until expires; size must be the output's size (see OutputInfo).
+// HEAD up to and including expires, cut down to a whole second; size must be the output's size (see OutputInfo).
 func (s *Store) DownloadURL(jobID string, size int64, expires time.Time) string {
 	return s.signedURL("GET", downloadPrefix+jobID, size, expires)
 }

@@ -95,7 +95,7 @@ func TestVerifyURL_Canonical(t *testing.T) {
 	if _, err := st.verifyURL("PUT", path, strings.Join(parts, "&")); err != nil {
 		t.Errorf("reordered parameters refused: %v", err)
 	}
-	// Valid up to and including the expiry second.
+	// Valid up to and including the instant of its expires second, refused a nanosecond later.
 	st.now = func() time.Time { return testNow.Add(time.Minute) }
 	if _, err := st.verifyURL("PUT", path, query); err != nil {
 		t.Errorf("URL refused at its expiry second: %v", err)

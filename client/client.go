@@ -510,7 +510,12 @@ func (c *Client) Upload(ctx context.Context, uploadURL string, r io.Reader, size
 }
 
 // UploadWithProgress is Upload that calls progress (when not nil) as bytes are sent, with the
-// bytes so far and size; a retried upload reports again from 0.
+// bytes so far and size; a retried upload reports again from 0. The progress of a file sent by
+// the kernel (sendfile) is its descriptor's offset, read every progressEvery, and its end.
+//
+// A file that no longer holds size bytes from its offset is not sent, and one whose size
+// changes while it is sent fails the upload, whatever object storage answered: the bytes sent
+// may mix the file before and after the change. Either error says that the file changed.
 func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.Reader, size int64, progress func(done, total int64)) error {
 	ra, rereadable := r.(io.ReaderAt)
 	var start int64
@@ -520,32 +525,50 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			rereadable = false // a pipe or a terminal behind an *os.File: read it as a stream
 		}
 	}
-	// An *os.File without progress is sent from a descriptor of its own (reopenAt), which
-	// net/http may read with the kernel's copy (sendfile) and close: the caller's file and its
-	// offset are never touched, and a writer left over from an earlier attempt (net/http may
-	// answer a 503 before it has read the body) moves only that attempt's descriptor. Where
-	// reopening is impossible (not Linux, a file opened write-only) it is read with ReadAt.
+	// An *os.File is sent from a descriptor of its own (reopenAt), which net/http reads with
+	// the kernel's copy (sendfile) and closes: the caller's file and its offset are never
+	// touched, and a writer left over from an earlier attempt (net/http may answer a 503
+	// before it has read the body) moves only that attempt's descriptor. Where reopening is
+	// impossible (not Linux, a file opened write-only) it is read with ReadAt. A regular
+	// file's size is checked before and after each attempt (sizeOf).
 	file, _ := r.(*os.File)
-	if !rereadable || progress != nil {
+	if !rereadable {
 		file = nil
 	}
 	for attempt := 0; ; attempt++ {
+		before, err := sizeOf(file, start, size, true)
+		if err != nil {
+			return err
+		}
 		var body io.Reader
 		var sent *countingReader
 		own, reopenErr := reopenAt(file, start)
+		var stopProgress func(ok bool)
 		switch {
 		case reopenErr == nil:
 			body = own // net/http closes it
+			if progress != nil {
+				stopProgress = followOffset(own, start, size, progress)
+			}
 		case rereadable:
 			body = io.NewSectionReader(ra, start, size)
 		default:
 			sent = &countingReader{r: r}
 			body = sent
 		}
-		if progress != nil {
+		if progress != nil && stopProgress == nil {
 			body = &ProgressReader{R: body, Total: size, Progress: progress}
 		}
-		err := c.uploadOnce(ctx, uploadURL, body, size)
+		err = c.uploadOnce(ctx, uploadURL, body, size)
+		if stopProgress != nil {
+			stopProgress(err == nil)
+		}
+		if after, serr := sizeOf(file, start, size, false); serr != nil || after != before {
+			if serr == nil {
+				serr = fmt.Errorf("upload: %s changed size while it was sent (%d bytes, then %d): the upload may mix its old and new bytes; send it again once it is complete", file.Name(), before, after)
+			}
+			return serr
+		}
 		if err == nil {
 			return nil
 		}
@@ -556,6 +579,66 @@ func (c *Client) UploadWithProgress(ctx context.Context, uploadURL string, r io.
 			return err
 		}
 	}
+}
+
+// progressEvery is how often the progress of a file sent by the kernel is read.
+const progressEvery = 50 * time.Millisecond
+
+// followOffset reports the progress of own, sent from start by the kernel (sendfile moves its
+// offset), every progressEvery until stop, which reports the whole of size when the upload
+// succeeded. Reading the offset does not disturb the copy: it is one lseek, and the offset is
+// the kernel's.
+func followOffset(own *os.File, start, size int64, progress func(done, total int64)) (stop func(ok bool)) {
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		var last int64
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			off, err := own.Seek(0, io.SeekCurrent)
+			if err != nil { // net/http closed it: the body was sent, or the attempt ended
+				return
+			}
+			if n := min(off-start, size); n > last {
+				last = n
+				progress(n, size)
+			}
+		}
+	}()
+	return func(ok bool) {
+		close(done)
+		<-exited
+		if ok {
+			progress(size, size)
+		}
+	}
+}
+
+// sizeOf returns the size of the regular file f (0 for nil or anything else: nothing to
+// check); with short set it fails when the file holds fewer than size bytes from start, cut
+// after its size was taken.
+func sizeOf(f *os.File, start, size int64, short bool) (int64, error) {
+	if f == nil {
+		return 0, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("upload: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, nil
+	}
+	if short && fi.Size()-start < size {
+		return 0, fmt.Errorf("upload: %s holds %d bytes from offset %d, fewer than the %d to send: it changed since its size was taken; send it again once it is complete", f.Name(), fi.Size()-start, start, size)
+	}
+	return fi.Size(), nil
 }
 
 // uploadOnce sends one PUT of body; a body without Close is wrapped so that net/http cannot

@@ -94,7 +94,7 @@ type eventStream struct {
 	jobID   string
 	cursor  int64
 	sent    map[string]bool   // the job stream's event ids sent (to not repeat the final one)
-	percent map[string]string // progress last sent per running job, as written
+	percent map[string]string // progress last sent per running job: its attempt, a space, the value as written
 	wrote   bool              // something was written since the heartbeat was last reset
 }
 
@@ -293,28 +293,29 @@ func (st *eventStream) sendLogged(acct string) error {
 func (st *eventStream) progress(acct string) error {
 	now := st.s.now()
 	var jobs []string
+	var attempts []int
 	var values []float64
-	st.s.cfg.Progress.AccountProgress(acct, func(jobID string, _ int, p float64) {
+	st.s.cfg.Progress.AccountProgress(acct, func(jobID string, attempt int, p float64) {
 		if st.jobID == "" || jobID == st.jobID {
-			jobs, values = append(jobs, jobID), append(values, p)
+			jobs, attempts, values = append(jobs, jobID), append(attempts, attempt), append(values, p)
 		}
 	})
 	for i, id := range jobs {
 		text := strconv.FormatFloat(math.Round(values[i]*100)/100, 'f', -1, 64)
-		if st.percent[id] == text {
+		// What was sent is kept with its attempt: a retried job's progress starts again, and
+		// its first value is sent even when the last attempt's ended on the same one.
+		sent := strconv.Itoa(attempts[i]) + " " + text
+		if st.percent[id] == sent {
 			continue
 		}
 		if hook := st.s.afterProgressValue.Load(); hook != nil {
 			(*hook)(id, text)
 		}
-		job, err := st.s.progressReads.job(st.s.cfg.Store, acct, id, text)
-		if err != nil || job.Status != store.StatusRunning {
-			continue
+		job, err := st.s.progressReads.job(st.s.cfg.Store, acct, id, sent)
+		if err != nil || job.Status != store.StatusRunning || job.Attempt != attempts[i] {
+			continue // finished, or the value is another attempt's
 		}
-		if _, ok := st.s.cfg.Progress.Progress(id, job.Attempt); !ok {
-			continue // an earlier attempt's
-		}
-		st.percent[id] = text
+		st.percent[id] = sent
 		if err := st.event("", EventJobProgress, now, job, text); err != nil {
 			return err
 		}
@@ -352,8 +353,8 @@ type progressRead struct {
 // before the finish can arrive after the final event's notification: another connection).
 const maxProgressReads = 4096
 
-// job returns the account's job as read for its progress value text: read now by the first
-// stream that asks for text, shared with the others.
+// job returns the account's job as read for its progress value text (with its attempt): read
+// now by the first stream that asks for text, shared with the others.
 func (p *progressReads) job(st Store, acct, id, text string) (store.Job, error) {
 	key := acct + "/" + id
 	p.mu.Lock()

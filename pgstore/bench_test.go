@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
@@ -144,11 +142,7 @@ func BenchmarkListJobsByStatus(b *testing.B) {
 	run("failed", failed, 0, false)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	conn := connect(b, url)
 	if _, err := conn.Exec(ctx, `DROP INDEX jobs_account_status`); err != nil {
 		b.Fatal(err)
 	}

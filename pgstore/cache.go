@@ -26,8 +26,8 @@ import (
 // (releaseOutputs) and DropCacheEntry are Go only.
 //
 // Lock order. Every transaction that touches the cache takes its locks in this order (the
-// Go transactions here and in jobs.go, and the transition functions of migrations 0015 and
-// 0019), so identical jobs started, claimed and finished at once on several nodes never
+// Go transactions here and in jobs.go, the transition functions of migrations 0015 and 0019,
+// and 0021's claim walk), so identical jobs started, claimed and finished at once on several nodes never
 // deadlock (RunCacheAcrossNodes):
 //
 //  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
@@ -45,7 +45,13 @@ import (
 // only after the account's row when the job has a cache key, and each hit at claim commits
 // on its own, so no transaction holds two accounts' rows, except ReapExpiredLeases and
 // ExpireJobs: they lock all their jobs (SKIP LOCKED), then their accounts' rows in id order
-// (lockAccounts), before any status change.
+// (lockAccounts), before any status change; and a claim that passes an account at its
+// max_running keeps what it took there (the account's claim lock, and its row when the job it
+// locked has a cache key) as it walks on, so two claims walking past two such accounts in
+// opposite orders (one wrapped around) can deadlock: PostgreSQL aborts one after
+// deadlock_timeout and it runs again (a probe of the interleaving, 2026-12-03). An import (Import) locks whole tables, in this
+// order as far as it goes (jobs, accounts, cache_entries, cache_refs, month_spend,
+// cache_inflight, cache_totals).
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's
 // reference and marking the entry used; the caller then finishes the job succeeded. The job

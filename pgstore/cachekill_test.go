@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
@@ -47,53 +45,15 @@ func TestCache_NodeKilledMidTransition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	// killedIn runs the statement in a transaction on a connection of its own and terminates
-	// that connection's backend before COMMIT, as a SIGKILL of its node would drop it.
+	admin := connect(t, url)
+	// killedIn runs the statement in a dying node's transaction, killed before COMMIT.
 	killedIn := func(sql string, args ...any) {
 		t.Helper()
-		dying, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer dying.Close(context.Background())
-		var pid int
-		if err := dying.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-			t.Fatal(err)
-		}
-		tx, err := dying.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		dying := startDying(ctx, t, url)
+		if _, err := dying.Exec(ctx, sql, args...); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
-		if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.Commit(ctx); err == nil {
-			t.Fatal("a terminated backend's transaction committed")
-		}
-		// The backend exits, rolling back and releasing its locks, after the signal: wait for
-		// it to be gone, or a claim would pass the job it still locks (SKIP LOCKED).
-		for {
-			var alive bool
-			if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = $1)`, pid).Scan(&alive); err != nil {
-				t.Fatal(err)
-			}
-			if !alive {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatal("the terminated backend never exited")
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
+		dying.kill(ctx, t, admin)
 	}
 	unchanged := func(what string, wantEntries int64, wantInflight int) {
 		t.Helper()

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
@@ -41,20 +39,8 @@ func TestClaim_NodeKilledHoldingTheAccountLock(t *testing.T) {
 	}
 
 	// The node about to die: in a claim's transaction, holding the account's claim lock.
-	dying, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dying.Close(context.Background())
-	var pid int
-	if err := dying.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := dying.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgstore.LockAccountClaims, acct.ID); err != nil {
+	dying := startDying(ctx, t, url)
+	if _, err := dying.Exec(ctx, `SELECT pg_advisory_xact_lock($1, hashtext($2))`, pgstore.LockAccountClaims, acct.ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -68,32 +54,18 @@ func TestClaim_NodeKilledHoldingTheAccountLock(t *testing.T) {
 		j, ok, err := s.ClaimJob()
 		done <- claim{j, ok, err}
 	}()
-	// The survivor's claim is waiting for the lock (PostgreSQL shows the waiter).
-	admin, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(context.Background())
-	for {
-		var waiting int
-		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting == 1 {
-			break
-		}
+	// The survivor's claim waits for the lock (PostgreSQL shows the waiter).
+	admin := connect(t, url)
+	waitBlocked(t, admin, []uint32{dying.pid}, func() bool {
 		select {
 		case c := <-done:
 			t.Fatalf("the claim returned (%+v) while another node held the account's claim lock", c)
-		case <-ctx.Done():
-			t.Fatal("the claim never waited for the lock")
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-	}
+		return false
+	})
 	// Killed: its backend goes, and with it the transaction and the lock.
-	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
-		t.Fatal(err)
-	}
+	dying.kill(ctx, t, admin)
 	c := <-done
 	if c.err != nil || !c.ok || c.job.ID != jobs[0] {
 		t.Fatalf("claim after the lock holder died: %+v, want %s", c, jobs[0])

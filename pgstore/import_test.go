@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -308,5 +309,38 @@ func TestImport_Cache(t *testing.T) {
 	}
 	if dead, err := s.DeadOutputs(); err != nil || len(dead) != 0 {
 		t.Fatalf("DeadOutputs after a replace %v, %v; want none", dead, err)
+	}
+}
+
+// TestImport_LocksTablesInOrder: an import locks every table it writes before it writes
+// anything, the conversion cache's too (a node's DropCacheEntry or sweep writes them alone),
+// in cache.go's lock order and then the others: with each table held by a transaction that
+// writes it (ROW EXCLUSIVE, standing in for live nodes), Import waits for them one by one in
+// that order, and then imports.
+func TestImport_LocksTablesInOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SQL alone, no Go concurrency: the plain run covers it")
+	}
+	url := testpg.NewDatabase(t)
+	s := open(t, url, pgstore.Options{})
+	tables := []string{"jobs", "accounts", "cache_entries", "cache_refs", "cache_dead", "month_spend", "cache_inflight", "cache_totals",
+		"api_keys", "webhook_endpoints", "webhook_signing_secrets", "job_webhooks", "webhook_deliveries", "presets"}
+	locks := make([]string, len(tables))
+	for i, table := range tables {
+		locks[i] = "LOCK TABLE " + table + " IN ROW EXCLUSIVE MODE"
+	}
+	var counts pgstore.ImportCounts
+	order, err := waitOrder(t, url, locks, func() (err error) {
+		counts, err = s.Import(context.Background(), importData(), false)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, locks) {
+		t.Errorf("the import waited for\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(locks, "\n"))
+	}
+	if counts.Jobs != 1 || counts.Accounts != 1 {
+		t.Fatalf("imported %+v", counts)
 	}
 }

@@ -24,8 +24,9 @@ type extraRow struct {
 func (r extraRow) Scan(dest ...any) error { return r.row.Scan(append(dest, r.extra...)...) }
 
 // claimFair claims, in tx, the oldest queued job of the next account in turn
-// (store.RoundRobin from the account this node served last) that is under its max_running.
-// Rows are still locked FOR UPDATE SKIP LOCKED, so claimers on every node pass each other's
+// (store.RoundRobin from the account this node served last) that is under its max_running:
+// the Go side of migration 0021's convsvc_claim_walk, for the cases the claim function leaves
+// to Go. Rows are still locked FOR UPDATE SKIP LOCKED, so claimers on every node pass each other's
 // jobs and no job is claimed twice; the walk only chooses whose job to lock. A job past its
 // expires_at fails on the way (appended to expired).
 func (s *Store) claimFair(ctx context.Context, tx pgx.Tx, fin *finished, expired *[]string) (job store.Job, ok bool, err error) {

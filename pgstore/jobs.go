@@ -656,9 +656,10 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 			return err
 		}
 		if len(failed) > 0 {
-			// The failed jobs as this transaction left them: their webhook events (one per
-			// destination, the same as finish records for any failure), their batch's count of
-			// finished jobs (and its batch.finished event) and the FinishHook.
+			// The failed jobs as this transaction left them: the end of their cache key's
+			// flight, their webhook events (one per destination, the same as finish records
+			// for any failure), their batch's count of finished jobs (and its batch.finished
+			// event) and the FinishHook.
 			rows, err := tx.Query(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = ANY($1) ORDER BY seq`, failed)
 			if err != nil {
 				return err
@@ -671,6 +672,11 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 				return fmt.Errorf("read back %d of the %d jobs it failed", len(jobs), len(failed))
 			}
 			for _, job := range jobs {
+				// Its key's flight ends, as finish ends it: the in-flight row would stay until
+				// an identical job's claim replaced it (a twin waits only for a running job).
+				if err := endFlight(ctx, tx, job); err != nil {
+					return err
+				}
 				if err := recordWebhookEvents(ctx, tx, job); err != nil {
 					return err
 				}

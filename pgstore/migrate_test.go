@@ -2,6 +2,7 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,9 +20,21 @@ import (
 	"github.com/convsvc/convsvc/store"
 )
 
-// migrateTo applies migrations/0001 ... upTo, but those in skip, to the database at conn as a
-// release of that schema did (pgstore.migrate): each file in its own transaction with its
-// schema_migrations row.
+// migratedConn makes a new database as a release of schema upTo left it: migrations/0001 ...
+// upTo, but those in skip, applied as that release did (pgstore.migrate), each file in its own
+// transaction with its schema_migrations row. It returns the database's URL, a connection to
+// it, closed at t's cleanup, and a context that bounds the test.
+func migratedConn(t *testing.T, upTo int, skip ...int) (string, *pgx.Conn, context.Context) {
+	t.Helper()
+	url := testpg.NewDatabase(t)
+	conn := connect(t, url)
+	migrateTo(t, conn, upTo, skip...)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
+	t.Cleanup(cancel)
+	return url, conn, ctx
+}
+
+// migrateTo applies migratedConn's migrations to the database at conn.
 func migrateTo(t *testing.T, conn *pgx.Conn, upTo int, skip ...int) {
 	t.Helper()
 	ctx := context.Background()
@@ -95,15 +108,7 @@ func accountsIndexScans(t *testing.T, conn *pgx.Conn) int64 {
 // pages, the planner reads both of AccountsPage's queries (first page, page after a cursor)
 // through the index, and AccountsPage's own queries do use it (its idx_scan grows).
 func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
-	url := testpg.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	migrateTo(t, conn, 4)
+	url, conn, ctx := migratedConn(t, 4)
 	const accounts = 6000
 	if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at)
 		SELECT 'acct_old' || lpad(g::text, 5, '0'), 'old', 100, timestamptz '2026-01-01 00:00:00Z' + (g / 2) * interval '1 second'
@@ -119,15 +124,7 @@ func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
 	}
 
 	s := open(t, url, pgstore.Options{})
-	var versions []int
-	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if versions, err = pgx.CollectRows(rows, pgx.RowTo[int]); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(versions, 5) || !slices.Equal(versions, embeddedMigrations(t)) {
+	if versions := column[int](t, conn, `SELECT version FROM schema_migrations ORDER BY version`); !slices.Contains(versions, 5) || !slices.Equal(versions, embeddedMigrations(t)) {
 		t.Fatalf("schema_migrations %v after Open, want 5 among %v", versions, embeddedMigrations(t))
 	}
 	var def string
@@ -193,26 +190,10 @@ func TestMigrate_0005AccountsPagingIndex(t *testing.T) {
 // their numbers' order, so a database can hold 0011-0014 without 0010. Open applies 0010 all
 // the same (not only numbers above the newest recorded), and the batches it creates work.
 func TestMigrate_AppliesAMissingLowerNumber(t *testing.T) {
-	url := testpg.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
 	all := embeddedMigrations(t)
-	migrateTo(t, conn, slices.Max(all), 10)
+	url, conn, ctx := migratedConn(t, slices.Max(all), 10)
 	open(t, url, pgstore.Options{})
-	rows, err := conn.Query(ctx, `SELECT version FROM schema_migrations ORDER BY version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	versions, err := pgx.CollectRows(rows, pgx.RowTo[int])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(versions, all) {
+	if versions := column[int](t, conn, `SELECT version FROM schema_migrations ORDER BY version`); !slices.Equal(versions, all) {
 		t.Fatalf("schema_migrations %v after Open, want %v", versions, all)
 	}
 	var batches int
@@ -232,15 +213,7 @@ func TestMigrate_0019KeepsCacheInFlight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("applies every migration to a new database: the plain run covers it")
 	}
-	url := testpg.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	migrateTo(t, conn, 18)
+	url, conn, ctx := migratedConn(t, 18)
 	const base, sha = "png>gif;migrate", "5f8f2b8a6b7c3e1d0a9f8e7d6c5b4a392817161514131211100f0e0d0c0b0a09"
 	key := store.CacheKey(base, sha)
 	ids := map[string]string{}
@@ -302,4 +275,156 @@ func TestMigrate_0019KeepsCacheInFlight(t *testing.T) {
 	if held, err := s.OutputHeld(ids["A"]); err != nil || !held {
 		t.Fatalf("A's output held: %v %v, want held by 3 references", held, err)
 	}
+}
+
+// TestMigrate_0021ClaimsQueuedJobsFairly: a database a previous release left at migration
+// 0020 with jobs queued for three accounts (b at max_running 1; c's three jobs of one cache
+// key) gets 0021 from Open, which moves both claim functions onto one walk. A node of the
+// previous release, calling 0015's convsvc_claim_job (its notification sent after the commit,
+// then FinishFromCache in a transaction of its own, as that release did), and a new node
+// (0019's, with the flight) then claim the queue as both did before: the accounts in turn
+// after each one's last, oldest job first, b's second job passed over while its first runs,
+// and c's twins waiting for the first one's conversion; a notification of each claim
+// reaches the other node.
+func TestMigrate_0021ClaimsQueuedJobsFairly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies every migration to a new database: the plain run covers it")
+	}
+	url, conn, ctx := migratedConn(t, 20)
+	const base, sha = "png>gif;migrate21", "0f8f2b8a6b7c3e1d0a9f8e7d6c5b4a392817161514131211100f0e0d0c0b0a09"
+	ids := map[string]string{}
+	names := []string{"a1", "b1", "c1", "a2", "b2", "c2", "a3", "c3"} // their order in time
+	for i, name := range names {
+		acct := "acct_m21" + name[:1]
+		if i < 3 {
+			maxRunning := map[string]any{"a": nil, "b": 1, "c": nil}[name[:1]]
+			if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at, max_running)
+				VALUES ($1, 'm', 100, 0, now(), $2)`, acct, maxRunning); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids[name] = store.NewJobID(time.Now())
+		var cacheBase, inputSHA *string
+		if name[0] == 'c' {
+			cacheBase, inputSHA = &[]string{base}[0], &[]string{sha}[0]
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, created_at,
+				expires_at, started_at, input_sha256, cache_base, source_url)
+			VALUES ($1, $2, 'queued', 'png', 'gif', 10, now(), now() + interval '1 day', now() + $3 * interval '1 millisecond',
+				$4, $5, 'https://example.com/in.png')`, ids[name], acct, i, inputSHA, cacheBase); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `UPDATE accounts SET reserved_cents = reserved_cents + 1 WHERE id = $1`, acct); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := map[string]string{}
+	for n, id := range ids {
+		name[id] = n
+	}
+
+	s := open(t, url, pgstore.Options{NodeID: "new-node"})
+	other := open(t, url, pgstore.Options{NodeID: "other-node"})
+	if versions := column[int](t, conn, `SELECT version FROM schema_migrations ORDER BY version`); !slices.Contains(versions, 21) || !slices.Equal(versions, embeddedMigrations(t)) {
+		t.Fatalf("schema_migrations %v after Open, want 21 among %v", versions, embeddedMigrations(t))
+	}
+
+	// oldClaim is the previous release's ClaimJob: 0015's function, its notifications sent
+	// after the commit, then a job with a cache key's flight in a transaction of its own.
+	oldClaim := func(last string) (got, waitFor string) {
+		t.Helper()
+		var acct string
+		var attempt int
+		var keyed bool
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, `SELECT id, account_id, attempt, cache_base IS NOT NULL FROM convsvc_claim_job($1, 'old-node', 60000000)`, last).
+				Scan(&got, &acct, &attempt, &keyed)
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", ""
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, `SELECT convsvc_send_notifies()`); err != nil {
+			t.Fatal(err)
+		}
+		if keyed {
+			j, hit, err := s.FinishFromCache(got, attempt)
+			if err != nil || hit {
+				t.Fatalf("flight of %s: %+v %v %v", name[got], j, hit, err)
+			}
+			waitFor = j.WaitFor
+		}
+		return name[got], name[waitFor]
+	}
+	newClaim := func() (got, waitFor string) {
+		t.Helper()
+		j, ok, err := s.ClaimJob()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return "", ""
+		}
+		return name[j.ID], name[j.WaitFor]
+	}
+	// claimed checks that claim took want (waiting for wantWait), and that the other node heard
+	// of it.
+	claimed := func(who string, claim func() (string, string), want, wantWait string) {
+		t.Helper()
+		var changed <-chan struct{}
+		if want != "" {
+			var stop func()
+			changed, stop = other.WaitChange(ids[want])
+			defer stop()
+		}
+		if got, waitFor := claim(); got != want || waitFor != wantWait {
+			t.Fatalf("%s claimed %q waiting for %q, want %q waiting for %q", who, got, waitFor, want, wantWait)
+		}
+		if want == "" {
+			return
+		}
+		select {
+		case <-changed:
+		case <-time.After(waitBound):
+			t.Fatalf("the other node heard nothing of %s's claim of %s within %v", who, want, waitBound)
+		}
+	}
+
+	claimed("the old node", func() (string, string) { return oldClaim("") }, "a1", "")
+	claimed("the old node", func() (string, string) { return oldClaim("acct_m21a") }, "b1", "")
+	claimed("the old node", func() (string, string) { return oldClaim("acct_m21b") }, "c1", "") // the key's converter
+	claimed("the old node", func() (string, string) { return oldClaim("acct_m21c") }, "a2", "")
+	claimed("the old node", func() (string, string) { return oldClaim("acct_m21a") }, "c2", "c1") // b at max_running
+	claimed("the new node", newClaim, "a3", "")
+	claimed("the new node", newClaim, "c3", "c1")
+	claimed("the new node", newClaim, "", "") // a done, b at max_running, c done
+	claimed("the old node", func() (string, string) { return oldClaim("acct_m21a") }, "", "")
+	if _, err := s.FinishJob(ids["b1"], 1, store.Outcome{Output: &store.Output{Bytes: 1, SHA256: strings.Repeat("b", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed("the new node", newClaim, "b2", "")
+
+	// Every claim was one: each job running its first attempt, then the twins answered from c1's
+	// output and the ledger whole.
+	var running int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE status = 'running' AND attempt = 1`).Scan(&running); err != nil || running != 7 {
+		t.Fatalf("%d jobs running their first attempt (%v), want 7", running, err)
+	}
+	if _, err := s.FinishJob(ids["c1"], 1, store.Outcome{Output: &store.Output{Bytes: 7, SHA256: strings.Repeat("c", 64)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, twin := range []string{"c2", "c3"} {
+		if j, hit, err := s.FinishFromCache(ids[twin], 1); err != nil || !hit || j.Output.Object != ids["c1"] {
+			t.Fatalf("%s from the cache: %+v %v %v", twin, j, hit, err)
+		}
+	}
+	for _, n := range []string{"a1", "a2", "a3", "b2"} {
+		if _, err := s.FinishJob(ids[n], 1, store.Outcome{ErrorCode: store.CodeConversionFailed, ErrorMessage: "no"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ledger(t, s, "acct_m21a", 0, 0)
+	ledger(t, s, "acct_m21b", 0, 1)
+	ledger(t, s, "acct_m21c", 0, 3)
 }

@@ -1,14 +1,9 @@
 package pgstore_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/convsvc/convsvc/internal/testing/testenv"
-	"github.com/convsvc/convsvc/internal/testing/testpg"
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
 )
@@ -18,15 +13,7 @@ import (
 // destination is the one store.WebhookDestination computes from its URL (the SQL function and
 // the Go one agree), and the fair claim serves them with the per-destination cap.
 func TestMigrate_0007WebhookDestinations(t *testing.T) {
-	url := testpg.NewDatabase(t)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
-	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	migrateTo(t, conn, 5)
+	url, conn, ctx := migratedConn(t, 5)
 	urls := []string{
 		"https://Hooks.Example.com/in?token=x",
 		"https://hooks.example.com:443/other",

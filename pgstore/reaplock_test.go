@@ -2,11 +2,11 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
@@ -16,25 +16,26 @@ import (
 // their rows in the order of their ids before it changes anything (cache.go's lock order), so
 // it never holds one account's row while it waits for another's that a transaction taking
 // them in the same order holds (another node's reaper, ExpireJobs): no deadlock, no retry.
+// The reaper before this fix took them in an order of its plan's (the hash of their ids), and
+// deadlocked with such a transaction when it took another account first; here it waits for
+// each row in turn, so any order but the ids' fails (the old one matched it in about 1 run in
+// 8! = 40,320).
 func TestReapLocksAccountsInOrder(t *testing.T) {
 	s := nodes(t, 1, pgstore.Options{Lease: time.Millisecond})[0]
-	// The reaper before this fix took the accounts in an order of its plan's (the hash of
-	// their ids): it held another one first, and deadlocked, in about 5 rounds out of 6.
-	for range 3 {
-		var ids, want []string
-		for range 6 {
-			acct := account(t, s, 10)
-			ids = append(ids, acct.ID)
-			want = append(want, queuedJob(t, s, acct.ID).ID)
-			if _, ok, err := s.ClaimJob(); err != nil || !ok {
-				t.Fatal(ok, err)
-			}
+	var ids, want []string
+	for range 8 {
+		acct := account(t, s, 10)
+		ids = append(ids, acct.ID)
+		want = append(want, queuedJob(t, s, acct.ID).ID)
+		if _, ok, err := s.ClaimJob(); err != nil || !ok {
+			t.Fatal(ok, err)
 		}
-		inOrder(t, s, ids, want, func() ([]string, error) {
-			_, failed, err := s.ReapExpiredLeases(1)
-			return failed, err
-		})
 	}
+	waitCount(t, s, `SELECT count(*) FROM jobs WHERE status = 'running' AND lease_expires_at < clock_timestamp()`, len(want))
+	inOrder(t, s, ids, want, func() ([]string, error) {
+		_, failed, err := s.ReapExpiredLeases(1)
+		return failed, err
+	})
 }
 
 // TestExpireLocksAccountsInOrder: ExpireJobs takes the rows of the accounts whose cents it
@@ -42,12 +43,13 @@ func TestReapLocksAccountsInOrder(t *testing.T) {
 func TestExpireLocksAccountsInOrder(t *testing.T) {
 	s := nodes(t, 1, pgstore.Options{Retention: 100 * time.Millisecond})[0]
 	var ids, want []string
-	for range 3 {
+	for range 8 {
 		ids = append(ids, account(t, s, 10).ID)
 	}
 	slices.Sort(ids)
 	// The account whose id sorts first has the job that expires last: before this fix
-	// ExpireJobs held the other accounts while it waited for it, and deadlocked every time.
+	// ExpireJobs took the accounts one by one in the jobs' expiry order, and deadlocked with a
+	// transaction taking them in id order every time.
 	for _, id := range slices.Backward(ids) {
 		job, _, err := s.CreateJob(store.CreateJobParams{AccountID: id, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1},
 			func(store.Job) (store.Response, error) { return store.Response{Status: 201}, nil })
@@ -56,65 +58,53 @@ func TestExpireLocksAccountsInOrder(t *testing.T) {
 		}
 		want = append(want, job.ID)
 	}
+	waitCount(t, s, `SELECT count(*) FROM jobs WHERE expires_at <= now()`, len(want))
 	inOrder(t, s, ids, want, func() ([]string, error) {
 		deleted, _, err := s.ExpireJobs(100)
 		return deleted, err
 	})
 }
 
-// inOrder runs sweep (a reap or an expiry, which takes the rows of the accounts ids) until it
-// has returned the ids want, while a transaction of the test's, standing in for another node
-// that takes the accounts in id order, holds the first: once sweep waits for it, the
-// transaction takes the others (an error if that deadlocks), then ends. Then the accounts
-// reserve nothing, the ledger holds, and s ran no transaction again after a deadlock.
-func inOrder(t *testing.T, s *pgstore.Store, ids, want []string, sweep func() ([]string, error)) {
+// waitCount waits until the query counts n.
+func waitCount(t *testing.T, s *pgstore.Store, query string, n int) {
 	t.Helper()
-	ids = slices.Sorted(slices.Values(ids))
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, s.Pool().Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	done := make(chan error, 1)
-	go func() {
-		for len(got) < len(want) { // until every lease or job lapsed
-			swept, err := sweep()
-			if err != nil {
-				done <- err
-				return
-			}
-			got = append(got, swept...)
-			time.Sleep(time.Millisecond)
-		}
-		done <- nil
-	}()
-	waitBlocked(t, s, conn.PgConn().PID())
-	for _, id := range ids[1:] {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = $1 FOR UPDATE`, id); err != nil {
-			t.Errorf("lock account %s while the other waits: %v", id, err)
-			break
-		}
-	}
-	if err := tx.Rollback(ctx); err != nil {
-		t.Error(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
+	deadline := time.Now().Add(waitBound)
+	for {
+		var got int
+		if err := s.Pool().QueryRow(context.Background(), query).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(waitBound):
-		t.Fatalf("not done within %v", waitBound)
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d within %v, want %d", query, got, waitBound, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// inOrder runs sweep once (a reap or an expiry, which takes the rows of the accounts ids and
+// returns the ids want) while the test holds each of those rows in a transaction of its own,
+// standing in for other nodes (waitOrder): sweep must wait for every row, in the ids' byte
+// order. Then the accounts reserve nothing, the ledger holds, and s ran no transaction again
+// after a deadlock.
+func inOrder(t *testing.T, s *pgstore.Store, ids, want []string, sweep func() ([]string, error)) {
+	t.Helper()
+	locks := make([]string, len(ids))
+	for i, id := range slices.Sorted(slices.Values(ids)) {
+		locks[i] = fmt.Sprintf(`SELECT 1 FROM accounts WHERE id = '%s' FOR UPDATE`, id)
+	}
+	var got []string
+	order, err := waitOrder(t, s.Pool().Config().ConnString(), locks, func() (err error) {
+		got, err = sweep()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(order, locks) {
+		t.Errorf("waited for the accounts' rows in the order\n%s\nwant their ids'\n%s", strings.Join(order, "\n"), strings.Join(locks, "\n"))
 	}
 	slices.Sort(got)
 	if want = slices.Sorted(slices.Values(want)); !slices.Equal(got, want) {
@@ -125,25 +115,6 @@ func inOrder(t *testing.T, s *pgstore.Store, ids, want []string, sweep func() ([
 	}
 	if n := s.Retried(); n != 0 {
 		t.Errorf("ran %d transactions again after a deadlock", n)
-	}
-}
-
-// waitBlocked waits until a backend waits for a lock that the backend pid holds.
-func waitBlocked(t *testing.T, s *pgstore.Store, pid uint32) {
-	t.Helper()
-	deadline := time.Now().Add(waitBound)
-	for {
-		var n int
-		if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, int(pid)).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no backend waited for pid %d within %v", pid, waitBound)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -178,4 +149,52 @@ func TestReapFinishesBatch(t *testing.T) {
 		t.Fatalf("batch after its job was reaped: %+v, %v", got, err)
 	}
 	ledger(t, s, acct.ID, 0, 0)
+}
+
+// TestReapEndsFlight: a job converting its cache key (its cache_inflight row) that the reaper
+// fails at max attempts ends its flight in the same transaction, as a finish does: no row is
+// left naming it (before, it stayed until an identical job's claim replaced it), and an
+// identical job claimed next converts.
+func TestReapEndsFlight(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SQL alone, no Go concurrency: the plain run covers it")
+	}
+	s := nodes(t, 1, pgstore.Options{Lease: time.Millisecond})[0]
+	acct := account(t, s, 10)
+	sha := strings.Repeat("e", 64)
+	keyed := func() store.Job {
+		t.Helper()
+		j, _, err := s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10,
+			CacheBase: "png>gif;reap"}, noRender)
+		if err == nil {
+			j, err = s.StartSealedJob(acct.ID, j.ID, store.Upload{Size: 10, SHA256: sha})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	inflight := func() []string { return column[string](t, s.Pool(), `SELECT job_id FROM cache_inflight`) }
+	job := keyed()
+	if c, ok, err := s.ClaimJob(); err != nil || !ok || c.ID != job.ID || c.WaitFor != "" {
+		t.Fatalf("claim: %+v %v %v, want %s converting", c, ok, err, job.ID)
+	}
+	if got := inflight(); !slices.Equal(got, []string{job.ID}) {
+		t.Fatalf("in flight after the claim: %v, want %s", got, job.ID)
+	}
+	waitCount(t, s, `SELECT count(*) FROM jobs WHERE status = 'running' AND lease_expires_at < clock_timestamp()`, 1)
+	if _, failed, err := s.ReapExpiredLeases(1); err != nil || !slices.Equal(failed, []string{job.ID}) {
+		t.Fatalf("reap: failed %v, %v; want %s", failed, err, job.ID)
+	}
+	if got := inflight(); len(got) != 0 {
+		t.Fatalf("in flight after the reaper failed %s: %v, want none", job.ID, got)
+	}
+	twin := keyed()
+	if c, ok, err := s.ClaimJob(); err != nil || !ok || c.ID != twin.ID || c.WaitFor != "" {
+		t.Fatalf("claim of the twin: %+v %v %v, want %s converting", c, ok, err, twin.ID)
+	}
+	if got := inflight(); !slices.Equal(got, []string{twin.ID}) {
+		t.Fatalf("in flight after the twin's claim: %v, want %s", got, twin.ID)
+	}
+	ledger(t, s, acct.ID, 1, 0)
 }

@@ -16,7 +16,8 @@ import (
 // server-side function, which does in one round trip what the Go transaction of the same
 // method does in 6 to 14. Migration 0015 made them; 0019 added the conversion cache (a hit at
 // create, start or claim, a claim's single flight, a finish's entry and eviction) as
-// overloads with more arguments, which are the ones called here. A function raises SQLSTATE
+// overloads with more arguments, which are the ones called here; 0021 made both claim
+// functions call one walk (convsvc_claim_walk). A function raises SQLSTATE
 // CVFB0, having changed nothing, for the cases it leaves to Go (a size or checksum mismatch at
 // start, an expired job at the head of the queue or at its finish, a finish
 // that completes a batch, ...), and the method then runs its Go transaction: the semantics are that

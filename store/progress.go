@@ -61,7 +61,9 @@ func (h *ProgressHub) set(account, jobID string, attempt int, value float64) boo
 	now := h.now()
 	h.mu.Lock()
 	old, ok := h.jobs[jobID]
-	if ok && old.attempt == attempt && old.value == value {
+	if ok && (old.attempt > attempt || old.attempt == attempt && old.value == value) {
+		// Unchanged, or an earlier attempt's report arriving late (another node's, over
+		// another connection): it must not hide the running attempt's progress.
 		h.mu.Unlock()
 		return false
 	}

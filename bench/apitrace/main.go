@@ -12,6 +12,9 @@
 //	/tmp/apitrace -runs 7 -to png -width 800 big.jpg
 //	/tmp/apitrace -runs 7 -to jpeg -quality 85 big.tif
 //
+// The conversions run with the cache off (-cache turns it on): each repeat of one input would
+// otherwise be answered by the conversion cache at start, from the upload's hash.
+//
 // The client's process start (about 14 ms for `convsvc version`) is not in the timeline:
 // measure it with hyperfine beside the rows of docs/benchmarks.md.
 package main
@@ -51,6 +54,7 @@ func main() {
 	isolation := flag.String("isolation", service.IsolationProcess, "process or none")
 	data := flag.String("data", "", "data directory (default a new one under the temp dir, removed at exit)")
 	verbose := flag.Bool("v", false, "also print every region of the fastest conversion")
+	cache := flag.Bool("cache", false, "let the conversion cache answer: off by default, as bench/apirows's --no-cache, since every repeat of one input would be answered by the cache at start (the upload's hash) and convert nothing")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (client and server; the conversions run in worker processes) over the traced conversions")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -66,7 +70,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: apitrace [-runs N] -to FORMAT [-width N] [-quality N] INPUT")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *to, *width, *quality, *runs, *isolation, *data, *verbose); err != nil {
+	if err := run(flag.Arg(0), *to, *width, *quality, *runs, *isolation, *data, *verbose, *cache); err != nil {
 		fmt.Fprintln(os.Stderr, "apitrace:", err)
 		os.Exit(1)
 	}
@@ -75,7 +79,7 @@ func main() {
 // profile, when set, receives the CPU profile of the traced conversions.
 var profile *os.File
 
-func run(in, to string, width, quality, runs int, isolation, data string, verbose bool) error {
+func run(in, to string, width, quality, runs int, isolation, data string, verbose, cache bool) error {
 	if data == "" {
 		d, err := os.MkdirTemp("", "apitrace-*")
 		if err != nil {
@@ -105,6 +109,9 @@ func run(in, to string, width, quality, runs int, isolation, data string, verbos
 	}
 	c := &client.Client{BaseURL: m.URL(), Key: key}
 	req := client.CreateJobRequest{InputFormat: from, TargetFormat: to}
+	if !cache {
+		req.Cache = new(bool) // as convsvc convert --no-cache
+	}
 	if width > 0 || quality > 0 {
 		req.Options = &client.Options{}
 		if width > 0 {

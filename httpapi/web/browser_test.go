@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -310,9 +311,24 @@ func TestBrowser_ConvertThroughThePage(t *testing.T) {
 		t.Errorf("rate limit error %q lacks the wait", got)
 	}
 
-	// Phone-sized: nothing wider than the screen.
-	if got := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`); !got {
-		t.Errorf("the page scrolls sideways at %v px", eval[float64](t, ctx, `window.innerWidth`))
+	// Phone-sized: nothing wider than the screen, once the page has settled (a run at load 10+
+	// saw a scroll width of 397 at 390 px once, with no element wider: what was wide then is
+	// logged, and the page must fit within the wait).
+	const fits = `document.documentElement.scrollWidth <= window.innerWidth`
+	wideNow := func() string {
+		wide := eval[[]string](t, ctx, `[...document.querySelectorAll("body, body *")].filter((el) => el.getBoundingClientRect().right + window.scrollX > window.innerWidth + 0.5 || el.scrollWidth > el.clientWidth + 0.5 && getComputedStyle(el).overflowX === "visible" && el.clientWidth > 0).map((el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).replace(/ /g, ".") : "") + " right=" + Math.round(el.getBoundingClientRect().right + window.scrollX) + " scroll/client=" + el.scrollWidth + "/" + el.clientWidth + " " + JSON.stringify((el.textContent || "").slice(0, 60)))`)
+		return fmt.Sprintf("scroll width %v at %v px; wider than the screen: %v", eval[float64](t, ctx, `document.documentElement.scrollWidth`), eval[float64](t, ctx, `window.innerWidth`), wide)
+	}
+	if !eval[bool](t, ctx, fits) {
+		first := wideNow()
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := chromedp.Run(pctx, chromedp.Poll[chromedp.Void](fits, chromedp.WithPollingInterval(100*time.Millisecond)))
+		cancel()
+		if err != nil {
+			t.Errorf("the page scrolls sideways: at first %s; after 30 s %s", first, wideNow())
+		} else {
+			t.Logf("the page scrolled sideways for a moment: %s", first)
+		}
 	}
 	if got := eval[[]string](t, ctx, `window.__csp`); len(got) != 0 {
 		t.Errorf("Content-Security-Policy violations: %v", got)
@@ -382,7 +398,8 @@ func TestBrowser_XLSXSheetOption(t *testing.T) {
 		t.Error("the sheet field stays when the input is csv")
 	}
 	if got := eval[bool](t, ctx, `document.documentElement.scrollWidth <= window.innerWidth`); !got {
-		t.Errorf("the page scrolls sideways at %v px", eval[float64](t, ctx, `window.innerWidth`))
+		wide := eval[[]string](t, ctx, `[...document.querySelectorAll("body, body *")].filter((el) => el.getBoundingClientRect().right + window.scrollX > window.innerWidth + 0.5 || el.scrollWidth > el.clientWidth + 0.5 && getComputedStyle(el).overflowX === "visible" && el.clientWidth > 0).map((el) => el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + String(el.className).replace(/ /g, ".") : "") + " right=" + Math.round(el.getBoundingClientRect().right + window.scrollX) + " scroll/client=" + el.scrollWidth + "/" + el.clientWidth + " " + JSON.stringify((el.textContent || "").slice(0, 60)))`)
+		t.Errorf("the page scrolls sideways at %v px (scroll width %v); wider than the screen: %v", eval[float64](t, ctx, `window.innerWidth`), eval[float64](t, ctx, `document.documentElement.scrollWidth`), wide)
 	}
 }
 
