@@ -308,10 +308,12 @@ func (s *Store) ctx() (context.Context, context.CancelFunc) {
 }
 
 // tx runs fn in a transaction, again (up to 5 times) when PostgreSQL aborts it for a
-// serialization failure or a deadlock; fn must set every result it returns afresh.
+// serialization failure or a deadlock; fn must set every result it returns afresh. The
+// transaction defers its notifications (migration 0020: notify and the event trigger queue
+// them), which leave after its COMMIT in the same round trip (txOnce).
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := s.txOnce(ctx, fn)
 		var pgErr *pgconn.PgError
 		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
 			s.retried.Add(1)
@@ -319,6 +321,46 @@ func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 		}
 		return err
 	}
+}
+
+// beginDeferred begins a transaction that queues its notifications instead of sending them
+// (convsvc.defer_notify, migration 0020), in one round trip; commitDeferred commits it and
+// sends them, in another. Between the two, no statement of the transaction takes NOTIFY's
+// commit lock, which a notifying transaction holds through its WAL flush (0020's comment).
+const (
+	beginDeferred  = `BEGIN; SELECT set_config('convsvc.defer_notify', 'on', true)`
+	commitDeferred = `COMMIT; SELECT convsvc_send_notifies()`
+)
+
+// txOnce is pgx.BeginFunc with beginDeferred and commitDeferred: the same round trips (each
+// is one simple-protocol message), the notifications leaving after the commit.
+func (s *Store) txOnce(ctx context.Context, fn func(tx pgx.Tx) error) (err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	pc := conn.Conn().PgConn()
+	defer func() {
+		// A failed statement or fn's error leaves the transaction open: end it, so the
+		// connection goes back to the pool usable (the pool drops one left in a transaction).
+		if err != nil && !pc.IsClosed() && pc.TxStatus() != 'I' {
+			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = conn.Exec(rctx, `ROLLBACK`)
+			cancel()
+		}
+	}()
+	if _, err = conn.Exec(ctx, beginDeferred); err != nil {
+		return err
+	}
+	if err = fn(connTx{conn.Conn()}); err != nil {
+		return err
+	}
+	if pc.TxStatus() == 'E' {
+		return pgx.ErrTxCommitRollback // a statement failed and fn went on: COMMIT would roll back
+	}
+	_, err = conn.Exec(ctx, commitDeferred)
+	return err
 }
 
 // readTx runs fn in one read-only repeatable-read transaction: a consistent snapshot.
@@ -344,12 +386,13 @@ func wrap(op string, err error) error {
 	return fmt.Errorf("pgstore: %s: %w: %w", op, ErrUnavailable, err)
 }
 
-// notify sends the payloads at the commit of tx.
+// notify sends the payloads with the commit of tx: after it when tx defers its
+// notifications (Store.tx's transactions, migration 0020), else at its commit.
 func notify(ctx context.Context, tx pgx.Tx, payloads ...string) error {
 	if len(payloads) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `SELECT pg_notify('`+notifyChannel+`', p) FROM unnest($1::text[]) AS p`, payloads)
+	_, err := tx.Exec(ctx, `SELECT convsvc_notify(p) FROM unnest($1::text[]) AS p`, payloads)
 	return err
 }
 

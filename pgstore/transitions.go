@@ -65,7 +65,8 @@ func retryable(err error) bool {
 
 // callJob runs a transition function that returns at most one job (SELECT jobCols FROM
 // fn(...)) in one round trip: BEGIN, the call, COMMIT and convsvc_send_notifies() (the
-// notifications it queued, sent after the commit) as one batch. With then, BEGIN and the call
+// notifications it queued, sent after the commit in a transaction of their own: migration
+// 0020) as one batch. With then, BEGIN and the call
 // go first, then runs in the same transaction with the job the call returned (the writes
 // that Go encodes, such as webhook deliveries), and COMMIT and the notifications follow: two
 // round trips and then's. It runs it all again (up to 5 times) when PostgreSQL aborted it for
@@ -101,6 +102,11 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 	defer conn.Release()
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	if then != nil {
+		// then's statements defer their notifications too (the function's SET clause does
+		// for its own call): they leave with the function's, after the COMMIT.
+		b.Queue(`SELECT set_config('convsvc.defer_notify', 'on', true)`)
+	}
 	b.Queue(sql, args...)
 	if then == nil {
 		b.Queue(`COMMIT`)
@@ -108,6 +114,9 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 	}
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	if err == nil && then != nil {
+		_, err = br.Exec()
+	}
 	var noRow bool
 	if err == nil {
 		job, err = scanJob(extraRow{br.QueryRow(), extra})
@@ -115,7 +124,7 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 			noRow, err = true, nil // a claim that found nothing: the batch goes on
 		}
 	}
-	for i := 0; i < b.Len()-2 && err == nil; i++ {
+	for i := 0; then == nil && i < 2 && err == nil; i++ { // COMMIT and the notifications
 		_, err = br.Exec()
 	}
 	if cerr := br.Close(); err == nil {
@@ -148,9 +157,9 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 	return job, nil
 }
 
-// connTx is the transaction callOnce began on a connection with its own BEGIN, as the pgx.Tx
-// that the Go helpers of the transitions take (recordWebhookEvents). callOnce commits or
-// rolls it back; Commit and Rollback here refuse.
+// connTx is the transaction callOnce or txOnce began on a connection with its own BEGIN, as
+// the pgx.Tx that the Go transactions take. They commit or roll it back; Commit and Rollback
+// here refuse.
 type connTx struct{ c *pgx.Conn }
 
 func (t connTx) Begin(ctx context.Context) (pgx.Tx, error) {
@@ -158,11 +167,11 @@ func (t connTx) Begin(ctx context.Context) (pgx.Tx, error) {
 }
 
 func (t connTx) Commit(context.Context) error {
-	return errors.New("pgstore: callOnce commits its own transaction")
+	return errors.New("pgstore: the transaction is committed by its runner (callOnce, txOnce)")
 }
 
 func (t connTx) Rollback(context.Context) error {
-	return errors.New("pgstore: callOnce rolls back its own transaction")
+	return errors.New("pgstore: the transaction is rolled back by its runner (callOnce, txOnce)")
 }
 
 func (t connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {

@@ -18,7 +18,8 @@
 // After the table, each contender's create and start phases get a line of their own: rate,
 // p50/p90/p99/max, a latency histogram, and the CPU milliseconds per request of the nodes, the
 // S3 server (-s3-pid) and PostgreSQL (-pg-pid), read from /proc (the started jobs convert
-// meanwhile, so their workers' CPU is in the start phase's figures).
+// meanwhile, so their workers' CPU is in the start phase's figures), and PostgreSQL's WAL
+// syncs (pg_stat_wal) and commits (pg_stat_database) per request, cluster-wide.
 //
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
@@ -230,13 +231,35 @@ func sampleCPU(pids []int) cpuSample {
 	return c
 }
 
+// walSample is PostgreSQL's WAL syncs (pg_stat_wal.wal_sync) and committed transactions
+// (pg_stat_database, every database) so far, cluster-wide.
+type walSample struct{ syncs, commits float64 }
+
+// sampleWAL reads them after a pause of 1.5 s: a backend reports its statistics when it has
+// been idle for a second, so figures read at once would miss the phase's last second.
+func sampleWAL() walSample {
+	var w walSample
+	if *pgURL == "" {
+		return w
+	}
+	time.Sleep(1500 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, *pgURL)
+	check(err)
+	defer conn.Close(ctx)
+	check(conn.QueryRow(ctx, `SELECT (SELECT wal_sync FROM pg_stat_wal)::float8, (SELECT sum(xact_commit) FROM pg_stat_database)::float8`).
+		Scan(&w.syncs, &w.commits))
+	return w
+}
+
 // histogramBounds are the upper bounds of the latency histogram's buckets.
 var histogramBounds = []time.Duration{5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
 	50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second}
 
 // phaseDetail is one line about a phase: n requests in d, their latency percentiles and
 // histogram, and the CPU milliseconds per request the nodes, the S3 server and PostgreSQL spent.
-func phaseDetail(name string, lat []time.Duration, d time.Duration, before, after cpuSample) string {
+func phaseDetail(name string, lat []time.Duration, d time.Duration, before, after cpuSample, walBefore, walAfter walSample) string {
 	n := len(lat)
 	if n == 0 {
 		return ""
@@ -258,11 +281,13 @@ func phaseDetail(name string, lat []time.Duration, d time.Duration, before, afte
 		hist = append(hist, fmt.Sprintf("%s %.1f%%", label, 100*float64(c)/float64(n)))
 	}
 	perReq := func(a, b float64) float64 { return 1000 * (b - a) / float64(n) }
-	return fmt.Sprintf("  %s: %d in %.1f s = %.0f/s; p50 %.1f, p90 %.1f, p99 %.1f, max %.1f ms; CPU ms per request: node %.2f, S3 server %.2f, PostgreSQL %.2f\n    latency: %s\n",
+	perN := func(a, b float64) float64 { return (b - a) / float64(n) }
+	return fmt.Sprintf("  %s: %d in %.1f s = %.0f/s; p50 %.1f, p90 %.1f, p99 %.1f, max %.1f ms; CPU ms per request: node %.2f, S3 server %.2f, PostgreSQL %.2f; per request: PostgreSQL WAL syncs %.2f, commits %.2f\n    latency: %s\n",
 		name, n, d.Seconds(), float64(n)/d.Seconds(),
 		benchkit.Ms(benchkit.Percentile(lat, 50)), benchkit.Ms(benchkit.Percentile(lat, 90)),
 		benchkit.Ms(benchkit.Percentile(lat, 99)), benchkit.Ms(slices.Max(lat)),
 		perReq(before.nodes, after.nodes), perReq(before.s3, after.s3), perReq(before.pg, after.pg),
+		perN(walBefore.syncs, walAfter.syncs), perN(walBefore.commits, walAfter.commits),
 		strings.Join(hist, ", "))
 }
 
@@ -286,6 +311,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 	)
 	record := func(d time.Duration) { mu.Lock(); latencies = append(latencies, d); mu.Unlock() }
 	// Create phase.
+	wal0 := sampleWAL()
 	cpu0 := sampleCPU(pids)
 	deadline := time.Now().Add(*duration)
 	began := time.Now()
@@ -319,6 +345,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 	wg.Wait()
 	createTime := time.Since(began)
 	cpu1 := sampleCPU(pids)
+	wal1 := sampleWAL()
 	creates = slices.Clone(latencies)
 	// Uploads, untimed.
 	work := make(chan job)
@@ -337,6 +364,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 	close(work)
 	wg.Wait()
 	// Start phase: each job on the next node after the one that created it.
+	wal2 := sampleWAL()
 	cpu2 := sampleCPU(pids)
 	began = time.Now()
 	work = make(chan job)
@@ -358,9 +386,10 @@ func runAPI(nodes []string, pids []int) apiResult {
 	wg.Wait()
 	startTime := time.Since(began)
 	cpu3 := sampleCPU(pids)
+	wal3 := sampleWAL()
 	return apiResult{
-		detail: phaseDetail("creates", creates, createTime, cpu0, cpu1) +
-			phaseDetail("starts", latencies[len(creates):], startTime, cpu2, cpu3),
+		detail: phaseDetail("creates", creates, createTime, cpu0, cpu1, wal0, wal1) +
+			phaseDetail("starts", latencies[len(creates):], startTime, cpu2, cpu3, wal2, wal3),
 		rate: float64(2*len(jobs)) / (createTime + startTime).Seconds(),
 		p50:  benchkit.Percentile(latencies, 50),
 		p99:  benchkit.Percentile(latencies, 99),
