@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Runs every benchmark of the performance issue one after the other (never two at once) and
-# keeps each report in OUTDIR: images.md, audio.md, smallrss.md, throughput-small.md, throughput-small-more.md,
-# throughput-big.md, api.md,
-# blob.md, gotest.txt. Each step is also runnable alone; see docs/benchmarks.md.
+# Runs every benchmark of the performance issues one after the other (never two at once) and
+# keeps each report in OUTDIR: images.md, images21.md (the 12 and 100 MP rows beside vips and
+# ImageMagick), audio.md, smallrss.md, wasm.md (AVIF, the one-shot PDF and AVIF cold starts),
+# apirows.md (the 12 MP rows through the API beside the converter alone and the native tool),
+# throughput-small.md, throughput-small-more.md, throughput-big.md, api.md, blob.md,
+# gotest.txt. Each step is also runnable alone; see docs/benchmarks.md.
 #
 #   bench/all.sh [OUTDIR]     # default /tmp/convsvc-bench
 set -uo pipefail
@@ -32,6 +34,9 @@ step() {
 step images bench/images.sh "$OUT/images" && cp "$OUT/images/report.md" "$OUT/images.md"
 step audio sh -c "bench/audio.sh '$OUT/audio' >'$OUT/audio.md' 2>&1"
 step smallrss sh -c "bench/smallrss.sh '$OUT/smallrss' >'$OUT/smallrss.md' 2>&1"
+step images21 sh -c "bench/images21.sh '$OUT/images21' >'$OUT/images21.log' 2>&1 && cp '$OUT/images21/report.md' '$OUT/images21.md'"
+step wasm sh -c "bench/wasm.sh '$OUT/wasm' >'$OUT/wasm.md' 2>&1"
+step apirows sh -c "W='$OUT/apirows' bench/apirows/run.sh 5 >'$OUT/apirows.md' 2>&1"
 step build go build -o "$OUT/bin/" ./bench/throughput ./bench/apibench ./bench/blobbench ./bench/serveprof
 step throughput-small sh -c "'$OUT/bin/throughput' -classes small:png-jpeg,small:jpeg-png -rounds 3 >'$OUT/throughput-small.md'"
 step throughput-small-more sh -c "'$OUT/bin/throughput' -classes small:png-gif,small:png-tiff -rounds 1 >'$OUT/throughput-small-more.md'"
