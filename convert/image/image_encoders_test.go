@@ -8,6 +8,7 @@ import (
 	"image/draw"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -309,5 +310,48 @@ func TestVP8PlanesFromRGBA_SameFileAsLibwebp(t *testing.T) {
 	big.Pix[4*(20*40+10)+3] = 0x80
 	if _, ok := vp8PlanesFromRGBA(big.Pix, big.Stride, 40, 30); ok {
 		t.Error("a translucent pixel was not noticed")
+	}
+}
+
+// TestWebPLossless_SingleColourImages: lossless WebP of images of one colour whose residuals
+// all hit the colour cache (1x1 and 2x1 black, found by FuzzDecodeImage from the PBM "P1 1 1
+// 1"), still and animated, which nativewebp v1.2.0 panics on, are written (by libwebp's
+// lossless mode then) and decode to the same pixels.
+func TestWebPLossless_SingleColourImages(t *testing.T) {
+	ctx := context.Background()
+	lim := convert.Limits{MaxPixels: 1 << 20}
+	codec := CodecByID("webp")
+	for _, size := range []image.Point{{1, 1}, {2, 1}, {1, 3}, {16, 16}} {
+		m := image.NewNRGBA(image.Rectangle{Max: size})
+		for i := 3; i < len(m.Pix); i += 4 {
+			m.Pix[i] = 255 // opaque black
+		}
+		check := func(what string, data []byte) {
+			t.Helper()
+			got, err := decodeImageAs(ctx, io.NewSectionReader(bytes.NewReader(data), 0, int64(len(data))), "webp", lim)
+			if err != nil {
+				t.Fatalf("%v %s: decoding what was written: %v", size, what, err)
+			}
+			if got.Bounds().Size() != size {
+				t.Fatalf("%v %s: decoded %v", size, what, got.Bounds())
+			}
+			for y := range size.Y {
+				for x := range size.X {
+					if r, g, b, a := got.At(got.Bounds().Min.X+x, got.Bounds().Min.Y+y).RGBA(); r|g|b != 0 || a != 0xffff {
+						t.Fatalf("%v %s: pixel (%d,%d) is %d %d %d %d, want opaque black", size, what, x, y, r, g, b, a)
+					}
+				}
+			}
+		}
+		var still bytes.Buffer
+		if err := codec.Encode(ctx, &still, m, fuzzLossless); err != nil {
+			t.Fatalf("%v still: %v", size, err)
+		}
+		check("still", still.Bytes())
+		var anim bytes.Buffer
+		if err := codec.encodeAll(ctx, &anim, &animation{frames: []image.Image{m, m}, delays: []int{100, 100}}, fuzzLossless); err != nil {
+			t.Fatalf("%v animated: %v", size, err)
+		}
+		check("animated", anim.Bytes())
 	}
 }

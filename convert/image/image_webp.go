@@ -202,7 +202,11 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts convert.
 	if webpLossless(opts) {
 		// nativewebp's palette path panics on a fully transparent *image.Paletted: give it NRGBA.
 		m := packedNRGBA(img)
-		return GuardCodec("WebP encoder", func() error { return nativewebp.Encode(&convert.ContextWriter{Ctx: ctx, W: w}, m, nil) })
+		return losslessWebP(ctx, w,
+			func(w io.Writer) error { return nativewebp.Encode(w, m, nil) },
+			func(w io.Writer) error {
+				return gwebp.Encode(w, m, gwebp.Options{Lossless: true, Exact: true, Method: webpMethod})
+			})
 	}
 	quality := WebPQuality
 	if opts.Quality != 0 {
@@ -235,6 +239,42 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts convert.
 	})
 }
 
+// losslessWebP runs a nativewebp encode into w and, when nativewebp panics before writing
+// a byte, libwebp's lossless mode on the same pixels instead. nativewebp v1.2.0 sends a
+// Huffman code whose one symbol is above 255 (a colour-cache hit: a single-colour image
+// whose residuals are all zero, such as 1x1 black) down its full-code path, which indexes
+// histo[-1] (FuzzDecodeImage found it); its output is built in memory and written at the end,
+// so a panic leaves w untouched.
+func losslessWebP(ctx context.Context, w io.Writer, native, fallback func(io.Writer) error) error {
+	cw := &countingWriter{w: &convert.ContextWriter{Ctx: ctx, W: w}}
+	panicked := false
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				panicked = true
+				err = fmt.Errorf("WebP encoder failed: %v", r)
+			}
+		}()
+		return native(cw)
+	}()
+	if !panicked || cw.n > 0 || ctx.Err() != nil {
+		return err
+	}
+	return GuardCodec("WebP encoder (libwebp lossless)", func() error { return fallback(cw) })
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
 // encodeWebPAll writes an animated WebP: lossy frames with libwebp's animation encoder (which
 // merges a frame identical to the one before into its duration), lossless ones with nativewebp.
 func encodeWebPAll(ctx context.Context, w io.Writer, a *animation, opts convert.Options) error {
@@ -249,7 +289,12 @@ func encodeWebPAll(ctx context.Context, w io.Writer, a *animation, opts convert.
 			// Every frame is a full canvas, blended over the previous one: clear it first.
 			na.Disposals = append(na.Disposals, 1)
 		}
-		return GuardCodec("WebP encoder", func() error { return nativewebp.EncodeAll(&convert.ContextWriter{Ctx: ctx, W: w}, na, nil) })
+		return losslessWebP(ctx, w,
+			func(w io.Writer) error { return nativewebp.EncodeAll(w, na, nil) },
+			func(w io.Writer) error {
+				return gwebp.EncodeAll(w, &gwebp.WEBP{Image: na.Images, Delay: a.delays, LoopCount: a.loopCount},
+					gwebp.Options{Lossless: true, Exact: true, Method: webpMethod})
+			})
 	}
 	quality := WebPQuality
 	if opts.Quality != 0 {
