@@ -123,6 +123,75 @@ func TestNotify_LeavesAfterTheCommit(t *testing.T) {
 	woken(t, events, "node B's event waiter after the cancel")
 }
 
+// TestNotify_ClaimsLeaveAfterTheCommit (migration 0023): both claim functions (0019's, which
+// this release calls, and 0015's, which a previous release's nodes call) send nothing at their
+// commit: the event trigger's payload and the job's are queued in the session, still there
+// after the COMMIT, and once sent (as pgstore sends them, after the COMMIT) they wake another
+// node's WaitChange and event waiters. Before 0023 the 5-argument claim called pg_notify and
+// both fired the event trigger without the defer flag: the queue held the job's payload of
+// 0015's claim only.
+func TestNotify_ClaimsLeaveAfterTheCommit(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	a := open(t, url, pgstore.Options{NodeID: "node-a"})
+	b := open(t, url, pgstore.Options{NodeID: "node-b"})
+	acct, err := a.CreateAccount("acme", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Scale(2*time.Minute))
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for _, claim := range []string{
+		`SELECT (c.o_job).id FROM convsvc_claim_job('', 'node-x', 60000000, 1, false) c`,
+		`SELECT id FROM convsvc_claim_job('', 'node-x', 60000000)`,
+	} {
+		job, _, err := a.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 10},
+			func(store.Job) (store.Response, error) { return store.Response{}, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := &pgx.Batch{}
+		start.Queue(`BEGIN`)
+		start.Queue(`SELECT status FROM convsvc_start_job($1, $2, 10, NULL, NULL, NULL, '', 1, false)`, acct.ID, job.ID)
+		start.Queue(`COMMIT`)
+		start.Queue(`SELECT convsvc_send_notifies()`)
+		if err := conn.SendBatch(ctx, start).Close(); err != nil {
+			t.Fatal(err)
+		}
+		changed, releaseChange := b.WaitChange(job.ID)
+		defer releaseChange()
+		events, releaseEvents := b.WaitEvents(acct.ID)
+		defer releaseEvents()
+		var claimed string
+		bt := &pgx.Batch{}
+		bt.Queue(`BEGIN`)
+		bt.Queue(claim).QueryRow(func(r pgx.Row) error { return r.Scan(&claimed) })
+		bt.Queue(`COMMIT`)
+		if err := conn.SendBatch(ctx, bt).Close(); err != nil {
+			t.Fatalf("%s: %v", claim, err)
+		}
+		if claimed != job.ID {
+			t.Fatalf("%s claimed %q, want %s", claim, claimed, job.ID)
+		}
+		want := []string{"e:" + acct.ID, "j:" + job.ID}
+		if got := payloads(queuedOf(t, ctx, conn)); !slices.Equal(got, want) {
+			t.Fatalf("%s: queued after the claim's commit: %q, want %q (sent at the commit instead?)", claim, got, want)
+		}
+		if _, err := conn.Exec(ctx, `SELECT convsvc_send_notifies()`); err != nil {
+			t.Fatal(err)
+		}
+		woken(t, changed, "node B's WaitChange of the claimed job")
+		woken(t, events, "node B's event waiter after the claim")
+		if j, err := b.Job(acct.ID, job.ID); err != nil || j.Status != store.StatusRunning {
+			t.Fatalf("node B reads %+v, %v; want it running", j, err)
+		}
+	}
+}
+
 // TestMigrate_0020KeepsNotifying: a database at migration 0019 with a session of a previous
 // release connected (it ran 0019's start function, as that release's nodes do) gets 0020 from
 // a new node's Open; that session's transactions still wake the new node's waiters: its
