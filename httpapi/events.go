@@ -292,19 +292,22 @@ func (st *eventStream) sendLogged(acct string) error {
 // progress sends job.progress events for the stream's running jobs whose progress changed.
 func (st *eventStream) progress(acct string) error {
 	now := st.s.now()
-	var jobs []string
-	var attempts []int
-	var values []float64
+	type report struct {
+		id      string
+		attempt int
+		value   float64
+	}
+	var reports []report
 	st.s.cfg.Progress.AccountProgress(acct, func(jobID string, attempt int, p float64) {
 		if st.jobID == "" || jobID == st.jobID {
-			jobs, attempts, values = append(jobs, jobID), append(attempts, attempt), append(values, p)
+			reports = append(reports, report{jobID, attempt, p})
 		}
 	})
-	for i, id := range jobs {
-		text := strconv.FormatFloat(math.Round(values[i]*100)/100, 'f', -1, 64)
+	for _, r := range reports {
+		id, text := r.id, progressText(r.value)
 		// What was sent is kept with its attempt: a retried job's progress starts again, and
 		// its first value is sent even when the last attempt's ended on the same one.
-		sent := strconv.Itoa(attempts[i]) + " " + text
+		sent := strconv.Itoa(r.attempt) + " " + text
 		if st.percent[id] == sent {
 			continue
 		}
@@ -312,7 +315,7 @@ func (st *eventStream) progress(acct string) error {
 			(*hook)(id, text)
 		}
 		job, err := st.s.progressReads.job(st.s.cfg.Store, acct, id, sent)
-		if err != nil || job.Status != store.StatusRunning || job.Attempt != attempts[i] {
+		if err != nil || job.Status != store.StatusRunning || job.Attempt != r.attempt {
 			continue // finished, or the value is another attempt's
 		}
 		st.percent[id] = sent
@@ -459,8 +462,13 @@ func (st *eventStream) flush() error {
 func (s *Server) progressJSON(j store.Job) json.RawMessage {
 	if s.cfg.Progress != nil {
 		if p, ok := s.cfg.Progress.Progress(j.ID, j.Attempt); ok {
-			return strconv.AppendFloat(nil, math.Round(p*100)/100, 'f', -1, 64)
+			return json.RawMessage(progressText(p))
 		}
 	}
 	return json.RawMessage("null")
+}
+
+// progressText is a progress value as the API shows it: two decimals at most.
+func progressText(p float64) string {
+	return strconv.FormatFloat(math.Round(p*100)/100, 'f', -1, 64)
 }

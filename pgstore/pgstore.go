@@ -342,12 +342,8 @@ func (s *Store) txOnce(ctx context.Context, fn func(tx pgx.Tx) error) (err error
 	defer conn.Release()
 	pc := conn.Conn().PgConn()
 	defer func() {
-		// A failed statement or fn's error leaves the transaction open: end it, so the
-		// connection goes back to the pool usable (the pool drops one left in a transaction).
-		if err != nil && !pc.IsClosed() && pc.TxStatus() != 'I' {
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = conn.Exec(rctx, `ROLLBACK`)
-			cancel()
+		if err != nil {
+			rollbackOpen(conn.Conn())
 		}
 	}()
 	if _, err = conn.Exec(ctx, beginDeferred); err != nil {
@@ -361,6 +357,17 @@ func (s *Store) txOnce(ctx context.Context, fn func(tx pgx.Tx) error) (err error
 	}
 	_, err = conn.Exec(ctx, commitDeferred)
 	return err
+}
+
+// rollbackOpen ends the transaction a failed statement or a Go error left open on c (begun
+// with its own BEGIN by txOnce or callOnce), so the connection goes back to the pool usable:
+// the pool drops one left in a transaction.
+func rollbackOpen(c *pgx.Conn) {
+	if pc := c.PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = c.Exec(rctx, `ROLLBACK`)
+		cancel()
+	}
 }
 
 // readTx runs fn in one read-only repeatable-read transaction: a consistent snapshot.

@@ -135,20 +135,11 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 			err = then(ctx, connTx{conn.Conn()}, job)
 		}
 		if err == nil {
-			b := &pgx.Batch{}
-			b.Queue(`COMMIT`)
-			b.Queue(`SELECT convsvc_send_notifies()`)
-			err = conn.SendBatch(ctx, b).Close()
+			_, err = conn.Exec(ctx, commitDeferred)
 		}
 	}
 	if err != nil {
-		// A failed statement leaves the explicit transaction aborted: end it, so the
-		// connection goes back to the pool usable (the pool drops one left in a transaction).
-		if pc := conn.Conn().PgConn(); !pc.IsClosed() && pc.TxStatus() != 'I' {
-			rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = conn.Exec(rctx, `ROLLBACK`)
-			cancel()
-		}
+		rollbackOpen(conn.Conn())
 		return store.Job{}, err
 	}
 	if noRow {

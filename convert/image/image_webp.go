@@ -246,7 +246,7 @@ func encodeWebP(ctx context.Context, w io.Writer, img image.Image, opts convert.
 // histo[-1] (FuzzDecodeImage found it); its output is built in memory and written at the end,
 // so a panic leaves w untouched.
 func losslessWebP(ctx context.Context, w io.Writer, native, fallback func(io.Writer) error) error {
-	cw := &countingWriter{w: &convert.ContextWriter{Ctx: ctx, W: w}}
+	cw := &convert.CountingWriter{W: &convert.ContextWriter{Ctx: ctx, W: w}}
 	panicked := false
 	err := func() (err error) {
 		defer func() {
@@ -257,22 +257,10 @@ func losslessWebP(ctx context.Context, w io.Writer, native, fallback func(io.Wri
 		}()
 		return native(cw)
 	}()
-	if !panicked || cw.n > 0 || ctx.Err() != nil {
+	if !panicked || cw.N > 0 || ctx.Err() != nil {
 		return err
 	}
 	return GuardCodec("WebP encoder (libwebp lossless)", func() error { return fallback(cw) })
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // encodeWebPAll writes an animated WebP: lossy frames with libwebp's animation encoder (which
