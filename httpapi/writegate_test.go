@@ -24,6 +24,15 @@ import (
 // write counted for every other answer, failed ones included. The round trips themselves are counted by
 // pgstore's TestRoundTrips_PerRequest.
 
+// skipShort leaves these tests to the plain run: the race step (-race -short) keeps its time,
+// and their Go is one request goroutine's (the concurrency they test is PostgreSQL's).
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("PostgreSQL nodes through the API: the plain run covers it")
+	}
+}
+
 // gateNode starts a node on the shared database pg with a write limit of limit a minute.
 func gateNode(t *testing.T, pg func(*service.Config), limit int) *testenv.Env {
 	t.Helper()
@@ -89,6 +98,7 @@ func cached(t *testing.T, e *testenv.Env, key string) {
 // revokes it, and A's next create and start answer 403 unauthorized at once, creating and starting
 // nothing.
 func TestWriteGate_RevokedOnAnotherNodeIsRefused(t *testing.T) {
+	skipShort(t)
 	pg := testenv.Postgres(t)
 	a, b := gateNode(t, pg, 120), gateNode(t, pg, 120)
 	acct, key, keyID := newKey(t, a, 100)
@@ -112,6 +122,7 @@ func TestWriteGate_RevokedOnAnotherNodeIsRefused(t *testing.T) {
 // keeps it, sends 3*limit creates at once: exactly limit-1 are made, each told a different
 // RateLimit-Remaining, and the rest are 429.
 func TestWriteGate_ExactUnderConcurrency(t *testing.T) {
+	skipShort(t)
 	const limit, n = 8, 24
 	e := gateNode(t, testenv.Postgres(t), limit)
 	acct, key, _ := newKey(t, e, 1000)
@@ -163,6 +174,7 @@ func TestWriteGate_ExactUnderConcurrency(t *testing.T) {
 // Go transaction) each count one write, as before the gate; the window then refuses, a
 // malformed body too.
 func TestWriteGate_FailedWritesCount(t *testing.T) {
+	skipShort(t)
 	const limit = 6
 	e := gateNode(t, testenv.Postgres(t), limit)
 	_, key, _ := newKey(t, e, 1)
@@ -185,6 +197,7 @@ func TestWriteGate_FailedWritesCount(t *testing.T) {
 // window as A saw it; node B fills the window. A's next create, malformed create and start
 // answer 429 with its headers, not 400, and make and start nothing.
 func TestWriteGate_FullWindowFromAnotherNodeIs429(t *testing.T) {
+	skipShort(t)
 	const limit = 3
 	pg := testenv.Postgres(t)
 	a, b := gateNode(t, pg, limit), gateNode(t, pg, limit)

@@ -99,6 +99,9 @@ func TestWriteGate_LocksTheRateWindowFirst(t *testing.T) {
 // create with an Idempotency-Key (the Go transaction only) each count exactly one write; a
 // refused gate (a full window, then a revoked key) counts and writes nothing.
 func TestWriteGate_CountsOnceWhateverTheTransitionDoes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SQL alone, no Go concurrency: the plain run covers it")
+	}
 	url := testpg.NewDatabase(t)
 	s := open(t, url, pgstore.Options{})
 	acct, secret := keptKey(t, s, 1)
