@@ -26,9 +26,9 @@ import (
 // (releaseOutputs) and DropCacheEntry are Go only.
 //
 // Lock order. Every transaction that touches the cache takes its locks in this order (the
-// Go transactions here and in jobs.go, the transition functions of migrations 0015 and 0019,
-// and 0021's claim walk), so identical jobs started, claimed and finished at once on several nodes never
-// deadlock (RunCacheAcrossNodes):
+// Go transactions here and in jobs.go, the transition functions of migrations 0015 and 0019
+// and 0025's rewrites of the create and start, and 0021's claim walk), so identical jobs
+// started, claimed and finished at once on several nodes never deadlock (RunCacheAcrossNodes):
 //
 //  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
 //  2. its account's row (FOR UPDATE; lockAccount, lockAccountSpend), before anything of the
