@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+
 	"github.com/convsvc/convsvc/pgstore"
 	"github.com/convsvc/convsvc/store"
 )
@@ -165,5 +167,78 @@ func TestMigrate_0025QueueQueriesUseAnIndex(t *testing.T) {
 		if strings.Contains(plan, "Seq Scan on jobs") || !strings.Contains(plan, "Index") {
 			t.Errorf("%s reads the jobs table without an index:\n%s", name, plan)
 		}
+	}
+}
+
+// TestStart_HitCountsItsBatchAndDelivers: a hit at start (0025's convsvc_start_job answers it
+// in its own statements) counts its batch's job finished, the last one finishing the batch,
+// and on an account with a webhook endpoint has its webhook delivery recorded (the function
+// leaves that to Go, CVWH0, and the call runs again). Fails if the start's hit skips either.
+func TestStart_HitCountsItsBatchAndDelivers(t *testing.T) {
+	url := testpg.NewDatabase(t)
+	s := open(t, url, pgstore.Options{NodeID: "lean"})
+	acct, err := s.CreateAccount("lean", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base, sha = "png>gif;lean", "1f8f2b8a6b7c3e1d0a9f8e7d6c5b4a392817161514131211100f0e0d0c0b0a09"
+	params := store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10, CacheBase: base}
+	noResponse := func(store.Job) (store.Response, error) { return store.Response{}, nil }
+	// The key's entry: the first job converts and stores its output.
+	first, _, err := s.CreateJob(params, noResponse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.StartSealedJob(acct.ID, first.ID, store.Upload{Size: 10, SHA256: sha}); err != nil || j.Status != store.StatusQueued {
+		t.Fatalf("start the first job: %+v %v", j, err)
+	}
+	claimed, ok, err := s.ClaimJob()
+	if err != nil || !ok || claimed.ID != first.ID {
+		t.Fatalf("claim: %+v %v %v", claimed, ok, err)
+	}
+	if j, err := s.FinishJob(first.ID, claimed.Attempt, store.Outcome{Output: &store.Output{Bytes: 7, SHA256: strings.Repeat("c", 64)}}); err != nil ||
+		j.Status != store.StatusSucceeded {
+		t.Fatalf("finish the first job: %+v %v", j, err)
+	}
+
+	batch, jobs, _, err := s.CreateBatch(store.CreateBatchParams{AccountID: acct.ID, Jobs: []store.CreateJobParams{params, params}},
+		func(store.Batch, []store.Job) (store.Response, error) { return store.Response{}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, job := range jobs {
+		j, err := s.StartSealedJob(acct.ID, job.ID, store.Upload{Size: 10, SHA256: sha})
+		if err != nil || j.Status != store.StatusSucceeded || !j.Output.Cached {
+			t.Fatalf("start batch job %d: %+v %v, want a hit", i, j, err)
+		}
+		b, _, err := s.Batch(acct.ID, batch.ID)
+		if err != nil || b.Unfinished != len(jobs)-1-i || (b.FinishedAt != nil) != (i == len(jobs)-1) {
+			t.Fatalf("after batch job %d's hit the batch is %+v (%v), want %d unfinished", i, b, err, len(jobs)-1-i)
+		}
+	}
+
+	if _, err := s.CreateWebhookEndpoint(acct.ID, "https://hooks.example/lean", strings.Repeat("s", 32)); err != nil {
+		t.Fatal(err)
+	}
+	hooked, _, err := s.CreateJob(params, noResponse)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := s.StartSealedJob(acct.ID, hooked.ID, store.Upload{Size: 10, SHA256: sha}); err != nil || j.Status != store.StatusSucceeded {
+		t.Fatalf("start the hooked job: %+v %v, want a hit", j, err)
+	}
+	ds, err := s.WebhookDeliveries(acct.ID, store.WebhookDeliveryQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found bool
+	for _, d := range ds {
+		found = found || (d.JobID == hooked.ID && d.EventType == "job.succeeded")
+	}
+	if !found {
+		t.Fatalf("the hooked job's hit at start recorded no job.succeeded delivery: %+v", ds)
+	}
+	if err := s.VerifyLedger(); err != nil {
+		t.Fatal(err)
 	}
 }
