@@ -175,6 +175,9 @@ func TestMigrate_0025QueueQueriesUseAnIndex(t *testing.T) {
 // and on an account with a webhook endpoint has its webhook delivery recorded (the function
 // leaves that to Go, CVWH0, and the call runs again). Fails if the start's hit skips either.
 func TestStart_HitCountsItsBatchAndDelivers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the plain run covers it (kept out of the race step's time)")
+	}
 	url := testpg.NewDatabase(t)
 	s := open(t, url, pgstore.Options{NodeID: "lean"})
 	acct, err := s.CreateAccount("lean", 100)
