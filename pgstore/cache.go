@@ -26,9 +26,9 @@ import (
 // (releaseOutputs) and DropCacheEntry are Go only.
 //
 // Lock order. Every transaction that touches the cache takes its locks in this order (the
-// Go transactions here and in jobs.go, the transition functions of migrations 0015 and 0019,
-// and 0021's claim walk), so identical jobs started, claimed and finished at once on several nodes never
-// deadlock (RunCacheAcrossNodes):
+// Go transactions here and in jobs.go, the transition functions of migrations 0015 and 0019
+// and 0025's rewrites of the create and start, and 0021's claim walk), so identical jobs
+// started, claimed and finished at once on several nodes never deadlock (RunCacheAcrossNodes):
 //
 //  0. the API key's rate_windows row, when a create or a start carries its request's write
 //     gate (migration 0024's convsvc_write_gate, the first statement of the transaction:

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"encoding/json"
 	"regexp"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,6 +15,14 @@ import (
 var eventCols = regexp.MustCompile(`\b([a-z][a-z0-9_]*)\b(\s*[^\s(a-z0-9_]|\s*$)`).
 	ReplaceAllString(jobCols, "r.$1$2") + ", e.seq, e.id, e.type, e.account_id, e.job_id, e.created_at"
 
+// logStart is SQL for the seq after which the log of the account in query argument arg holds
+// its events: the account's last store.EventLogSize seqs. The event trigger prunes what is
+// older every 100th event (migration 0025), so the table holds up to 99 more rows; the readers
+// bound themselves by this, so the log is exactly the last store.EventLogSize events.
+func logStart(arg string) string {
+	return `coalesce((SELECT s.seq FROM event_seqs s WHERE s.account_id = ` + arg + `), 0) - ` + strconv.Itoa(store.EventLogSize)
+}
+
 // EventsAfter returns up to limit of the account's events after seq, oldest first; jobID,
 // when set, keeps only that job's. Each carries the job as its change left it (the trigger's
 // snapshot, read back as a jobs row).
@@ -22,7 +31,8 @@ func (s *Store) EventsAfter(accountID string, after int64, jobID string, limit i
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT `+eventCols+` FROM events e
 		CROSS JOIN LATERAL jsonb_populate_record(NULL::jobs, e.snap) r
-		WHERE e.account_id = $1 AND e.seq > $2 AND ($3 = '' OR e.job_id = $3) ORDER BY e.seq LIMIT $4`, accountID, after, jobID, limit)
+		WHERE e.account_id = $1 AND e.seq > greatest($2, `+logStart("$1")+`) AND ($3 = '' OR e.job_id = $3) ORDER BY e.seq LIMIT $4`,
+		accountID, after, jobID, limit)
 	if err != nil {
 		return nil, wrap("events", err)
 	}
@@ -45,7 +55,8 @@ func (s *Store) EventSeq(accountID, eventID string) (int64, bool, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	var seq int64
-	err := s.pool.QueryRow(ctx, `SELECT seq FROM events WHERE id = $1 AND account_id = $2`, eventID, accountID).Scan(&seq)
+	err := s.pool.QueryRow(ctx, `SELECT seq FROM events WHERE id = $1 AND account_id = $2 AND seq > `+logStart("$2"),
+		eventID, accountID).Scan(&seq)
 	if isNoRows(err) {
 		return 0, false, nil
 	}
