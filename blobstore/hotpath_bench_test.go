@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -103,5 +105,30 @@ func BenchmarkWriteOutputSmall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDeleteInput is what every finished job does to its upload (the input cleaner): the
+// upload's removal under the id lock, in a directory of 10,000 other uploads.
+func BenchmarkDeleteInput(b *testing.B) {
+	e := newTestEnv(b)
+	for i := range 10000 {
+		if err := os.WriteFile(filepath.Join(e.dir, "uploads", fmt.Sprintf("job_other%d", i)), []byte("abc"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprintf("job_del%d", i)
+		b.StopTimer()
+		if err := os.WriteFile(filepath.Join(e.dir, "uploads", id), []byte("abc"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := e.st.DeleteInput(id); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -591,17 +591,24 @@ func (s *Store) Delete(jobID string) error {
 	return nil
 }
 
-// DeleteInput removes the job's upload (and an earlier version's sealed input), keeping its
-// output: once a job has finished its input is dead weight, and a PUT can no longer bring it
-// back (checkUpload). Files that do not exist are fine.
+// DeleteInput removes the job's upload (and an earlier version's sealed input, when inputs/
+// held any at Open: legacyInputs), keeping its output: once a job has finished its input is
+// dead weight, and a PUT can no longer bring it back (checkUpload). Files that do not exist
+// are fine.
 func (s *Store) DeleteInput(jobID string) error {
 	if !validID(jobID) {
 		return ErrInvalidID
 	}
 	unlock := s.lockID(jobID)
 	defer unlock()
-	err := errors.Join(removeIfExists(filepath.Join(s.uploads, jobID)), removeIfExists(filepath.Join(s.inputs, jobID)))
-	if err != nil {
+	// inputs/{id} only where an earlier version sealed there (legacyInputs): a missing name
+	// costs os.Remove two failed system calls (unlink, then rmdir), and this runs for every
+	// job.
+	var errs []error
+	for _, name := range s.inputNames(jobID) {
+		errs = append(errs, removeIfExists(name))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
 	}
 	return nil
