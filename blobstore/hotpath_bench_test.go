@@ -132,3 +132,21 @@ func BenchmarkDeleteInput(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkUploadSHA256 is what a start with the cache on reads after Seal: the hash the
+// upload's PUT recorded in the file's extended attribute.
+func BenchmarkUploadSHA256(b *testing.B) {
+	e := newTestEnv(b)
+	exp := time.Unix(0, e.now.Load()).Add(24 * time.Hour)
+	resp := e.do("PUT", e.st.UploadURL("job_sum", 3, exp), bytes.NewReader([]byte("abc")), 3, nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("status = %d", resp.StatusCode)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if sum, err := e.st.UploadSHA256("job_sum"); err != nil || len(sum) != 64 {
+			b.Fatal(sum, err)
+		}
+	}
+}

@@ -292,6 +292,14 @@ func (s *Store) UploadSHA256(jobID string) (string, error) {
 	if !validID(jobID) {
 		return "", ErrInvalidID
 	}
+	// The hash its PUT recorded, read by name (no open and close: start runs this under
+	// Seal's id lock, so the name is the file Seal saw); else the file is read.
+	b, err := firstExisting(s.inputNames(jobID), func(name string) ([]byte, error) { return getPathAttr(name, uploadAttr) })
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("upload %s: %w", jobID, ErrNotFound)
+	} else if err == nil && validSHA256(string(b)) {
+		return string(b), nil
+	}
 	f, err := firstExisting(s.inputNames(jobID), os.Open)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("upload %s: %w", jobID, ErrNotFound)
@@ -299,9 +307,6 @@ func (s *Store) UploadSHA256(jobID string) (string, error) {
 		return "", fmt.Errorf("%w: upload %s: %w", ErrStorage, jobID, err)
 	}
 	defer f.Close()
-	if b, err := getAttr(f, uploadAttr); err == nil && validSHA256(string(b)) {
-		return string(b), nil
-	}
 	h := sha256.New()
 	buf := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(buf)
