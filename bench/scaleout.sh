@@ -63,6 +63,9 @@ run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "CREATE DATABA
 run_pg "$PGBIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench >/dev/null 2>&1
 echo
 echo "pgbench -N -c $clients -j 2 -T 15 (fsync ${SCALEOUT_FSYNC:-on}, load $(cut -d' ' -f1 /proc/loadavg) before):"
-run_pg "$PGBIN/pgbench" -N -c "$clients" -j 2 -T 15 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench 2>/dev/null |
-  grep -E '^(latency average|tps)'
+# pgbench's own client CPU (/usr/bin/time) per transaction, beside bench/scaleout's load generator's per request.
+run_pg /usr/bin/time -f '%U %S' -o "$work/pg/pgbench.time" "$PGBIN/pgbench" -N -c "$clients" -j 2 -T 15 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench 2>/dev/null >"$work/pgbench.out"
+grep -E '^(latency average|tps)' "$work/pgbench.out"
+txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/pgbench.out")
+awk -v n="$txns" '{ if (n > 0) printf "pgbench client CPU ms per transaction: %.3f (%.2f s user, %.2f s system)\n", 1000*($1+$2)/n, $1, $2 }' "$work/pg/pgbench.time"
 echo "load after: $(cut -d' ' -f1 /proc/loadavg)"
