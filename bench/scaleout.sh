@@ -4,10 +4,10 @@
 # versitygw (built once by .ci/versitygw; with --keep-alive, as docs/scaling.md runs it, and
 # --quiet: SCALEOUT_VGW_FLAGS replaces those flags, "" gives versitygw's defaults, which close
 # every connection after one request and log each request) with a bucket, runs bench/scaleout
-# against them (it reports the CPU per request of the nodes, versitygw and PostgreSQL), then
+# against them (it reports the CPU per request of the nodes, versitygw, PostgreSQL and itself), then
 # pgbench -N (TPC-B without the branch and teller updates: 3 updates, an insert and a select a
 # transaction, scale 10) for 15 s at the same client count on the same PostgreSQL, the ceiling the
-# API's PostgreSQL rows are compared with, and stops both. Arguments go to bench/scaleout
+# API's PostgreSQL rows are compared with (with pgbench's own client CPU per transaction), and stops both. Arguments go to bench/scaleout
 # (-clients, -duration, -only, ...). Run from the module root as root or as a user that may run
 # postgres:
 #
