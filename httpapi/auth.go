@@ -73,17 +73,23 @@ func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 		}
 		setRateHeaders(w, d)
 		if !d.Allowed {
-			budget := budgetRead
-			if write {
-				budget = budgetWrite
-			}
-			s.cfg.Metrics.rateLimitedInc(budget)
-			w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(d.Reset)))
-			s.writeError(w, r, errorf(CodeRateLimited, "more than "+strconv.Itoa(d.Limit)+" requests in one minute for this key; retry after the Retry-After seconds"))
+			s.refuseKey(w, r, d, write)
 			return
 		}
 		h(w, r, ps, key)
 	}
+}
+
+// refuseKey answers 429 for a key whose write (or read) budget d refused; the RateLimit
+// headers are set.
+func (s *Server) refuseKey(w http.ResponseWriter, r *http.Request, d rateDecision, write bool) {
+	budget := budgetRead
+	if write {
+		budget = budgetWrite
+	}
+	s.cfg.Metrics.rateLimitedInc(budget)
+	w.Header().Set("Retry-After", strconv.Itoa(ceilSeconds(d.Reset)))
+	s.writeError(w, r, errorf(CodeRateLimited, "more than "+strconv.Itoa(d.Limit)+" requests in one minute for this key; retry after the Retry-After seconds"))
 }
 
 // failedAuth counts a failed authentication against the caller's address in limiter and

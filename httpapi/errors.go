@@ -104,6 +104,8 @@ func asAPIError(err error) *Error {
 		return &Error{Code: CodeNotFound, Message: "no such job, or it expired", Err: err}
 	case errors.Is(err, store.ErrUnauthorized):
 		return &Error{Code: CodeUnauthorized, Message: "the API key is invalid or revoked", Err: err}
+	case errors.Is(err, store.ErrRateLimited): // a write gate's (gatedResponse answers it with its headers)
+		return &Error{Code: CodeRateLimited, Message: "too many writes in one minute for this key; retry after the Retry-After seconds", Err: err}
 	case errors.Is(err, store.ErrLimitReached):
 		return &Error{Code: CodeLimitReached, Message: "the account's monthly spend cap is reached; raise it or wait for next month", Err: err}
 	case errors.Is(err, store.ErrQueueFull):

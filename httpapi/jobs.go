@@ -354,6 +354,7 @@ func (s *Server) handleCreateJob(w http.ResponseWriter, r *http.Request, _ httpr
 		return
 	}
 	params.IdempotencyKey = idemKey
+	params.Gate = writeGate(r) // the key's check and write count, in the create's round trip
 	s.checkCachedOutput(r.Context(), params)
 	began := s.now()
 	job, resp, err := s.cfg.Store.CreateJob(params, func(j store.Job) (store.Response, error) {
@@ -618,6 +619,7 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 	err := s.cfg.Blobs.Seal(id, func(up store.Upload) error {
 		var err error
 		started = true
+		up.Gate = writeGate(r) // the key's check and write count, in the start's round trip
 		job, err = s.cfg.Store.StartSealedJob(key.AccountID, id, up)
 		return err
 	})

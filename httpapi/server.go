@@ -286,10 +286,10 @@ func (s *Server) routes() {
 	handle("GET", "/v1/formats", s.handleFormats)
 	handle("GET", "/v1/formats/:id", s.handleFormat)
 
-	handle("POST", "/v1/jobs", s.withKey(true, s.handleCreateJob))
+	handle("POST", "/v1/jobs", s.withGatedKey(s.handleCreateJob))
 	handle("GET", "/v1/jobs", s.withKey(false, s.handleListJobs))
 	handle("GET", "/v1/jobs/:id", s.withKey(false, s.handleGetJob))
-	handle("POST", "/v1/jobs/:id/start", s.withKey(true, s.handleStartJob))
+	handle("POST", "/v1/jobs/:id/start", s.withGatedKey(s.handleStartJob))
 	handle("POST", "/v1/jobs/:id/cancel", s.withKey(true, s.handleCancelJob))
 
 	handle("POST", "/v1/admin/accounts", s.withAdmin(s.handleCreateAccount))

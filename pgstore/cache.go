@@ -30,6 +30,12 @@ import (
 // and 0021's claim walk), so identical jobs started, claimed and finished at once on several nodes never
 // deadlock (RunCacheAcrossNodes):
 //
+//  0. the API key's rate_windows row, when a create or a start carries its request's write
+//     gate (migration 0024's convsvc_write_gate, the first statement of the transaction:
+//     keycache.go). No transaction takes it after any lock below: AuthenticateWrite and
+//     AllowWrite count in transactions of their own, PurgeRateWindows deletes alone, and
+//     Import locks rate_windows before the tables below. Two gated transactions of one key
+//     queue on it; they queued on the account's row anyway (a key is one account's);
 //  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
 //  2. its account's row (FOR UPDATE; lockAccount, lockAccountSpend), before anything of the
 //     cache, even where the account's cents move only on a hit (a claim, FinishFromCache);
@@ -50,7 +56,7 @@ import (
 // another claim holds it), so a claim that walks on past capped accounts waits for none of
 // what it keeps (migration 0022; before, two claims passing two such accounts in opposite
 // orders deadlocked). An import (Import) locks whole tables, in this
-// order as far as it goes (jobs, accounts, cache_entries, cache_refs, month_spend,
+// order as far as it goes (rate_windows, jobs, accounts, cache_entries, cache_refs, month_spend,
 // cache_inflight, cache_totals).
 
 // takeCached gives job the cached output of its key, when there is one, adding the job's

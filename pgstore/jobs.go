@@ -378,6 +378,11 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 			return job, resp, nil
 		}
 	}
+	// An Idempotency-Key's create (or one the function left to Go, having run the gate)
+	// counts its write on its own first.
+	if err := s.passGate(ctx, p.Gate); err != nil {
+		return store.Job{}, store.Response{}, err
+	}
 	var job store.Job
 	var resp store.Response
 	var renderErr error
@@ -603,24 +608,28 @@ func cursorSeq(ctx context.Context, tx querier, accountID, id string) (int64, er
 // StartJob moves a created job whose upload holds uploadedSize bytes to queued; see
 // store.Store.StartJob. A size other than input_bytes cancels the job with ErrSizeMismatch.
 func (s *Store) StartJob(accountID, jobID string, uploadedSize int64) (store.Job, error) {
-	return s.startJob(accountID, jobID, uploadedSize, nil, "")
+	return s.startJob(nil, accountID, jobID, uploadedSize, nil, "")
 }
 
 // StartSealedJob is StartJob that also records which object was sealed (Job.Upload), in the
-// same transaction, when up names more than a size.
+// same transaction, when up names more than a size. up.Gate, when set, is run first in the
+// same transaction (store.WriteGate).
 func (s *Store) StartSealedJob(accountID, jobID string, up store.Upload) (store.Job, error) {
+	g := up.Gate
+	up.Gate = nil
 	if up.ETag == "" && up.VersionID == "" {
-		return s.startJob(accountID, jobID, up.Size, nil, up.SHA256)
+		return s.startJob(g, accountID, jobID, up.Size, nil, up.SHA256)
 	}
-	return s.startJob(accountID, jobID, up.Size, &up, up.SHA256)
+	return s.startJob(g, accountID, jobID, up.Size, &up, up.SHA256)
 }
 
-func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
+func (s *Store) startJob(g *store.WriteGate, accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	// One call of convsvc_start_job, a cache hit included (migration 0019); a size or
-	// checksum mismatch, which cancels the job, takes the Go transaction.
-	if job, err := s.startJobCall(ctx, accountID, jobID, uploadedSize, up, sha); !errors.Is(err, errFallback) {
+	// One call of convsvc_start_job, a cache hit included (migration 0019), with the
+	// request's write gate first when it has one; a size or checksum mismatch, which cancels
+	// the job, takes the Go transaction (the gate has run by then).
+	if job, err := s.startJobCall(ctx, g, accountID, jobID, uploadedSize, up, sha); !errors.Is(err, errFallback) {
 		if err != nil {
 			return store.Job{}, wrap("start job", err)
 		}
@@ -629,6 +638,9 @@ func (s *Store) startJob(accountID, jobID string, uploadedSize int64, up *store.
 		}
 		s.signal(job.ID)
 		return job, nil
+	}
+	if err := s.passGate(ctx, g); err != nil { // the Go transactions (UseGoTransitions) only
+		return store.Job{}, err
 	}
 	var job store.Job
 	var mismatch, badSum bool

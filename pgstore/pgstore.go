@@ -96,6 +96,11 @@ type Options struct {
 	// CacheHitCents is what a job answered from the conversion cache is charged instead of
 	// 1 cent (--cache-hit-cents; 0 allowed); nil: 1 cent, as any job.
 	CacheHitCents *int64
+	// KeyCache bounds how many API keys this node remembers having authenticated, so that a
+	// create's or start's key check and write count go into the transition's own round trip
+	// (WriteGate, keycache.go); default DefaultKeyCache, negative: none (every write
+	// authenticates in a statement of its own first).
+	KeyCache int
 }
 
 // hitCents is the price of a cache hit (Options.CacheHitCents).
@@ -143,6 +148,8 @@ type Store struct {
 	// retried counts transactions run again after a deadlock or a serialization failure
 	// (tx, callJob), for the tests that hold the lock order (cache.go).
 	retried atomic.Int64
+	// keys are the API keys this node authenticated (keycache.go).
+	keys keyCache
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the
@@ -195,6 +202,10 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		subscribers: map[int]func(Event){},
 		stop:        stop,
 		listenDone:  make(chan struct{}),
+	}
+	s.keys.max = opts.KeyCache
+	if s.keys.max == 0 {
+		s.keys.max = DefaultKeyCache
 	}
 	ready := make(chan error, 1)
 	go s.listen(lctx, ready)
@@ -378,7 +389,7 @@ func (s *Store) readTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 // callerErrors are the sentinels that are the caller's doing; anything else from the
 // database is wrapped in ErrUnavailable.
 var callerErrors = []error{store.ErrNotFound, store.ErrUnauthorized, store.ErrLimitReached, store.ErrSizeMismatch,
-	store.ErrInvalidState, store.ErrIdempotencyMismatch, store.ErrInvalidArgument}
+	store.ErrInvalidState, store.ErrIdempotencyMismatch, store.ErrInvalidArgument, store.ErrRateLimited}
 
 // wrap names the operation and marks a database failure ErrUnavailable; nil stays nil.
 func wrap(op string, err error) error {

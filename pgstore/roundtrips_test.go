@@ -61,15 +61,20 @@ func (c *statementCounter) count(fn func()) []string {
 }
 
 // TestRoundTrips_PerRequest holds the round trips each hot request costs on
-// PostgreSQL: a create and a start are one for the key and its write window and one for the
-// transition, a worker's claim and finish one each. The same requests through the Go
-// transactions (what the transition functions replaced) are counted too, so the table in
-// docs/benchmarks.md has both from one place.
+// PostgreSQL: a create and a start of a key the node keeps (its write gate in the
+// transition's batch: keycache.go, migration 0024) are one, the same with the key's first
+// write on the node (AuthenticateWrite, then the transition) two, a worker's claim and
+// finish one each. The same requests through the Go transactions (what the transition
+// functions replaced) are counted too, so the table in docs/benchmarks.md has both from one
+// place.
 func TestRoundTrips_PerRequest(t *testing.T) {
 	url := testpg.NewDatabase(t)
 	for _, tc := range []struct {
-		name                               string
-		goTransitions                      bool
+		name          string
+		goTransitions bool
+		// gated: the node keeps the key, so each write passes its gate with the write
+		// (CachedWriteGate) instead of AuthenticateWrite first.
+		gated                              bool
 		create, start, claim, finish, read int
 		// finishWebhook is a finish whose account has a webhook endpoint: the function
 		// refuses (1, and 1 to roll its transaction back), then runs with
@@ -79,11 +84,13 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 		// cache is the same for cache-keyed jobs (cacheTrips).
 		cache cacheTrips
 	}{
-		{"functions", false, 2, 2, 1, 1, 1, 6, cacheTrips{
+		{"functions, key kept", false, true, 1, 1, 1, 1, 1, 6, cacheTrips{
+			create: 1, start: 1, claim: 1, claimWait: 1, finish: 1, startHit: 1, createHit: 1, claimHit: 2, finishFromCache: 1}},
+		{"functions, key's first write", false, false, 2, 2, 1, 1, 1, 6, cacheTrips{
 			create: 2, start: 2, claim: 1, claimWait: 1, finish: 1, startHit: 2, createHit: 2, claimHit: 2, finishFromCache: 1}},
 		// The Go claim's walk is 6 statements when the first account it visits has a job,
 		// and 8 here: one account, which its walk reaches after wrapping around.
-		{"go transactions", true, 8, 9, 8, 10, 1, 11, cacheTrips{
+		{"go transactions", true, false, 8, 9, 8, 10, 1, 11, cacheTrips{
 			create: 8, start: 10, claim: 12, claimWait: 11, finish: 13, startHit: 17, createHit: 17, claimHit: 26, finishFromCache: 15}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,9 +105,17 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 				t.Fatal(err)
 			}
 			// authWrite is what httpapi does before a write's handler: AuthenticateWrite in
-			// one statement, or (before it) Authenticate and then AllowWrite.
-			authWrite := func() {
+			// one statement, or (before it) Authenticate and then AllowWrite; or, for a key the
+			// node keeps, nothing but the gate it returns, which the write takes with it.
+			authWrite := func() *store.WriteGate {
 				var allowed bool
+				if tc.gated {
+					if _, g, ok := s.CachedWriteGate(secret, 120, time.Minute); ok {
+						return g
+					}
+					// The key's first write on this node (the uncounted first pass) fills
+					// the cache below.
+				}
 				if tc.goTransitions {
 					key, err := s.Authenticate(secret)
 					if err != nil {
@@ -115,6 +130,14 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 				}
 				if !allowed {
 					t.Fatal("write refused")
+				}
+				return nil
+			}
+			// passed fails the test unless the gate a write took (if any) ran and allowed it.
+			passed := func(g *store.WriteGate) {
+				t.Helper()
+				if g != nil && (!g.Ran || !g.Allowed) {
+					t.Fatalf("write gate %+v", g)
 				}
 			}
 			// Once first, so that every statement is prepared and every connection is warm,
@@ -136,17 +159,19 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 					}
 				}
 				check("create", tc.create, func() {
-					authWrite()
-					if job, _, err = s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10},
+					g := authWrite()
+					if job, _, err = s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10, Gate: g},
 						func(store.Job) (store.Response, error) { return store.Response{Status: 201}, nil }); err != nil {
 						t.Fatal(err)
 					}
+					passed(g)
 				})
 				check("start", tc.start, func() {
-					authWrite()
-					if job, err = s.StartSealedJob(acct.ID, job.ID, store.Upload{Size: 10, ETag: `"etag"`}); err != nil {
+					g := authWrite()
+					if job, err = s.StartSealedJob(acct.ID, job.ID, store.Upload{Size: 10, ETag: `"etag"`, Gate: g}); err != nil {
 						t.Fatal(err)
 					}
+					passed(g)
 				})
 				if job.Status != store.StatusQueued || job.Upload == nil || job.Upload.ETag != `"etag"` {
 					t.Fatalf("started job %+v", job)
@@ -178,7 +203,7 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 			if deliveries != 1 {
 				t.Fatalf("%d webhook deliveries recorded, want 1 (the finish after the endpoint was made)", deliveries)
 			}
-			tc.cache.run(t, s, &c, authWrite, tc.name)
+			tc.cache.run(t, s, &c, authWrite, passed, tc.name)
 		})
 	}
 }
@@ -193,7 +218,7 @@ type cacheTrips struct {
 	create, start, claim, claimWait, finish, startHit, createHit, claimHit, finishFromCache int
 }
 
-func (want cacheTrips) run(t *testing.T, s *pgstore.Store, c *statementCounter, authWrite func(), name string) {
+func (want cacheTrips) run(t *testing.T, s *pgstore.Store, c *statementCounter, authWrite func() *store.WriteGate, passed func(*store.WriteGate), name string) {
 	t.Helper()
 	acct := account(t, s, 100)
 	const base = "png>gif;roundtrips"
@@ -204,6 +229,7 @@ func (want cacheTrips) run(t *testing.T, s *pgstore.Store, c *statementCounter, 
 		if err != nil {
 			t.Fatal(err)
 		}
+		passed(p.Gate)
 		return job
 	}
 	spent := int64(0)
@@ -218,12 +244,13 @@ func (want cacheTrips) run(t *testing.T, s *pgstore.Store, c *statementCounter, 
 		}
 		var job, twin, hit store.Job
 		var err error
-		start := func(j store.Job) store.Job {
+		start := func(j store.Job, g *store.WriteGate) store.Job {
 			t.Helper()
-			j, err := s.StartSealedJob(acct.ID, j.ID, store.Upload{Size: 10, ETag: `"etag"`, SHA256: sha})
+			j, err := s.StartSealedJob(acct.ID, j.ID, store.Upload{Size: 10, ETag: `"etag"`, SHA256: sha, Gate: g})
 			if err != nil {
 				t.Fatal(err)
 			}
+			passed(g)
 			return j
 		}
 		claim := func(wantID string) store.Job {
@@ -234,12 +261,12 @@ func (want cacheTrips) run(t *testing.T, s *pgstore.Store, c *statementCounter, 
 			}
 			return claimed
 		}
-		check("miss create", want.create, func() { authWrite(); job = created(store.CreateJobParams{}) })
-		check("miss start", want.start, func() { authWrite(); job = start(job) })
+		check("miss create", want.create, func() { job = created(store.CreateJobParams{Gate: authWrite()}) })
+		check("miss start", want.start, func() { job = start(job, authWrite()) })
 		if job.Status != store.StatusQueued || store.CacheKeyOf(job) == "" {
 			t.Fatalf("started cache-keyed job %+v", job)
 		}
-		twin = start(created(store.CreateJobParams{}))
+		twin = start(created(store.CreateJobParams{}), nil)
 		check("claim", want.claim, func() { job = claim(job.ID) })
 		check("claim of a twin", want.claimWait, func() { twin = claim(twin.ID) })
 		if job.WaitFor != "" || twin.WaitFor != job.ID {
@@ -254,10 +281,9 @@ func (want cacheTrips) run(t *testing.T, s *pgstore.Store, c *statementCounter, 
 			t.Fatalf("cache entry after the finish: %+v %v %v", e, ok, err)
 		}
 		hit = created(store.CreateJobParams{})
-		check("hit at start", want.startHit, func() { authWrite(); hit = start(hit) })
+		check("hit at start", want.startHit, func() { hit = start(hit, authWrite()) })
 		check("hit at create", want.createHit, func() {
-			authWrite()
-			hit = created(store.CreateJobParams{InputSHA256: sha})
+			hit = created(store.CreateJobParams{InputSHA256: sha, Gate: authWrite()})
 		})
 		if hit.Status != store.StatusSucceeded || hit.Output == nil || !hit.Output.Cached || hit.Output.Object != job.ID {
 			t.Fatalf("hit at create: %+v", hit)

@@ -78,11 +78,21 @@ func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, 
 // callJobExtra is callJob for a statement whose row has columns after the job's, scanned
 // into extra.
 func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
+	return s.callGated(ctx, nil, then, extra, sql, args...)
+}
+
+// callGated is callJobExtra with a request's write gate (keycache.go): while g is pending, the
+// batch runs it first, as BEGIN; the gate; SAVEPOINT convsvc_gate; the call; COMMIT; the
+// notifications, still one round trip. A refusal is g's error (store.ErrUnauthorized,
+// store.ErrRateLimited) with nothing written; when the call (or then) fails after the gate
+// counted, the transaction goes back to the savepoint and commits, so the count stays (g has
+// run) and a retry or the Go transaction after it does not count again.
+func (s *Store) callGated(ctx context.Context, g *store.WriteGate, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
 	}
 	for attempt := 1; ; attempt++ {
-		job, err := s.callOnce(ctx, then, extra, sql, args)
+		job, err := s.callOnce(ctx, g, then, extra, sql, args)
 		if attempt < 5 && retryable(err) {
 			s.retried.Add(1)
 			continue
@@ -94,14 +104,20 @@ func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx
 	}
 }
 
-func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args []any) (job store.Job, err error) {
+func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args []any) (job store.Job, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return store.Job{}, err
 	}
 	defer conn.Release()
+	gated := g.Pending()
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	if gated {
+		// The gate first: the key's rate_windows row is the first lock (cache.go's order).
+		b.Queue(gateSQL, gateArgs(g)...)
+		b.Queue(`SAVEPOINT convsvc_gate`)
+	}
 	if then != nil {
 		// then's statements defer their notifications too (the function's SET clause does
 		// for its own call): they leave with the function's, after the COMMIT.
@@ -114,6 +130,18 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 	}
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	// counted: the gate counted the write in this transaction (committed once committed is).
+	var counted, committed bool
+	var gateCount int
+	var gateOldest, gateNow time.Time
+	if err == nil && gated {
+		if err = br.QueryRow().Scan(&gateCount, &gateOldest, &gateNow); err == nil {
+			counted = true
+			_, err = br.Exec() // SAVEPOINT
+		} else if refused := s.gateRefused(g, err); refused != nil {
+			err = refused
+		}
+	}
 	if err == nil && then != nil {
 		_, err = br.Exec()
 	}
@@ -126,6 +154,7 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 	}
 	for i := 0; then == nil && i < 2 && err == nil; i++ { // COMMIT and the notifications
 		_, err = br.Exec()
+		committed = committed || (i == 0 && err == nil)
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
@@ -136,7 +165,11 @@ func (s *Store) callOnce(ctx context.Context, then func(context.Context, pgx.Tx,
 		}
 		if err == nil {
 			_, err = conn.Exec(ctx, commitDeferred)
+			committed = err == nil
 		}
+	}
+	if counted && (committed || (err != nil && keepGate(conn.Conn()))) {
+		s.gateCounted(g, gateCount, gateOldest, gateNow)
 	}
 	if err != nil {
 		rollbackOpen(conn.Conn())
@@ -207,9 +240,15 @@ func finishedDeliveries(ctx context.Context, tx pgx.Tx, job store.Job) error {
 // deliveries of the job it finished (CVWH0), the call runs again with it true and
 // finishedDeliveries after it in the same transaction.
 func (s *Store) callHit(ctx context.Context, extra []any, sql string, args ...any) (store.Job, error) {
-	job, err := s.callJobExtra(ctx, nil, extra, sql, append(args, false)...)
+	return s.callHitGated(ctx, nil, extra, sql, args...)
+}
+
+// callHitGated is callHit with a request's write gate (callGated), which the first call runs
+// (and counts even when that call fails).
+func (s *Store) callHitGated(ctx context.Context, g *store.WriteGate, extra []any, sql string, args ...any) (store.Job, error) {
+	job, err := s.callGated(ctx, g, nil, extra, sql, append(args, false)...)
 	if errors.Is(err, errDeliveries) {
-		job, err = s.callJobExtra(ctx, finishedDeliveries, extra, sql, append(args, true)...)
+		job, err = s.callGated(ctx, g, finishedDeliveries, extra, sql, append(args, true)...)
 	}
 	return job, err
 }
@@ -221,20 +260,20 @@ func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, stat
 	if p.Options != nil {
 		opts = p.Options
 	}
-	return s.callHit(ctx, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+	return s.callHitGated(ctx, p.Gate, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
 		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL, p.InputSHA256, p.CacheBase, s.opts.hitCents())
 }
 
 // startJobCall is startJob in one round trip, a cache hit included (the job is then returned
 // succeeded); sha is the upload's SHA-256 as object storage reported it, or "".
-func (s *Store) startJobCall(ctx context.Context, accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
+func (s *Store) startJobCall(ctx context.Context, g *store.WriteGate, accountID, jobID string, uploadedSize int64, up *store.Upload, sha string) (store.Job, error) {
 	var upSize *int64
 	var upETag, upVersion *string
 	if up != nil {
 		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 	}
-	return s.callHit(ctx, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	return s.callHitGated(ctx, g, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		accountID, jobID, uploadedSize, upSize, upETag, upVersion, sha, s.opts.hitCents())
 }
 
@@ -306,7 +345,8 @@ func (s *Store) finishJobCall(ctx context.Context, jobID string, attempt int, o 
 // against its rolling window, in one statement (one round trip): Authenticate and AllowWrite
 // in one. A malformed, unknown or revoked key is store.ErrUnauthorized and counts nothing. The
 // key is read in the same statement that counts the write, so a revocation holds on every
-// node as soon as RevokeKey returns.
+// node as soon as RevokeKey returns. The key is remembered (CachedWriteGate), so that this
+// node's next writes of it check and count in their transition's round trip.
 func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration) (key store.APIKey, allowed bool, remaining int, reset time.Duration, err error) {
 	if err := store.ParseKey(secret); err != nil {
 		return store.APIKey{}, false, 0, 0, fmt.Errorf("%w: %w", store.ErrUnauthorized, err)
@@ -334,11 +374,14 @@ func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration
 		return store.APIKey{}, false, 0, 0, fmt.Errorf("%w: key revoked", store.ErrUnauthorized)
 	}
 	if count != nil {
-		return key, true, limit - *count, oldest.Add(window).Sub(*now), nil
+		remaining, reset = limit-*count, oldest.Add(window).Sub(*now)
+		s.keys.put(key, fullUntil(remaining, reset)) // this node's next write of the key is gated (keycache.go)
+		return key, true, remaining, reset, nil
 	}
 	// Refused: when the oldest counted write leaves the window (AllowWrite's second statement).
 	if reset, err = s.rateWindowReset(ctx, key.ID, window); err != nil {
 		return store.APIKey{}, false, 0, 0, err
 	}
+	s.keys.put(key, fullUntil(0, reset))
 	return key, false, 0, reset, nil
 }

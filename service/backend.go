@@ -100,14 +100,15 @@ type rateWindowStore interface {
 
 // Compile-time checks that both backends fit the seams.
 var (
-	_ JobStore         = (*store.Store)(nil)
-	_ JobStore         = (*pgstore.Store)(nil)
-	_ startupRecoverer = (*store.Store)(nil)
-	_ leasedStore      = (*pgstore.Store)(nil)
-	_ rateWindowStore  = (*pgstore.Store)(nil)
-	_ ObjectStorage    = localObjects{}
-	_ objectHandler    = localObjects{}
-	_ ObjectStorage    = s3Objects{}
+	_ JobStore                 = (*store.Store)(nil)
+	_ JobStore                 = (*pgstore.Store)(nil)
+	_ httpapi.GateWriteLimiter = (*pgstore.Store)(nil)
+	_ startupRecoverer         = (*store.Store)(nil)
+	_ leasedStore              = (*pgstore.Store)(nil)
+	_ rateWindowStore          = (*pgstore.Store)(nil)
+	_ ObjectStorage            = localObjects{}
+	_ objectHandler            = localObjects{}
+	_ ObjectStorage            = s3Objects{}
 )
 
 // localObjects is the blob store in the data dir as ObjectStorage.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/convsvc/convsvc/convert"
+	"github.com/convsvc/convsvc/internal/promtext"
 	"github.com/convsvc/convsvc/internal/testing/testenv"
 	"github.com/convsvc/convsvc/service"
 )
@@ -56,7 +57,11 @@ func TestOutputCheck_FailsJob(t *testing.T) {
 				t.Fatalf("account after the good job: reserved %v spent %v, want 0 and 1", a["reserved_cents"], a["spent_cents"])
 			}
 
-			m := e.Scrape()
+			// Outcomes are counted after their finish commits: wait for both counts.
+			m := e.ScrapeUntil(func(m promtext.Metrics) bool {
+				return m.Value("convsvc_output_checks_total", "target", "png", "result", "invalid") > 0 &&
+					m.Value("convsvc_output_checks_total", "target", "jpeg", "result", "verified") > 0
+			})
 			if v := m.Value("convsvc_output_checks_total", "target", "png", "result", "invalid"); v != 1 {
 				t.Fatalf("convsvc_output_checks_total{target=png,result=invalid} = %v, want 1", v)
 			}

@@ -116,6 +116,9 @@ type Upload struct {
 	SHA256    string `json:"-"`
 	ETag      string `json:"etag,omitempty"`
 	VersionID string `json:"version_id,omitempty"`
+	// Gate, when set, is the start request's key check and write count, which the store runs
+	// before the start in the same transaction (WriteGate); not stored on the job.
+	Gate *WriteGate `json:"-"`
 }
 
 // Finished reports whether the job reached a final state.
@@ -226,6 +229,10 @@ type CreateJobParams struct {
 	InputSHA256 string
 	// CacheBase, when set, makes the job take part in the conversion cache (Job.CacheBase).
 	CacheBase string
+	// Gate, when set, is the request's key check and write count, which the store runs
+	// before the create in the same transaction (WriteGate); nil when the server counted the
+	// write already.
+	Gate *WriteGate
 }
 
 // Response is a rendered HTTP response kept for idempotent replay.

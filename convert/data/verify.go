@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,59 +56,59 @@ func verifyRecords(id string) convert.Verifier {
 // countRecords scans r as format id: CSV and TSV data rows, NDJSON values, a JSON array's
 // elements (-1 for JSON that is not an array). A structural fault is an error.
 func countRecords(ctx context.Context, id string, r *io.SectionReader) (int64, error) {
-	br := &chunkReader{r: &convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(r, 0, r.Size())}, buf: make([]byte, 64<<10)}
+	return countRecordsBuf(ctx, id, r, 64<<10)
+}
+
+// countRecordsBuf is countRecords reading chunks of up to size bytes (tests make them small,
+// so every state crosses a chunk's edge).
+func countRecordsBuf(ctx context.Context, id string, r *io.SectionReader, size int) (int64, error) {
+	c := &chunks{r: &convert.ContextReader{Ctx: ctx, R: io.NewSectionReader(r, 0, r.Size())}, buf: make([]byte, size)}
 	switch id {
 	case "csv":
-		return countDelimited(br, ',')
+		return countDelimited(c, ',')
 	case "tsv":
-		return countDelimited(br, '\t')
+		return countDelimited(c, '\t')
 	case "ndjson":
-		return countNDJSON(br)
+		return countNDJSON(c)
 	default:
-		return countJSON(br)
+		return countJSON(c)
 	}
 }
 
-// chunkReader hands out a reader's bytes one at a time from a buffer it refills: ReadByte
-// without bufio's per-call checks, the scanners' hot loop.
-type chunkReader struct {
-	r    io.Reader
-	buf  []byte
-	i, n int
-	err  error
+// chunks hands out a reader's bytes a buffer at a time. The scanners loop over each chunk
+// themselves: a call per byte (a ByteReader, a scanner's feed) was most of a check that scans
+// a whole output (docs/benchmarks.md, "Output checks").
+type chunks struct {
+	r   io.Reader
+	buf []byte
+	err error
 }
 
-// ReadByte returns the next byte, or the reader's error (io.EOF at the end).
-func (c *chunkReader) ReadByte() (byte, error) {
-	if c.i < c.n {
-		b := c.buf[c.i]
-		c.i++
-		return b, nil
-	}
-	return c.refill()
-}
-
-func (c *chunkReader) refill() (byte, error) {
+// next returns the next bytes read, valid until the next call, or the reader's error (io.EOF
+// at the end) once none are left.
+func (c *chunks) next() ([]byte, error) {
 	for c.err == nil {
-		c.n, c.err = c.r.Read(c.buf)
-		c.i = 0
-		if c.n > 0 {
-			c.i = 1
-			return c.buf[0], nil
+		var n int
+		n, c.err = c.r.Read(c.buf)
+		if n > 0 {
+			return c.buf[:n], nil
 		}
 	}
-	return 0, c.err
+	return nil, c.err
 }
 
 // countDelimited counts the rows of a CSV or TSV after its header: line ends outside quotes
 // close a row, empty lines are no rows. Every row has the header's number of fields and the
 // last one ends its line, as the writers write them; a quote left open is an error. TSV has
 // no quoting.
-func countDelimited(r *chunkReader, sep byte) (int64, error) {
+func countDelimited(r *chunks, sep byte) (int64, error) {
 	quoted, inRow := false, false
 	var rows int64
 	fields, width := 1, 0
 	var last byte
+	var special [256]bool
+	special[sep], special['\n'], special['\r'] = true, true, true
+	special['"'] = sep == ','
 	endRow := func() error {
 		if rows == 0 {
 			width = fields
@@ -119,31 +120,44 @@ func countDelimited(r *chunkReader, sep byte) (int64, error) {
 		return nil
 	}
 	for {
-		b, err := r.ReadByte()
+		p, err := r.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return 0, err
 		}
-		last = b
-		switch {
-		case b == '"' && sep == ',':
-			quoted = !quoted
-			inRow = true
-		case b == sep && !quoted:
-			fields++
-			inRow = true
-		case b == '\n' && !quoted:
-			if inRow {
-				if err := endRow(); err != nil {
-					return 0, err
+		last = p[len(p)-1]
+		for i := 0; i < len(p); i++ {
+			if quoted { // inRow since the quote opened: on to the quote that closes it
+				j := bytes.IndexByte(p[i:], '"')
+				if j < 0 {
+					break
 				}
+				i += j
+				quoted = false
+				continue
 			}
-			inRow = false
-		case b == '\r' && !quoted:
-		default:
-			inRow = true
+			b := p[i]
+			if !special[b] {
+				inRow = true
+				continue
+			}
+			switch b {
+			case '"':
+				quoted, inRow = true, true
+			case '\n':
+				if inRow {
+					if err := endRow(); err != nil {
+						return 0, err
+					}
+				}
+				inRow = false
+			case '\r':
+			default: // sep
+				fields++
+				inRow = true
+			}
 		}
 	}
 	if quoted {
@@ -158,7 +172,7 @@ func countDelimited(r *chunkReader, sep byte) (int64, error) {
 	return rows - 1, nil
 }
 
-// jsonScanner follows JSON's strings and brackets byte by byte.
+// jsonScanner follows JSON's strings and brackets.
 type jsonScanner struct {
 	depth    int
 	str, esc bool
@@ -168,19 +182,53 @@ type jsonScanner struct {
 	top      bool  // a top-level value has started
 }
 
-// feed takes one byte; an error is a bracket that does not match.
-func (s *jsonScanner) feed(b byte) error {
-	if s.str {
-		switch {
-		case s.esc:
-			s.esc = false
-		case b == '\\':
-			s.esc = true
-		case b == '"':
-			s.str = false
+// scan takes the next bytes, as feed takes each of them.
+func (s *jsonScanner) scan(p []byte) error {
+	for i := 0; i < len(p); i++ {
+		if s.str {
+			if s.esc {
+				s.esc = false
+				continue
+			}
+			for i < len(p) && p[i] != '"' && p[i] != '\\' {
+				i++
+			}
+			if i == len(p) {
+				return nil
+			}
+			if p[i] == '\\' {
+				s.esc = true
+			} else {
+				s.str = false
+			}
+			continue
 		}
-		return nil
+		b := p[i]
+		if s.depth > 0 && (s.seen || s.depth != 1 || !s.array) {
+			// Inside a value under way: feed's cases without the ones that cannot apply.
+			switch b {
+			case '"':
+				s.str = true
+			case '[', '{':
+				s.depth++
+			case ']', '}':
+				s.depth--
+			case ',':
+				if s.depth == 1 {
+					s.seen = false
+				}
+			}
+			continue
+		}
+		if err := s.feed(b); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// feed takes one byte outside a string's body; an error is a bracket that does not match.
+func (s *jsonScanner) feed(b byte) error {
 	switch b {
 	case ' ', '\t', '\n', '\r':
 		return nil
@@ -224,17 +272,17 @@ func (s *jsonScanner) whole() error {
 
 // countJSON checks one JSON value's strings and brackets; it returns a top-level array's
 // elements, or -1 for another value.
-func countJSON(r *chunkReader) (int64, error) {
+func countJSON(r *chunks) (int64, error) {
 	var s jsonScanner
 	for {
-		b, err := r.ReadByte()
+		p, err := r.next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			return 0, err
 		}
-		if err := s.feed(b); err != nil {
+		if err := s.scan(p); err != nil {
 			return 0, err
 		}
 	}
@@ -252,33 +300,47 @@ func countJSON(r *chunkReader) (int64, error) {
 
 // countNDJSON counts the non-blank lines of NDJSON, each a JSON value whose strings and
 // brackets close on its line.
-func countNDJSON(r *chunkReader) (int64, error) {
+func countNDJSON(r *chunks) (int64, error) {
 	var n int64
 	var s jsonScanner
+	endLine := func() error {
+		if s.top {
+			if err := s.whole(); err != nil {
+				return fmt.Errorf("line %d: %w", n+1, err)
+			}
+			n++
+		}
+		s = jsonScanner{}
+		return nil
+	}
 	for {
-		b, err := r.ReadByte()
-		if errors.Is(err, io.EOF) || (err == nil && b == '\n') {
-			if s.top {
-				if werr := s.whole(); werr != nil {
-					return 0, fmt.Errorf("line %d: %w", n+1, werr)
-				}
-				if s.depth == 0 && !s.array && !s.top {
-					break
-				}
-				n++
-			}
-			s = jsonScanner{}
-			if err != nil {
-				break
-			}
-			continue
+		p, err := r.next()
+		if errors.Is(err, io.EOF) {
+			break
 		}
 		if err != nil {
 			return 0, err
 		}
-		if err := s.feed(b); err != nil {
-			return 0, fmt.Errorf("line %d: %w", n+1, err)
+		for len(p) > 0 {
+			line := p
+			j := bytes.IndexByte(p, '\n')
+			if j >= 0 {
+				line = p[:j]
+			}
+			if err := s.scan(line); err != nil {
+				return 0, fmt.Errorf("line %d: %w", n+1, err)
+			}
+			if j < 0 {
+				break
+			}
+			if err := endLine(); err != nil {
+				return 0, err
+			}
+			p = p[j+1:]
 		}
+	}
+	if err := endLine(); err != nil {
+		return 0, err
 	}
 	return n, nil
 }

@@ -179,44 +179,61 @@ func (d *Decoder) frame(p []byte) (int, error) {
 	return n, err
 }
 
-func (d *Decoder) decodeFrame(br *bitReader, p []byte) (int, error) {
+// frameHeader is what a frame header says.
+type frameHeader struct {
+	// samples is the frame's block size, samples per channel.
+	samples int
+	// number is the frame's number (fixed block size) or its first sample's (variable).
+	number uint64
+	// variable is the blocking strategy bit: number counts samples, not frames.
+	variable bool
+	// assign is the channel assignment code, bps the frame's bits per sample.
+	assign, bps int
+}
+
+// header reads a frame header from br (over p, which starts with it) and checks its CRC-8 and
+// that its depth and channels are the stream's; errShort when p ends inside it.
+func (d *Decoder) header(br *bitReader, p []byte) (frameHeader, error) {
+	var h frameHeader
 	if br.read(15) != 0xFFF8>>1 {
 		if br.short {
-			return 0, errShort
+			return h, errShort
 		}
-		return 0, errors.New("flacdec: lost frame sync")
+		return h, errors.New("flacdec: lost frame sync")
 	}
-	br.read(1) // blocking strategy: the frame or sample number is read and not needed
+	h.variable = br.read(1) == 1
 	bsCode, rateCode := br.read(4), br.read(4)
 	assign, depthCode := int(br.read(4)), br.read(3)
 	if br.read(1) != 0 {
-		return 0, errors.New("flacdec: reserved bit set in a frame header")
+		return h, errors.New("flacdec: reserved bit set in a frame header")
 	}
-	// The frame or sample number, UTF-8 coded.
+	// The frame or sample number, UTF-8 coded: the lead byte's leading ones count its bytes.
 	lead := br.read(8)
 	extra := bits.LeadingZeros8(^uint8(lead))
 	if extra == 1 || extra > 7 {
-		return 0, errors.New("flacdec: bad frame number")
+		return h, errors.New("flacdec: bad frame number")
 	}
+	h.number = lead & (0xFF >> (extra + 1))
 	for i := 1; i < extra; i++ {
-		if br.read(8)&0xC0 != 0x80 {
-			return 0, errors.New("flacdec: bad frame number")
+		c := br.read(8)
+		if c&0xC0 != 0x80 {
+			return h, errors.New("flacdec: bad frame number")
 		}
+		h.number = h.number<<6 | c&0x3F
 	}
-	var n int
 	switch {
 	case bsCode == 0:
-		return 0, errors.New("flacdec: reserved block size code")
+		return h, errors.New("flacdec: reserved block size code")
 	case bsCode == 1:
-		n = 192
+		h.samples = 192
 	case bsCode <= 5:
-		n = 576 << (bsCode - 2)
+		h.samples = 576 << (bsCode - 2)
 	case bsCode == 6:
-		n = int(br.read(8)) + 1
+		h.samples = int(br.read(8)) + 1
 	case bsCode == 7:
-		n = int(br.read(16)) + 1
+		h.samples = int(br.read(16)) + 1
 	default:
-		n = 256 << (bsCode - 8)
+		h.samples = 256 << (bsCode - 8)
 	}
 	switch {
 	case rateCode == 12:
@@ -224,41 +241,51 @@ func (d *Decoder) decodeFrame(br *bitReader, p []byte) (int, error) {
 	case rateCode == 13 || rateCode == 14:
 		br.read(16)
 	case rateCode == 15:
-		return 0, errors.New("flacdec: invalid sample rate code")
+		return h, errors.New("flacdec: invalid sample rate code")
 	}
-	bps := d.info.Bits
+	h.bps = d.info.Bits
 	if depthCode != 0 {
-		bps = depths[depthCode]
-		if bps == 0 || bps != d.info.Bits {
-			return 0, fmt.Errorf("flacdec: a frame has %d bits per sample, the stream %d", bps, d.info.Bits)
+		h.bps = depths[depthCode]
+		if h.bps == 0 || h.bps != d.info.Bits {
+			return h, fmt.Errorf("flacdec: a frame has %d bits per sample, the stream %d", h.bps, d.info.Bits)
 		}
 	}
 	hdrLen := br.bytePos()
 	if br.short {
-		return 0, errShort
+		return h, errShort
 	}
 	if crc := uint8(br.read(8)); crc != flaccrc.CRC8(p[:hdrLen]) {
 		if br.short {
-			return 0, errShort
+			return h, errShort
 		}
-		return 0, errors.New("flacdec: frame header CRC mismatch")
+		return h, errors.New("flacdec: frame header CRC mismatch")
 	}
+	h.assign = assign
 	nch := d.info.Channels
 	switch {
 	case assign < 8:
 		if assign+1 != nch {
-			return 0, fmt.Errorf("flacdec: a frame has %d channels, the stream %d", assign+1, nch)
+			return h, fmt.Errorf("flacdec: a frame has %d channels, the stream %d", assign+1, nch)
 		}
 	case assign <= 10:
 		if nch != 2 {
-			return 0, fmt.Errorf("flacdec: a stereo frame in a %d-channel stream", nch)
+			return h, fmt.Errorf("flacdec: a stereo frame in a %d-channel stream", nch)
 		}
 	default:
-		return 0, errors.New("flacdec: reserved channel assignment")
+		return h, errors.New("flacdec: reserved channel assignment")
 	}
-	if d.info.BlockSizeMax >= 16 && n > d.info.BlockSizeMax {
-		return 0, fmt.Errorf("flacdec: a frame of %d samples, over the stream's maximum %d", n, d.info.BlockSizeMax)
+	if d.info.BlockSizeMax >= 16 && h.samples > d.info.BlockSizeMax {
+		return h, fmt.Errorf("flacdec: a frame of %d samples, over the stream's maximum %d", h.samples, d.info.BlockSizeMax)
 	}
+	return h, nil
+}
+
+func (d *Decoder) decodeFrame(br *bitReader, p []byte) (int, error) {
+	h, err := d.header(br, p)
+	if err != nil {
+		return 0, err
+	}
+	n, bps, assign, nch := h.samples, h.bps, h.assign, d.info.Channels
 	for c := range nch {
 		sbps := bps
 		if (assign == 8 && c == 1) || (assign == 9 && c == 0) || (assign == 10 && c == 1) {
