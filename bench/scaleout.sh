@@ -4,14 +4,14 @@
 # versitygw (built once by .ci/versitygw; with --keep-alive, as docs/scaling.md runs it, and
 # --quiet: SCALEOUT_VGW_FLAGS replaces those flags, "" gives versitygw's defaults, which close
 # every connection after one request and log each request) with a bucket, runs bench/scaleout
-# against them (it reports the CPU per request of the nodes, versitygw and PostgreSQL), then
+# against them (it reports the CPU per request of the nodes, versitygw, PostgreSQL and itself), then
 # pgbench -N (TPC-B without the branch and teller updates: 3 updates, an insert and a select a
 # transaction, scale 10) for 15 s at the same client count on the same PostgreSQL, the ceiling the
-# API's PostgreSQL rows are compared with, and stops both. Arguments go to bench/scaleout
+# API's PostgreSQL rows are compared with (with pgbench's own client CPU per transaction), and stops both. Arguments go to bench/scaleout
 # (-clients, -duration, -only, ...). Run from the module root as root or as a user that may run
 # postgres:
 #
-#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN]
+#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-bin BIN] [-versus BIN] [-client lean|nethttp]
 #
 # -versus BIN runs each contender again with another convsvc binary (main's, say) on the same
 # PostgreSQL, so a change and its base are compared in one run, beside one pgbench.
@@ -63,6 +63,9 @@ run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "CREATE DATABA
 run_pg "$PGBIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench >/dev/null 2>&1
 echo
 echo "pgbench -N -c $clients -j 2 -T 15 (fsync ${SCALEOUT_FSYNC:-on}, load $(cut -d' ' -f1 /proc/loadavg) before):"
-run_pg "$PGBIN/pgbench" -N -c "$clients" -j 2 -T 15 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench 2>/dev/null |
-  grep -E '^(latency average|tps)'
+# pgbench's own client CPU (/usr/bin/time) per transaction, beside bench/scaleout's load generator's per request.
+run_pg /usr/bin/time -f '%U %S' -o "$work/pg/pgbench.time" "$PGBIN/pgbench" -N -c "$clients" -j 2 -T 15 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench 2>/dev/null >"$work/pgbench.out"
+grep -E '^(latency average|tps)' "$work/pgbench.out"
+txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/pgbench.out")
+awk -v n="$txns" '{ if (n > 0) printf "pgbench client CPU ms per transaction: %.3f (%.2f s user, %.2f s system)\n", 1000*($1+$2)/n, $1, $2 }' "$work/pg/pgbench.time"
 echo "load after: $(cut -d' ' -f1 /proc/loadavg)"

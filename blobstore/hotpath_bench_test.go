@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -103,5 +105,48 @@ func BenchmarkWriteOutputSmall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkDeleteInput is what every finished job does to its upload (the input cleaner): the
+// upload's removal under the id lock, in a directory of 10,000 other uploads.
+func BenchmarkDeleteInput(b *testing.B) {
+	e := newTestEnv(b)
+	for i := range 10000 {
+		if err := os.WriteFile(filepath.Join(e.dir, "uploads", fmt.Sprintf("job_other%d", i)), []byte("abc"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		id := fmt.Sprintf("job_del%d", i)
+		b.StopTimer()
+		if err := os.WriteFile(filepath.Join(e.dir, "uploads", id), []byte("abc"), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := e.st.DeleteInput(id); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUploadSHA256 is what a start with the cache on reads after Seal: the hash the
+// upload's PUT recorded in the file's extended attribute.
+func BenchmarkUploadSHA256(b *testing.B) {
+	e := newTestEnv(b)
+	exp := time.Unix(0, e.now.Load()).Add(24 * time.Hour)
+	resp := e.do("PUT", e.st.UploadURL("job_sum", 3, exp), bytes.NewReader([]byte("abc")), 3, nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("status = %d", resp.StatusCode)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if sum, err := e.st.UploadSHA256("job_sum"); err != nil || len(sum) != 64 {
+			b.Fatal(sum, err)
+		}
 	}
 }

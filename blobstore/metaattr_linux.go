@@ -50,3 +50,23 @@ func getAttr(f *os.File, name string) ([]byte, error) {
 		}
 	}
 }
+
+// getPathAttr is getAttr by the file's name, without opening it (two system calls fewer);
+// a missing file is fs.ErrNotExist.
+func getPathAttr(path, name string) ([]byte, error) {
+	buf := make([]byte, 128)
+	for {
+		n, err := unix.Getxattr(path, name, buf)
+		switch {
+		case err == nil:
+			return buf[:n], nil
+		case errors.Is(err, unix.EINTR):
+		case errors.Is(err, unix.ERANGE) && len(buf) < 1<<16:
+			buf = make([]byte, 2*len(buf))
+		case errors.Is(err, unix.ENODATA) || errors.Is(err, unix.ENOTSUP) || errors.Is(err, unix.EOPNOTSUPP):
+			return nil, errNoMetaAttr
+		default:
+			return nil, &os.PathError{Op: "getxattr", Path: path, Err: err}
+		}
+	}
+}

@@ -8,3 +8,5 @@ import "os"
 // read back from the file.
 func setAttr(*os.File, string, []byte) error   { return errNoMetaAttr }
 func getAttr(*os.File, string) ([]byte, error) { return nil, errNoMetaAttr }
+
+func getPathAttr(string, string) ([]byte, error) { return nil, errNoMetaAttr }

@@ -3,6 +3,7 @@ package blobstore
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,6 +121,23 @@ func TestStore_InputsOfEarlierVersions(t *testing.T) {
 	f.Close()
 	if string(b) != "old" {
 		t.Errorf("input = %q, want the sealed old", b)
+	}
+
+	// DeleteInput removes both names while inputs/ held files at Open (a fresh store's skips
+	// inputs/: nothing writes there).
+	if err := os.WriteFile(filepath.Join(e.dir, "inputs", "job_three"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "uploads", "job_three"), []byte("new"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.DeleteInput("job_three"); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"uploads", "inputs"} {
+		if _, err := os.Stat(filepath.Join(e.dir, sub, "job_three")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("after DeleteInput, %s/job_three: %v", sub, err)
+		}
 	}
 
 	ids, err := e.st.JobIDs()

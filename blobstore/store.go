@@ -292,6 +292,14 @@ func (s *Store) UploadSHA256(jobID string) (string, error) {
 	if !validID(jobID) {
 		return "", ErrInvalidID
 	}
+	// The hash its PUT recorded, read by name (no open and close: start runs this under
+	// Seal's id lock, so the name is the file Seal saw); else the file is read.
+	b, err := firstExisting(s.inputNames(jobID), func(name string) ([]byte, error) { return getPathAttr(name, uploadAttr) })
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("upload %s: %w", jobID, ErrNotFound)
+	} else if err == nil && validSHA256(string(b)) {
+		return string(b), nil
+	}
 	f, err := firstExisting(s.inputNames(jobID), os.Open)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("upload %s: %w", jobID, ErrNotFound)
@@ -299,9 +307,6 @@ func (s *Store) UploadSHA256(jobID string) (string, error) {
 		return "", fmt.Errorf("%w: upload %s: %w", ErrStorage, jobID, err)
 	}
 	defer f.Close()
-	if b, err := getAttr(f, uploadAttr); err == nil && validSHA256(string(b)) {
-		return string(b), nil
-	}
 	h := sha256.New()
 	buf := chunkPool.Get().(*[]byte)
 	defer chunkPool.Put(buf)
@@ -591,17 +596,24 @@ func (s *Store) Delete(jobID string) error {
 	return nil
 }
 
-// DeleteInput removes the job's upload (and an earlier version's sealed input), keeping its
-// output: once a job has finished its input is dead weight, and a PUT can no longer bring it
-// back (checkUpload). Files that do not exist are fine.
+// DeleteInput removes the job's upload (and an earlier version's sealed input, when inputs/
+// held any at Open: legacyInputs), keeping its output: once a job has finished its input is
+// dead weight, and a PUT can no longer bring it back (checkUpload). Files that do not exist
+// are fine.
 func (s *Store) DeleteInput(jobID string) error {
 	if !validID(jobID) {
 		return ErrInvalidID
 	}
 	unlock := s.lockID(jobID)
 	defer unlock()
-	err := errors.Join(removeIfExists(filepath.Join(s.uploads, jobID)), removeIfExists(filepath.Join(s.inputs, jobID)))
-	if err != nil {
+	// inputs/{id} only where an earlier version sealed there (legacyInputs): a missing name
+	// costs os.Remove two failed system calls (unlink, then rmdir), and this runs for every
+	// job.
+	var errs []error
+	for _, name := range s.inputNames(jobID) {
+		errs = append(errs, removeIfExists(name))
+	}
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: delete input %s: %w", ErrStorage, jobID, err)
 	}
 	return nil

@@ -2,12 +2,16 @@ package pgstore
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/convsvc/convsvc/store"
 )
@@ -44,60 +48,256 @@ const currentMonth = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')`
 
 // scanJob reads one row of jobCols; no row is store.ErrNotFound.
 func scanJob(row pgx.Row) (store.Job, error) {
-	var j store.Job
-	var seq int64
-	var opts []byte
-	var outBytes *int64
-	var outSHA *string
-	var upSize *int64
-	var upETag, upVersion *string
-	var outAttempt *int32
-	var outWarnings *string
-	var outVerified, outCached bool
-	var outObject string
-	var deliverTo []byte
-	err := row.Scan(&j.ID, &seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &opts,
-		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &outBytes, &outSHA,
-		&upSize, &upETag, &upVersion, &outAttempt, &outWarnings, &j.ErrorReason, &j.SourceURL, &deliverTo, &outVerified,
-		&j.InputSHA256, &j.CacheBase, &outCached, &outObject, &j.HitCents)
+	d := new(jobRow)
+	var err error
+	if er, ok := row.(extraRow); ok && len(er.extra) > 0 {
+		err = row.Scan(d.targets()...) // columns after the job's: pgx scans them all
+	} else {
+		err = row.Scan(d) // ScanRow
+	}
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
 		return store.Job{}, err
 	}
-	j.Seq = uint64(seq)
-	if opts != nil {
-		j.Options = json.RawMessage(opts)
+	j := d.j
+	j.Seq = uint64(d.seq)
+	if d.opts != nil {
+		j.Options = json.RawMessage(d.opts)
 	}
-	if outBytes != nil && outSHA != nil {
-		j.Output = &store.Output{Bytes: *outBytes, SHA256: *outSHA, Verified: outVerified, Cached: outCached, Object: outObject}
-		if outAttempt != nil {
-			j.Output.Attempt = int(*outAttempt)
+	if d.outBytes != nil && d.outSHA != nil {
+		j.Output = &store.Output{Bytes: *d.outBytes, SHA256: *d.outSHA, Verified: d.outVerified, Cached: d.outCached, Object: d.outObject}
+		if d.outAttempt != nil {
+			j.Output.Attempt = int(*d.outAttempt)
 		}
-		if outWarnings != nil {
-			if err := json.Unmarshal([]byte(*outWarnings), &j.Output.Warnings); err != nil {
+		if d.outWarnings != nil {
+			if err := json.Unmarshal([]byte(*d.outWarnings), &j.Output.Warnings); err != nil {
 				return store.Job{}, fmt.Errorf("job %s: output_warnings: %w", j.ID, err)
 			}
 		}
 	}
-	if deliverTo != nil {
+	if d.deliverTo != nil {
 		j.DeliverTo = new(store.Delivery)
-		if err := json.Unmarshal(deliverTo, j.DeliverTo); err != nil {
+		if err := json.Unmarshal(d.deliverTo, j.DeliverTo); err != nil {
 			return store.Job{}, fmt.Errorf("job %s: deliver_to: %w", j.ID, err)
 		}
 	}
-	if upSize != nil {
-		j.Upload = &store.Upload{Size: *upSize}
-		if upETag != nil {
-			j.Upload.ETag = *upETag
+	if d.upSize != nil {
+		j.Upload = &store.Upload{Size: *d.upSize}
+		if d.upETag != nil {
+			j.Upload.ETag = *d.upETag
 		}
-		if upVersion != nil {
-			j.Upload.VersionID = *upVersion
+		if d.upVersion != nil {
+			j.Upload.VersionID = *d.upVersion
 		}
 	}
 	j.CreatedAt, j.ExpiresAt = j.CreatedAt.UTC(), j.ExpiresAt.UTC()
 	j.StartedAt, j.FinishedAt = utcPtr(j.StartedAt), utcPtr(j.FinishedAt)
 	return j, nil
+}
+
+// jobRow is where scanJob reads a row of jobCols: the Job's own fields and the columns it
+// assembles from, in one allocation.
+type jobRow struct {
+	j                      store.Job
+	seq                    int64
+	opts, deliverTo        []byte
+	outBytes, upSize       *int64
+	outSHA, outWarnings    *string
+	upETag, upVersion      *string
+	outAttempt             *int32
+	outVerified, outCached bool
+	outObject              string
+}
+
+// targets are d's fields in jobCols' order, for pgx's Scan.
+func (d *jobRow) targets() []any {
+	j := &d.j
+	return []any{&j.ID, &d.seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &d.opts,
+		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &d.outBytes, &d.outSHA,
+		&d.upSize, &d.upETag, &d.upVersion, &d.outAttempt, &d.outWarnings, &j.ErrorReason, &d.j.SourceURL, &d.deliverTo, &d.outVerified,
+		&j.InputSHA256, &j.CacheBase, &d.outCached, &d.outObject, &j.HitCents}
+}
+
+// ScanRow reads the row straight from its raw values (pgx.RowScanner), without the scan
+// plans pgx builds for each row's columns (one or two allocations a column: most of a job
+// read's allocations), and with the row's text in one string. It decodes what PostgreSQL
+// sends for jobCols (binary int8, int4, bool, timestamptz, text and bytea; jsonb and text
+// in either format) as pgx does; any other type or format, a NULL where d has no room for
+// one, an infinite or out-of-range time, or another column count is read by pgx's own Scan,
+// so its errors and conversions stay pgx's. TestScanJob_RawDecodeMatchesPgx holds the two
+// to the same Job.
+func (d *jobRow) ScanRow(rows pgx.Rows) error {
+	fds, vals := rows.FieldDescriptions(), rows.RawValues()
+	t := d.targets()
+	if len(fds) != len(t) || len(vals) != len(t) {
+		return rows.Scan(t...)
+	}
+	// The text columns' bytes, copied once into one string that each field slices.
+	n := 0
+	for i, v := range vals {
+		if isText(fds[i]) {
+			n += len(v)
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for i, v := range vals {
+		if isText(fds[i]) {
+			sb.Write(v)
+		}
+	}
+	text, off := sb.String(), 0
+	for i, v := range vals {
+		fd := fds[i]
+		var ok bool
+		if isText(fd) {
+			from := off
+			off += len(v)
+			switch p := t[i].(type) {
+			case *string:
+				*p, ok = text[from:off], v != nil
+			case **string:
+				ok = true
+				if v == nil {
+					*p = nil
+				} else {
+					s := text[from:off]
+					*p = &s
+				}
+			case *[]byte: // jsonb (or json) as text: pgx copies it; bytea's text is hex, for pgx
+				if ok = fd.Format == pgtype.TextFormatCode && fd.DataTypeOID != pgtype.ByteaOID; ok {
+					if v == nil {
+						*p = nil
+					} else {
+						*p = append(make([]byte, 0, len(v)), v...)
+					}
+				}
+			}
+		} else {
+			ok = decodeRaw(fd, v, t[i])
+		}
+		if !ok {
+			return rows.Scan(t...)
+		}
+	}
+	return nil
+}
+
+// isText reports whether a column's raw value is its text: text or varchar in binary, or
+// any type in the text format (jsonb, which pgx asks for as text, among them).
+func isText(fd pgconn.FieldDescription) bool {
+	return fd.Format == pgtype.TextFormatCode || fd.DataTypeOID == pgtype.TextOID || fd.DataTypeOID == pgtype.VarcharOID
+}
+
+// decodeRaw decodes a binary column v (nil: NULL) of fd's type into dst as pgx's Scan
+// would; false when it does not know how (the caller then lets pgx scan the row).
+func decodeRaw(fd pgconn.FieldDescription, v []byte, dst any) bool {
+	if fd.Format != pgtype.BinaryFormatCode {
+		return false
+	}
+	oid := fd.DataTypeOID
+	switch p := dst.(type) {
+	case *int64:
+		n, ok := rawInt(oid, v)
+		*p = n
+		return ok
+	case *int:
+		n, ok := rawInt(oid, v)
+		*p = int(n)
+		return ok
+	case **int64:
+		if v == nil {
+			*p = nil
+			return true
+		}
+		n, ok := rawInt(oid, v)
+		*p = &n
+		return ok
+	case **int32:
+		if v == nil {
+			*p = nil
+			return true
+		}
+		if oid != pgtype.Int4OID {
+			return false
+		}
+		n, ok := rawInt(oid, v)
+		m := int32(n)
+		*p = &m
+		return ok
+	case *bool:
+		if oid != pgtype.BoolOID || len(v) != 1 {
+			return false
+		}
+		*p = v[0] == 1
+		return true
+	case *time.Time:
+		tm, ok := rawTime(oid, v)
+		*p = tm
+		return ok
+	case **time.Time:
+		if v == nil {
+			*p = nil
+			return true
+		}
+		tm, ok := rawTime(oid, v)
+		*p = &tm
+		return ok
+	case *[]byte:
+		if v == nil {
+			*p = nil
+			return true
+		}
+		switch {
+		case oid == pgtype.ByteaOID:
+		case oid == pgtype.JSONBOID && len(v) > 0 && v[0] == 1: // jsonb's version byte
+			v = v[1:]
+		default:
+			return false
+		}
+		*p = append(make([]byte, 0, len(v)), v...)
+		return true
+	}
+	return false
+}
+
+// rawInt is a binary int8, int4 or int2; false for NULL or another type.
+func rawInt(oid uint32, v []byte) (int64, bool) {
+	switch {
+	case oid == pgtype.Int8OID && len(v) == 8:
+		return int64(binary.BigEndian.Uint64(v)), true
+	case oid == pgtype.Int4OID && len(v) == 4:
+		return int64(int32(binary.BigEndian.Uint32(v))), true
+	case oid == pgtype.Int2OID && len(v) == 2:
+		return int64(int16(binary.BigEndian.Uint16(v))), true
+	}
+	return 0, false
+}
+
+// pgEpoch is 2000-01-01 UTC, where a binary timestamptz counts its microseconds from.
+var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// rawTimeMin and rawTimeMax bound the binary timestamptz values rawTime decodes: years 1 to
+// 9999, inside pgx's own range (4714 BC to 294276 AD), so pgx would give the same time.
+var (
+	rawTimeMin = (time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC).Unix() - pgEpoch.Unix()) * 1_000_000
+	rawTimeMax = (time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).Unix()-pgEpoch.Unix())*1_000_000 - 1
+)
+
+// rawTime is a binary timestamptz as pgx makes it (time.Unix of the instant, the local zone:
+// scanJob turns each into UTC); false for NULL, another type, infinity and years outside
+// 1-9999 (pgx then reads it, or gives its error).
+func rawTime(oid uint32, v []byte) (time.Time, bool) {
+	if oid != pgtype.TimestamptzOID || len(v) != 8 {
+		return time.Time{}, false
+	}
+	us := int64(binary.BigEndian.Uint64(v))
+	if us > rawTimeMax || us < rawTimeMin {
+		return time.Time{}, false
+	}
+	unix := us + pgEpoch.Unix()*1_000_000
+	return time.Unix(unix/1_000_000, unix%1_000_000*1_000), true
 }
 
 func utcPtr(t *time.Time) *time.Time {

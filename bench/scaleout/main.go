@@ -17,18 +17,25 @@
 //
 // After the table, each contender's create and start phases get a line of their own: rate,
 // p50/p90/p99/max, a latency histogram, and the CPU milliseconds per request of the nodes, the
-// S3 server (-s3-pid) and PostgreSQL (-pg-pid), read from /proc (the started jobs convert
+// S3 server (-s3-pid), PostgreSQL (-pg-pid) and this load generator itself, read from /proc (the started jobs convert
 // meanwhile, so their workers' CPU is in the start phase's figures), and PostgreSQL's WAL
 // syncs (pg_stat_wal) and commits (pg_stat_database) per request, cluster-wide.
 //
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
-//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN]
+//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN] [-client lean|nethttp]
 //
 // -versus runs each contender a second time with another binary (main's, say), right after
 // the first, on the same PostgreSQL and before the same pgbench, so a change is measured
 // against its base in one run.
+//
+// The create and start phases send their requests with a lean client (leanhttp.go: one
+// keep-alive connection per client goroutine, no net/http Transport), as pgbench's own
+// client is lean: the generator shares the 2 cores with the node and PostgreSQL, and its own
+// CPU per request is reported beside theirs. -client nethttp takes net/http's Client, as
+// runs before 2026-12-03 did. With bench/serveprof as -bin and $CONVSVC_CPUPROFILE set, each
+// node's profile is cut at the phases' edges (cut).
 //
 // S3 credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (inherited by the nodes).
 package main
@@ -38,6 +45,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"image"
@@ -80,6 +88,7 @@ var (
 	poolConns   = flag.Int("pool-max-conns", 0, "pool_max_conns on the nodes' database URL (default: pgxpool's, max(4, CPUs))")
 	pgPid       = flag.Int("pg-pid", 0, "PostgreSQL's postmaster pid, to report its CPU per job (bench/scaleout.sh passes it)")
 	gwPid       = flag.Int("s3-pid", 0, "the S3 server's pid, to report its CPU per job (bench/scaleout.sh passes it)")
+	client      = flag.String("client", "lean", "the API phases' HTTP client: lean (one keep-alive connection per client goroutine, no Transport: leanhttp.go) or nethttp (net/http's Client, as before 2026-12-03)")
 	only        = flag.String("only", "", "comma-separated contenders to run (default all): "+strings.Join(contenderKeys(), ","))
 )
 
@@ -214,11 +223,12 @@ type apiResult struct {
 	detail   string // each phase's rate, percentiles, latency histogram and CPU per request
 }
 
-// cpuSample is the CPU seconds so far of the nodes, the S3 server and PostgreSQL.
-type cpuSample struct{ nodes, s3, pg float64 }
+// cpuSample is the CPU seconds so far of the nodes, the S3 server, PostgreSQL and this
+// process (the load generator: its own threads only, not the nodes it started).
+type cpuSample struct{ nodes, s3, pg, gen float64 }
 
 func sampleCPU(pids []int) cpuSample {
-	var c cpuSample
+	c := cpuSample{gen: benchkit.ProcCPU(os.Getpid())}
 	for _, p := range pids {
 		c.nodes += benchkit.TreeCPU(p)
 	}
@@ -258,7 +268,8 @@ var histogramBounds = []time.Duration{5 * time.Millisecond, 10 * time.Millisecon
 	50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second}
 
 // phaseDetail is one line about a phase: n requests in d, their latency percentiles and
-// histogram, and the CPU milliseconds per request the nodes, the S3 server and PostgreSQL spent.
+// histogram, and the CPU milliseconds per request the nodes, the S3 server, PostgreSQL and the
+// load generator spent.
 func phaseDetail(name string, lat []time.Duration, d time.Duration, before, after cpuSample, walBefore, walAfter walSample) string {
 	n := len(lat)
 	if n == 0 {
@@ -282,11 +293,11 @@ func phaseDetail(name string, lat []time.Duration, d time.Duration, before, afte
 	}
 	perReq := func(a, b float64) float64 { return 1000 * (b - a) / float64(n) }
 	perN := func(a, b float64) float64 { return (b - a) / float64(n) }
-	return fmt.Sprintf("  %s: %d in %.1f s = %.0f/s; p50 %.1f, p90 %.1f, p99 %.1f, max %.1f ms; CPU ms per request: node %.2f, S3 server %.2f, PostgreSQL %.2f; per request: PostgreSQL WAL syncs %.2f, commits %.2f\n    latency: %s\n",
+	return fmt.Sprintf("  %s: %d in %.1f s = %.0f/s; p50 %.1f, p90 %.1f, p99 %.1f, max %.1f ms; CPU ms per request: node %.2f, S3 server %.2f, PostgreSQL %.2f, load generator %.2f; per request: PostgreSQL WAL syncs %.2f, commits %.2f\n    latency: %s\n",
 		name, n, d.Seconds(), float64(n)/d.Seconds(),
 		benchkit.Ms(benchkit.Percentile(lat, 50)), benchkit.Ms(benchkit.Percentile(lat, 90)),
 		benchkit.Ms(benchkit.Percentile(lat, 99)), benchkit.Ms(slices.Max(lat)),
-		perReq(before.nodes, after.nodes), perReq(before.s3, after.s3), perReq(before.pg, after.pg),
+		perReq(before.nodes, after.nodes), perReq(before.s3, after.s3), perReq(before.pg, after.pg), perReq(before.gen, after.gen),
 		perN(walBefore.syncs, walAfter.syncs), perN(walBefore.commits, walAfter.commits),
 		strings.Join(hist, ", "))
 }
@@ -311,15 +322,21 @@ func runAPI(nodes []string, pids []int) apiResult {
 	)
 	record := func(d time.Duration) { mu.Lock(); latencies = append(latencies, d); mu.Unlock() }
 	// Create phase.
+	cut(pids) // with bench/serveprof as -bin: .1 is the create phase
 	wal0 := sampleWAL()
 	cpu0 := sampleCPU(pids)
 	deadline := time.Now().Add(*duration)
 	began := time.Now()
 	var wg sync.WaitGroup
+	lean := *client == "lean"
+	createBody, err := json.Marshal(map[string]any{"input_format": "png", "target_format": "gif", "input_bytes": len(pngBytes)})
+	check(err)
 	for c := 0; c < *clients; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			conns := make([]*leanConn, len(nodes))
+			defer closeLean(conns)
 			for time.Now().Before(deadline) {
 				n := int(next.Add(1) - 1)
 				if n/perKeyJobs >= len(keyList) {
@@ -332,9 +349,13 @@ func runAPI(nodes []string, pids []int) apiResult {
 				key, node := keyList[k], n%len(nodes)
 				var res benchkit.Reservation
 				t0 := time.Now()
-				err := benchkit.DoJSON(ctx, hc, "POST", nodes[node]+"/v1/jobs", key,
-					map[string]any{"input_format": "png", "target_format": "gif", "input_bytes": len(pngBytes)}, &res)
-				check(err)
+				if lean {
+					out := leanDo(conns, nodes, node, "POST", "/v1/jobs", key, createBody)
+					check(json.Unmarshal(out, &res))
+				} else {
+					check(benchkit.DoJSON(ctx, hc, "POST", nodes[node]+"/v1/jobs", key,
+						map[string]any{"input_format": "png", "target_format": "gif", "input_bytes": len(pngBytes)}, &res))
+				}
 				record(time.Since(t0))
 				mu.Lock()
 				jobs = append(jobs, job{res.Job.ID, key, res.UploadURL, node})
@@ -345,6 +366,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 	wg.Wait()
 	createTime := time.Since(began)
 	cpu1 := sampleCPU(pids)
+	cut(pids) // .2: the uploads
 	wal1 := sampleWAL()
 	creates = slices.Clone(latencies)
 	// Uploads, untimed.
@@ -365,6 +387,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 	wg.Wait()
 	// Start phase: each job on the next node after the one that created it.
 	wal2 := sampleWAL()
+	cut(pids) // .3: the start phase
 	cpu2 := sampleCPU(pids)
 	began = time.Now()
 	work = make(chan job)
@@ -372,9 +395,16 @@ func runAPI(nodes []string, pids []int) apiResult {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			conns := make([]*leanConn, len(nodes))
+			defer closeLean(conns)
 			for j := range work {
+				node := (j.node + 1) % len(nodes)
 				t0 := time.Now()
-				check(benchkit.DoJSON(ctx, hc, "POST", nodes[(j.node+1)%len(nodes)]+"/v1/jobs/"+j.id+"/start", j.key, nil, nil))
+				if lean {
+					leanDo(conns, nodes, node, "POST", "/v1/jobs/"+j.id+"/start", j.key, nil)
+				} else {
+					check(benchkit.DoJSON(ctx, hc, "POST", nodes[node]+"/v1/jobs/"+j.id+"/start", j.key, nil, nil))
+				}
 				record(time.Since(t0))
 			}
 		}()
@@ -386,6 +416,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 	wg.Wait()
 	startTime := time.Since(began)
 	cpu3 := sampleCPU(pids)
+	cut(pids) // .4: after it
 	wal3 := sampleWAL()
 	return apiResult{
 		detail: phaseDetail("creates", creates, createTime, cpu0, cpu1, wal0, wal1) +
@@ -394,6 +425,42 @@ func runAPI(nodes []string, pids []int) apiResult {
 		p50:  benchkit.Percentile(latencies, 50),
 		p99:  benchkit.Percentile(latencies, 99),
 		jobs: len(jobs),
+	}
+}
+
+// leanDo sends one request to nodes[node] on the client's connection to it (conns[node],
+// dialled at its first use) and returns the body of its 200 answer; anything else ends the run.
+func leanDo(conns []*leanConn, nodes []string, node int, method, path, key string, body []byte) []byte {
+	if conns[node] == nil {
+		c, err := newLeanConn(nodes[node])
+		check(err)
+		conns[node] = c
+	}
+	status, out, err := conns[node].do(method, path, key, body)
+	check(err)
+	if status != 200 {
+		check(fmt.Errorf("%s %s: %d %s", method, path, status, out))
+	}
+	return out
+}
+
+func closeLean(conns []*leanConn) {
+	for _, c := range conns {
+		if c != nil {
+			c.close()
+		}
+	}
+}
+
+// cut starts a new profile file in each node when the nodes are bench/serveprof
+// ($CONVSVC_CPUPROFILE set): its files .1 and .3 are then the create and start phases (the
+// allocations of phase N are the difference of $CONVSVC_MEMPROFILE.N and .N+1).
+func cut(pids []int) {
+	if os.Getenv("CONVSVC_CPUPROFILE") == "" {
+		return
+	}
+	for _, p := range pids {
+		check(benchkit.SendCut(p))
 	}
 }
 

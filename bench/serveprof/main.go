@@ -1,6 +1,7 @@
 // Command serveprof is `convsvc serve` with a CPU profile: it runs the same service.Run the
 // binary runs with serve's default GC heap floor, takes the flags testproc passes (serve
-// --data --listen --blob-listen [--log-level] [--workers] [--database] [--admin-token]), prints the same "serving" line,
+// --data --listen --blob-listen [--log-level] [--workers] [--database] [--admin-token]) and
+// $CONVSVC_CACHE_MAX_BYTES (0: the cache off, as serve takes it), prints the same "serving" line,
 // and profiles the whole process until SIGTERM, when it writes the profile to
 // $CONVSVC_CPUPROFILE and drains. SIGUSR1 cuts the profile: what was recorded so far is
 // written and a new one starts in $CONVSVC_CPUPROFILE.1, .2, ... (apibench sends it between
@@ -10,6 +11,11 @@
 //	go build -o /tmp/serveprof ./bench/serveprof
 //	CONVSVC_CPUPROFILE=/tmp/api.pprof go run ./bench/apibench -bin /tmp/serveprof -rounds 1
 //	go tool pprof -top /tmp/serveprof /tmp/api.pprof.1   # the create phase
+//
+// bench/scaleout cuts it too, at its API phases' edges (.1 the create phase, .3 the start
+// phase):
+//
+//	CONVSVC_CPUPROFILE=/tmp/p.cpu CONVSVC_MEMPROFILE=/tmp/p.mem bash bench/scaleout.sh -only pg-local -bin /tmp/serveprof
 //
 // With $CONVSVC_MEMPROFILE set as well, each cut writes the allocations so far into
 // $CONVSVC_MEMPROFILE.1, .2, ...; a phase's own are the difference of its two cuts' files.
@@ -27,6 +33,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"runtime/trace"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -50,6 +57,18 @@ func main() {
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "admin token")
 	level := fs.String("log-level", "warn", "log level")
 	fs.Parse(os.Args[2:])
+	// CONVSVC_CACHE_MAX_BYTES, as serve takes it (bench/scaleout's cache-off runs set it):
+	// a byte count, 0 turning the cache off.
+	if v := os.Getenv("CONVSVC_CACHE_MAX_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			fail(fmt.Errorf("CONVSVC_CACHE_MAX_BYTES: %w", err))
+		}
+		cfg.CacheMaxBytes = n
+		if n == 0 {
+			cfg.CacheMaxBytes = -1 // off
+		}
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		fail(err)
