@@ -26,7 +26,7 @@
   const TRANSFORMS = {
     rotate: { label: "Rotate (clockwise)", choices: [["", "none"], ["90", "90°"], ["180", "180°"], ["270", "270°"]], number: true },
     flip: { label: "Flip", choices: [["", "none"], ["horizontal", "horizontal"], ["vertical", "vertical"]] },
-    crop: { label: "Crop (left,top,width,height px)", text: true },
+    crop: { label: "Crop (left, top, width, height in px)", text: true },
     background: { label: "Background for transparency (#rrggbb)", text: true },
     auto_orient: { label: "Ignore EXIF orientation", check: false },
     strip_metadata: { label: "Keep metadata (EXIF, XMP, colour profile)", check: false },
