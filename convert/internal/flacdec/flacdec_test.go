@@ -111,6 +111,35 @@ func flacencStream(t *testing.T, s []int32, ch, bps, bs int) []byte {
 	return buf.Bytes()
 }
 
+// flacToolStreams are Debian's flac -0, -5 and -8 encodings of testdata's sample.wav (LPC
+// streams from the reference encoder), by name; none when flac is not installed, which fails
+// under CI=true (.ci/run installs it).
+func flacToolStreams(t *testing.T) map[string][]byte {
+	t.Helper()
+	if _, err := exec.LookPath("flac"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("flac is not installed (CI=true): .ci/run installs it")
+		}
+		t.Log("flac not installed: no LPC streams from the reference encoder")
+		return nil
+	}
+	streams := map[string][]byte{}
+	dir := t.TempDir()
+	for _, lvl := range []string{"-0", "-5", "-8"} {
+		out := filepath.Join(dir, "o"+lvl+".flac")
+		cmd := exec.Command("flac", lvl, "-s", "-f", "-o", out, filepath.Join("..", "..", "..", "testdata", "audio", "sample.wav"))
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("flac %s: %v %s", lvl, err, msg)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams["flac"+lvl] = b
+	}
+	return streams
+}
+
 // TestDecoder_MatchesMewkiz decodes the repository's FLAC sample, flacenc's streams and (when
 // Debian's flac is installed) flac -8's LPC streams, and requires the samples mewkiz/flac
 // decodes (and the encoded ones).
@@ -125,19 +154,8 @@ func TestDecoder_MatchesMewkiz(t *testing.T) {
 		s := tone(c.n, c.ch, c.bps)
 		streams = append(streams, stream{name: "flacenc", data: flacencStream(t, s, c.ch, c.bps, c.bs), want: s})
 	}
-	if _, err := exec.LookPath("flac"); err == nil {
-		dir := t.TempDir()
-		for _, lvl := range []string{"-0", "-5", "-8"} {
-			out := filepath.Join(dir, "o"+lvl+".flac")
-			cmd := exec.Command("flac", lvl, "-s", "-f", "-o", out, filepath.Join("..", "..", "..", "testdata", "audio", "sample.wav"))
-			if msg, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("flac %s: %v %s", lvl, err, msg)
-			}
-			b, _ := os.ReadFile(out)
-			streams = append(streams, stream{name: "flac" + lvl, data: b})
-		}
-	} else {
-		t.Log("flac not installed: no LPC streams from the reference encoder")
+	for name, data := range flacToolStreams(t) {
+		streams = append(streams, stream{name: name, data: data})
 	}
 	for _, s := range streams {
 		_, got, err := decodeAll(s.data)
