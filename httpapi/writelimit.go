@@ -80,8 +80,8 @@ func writeGate(r *http.Request) *store.WriteGate {
 // the request's key, the key's check and write count are left to the job store's call that
 // makes the write (h passes writeGate(r) to it), and the response goes through a
 // gatedResponse, which runs the gate first if the store did not and answers its refusal
-// (401, 429, as withKey would have) instead of the handler's response. The contract is
-// withKey's: 401 for a key no longer live and 429 over the window before any other answer,
+// (403 unauthorized, 429, as withKey would have) instead of the handler's response. The contract is
+// withKey's: 403 unauthorized for a key no longer live and 429 over the window before any other answer,
 // nothing written for either, and one write counted for any other answer.
 func (s *Server) withGatedKey(h keyHandler) httprouter.Handle {
 	plain := s.withKey(true, h)

@@ -21,8 +21,8 @@ import (
 // it first (migration 0024's convsvc_write_gate, then a savepoint, then the transition), so a
 // warm create or start is one round trip. The gate reads the key in the transaction that
 // counts, so the cache is only a hint of which key a secret is: a revocation holds on every
-// node as soon as RevokeKey returns (CV401, 401), and a full window refuses with nothing
-// counted and nothing written (CVRL0, 429). When the transition then fails, the batch's
+// node as soon as RevokeKey returns (CV401: 403 unauthorized), and a full window refuses with nothing
+// counted and nothing written (CVRL0: 429). When the transition then fails, the batch's
 // transaction is rolled back to the savepoint and committed (one more round trip, failures
 // only), so the write counts once, as before. A write that never reaches a transition (a
 // validation error in Go, an Idempotency-Key's Go transaction) runs the gate on its own
@@ -122,9 +122,6 @@ func (s *Store) CachedWriteGate(secret string, limit int, window time.Duration) 
 // for a key no longer live and store.ErrRateLimited for a full window, with g holding the
 // decision either way; nil for a gate that ran already.
 func (s *Store) PassGate(g *store.WriteGate) error {
-	if !g.Pending() {
-		return nil
-	}
 	ctx, cancel := s.ctx()
 	defer cancel()
 	return s.passGate(ctx, g)

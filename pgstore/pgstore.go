@@ -31,7 +31,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/convsvc/convsvc/store"
@@ -325,8 +324,7 @@ func (s *Store) ctx() (context.Context, context.CancelFunc) {
 func (s *Store) tx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.txOnce(ctx, fn)
-		var pgErr *pgconn.PgError
-		if attempt < 5 && errors.As(err, &pgErr) && (pgErr.Code == "40001" || pgErr.Code == "40P01") {
+		if attempt < 5 && retryable(err) {
 			s.retried.Add(1)
 			continue
 		}

@@ -110,15 +110,10 @@ func (d *Decoder) Info() Info { return d.info }
 // inside a frame.
 func (d *Decoder) Next() ([][]int32, error) {
 	for {
-		if d.pos == len(d.buf) && d.eof {
+		if more, err := d.ready(); err != nil {
+			return nil, err
+		} else if !more {
 			return nil, io.EOF
-		}
-		// Keep at least 32 KiB (and the frame being decoded) in the window.
-		if len(d.buf)-d.pos < 32<<10 && !d.eof {
-			if err := d.fill(32 << 10); err != nil {
-				return nil, err
-			}
-			continue
 		}
 		n, err := d.frame(d.buf[d.pos:])
 		if err == errShort {
@@ -136,6 +131,17 @@ func (d *Decoder) Next() ([][]int32, error) {
 		d.pos += n
 		return d.chans, nil
 	}
+}
+
+// ready keeps at least 32 KiB of unread input in the window (the frame being read and the
+// next header), or what is left of it; false when none is left.
+func (d *Decoder) ready() (bool, error) {
+	if len(d.buf)-d.pos < 32<<10 && !d.eof {
+		if err := d.fill(32 << 10); err != nil {
+			return false, err
+		}
+	}
+	return d.pos < len(d.buf), nil
 }
 
 // fill reads until want unread bytes are buffered or the input ends.

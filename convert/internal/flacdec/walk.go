@@ -28,14 +28,8 @@ func (d *Decoder) Walk() (int64, error) {
 	var frames uint64
 	variable := false
 	for {
-		if d.pos == len(d.buf) && d.eof {
-			return samples, nil
-		}
-		if len(d.buf)-d.pos < 32<<10 && !d.eof {
-			if err := d.fill(32 << 10); err != nil {
-				return samples, err
-			}
-			continue
+		if more, err := d.ready(); err != nil || !more {
+			return samples, err
 		}
 		p := d.buf[d.pos:]
 		h, first, err := d.headerAt(p)
