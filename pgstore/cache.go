@@ -30,6 +30,12 @@ import (
 // and 0025's rewrites of the create and start, and 0021's claim walk), so identical jobs
 // started, claimed and finished at once on several nodes never deadlock (RunCacheAcrossNodes):
 //
+//  0. the API key's rate_windows row, when a create or a start carries its request's write
+//     gate (migration 0024's convsvc_write_gate, the first statement of the transaction:
+//     keycache.go). No transaction takes it after any lock below: AuthenticateWrite and
+//     AllowWrite count in transactions of their own, PurgeRateWindows deletes alone, and
+//     Import locks rate_windows before the tables below. Two gated transactions of one key
+//     queue on it; they queued on the account's row anyway (a key is one account's);
 //  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
 //  2. its account's row (FOR UPDATE; lockAccount, lockAccountSpend), before anything of the
 //     cache, even where the account's cents move only on a hit (a claim, FinishFromCache);
@@ -38,14 +44,7 @@ import (
 //  5. the output's cache_refs row;
 //  6. the account's month_spend and event_seqs rows (the status change's trigger), and the
 //     key's cache_inflight row;
-//  7. cache_totals (storing or dropping an entry; eviction skips locked entries);
-//  8. the API key's rate_windows row, when a create or a start carries its request's write
-//     gate (migration 0024's convsvc_write_gate, the last statement of the transaction before
-//     its COMMIT: keycache.go, transitions.go's callOnce). No transaction takes a lock after
-//     it: AuthenticateWrite, AllowWrite and a gate run alone (passGate) count in statements of
-//     their own, PurgeRateWindows deletes alone, and Import locks rate_windows after the
-//     tables above. Two gated transactions of one key meet on it only after their other
-//     locks; they queued on the account's row anyway (a key is one account's).
+//  7. cache_totals (storing or dropping an entry; eviction skips locked entries).
 //
 // Rows of one account after its row (month_spend, event_seqs) cannot close a cycle: whoever
 // takes them holds the account's row first. A claim's status change takes event_seqs (2 < 6)

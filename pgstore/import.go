@@ -93,11 +93,11 @@ func (s *Store) Import(ctx context.Context, d ImportData, replace bool) (ImportC
 		// One import at a time, none while another one is checking emptiness, and no other
 		// transaction writes a table it writes until it ends (a node's DropCacheEntry or dead
 		// outputs' sweep touches the cache's tables alone). LOCK TABLE takes them in the
-		// order listed: cache.go's lock order first (the job, its account, the cache's entry
-		// and references and dead outputs, month_spend, cache_inflight, cache_totals, a write
-		// gate's rate_windows row), then the tables outside it.
-		if _, err := tx.Exec(ctx, `LOCK TABLE jobs, accounts, cache_entries, cache_refs, cache_dead, month_spend,
-			cache_inflight, cache_totals, rate_windows, api_keys, webhook_endpoints, webhook_signing_secrets, job_webhooks,
+		// order listed: cache.go's lock order first (a write gate's rate_windows row, the
+		// job, its account, the cache's entry and references and dead outputs, month_spend,
+		// cache_inflight, cache_totals), then the tables outside it.
+		if _, err := tx.Exec(ctx, `LOCK TABLE rate_windows, jobs, accounts, cache_entries, cache_refs, cache_dead, month_spend,
+			cache_inflight, cache_totals, api_keys, webhook_endpoints, webhook_signing_secrets, job_webhooks,
 			webhook_deliveries, presets IN EXCLUSIVE MODE`); err != nil {
 			return err
 		}

@@ -323,7 +323,7 @@ func TestImport_LocksTablesInOrder(t *testing.T) {
 	}
 	url := testpg.NewDatabase(t)
 	s := open(t, url, pgstore.Options{})
-	tables := []string{"jobs", "accounts", "cache_entries", "cache_refs", "cache_dead", "month_spend", "cache_inflight", "cache_totals", "rate_windows",
+	tables := []string{"rate_windows", "jobs", "accounts", "cache_entries", "cache_refs", "cache_dead", "month_spend", "cache_inflight", "cache_totals",
 		"api_keys", "webhook_endpoints", "webhook_signing_secrets", "job_webhooks", "webhook_deliveries", "presets"}
 	locks := make([]string, len(tables))
 	for i, table := range tables {

@@ -17,13 +17,13 @@ import (
 // by its hash and the write's count in its rate_windows row, a statement of its own), then the
 // transition's batch. A node now remembers the keys it has authenticated (keyCache); for a
 // cached key httpapi passes a store.WriteGate with the write, and the transition's batch runs
-// it right after the transition's call (migration 0024's convsvc_write_gate: BEGIN; the call;
-// the gate; COMMIT), so a warm create or start is one round trip. The gate reads the key in
+// it first (migration 0024's convsvc_write_gate: BEGIN; the gate; the call; COMMIT), so a
+// warm create or start is one round trip. The gate reads the key in
 // the transaction that counts, so the cache is only a hint of which key a secret is: a
 // revocation holds on every node as soon as RevokeKey returns (CV401: 403 unauthorized), and
-// a full window refuses with nothing counted and nothing written (CVRL0: 429; the call's
-// writes roll back with it). When the call fails, its transaction is rolled back before the
-// gate ran, and the gate runs on its own (passGate: one more round trip, failures only), so
+// a full window refuses with nothing counted and nothing written (CVRL0: 429). When the call
+// fails, its transaction rolls back with the gate's count (no savepoint keeps it), and the
+// gate runs on its own (passGate: one more round trip, failures only), so
 // the write counts once, as before. A write that never reaches a transition (a validation
 // error in Go, an Idempotency-Key's Go transaction) runs the gate on its own first
 // (PassGate), one round trip, as AuthenticateWrite did.

@@ -159,8 +159,8 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 					}
 					return got
 				}
-				// batch checks the statements of a kept key's write (one batch): the call,
-				// then the gate (no savepoint: callOnce), then the COMMIT, and the
+				// batch checks the statements of a kept key's write (one batch): the gate,
+				// then the call (no savepoint: callOnce), then the COMMIT, and the
 				// notifications' send only when the call may have queued any (a start does;
 				// a create for an upload with no cache key does not).
 				batch := func(name string, got []string, call string, send bool) {
@@ -169,7 +169,7 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 						return
 					}
 					stmts := strings.Split(strings.TrimPrefix(got[0], "batch: "), "; ")
-					want := []string{"BEGIN", call, "convsvc_write_gate", "COMMIT"}
+					want := []string{"BEGIN", "convsvc_write_gate", call, "COMMIT"}
 					if send {
 						want = append(want, "convsvc_send_notifies")
 					}

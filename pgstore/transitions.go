@@ -82,14 +82,13 @@ func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx
 }
 
 // callGated is callJobExtra with a request's write gate (keycache.go): while g is pending, the
-// batch runs it right after the call, as BEGIN; the call; the gate; COMMIT; the
-// notifications, still one round trip. A refusal is g's error (store.ErrUnauthorized,
-// store.ErrRateLimited) and rolls the call back with the count, so nothing is written. When
-// the call (or then) fails, the transaction is rolled back before the gate ran, and the
-// gate then runs on its own (passGate, one more round trip, failures only): the write counts
-// once, at that moment, and a refusal there is the answer (429 before 400). A failure that
-// the caller takes on (errDeliveries' second call, errFallback's Go transaction) leaves the
-// gate pending for it.
+// batch runs it first, as BEGIN; the gate; the call; COMMIT; the notifications, still one
+// round trip. A refusal is g's error (store.ErrUnauthorized, store.ErrRateLimited) with
+// nothing written. When the call (or then) fails, its transaction rolls back with the gate's
+// count, and the gate then runs on its own (passGate, one more round trip, failures only):
+// the write counts once, at that moment, and a refusal there is the answer (429 before
+// 400). A failure that the caller takes on (errDeliveries' second call, errFallback's Go
+// transaction) leaves the gate pending for it.
 func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
@@ -122,18 +121,18 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 	gated := g.Pending()
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
+	if gated {
+		// The gate first: the key's rate_windows row is the first lock (cache.go's order),
+		// and a refused write runs no transition. No savepoint keeps its count when the call
+		// fails: callGated then counts the write on its own.
+		b.Queue(gateSQL, gateArgs(g)...)
+	}
 	if then != nil {
 		// then's statements defer their notifications too (the function's SET clause does
 		// for its own call): they leave with the function's, after the COMMIT.
 		b.Queue(`SELECT set_config('convsvc.defer_notify', 'on', true)`)
 	}
 	b.Queue(sql, args...)
-	if gated {
-		// After the call: the key's rate_windows row is the transaction's last lock (cache.go's
-		// order), and no subtransaction keeps a count that the call's failure would roll back
-		// (callGated counts such a write on its own).
-		b.Queue(gateSQL, gateArgs(g)...)
-	}
 	if then == nil {
 		b.Queue(`COMMIT`)
 		if !quiet {
@@ -146,6 +145,13 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 	var counted, committed bool
 	var gateCount int
 	var gateOldest, gateNow time.Time
+	if err == nil && gated {
+		if err = br.QueryRow().Scan(&gateCount, &gateOldest, &gateNow); err == nil {
+			counted = true
+		} else if refused := s.gateRefused(g, err); refused != nil {
+			err = refused
+		}
+	}
 	if err == nil && then != nil {
 		_, err = br.Exec()
 	}
@@ -154,13 +160,6 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 		job, err = scanJob(extraRow{br.QueryRow(), extra})
 		if err == store.ErrNotFound {
 			noRow, err = true, nil // a claim that found nothing: the batch goes on
-		}
-	}
-	if err == nil && gated {
-		if err = br.QueryRow().Scan(&gateCount, &gateOldest, &gateNow); err == nil {
-			counted = true
-		} else if refused := s.gateRefused(g, err); refused != nil {
-			err = refused
 		}
 	}
 	sends := 2 // COMMIT and the notifications

@@ -48,10 +48,10 @@ func windowCount(t *testing.T, s *pgstore.Store, keyID string) int {
 	return n
 }
 
-// TestWriteGate_LocksTheRateWindowLast holds pgstore/cache.go's lock order for a gated start
-// and create: the key's rate_windows row after the job's row and the account's (Import, which
-// locks whole tables, takes rate_windows after them too: TestImport_LocksTablesInOrder).
-func TestWriteGate_LocksTheRateWindowLast(t *testing.T) {
+// TestWriteGate_LocksTheRateWindowFirst holds pgstore/cache.go's lock order for a gated start
+// and create: the key's rate_windows row before the job's row and the account's (Import,
+// which locks whole tables, takes rate_windows first too: TestImport_LocksTablesInOrder).
+func TestWriteGate_LocksTheRateWindowFirst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("SQL alone, no Go concurrency: the plain run covers it")
 	}
@@ -67,7 +67,7 @@ func TestWriteGate_LocksTheRateWindowLast(t *testing.T) {
 	window := "SELECT 1 FROM rate_windows WHERE key_id = '" + g.Key.ID + "' FOR UPDATE"
 	jobRow := "SELECT 1 FROM jobs WHERE id = '" + job.ID + "' FOR UPDATE"
 	acctRow := "SELECT 1 FROM accounts WHERE id = '" + acct.ID + "' FOR UPDATE"
-	locks := []string{jobRow, acctRow, window}
+	locks := []string{window, jobRow, acctRow}
 	g = gate(t, s, secret, 120)
 	order, err := waitOrder(t, url, locks, func() error {
 		_, err := s.StartSealedJob(acct.ID, job.ID, store.Upload{Size: 10, Gate: g})
@@ -79,7 +79,7 @@ func TestWriteGate_LocksTheRateWindowLast(t *testing.T) {
 	if !slices.Equal(order, locks) {
 		t.Errorf("the gated start waited for\n%s\nwant\n%s", strings.Join(order, "\n"), strings.Join(locks, "\n"))
 	}
-	locks = []string{acctRow, window}
+	locks = []string{window, acctRow}
 	g = gate(t, s, secret, 120)
 	order, err = waitOrder(t, url, locks, func() error {
 		_, _, err := s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10, Gate: g},
