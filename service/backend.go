@@ -34,6 +34,7 @@ type JobStore interface {
 	ExpireJobs(limit int) (deleted []string, more bool, err error)
 	PurgeIdempotencyKeys() (int, error)
 	JobExists(jobID string) (bool, error)
+	Unowned(ids []string) ([]string, error)
 	JobUploadState(jobID string) (store.UploadState, error)
 	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
 	NextExpiry() (time.Time, bool, error)

@@ -50,6 +50,7 @@ type Backend interface {
 	ExpireJobs(limit int) (deleted []string, more bool, err error)
 	PurgeIdempotencyKeys() (int, error)
 	JobExists(jobID string) (bool, error)
+	Unowned(ids []string) ([]string, error)
 	JobUploadState(jobID string) (store.UploadState, error)
 	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
 	NextExpiry() (time.Time, bool, error)
@@ -356,6 +357,12 @@ func testCreateJob(t *testing.T, newStore NewFunc) {
 	}
 	if ok, err := f.s.JobExists("job_nosuchjob"); err != nil || ok {
 		t.Fatalf("JobExists(unknown) = %v, %v", ok, err)
+	}
+	if gone, err := f.s.Unowned([]string{"job_nosuchjob", job.ID, "job_another"}); err != nil || !slices.Equal(gone, []string{"job_nosuchjob", "job_another"}) {
+		t.Fatalf("Unowned = %v, %v; want the two unknown ids in order", gone, err)
+	}
+	if gone, err := f.s.Unowned(nil); err != nil || len(gone) != 0 {
+		t.Fatalf("Unowned(nil) = %v, %v", gone, err)
 	}
 	f.checkLedger(1, 0)
 	_, err = f.s.Job(f.acct.ID, "job_nosuchjob")
