@@ -1234,6 +1234,26 @@ func (s *Store) JobUploadState(jobID string) (store.UploadState, error) {
 	}
 }
 
+// ClosedUploads returns those of ids whose JobUploadState is UploadClosed (finished, or past
+// expires_at by the database's clock), in their order, in one statement: the sweep of dead
+// inputs checks a listing's ids with it, a batch at a time.
+func (s *Store) ClosedUploads(ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT u.id FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n)
+		JOIN jobs j ON j.id = u.id
+		WHERE j.status IN ('succeeded', 'failed', 'cancelled') OR j.expires_at <= now()
+		ORDER BY u.n`, ids)
+	if err != nil {
+		return nil, wrap("closed uploads", err)
+	}
+	closed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return closed, wrap("closed uploads", err)
+}
+
 // NextExpiry is the earliest expires_at of any stored job, and false when there is none: the
 // sweeper sleeps until then.
 func (s *Store) NextExpiry() (time.Time, bool, error) {

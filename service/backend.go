@@ -36,6 +36,7 @@ type JobStore interface {
 	JobExists(jobID string) (bool, error)
 	Unowned(ids []string) ([]string, error)
 	JobUploadState(jobID string) (store.UploadState, error)
+	ClosedUploads(ids []string) ([]string, error)
 	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
 	NextExpiry() (time.Time, bool, error)
 	Counts() (store.Counts, error)
