@@ -1187,6 +1187,26 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 	return ok, wrap("job exists", err)
 }
 
+// Unowned returns those of ids that JobExists would deny (no job record, and no cached
+// output's reference), in their order, in one statement: the orphan sweep checks a listing's
+// ids with it, a batch at a time, instead of a round trip per file.
+func (s *Store) Unowned(ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT u.id FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n)
+		WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = u.id)
+			AND NOT EXISTS (SELECT 1 FROM cache_refs WHERE cache_refs.object = u.id)
+		ORDER BY u.n`, ids)
+	if err != nil {
+		return nil, wrap("unowned", err)
+	}
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return gone, wrap("unowned", err)
+}
+
 // JobUploadState tells object storage whether a PUT may land for the job
 // (store.Store.JobUploadState's semantics): a finished job, or one past expires_at by the
 // database's clock, is UploadClosed; a started one UploadSealed; a created one UploadOpen; no
@@ -1212,6 +1232,26 @@ func (s *Store) JobUploadState(jobID string) (store.UploadState, error) {
 	default:
 		return store.UploadOpen, nil
 	}
+}
+
+// ClosedUploads returns those of ids whose JobUploadState is UploadClosed (finished, or past
+// expires_at by the database's clock), in their order, in one statement: the sweep of dead
+// inputs checks a listing's ids with it, a batch at a time.
+func (s *Store) ClosedUploads(ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.ctx()
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT u.id FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n)
+		JOIN jobs j ON j.id = u.id
+		WHERE j.status IN ('succeeded', 'failed', 'cancelled') OR j.expires_at <= now()
+		ORDER BY u.n`, ids)
+	if err != nil {
+		return nil, wrap("closed uploads", err)
+	}
+	closed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return closed, wrap("closed uploads", err)
 }
 
 // NextExpiry is the earliest expires_at of any stored job, and false when there is none: the

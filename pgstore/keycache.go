@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/convsvc/convsvc/store"
@@ -18,15 +17,16 @@ import (
 // by its hash and the write's count in its rate_windows row, a statement of its own), then the
 // transition's batch. A node now remembers the keys it has authenticated (keyCache); for a
 // cached key httpapi passes a store.WriteGate with the write, and the transition's batch runs
-// it first (migration 0024's convsvc_write_gate, then a savepoint, then the transition), so a
-// warm create or start is one round trip. The gate reads the key in the transaction that
-// counts, so the cache is only a hint of which key a secret is: a revocation holds on every
-// node as soon as RevokeKey returns (CV401: 403 unauthorized), and a full window refuses with nothing
-// counted and nothing written (CVRL0: 429). When the transition then fails, the batch's
-// transaction is rolled back to the savepoint and committed (one more round trip, failures
-// only), so the write counts once, as before. A write that never reaches a transition (a
-// validation error in Go, an Idempotency-Key's Go transaction) runs the gate on its own
-// first (PassGate), one round trip, as AuthenticateWrite did.
+// it first (migration 0024's convsvc_write_gate: BEGIN; the gate; the call; COMMIT), so a
+// warm create or start is one round trip. The gate reads the key in
+// the transaction that counts, so the cache is only a hint of which key a secret is: a
+// revocation holds on every node as soon as RevokeKey returns (CV401: 403 unauthorized), and
+// a full window refuses with nothing counted and nothing written (CVRL0: 429). When the call
+// fails, its transaction rolls back with the gate's count (no savepoint keeps it), and the
+// gate runs on its own (passGate: one more round trip, failures only), so
+// the write counts once, as before. A write that never reaches a transition (a validation
+// error in Go, an Idempotency-Key's Go transaction) runs the gate on its own first
+// (PassGate), one round trip, as AuthenticateWrite did.
 
 // DefaultKeyCache is how many API keys a node remembers by default (Options.KeyCache); an
 // entry is the key's record, a few hundred bytes.
@@ -174,18 +174,4 @@ func (s *Store) gateRefused(g *store.WriteGate, err error) error {
 		return store.ErrRateLimited
 	}
 	return nil
-}
-
-// keepGate commits a gated transaction's count after its transition failed: it rolls the
-// transaction back to the savepoint the gate left (the transition's writes and queued
-// notifications go) and commits. false when it could not (the transaction had ended, or
-// the connection failed): the gate is then still pending, its count never committed.
-func keepGate(c *pgx.Conn) bool {
-	if pc := c.PgConn(); pc.IsClosed() || pc.TxStatus() == 'I' {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // as rollbackOpen
-	defer cancel()
-	_, err := c.Exec(ctx, `ROLLBACK TO SAVEPOINT convsvc_gate; `+commitDeferred)
-	return err == nil
 }

@@ -151,14 +151,37 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				check := func(name string, want int, fn func()) {
+				check := func(name string, want int, fn func()) []string {
 					t.Helper()
 					got := c.count(fn)
 					if i >= 1 && len(got) != want {
 						t.Errorf("%s: %d statements, want %d:\n%s", name, len(got), want, strings.Join(got, "\n"))
 					}
+					return got
 				}
-				check("create", tc.create, func() {
+				// batch checks the statements of a kept key's write (one batch): the gate,
+				// then the call (no savepoint: callOnce), then the COMMIT, and the
+				// notifications' send only when the call may have queued any (a start does;
+				// a create for an upload with no cache key does not).
+				batch := func(name string, got []string, call string, send bool) {
+					t.Helper()
+					if i < 1 || !tc.gated || tc.goTransitions || len(got) != 1 {
+						return
+					}
+					stmts := strings.Split(strings.TrimPrefix(got[0], "batch: "), "; ")
+					want := []string{"BEGIN", "convsvc_write_gate", call, "COMMIT"}
+					if send {
+						want = append(want, "convsvc_send_notifies")
+					}
+					ok := len(stmts) == len(want)
+					for j := 0; ok && j < len(want); j++ {
+						ok = strings.Contains(stmts[j], want[j])
+					}
+					if !ok {
+						t.Errorf("%s's batch:\n%s\nwant statements with %q", name, strings.Join(stmts, "\n"), want)
+					}
+				}
+				created := check("create", tc.create, func() {
 					g := authWrite()
 					if job, _, err = s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10, Gate: g},
 						func(store.Job) (store.Response, error) { return store.Response{Status: 201}, nil }); err != nil {
@@ -166,13 +189,15 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 					}
 					passed(g)
 				})
-				check("start", tc.start, func() {
+				batch("create", created, "convsvc_create_job", false)
+				started := check("start", tc.start, func() {
 					g := authWrite()
 					if job, err = s.StartSealedJob(acct.ID, job.ID, store.Upload{Size: 10, ETag: `"etag"`, Gate: g}); err != nil {
 						t.Fatal(err)
 					}
 					passed(g)
 				})
+				batch("start", started, "convsvc_start_job", true)
 				if job.Status != store.StatusQueued || job.Upload == nil || job.Upload.ETag != `"etag"` {
 					t.Fatalf("started job %+v", job)
 				}

@@ -78,33 +78,41 @@ func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, 
 // callJobExtra is callJob for a statement whose row has columns after the job's, scanned
 // into extra.
 func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
-	return s.callGated(ctx, nil, then, extra, sql, args...)
+	return s.callGated(ctx, nil, false, then, extra, sql, args...)
 }
 
 // callGated is callJobExtra with a request's write gate (keycache.go): while g is pending, the
-// batch runs it first, as BEGIN; the gate; SAVEPOINT convsvc_gate; the call; COMMIT; the
-// notifications, still one round trip. A refusal is g's error (store.ErrUnauthorized,
-// store.ErrRateLimited) with nothing written; when the call (or then) fails after the gate
-// counted, the transaction goes back to the savepoint and commits, so the count stays (g has
-// run) and a retry or the Go transaction after it does not count again.
-func (s *Store) callGated(ctx context.Context, g *store.WriteGate, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
+// batch runs it first, as BEGIN; the gate; the call; COMMIT; the notifications, still one
+// round trip. A refusal is g's error (store.ErrUnauthorized, store.ErrRateLimited) with
+// nothing written. When the call (or then) fails, its transaction rolls back with the gate's
+// count, and the gate then runs on its own (passGate, one more round trip, failures only):
+// the write counts once, at that moment, and a refusal there is the answer (429 before
+// 400). A failure that the caller takes on (errDeliveries' second call, errFallback's Go
+// transaction) leaves the gate pending for it.
+func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
 	}
 	for attempt := 1; ; attempt++ {
-		job, err := s.callOnce(ctx, g, then, extra, sql, args)
+		job, err := s.callOnce(ctx, g, quiet, then, extra, sql, args)
 		if attempt < 5 && retryable(err) {
 			s.retried.Add(1)
 			continue
 		}
 		if err != nil {
-			return store.Job{}, transitionErr(err)
+			err = transitionErr(err)
+			if g.Pending() && !errors.Is(err, errFallback) && !errors.Is(err, errDeliveries) {
+				if gerr := s.passGate(ctx, g); g.Ran && (g.Unauthorized || !g.Allowed) {
+					return store.Job{}, gerr
+				}
+			}
+			return store.Job{}, err
 		}
 		return job, nil
 	}
 }
 
-func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args []any) (job store.Job, err error) {
+func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args []any) (job store.Job, err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return store.Job{}, err
@@ -114,9 +122,10 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, then func(cont
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	if gated {
-		// The gate first: the key's rate_windows row is the first lock (cache.go's order).
+		// The gate first: the key's rate_windows row is the first lock (cache.go's order),
+		// and a refused write runs no transition. No savepoint keeps its count when the call
+		// fails: callGated then counts the write on its own.
 		b.Queue(gateSQL, gateArgs(g)...)
-		b.Queue(`SAVEPOINT convsvc_gate`)
 	}
 	if then != nil {
 		// then's statements defer their notifications too (the function's SET clause does
@@ -126,7 +135,9 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, then func(cont
 	b.Queue(sql, args...)
 	if then == nil {
 		b.Queue(`COMMIT`)
-		b.Queue(`SELECT convsvc_send_notifies()`)
+		if !quiet {
+			b.Queue(`SELECT convsvc_send_notifies()`)
+		}
 	}
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
@@ -137,7 +148,6 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, then func(cont
 	if err == nil && gated {
 		if err = br.QueryRow().Scan(&gateCount, &gateOldest, &gateNow); err == nil {
 			counted = true
-			_, err = br.Exec() // SAVEPOINT
 		} else if refused := s.gateRefused(g, err); refused != nil {
 			err = refused
 		}
@@ -152,7 +162,11 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, then func(cont
 			noRow, err = true, nil // a claim that found nothing: the batch goes on
 		}
 	}
-	for i := 0; then == nil && i < 2 && err == nil; i++ { // COMMIT and the notifications
+	sends := 2 // COMMIT and the notifications
+	if quiet {
+		sends = 1
+	}
+	for i := 0; then == nil && i < sends && err == nil; i++ {
 		_, err = br.Exec()
 		committed = committed || (i == 0 && err == nil)
 	}
@@ -168,7 +182,7 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, then func(cont
 			committed = err == nil
 		}
 	}
-	if counted && (committed || (err != nil && keepGate(conn.Conn()))) {
+	if counted && committed {
 		s.gateCounted(g, gateCount, gateOldest, gateNow)
 	}
 	if err != nil {
@@ -240,15 +254,15 @@ func finishedDeliveries(ctx context.Context, tx pgx.Tx, job store.Job) error {
 // deliveries of the job it finished (CVWH0), the call runs again with it true and
 // finishedDeliveries after it in the same transaction.
 func (s *Store) callHit(ctx context.Context, extra []any, sql string, args ...any) (store.Job, error) {
-	return s.callHitGated(ctx, nil, extra, sql, args...)
+	return s.callHitGated(ctx, nil, false, extra, sql, args...)
 }
 
 // callHitGated is callHit with a request's write gate (callGated), which the first call runs
 // (and counts even when that call fails).
-func (s *Store) callHitGated(ctx context.Context, g *store.WriteGate, extra []any, sql string, args ...any) (store.Job, error) {
-	job, err := s.callGated(ctx, g, nil, extra, sql, append(args, false)...)
+func (s *Store) callHitGated(ctx context.Context, g *store.WriteGate, quiet bool, extra []any, sql string, args ...any) (store.Job, error) {
+	job, err := s.callGated(ctx, g, quiet, nil, extra, sql, append(args, false)...)
 	if errors.Is(err, errDeliveries) {
-		job, err = s.callGated(ctx, g, finishedDeliveries, extra, sql, append(args, true)...)
+		job, err = s.callGated(ctx, g, false, finishedDeliveries, extra, sql, append(args, true)...)
 	}
 	return job, err
 }
@@ -260,7 +274,11 @@ func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, stat
 	if p.Options != nil {
 		opts = p.Options
 	}
-	return s.callHitGated(ctx, p.Gate, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+	// A job created for its upload with no cache key queues no notification (no status
+	// event, no hit): its batch ends at the COMMIT (callOnce's quiet). Were one ever queued,
+	// it would leave with the connection's next send.
+	quiet := status == store.StatusCreated && (p.InputSHA256 == "" || p.CacheBase == "")
+	return s.callHitGated(ctx, p.Gate, quiet, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
 		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL, p.InputSHA256, p.CacheBase, s.opts.hitCents())
 }
@@ -273,7 +291,7 @@ func (s *Store) startJobCall(ctx context.Context, g *store.WriteGate, accountID,
 	if up != nil {
 		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 	}
-	return s.callHitGated(ctx, g, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	return s.callHitGated(ctx, g, false, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		accountID, jobID, uploadedSize, upSize, upETag, upVersion, sha, s.opts.hitCents())
 }
 

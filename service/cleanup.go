@@ -134,8 +134,15 @@ func (m *Main) sweepDeadInputs() {
 		m.log.Warn("list job inputs", "error", err)
 		return
 	}
-	for _, id := range ids {
-		if state, err := m.store.JobUploadState(id); err == nil && state == store.UploadClosed {
+	for len(ids) > 0 { // orphanBatch ids a store call, as the orphan pass
+		batch := ids[:min(len(ids), orphanBatch)]
+		ids = ids[len(batch):]
+		closed, err := m.store.ClosedUploads(batch)
+		if err != nil {
+			m.log.Warn("check job inputs' jobs", "error", err)
+			continue
+		}
+		for _, id := range closed {
 			m.deleteInput(id)
 		}
 	}

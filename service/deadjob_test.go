@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/store"
 )
 
 // TestDeadJobs_TakeNoUploadsAndKeepNoInput (issue 18, item 6): after cancel, success,
@@ -120,6 +121,27 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 		testenv.MustStatus(t, e.Upload(live.UploadURL, png), 200, "")
 		e.Main.Sweep()
 		gone(t, res.Job.ID)
+		if _, err := os.Stat(filepath.Join(uploads, live.Job.ID)); err != nil {
+			t.Fatalf("the live job's upload: %v", err)
+		}
+	})
+	t.Run("no job's files, swept in batches", func(t *testing.T) {
+		// More files of no job than the sweep checks in one store call (orphanBatch), around
+		// a live job's upload.
+		live := e.Create(e.Key, "png", "jpeg", int64(len(png)))
+		testenv.MustStatus(t, e.Upload(live.UploadURL, png), 200, "")
+		var orphans []string
+		for len(orphans) < 1001 {
+			id := store.NewJobID(time.Now())
+			if err := os.WriteFile(filepath.Join(uploads, id), png[:10], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			orphans = append(orphans, id)
+		}
+		e.Main.Sweep()
+		for _, id := range orphans {
+			gone(t, id)
+		}
 		if _, err := os.Stat(filepath.Join(uploads, live.Job.ID)); err != nil {
 			t.Fatalf("the live job's upload: %v", err)
 		}

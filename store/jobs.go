@@ -622,6 +622,23 @@ func (s *Store) JobExists(jobID string) (bool, error) {
 	return ok, err
 }
 
+// Unowned returns those of ids that JobExists would deny (no job record, and no cached
+// output held), in their order, reading them in one transaction; the orphan sweep checks a
+// listing's ids with it.
+func (s *Store) Unowned(ids []string) ([]string, error) {
+	var gone []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bucketJobs)
+		for _, id := range ids {
+			if jobs.Get([]byte(id)) == nil && !outputHeld(tx, id) {
+				gone = append(gone, id)
+			}
+		}
+		return nil
+	})
+	return gone, err
+}
+
 // finish moves an unfinished job to a final state with its spend movement and webhook
 // deliveries, in the caller's transaction, and records it in fin for the FinishHook.
 func (s *Store) finish(tx *bolt.Tx, fin *finished, job *Job, status string, now time.Time) error {

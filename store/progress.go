@@ -42,26 +42,30 @@ func NewProgressHub() *ProgressHub {
 
 // Report records the progress of attempt of a job of account on this node and publishes it.
 func (h *ProgressHub) Report(account, jobID string, attempt int, value float64) {
-	if h.set(account, jobID, attempt, value) && h.Publish != nil {
+	if h.set(account, jobID, attempt, value, false) && h.Publish != nil {
 		h.Publish(FormatProgress(account, jobID, attempt, value))
 	}
 }
 
-// Apply records a report another node published (FormatProgress); a malformed one is ignored.
+// Apply records a report another node published (FormatProgress); a malformed one is ignored,
+// and so is one below the attempt's known progress: every node's listener receives its own
+// reports back too, after it recorded newer ones (TestProgress_ConvertersCount/postgres saw
+// a stream go from 0.99 back to 0.93), and an attempt's progress only grows.
 func (h *ProgressHub) Apply(payload string) {
 	account, jobID, attempt, value, err := ParseProgress(payload)
 	if err == nil {
-		h.set(account, jobID, attempt, value)
+		h.set(account, jobID, attempt, value, true)
 	}
 }
 
-// set stores a report and wakes the account's streams; false when it changed nothing.
-func (h *ProgressHub) set(account, jobID string, attempt int, value float64) bool {
+// set stores a report and wakes the account's streams; false when it changed nothing. A
+// remote report lower than the attempt's known value changes nothing.
+func (h *ProgressHub) set(account, jobID string, attempt int, value float64, remote bool) bool {
 	value = min(max(value, 0), 1)
 	now := h.now()
 	h.mu.Lock()
 	old, ok := h.jobs[jobID]
-	if ok && (old.attempt > attempt || old.attempt == attempt && old.value == value) {
+	if ok && (old.attempt > attempt || old.attempt == attempt && (old.value == value || remote && value < old.value)) {
 		// Unchanged, or an earlier attempt's report arriving late (another node's, over
 		// another connection): it must not hide the running attempt's progress.
 		h.mu.Unlock()

@@ -29,6 +29,23 @@ func TestProgressHub_LateEarlierAttempt(t *testing.T) {
 	}
 }
 
+// TestProgressHub_OwnEchoDoesNotGoBack: the reporting node's own earlier report, coming back
+// through its listener after a newer one (PostgreSQL NOTIFY reaches every node), does not
+// take the progress back; another node's newer report still moves it on.
+func TestProgressHub_OwnEchoDoesNotGoBack(t *testing.T) {
+	h := NewProgressHub()
+	h.Report("acct", "job", 1, 0.93)
+	h.Report("acct", "job", 1, 0.99)
+	h.Apply(FormatProgress("acct", "job", 1, 0.93)) // the echo of the first
+	if v, ok := h.Progress("job", 1); !ok || v != 0.99 {
+		t.Fatalf("progress after the late echo: %v, %v; want 0.99", v, ok)
+	}
+	h.Apply(FormatProgress("acct", "job", 1, 1))
+	if v, ok := h.Progress("job", 1); !ok || v != 1 {
+		t.Fatalf("progress after a newer remote report: %v, %v; want 1", v, ok)
+	}
+}
+
 // TestProgressHub_ExpiresAndForgets: a job's progress is gone ProgressTTL after its last
 // report, and at once after Forget; a report that changes nothing wakes no one.
 func TestProgressHub_ExpiresAndForgets(t *testing.T) {

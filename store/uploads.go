@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -28,42 +29,67 @@ const (
 func (s *Store) JobUploadState(jobID string) (UploadState, error) {
 	state := UploadGone
 	now := s.opts.Now()
+	err := s.db.View(func(tx *bolt.Tx) (err error) {
+		state, err = uploadState(tx, jobID, now)
+		return err
+	})
+	return state, err
+}
+
+// ClosedUploads returns those of ids whose JobUploadState is UploadClosed, in their order,
+// reading them in one transaction; the sweep of dead inputs checks a listing's ids with it.
+func (s *Store) ClosedUploads(ids []string) ([]string, error) {
+	var closed []string
+	now := s.opts.Now()
 	err := s.db.View(func(tx *bolt.Tx) error {
-		data := tx.Bucket(bucketJobs).Get([]byte(jobID))
-		if data == nil {
-			return nil
-		}
-		var job Job
-		if isJSONRecord(data) {
-			if err := readJob(data, &job); err != nil {
-				return fmt.Errorf("job %s: %w", jobID, err)
-			}
-		} else {
-			err := eachField(data, func(f field) (err error) {
-				switch f.num {
-				case jobFieldStatus:
-					job.Status, err = f.status()
-				case jobFieldStartedAt:
-					t, terr := f.time()
-					job.StartedAt, err = &t, terr
-				case jobFieldExpiresAt:
-					job.ExpiresAt, err = f.time()
-				}
-				return err
-			})
+		for _, id := range ids {
+			state, err := uploadState(tx, id, now)
 			if err != nil {
-				return fmt.Errorf("decode record %q: %w", jobID, err)
+				return err
 			}
-		}
-		switch {
-		case job.Finished() || !now.Before(job.ExpiresAt):
-			state = UploadClosed
-		case job.StartedAt != nil || job.Status != StatusCreated:
-			state = UploadSealed
-		default:
-			state = UploadOpen
+			if state == UploadClosed {
+				closed = append(closed, id)
+			}
 		}
 		return nil
 	})
-	return state, err
+	return closed, err
+}
+
+// uploadState is JobUploadState in tx at now.
+func uploadState(tx *bolt.Tx, jobID string, now time.Time) (UploadState, error) {
+	data := tx.Bucket(bucketJobs).Get([]byte(jobID))
+	if data == nil {
+		return UploadGone, nil
+	}
+	var job Job
+	if isJSONRecord(data) {
+		if err := readJob(data, &job); err != nil {
+			return UploadGone, fmt.Errorf("job %s: %w", jobID, err)
+		}
+	} else {
+		err := eachField(data, func(f field) (err error) {
+			switch f.num {
+			case jobFieldStatus:
+				job.Status, err = f.status()
+			case jobFieldStartedAt:
+				t, terr := f.time()
+				job.StartedAt, err = &t, terr
+			case jobFieldExpiresAt:
+				job.ExpiresAt, err = f.time()
+			}
+			return err
+		})
+		if err != nil {
+			return UploadGone, fmt.Errorf("decode record %q: %w", jobID, err)
+		}
+	}
+	switch {
+	case job.Finished() || !now.Before(job.ExpiresAt):
+		return UploadClosed, nil
+	case job.StartedAt != nil || job.Status != StatusCreated:
+		return UploadSealed, nil
+	default:
+		return UploadOpen, nil
+	}
 }

@@ -323,6 +323,9 @@ func testCacheReferences(t *testing.T, newStore NewFunc) {
 	if ok, err := f.s.JobExists(first.ID); err != nil || !ok {
 		t.Fatalf("JobExists(%s) = %v, %v; want true while its output is held", first.ID, ok, err)
 	}
+	if gone, err := f.s.Unowned([]string{first.ID}); err != nil || len(gone) != 0 {
+		t.Fatalf("Unowned(%s) = %v, %v; want none while its output is held", first.ID, gone, err)
+	}
 	late := f.cached("base", sha(1)) // the entry lives on with the output
 	if late.Output == nil || late.Output.Object != first.ID {
 		t.Fatalf("late hit %+v, want the expired job's output", late.Output)
@@ -340,6 +343,9 @@ func testCacheReferences(t *testing.T, newStore NewFunc) {
 	}
 	if ok, err := f.s.JobExists(first.ID); err != nil || ok {
 		t.Fatalf("JobExists(%s) = %v, %v; want false once nothing holds it", first.ID, ok, err)
+	}
+	if gone, err := f.s.Unowned([]string{first.ID}); err != nil || !slices.Equal(gone, []string{first.ID}) {
+		t.Fatalf("Unowned(%s) = %v, %v; want it once nothing holds it", first.ID, gone, err)
 	}
 	if err := f.s.ForgetDeadOutputs(dead); err != nil {
 		t.Fatal(err)

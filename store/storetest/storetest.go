@@ -50,7 +50,9 @@ type Backend interface {
 	ExpireJobs(limit int) (deleted []string, more bool, err error)
 	PurgeIdempotencyKeys() (int, error)
 	JobExists(jobID string) (bool, error)
+	Unowned(ids []string) ([]string, error)
 	JobUploadState(jobID string) (store.UploadState, error)
+	ClosedUploads(ids []string) ([]string, error)
 	RequeueJob(jobID string, attempt, maxAttempts int, reason string) (job store.Job, requeued bool, err error)
 	NextExpiry() (time.Time, bool, error)
 	AccountsPage(p store.PageParams) ([]store.Account, bool, error)
@@ -356,6 +358,12 @@ func testCreateJob(t *testing.T, newStore NewFunc) {
 	}
 	if ok, err := f.s.JobExists("job_nosuchjob"); err != nil || ok {
 		t.Fatalf("JobExists(unknown) = %v, %v", ok, err)
+	}
+	if gone, err := f.s.Unowned([]string{"job_nosuchjob", job.ID, "job_another"}); err != nil || !slices.Equal(gone, []string{"job_nosuchjob", "job_another"}) {
+		t.Fatalf("Unowned = %v, %v; want the two unknown ids in order", gone, err)
+	}
+	if gone, err := f.s.Unowned(nil); err != nil || len(gone) != 0 {
+		t.Fatalf("Unowned(nil) = %v, %v", gone, err)
 	}
 	f.checkLedger(1, 0)
 	_, err = f.s.Job(f.acct.ID, "job_nosuchjob")
@@ -1454,6 +1462,13 @@ func testUploadState(t *testing.T, newStore NewFunc) {
 	queued2 := f.start(f.create(1))
 	if got, err := f.s.JobUploadState(queued2.ID); err != nil || got != store.UploadSealed {
 		t.Fatalf("JobUploadState(queued) = %v, %v; want sealed", got, err)
+	}
+	ids := []string{created.ID, running.ID, queued.ID, "job_nosuchjob", done.ID, queued2.ID, cancelled.ID}
+	if got, err := f.s.ClosedUploads(ids); err != nil || !slices.Equal(got, []string{queued.ID, done.ID, cancelled.ID}) {
+		t.Fatalf("ClosedUploads = %v, %v; want the failed, succeeded and cancelled jobs in order", got, err)
+	}
+	if got, err := f.s.ClosedUploads(nil); err != nil || len(got) != 0 {
+		t.Fatalf("ClosedUploads(nil) = %v, %v", got, err)
 	}
 	at, ok, err := f.s.NextExpiry()
 	if err != nil || !ok || !at.Equal(created.ExpiresAt) {
