@@ -312,39 +312,40 @@ func (s *Store) EnsureDefaultAccount(spendCapCents int64) (store.Account, string
 func (s *Store) AllowWrite(keyID string, limit int, window time.Duration) (allowed bool, remaining int, reset time.Duration, err error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	var count int
-	var oldest, now time.Time
-	err = s.pool.QueryRow(ctx, `INSERT INTO rate_windows AS r (key_id, times) VALUES ($1, ARRAY[clock_timestamp()])
-		`+rateWindowCount, keyID, limit, micros(window)).Scan(&count, &oldest, &now)
-	if err == nil {
-		return true, limit - count, oldest.Add(window).Sub(now), nil
-	}
-	if !isNoRows(err) {
+	var w rateCount
+	err = s.pool.QueryRow(ctx, `SELECT `+rateCountCols+` FROM convsvc_count_write($1, $2, $3) c`, keyID, limit, micros(window)).
+		Scan(&w.count, &w.oldest, &w.now, &w.resetUS)
+	if err != nil {
 		return false, 0, 0, wrap("rate window", err)
 	}
-	reset, err = s.rateWindowReset(ctx, keyID, window)
-	return false, 0, reset, err
+	allowed, remaining, reset = w.result(limit, window)
+	return allowed, remaining, reset, nil
 }
 
-// rateWindowCount is the ON CONFLICT clause of the INSERT INTO rate_windows AS r that counts
-// one write ($2 the limit, $3 the window in microseconds): it keeps the times inside the window
-// and adds now, unless the limit is reached (then no row). It returns the count, the oldest
-// time and now.
-const rateWindowCount = `ON CONFLICT (key_id) DO UPDATE SET times =
-			ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond' ORDER BY t) || clock_timestamp()
-		WHERE cardinality(ARRAY(SELECT t FROM unnest(r.times) t WHERE t > clock_timestamp() - $3 * interval '1 microsecond')) < $2
-		RETURNING cardinality(times), times[1], clock_timestamp()`
+// rateCountCols are convsvc_count_write's results (migration 0026, the function aliased c),
+// which count one write in the key's window as convsvc_write_gate does: the count after it
+// (NULL: refused, nothing counted), the oldest time in the window, the clock read for it, and
+// for a refusal the microseconds until the oldest leaves the window.
+const rateCountCols = `c.o_count, c.o_oldest, c.o_now, c.o_reset_us`
 
-// rateWindowReset is how long until the oldest write inside the key's window leaves it, for a
-// refused write.
-func (s *Store) rateWindowReset(ctx context.Context, keyID string, window time.Duration) (time.Duration, error) {
-	var oldest, now time.Time
-	err := s.pool.QueryRow(ctx, `SELECT (SELECT min(t) FROM unnest(times) t WHERE t > clock_timestamp() - $2 * interval '1 microsecond'),
-		clock_timestamp() FROM rate_windows WHERE key_id = $1`, keyID, micros(window)).Scan(&oldest, &now)
-	if err != nil {
-		return 0, wrap("rate window", err)
+// rateCount is one row of rateCountCols.
+type rateCount struct {
+	count       *int
+	oldest, now *time.Time
+	resetUS     *int64
+}
+
+// result is the write's verdict: allowed, with the remaining writes and the reset, or refused
+// with the reset.
+func (w rateCount) result(limit int, window time.Duration) (allowed bool, remaining int, reset time.Duration) {
+	if w.count == nil {
+		var us int64
+		if w.resetUS != nil {
+			us = *w.resetUS
+		}
+		return false, 0, time.Duration(us) * time.Microsecond
 	}
-	return max(oldest.Add(window).Sub(now), 0), nil
+	return true, limit - *w.count, w.oldest.Add(window).Sub(*w.now)
 }
 
 // PurgeRateWindows deletes the windows of keys with no write inside the last window, so the

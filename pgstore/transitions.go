@@ -372,15 +372,13 @@ func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration
 	hash := store.HashKey(secret)
 	ctx, cancel := s.ctx()
 	defer cancel()
-	var count *int
-	var oldest, now *time.Time
-	err = s.pool.QueryRow(ctx, `WITH k AS (SELECT `+keyCols+` FROM api_keys WHERE hash = $1),
-		w (n, oldest, now) AS (
-			INSERT INTO rate_windows AS r (key_id, times) SELECT id, ARRAY[clock_timestamp()] FROM k WHERE revoked_at IS NULL
-			`+rateWindowCount+`)
-		SELECT k.id, k.account_id, k.prefix, k.hash, k.created_at, k.revoked_at, k.presets_only, w.n, w.oldest, w.now
-		FROM k LEFT JOIN w ON true`, hash[:], limit, micros(window)).
-		Scan(&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly, &count, &oldest, &now)
+	// convsvc_count_write is STRICT: a revoked key's id is NULL, so its write counts nothing.
+	var w rateCount
+	err = s.pool.QueryRow(ctx, `WITH k AS (SELECT `+keyCols+` FROM api_keys WHERE hash = $1)
+		SELECT k.id, k.account_id, k.prefix, k.hash, k.created_at, k.revoked_at, k.presets_only, `+rateCountCols+`
+		FROM k LEFT JOIN LATERAL convsvc_count_write(CASE WHEN k.revoked_at IS NULL THEN k.id END, $2, $3) c ON true`,
+		hash[:], limit, micros(window)).
+		Scan(&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly, &w.count, &w.oldest, &w.now, &w.resetUS)
 	if isNoRows(err) {
 		return store.APIKey{}, false, 0, 0, store.ErrUnauthorized
 	} else if err != nil {
@@ -391,15 +389,7 @@ func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration
 	if key.RevokedAt != nil {
 		return store.APIKey{}, false, 0, 0, fmt.Errorf("%w: key revoked", store.ErrUnauthorized)
 	}
-	if count != nil {
-		remaining, reset = limit-*count, oldest.Add(window).Sub(*now)
-		s.keys.put(key, fullUntil(remaining, reset)) // this node's next write of the key is gated (keycache.go)
-		return key, true, remaining, reset, nil
-	}
-	// Refused: when the oldest counted write leaves the window (AllowWrite's second statement).
-	if reset, err = s.rateWindowReset(ctx, key.ID, window); err != nil {
-		return store.APIKey{}, false, 0, 0, err
-	}
-	s.keys.put(key, fullUntil(0, reset))
-	return key, false, 0, reset, nil
+	allowed, remaining, reset = w.result(limit, window)
+	s.keys.put(key, fullUntil(remaining, reset)) // this node's next write of the key is gated (keycache.go)
+	return key, allowed, remaining, reset, nil
 }
