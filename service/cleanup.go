@@ -134,16 +134,5 @@ func (m *Main) sweepDeadInputs() {
 		m.log.Warn("list job inputs", "error", err)
 		return
 	}
-	for len(ids) > 0 { // orphanBatch ids a store call, as the orphan pass
-		batch := ids[:min(len(ids), orphanBatch)]
-		ids = ids[len(batch):]
-		closed, err := m.store.ClosedUploads(batch)
-		if err != nil {
-			m.log.Warn("check job inputs' jobs", "error", err)
-			continue
-		}
-		for _, id := range closed {
-			m.deleteInput(id)
-		}
-	}
+	m.inBatches(ids, m.store.ClosedUploads, "check job inputs' jobs", m.deleteInput)
 }

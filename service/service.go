@@ -776,8 +776,27 @@ func (m *Main) jobCreated(expiresAt time.Time) {
 	}
 }
 
-// orphanBatch is how many blob files' ids the orphan sweep checks in one store call.
+// orphanBatch is how many blob files' ids the sweep's file passes check in one store call:
+// a round trip per file made a pass over a large store a burst of queries (32,000 files,
+// 32,000 statements every SweepInterval).
 const orphanBatch = 1000
+
+// inBatches asks pick about ids orphanBatch at a time and calls act for each id it picks; a
+// batch that pick fails is logged with what and left for the next pass.
+func (m *Main) inBatches(ids []string, pick func([]string) ([]string, error), what string, act func(id string)) {
+	for len(ids) > 0 {
+		batch := ids[:min(len(ids), orphanBatch)]
+		ids = ids[len(batch):]
+		picked, err := pick(batch)
+		if err != nil {
+			m.log.Warn(what, "error", err)
+			continue
+		}
+		for _, id := range picked {
+			act(id)
+		}
+	}
+}
 
 // Sweep runs one whole retention pass: expired jobs, idempotency keys, orphaned files and idle
 // rate-limiter state.
@@ -792,20 +811,7 @@ func (m *Main) Sweep() {
 	if err != nil {
 		m.log.Warn("list blob files", "error", err)
 	}
-	// A thousand ids a statement: a round trip per file made a pass over a large store a
-	// burst of queries (32,000 files, 32,000 statements every SweepInterval).
-	for len(ids) > 0 {
-		batch := ids[:min(len(ids), orphanBatch)]
-		ids = ids[len(batch):]
-		gone, err := m.store.Unowned(batch)
-		if err != nil {
-			m.log.Warn("check blob files' jobs", "error", err)
-			continue
-		}
-		for _, id := range gone {
-			m.blobs.Delete(id)
-		}
-	}
+	m.inBatches(ids, m.store.Unowned, "check blob files' jobs", func(id string) { m.blobs.Delete(id) })
 	m.api.Prune()
 	if rw, ok := m.store.(rateWindowStore); ok {
 		if _, err := rw.PurgeRateWindows(time.Minute); err != nil {
