@@ -1178,33 +1178,35 @@ func (s *Store) PurgeIdempotencyKeys() (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// JobExists reports whether a job record exists (expired or not); the orphan sweep uses it.
+// JobExists reports whether a job record exists (expired or not), or the conversion cache
+// still holds its output: Unowned of the one id.
 func (s *Store) JobExists(jobID string) (bool, error) {
-	ctx, cancel := s.ctx()
-	defer cancel()
-	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = $1) OR EXISTS (SELECT 1 FROM cache_refs WHERE object = $1)`, jobID).Scan(&ok)
-	return ok, wrap("job exists", err)
+	gone, err := s.Unowned([]string{jobID})
+	return err == nil && len(gone) == 0, err
 }
 
-// Unowned returns those of ids that JobExists would deny (no job record, and no cached
-// output's reference), in their order, in one statement: the orphan sweep checks a listing's
-// ids with it, a batch at a time, instead of a round trip per file.
+// Unowned returns those of ids that have no job record and no cached output's reference, in
+// their order, in one statement: the orphan sweep checks a listing's ids with it, a batch at
+// a time, instead of a round trip per file.
 func (s *Store) Unowned(ids []string) ([]string, error) {
+	return s.pickIDs("unowned", ids, `WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = u.id)
+		AND NOT EXISTS (SELECT 1 FROM cache_refs WHERE cache_refs.object = u.id)`)
+}
+
+// pickIDs returns those of ids that the rest of a query over them (u: unnest of the ids,
+// u.id each) keeps, in their order, in one statement; what names the call in its errors.
+func (s *Store) pickIDs(what string, ids []string, rest string) ([]string, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
 	ctx, cancel := s.ctx()
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT u.id FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n)
-		WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE jobs.id = u.id)
-			AND NOT EXISTS (SELECT 1 FROM cache_refs WHERE cache_refs.object = u.id)
-		ORDER BY u.n`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT u.id FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n) `+rest+` ORDER BY u.n`, ids)
 	if err != nil {
-		return nil, wrap("unowned", err)
+		return nil, wrap(what, err)
 	}
-	gone, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return gone, wrap("unowned", err)
+	picked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return picked, wrap(what, err)
 }
 
 // JobUploadState tells object storage whether a PUT may land for the job
@@ -1238,20 +1240,8 @@ func (s *Store) JobUploadState(jobID string) (store.UploadState, error) {
 // expires_at by the database's clock), in their order, in one statement: the sweep of dead
 // inputs checks a listing's ids with it, a batch at a time.
 func (s *Store) ClosedUploads(ids []string) ([]string, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	ctx, cancel := s.ctx()
-	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT u.id FROM unnest($1::text[]) WITH ORDINALITY AS u(id, n)
-		JOIN jobs j ON j.id = u.id
-		WHERE j.status IN ('succeeded', 'failed', 'cancelled') OR j.expires_at <= now()
-		ORDER BY u.n`, ids)
-	if err != nil {
-		return nil, wrap("closed uploads", err)
-	}
-	closed, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return closed, wrap("closed uploads", err)
+	return s.pickIDs("closed uploads", ids, `JOIN jobs j ON j.id = u.id
+		WHERE j.status IN ('succeeded', 'failed', 'cancelled') OR j.expires_at <= now()`)
 }
 
 // NextExpiry is the earliest expires_at of any stored job, and false when there is none: the

@@ -616,27 +616,30 @@ func (s *Store) PurgeIdempotencyKeys() (int, error) {
 func (s *Store) JobExists(jobID string) (bool, error) {
 	var ok bool
 	err := s.db.View(func(tx *bolt.Tx) error {
-		ok = tx.Bucket(bucketJobs).Get([]byte(jobID)) != nil || outputHeld(tx, jobID)
+		ok = owned(tx, jobID)
 		return nil
 	})
 	return ok, err
 }
 
-// Unowned returns those of ids that JobExists would deny (no job record, and no cached
-// output held), in their order, reading them in one transaction; the orphan sweep checks a
-// listing's ids with it.
+// Unowned returns those of ids that JobExists would deny, in their order, reading them in one
+// transaction; the orphan sweep checks a listing's ids with it.
 func (s *Store) Unowned(ids []string) ([]string, error) {
 	var gone []string
 	err := s.db.View(func(tx *bolt.Tx) error {
-		jobs := tx.Bucket(bucketJobs)
 		for _, id := range ids {
-			if jobs.Get([]byte(id)) == nil && !outputHeld(tx, id) {
+			if !owned(tx, id) {
 				gone = append(gone, id)
 			}
 		}
 		return nil
 	})
 	return gone, err
+}
+
+// owned reports whether a job record has the id, or the conversion cache holds its output.
+func owned(tx *bolt.Tx, id string) bool {
+	return tx.Bucket(bucketJobs).Get([]byte(id)) != nil || outputHeld(tx, id)
 }
 
 // finish moves an unfinished job to a final state with its spend movement and webhook
