@@ -115,7 +115,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			sums[i], bases[i] = jp.InputSHA256, jp.CacheBase
 			if jp.SourceURL != "" {
 				statuses[i] = store.StatusQueued
-				queued = append(queued, "j:"+ids[i], "q:"+ids[i])
+				queued = append(queued, "q:"+ids[i])
 			}
 			if d := deliveryJSON(jp.DeliverTo); d != nil {
 				v := string(d)

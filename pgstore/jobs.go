@@ -442,7 +442,7 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 			}
 		}
 		if status == store.StatusQueued {
-			if err := notify(ctx, tx, "j:"+job.ID, "q:"+job.ID); err != nil {
+			if err := notify(ctx, tx, "q:"+job.ID); err != nil {
 				return err
 			}
 		}
@@ -692,7 +692,7 @@ func (s *Store) startJob(g *store.WriteGate, accountID, jobID string, uploadedSi
 		} else if err != nil {
 			return err
 		}
-		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
+		return notify(ctx, tx, "q:"+job.ID)
 	})
 	if err != nil {
 		return store.Job{}, wrap("start job", err)
@@ -860,7 +860,7 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 				payloads = append(payloads, "j:"+id)
 			} else {
 				requeued = append(requeued, id)
-				payloads = append(payloads, "j:"+id, "q:"+id)
+				payloads = append(payloads, "q:"+id)
 			}
 		}
 		rows.Close()
@@ -993,7 +993,7 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 			return err
 		}
 		requeued = true
-		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
+		return notify(ctx, tx, "q:"+job.ID)
 	})
 	if err != nil {
 		return store.Job{}, false, wrap("requeue job", err)
