@@ -64,9 +64,10 @@ func retryable(err error) bool {
 }
 
 // callJob runs a transition function that returns at most one job (SELECT jobCols FROM
-// fn(...)) in one round trip: BEGIN, the call, COMMIT and convsvc_send_notifies() (the
-// notifications it queued, sent after the commit in a transaction of their own: migration
-// 0020) as one batch. With then, BEGIN and the call
+// fn(...)) in one round trip: BEGIN, the call, convsvc_take_notifies() (the notifications it
+// queued, which the node's notifier sends after the commit, with other calls', in a
+// transaction of their own: migration 0028, notifier.go) and COMMIT as one batch. With then,
+// BEGIN and the call
 // go first, then runs in the same transaction with the job the call returned (the writes
 // that Go encodes, such as webhook deliveries), and COMMIT and the notifications follow: two
 // round trips and then's. It runs it all again (up to 5 times) when PostgreSQL aborted it for
@@ -82,7 +83,7 @@ func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx
 }
 
 // callGated is callJobExtra with a request's write gate (keycache.go): while g is pending, the
-// batch runs it first, as BEGIN; the gate; the call; COMMIT; the notifications, still one
+// batch runs it first, as BEGIN; the gate; the call; the payloads' take; COMMIT, still one
 // round trip. A refusal is g's error (store.ErrUnauthorized, store.ErrRateLimited) with
 // nothing written. When the call (or then) fails, its transaction rolls back with the gate's
 // count, and the gate then runs on its own (passGate, one more round trip, failures only):
@@ -134,10 +135,12 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 	}
 	b.Queue(sql, args...)
 	if then == nil {
-		b.Queue(`COMMIT`)
 		if !quiet {
-			b.Queue(`SELECT convsvc_send_notifies()`)
+			// The payloads the call queued, taken in its transaction (a rollback leaves them
+			// in the session): the notifier sends them after the COMMIT, with other calls'.
+			b.Queue(`SELECT convsvc_take_notifies()`)
 		}
+		b.Queue(`COMMIT`)
 	}
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
@@ -162,16 +165,19 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 			noRow, err = true, nil // a claim that found nothing: the batch goes on
 		}
 	}
-	sends := 2 // COMMIT and the notifications
-	if quiet {
-		sends = 1
+	var payloads string
+	if then == nil && !quiet && err == nil {
+		err = br.QueryRow().Scan(&payloads)
 	}
-	for i := 0; then == nil && i < sends && err == nil; i++ {
-		_, err = br.Exec()
-		committed = committed || (i == 0 && err == nil)
+	if then == nil && err == nil {
+		_, err = br.Exec() // COMMIT
+		committed = err == nil
 	}
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if committed {
+		s.notes.send(payloads)
 	}
 	if err == nil && then != nil {
 		if !noRow {
@@ -276,7 +282,7 @@ func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, stat
 	}
 	// A job created for its upload with no cache key queues no notification (no status
 	// event, no hit): its batch ends at the COMMIT (callOnce's quiet). Were one ever queued,
-	// it would leave with the connection's next send.
+	// it would leave with the connection's next take (or send).
 	quiet := status == store.StatusCreated && (p.InputSHA256 == "" || p.CacheBase == "")
 	return s.callHitGated(ctx, p.Gate, quiet, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
