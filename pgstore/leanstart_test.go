@@ -159,3 +159,45 @@ func startAs(t *testing.T, conn *pgx.Conn, account, jobID string, size int64, sh
 	}
 	return answer, payloads
 }
+
+// TestStart_FastPathTakesTheJobByItsID: 0028's start finds the job by its primary key even
+// when jobs has never been analyzed and the plan PL/pgSQL keeps for the session is generic
+// (after five calls), so a start reads one index entry, not its account's created jobs: 12
+// starts of an account with 2,000 created jobs read fewer than 100 entries of
+// jobs_account_status (they read 24,000 when account_id and status were plain conditions).
+func TestStart_FastPathTakesTheJobByItsID(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies every migration to a new database: the plain run covers it")
+	}
+	_, conn, ctx := migratedConn(t, 28)
+	if _, err := conn.Exec(ctx, `ALTER TABLE jobs SET (autovacuum_enabled = false);
+		INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at) VALUES ('acct_fp', 'fp', 100000, 2000, now());
+		INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, created_at, expires_at)
+			SELECT 'job_fp_' || lpad(i::text, 5, '0'), 'acct_fp', 'created', 'png', 'jpeg', 10, now(), now() + interval '1 day'
+			FROM generate_series(1, 2000) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	read := func() int64 {
+		t.Helper()
+		var n int64
+		if err := conn.QueryRow(ctx, `SELECT pg_stat_force_next_flush()`).Scan(new(any)); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.QueryRow(ctx, `SELECT pg_stat_clear_snapshot()`).Scan(new(any)); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.QueryRow(ctx, `SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'jobs_account_status'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := read()
+	for i := 1; i <= 12; i++ {
+		if got, _ := startAs(t, conn, "acct_fp", fmt.Sprintf("job_fp_%05d", i*100), 10, ""); got != "queued sha= base= etag=e" {
+			t.Fatalf("start %d answers %q", i, got)
+		}
+	}
+	if n := read() - before; n >= 100 {
+		t.Errorf("12 starts read %d entries of jobs_account_status, want fewer than 100 (the job by its id)", n)
+	}
+}
