@@ -7,6 +7,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/convsvc/convsvc/internal/testing/testpg"
+	"github.com/convsvc/convsvc/pgstore"
 )
 
 // TestMigrate_0028StartAnswersAsBefore: 0028's start (one UPDATE of the job when the account
@@ -160,44 +163,71 @@ func startAs(t *testing.T, conn *pgx.Conn, account, jobID string, size int64, sh
 	return answer, payloads
 }
 
-// TestStart_FastPathTakesTheJobByItsID: 0028's start finds the job by its primary key even
-// when jobs has never been analyzed and the plan PL/pgSQL keeps for the session is generic
-// (after five calls), so a start reads one index entry, not its account's created jobs: 12
-// starts of an account with 2,000 created jobs read fewer than 100 entries of
-// jobs_account_status (they read 24,000 when account_id and status were plain conditions).
-func TestStart_FastPathTakesTheJobByItsID(t *testing.T) {
+// TestJobLookups_TakeTheJobByItsID: a start (0028's fast path and, for a job with a cache
+// key, 0025's lookup), a job's read and lockOwnJob find the job by its primary key even when
+// jobs has never been analyzed and the plans were made while it was small: a store on one
+// connection warms its plans on an account with 20 jobs, the account then gets 2,000 more,
+// and 10 reads, 5 plain starts and 5 starts of cache-keyed jobs read fewer than 100 entries
+// of the account's indexes (each read the account's history, 2,000 entries, when account_id
+// and status were plain conditions).
+func TestJobLookups_TakeTheJobByItsID(t *testing.T) {
 	if testing.Short() {
 		t.Skip("applies every migration to a new database: the plain run covers it")
 	}
-	_, conn, ctx := migratedConn(t, 28)
-	if _, err := conn.Exec(ctx, `ALTER TABLE jobs SET (autovacuum_enabled = false);
-		INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at) VALUES ('acct_fp', 'fp', 100000, 2000, now());
-		INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, created_at, expires_at)
-			SELECT 'job_fp_' || lpad(i::text, 5, '0'), 'acct_fp', 'created', 'png', 'jpeg', 10, now(), now() + interval '1 day'
-			FROM generate_series(1, 2000) AS i`); err != nil {
-		t.Fatal(err)
+	s := open(t, testpg.NewDatabase(t), pgstore.Options{MaxConns: 1})
+	ctx := t.Context()
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addJobs := func(from, to int) {
+		t.Helper()
+		exec(fmt.Sprintf(`INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, created_at, expires_at,
+				input_sha256, cache_base)
+			SELECT 'job_fp_' || lpad(i::text, 5, '0'), 'acct_fp', 'created', 'png', 'jpeg', 10, now(), now() + interval '1 day',
+				CASE WHEN i %% 2 = 0 THEN 'abc' || i END, CASE WHEN i %% 2 = 0 THEN 'base' END
+			FROM generate_series(%d, %d) AS i`, from, to))
+	}
+	exec(`ALTER TABLE jobs SET (autovacuum_enabled = false);
+		INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, created_at) VALUES ('acct_fp', 'fp', 100000, 2020, now())`)
+	addJobs(1, 20)
+	// lookups reads the jobs numbered ids and starts them (odd numbers have no cache key:
+	// the fast path; even ones have one: 0025's path), on the store's one connection.
+	lookups := func(ids ...int) {
+		t.Helper()
+		for _, i := range ids {
+			id := fmt.Sprintf("job_fp_%05d", i)
+			if _, err := s.Job("acct_fp", id); err != nil {
+				t.Fatal(err)
+			}
+			sha := ""
+			if i%2 == 0 {
+				sha = fmt.Sprintf("abc%d", i)
+			}
+			var status string
+			if err := s.Pool().QueryRow(ctx, `SELECT status FROM convsvc_start_job('acct_fp', $1, 10, 10, 'e', NULL, $2, 1, true)`,
+				id, sha).Scan(&status); err != nil || status != "queued" {
+				t.Fatalf("start %s: %s %v", id, status, err)
+			}
+		}
 	}
 	read := func() int64 {
 		t.Helper()
+		exec(`SELECT pg_stat_force_next_flush()`)
 		var n int64
-		if err := conn.QueryRow(ctx, `SELECT pg_stat_force_next_flush()`).Scan(new(any)); err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.QueryRow(ctx, `SELECT pg_stat_clear_snapshot()`).Scan(new(any)); err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.QueryRow(ctx, `SELECT idx_tup_read FROM pg_stat_user_indexes WHERE indexrelname = 'jobs_account_status'`).Scan(&n); err != nil {
+		if err := s.Pool().QueryRow(ctx, `SELECT pg_stat_clear_snapshot(), (SELECT sum(idx_tup_read) FROM pg_stat_user_indexes
+			WHERE indexrelname IN ('jobs_account_status', 'jobs_account'))`).Scan(new(any), &n); err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
+	lookups(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20) // plans made, and kept, on a small table
+	addJobs(21, 2020)
 	before := read()
-	for i := 1; i <= 12; i++ {
-		if got, _ := startAs(t, conn, "acct_fp", fmt.Sprintf("job_fp_%05d", i*100), 10, ""); got != "queued sha= base= etag=e" {
-			t.Fatalf("start %d answers %q", i, got)
-		}
-	}
+	lookups(1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010)
 	if n := read() - before; n >= 100 {
-		t.Errorf("12 starts read %d entries of jobs_account_status, want fewer than 100 (the job by its id)", n)
+		t.Errorf("10 reads and 10 starts read %d entries of the account's indexes, want fewer than 100 (the job by its id)", n)
 	}
 }

@@ -57,8 +57,9 @@ BEGIN
             RETURN v_job;
         END IF;
     END IF;
-    -- Anything else: 0025's start, unchanged but for its payload.
-    SELECT * INTO v_job FROM jobs WHERE id = p_job AND account_id = p_account AND expires_at > now() FOR UPDATE;
+    -- Anything else: 0025's start, unchanged but for its payload and this lookup, which takes
+    -- the job by its id alone for the same reason as the UPDATE above.
+    SELECT * INTO v_job FROM jobs WHERE id = p_job AND (account_id = p_account AND expires_at > now()) IS TRUE FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % not found', p_job USING ERRCODE = 'CV404';
     END IF;
