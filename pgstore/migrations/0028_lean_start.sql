@@ -1,6 +1,6 @@
 -- convsvc schema 28: less PostgreSQL CPU per create and start (issue 34 item 2), measured by
 -- bench/pginstr.sh (valgrind, docs/benchmarks.md): a create+start 2,447,600 instructions at
--- schema 27, 2,243,800 here (-8.3%). What a transition does, answers and refuses is unchanged.
+-- schema 27, 2,240,100 here (-8.5%). What a transition does, answers and refuses is unchanged.
 --
 -- 1. A start that queues takes one UPDATE of the job where it took three statements and two
 --    row locks. 0025's start locked the job (SELECT ... FOR UPDATE), then the account's row
