@@ -105,7 +105,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		delivers := make([]*string, len(p.Jobs))
 		// The conversion cache's input_sha256 and cache base (cache.go).
 		sums, bases := make([]string, len(p.Jobs)), make([]string, len(p.Jobs))
-		var queued []string // source_url items: queued at create, as CreateJob does
+		var queued []string // source_url items, queued at create as CreateJob does: their payloads
 		for i, jp := range p.Jobs {
 			ids[i], inputs[i], targets[i], sizes[i] = store.NewJobID(now), jp.InputFormat, jp.TargetFormat, jp.InputBytes
 			if jp.Options != nil {
@@ -115,7 +115,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			sums[i], bases[i] = jp.InputSHA256, jp.CacheBase
 			if jp.SourceURL != "" {
 				statuses[i] = store.StatusQueued
-				queued = append(queued, "j:"+ids[i], "q:"+ids[i])
+				queued = append(queued, "q:"+ids[i])
 			}
 			if d := deliveryJSON(jp.DeliverTo); d != nil {
 				v := string(d)
@@ -123,7 +123,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			}
 		}
 		if len(queued) > 0 { // max_queued holds for them as for a start
-			if err := checkQueueRoom(ctx, tx, p.AccountID, len(queued)/2); err != nil {
+			if err := checkQueueRoom(ctx, tx, p.AccountID, len(queued)); err != nil { // one payload a job
 				return err
 			}
 		}

@@ -34,8 +34,9 @@ func importData() pgstore.ImportData {
 }
 
 // TestImport: the rows land as given and the ledger holds; a second import is refused
-// without replace and replaces with it; data that fails the in-transaction ledger check, or
-// a running job, leaves the database empty.
+// without replace and replaces with it; data that fails the in-transaction ledger check (a
+// wrong reservation, a job of an account it does not hold), or a running job, leaves the
+// database empty.
 func TestImport(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, testpg.NewDatabase(t), pgstore.Options{})
@@ -43,6 +44,12 @@ func TestImport(t *testing.T) {
 	bad.Accounts[0].ReservedCents = 0 // one unfinished job, no reservation
 	if _, err := s.Import(ctx, bad, false); !errors.Is(err, pgstore.ErrImportCheck) {
 		t.Fatalf("import with a wrong reservation: %v, want ErrImportCheck", err)
+	}
+	orphan := importData() // a second job, of an account the data does not hold
+	orphan.Jobs = append(orphan.Jobs, orphan.Jobs[0])
+	orphan.Jobs[1].ID, orphan.Jobs[1].AccountID = store.NewJobID(orphan.Jobs[0].CreatedAt), "acct_nobody"
+	if _, err := s.Import(ctx, orphan, false); !errors.Is(err, pgstore.ErrImportCheck) || !strings.Contains(err.Error(), "account acct_nobody, which does not exist") {
+		t.Fatalf("import of a job of no account: %v, want ErrImportCheck naming acct_nobody", err)
 	}
 	running := importData()
 	running.Jobs[0].Status = store.StatusRunning

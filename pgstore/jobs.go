@@ -308,11 +308,18 @@ func utcPtr(t *time.Time) *time.Time {
 	return &u
 }
 
+// ownLiveJob is the condition that finds one of the account's live jobs ($1 the job's id, $2
+// the account's) by the primary key alone: the other conditions are one IS TRUE, which no
+// index can serve. As plain conditions, a generic plan that PostgreSQL made while jobs was
+// small (a new database, before its first ANALYZE) took jobs_account_status and read the
+// account's whole history on every lookup for as long as the connection kept the plan
+// (docs/decisions.md, migration 0028).
+const ownLiveJob = `id = $1 AND (account_id = $2 AND expires_at > now()) IS TRUE`
+
 // lockOwnJob reads and locks one of the account's live jobs; another account's job or an
 // expired one is ErrNotFound.
 func lockOwnJob(ctx context.Context, tx pgx.Tx, accountID, jobID string) (store.Job, error) {
-	return scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs
-		WHERE id = $1 AND account_id = $2 AND expires_at > now() FOR UPDATE`, jobID, accountID))
+	return scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE `+ownLiveJob+` FOR UPDATE`, jobID, accountID))
 }
 
 // lockAccount locks the account's row: what a transaction of the cache does before the
@@ -442,7 +449,7 @@ func (s *Store) CreateJob(p store.CreateJobParams, render func(store.Job) (store
 			}
 		}
 		if status == store.StatusQueued {
-			if err := notify(ctx, tx, "j:"+job.ID, "q:"+job.ID); err != nil {
+			if err := notify(ctx, tx, "q:"+job.ID); err != nil {
 				return err
 			}
 		}
@@ -498,7 +505,7 @@ func (s *Store) idempotentResponse(ctx context.Context, tx pgx.Tx, accountID, ke
 func (s *Store) Job(accountID, jobID string) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
-	job, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE id = $1 AND account_id = $2 AND expires_at > now()`, jobID, accountID))
+	job, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobCols+` FROM jobs WHERE `+ownLiveJob, jobID, accountID))
 	return job, wrap("job", err)
 }
 
@@ -692,7 +699,7 @@ func (s *Store) startJob(g *store.WriteGate, accountID, jobID string, uploadedSi
 		} else if err != nil {
 			return err
 		}
-		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
+		return notify(ctx, tx, "q:"+job.ID)
 	})
 	if err != nil {
 		return store.Job{}, wrap("start job", err)
@@ -860,7 +867,7 @@ func (s *Store) ReapExpiredLeases(maxAttempts int) (requeued, failed []string, e
 				payloads = append(payloads, "j:"+id)
 			} else {
 				requeued = append(requeued, id)
-				payloads = append(payloads, "j:"+id, "q:"+id)
+				payloads = append(payloads, "q:"+id)
 			}
 		}
 		rows.Close()
@@ -993,7 +1000,7 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 			return err
 		}
 		requeued = true
-		return notify(ctx, tx, "j:"+job.ID, "q:"+job.ID)
+		return notify(ctx, tx, "q:"+job.ID)
 	})
 	if err != nil {
 		return store.Job{}, false, wrap("requeue job", err)

@@ -126,6 +126,8 @@ type Store struct {
 
 	stop       context.CancelFunc
 	listenDone chan struct{}
+	// notes sends the transition calls' notifications after their commits (notifier.go).
+	notes *notifier
 
 	wakeOnce sync.Once
 	wake     chan struct{} // WebhookWake's
@@ -201,6 +203,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		subscribers: map[int]func(Event){},
 		stop:        stop,
 		listenDone:  make(chan struct{}),
+		notes:       newNotifier(pool, opts.Logger, opts.Timeout),
 	}
 	s.keys.max = opts.KeyCache
 	if s.keys.max == 0 {
@@ -220,8 +223,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Close stops the listener and closes the pool.
+// Close sends the notifications still pending, stops the listener and closes the pool.
 func (s *Store) Close() error {
+	s.notes.flush()
 	s.stop()
 	<-s.listenDone
 	s.pool.Close()

@@ -64,9 +64,10 @@ func retryable(err error) bool {
 }
 
 // callJob runs a transition function that returns at most one job (SELECT jobCols FROM
-// fn(...)) in one round trip: BEGIN, the call, COMMIT and convsvc_send_notifies() (the
-// notifications it queued, sent after the commit in a transaction of their own: migration
-// 0020) as one batch. With then, BEGIN and the call
+// fn(...)) in one round trip: the call and convsvc_take_notifies() (the notifications it
+// queued, which the node's notifier sends after the commit, with other calls', in a
+// transaction of their own: migration 0028, notifier.go) as one batch, one implicit
+// transaction that the batch's Sync commits. With then, BEGIN and the call
 // go first, then runs in the same transaction with the job the call returned (the writes
 // that Go encodes, such as webhook deliveries), and COMMIT and the notifications follow: two
 // round trips and then's. It runs it all again (up to 5 times) when PostgreSQL aborted it for
@@ -82,8 +83,8 @@ func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx
 }
 
 // callGated is callJobExtra with a request's write gate (keycache.go): while g is pending, the
-// batch runs it first, as BEGIN; the gate; the call; COMMIT; the notifications, still one
-// round trip. A refusal is g's error (store.ErrUnauthorized, store.ErrRateLimited) with
+// batch runs it first, as the gate; the call; the payloads' take, still one round trip and
+// one transaction. A refusal is g's error (store.ErrUnauthorized, store.ErrRateLimited) with
 // nothing written. When the call (or then) fails, its transaction rolls back with the gate's
 // count, and the gate then runs on its own (passGate, one more round trip, failures only):
 // the write counts once, at that moment, and a refusal there is the answer (429 before
@@ -120,7 +121,12 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 	defer conn.Release()
 	gated := g.Pending()
 	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
+	if then != nil {
+		// then goes on in the transaction after the batch: it needs one that outlives the
+		// batch's Sync. Without then, the batch's statements are one implicit transaction,
+		// which its Sync commits (no BEGIN or COMMIT to send, parse and answer).
+		b.Queue(`BEGIN`)
+	}
 	if gated {
 		// The gate first: the key's rate_windows row is the first lock (cache.go's order),
 		// and a refused write runs no transition. No savepoint keeps its count when the call
@@ -133,14 +139,15 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 		b.Queue(`SELECT set_config('convsvc.defer_notify', 'on', true)`)
 	}
 	b.Queue(sql, args...)
-	if then == nil {
-		b.Queue(`COMMIT`)
-		if !quiet {
-			b.Queue(`SELECT convsvc_send_notifies()`)
-		}
+	if then == nil && !quiet {
+		// The payloads the call queued, taken in its transaction (a rollback leaves them in
+		// the session): the notifier sends them after the commit, with other calls'.
+		b.Queue(`SELECT convsvc_take_notifies()`)
 	}
 	br := conn.SendBatch(ctx, b)
-	_, err = br.Exec()
+	if then != nil {
+		_, err = br.Exec() // BEGIN
+	}
 	// counted: the gate counted the write in this transaction (committed once committed is).
 	var counted, committed bool
 	var gateCount int
@@ -162,16 +169,18 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 			noRow, err = true, nil // a claim that found nothing: the batch goes on
 		}
 	}
-	sends := 2 // COMMIT and the notifications
-	if quiet {
-		sends = 1
+	var payloads string
+	if then == nil && !quiet && err == nil {
+		err = br.QueryRow().Scan(&payloads)
 	}
-	for i := 0; then == nil && i < sends && err == nil; i++ {
-		_, err = br.Exec()
-		committed = committed || (i == 0 && err == nil)
-	}
+	// Close reads to the batch's Sync: without then, the commit's outcome (an error there is
+	// a failed commit).
 	if cerr := br.Close(); err == nil {
 		err = cerr
+	}
+	if then == nil && err == nil {
+		committed = true
+		s.notes.send(payloads)
 	}
 	if err == nil && then != nil {
 		if !noRow {
@@ -275,8 +284,8 @@ func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, stat
 		opts = p.Options
 	}
 	// A job created for its upload with no cache key queues no notification (no status
-	// event, no hit): its batch ends at the COMMIT (callOnce's quiet). Were one ever queued,
-	// it would leave with the connection's next send.
+	// event, no hit): its batch ends with the call (callOnce's quiet). Were one ever queued,
+	// it would leave with the connection's next take (or send).
 	quiet := status == store.StatusCreated && (p.InputSHA256 == "" || p.CacheBase == "")
 	return s.callHitGated(ctx, p.Gate, quiet, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
