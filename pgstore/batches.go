@@ -105,7 +105,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		delivers := make([]*string, len(p.Jobs))
 		// The conversion cache's input_sha256 and cache base (cache.go).
 		sums, bases := make([]string, len(p.Jobs)), make([]string, len(p.Jobs))
-		var queued []string // source_url items, queued at create as CreateJob does: their payloads
+		var queued []string // source_url items: queued at create, as CreateJob does
 		for i, jp := range p.Jobs {
 			ids[i], inputs[i], targets[i], sizes[i] = store.NewJobID(now), jp.InputFormat, jp.TargetFormat, jp.InputBytes
 			if jp.Options != nil {
@@ -115,7 +115,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			sums[i], bases[i] = jp.InputSHA256, jp.CacheBase
 			if jp.SourceURL != "" {
 				statuses[i] = store.StatusQueued
-				queued = append(queued, "q:"+ids[i])
+				queued = append(queued, ids[i])
 			}
 			if d := deliveryJSON(jp.DeliverTo); d != nil {
 				v := string(d)
@@ -123,7 +123,7 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 			}
 		}
 		if len(queued) > 0 { // max_queued holds for them as for a start
-			if err := checkQueueRoom(ctx, tx, p.AccountID, len(queued)); err != nil { // one payload a job
+			if err := checkQueueRoom(ctx, tx, p.AccountID, len(queued)); err != nil {
 				return err
 			}
 		}
@@ -143,7 +143,11 @@ func (s *Store) CreateBatch(p store.CreateBatchParams, render func(store.Batch, 
 		if err != nil {
 			return err
 		}
-		if err := notify(ctx, tx, queued...); err != nil {
+		payloads := make([]string, len(queued))
+		for i, id := range queued {
+			payloads[i] = "q:" + id
+		}
+		if err := notify(ctx, tx, payloads...); err != nil {
 			return err
 		}
 		byID := make(map[string]store.Job, len(inserted))
