@@ -349,12 +349,13 @@ func (w rateCount) result(limit int, window time.Duration) (allowed bool, remain
 }
 
 // PurgeRateWindows deletes the windows of keys with no write inside the last window, so the
-// table holds only keys that wrote recently; the sweeper calls it now and then.
+// table holds only keys that wrote recently; the sweeper calls it now and then. An empty
+// window (a key revoked before its first write: migration 0029) goes too.
 func (s *Store) PurgeRateWindows(window time.Duration) (int, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
 	tag, err := s.pool.Exec(ctx, `DELETE FROM rate_windows
-		WHERE times[cardinality(times)] <= clock_timestamp() - $1 * interval '1 microsecond'`, micros(window))
+		WHERE coalesce(times[cardinality(times)], '-infinity') <= clock_timestamp() - $1 * interval '1 microsecond'`, micros(window))
 	if err != nil {
 		return 0, wrap("purge rate windows", err)
 	}

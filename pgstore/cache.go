@@ -34,8 +34,10 @@ import (
 //     gate (migration 0024's convsvc_write_gate, the first statement of the transaction:
 //     keycache.go). No transaction takes it after any lock below: AuthenticateWrite and
 //     AllowWrite count in transactions of their own, PurgeRateWindows deletes alone, and
-//     Import locks rate_windows before the tables below. Two gated transactions of one key
-//     queue on it; they queued on the account's row anyway (a key is one account's);
+//     Import locks rate_windows before the tables below. A revocation (any UPDATE or DELETE
+//     of api_keys: migration 0029's trigger) writes it after the key's api_keys row, which
+//     no gate locks. Two gated transactions of one key queue on it; they queued on the
+//     account's row anyway (a key is one account's);
 //  1. the job's row (FOR UPDATE; a claim's FOR UPDATE SKIP LOCKED);
 //  2. its account's row (FOR UPDATE; lockAccount, lockAccountSpend), before anything of the
 //     cache, even where the account's cents move only on a hit (a claim, FinishFromCache);

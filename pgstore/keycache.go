@@ -18,8 +18,10 @@ import (
 // transition's batch. A node now remembers the keys it has authenticated (keyCache); for a
 // cached key httpapi passes a store.WriteGate with the write, and the transition's batch runs
 // it first (migration 0024's convsvc_write_gate: BEGIN; the gate; the call; COMMIT), so a
-// warm create or start is one round trip. The gate reads the key in
-// the transaction that counts, so the cache is only a hint of which key a secret is: a
+// warm create or start is one round trip. The gate checks the key in the transaction that
+// counts (since migration 0029 by the key its rate_windows row remembers, which every change
+// of the key's api_keys row makes it forget, and otherwise by reading the key), so the cache
+// is only a hint of which key a secret is: a
 // revocation holds on every node as soon as RevokeKey returns (CV401: 403 unauthorized), and
 // a full window refuses with nothing counted and nothing written (CVRL0: 429). When the call
 // fails, its transaction rolls back with the gate's count (no savepoint keeps it), and the

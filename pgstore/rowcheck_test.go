@@ -88,3 +88,72 @@ func checkRowCheck(t *testing.T, version int, what string, valid bool, err error
 		t.Errorf("%s: refused by %q, want jobs_row_check", what, pgErr.ConstraintName)
 	}
 }
+
+// TestMigrate_0029OneAccountCheck: 0029's accounts_row_check (one call of
+// convsvc_account_row_ok) accepts and refuses exactly the rows 0001's and 0012's four CHECK
+// constraints did: a spend cap and reservations of at least 0, max_running and max_queued
+// absent or at least 1. Each value on either side of its bound (and NULL for the optional
+// two) is inserted, and written by an UPDATE, on the schema before 0029 and after it; a refused
+// row is SQLSTATE 23514 on accounts (naming accounts_row_check after 0029), which then has no
+// other CHECK constraint. Fails with a clause of the function missing or changed.
+func TestMigrate_0029OneAccountCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("applies every migration to two new databases: the plain run covers it")
+	}
+	for _, version := range []int{28, 29} {
+		t.Run(fmt.Sprintf("schema %d", version), func(t *testing.T) {
+			_, conn, ctx := migratedConn(t, version)
+			var checks []string
+			if err := conn.QueryRow(ctx, `SELECT coalesce(array_agg(conname::text ORDER BY conname), '{}') FROM pg_constraint
+				WHERE conrelid = 'accounts'::regclass AND contype = 'c'`).Scan(&checks); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"accounts_max_queued_check", "accounts_max_running_check", "accounts_reserved_cents_check", "accounts_spend_cap_cents_check"}
+			if version >= 29 {
+				want = []string{"accounts_row_check"}
+			}
+			if !slices.Equal(checks, want) {
+				t.Fatalf("accounts' CHECK constraints: %v, want %v", checks, want)
+			}
+			type row struct {
+				capCents, reserved int64
+				maxRunning         *int64
+				maxQueued          *int64
+			}
+			n := func(v int64) *int64 { return &v }
+			rows := []row{{0, 0, nil, nil}, {-1, 0, nil, nil}, {5, -1, nil, nil}, {5, 5, n(1), n(1)}, {5, 5, n(0), nil}, {5, 5, nil, n(0)},
+				{5, 5, n(-3), n(2)}, {-1, -1, n(0), n(0)}}
+			for i, r := range rows {
+				valid := r.capCents >= 0 && r.reserved >= 0 && (r.maxRunning == nil || *r.maxRunning >= 1) && (r.maxQueued == nil || *r.maxQueued >= 1)
+				what := fmt.Sprintf("cap %d reserved %d max_running %v max_queued %v", r.capCents, r.reserved, r.maxRunning, r.maxQueued)
+				_, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, reserved_cents, max_running, max_queued, created_at)
+					VALUES ($1, 'n', $2, $3, $4, $5, now())`, fmt.Sprintf("acct_ac_%d", i), r.capCents, r.reserved, r.maxRunning, r.maxQueued)
+				checkAccountCheck(t, version, "insert of "+what, valid, err)
+				if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at) VALUES ($1, 'n', 0, now())`,
+					fmt.Sprintf("acct_ac_%d_u", i)); err != nil {
+					t.Fatal(err)
+				}
+				_, err = conn.Exec(ctx, `UPDATE accounts SET spend_cap_cents = $2, reserved_cents = $3, max_running = $4, max_queued = $5 WHERE id = $1`,
+					fmt.Sprintf("acct_ac_%d_u", i), r.capCents, r.reserved, r.maxRunning, r.maxQueued)
+				checkAccountCheck(t, version, "update to "+what, valid, err)
+			}
+		})
+	}
+}
+
+// checkAccountCheck fails t unless err is nil for a valid row, and accounts' check violation
+// for another.
+func checkAccountCheck(t *testing.T, version int, what string, valid bool, err error) {
+	t.Helper()
+	var pgErr *pgconn.PgError
+	switch {
+	case valid && err != nil:
+		t.Errorf("%s: %v, want it stored", what, err)
+	case !valid && err == nil:
+		t.Errorf("%s stored, want SQLSTATE 23514", what)
+	case !valid && (!errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.TableName != "accounts"):
+		t.Errorf("%s: %v, want SQLSTATE 23514 on accounts", what, err)
+	case !valid && version >= 29 && pgErr.ConstraintName != "accounts_row_check":
+		t.Errorf("%s: refused by %q, want accounts_row_check", what, pgErr.ConstraintName)
+	}
+}
