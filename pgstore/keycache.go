@@ -21,8 +21,8 @@ import (
 // warm create or start is one round trip. The gate checks the key in the transaction that
 // counts (since migration 0029 by the key its rate_windows row remembers, which every change
 // of the key's api_keys row makes it forget, and otherwise by reading the key), so the cache
-// is only a hint of which key a secret is: a
-// revocation holds on every node as soon as RevokeKey returns (CV401: 403 unauthorized), and
+// is only a hint of which key a secret is: a revocation holds on every node as soon as
+// RevokeKey returns (CV401: 403 unauthorized), and
 // a full window refuses with nothing counted and nothing written (CVRL0: 429). When the call
 // fails, its transaction rolls back with the gate's count (no savepoint keeps it), and the
 // gate runs on its own (passGate: one more round trip, failures only), so

@@ -76,17 +76,7 @@ func TestMigrate_0027OneRowCheck(t *testing.T) {
 // another.
 func checkRowCheck(t *testing.T, version int, what string, valid bool, err error) {
 	t.Helper()
-	var pgErr *pgconn.PgError
-	switch {
-	case valid && err != nil:
-		t.Errorf("%s: %v, want it stored", what, err)
-	case !valid && err == nil:
-		t.Errorf("%s stored, want SQLSTATE 23514", what)
-	case !valid && (!errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.TableName != "jobs"):
-		t.Errorf("%s: %v, want SQLSTATE 23514 on jobs", what, err)
-	case !valid && version >= 27 && pgErr.ConstraintName != "jobs_row_check":
-		t.Errorf("%s: refused by %q, want jobs_row_check", what, pgErr.ConstraintName)
-	}
+	checkViolation(t, "jobs", "jobs_row_check", version >= 27, what, valid, err)
 }
 
 // TestMigrate_0029OneAccountCheck: 0029's accounts_row_check (one call of
@@ -145,15 +135,22 @@ func TestMigrate_0029OneAccountCheck(t *testing.T) {
 // for another.
 func checkAccountCheck(t *testing.T, version int, what string, valid bool, err error) {
 	t.Helper()
+	checkViolation(t, "accounts", "accounts_row_check", version >= 29, what, valid, err)
+}
+
+// checkViolation fails t unless err is nil for a valid row, and for another SQLSTATE 23514 on
+// table, naming constraint when named.
+func checkViolation(t *testing.T, table, constraint string, named bool, what string, valid bool, err error) {
+	t.Helper()
 	var pgErr *pgconn.PgError
 	switch {
 	case valid && err != nil:
 		t.Errorf("%s: %v, want it stored", what, err)
 	case !valid && err == nil:
 		t.Errorf("%s stored, want SQLSTATE 23514", what)
-	case !valid && (!errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.TableName != "accounts"):
-		t.Errorf("%s: %v, want SQLSTATE 23514 on accounts", what, err)
-	case !valid && version >= 29 && pgErr.ConstraintName != "accounts_row_check":
-		t.Errorf("%s: refused by %q, want accounts_row_check", what, pgErr.ConstraintName)
+	case !valid && (!errors.As(err, &pgErr) || pgErr.Code != "23514" || pgErr.TableName != table):
+		t.Errorf("%s: %v, want SQLSTATE 23514 on %s", what, err, table)
+	case !valid && named && pgErr.ConstraintName != constraint:
+		t.Errorf("%s: refused by %q, want %s", what, pgErr.ConstraintName, constraint)
 	}
 }
