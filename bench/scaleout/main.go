@@ -456,6 +456,14 @@ func closeLean(conns []*leanConn) {
 // ($CONVSVC_CPUPROFILE set): its files .1 and .3 are then the create and start phases (the
 // allocations of phase N are the difference of $CONVSVC_MEMPROFILE.N and .N+1).
 func cut(pids []int) {
+	if f := os.Getenv("SCALEOUT_PHASES"); f != "" {
+		// The phase edges' wall clock, for `perf record -k realtime` and `perf report --time`.
+		out, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		check(err)
+		_, err = fmt.Fprintf(out, "%.6f\n", float64(time.Now().UnixMicro())/1e6)
+		check(err)
+		check(out.Close())
+	}
 	if os.Getenv("CONVSVC_CPUPROFILE") == "" {
 		return
 	}
