@@ -21,6 +21,10 @@
 // meanwhile, so their workers' CPU is in the start phase's figures), and PostgreSQL's WAL
 // syncs (pg_stat_wal) and commits (pg_stat_database) per request, cluster-wide.
 //
+// SCALEOUT_PHASES=FILE appends the wall clock (Unix seconds) of the API phase's edges to FILE:
+// the create phase's start and end, the start phase's start and end, for `perf record -k
+// realtime` and `perf report --time START,END`.
+//
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
