@@ -16,6 +16,7 @@
 # compilation drop out. Run from the module root as root or as a user that may run postgres:
 #
 #   bench/pgcallinstr.sh UPTO [VARIANT.sql ...]      e.g. bench/pgcallinstr.sh 28; bench/pgcallinstr.sh 29
+#   PGCALLINSTR_SCRIPT=calls.pgb bench/pgcallinstr.sh UPTO VARIANT.sql   (a variant's own pgbench script)
 #
 # bench/pginstr.sh counts a single-user backend instead (statements parsed and planned each
 # time, no gate, the batch of schemas 20-27): use it to compare schemas up to 27.
@@ -82,6 +83,8 @@ SELECT * FROM convsvc_start_job('acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1
 SELECT convsvc_take_notifies();
 \endpipeline
 PGB
+# PGCALLINSTR_SCRIPT=FILE: another pgbench script in place of these batches (a variant's own calls).
+[ -n "${PGCALLINSTR_SCRIPT:-}" ] && cp "$PGCALLINSTR_SCRIPT" "$work/job.pgb"
 run_pg valgrind --tool=cachegrind --cache-sim=no --trace-children=yes --cachegrind-out-file="$work/cg/cg.%p" \
   "$PGBIN/postgres" -D "$work/pg/data" -p "$port" -k "$work/pg" -c listen_addresses=127.0.0.1 -c autovacuum=off >"$work/pgv.log" 2>&1 &
 for _ in $(seq 1 1200); do "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$port" && break; sleep 0.2; done

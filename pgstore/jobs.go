@@ -49,12 +49,10 @@ const currentMonth = `to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')`
 // scanJob reads one row of jobCols; no row is store.ErrNotFound.
 func scanJob(row pgx.Row) (store.Job, error) {
 	d := new(jobRow)
-	var err error
-	if er, ok := row.(extraRow); ok && len(er.extra) > 0 {
-		err = row.Scan(d.targets()...) // columns after the job's: pgx scans them all
-	} else {
-		err = row.Scan(d) // ScanRow
+	if er, ok := row.(extraRow); ok {
+		d.extra, row = er.extra, er.row // columns after the job's, decoded with them
 	}
+	err := row.Scan(d) // ScanRow
 	if isNoRows(err) {
 		return store.Job{}, store.ErrNotFound
 	} else if err != nil {
@@ -108,15 +106,16 @@ type jobRow struct {
 	outAttempt             *int32
 	outVerified, outCached bool
 	outObject              string
+	extra                  []any // the columns after jobCols' (extraRow)
 }
 
-// targets are d's fields in jobCols' order, for pgx's Scan.
+// targets are d's fields in jobCols' order, then d.extra, for pgx's Scan.
 func (d *jobRow) targets() []any {
 	j := &d.j
-	return []any{&j.ID, &d.seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &d.opts,
+	return append([]any{&j.ID, &d.seq, &j.AccountID, &j.Status, &j.InputFormat, &j.TargetFormat, &j.InputBytes, &d.opts,
 		&j.Attempt, &j.ErrorCode, &j.ErrorMessage, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.ExpiresAt, &d.outBytes, &d.outSHA,
 		&d.upSize, &d.upETag, &d.upVersion, &d.outAttempt, &d.outWarnings, &j.ErrorReason, &d.j.SourceURL, &d.deliverTo, &d.outVerified,
-		&j.InputSHA256, &j.CacheBase, &d.outCached, &d.outObject, &j.HitCents}
+		&j.InputSHA256, &j.CacheBase, &d.outCached, &d.outObject, &j.HitCents}, d.extra...)
 }
 
 // ScanRow reads the row straight from its raw values (pgx.RowScanner), without the scan

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -79,7 +80,7 @@ func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, 
 // callJobExtra is callJob for a statement whose row has columns after the job's, scanned
 // into extra.
 func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
-	return s.callGated(ctx, nil, false, then, extra, sql, args...)
+	return s.callGated(ctx, nil, false, then, extra, "", sql, args...)
 }
 
 // callGated is callJobExtra with a request's write gate (keycache.go): while g is pending, the
@@ -89,13 +90,17 @@ func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx
 // count, and the gate then runs on its own (passGate, one more round trip, failures only):
 // the write counts once, at that moment, and a refusal there is the answer (429 before
 // 400). A failure that the caller takes on (errDeliveries' second call, errFallback's Go
-// transaction) leaves the gate pending for it.
-func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
+// transaction) leaves the gate pending for it. gated, when not empty, is the same call as
+// one statement with the gate's arguments first (a *_gated function of migration 0030,
+// returning the job's columns, then extra's, then the gate's count, oldest entry and clock
+// and the payloads taken): without then, a pending gate, the call and the take are that one
+// statement.
+func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, gated, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
 	}
 	for attempt := 1; ; attempt++ {
-		job, err := s.callOnce(ctx, g, quiet, then, extra, sql, args)
+		job, err := s.callOnce(ctx, g, quiet, then, extra, gated, sql, args)
 		if attempt < 5 && retryable(err) {
 			s.retried.Add(1)
 			continue
@@ -113,13 +118,16 @@ func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, t
 	}
 }
 
-func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args []any) (job store.Job, err error) {
+func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, gatedSQL, sql string, args []any) (job store.Job, err error) {
+	gated := g.Pending()
+	if gated && then == nil && gatedSQL != "" {
+		return s.callOneStatement(ctx, g, extra, gatedSQL, args)
+	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return store.Job{}, err
 	}
 	defer conn.Release()
-	gated := g.Pending()
 	b := &pgx.Batch{}
 	if then != nil {
 		// then goes on in the transaction after the batch: it needs one that outlives the
@@ -204,6 +212,31 @@ func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, th
 	return job, nil
 }
 
+// gatedCols are the columns a *_gated function of migration 0030 returns after the job's:
+// the write gate's count, oldest entry and clock, and the payloads its transaction queued.
+const gatedCols = `o_count, o_oldest, o_now, o_notify`
+
+// callOneStatement is callOnce for a pending gate without then: the gate, the call and the
+// take are one statement, sql (a *_gated function, the gate's arguments first), one implicit
+// transaction that its Sync commits. A commit that fails is the row's error (pgx reads to
+// the Sync before Scan returns).
+func (s *Store) callOneStatement(ctx context.Context, g *store.WriteGate, extra []any, sql string, args []any) (store.Job, error) {
+	var count int
+	var oldest, now time.Time
+	var payloads string
+	row := s.pool.QueryRow(ctx, sql, append(gateArgs(g), args...)...)
+	job, err := scanJob(extraRow{row, append(slices.Clip(extra), &count, &oldest, &now, &payloads)})
+	if err != nil {
+		if refused := s.gateRefused(g, err); refused != nil {
+			return store.Job{}, refused
+		}
+		return store.Job{}, err
+	}
+	s.notes.send(payloads)
+	s.gateCounted(g, count, oldest, now)
+	return job, nil
+}
+
 // connTx is the transaction callOnce or txOnce began on a connection with its own BEGIN, as
 // the pgx.Tx that the Go transactions take. They commit or roll it back; Commit and Rollback
 // here refuse.
@@ -263,15 +296,15 @@ func finishedDeliveries(ctx context.Context, tx pgx.Tx, job store.Job) error {
 // deliveries of the job it finished (CVWH0), the call runs again with it true and
 // finishedDeliveries after it in the same transaction.
 func (s *Store) callHit(ctx context.Context, extra []any, sql string, args ...any) (store.Job, error) {
-	return s.callHitGated(ctx, nil, false, extra, sql, args...)
+	return s.callHitGated(ctx, nil, false, extra, "", sql, args...)
 }
 
 // callHitGated is callHit with a request's write gate (callGated), which the first call runs
 // (and counts even when that call fails).
-func (s *Store) callHitGated(ctx context.Context, g *store.WriteGate, quiet bool, extra []any, sql string, args ...any) (store.Job, error) {
-	job, err := s.callGated(ctx, g, quiet, nil, extra, sql, append(args, false)...)
+func (s *Store) callHitGated(ctx context.Context, g *store.WriteGate, quiet bool, extra []any, gated, sql string, args ...any) (store.Job, error) {
+	job, err := s.callGated(ctx, g, quiet, nil, extra, gated, sql, append(args, false)...)
 	if errors.Is(err, errDeliveries) {
-		job, err = s.callGated(ctx, g, false, finishedDeliveries, extra, sql, append(args, true)...)
+		job, err = s.callGated(ctx, g, false, finishedDeliveries, extra, "", sql, append(args, true)...)
 	}
 	return job, err
 }
@@ -287,7 +320,9 @@ func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, stat
 	// event, no hit): its batch ends with the call (callOnce's quiet). Were one ever queued,
 	// it would leave with the connection's next take (or send).
 	quiet := status == store.StatusCreated && (p.InputSHA256 == "" || p.CacheBase == "")
-	return s.callHitGated(ctx, p.Gate, quiet, nil, `SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+	return s.callHitGated(ctx, p.Gate, quiet, nil,
+		`SELECT `+jobCols+`, `+gatedCols+` FROM convsvc_create_job_gated($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+		`SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
 		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL, p.InputSHA256, p.CacheBase, s.opts.hitCents())
 }
@@ -300,7 +335,9 @@ func (s *Store) startJobCall(ctx context.Context, g *store.WriteGate, accountID,
 	if up != nil {
 		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 	}
-	return s.callHitGated(ctx, g, false, nil, `SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	return s.callHitGated(ctx, g, false, nil,
+		`SELECT `+jobCols+`, `+gatedCols+` FROM convsvc_start_job_gated($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		`SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		accountID, jobID, uploadedSize, upSize, upETag, upVersion, sha, s.opts.hitCents())
 }
 

@@ -21,6 +21,10 @@
 // meanwhile, so their workers' CPU is in the start phase's figures), and PostgreSQL's WAL
 // syncs (pg_stat_wal) and commits (pg_stat_database) per request, cluster-wide.
 //
+// SCALEOUT_PHASES=FILE appends the wall clock (Unix seconds) of the API phase's edges to FILE:
+// the create phase's start and end, the start phase's start and end, for `perf record -k
+// realtime` and `perf report --time START,END`.
+//
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
@@ -456,6 +460,14 @@ func closeLean(conns []*leanConn) {
 // ($CONVSVC_CPUPROFILE set): its files .1 and .3 are then the create and start phases (the
 // allocations of phase N are the difference of $CONVSVC_MEMPROFILE.N and .N+1).
 func cut(pids []int) {
+	if f := os.Getenv("SCALEOUT_PHASES"); f != "" {
+		// The phase edges' wall clock, for `perf record -k realtime` and `perf report --time`.
+		out, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		check(err)
+		_, err = fmt.Fprintf(out, "%.6f\n", float64(time.Now().UnixMicro())/1e6)
+		check(err)
+		check(out.Close())
+	}
 	if os.Getenv("CONVSVC_CPUPROFILE") == "" {
 		return
 	}
