@@ -5,7 +5,8 @@
 # backends), and pgbench, in prepared mode with one connection, sends per job the two
 # pipelined batches pgstore's callOnce sends: the write gate, convsvc_create_job and
 # convsvc_take_notifies() with one Sync (one implicit transaction), then the same with
-# convsvc_start_job. The notifier's shared sends, the WAL writer and the kernel are not
+# convsvc_start_job; from schema 30, as pgstore sends them since 0030, the one statement
+# convsvc_create_job_gated, then convsvc_start_job_gated. The notifier's shared sends, the WAL writer and the kernel are not
 # counted. The database: pgstore/migrations/0001 ... UPTO applied in order (each file in one
 # transaction), then each VARIANT.sql given (none: the migrations as they are), then 61
 # accounts, 600 keys each with a rate window of 60 writes, 30,000 jobs (10% queued, the rest
@@ -15,7 +16,7 @@
 # Ir(60 jobs)) / 240 of the backend that served each run, so start-up and the first calls'
 # compilation drop out. Run from the module root as root or as a user that may run postgres:
 #
-#   bench/pgcallinstr.sh UPTO [VARIANT.sql ...]      e.g. bench/pgcallinstr.sh 28; bench/pgcallinstr.sh 29
+#   bench/pgcallinstr.sh UPTO [VARIANT.sql ...]      e.g. bench/pgcallinstr.sh 29; bench/pgcallinstr.sh 30
 #   PGCALLINSTR_SCRIPT=calls.pgb bench/pgcallinstr.sh UPTO VARIANT.sql   (a variant's own pgbench script)
 #
 # bench/pginstr.sh counts a single-user backend instead (statements parsed and planned each
@@ -83,6 +84,14 @@ SELECT * FROM convsvc_start_job('acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1
 SELECT convsvc_take_notifies();
 \endpipeline
 PGB
+if [ "$upto" -ge 30 ]; then
+  cat > "$work/job.pgb" <<'PGB'
+\set n random(1, 2000000000)
+\set k random(0, 599)
+SELECT * FROM convsvc_create_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'job_q' || :n, 'acct_' || (1 + :k % 61), 'created', 'png', 'jpeg', 1000, '{"quality":80}'::bytea, 86400000000, '', NULL, '', '', '', 1, true);
+SELECT * FROM convsvc_start_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1000, 'etag', NULL, '', 1, true);
+PGB
+fi
 # PGCALLINSTR_SCRIPT=FILE: another pgbench script in place of these batches (a variant's own calls).
 [ -n "${PGCALLINSTR_SCRIPT:-}" ] && cp "$PGCALLINSTR_SCRIPT" "$work/job.pgb"
 run_pg valgrind --tool=cachegrind --cache-sim=no --trace-children=yes --cachegrind-out-file="$work/cg/cg.%p" \

@@ -16,9 +16,10 @@ import (
 // A create or a start on PostgreSQL used to cost two round trips: AuthenticateWrite (the key
 // by its hash and the write's count in its rate_windows row, a statement of its own), then the
 // transition's batch. A node now remembers the keys it has authenticated (keyCache); for a
-// cached key httpapi passes a store.WriteGate with the write, and the transition's batch runs
-// it first (migration 0024's convsvc_write_gate: BEGIN; the gate; the call; COMMIT), so a
-// warm create or start is one round trip. The gate checks the key in the transaction that
+// cached key httpapi passes a store.WriteGate with the write, and the transition runs it
+// first in its own transaction, so a warm create or start is one round trip: since migration
+// 0030 one statement (convsvc_create_job_gated, convsvc_start_job_gated: callOneStatement);
+// elsewhere convsvc_write_gate first in the call's batch (0024). The gate checks the key in the transaction that
 // counts (since migration 0029 by the key its rate_windows row remembers, which every change
 // of the key's api_keys row makes it forget, and otherwise by reading the key), so the cache
 // is only a hint of which key a secret is: a revocation holds on every node as soon as
