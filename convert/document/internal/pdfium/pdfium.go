@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"image"
 	"image/draw"
+	"image/jpeg"
 	"io"
 	"math"
 	"runtime"
@@ -25,6 +26,7 @@ import (
 	"github.com/klippa-app/go-pdfium/responses"
 	"github.com/klippa-app/go-pdfium/webassembly"
 	"github.com/tetratelabs/wazero"
+	"golang.org/x/image/font/gofont/goregular"
 
 	"github.com/convsvc/convsvc/convert"
 	convimage "github.com/convsvc/convsvc/convert/image"
@@ -60,14 +62,16 @@ var (
 	started atomic.Bool
 )
 
-// get returns the process's PDFium pool, starting it on first use.
+// get returns the process's PDFium pool, starting and warming it (warmUp) on first use.
 func get() (pdfium.Pool, error) {
 	startOnce.Do(func() {
 		started.Store(true)
 		startPool, startErr = webassembly.Init(poolConfig(Workers, interpret.Load()))
 		if startErr != nil {
 			startErr = fmt.Errorf("starting PDFium: %w", startErr)
+			return
 		}
+		warmUp(startPool)
 	})
 	return startPool, startErr
 }
@@ -165,25 +169,59 @@ func Open(ctx context.Context, in *io.SectionReader) (*Session, error) {
 			return nil, convert.Errorf(nil, "input is not a valid PDF file (it looks like %s)", name)
 		}
 	}
-	warmOnce.Do(warmUp)
-	return open(ctx, in)
+	pool, err := get()
+	if err != nil {
+		return nil, convert.Errorf(err, "the PDF engine could not start")
+	}
+	return open(ctx, pool, in)
 }
 
-// warmOnce runs warmUp once per process, before the first session Open makes.
-var warmOnce sync.Once
+// warmPDF returns a one-page PDF, 72 points square, that makes PDFium call every emscripten
+// invoke_ import of its module: a line of Helvetica text (loading the font and reading the text
+// call invoke_iii and invoke_iiiii) and an 8x8 JPEG image (decoding it calls invoke_ii,
+// invoke_iii, invoke_iiii and invoke_viii). It has no cross-reference table; PDFium rebuilds it.
+func warmPDF() []byte {
+	var jpg bytes.Buffer
+	img := image.NewGray(image.Rect(0, 0, 8, 8))
+	for i := range img.Pix {
+		img.Pix[i] = uint8(i * 4)
+	}
+	if err := jpeg.Encode(&jpg, img, nil); err != nil {
+		panic(fmt.Sprintf("encoding an 8x8 JPEG in memory: %v", err))
+	}
+	content := "BT /F1 12 Tf 4 40 Td (Warm up) Tj ET q 16 0 0 16 4 4 cm /Im1 Do Q"
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n")
+	b.WriteString("2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n")
+	b.WriteString("3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]/Contents 4 0 R" +
+		"/Resources<</Font<</F1 5 0 R>>/XObject<</Im1 6 0 R>>>>>>endobj\n")
+	fmt.Fprintf(&b, "4 0 obj<</Length %d>>stream\n%s\nendstream\nendobj\n", len(content), content)
+	b.WriteString("5 0 obj<</Type/Font/Subtype/TrueType/BaseFont/GoRegular/FirstChar 32/LastChar 126" +
+		"/Encoding/WinAnsiEncoding/FontDescriptor 7 0 R>>endobj\n")
+	b.WriteString("7 0 obj<</Type/FontDescriptor/FontName/GoRegular/Flags 32/FontBBox[0 -200 1000 900]" +
+		"/ItalicAngle 0/Ascent 900/Descent -200/CapHeight 700/StemV 80/FontFile2 8 0 R>>endobj\n")
+	fmt.Fprintf(&b, "8 0 obj<</Length %d/Length1 %d>>stream\n", len(goregular.TTF), len(goregular.TTF))
+	b.Write(goregular.TTF)
+	b.WriteString("\nendstream\nendobj\n")
+	fmt.Fprintf(&b, "6 0 obj<</Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"+
+		"/BitsPerComponent 8/Filter/DCTDecode/Length %d>>stream\n", jpg.Len())
+	b.Write(jpg.Bytes())
+	b.WriteString("\nendstream\nendobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+	return b.Bytes()
+}
 
-// blankPDF is a one-page PDF without a cross-reference table (PDFium rebuilds it).
-var blankPDF = []byte("%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n" +
-	"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
-
-// warmUp opens blankPDF, reads its page's size and text and renders it, before any other
-// session: wazero v1.12.0 fills the type key of an emscripten invoke_ function lazily, on
-// its first call, in a FunctionType every PDFium instance shares, so two sessions making the
-// same first call at once wrote it together (a data race, harmless but real; the race
-// detector saw it in TestDocument_Matrix). The calls made here happen before every later
-// session's (warmOnce). A failure is left to the session that follows to meet and report.
-func warmUp() {
-	s, err := open(context.Background(), io.NewSectionReader(bytes.NewReader(blankPDF), 0, int64(len(blankPDF))))
+// warmUp opens warmPDF in pool, reads its page's size and text and renders it, before any
+// other session (get calls it once, on the pool it started). wazero v1.12.0 fills the type key of a host function's FunctionType lazily, on its
+// first call (tetratelabs/wazero#2520), and every PDFium instance shares the host module that
+// holds PDFium's emscripten invoke_ imports, so two sessions making the first call of one of
+// them at once wrote that key together: a data race the race detector saw in
+// TestDocument_Matrix, whose torn string could also mistype a call. Once warmUp has called
+// each invoke_ import (TestWarmUp_CallsEveryInvokeImport holds it to that), the keys are
+// filled before any later session starts. A failure is left to the session that follows to
+// meet and report.
+func warmUp(pool pdfium.Pool) {
+	pdf := warmPDF()
+	s, err := open(context.Background(), pool, io.NewSectionReader(bytes.NewReader(pdf), 0, int64(len(pdf))))
 	if err != nil {
 		return
 	}
@@ -193,12 +231,8 @@ func warmUp() {
 	_ = s.Render(0, 72, func(image.Image) error { return nil })
 }
 
-// open opens in, which starts like a PDF, in a new PDFium instance (Open).
-func open(ctx context.Context, in *io.SectionReader) (*Session, error) {
-	pool, err := get()
-	if err != nil {
-		return nil, convert.Errorf(err, "the PDF engine could not start")
-	}
+// open opens in, which starts like a PDF, in a new instance from pool (Open).
+func open(ctx context.Context, pool pdfium.Pool, in *io.SectionReader) (*Session, error) {
 	inst, err := pool.GetInstanceWithContext(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
