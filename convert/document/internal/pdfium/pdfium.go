@@ -177,9 +177,11 @@ func Open(ctx context.Context, in *io.SectionReader) (*Session, error) {
 }
 
 // warmPDF returns a one-page PDF, 72 points square, that makes PDFium call every emscripten
-// invoke_ import of its module: a line of Helvetica text (loading the font and reading the text
-// call invoke_iii and invoke_iiiii) and an 8x8 JPEG image (decoding it calls invoke_ii,
-// invoke_iii, invoke_iiii and invoke_viii). It has no cross-reference table; PDFium rebuilds it.
+// invoke_ import of its module: a line of text in an embedded TrueType font (Go Regular, which
+// convert/document embeds already; loading it and reading the text call invoke_iii and
+// invoke_iiiii; the standard Helvetica calls neither) and an 8x8 JPEG image (decoding it calls
+// invoke_ii, invoke_iii, invoke_iiii and invoke_viii). It has no cross-reference table; PDFium
+// rebuilds it.
 func warmPDF() []byte {
 	var jpg bytes.Buffer
 	img := image.NewGray(image.Rect(0, 0, 8, 8))
@@ -211,14 +213,14 @@ func warmPDF() []byte {
 }
 
 // warmUp opens warmPDF in pool, reads its page's size and text and renders it, before any
-// other session (get calls it once, on the pool it started). wazero v1.12.0 fills the type key of a host function's FunctionType lazily, on its
-// first call (tetratelabs/wazero#2520), and every PDFium instance shares the host module that
-// holds PDFium's emscripten invoke_ imports, so two sessions making the first call of one of
-// them at once wrote that key together: a data race the race detector saw in
-// TestDocument_Matrix, whose torn string could also mistype a call. Once warmUp has called
-// each invoke_ import (TestWarmUp_CallsEveryInvokeImport holds it to that), the keys are
-// filled before any later session starts. A failure is left to the session that follows to
-// meet and report.
+// other session (get calls it once, on the pool it started). wazero v1.12.0 fills the type key
+// of a host function's FunctionType lazily, on its first call (tetratelabs/wazero#2520), and
+// every PDFium instance shares the host module that holds PDFium's emscripten invoke_ imports,
+// so two sessions making the first call of one of them at once wrote that key together: a data
+// race the race detector saw in TestDocument_Matrix, whose torn string could also mistype a
+// call. Once warmUp has called each invoke_ import (TestWarmUp_CallsEveryInvokeImport holds it
+// to that), the keys are filled before any later session starts. A failure is left to the
+// session that follows to meet and report.
 func warmUp(pool pdfium.Pool) {
 	pdf := warmPDF()
 	s, err := open(context.Background(), pool, io.NewSectionReader(bytes.NewReader(pdf), 0, int64(len(pdf))))
