@@ -180,8 +180,7 @@ func Open(ctx context.Context, in *io.SectionReader) (*Session, error) {
 // invoke_ import of its module: a line of text in an embedded TrueType font (Go Regular, which
 // convert/document embeds already; loading it and reading the text call invoke_iii and
 // invoke_iiiii; the standard Helvetica calls neither) and an 8x8 JPEG image (decoding it calls
-// invoke_ii, invoke_iii, invoke_iiii and invoke_viii). It has no cross-reference table; PDFium
-// rebuilds it.
+// invoke_ii, invoke_iii, invoke_iiii and invoke_viii).
 func warmPDF() []byte {
 	var jpg bytes.Buffer
 	img := image.NewGray(image.Rect(0, 0, 8, 8))
@@ -193,22 +192,38 @@ func warmPDF() []byte {
 	}
 	content := "BT /F1 12 Tf 4 40 Td (Warm up) Tj ET q 16 0 0 16 4 4 cm /Im1 Do Q"
 	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n")
-	b.WriteString("2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n")
-	b.WriteString("3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]/Contents 4 0 R" +
-		"/Resources<</Font<</F1 5 0 R>>/XObject<</Im1 6 0 R>>>>>>endobj\n")
-	fmt.Fprintf(&b, "4 0 obj<</Length %d>>stream\n%s\nendstream\nendobj\n", len(content), content)
-	b.WriteString("5 0 obj<</Type/Font/Subtype/TrueType/BaseFont/GoRegular/FirstChar 32/LastChar 126" +
-		"/Encoding/WinAnsiEncoding/FontDescriptor 7 0 R>>endobj\n")
-	b.WriteString("7 0 obj<</Type/FontDescriptor/FontName/GoRegular/Flags 32/FontBBox[0 -200 1000 900]" +
-		"/ItalicAngle 0/Ascent 900/Descent -200/CapHeight 700/StemV 80/FontFile2 8 0 R>>endobj\n")
-	fmt.Fprintf(&b, "8 0 obj<</Length %d/Length1 %d>>stream\n", len(goregular.TTF), len(goregular.TTF))
-	b.Write(goregular.TTF)
-	b.WriteString("\nendstream\nendobj\n")
-	fmt.Fprintf(&b, "6 0 obj<</Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"+
-		"/BitsPerComponent 8/Filter/DCTDecode/Length %d>>stream\n", jpg.Len())
-	b.Write(jpg.Bytes())
-	b.WriteString("\nendstream\nendobj\ntrailer<</Root 1 0 R>>\n%%EOF\n")
+	b.WriteString("%PDF-1.4\n")
+	// Objects 1 to 7 in order, each with its offset for the cross-reference table, without
+	// which PDFium would scan the whole file to rebuild one (most of an interpreted warm-up).
+	var offsets []int
+	object := func(dict string, stream []byte) {
+		offsets = append(offsets, b.Len())
+		fmt.Fprintf(&b, "%d 0 obj<<%s>>", len(offsets), dict)
+		if stream != nil {
+			b.WriteString("stream\n")
+			b.Write(stream)
+			b.WriteString("\nendstream\n")
+		}
+		b.WriteString("endobj\n")
+	}
+	object("/Type/Catalog/Pages 2 0 R", nil)
+	object("/Type/Pages/Kids[3 0 R]/Count 1", nil)
+	object("/Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]/Contents 4 0 R"+
+		"/Resources<</Font<</F1 5 0 R>>/XObject<</Im1 6 0 R>>>>", nil)
+	object(fmt.Sprintf("/Length %d", len(content)), []byte(content))
+	object("/Type/Font/Subtype/TrueType/BaseFont/GoRegular/FirstChar 32/LastChar 126"+
+		"/Encoding/WinAnsiEncoding/FontDescriptor 7 0 R", nil)
+	object(fmt.Sprintf("/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"+
+		"/BitsPerComponent 8/Filter/DCTDecode/Length %d", jpg.Len()), jpg.Bytes())
+	object("/Type/FontDescriptor/FontName/GoRegular/Flags 32/FontBBox[0 -200 1000 900]"+
+		"/ItalicAngle 0/Ascent 900/Descent -200/CapHeight 700/StemV 80/FontFile2 8 0 R", nil)
+	object(fmt.Sprintf("/Length %d/Length1 %d", len(goregular.TTF), len(goregular.TTF)), goregular.TTF)
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
 	return b.Bytes()
 }
 
