@@ -28,7 +28,7 @@ var allowedImports = map[string][]string{
 	"convert/document": {"convert", "convert/image", "convert/internal/*", "convert/document/internal/*", "internal/bytesize"},
 	// The document family's own rooms (the SVG reader, PDFium): what the family may import, and each
 	// other. Go's internal rule keeps every other package out.
-	"convert/document/internal/*": {"convert", "convert/image", "convert/internal/*", "convert/document/internal/*"},
+	"convert/document/internal/*": {"convert", "convert/image", "convert/internal/*", "convert/document/internal/*", "internal/pdfwrite"},
 	"convert/data":                {"convert", "convert/internal/*", "internal/bytesize"},
 	"convert/audio":               {"convert", "convert/internal/*", "internal/bytesize"},
 	"convert/archive":             {"convert", "convert/internal/*", "internal/bytesize"},

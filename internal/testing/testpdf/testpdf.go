@@ -5,27 +5,20 @@
 package testpdf
 
 import (
-	"bytes"
 	"fmt"
+
+	"github.com/convsvc/convsvc/internal/pdfwrite"
 )
 
 // PDF is a PDF 1.4 file of objects, numbered from 1 in order; object 1 must be the catalog
-// (the trailer's /Root). The cross-reference table holds each object's byte offset.
+// (the trailer's /Root). The cross-reference table holds each object's byte offset
+// (pdfwrite.File).
 func PDF(objects ...string) []byte {
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-	offsets := make([]int, len(objects))
+	bodies := make([][]byte, len(objects))
 	for i, o := range objects {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+		bodies[i] = []byte(o)
 	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objects)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objects)+1, xref)
-	return b.Bytes()
+	return pdfwrite.File(bodies...)
 }
 
 // Stream is the body of a stream object holding content (a page's drawing operators), with

@@ -31,6 +31,7 @@ import (
 	"github.com/convsvc/convsvc/convert"
 	convimage "github.com/convsvc/convsvc/convert/image"
 	"github.com/convsvc/convsvc/convert/internal/wasmcodec"
+	"github.com/convsvc/convsvc/internal/pdfwrite"
 )
 
 // PDF input goes through PDFium, compiled to WebAssembly and run by wazero (go-pdfium's
@@ -191,40 +192,22 @@ func warmPDF() []byte {
 		panic(fmt.Sprintf("encoding an 8x8 JPEG in memory: %v", err))
 	}
 	content := "BT /F1 12 Tf 4 40 Td (Warm up) Tj ET q 16 0 0 16 4 4 cm /Im1 Do Q"
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	// Objects 1 to 7 in order, each with its offset for the cross-reference table, without
-	// which PDFium would scan the whole file to rebuild one (most of an interpreted warm-up).
-	var offsets []int
-	object := func(dict string, stream []byte) {
-		offsets = append(offsets, b.Len())
-		fmt.Fprintf(&b, "%d 0 obj<<%s>>", len(offsets), dict)
-		if stream != nil {
-			b.WriteString("stream\n")
-			b.Write(stream)
-			b.WriteString("\nendstream\n")
-		}
-		b.WriteString("endobj\n")
-	}
-	object("/Type/Catalog/Pages 2 0 R", nil)
-	object("/Type/Pages/Kids[3 0 R]/Count 1", nil)
-	object("/Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]/Contents 4 0 R"+
-		"/Resources<</Font<</F1 5 0 R>>/XObject<</Im1 6 0 R>>>>", nil)
-	object(fmt.Sprintf("/Length %d", len(content)), []byte(content))
-	object("/Type/Font/Subtype/TrueType/BaseFont/GoRegular/FirstChar 32/LastChar 126"+
-		"/Encoding/WinAnsiEncoding/FontDescriptor 7 0 R", nil)
-	object(fmt.Sprintf("/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"+
-		"/BitsPerComponent 8/Filter/DCTDecode/Length %d", jpg.Len()), jpg.Bytes())
-	object("/Type/FontDescriptor/FontName/GoRegular/Flags 32/FontBBox[0 -200 1000 900]"+
-		"/ItalicAngle 0/Ascent 900/Descent -200/CapHeight 700/StemV 80/FontFile2 8 0 R", nil)
-	object(fmt.Sprintf("/Length %d/Length1 %d", len(goregular.TTF), len(goregular.TTF)), goregular.TTF)
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer<</Size %d/Root 1 0 R>>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
-	return b.Bytes()
+	// With a cross-reference table (pdfwrite): without one PDFium would scan the whole file to
+	// rebuild it, most of an interpreted warm-up.
+	return pdfwrite.File(
+		[]byte("<</Type/Catalog/Pages 2 0 R>>"),
+		[]byte("<</Type/Pages/Kids[3 0 R]/Count 1>>"),
+		[]byte("<</Type/Page/Parent 2 0 R/MediaBox[0 0 72 72]/Contents 4 0 R"+
+			"/Resources<</Font<</F1 5 0 R>>/XObject<</Im1 6 0 R>>>>>>"),
+		pdfwrite.Stream("", []byte(content)),
+		[]byte("<</Type/Font/Subtype/TrueType/BaseFont/GoRegular/FirstChar 32/LastChar 126"+
+			"/Encoding/WinAnsiEncoding/FontDescriptor 7 0 R>>"),
+		pdfwrite.Stream("/Type/XObject/Subtype/Image/Width 8/Height 8/ColorSpace/DeviceGray"+
+			"/BitsPerComponent 8/Filter/DCTDecode", jpg.Bytes()),
+		[]byte("<</Type/FontDescriptor/FontName/GoRegular/Flags 32/FontBBox[0 -200 1000 900]"+
+			"/ItalicAngle 0/Ascent 900/Descent -200/CapHeight 700/StemV 80/FontFile2 8 0 R>>"),
+		pdfwrite.Stream(fmt.Sprintf("/Length1 %d", len(goregular.TTF)), goregular.TTF),
+	)
 }
 
 // warmUp opens warmPDF in pool, reads its page's size and text and renders it, before any

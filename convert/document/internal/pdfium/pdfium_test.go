@@ -3,7 +3,6 @@ package pdfium
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image"
 	"io"
 	"slices"
@@ -58,45 +57,6 @@ func TestWarmUp_PDFRenders(t *testing.T) {
 	}
 	if !dark {
 		t.Fatal("the image's dark corner did not render at (6,54)")
-	}
-}
-
-// TestWarmPDF_CrossReferenceTable holds warmPDF to a cross-reference table that PDFium can
-// use as it is (without one it scans the whole file to rebuild it, most of an interpreted
-// warm-up): startxref points at the table, and each entry at its object.
-func TestWarmPDF_CrossReferenceTable(t *testing.T) {
-	pdf := warmPDF()
-	tail := pdf[bytes.LastIndex(pdf, []byte("startxref\n"))+len("startxref\n"):]
-	var xref int
-	if _, err := fmt.Sscanf(string(tail), "%d", &xref); err != nil {
-		t.Fatalf("startxref: %v", err)
-	}
-	if xref <= 0 || xref >= len(pdf) || !bytes.HasPrefix(pdf[xref:], []byte("xref\n0 ")) {
-		t.Fatalf("startxref %d does not point at the table", xref)
-	}
-	var first, count int
-	if _, err := fmt.Sscanf(string(pdf[xref:]), "xref\n%d %d\n", &first, &count); err != nil || first != 0 || count < 2 {
-		t.Fatalf("table header: %d %d, %v", first, count, err)
-	}
-	entries := pdf[bytes.IndexByte(pdf[xref+len("xref\n"):], '\n')+xref+len("xref\n")+1:]
-	for n := 0; n < count; n++ {
-		entry := string(entries[20*n : 20*n+20])
-		if n == 0 {
-			if entry != "0000000000 65535 f \n" {
-				t.Fatalf("entry 0 %q", entry)
-			}
-			continue
-		}
-		var off, gen int
-		if _, err := fmt.Sscanf(entry, "%010d %05d n \n", &off, &gen); err != nil {
-			t.Fatalf("entry %d %q: %v", n, entry, err)
-		}
-		if want := fmt.Sprintf("%d 0 obj<<", n); !bytes.HasPrefix(pdf[off:], []byte(want)) {
-			t.Fatalf("entry %d points at %q, want %q", n, pdf[off:off+len(want)], want)
-		}
-	}
-	if !bytes.Contains(pdf[xref:], []byte(fmt.Sprintf("/Size %d/", count))) {
-		t.Fatalf("the trailer's /Size is not %d", count)
 	}
 }
 
