@@ -35,7 +35,7 @@ func File(objects ...[]byte) []byte {
 // brackets) with /Length added, then data.
 func Stream(dict string, data []byte) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "<<%s/Length %d>>\nstream\n", dict, len(data))
+	fmt.Fprintf(&b, "<<%s /Length %d >>\nstream\n", dict, len(data))
 	b.Write(data)
 	b.WriteString("\nendstream")
 	return b.Bytes()

@@ -37,7 +37,7 @@ func TestFile_CrossReferenceTable(t *testing.T) {
 	if !bytes.Contains(pdf[xref:], []byte("<< /Size 4 /Root 1 0 R >>")) {
 		t.Fatal("the trailer's /Size is not 4")
 	}
-	want := append(append([]byte(fmt.Sprintf("3 0 obj\n<</Filter/FlateDecode/Length %d>>\nstream\n", len(binary))),
+	want := append(append([]byte(fmt.Sprintf("3 0 obj\n<</Filter/FlateDecode /Length %d >>\nstream\n", len(binary))),
 		binary...), "\nendstream\nendobj\n"...)
 	if !bytes.Contains(pdf, want) {
 		t.Fatalf("the stream object is not %q", want)

@@ -4,11 +4,7 @@
 // made cheaply) without each writing the file structure again.
 package testpdf
 
-import (
-	"fmt"
-
-	"github.com/convsvc/convsvc/internal/pdfwrite"
-)
+import "github.com/convsvc/convsvc/internal/pdfwrite"
 
 // PDF is a PDF 1.4 file of objects, numbered from 1 in order; object 1 must be the catalog
 // (the trailer's /Root). The cross-reference table holds each object's byte offset
@@ -22,7 +18,7 @@ func PDF(objects ...string) []byte {
 }
 
 // Stream is the body of a stream object holding content (a page's drawing operators), with
-// its /Length.
+// its /Length (pdfwrite.Stream).
 func Stream(content string) string {
-	return fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content)
+	return string(pdfwrite.Stream("", []byte(content)))
 }
