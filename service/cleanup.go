@@ -63,7 +63,7 @@ func (m *Main) jobFinished(job store.Job) {
 	case m.cleaner.queue <- job.ID:
 	default:
 		if !m.cleaner.overflow.Swap(true) {
-			m.log.Warn("input cleanup queue full: finished jobs' inputs wait for the next sweep", "queue", cleanerQueue, "sweep_interval", m.cfg.SweepInterval)
+			m.log.Warn("input cleanup queue full: finished jobs' inputs wait for the sweep's dead-input pass (each input at least every ten sweeps)", "queue", cleanerQueue, "sweep_interval", m.cfg.SweepInterval)
 		}
 	}
 }
@@ -126,13 +126,17 @@ func (a apiStore) CreateJob(p store.CreateJobParams, render func(store.Job) (sto
 
 // sweepDeadInputs removes the inputs of jobs that finished (or passed expires_at) but still
 // have one: a crash came between the commit and the input cleaner, the cleaner's queue was
-// full, or a PUT to S3's presigned URL landed after the job finished.
-func (m *Main) sweepDeadInputs() {
+// full, or a PUT to S3's presigned URL landed after the job finished. It checks the inputs
+// turn picks out of the listing, or all of them when turn is nil.
+func (m *Main) sweepDeadInputs(turn *fileCursor) {
 	m.cleaner.overflow.Store(false)
 	ids, err := m.blobs.InputIDs()
 	if err != nil {
 		m.log.Warn("list job inputs", "error", err)
 		return
+	}
+	if turn != nil {
+		ids = turn.next(ids)
 	}
 	m.inBatches(ids, m.store.ClosedUploads, "check job inputs' jobs", m.deleteInput)
 }

@@ -3,10 +3,12 @@ package service_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/convsvc/convsvc/internal/testing/testenv"
+	"github.com/convsvc/convsvc/service"
 	"github.com/convsvc/convsvc/store"
 )
 
@@ -146,4 +148,65 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 			t.Fatalf("the live job's upload: %v", err)
 		}
 	})
+}
+
+// TestSweepTurn_ChecksFilesInTurns: the sweeper's periodic pass checks service.FilesPerTurn
+// of the blob store's files (or a tenth of them), going on where the last pass stopped, so a
+// store of many files costs each pass a bounded number of statements; each file still gets
+// its turn, and a live job's files stay.
+func TestSweepTurn_ChecksFilesInTurns(t *testing.T) {
+	testenv.LocalBlobsOnly(t, "writes the local blob store's files")
+	e := testenv.Start(t, noSweep)
+	png := testenv.NoisePNG(t, 8, 8)
+	uploads := filepath.Join(e.Cfg.DataDir, "blobs", "uploads")
+	live := e.Create(e.Key, "png", "jpeg", int64(len(png)))
+	testenv.MustStatus(t, e.Upload(live.UploadURL, png), 200, "")
+	listing := []string{live.Job.ID}
+	for len(listing) < 2*service.FilesPerTurn+1001 {
+		id := store.NewJobID(time.Now())
+		if err := os.WriteFile(filepath.Join(uploads, id), png[:10], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		listing = append(listing, id)
+	}
+	slices.Sort(listing)
+	stored := func() []string {
+		entries, err := os.ReadDir(uploads)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, en := range entries {
+			ids = append(ids, en.Name())
+		}
+		return ids
+	}
+	// After each turn the files of the listing up to its end are gone, but the live job's.
+	for _, upTo := range []int{service.FilesPerTurn, 2 * service.FilesPerTurn, len(listing)} {
+		e.Main.SweepTurn()
+		want := slices.Clone(listing[upTo:])
+		if i, _ := slices.BinarySearch(listing, live.Job.ID); i < upTo {
+			want = append([]string{live.Job.ID}, want...)
+		}
+		if got := stored(); !slices.Equal(got, want) {
+			t.Fatalf("after the turn up to %d: %d files stored, want %d", upTo, len(got), len(want))
+		}
+	}
+
+	// The listing now fits in one turn: a finished job's input put back (a crash between its
+	// cancel and the input cleaner) goes in the next pass, and the live upload stays.
+	dead := e.Create(e.Key, "png", "jpeg", int64(len(png)))
+	testenv.MustStatus(t, e.Upload(dead.UploadURL, png), 200, "")
+	testenv.MustStatus(t, e.Do("POST", "/v1/jobs/"+dead.Job.ID+"/cancel", e.Key, nil), 200, "")
+	waitGone := time.Now().Add(30 * time.Second)
+	for slices.Contains(stored(), dead.Job.ID) && time.Now().Before(waitGone) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(uploads, dead.Job.ID), png, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.Main.SweepTurn()
+	if got := stored(); !slices.Equal(got, []string{live.Job.ID}) {
+		t.Fatalf("after a turn over the whole listing: %v stored, want only the live job's upload %s", got, live.Job.ID)
+	}
 }
