@@ -548,6 +548,22 @@ func (c *Catalog) ConverterFor(s Step) (Converter, bool) {
 	return list[i], true
 }
 
+// Counts reports whether the conversion from -> to counts its own progress: a converter on
+// its path is marked Counts, so its progress is its counts (Params.Progress) from the start,
+// never how far it has read its input. False when there is no such path.
+func (c *Catalog) Counts(from, to string) bool {
+	path, err := c.Path(from, to)
+	if err != nil {
+		return false
+	}
+	for _, s := range path {
+		if cv, ok := c.ConverterFor(s); ok && cv.Counts {
+			return true
+		}
+	}
+	return false
+}
+
 // Convert converts in (format from) to format to, streaming the result to out, and returns
 // the warnings its converters reported (Params.Warn), nil when none. Intermediate results of a multi-step path go to temporary files in scratchDir (created if
 // missing), which are removed whatever happens; converters get scratchDir as

@@ -45,8 +45,8 @@ type progressKey struct{}
 // WithProgress returns ctx carrying report, which receives the conversion's own counts of its
 // progress (0 to 1) as Catalog.Convert's converters make them (Params.Progress), from any
 // goroutine. The first report, 0, comes as the conversion starts when its path counts (a
-// converter with Counts set): from then on the counts, not the input's offset, are its
-// progress. The pool sets it; a worker process sets one that sends each report to the server,
+// converter with Counts set; the pool takes it before the conversion starts, Catalog.Counts):
+// from then on the counts, not the input's offset, are its progress. The pool sets it; a worker process sets one that sends each report to the server,
 // where ReportProgress hands it to the pool's.
 func WithProgress(ctx context.Context, report func(float64)) context.Context {
 	return context.WithValue(ctx, progressKey{}, report)
@@ -177,6 +177,14 @@ func (p *Pool) progressTicker(ctx context.Context, t Task, in *os.File) (context
 		return ctx, nil, func() {}, nil
 	}
 	s := newProgressSampler(in, func(v float64) { p.cfg.Progress(t, v) })
+	if p.cat.Counts(t.InputFormat, t.TargetFormat) {
+		// The path counts: Catalog.Convert's first report, 0, is on its way, from a worker
+		// process over its socket, say, while the converter may already have read the
+		// input's end (a zip's directory, a PDF's cross-reference table). Taken now, it keeps
+		// a tick in between from reporting that offset, 0.99, which the counts could never
+		// pass.
+		s.count(0)
+	}
 	tk := time.NewTicker(p.cfg.ProgressInterval)
 	return WithProgress(ctx, s.count), tk.C, tk.Stop, s
 }

@@ -2,7 +2,10 @@ package convert_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -126,5 +129,70 @@ func TestPool_ProgressFromConverterCounts(t *testing.T) {
 	close(reports)
 	for v := range reports {
 		t.Fatalf("progress %v after 0.99", v)
+	}
+}
+
+// offsetFirstRunner runs a conversion as a worker process does: through the input file it
+// shares with the server, whose offset it moves to the end before its first count reaches
+// the server (ReportProgress stands for the worker socket's report).
+type offsetFirstRunner struct {
+	reports chan float64
+	waited  chan []float64 // what was reported while the offset stood at the end
+}
+
+func (r offsetFirstRunner) Run(ctx context.Context, t convert.Task, in *os.File, out io.Writer, _ string) ([]convert.Warning, error) {
+	if _, err := in.Seek(0, io.SeekEnd); err != nil { // a zip reader reads its directory first
+		return nil, err
+	}
+	// Twenty sampling intervals with the offset at the end and no count yet.
+	var early []float64
+	quiet := time.After(20 * 5 * time.Millisecond)
+wait:
+	for {
+		select {
+		case v := <-r.reports:
+			early = append(early, v)
+		case <-quiet:
+			break wait
+		}
+	}
+	r.waited <- early
+	convert.ReportProgress(ctx, 0.5)
+	select {
+	case v := <-r.reports:
+		if v != 0.5 {
+			return nil, fmt.Errorf("progress %v after the count 0.5", v)
+		}
+	case <-time.After(testtime.Scale(30 * time.Second)):
+		return nil, errors.New("the count 0.5 was never reported")
+	}
+	_, err := io.WriteString(out, "done")
+	return nil, err
+}
+
+// TestPool_CountsBeforeTheirFirstReport: on a path that counts, the sampler reports 0, never the
+// input's offset, also before the conversion's first count has arrived (a worker process whose
+// reader went to the input's end first): it would show 0.99 at once, and the counts that follow
+// could never pass it. (TestProgress_ConvertersCount in service saw [0.99] for a zip under load.)
+func TestPool_CountsBeforeTheirFirstReport(t *testing.T) {
+	r := offsetFirstRunner{reports: make(chan float64, 100), waited: make(chan []float64, 1)}
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1, ProgressInterval: 5 * time.Millisecond, Runner: r,
+		Progress: func(task convert.Task, v float64) { r.reports <- v }})
+	fx.cat.AddFormat(convert.Format{ID: "counted", Name: "counted", Category: "data", Extensions: []string{"counted"}, MIME: "x/counted"})
+	fx.cat.AddConverter(convert.Converter{From: "a", To: "counted", Counts: true, Run: func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {
+		return errors.New("not run: the runner converts")
+	}})
+	if !fx.cat.Counts("a", "counted") || fx.cat.Counts("counted", "a") || fx.cat.Counts("a", "nosuch") {
+		t.Fatalf("Counts: a -> counted %v, counted -> a %v, a -> nosuch %v; want true, false, false",
+			fx.cat.Counts("a", "counted"), fx.cat.Counts("counted", "a"), fx.cat.Counts("a", "nosuch"))
+	}
+	fx.job(t, "job_w", "counted", 0, strings.Repeat("x", 1<<20))
+	fx.p.Start()
+	// The path counts, so its progress is 0 until it counts, wherever its input's offset is.
+	if early := <-r.waited; slices.ContainsFunc(early, func(v float64) bool { return v != 0 }) {
+		t.Fatalf("progress %v before the conversion's first count, with its input's offset at the end; want only 0", early)
+	}
+	if o := fx.q.wait(t, 30*time.Second); o.Code != "" {
+		t.Fatalf("outcome %+v", o)
 	}
 }
