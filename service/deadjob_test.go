@@ -170,17 +170,7 @@ func TestSweepTurn_ChecksFilesInTurns(t *testing.T) {
 		listing = append(listing, id)
 	}
 	slices.Sort(listing)
-	stored := func() []string {
-		entries, err := os.ReadDir(uploads)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, en := range entries {
-			ids = append(ids, en.Name())
-		}
-		return ids
-	}
+	stored := func() []string { return blobFiles(t, e, "uploads") }
 	// After each turn the files of the listing up to its end are gone, but the live job's.
 	for _, upTo := range []int{service.FilesPerTurn, 2 * service.FilesPerTurn, len(listing)} {
 		e.Main.SweepTurn()
