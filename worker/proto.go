@@ -7,8 +7,6 @@ import (
 	"net"
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/convsvc/convsvc/convert"
 )
 
@@ -118,7 +116,9 @@ func (c *conn) send(v any, fds ...int) error {
 	}
 	var oob []byte
 	if len(fds) > 0 {
-		oob = unix.UnixRights(fds...)
+		if oob, err = rights(fds); err != nil {
+			return err
+		}
 	}
 	_, _, err = c.c.WriteMsgUnix(b, oob, nil)
 	return err
@@ -128,7 +128,7 @@ func (c *conn) send(v any, fds ...int) error {
 // goroutine calls it: v is decoded (copied out of the buffer) before recv returns.
 func (c *conn) recv(v any) ([]*os.File, error) {
 	if c.buf == nil {
-		c.buf, c.oob = make([]byte, maxMessage), make([]byte, unix.CmsgSpace(4*4))
+		c.buf, c.oob = make([]byte, maxMessage), make([]byte, rightsSpace(4))
 	}
 	buf, oob := c.buf, c.oob
 	n, oobn, flags, _, err := c.c.ReadMsgUnix(buf, oob)
@@ -137,24 +137,14 @@ func (c *conn) recv(v any) ([]*os.File, error) {
 	}
 	var files []*os.File
 	if oobn > 0 {
-		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-		if err != nil {
+		if files, err = passedFiles(oob[:oobn]); err != nil {
 			return nil, err
-		}
-		for _, m := range msgs {
-			fds, err := unix.ParseUnixRights(&m)
-			if err != nil {
-				continue
-			}
-			for _, fd := range fds {
-				files = append(files, os.NewFile(uintptr(fd), "passed"))
-			}
 		}
 	}
 	if n == 0 && oobn == 0 {
 		return nil, errors.New("the other end closed the socket")
 	}
-	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+	if truncated(flags) {
 		closeAll(files)
 		return nil, errors.New("a message was truncated")
 	}
