@@ -132,6 +132,9 @@ func TestPool_ProgressFromConverterCounts(t *testing.T) {
 	}
 }
 
+// offsetFirstSample is TestPool_CountsBeforeTheirFirstReport's ProgressInterval.
+const offsetFirstSample = 5 * time.Millisecond
+
 // offsetFirstRunner runs a conversion as a worker process does: through the input file it
 // shares with the server, whose offset it moves to the end before its first count reaches
 // the server (ReportProgress stands for the worker socket's report).
@@ -144,9 +147,10 @@ func (r offsetFirstRunner) Run(ctx context.Context, t convert.Task, in *os.File,
 	if _, err := in.Seek(0, io.SeekEnd); err != nil { // a zip reader reads its directory first
 		return nil, err
 	}
-	// Twenty sampling intervals with the offset at the end and no count yet.
+	// Twenty sampling intervals with the offset at the end and no count yet: how long a
+	// report that should not come is given, not a wait for one that should.
 	var early []float64
-	quiet := time.After(20 * 5 * time.Millisecond)
+	quiet := time.After(20 * offsetFirstSample)
 wait:
 	for {
 		select {
@@ -176,7 +180,7 @@ wait:
 // could never pass it. (TestProgress_ConvertersCount in service saw [0.99] for a zip under load.)
 func TestPool_CountsBeforeTheirFirstReport(t *testing.T) {
 	r := offsetFirstRunner{reports: make(chan float64, 100), waited: make(chan []float64, 1)}
-	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1, ProgressInterval: 5 * time.Millisecond, Runner: r,
+	fx := newPoolFixture(t, convert.PoolConfig{Workers: 1, ProgressInterval: offsetFirstSample, Runner: r,
 		Progress: func(task convert.Task, v float64) { r.reports <- v }})
 	fx.cat.AddFormat(convert.Format{ID: "counted", Name: "counted", Category: "data", Extensions: []string{"counted"}, MIME: "x/counted"})
 	fx.cat.AddConverter(convert.Converter{From: "a", To: "counted", Counts: true, Run: func(context.Context, *io.SectionReader, io.Writer, convert.Params) error {

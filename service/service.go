@@ -823,8 +823,8 @@ type fileCursor struct{ after string }
 // listing that fits in one turn is checked whole every time.
 func (c *fileCursor) next(ids []string) []string {
 	n := max(filesPerTurn, (len(ids)+9)/10)
-	from, _ := slices.BinarySearch(ids, c.after)
-	if from < len(ids) && ids[from] == c.after && c.after != "" {
+	from, found := slices.BinarySearch(ids, c.after) // "" is no id: the first turn starts at 0
+	if found {
 		from++
 	}
 	if from >= len(ids) {
