@@ -392,35 +392,40 @@ func runAPI(nodes []string, pids []int) apiResult {
 	}
 	close(work)
 	wg.Wait()
+	// perJob sends one request of each job from the clients, on the node offset after the one
+	// that created it, and passes each latency to rec.
+	perJob := func(method string, path func(job) string, offset int, rec func(time.Duration)) {
+		work := make(chan job)
+		for c := 0; c < *clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conns := make([]*leanConn, len(nodes))
+				defer closeLean(conns)
+				for j := range work {
+					node := (j.node + offset) % len(nodes)
+					t0 := time.Now()
+					if lean {
+						leanDo(conns, nodes, node, method, path(j), j.key, nil)
+					} else {
+						check(benchkit.DoJSON(ctx, hc, method, nodes[node]+path(j), j.key, nil, nil))
+					}
+					rec(time.Since(t0))
+				}
+			}()
+		}
+		for _, j := range jobs {
+			work <- j
+		}
+		close(work)
+		wg.Wait()
+	}
 	// Start phase: each job on the next node after the one that created it.
 	wal2 := sampleWAL()
 	cut(pids) // .3: the start phase
 	cpu2 := sampleCPU(pids)
 	began = time.Now()
-	work = make(chan job)
-	for c := 0; c < *clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conns := make([]*leanConn, len(nodes))
-			defer closeLean(conns)
-			for j := range work {
-				node := (j.node + 1) % len(nodes)
-				t0 := time.Now()
-				if lean {
-					leanDo(conns, nodes, node, "POST", "/v1/jobs/"+j.id+"/start", j.key, nil)
-				} else {
-					check(benchkit.DoJSON(ctx, hc, "POST", nodes[node]+"/v1/jobs/"+j.id+"/start", j.key, nil, nil))
-				}
-				record(time.Since(t0))
-			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
+	perJob("POST", func(j job) string { return "/v1/jobs/" + j.id + "/start" }, 1, record)
 	startTime := time.Since(began)
 	cpu3 := sampleCPU(pids)
 	cut(pids) // .4: the reads phase
@@ -428,33 +433,9 @@ func runAPI(nodes []string, pids []int) apiResult {
 	// Reads phase, outside the creates+starts rate: a GET of every job (a client's poll), on
 	// the node after the one that started it; the started jobs may still be converting.
 	var reads []time.Duration
-	recordRead := func(d time.Duration) { mu.Lock(); reads = append(reads, d); mu.Unlock() }
 	cpu4 := sampleCPU(pids)
 	began = time.Now()
-	work = make(chan job)
-	for c := 0; c < *clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conns := make([]*leanConn, len(nodes))
-			defer closeLean(conns)
-			for j := range work {
-				node := (j.node + 2) % len(nodes)
-				t0 := time.Now()
-				if lean {
-					leanDo(conns, nodes, node, "GET", "/v1/jobs/"+j.id, j.key, nil)
-				} else {
-					check(benchkit.DoJSON(ctx, hc, "GET", nodes[node]+"/v1/jobs/"+j.id, j.key, nil, nil))
-				}
-				recordRead(time.Since(t0))
-			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
+	perJob("GET", func(j job) string { return "/v1/jobs/" + j.id }, 2, func(d time.Duration) { mu.Lock(); reads = append(reads, d); mu.Unlock() })
 	readTime := time.Since(began)
 	cpu5 := sampleCPU(pids)
 	cut(pids) // .5: after it
