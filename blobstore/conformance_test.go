@@ -105,4 +105,10 @@ func (b *localBackend) ReadInput(id string) ([]byte, error) {
 
 func (b *localBackend) Delete(id string) error    { return b.st.Delete(id) }
 func (b *localBackend) JobIDs() ([]string, error) { return b.st.JobIDs() }
-func (b *localBackend) Check() error              { return b.st.Check() }
+func (b *localBackend) JobIDsAfter(after string, limit int) ([]string, error) {
+	return b.st.JobIDsAfter(after, limit)
+}
+func (b *localBackend) InputIDsAfter(after string, limit int) ([]string, error) {
+	return b.st.InputIDsAfter(after, limit)
+}
+func (b *localBackend) Check() error { return b.st.Check() }

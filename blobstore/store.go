@@ -665,6 +665,30 @@ func (s *Store) JobIDs() ([]string, error) {
 	return ids, nil
 }
 
+// JobIDsAfter is JobIDs from the first id after after (all of them when after is ""), at most
+// limit ids: one turn of a sweep that checks the listing in turns. Fewer than limit means the
+// listing ended. A directory cannot be read from a name on, so the local store reads it
+// whole, as JobIDs does; S3's listing starts at the id (s3store).
+func (s *Store) JobIDsAfter(after string, limit int) ([]string, error) {
+	ids, err := s.JobIDs()
+	return PageAfter(ids, after, limit), err
+}
+
+// InputIDsAfter is InputIDs from the first id after after, at most limit ids (JobIDsAfter).
+func (s *Store) InputIDsAfter(after string, limit int) ([]string, error) {
+	ids, err := s.InputIDs()
+	return PageAfter(ids, after, limit), err
+}
+
+// PageAfter returns the ids of sorted ids that follow after, at most limit of them.
+func PageAfter(ids []string, after string, limit int) []string {
+	from, found := slices.BinarySearch(ids, after)
+	if found {
+		from++
+	}
+	return ids[from:min(len(ids), from+max(limit, 0))]
+}
+
 // Check proves the store can write durably: it creates, writes, fsyncs and
 // removes a small file under tmp/.
 func (s *Store) Check() error {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -39,44 +40,103 @@ func bearer(r *http.Request) string {
 // once that is spent further failures are 429 rather than 401 or 403.
 func (s *Server) withKey(write bool, h keyHandler) httprouter.Handle {
 	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
-		now := s.now()
-		token := bearer(r)
-		if token == "" {
-			if s.failedAuth(w, r, s.anon, budgetAddress, now) {
-				s.writeError(w, r, &Error{Code: CodeUnauthorized, Status: http.StatusUnauthorized,
-					Message: "send the API key as Authorization: Bearer cs_live_..."})
-			}
+		s.serveKeyed(w, r, ps, write, h, func(token string) (store.APIKey, rateDecision, bool, error) {
+			return s.authenticate(token, write)
+		})
+	}
+}
+
+// serveKeyed is withKey's request: auth resolves the request's token (and for a write may
+// count it: counted, with d its decision), then the key's rate limit applies and h runs.
+func (s *Server) serveKeyed(w http.ResponseWriter, r *http.Request, ps httprouter.Params, write bool, h keyHandler,
+	auth func(token string) (key store.APIKey, d rateDecision, counted bool, err error)) {
+	now := s.now()
+	token := bearer(r)
+	if token == "" {
+		if s.failedAuth(w, r, s.anon, budgetAddress, now) {
+			s.writeError(w, r, &Error{Code: CodeUnauthorized, Status: http.StatusUnauthorized,
+				Message: "send the API key as Authorization: Bearer cs_live_..."})
+		}
+		return
+	}
+	key, d, counted, err := auth(token)
+	if err != nil {
+		// A store failure is not the caller's: it spends no budget.
+		if !errors.Is(err, store.ErrUnauthorized) || s.failedAuth(w, r, s.anon, budgetAddress, now) {
+			s.writeError(w, r, err)
+		}
+		return
+	}
+	setAccount(r, key.AccountID)
+	limiter := s.reads
+	if write {
+		limiter = s.writes
+	}
+	switch {
+	case counted:
+	case write && s.cfg.WriteLimiter != nil:
+		if d, err = s.allowWrite(key.ID); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
-		key, d, counted, err := s.authenticate(token, write)
-		if err != nil {
-			// A store failure is not the caller's: it spends no budget.
-			if !errors.Is(err, store.ErrUnauthorized) || s.failedAuth(w, r, s.anon, budgetAddress, now) {
-				s.writeError(w, r, err)
+	default:
+		d = limiter.Allow(key.ID, now)
+	}
+	setRateHeaders(w, d)
+	if !d.Allowed {
+		s.refuseKey(w, r, d, write)
+		return
+	}
+	h(w, r, ps, key)
+}
+
+// jobReadKey is the request context's key of the read withJobKey made (takeJobRead).
+type jobReadKey struct{}
+
+// jobRead is a job read with the request's key, before the handler ran, and the change
+// subscription taken before that read (a long poll waits on it, so no change between the
+// read and the wait is missed).
+type jobRead struct {
+	id      string
+	job     store.Job
+	err     error
+	changed <-chan struct{}
+	release func()
+	taken   bool
+}
+
+// takeJobRead returns the read withJobKey made for the job id, once; nil when there is none
+// (the handler then subscribes and reads itself). The taker releases the subscription.
+func takeJobRead(r *http.Request, id string) *jobRead {
+	jr, _ := r.Context().Value(jobReadKey{}).(*jobRead)
+	if jr == nil || jr.taken || jr.id != id {
+		return nil
+	}
+	jr.taken = true
+	return jr
+}
+
+// withJobKey is withKey(false, h) for a read of the job named by the route's :id: the key's
+// check and the job's read are one store call (Store.AuthenticateJob: one round trip on
+// PostgreSQL, where Authenticate and Job take two), which h takes with takeJobRead. The
+// answers are withKey's and h's, in their order: an unauthorized key, then the key's read
+// budget, then h's own checks, then the job.
+func (s *Server) withJobKey(h keyHandler) httprouter.Handle {
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		id := ps.ByName("id")
+		jr := &jobRead{id: id}
+		jr.changed, jr.release = s.cfg.Store.WaitChange(id) // before the read, as h would
+		defer func() {
+			if !jr.taken {
+				jr.release()
 			}
-			return
-		}
-		setAccount(r, key.AccountID)
-		limiter := s.reads
-		if write {
-			limiter = s.writes
-		}
-		switch {
-		case counted:
-		case write && s.cfg.WriteLimiter != nil:
-			if d, err = s.allowWrite(key.ID); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-		default:
-			d = limiter.Allow(key.ID, now)
-		}
-		setRateHeaders(w, d)
-		if !d.Allowed {
-			s.refuseKey(w, r, d, write)
-			return
-		}
-		h(w, r, ps, key)
+		}()
+		r = r.WithContext(context.WithValue(r.Context(), jobReadKey{}, jr))
+		s.serveKeyed(w, r, ps, false, h, func(token string) (store.APIKey, rateDecision, bool, error) {
+			key, job, jobErr, err := s.cfg.Store.AuthenticateJob(token, id)
+			jr.job, jr.err = job, jobErr
+			return key, rateDecision{}, false, err
+		})
 	}
 }
 

@@ -538,8 +538,15 @@ func (s *Server) handleGetJob(w http.ResponseWriter, r *http.Request, ps httprou
 	defer deadline.Stop()
 	for {
 		// Subscribe before reading, so a change between the read and the wait is not missed.
-		changed, release := s.cfg.Store.WaitChange(id)
-		job, err := s.cfg.Store.Job(key.AccountID, id)
+		var changed <-chan struct{}
+		var release func()
+		var job store.Job
+		if jr := takeJobRead(r, id); jr != nil { // read with the key (withJobKey)
+			changed, release, job, err = jr.changed, jr.release, jr.job, jr.err
+		} else {
+			changed, release = s.cfg.Store.WaitChange(id)
+			job, err = s.cfg.Store.Job(key.AccountID, id)
+		}
 		if err != nil || job.Finished() || wait == 0 || (changedFrom != "" && job.Status != changedFrom) {
 			release()
 			if err != nil {

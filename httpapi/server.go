@@ -25,6 +25,10 @@ import (
 // Store is what the API needs from the job database (implemented by *store.Store).
 type Store interface {
 	Authenticate(secret string) (store.APIKey, error)
+	// AuthenticateJob is Authenticate and then Job for the key's account in one step (a GET of
+	// a job; one round trip on PostgreSQL): err is the key's, as Authenticate answers it; when
+	// the key is live, jobErr is the job's, as Job answers it.
+	AuthenticateJob(secret, jobID string) (key store.APIKey, job store.Job, jobErr, err error)
 	CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error)
 	Job(accountID, jobID string) (store.Job, error)
 	ListJobs(accountID string, p store.ListParams) ([]store.Job, bool, error)
@@ -288,7 +292,7 @@ func (s *Server) routes() {
 
 	handle("POST", "/v1/jobs", s.withGatedKey(s.handleCreateJob))
 	handle("GET", "/v1/jobs", s.withKey(false, s.handleListJobs))
-	handle("GET", "/v1/jobs/:id", s.withKey(false, s.handleGetJob))
+	handle("GET", "/v1/jobs/:id", s.withJobKey(s.handleGetJob))
 	handle("POST", "/v1/jobs/:id/start", s.withGatedKey(s.handleStartJob))
 	handle("POST", "/v1/jobs/:id/cancel", s.withKey(true, s.handleCancelJob))
 

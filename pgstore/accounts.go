@@ -273,6 +273,41 @@ func (s *Store) Authenticate(secret string) (store.APIKey, error) {
 	return key, nil
 }
 
+// AuthenticateJob is Authenticate and then Job for the key's account in one statement, one
+// round trip for a GET of a job (httpapi.Store). err is the key's, as Authenticate
+// answers it; when the key is live, jobErr is the job's, as Job answers it. The statement
+// joins the job to the key by its account, so a live key with its account's live job (a
+// poll, the common case) is one row; only the job's id can pick an index (as ownLiveJob), so a
+// plan made while jobs was small never walks the account's jobs. No row means an unknown key or no such job of the key's
+// account; Authenticate then tells the two apart, one more round trip on those error paths.
+func (s *Store) AuthenticateJob(secret, jobID string) (key store.APIKey, job store.Job, jobErr, err error) {
+	if err := store.ParseKey(secret); err != nil {
+		return store.APIKey{}, store.Job{}, nil, fmt.Errorf("%w: %w", store.ErrUnauthorized, err)
+	}
+	hash := store.HashKey(secret)
+	ctx, cancel := s.ctx()
+	defer cancel()
+	row := s.pool.QueryRow(ctx, `SELECT `+jobCols+`, k_id, k_account_id, k_prefix, k_hash, k_created_at, k_revoked_at, k_presets_only
+		FROM jobs, (SELECT id AS k_id, account_id AS k_account_id, prefix AS k_prefix, hash AS k_hash,
+				created_at AS k_created_at, revoked_at AS k_revoked_at, presets_only AS k_presets_only
+			FROM api_keys WHERE hash = $2) k
+		WHERE id = $1 AND (account_id = k_account_id AND expires_at > now()) IS TRUE`, jobID, hash[:])
+	job, err = scanJob(extraRow{row: row, extra: []any{&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly}})
+	switch {
+	case err == store.ErrNotFound:
+		if key, err = s.Authenticate(secret); err != nil {
+			return store.APIKey{}, store.Job{}, nil, err
+		}
+		return key, store.Job{}, store.ErrNotFound, nil
+	case err != nil:
+		return store.APIKey{}, store.Job{}, nil, wrap("authenticate job", err)
+	case key.RevokedAt != nil:
+		return store.APIKey{}, store.Job{}, nil, fmt.Errorf("%w: key revoked", store.ErrUnauthorized)
+	}
+	key.CreatedAt = key.CreatedAt.UTC()
+	return key, job, nil, nil
+}
+
 // EnsureDefaultAccount creates account "default" and one key when the database has no
 // account, under an advisory lock so that nodes starting together create it once. It returns
 // the new key's secret, or "" when accounts already existed.

@@ -69,7 +69,8 @@ func (c *statementCounter) count(fn func()) []string {
 // PostgreSQL: a create and a start of a key the node keeps (its write gate in the
 // transition's batch: keycache.go, migration 0024) are one, the same with the key's first
 // write on the node (AuthenticateWrite, then the transition) two, a worker's claim and
-// finish one each. The same requests through the Go transactions (what the transition
+// finish one each, and a GET of a job one (the key and the job in one statement: an unknown
+// job takes the key again, two). The same requests through the Go transactions (what the transition
 // functions replaced) are counted too, so the table in docs/benchmarks.md has both from one
 // place.
 func TestRoundTrips_PerRequest(t *testing.T) {
@@ -211,9 +212,17 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 						t.Fatalf("finish: %+v %v", done, err)
 					}
 				})
-				check("read", tc.read, func() {
-					if _, err := s.Job(acct.ID, job.ID); err != nil {
-						t.Fatal(err)
+				// A GET of a job: the key and the job in one statement (AuthenticateJob);
+				// of a job the key's account does not have, the key again on its own.
+				check("get", tc.read, func() {
+					key, got, jobErr, err := s.AuthenticateJob(secret, job.ID)
+					if err != nil || jobErr != nil || key.AccountID != acct.ID || got.Status != store.StatusSucceeded {
+						t.Fatalf("get: %+v %v %v", got, jobErr, err)
+					}
+				})
+				check("get of an unknown job", 2, func() {
+					if _, _, jobErr, err := s.AuthenticateJob(secret, "job_nosuchjob"); err != nil || jobErr != store.ErrNotFound {
+						t.Fatalf("get of an unknown job: %v %v", jobErr, err)
 					}
 				})
 			}

@@ -765,6 +765,57 @@ func (s *Store) InputIDs() ([]string, error) {
 	return s.idsUnder("uploads/", "inputs/")
 }
 
+// JobIDsAfter is JobIDs from the first id after after (all of them when after is ""), at
+// most limit ids: one turn of a sweep that checks the bucket in turns. Each listing starts
+// at after's own key (ListObjectsV2's StartAfter) and stops once it has limit ids, so a turn
+// reads about limit keys of each folder, not the bucket. Fewer than limit means the listing
+// ended.
+func (s *Store) JobIDsAfter(after string, limit int) ([]string, error) {
+	return s.idsUnderAfter(after, limit, "uploads/", "inputs/", "outputs/")
+}
+
+// InputIDsAfter is InputIDs from the first id after after, at most limit ids (JobIDsAfter).
+func (s *Store) InputIDsAfter(after string, limit int) ([]string, error) {
+	return s.idsUnderAfter(after, limit, "uploads/", "inputs/")
+}
+
+// idsUnderAfter lists, sorted and without duplicates, the first limit job ids after after
+// named by the first path element under any of the dirs. A key is the dir, the id, and
+// nothing or "/..." after it, and an id's characters all sort after '/' (validID), so each
+// dir's keys list its ids in order: the first limit ids of each dir hold the first limit of
+// all of them.
+func (s *Store) idsUnderAfter(after string, limit int, dirs ...string) ([]string, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opTimeout)
+	defer cancel()
+	var ids []string
+	for _, dir := range dirs {
+		in := &s3.ListObjectsV2Input{Bucket: aws.String(s.bucket), Prefix: aws.String(s.prefix + dir)}
+		if after != "" {
+			in.StartAfter = aws.String(s.prefix + dir + after) // after's own keys follow it: skipped below
+		}
+		p := s3.NewListObjectsV2Paginator(s.client, in)
+		n, last := 0, ""
+		for n < limit && p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("%w: list %s: %w", ErrStorage, s.prefix+dir, err)
+			}
+			for _, o := range page.Contents {
+				id, _, _ := strings.Cut(strings.TrimPrefix(aws.ToString(o.Key), s.prefix+dir), "/")
+				if validID(id) && id > after && id != last {
+					ids, last, n = append(ids, id), id, n+1
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return ids[:min(len(ids), limit)], nil
+}
+
 // idsUnder lists, sorted and without duplicates, the job ids named by the first path element
 // under each of the dirs (relative to the prefix).
 func (s *Store) idsUnder(dirs ...string) ([]string, error) {

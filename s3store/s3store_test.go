@@ -146,7 +146,13 @@ func (b *s3Backend) DownloadURL(id string, attempt int, _ blobstore.Output, meta
 
 func (b *s3Backend) Delete(id string) error    { return b.st.Delete(id) }
 func (b *s3Backend) JobIDs() ([]string, error) { return b.st.JobIDs() }
-func (b *s3Backend) Check() error              { return b.st.Check() }
+func (b *s3Backend) JobIDsAfter(after string, limit int) ([]string, error) {
+	return b.st.JobIDsAfter(after, limit)
+}
+func (b *s3Backend) InputIDsAfter(after string, limit int) ([]string, error) {
+	return b.st.InputIDsAfter(after, limit)
+}
+func (b *s3Backend) Check() error { return b.st.Check() }
 
 // TestUploadURL_DeterministicAndBound: the URL depends only on its arguments, signs the size
 // as Content-Length, and is valid exactly until expires (X-Amz-Date = expires - 900 s).
@@ -454,7 +460,8 @@ func TestUploadURL_SameOnEveryNode(t *testing.T) {
 }
 
 // TestJobIDs_PagedAndPrefixed: JobIDs pages through more than one ListObjectsV2 page (1000
-// keys) and sees only keys under its prefix; Delete leaves other prefixes alone.
+// keys) and sees only keys under its prefix, JobIDsAfter lists only a turn's pages, and
+// Delete leaves other prefixes alone.
 func TestJobIDs_PagedAndPrefixed(t *testing.T) {
 	bk := tests3.NewBucket(t, tests3.Options{})
 	var lists atomic.Int32
@@ -517,8 +524,31 @@ func TestJobIDs_PagedAndPrefixed(t *testing.T) {
 	if !slices.Equal(ids, want) {
 		t.Fatalf("JobIDs gave %d ids (first %v); want the %d under the prefix", len(ids), ids[:min(3, len(ids))], n)
 	}
-	if got := lists.Load(); got < 3 {
-		t.Errorf("JobIDs made %d ListObjectsV2 requests for %d keys; want pages of at most 1000", got, n)
+	if got := lists.Load(); got < 4 {
+		t.Errorf("JobIDs made %d ListObjectsV2 requests for %d keys; want pages of at most 1000 (two of uploads/)", got, n)
+	}
+	// The sweep's turns (JobIDsAfter): each lists from its cursor and stops once it has its
+	// ids, so a turn of 400 reads one page of each of the three folders, where JobIDs read
+	// two of uploads/, and the turns together are the listing.
+	var turns []string
+	after := ""
+	for {
+		before := lists.Load()
+		page, err := st.JobIDsAfter(after, 400)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lists.Load() - before; got != 3 {
+			t.Errorf("a turn of 400 after %q made %d ListObjectsV2 requests; want 3, a page of each folder", after, got)
+		}
+		turns = append(turns, page...)
+		if len(page) < 400 {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	if !slices.Equal(turns, want) {
+		t.Fatalf("JobIDsAfter in turns of 400 gave %d ids; want the %d under the prefix", len(turns), n)
 	}
 	if err := st.Delete("job_noprefix"); err != nil {
 		t.Fatal(err)

@@ -67,6 +67,10 @@ type ObjectStorage interface {
 	DeleteInput(jobID string) error
 	JobIDs() ([]string, error)
 	InputIDs() ([]string, error)
+	// JobIDsAfter and InputIDsAfter are JobIDs and InputIDs from the first id after after,
+	// at most limit ids (fewer: the listing ended), for the periodic sweep's turns.
+	JobIDsAfter(after string, limit int) ([]string, error)
+	InputIDsAfter(after string, limit int) ([]string, error)
 	// ImportInput stores size bytes of r as the job's input, for an input the server fetched
 	// itself (source_url); OpenInput then reads it.
 	ImportInput(ctx context.Context, jobID string, r io.ReadSeeker, size int64) error

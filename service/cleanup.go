@@ -126,17 +126,14 @@ func (a apiStore) CreateJob(p store.CreateJobParams, render func(store.Job) (sto
 
 // sweepDeadInputs removes the inputs of jobs that finished (or passed expires_at) but still
 // have one: a crash came between the commit and the input cleaner, the cleaner's queue was
-// full, or a PUT to S3's presigned URL landed after the job finished. It checks the inputs
-// turn picks out of the listing, or all of them when turn is nil.
-func (m *Main) sweepDeadInputs(turn *fileCursor) {
+// full, or a PUT to S3's presigned URL landed after the job finished. It checks every input
+// when whole, else the next turn of the listing (fileCursor).
+func (m *Main) sweepDeadInputs(whole bool) {
 	m.cleaner.overflow.Store(false)
-	ids, err := m.blobs.InputIDs()
+	ids, err := m.inputTurn.ids(whole, m.blobs.InputIDs, m.blobs.InputIDsAfter)
 	if err != nil {
 		m.log.Warn("list job inputs", "error", err)
 		return
-	}
-	if turn != nil {
-		ids = turn.next(ids)
 	}
 	m.inBatches(ids, m.store.ClosedUploads, "check job inputs' jobs", m.deleteInput)
 }

@@ -200,3 +200,26 @@ func inputGoneSoon(t *testing.T, uploads, id string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestSweepTurn_S3: on S3 the periodic pass's turns list the bucket from their cursor
+// (JobIDsAfter, InputIDsAfter through s3Objects): a turn removes an upload no job owns and a
+// finished job's upload put back after its input cleaner ran (a late PUT), and keeps a live
+// job's upload.
+func TestSweepTurn_S3(t *testing.T) {
+	e := testenv.Start(t, testenv.S3(t), noSweep)
+	in := s3Inputs(e)
+	png := testenv.NoisePNG(t, 8, 8)
+	live := e.Create(e.Key, "png", "jpeg", int64(len(png)))
+	testenv.MustStatus(t, e.Upload(live.UploadURL, png), 200, "")
+	dead := e.Create(e.Key, "png", "jpeg", int64(len(png)))
+	testenv.MustStatus(t, e.Upload(dead.UploadURL, png), 200, "")
+	testenv.MustStatus(t, e.Do("POST", "/v1/jobs/"+dead.Job.ID+"/cancel", e.Key, nil), 200, "")
+	waitInputGone(t, in, dead.Job.ID, "cancel")
+	in.put(t, dead.Job.ID, png)
+	orphan := store.NewJobID(time.Now())
+	in.put(t, orphan, png)
+	e.Main.SweepTurn()
+	if got, want := e.ObjectKeys(), []string{e.UploadKey(live.Job.ID)}; !slices.Equal(got, want) {
+		t.Fatalf("after a turn the bucket holds %q; want only the live job's upload %q", got, want)
+	}
+}

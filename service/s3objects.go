@@ -102,6 +102,16 @@ func (o s3Objects) JobIDs() ([]string, error) { return o.s.JobIDs() }
 // InputIDs lists the jobs that have an upload.
 func (o s3Objects) InputIDs() ([]string, error) { return o.s.InputIDs() }
 
+// JobIDsAfter lists up to limit jobs after after that have objects.
+func (o s3Objects) JobIDsAfter(after string, limit int) ([]string, error) {
+	return o.s.JobIDsAfter(after, limit)
+}
+
+// InputIDsAfter lists up to limit jobs after after that have an upload.
+func (o s3Objects) InputIDsAfter(after string, limit int) ([]string, error) {
+	return o.s.InputIDsAfter(after, limit)
+}
+
 // s3Output is an s3store output with convert's types: scratch-disk and S3 faults are
 // convert.StorageErrors, so the job is retried instead of failed.
 type s3Output struct {

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -241,7 +240,7 @@ type Main struct {
 	// cleaner deletes finished jobs' inputs (the stores' FinishHook queues them).
 	cleaner *inputCleaner
 	// inputTurn and fileTurn are where the periodic sweep's dead-input and orphan passes
-	// stopped; only the sweeper's goroutine touches them.
+	// stopped in their listings.
 	inputTurn, fileTurn fileCursor
 
 	stop   chan struct{}
@@ -809,58 +808,89 @@ func (m *Main) inBatches(ids []string, pick func([]string) ([]string, error), wh
 // checked at least every ten passes (5 minutes at the default SweepInterval). Checking every
 // file every pass cost one statement per 1,000 files, so on PostgreSQL a pass over 36,000
 // files took about a second of the database's time every 30 s, and a million files a
-// thousand statements; the files a turn leaves only wait longer: inputs of finished jobs and
-// files of vanished jobs come from crashes, full queues and late S3 PUTs, and the cleaners
-// take the common case at once.
+// thousand statements; and on S3 each pass listed the whole bucket, five listings of a
+// thousand keys a request (at a million objects about 2.9 million LIST requests a day). The
+// files a turn leaves only wait longer: inputs of finished jobs and files of vanished jobs
+// come from crashes, full queues and late S3 PUTs, and the cleaners take the common case at
+// once.
 const filesPerTurn = 5000
 
-// fileCursor is where a file pass stopped: the last id it checked, "" for the first.
-type fileCursor struct{ after string }
+// fileCursor is where a file pass stopped in its listing, and how long the listing was.
+type fileCursor struct {
+	mu    sync.Mutex
+	after string // the last id the pass checked; "" for the listing's start
+	total int    // the listing's length: the last whole pass's, or the last cycle of turns'
+	seen  int    // the ids this cycle of turns has checked so far
+}
 
-// next returns the ids this turn checks out of ids (sorted, as the blob stores list them):
-// those after the cursor, filesPerTurn or a tenth of ids, whichever is more, and moves the
-// cursor to the last of them. After the last id the next turn starts again from the first; a
-// listing that fits in one turn is checked whole every time.
-func (c *fileCursor) next(ids []string) []string {
-	n := max(filesPerTurn, (len(ids)+9)/10)
-	from, found := slices.BinarySearch(ids, c.after) // "" is no id: the first turn starts at 0
-	if found {
-		from++
+// next returns the ids this turn checks, as page lists them (sorted, from the first after
+// its after argument, at most limit: ObjectStorage.JobIDsAfter): filesPerTurn or a tenth of
+// the listing's last known length, whichever is more, after the cursor, which moves to the
+// last of them. After the listing's end the next turn starts again from the first id; a
+// listing that fits in one turn is checked whole every time. Only a turn's ids are listed
+// where the storage can list from an id (S3).
+func (c *fileCursor) next(page func(after string, limit int) ([]string, error)) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := max(filesPerTurn, (c.total+9)/10)
+	ids, err := page(c.after, n)
+	if err != nil {
+		return nil, err
 	}
-	if from >= len(ids) {
-		from = 0
+	if len(ids) == 0 && c.after != "" { // the last turn ended on the listing's last id
+		c.endCycle()
+		if ids, err = page("", n); err != nil {
+			return nil, err
+		}
 	}
-	to := min(from+n, len(ids))
-	c.after = ""
-	if to < len(ids) {
-		c.after = ids[to-1]
+	c.seen += len(ids)
+	if len(ids) < n {
+		c.endCycle()
+	} else {
+		c.after = ids[len(ids)-1]
 	}
-	return ids[from:to]
+	return ids, nil
+}
+
+// endCycle starts the next cycle of turns at the listing's start, its length now known.
+func (c *fileCursor) endCycle() { c.total, c.seen, c.after = c.seen, 0, "" }
+
+// ids returns what a file pass checks: with whole, the listing (all), whose length the
+// cursor then knows for its turns' size (the whole pass at start comes before the first
+// turn); else the next turn (next, listing with page).
+func (c *fileCursor) ids(whole bool, all func() ([]string, error), page func(after string, limit int) ([]string, error)) ([]string, error) {
+	if !whole {
+		return c.next(page)
+	}
+	ids, err := all()
+	if err == nil {
+		c.mu.Lock()
+		c.total = len(ids)
+		c.mu.Unlock()
+	}
+	return ids, err
 }
 
 // Sweep runs one whole retention pass: expired jobs, idempotency keys, every orphaned file
 // and input of a finished job, and idle rate-limiter state.
-func (m *Main) Sweep() { m.sweep(nil, nil) }
+func (m *Main) Sweep() { m.sweep(true) }
 
 // sweepTurn is the periodic pass: Sweep, with each file pass checking the next turn of its
 // listing (fileCursor) instead of every file.
-func (m *Main) sweepTurn() { m.sweep(&m.inputTurn, &m.fileTurn) }
+func (m *Main) sweepTurn() { m.sweep(false) }
 
-// sweep runs a retention pass whose dead-input and orphan passes check what inputs and files
-// pick out of their listings (nil: all of it).
-func (m *Main) sweep(inputs, files *fileCursor) {
+// sweep runs a retention pass whose dead-input and orphan passes check every file when whole,
+// else the next turn of their listings.
+func (m *Main) sweep(whole bool) {
 	m.expireDue()
-	m.sweepDeadInputs(inputs)
+	m.sweepDeadInputs(whole)
 	m.sweepDeadOutputs()
 	if _, err := m.store.PurgeIdempotencyKeys(); err != nil {
 		m.log.Error("purge idempotency keys", "error", err)
 	}
-	ids, err := m.blobs.JobIDs()
+	ids, err := m.fileTurn.ids(whole, m.blobs.JobIDs, m.blobs.JobIDsAfter)
 	if err != nil {
 		m.log.Warn("list blob files", "error", err)
-	}
-	if files != nil {
-		ids = files.next(ids)
 	}
 	m.inBatches(ids, m.store.Unowned, "check blob files' jobs", func(id string) { m.blobs.Delete(id) })
 	m.api.Prune()

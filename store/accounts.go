@@ -287,6 +287,17 @@ func (s *Store) Authenticate(secret string) (APIKey, error) {
 	return key, nil
 }
 
+// AuthenticateJob is Authenticate and then Job for the key's account in one call (the API's
+// GET of a job; pgstore makes it one round trip). err is the key's, as Authenticate answers
+// it; when the key is live, jobErr is the job's, as Job answers it.
+func (s *Store) AuthenticateJob(secret, jobID string) (key APIKey, job Job, jobErr, err error) {
+	if key, err = s.Authenticate(secret); err != nil {
+		return APIKey{}, Job{}, nil, err
+	}
+	job, jobErr = s.Job(key.AccountID, jobID)
+	return key, job, jobErr, nil
+}
+
 // EnsureDefaultAccount creates account "default" and one key when the database has no account.
 // It returns the new key's secret, or "" when accounts already existed.
 func (s *Store) EnsureDefaultAccount(spendCapCents int64) (Account, string, error) {

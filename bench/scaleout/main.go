@@ -11,18 +11,21 @@
 //     clients act for different accounts, as many tenants do; -spread=false gives each key
 //     its 60 jobs in a row, so all clients write to one or two accounts at a time, whose
 //     row locks then serialise them (one commit, and with fsync on one WAL flush, at a time).
+//   - Reads (outside the rate above): then a GET /v1/jobs/{id} of every job, as a client
+//     polls, on the node after the one that started it (round-robin).
 //   - Conversions (on new nodes and a new database): -conversions PNG -> GIF jobs of a -size x -size noisy image, uploaded
 //     first, then started all at once over the nodes; conversions per second is their number
 //     over the time from the first start to the last success.
 //
-// After the table, each contender's create and start phases get a line of their own: rate,
+// After the table, each contender's create, start and read phases get a line of their own: rate,
 // p50/p90/p99/max, a latency histogram, and the CPU milliseconds per request of the nodes, the
 // S3 server (-s3-pid), PostgreSQL (-pg-pid) and this load generator itself, read from /proc (the started jobs convert
 // meanwhile, so their workers' CPU is in the start phase's figures), and PostgreSQL's WAL
 // syncs (pg_stat_wal) and commits (pg_stat_database) per request, cluster-wide.
 //
 // SCALEOUT_PHASES=FILE appends the wall clock (Unix seconds) of the API phase's edges to FILE:
-// the create phase's start and end, the start phase's start and end, for `perf record -k
+// the create phase's start and end, the start phase's start and end (the read phase's start),
+// the read phase's end, for `perf record -k
 // realtime` and `perf report --time START,END`.
 //
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
@@ -389,42 +392,58 @@ func runAPI(nodes []string, pids []int) apiResult {
 	}
 	close(work)
 	wg.Wait()
+	// perJob sends one request of each job from the clients, on the node offset after the one
+	// that created it, and passes each latency to rec.
+	perJob := func(method string, path func(job) string, offset int, rec func(time.Duration)) {
+		work := make(chan job)
+		for c := 0; c < *clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				conns := make([]*leanConn, len(nodes))
+				defer closeLean(conns)
+				for j := range work {
+					node := (j.node + offset) % len(nodes)
+					t0 := time.Now()
+					if lean {
+						leanDo(conns, nodes, node, method, path(j), j.key, nil)
+					} else {
+						check(benchkit.DoJSON(ctx, hc, method, nodes[node]+path(j), j.key, nil, nil))
+					}
+					rec(time.Since(t0))
+				}
+			}()
+		}
+		for _, j := range jobs {
+			work <- j
+		}
+		close(work)
+		wg.Wait()
+	}
 	// Start phase: each job on the next node after the one that created it.
 	wal2 := sampleWAL()
 	cut(pids) // .3: the start phase
 	cpu2 := sampleCPU(pids)
 	began = time.Now()
-	work = make(chan job)
-	for c := 0; c < *clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			conns := make([]*leanConn, len(nodes))
-			defer closeLean(conns)
-			for j := range work {
-				node := (j.node + 1) % len(nodes)
-				t0 := time.Now()
-				if lean {
-					leanDo(conns, nodes, node, "POST", "/v1/jobs/"+j.id+"/start", j.key, nil)
-				} else {
-					check(benchkit.DoJSON(ctx, hc, "POST", nodes[node]+"/v1/jobs/"+j.id+"/start", j.key, nil, nil))
-				}
-				record(time.Since(t0))
-			}
-		}()
-	}
-	for _, j := range jobs {
-		work <- j
-	}
-	close(work)
-	wg.Wait()
+	perJob("POST", func(j job) string { return "/v1/jobs/" + j.id + "/start" }, 1, record)
 	startTime := time.Since(began)
 	cpu3 := sampleCPU(pids)
-	cut(pids) // .4: after it
+	cut(pids) // .4: the reads phase
 	wal3 := sampleWAL()
+	// Reads phase, outside the creates+starts rate: a GET of every job (a client's poll), on
+	// the node after the one that started it; the started jobs may still be converting.
+	var reads []time.Duration
+	cpu4 := sampleCPU(pids)
+	began = time.Now()
+	perJob("GET", func(j job) string { return "/v1/jobs/" + j.id }, 2, func(d time.Duration) { mu.Lock(); reads = append(reads, d); mu.Unlock() })
+	readTime := time.Since(began)
+	cpu5 := sampleCPU(pids)
+	cut(pids) // .5: after it
+	wal4 := sampleWAL()
 	return apiResult{
 		detail: phaseDetail("creates", creates, createTime, cpu0, cpu1, wal0, wal1) +
-			phaseDetail("starts", latencies[len(creates):], startTime, cpu2, cpu3, wal2, wal3),
+			phaseDetail("starts", latencies[len(creates):], startTime, cpu2, cpu3, wal2, wal3) +
+			phaseDetail("reads", reads, readTime, cpu4, cpu5, wal3, wal4),
 		rate: float64(2*len(jobs)) / (createTime + startTime).Seconds(),
 		p50:  benchkit.Percentile(latencies, 50),
 		p99:  benchkit.Percentile(latencies, 99),
@@ -457,7 +476,7 @@ func closeLean(conns []*leanConn) {
 }
 
 // cut starts a new profile file in each node when the nodes are bench/serveprof
-// ($CONVSVC_CPUPROFILE set): its files .1 and .3 are then the create and start phases (the
+// ($CONVSVC_CPUPROFILE set): its files .1, .3 and .4 are then the create, start and read phases (the
 // allocations of phase N are the difference of $CONVSVC_MEMPROFILE.N and .N+1).
 func cut(pids []int) {
 	if f := os.Getenv("SCALEOUT_PHASES"); f != "" {

@@ -62,6 +62,11 @@ type Backend interface {
 	Delete(jobID string) error
 	// JobIDs lists the ids of the jobs that have any object.
 	JobIDs() ([]string, error)
+	// JobIDsAfter is JobIDs from the first id after after, at most limit ids.
+	JobIDsAfter(after string, limit int) ([]string, error)
+	// InputIDsAfter lists, from the first id after after and at most limit, the ids of the
+	// jobs that have an upload or a sealed input.
+	InputIDsAfter(after string, limit int) ([]string, error)
 	// Check is the readiness check.
 	Check() error
 }
@@ -81,6 +86,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	t.Run("DownloadExpired", func(t *testing.T) { testDownloadExpired(t, newBackend(t)) })
 	t.Run("DeleteRemovesEverything", func(t *testing.T) { testDelete(t, newBackend(t)) })
 	t.Run("JobIDs", func(t *testing.T) { testJobIDs(t, newBackend(t)) })
+	t.Run("IDsAfter", func(t *testing.T) { testIDsAfter(t, newBackend(t)) })
 	t.Run("Check", func(t *testing.T) {
 		if err := newBackend(t).Check(); err != nil {
 			t.Fatalf("Check: %v", err)
@@ -595,5 +601,75 @@ func testJobIDs(t *testing.T, b Backend) {
 	ids, err = b.JobIDs()
 	if err != nil || !slices.Equal(ids, want) {
 		t.Fatalf("JobIDs = %v, %v; want %v", ids, err, want)
+	}
+}
+
+// testIDsAfter walks JobIDsAfter and InputIDsAfter in turns of every size from 1 to past the
+// listing's end: the turns together are the listing, each full but the last, none repeats an
+// id (an id with several objects, an output of two attempts, is listed once), and a turn
+// after an id that has no object starts at the next one.
+func testIDsAfter(t *testing.T, b Backend) {
+	if ids, err := b.JobIDsAfter("", 3); err != nil || len(ids) != 0 {
+		t.Fatalf("JobIDsAfter of an empty store = %v, %v; want none", ids, err)
+	}
+	var all, inputs []string
+	for i := range 7 {
+		id := NewJobID()
+		all = append(all, id)
+		switch i % 3 {
+		case 0: // an upload
+			Upload(t, b, id, RandomBytes(5))
+			inputs = append(inputs, id)
+		case 1: // an upload, sealed, and an output
+			Upload(t, b, id, RandomBytes(5))
+			if _, err := b.Seal(id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.WriteOutput(id, 1, []byte("x"), blobstore.OutputMeta{}); err != nil {
+				t.Fatal(err)
+			}
+			inputs = append(inputs, id)
+		case 2: // the outputs of two attempts only
+			for attempt := 1; attempt <= 2; attempt++ {
+				if _, err := b.WriteOutput(id, attempt, []byte("y"), blobstore.OutputMeta{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	slices.Sort(all)
+	slices.Sort(inputs)
+	for _, l := range []struct {
+		name string
+		list func(after string, limit int) ([]string, error)
+		want []string
+	}{{"JobIDsAfter", b.JobIDsAfter, all}, {"InputIDsAfter", b.InputIDsAfter, inputs}} {
+		for limit := 1; limit <= len(l.want)+1; limit++ {
+			var got []string
+			after := ""
+			for {
+				page, err := l.list(after, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page) > limit {
+					t.Fatalf("%s(%q, %d) = %d ids", l.name, after, limit, len(page))
+				}
+				got = append(got, page...)
+				if len(page) < limit {
+					break
+				}
+				after = page[len(page)-1]
+			}
+			if !slices.Equal(got, l.want) {
+				t.Fatalf("%s in turns of %d = %v; want %v", l.name, limit, got, l.want)
+			}
+		}
+		// After an id with no object, between the first and the second (the ids are all
+		// as long): from the second on.
+		gap := l.want[0] + "0"
+		if page, err := l.list(gap, 2); err != nil || !slices.Equal(page, l.want[1:3]) {
+			t.Fatalf("%s(%q, 2) = %v, %v; want %v", l.name, gap, page, err, l.want[1:3])
+		}
 	}
 }

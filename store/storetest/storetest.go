@@ -29,6 +29,7 @@ import (
 // which only the embedded store has) and those the workers and the sweeper use.
 type Backend interface {
 	Authenticate(secret string) (store.APIKey, error)
+	AuthenticateJob(secret, jobID string) (key store.APIKey, job store.Job, jobErr, err error)
 	CreateJob(p store.CreateJobParams, render func(store.Job) (store.Response, error)) (store.Job, store.Response, error)
 	Job(accountID, jobID string) (store.Job, error)
 	ListJobs(accountID string, p store.ListParams) ([]store.Job, bool, error)
@@ -137,6 +138,7 @@ var cases = []testCase{
 	{"ListCostIsThePage", testListCostIsThePage},
 	{"ListAfterExpiredCursor", testListAfterExpiredCursor},
 	{"Auth", testAuth},
+	{"AuthenticateJob", testAuthenticateJob},
 	{"Accounts", testAccounts},
 	{"EnsureDefaultAccountOnce", testEnsureDefault},
 	{"ClaimsNeverDuplicate", testClaimsConcurrent},
@@ -984,6 +986,70 @@ func testListPaging(t *testing.T, newStore NewFunc) {
 	_, _, err = f.s.ListJobs(f.acct.ID, store.ListParams{StartingAfter: "job_nosuchjob"})
 	wantErr(t, err, store.ErrNotFound, "starting_after an unknown job")
 	f.checkLedger(19, 0)
+}
+
+// testAuthenticateJob holds AuthenticateJob to Authenticate and then Job: the key's answer
+// first, then the job's, for the key's own live job, another account's, an unknown one, an
+// expired one, and a key that is unknown, malformed or revoked.
+func testAuthenticateJob(t *testing.T, newStore NewFunc) {
+	const retention = 2 * time.Second
+	f := newFixture(t, newStore, Options{Retention: retention}, 100)
+	other, err := f.s.CreateAccount("other", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherKey, otherSecret, err := f.s.CreateKey(other.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := f.start(f.create(1))
+	want, err := f.s.Authenticate(f.secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, got, jobErr, err := f.s.AuthenticateJob(f.secret, job.ID)
+	if err != nil || jobErr != nil {
+		t.Fatalf("own job: key err %v, job err %v", err, jobErr)
+	}
+	if !reflect.DeepEqual(key, want) {
+		t.Fatalf("key %+v, Authenticate gives %+v", key, want)
+	}
+	if read := f.get(job.ID); !reflect.DeepEqual(got, read) || got.Status != store.StatusQueued {
+		t.Fatalf("job %+v, Job reads %+v", got, read)
+	}
+	key, _, jobErr, err = f.s.AuthenticateJob(otherSecret, job.ID)
+	if err != nil || key.ID != otherKey.ID {
+		t.Fatalf("another account's key: %+v, %v", key, err)
+	}
+	wantErr(t, jobErr, store.ErrNotFound, "another account's job")
+	for _, id := range []string{"job_nosuchjob", "", "not an id"} {
+		key, _, jobErr, err = f.s.AuthenticateJob(f.secret, id)
+		if err != nil || key.ID != want.ID {
+			t.Fatalf("job %q: key %+v, %v", id, key, err)
+		}
+		wantErr(t, jobErr, store.ErrNotFound, fmt.Sprintf("job %q", id))
+	}
+	for _, bad := range []string{"", "cs_live_short", store.NewKeySecret()} {
+		_, _, _, err = f.s.AuthenticateJob(bad, job.ID)
+		wantErr(t, err, store.ErrUnauthorized, fmt.Sprintf("key %q", bad))
+	}
+	if _, err := f.s.RevokeKey(otherKey.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = f.s.AuthenticateJob(otherSecret, job.ID)
+	wantErr(t, err, store.ErrUnauthorized, "revoked key, another account's job")
+	theirs, _, err := f.s.CreateJob(store.CreateJobParams{AccountID: other.ID, InputFormat: "png", TargetFormat: "jpg", InputBytes: 1}, plainRender)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = f.s.AuthenticateJob(otherSecret, theirs.ID)
+	wantErr(t, err, store.ErrUnauthorized, "revoked key, its own account's job")
+	f.waitExpired(job.ID, retention)
+	key, _, jobErr, err = f.s.AuthenticateJob(f.secret, job.ID)
+	if err != nil || key.ID != want.ID {
+		t.Fatalf("expired job: key %+v, %v", key, err)
+	}
+	wantErr(t, jobErr, store.ErrNotFound, "expired job")
 }
 
 func testAuth(t *testing.T, newStore NewFunc) {
