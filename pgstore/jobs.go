@@ -1013,6 +1013,16 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 func (s *Store) CancelJob(accountID, jobID string) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if job, changed, err := s.cancelJobCall(ctx, accountID, jobID); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, wrap("cancel job", err)
+		}
+		if changed {
+			s.reportFinished([]store.Job{job})
+		}
+		s.signal(job.ID)
+		return job, nil
+	}
 	var job store.Job
 	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error
