@@ -69,8 +69,8 @@ func (c *statementCounter) count(fn func()) []string {
 // PostgreSQL: a create and a start of a key the node keeps (its write gate in the
 // transition's batch: keycache.go, migration 0024) are one, the same with the key's first
 // write on the node (AuthenticateWrite, then the transition) two, a worker's claim and
-// finish one each, a cancel two (the key and the write's count, then the cancel: migration
-// 0031), and a GET of a job one (the key and the job in one statement: an unknown
+// finish one each, a cancel one too (migration 0031's function, the gate first in its
+// batch), and a GET of a job one (the key and the job in one statement: an unknown
 // job takes the key again, two). The same requests through the Go transactions (what the transition
 // functions replaced) are counted too, so the table in docs/benchmarks.md has both from one
 // place.
@@ -89,15 +89,15 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 		// recordWebhookEvents after it (BEGIN and the call 1, the deliveries 1, their
 		// notification 1, COMMIT and the notifications 1).
 		finishWebhook int
-		// cancel is what httpapi sends for a cancel: AuthenticateWrite (the key and the
-		// write's count), then CancelJob; cancelWebhook the same for an account with a
-		// webhook endpoint (the call refused, then BEGIN and the call again, the deliveries,
-		// their notification, COMMIT and the notifications).
+		// cancel is a cancel with its write gate (a kept key: the gate, the call and the
+		// take in one batch) or after authWrite; cancelWebhook the same for an account with
+		// a webhook endpoint (the call refused, then BEGIN, the gate and the call again, the
+		// deliveries, their notification, COMMIT and the notifications).
 		cancel, cancelWebhook int
 		// cache is the same for cache-keyed jobs (cacheTrips).
 		cache cacheTrips
 	}{
-		{"functions, key kept", false, true, 1, 1, 1, 1, 1, 5, 2, 6, cacheTrips{
+		{"functions, key kept", false, true, 1, 1, 1, 1, 1, 5, 1, 5, cacheTrips{
 			create: 1, start: 1, claim: 1, claimWait: 1, finish: 1, startHit: 1, createHit: 1, claimHit: 2, finishFromCache: 1}},
 		{"functions, key's first write", false, false, 2, 2, 1, 1, 1, 5, 2, 6, cacheTrips{
 			create: 2, start: 2, claim: 1, claimWait: 1, finish: 1, startHit: 2, createHit: 2, claimHit: 2, finishFromCache: 1}},
@@ -238,20 +238,11 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 					cancelWant = tc.cancelWebhook
 				}
 				check("cancel", cancelWant, func() {
-					if tc.goTransitions {
-						key, err := s.Authenticate(secret)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if allowed, _, _, err := s.AllowWrite(key.ID, 120, time.Minute); err != nil || !allowed {
-							t.Fatalf("write refused: %v", err)
-						}
-					} else if _, allowed, _, _, err := s.AuthenticateWrite(secret, 120, time.Minute); err != nil || !allowed {
-						t.Fatalf("write refused: %v", err)
-					}
-					if cancelled, err := s.CancelJob(acct.ID, victim.ID); err != nil || cancelled.Status != store.StatusCancelled {
+					g := authWrite()
+					if cancelled, err := s.CancelJobWith(acct.ID, victim.ID, g); err != nil || cancelled.Status != store.StatusCancelled {
 						t.Fatalf("cancel: %+v %v", cancelled, err)
 					}
+					passed(g)
 				})
 				check("get of an unknown job", 2, func() {
 					if _, _, jobErr, err := s.AuthenticateJob(secret, "job_nosuchjob"); err != nil || jobErr != store.ErrNotFound {

@@ -376,10 +376,11 @@ func (s *Store) callFlight(ctx context.Context, call string, args ...any) (store
 	return job, err
 }
 
-// cancelJobCall is CancelJob in one round trip (migration 0031): the job as the cancel left
-// it, and whether the cancel changed it (false for a job cancelled before).
-func (s *Store) cancelJobCall(ctx context.Context, accountID, jobID string) (job store.Job, changed bool, err error) {
-	job, err = s.callHit(ctx, []any{&changed}, `SELECT `+jobCols+`, c.o_changed FROM convsvc_cancel_job($1, $2, $3) c
+// cancelJobCall is CancelJob in one round trip (migration 0031), with the request's write
+// gate first when it has one (callGated's batch): the job as the cancel left it, and whether
+// the cancel changed it (false for a job cancelled before).
+func (s *Store) cancelJobCall(ctx context.Context, g *store.WriteGate, accountID, jobID string) (job store.Job, changed bool, err error) {
+	job, err = s.callHitGated(ctx, g, false, []any{&changed}, "", `SELECT `+jobCols+`, c.o_changed FROM convsvc_cancel_job($1, $2, $3) c
 		CROSS JOIN LATERAL (SELECT (c.o_job).*) j`, accountID, jobID)
 	return job, changed, err
 }
