@@ -672,7 +672,7 @@ func (s *Server) handleStartJob(w http.ResponseWriter, r *http.Request, ps httpr
 
 func (s *Server) handleCancelJob(w http.ResponseWriter, r *http.Request, ps httprouter.Params, key store.APIKey) {
 	began := s.now()
-	job, err := s.cfg.Store.CancelJob(key.AccountID, ps.ByName("id"))
+	job, err := s.cfg.Store.CancelJobWith(key.AccountID, ps.ByName("id"), writeGate(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -36,6 +36,10 @@ type Store interface {
 	// where object storage has them), recording up in the same transaction.
 	StartSealedJob(accountID, jobID string, up store.Upload) (store.Job, error)
 	CancelJob(accountID, jobID string) (store.Job, error)
+	// CancelJobWith is CancelJob with the request's write gate (store.WriteGate: nil when the
+	// server counted the write), which a store that takes one runs in the cancel's own
+	// transaction and round trip (pgstore).
+	CancelJobWith(accountID, jobID string, g *store.WriteGate) (store.Job, error)
 	WaitChange(jobID string) (<-chan struct{}, func())
 
 	CreateAccount(name string, spendCapCents int64) (store.Account, error)
@@ -294,7 +298,7 @@ func (s *Server) routes() {
 	handle("GET", "/v1/jobs", s.withKey(false, s.handleListJobs))
 	handle("GET", "/v1/jobs/:id", s.withJobKey(s.handleGetJob))
 	handle("POST", "/v1/jobs/:id/start", s.withGatedKey(s.handleStartJob))
-	handle("POST", "/v1/jobs/:id/cancel", s.withKey(true, s.handleCancelJob))
+	handle("POST", "/v1/jobs/:id/cancel", s.withGatedKey(s.handleCancelJob))
 
 	handle("POST", "/v1/admin/accounts", s.withAdmin(s.handleCreateAccount))
 	handle("GET", "/v1/admin/accounts", s.withAdmin(s.handleListAccounts))

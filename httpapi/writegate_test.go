@@ -109,9 +109,10 @@ func TestWriteGate_RevokedOnAnotherNodeIsRefused(t *testing.T) {
 	must(t, b.Do("DELETE", "/v1/admin/keys/"+keyID, b.AdminToken, nil), 200, "")
 	must(t, a.Do("POST", "/v1/jobs", key, gateBody), 403, "unauthorized")
 	must(t, a.Start(key, first.Job.ID), 403, "unauthorized")
+	must(t, a.Do("POST", "/v1/jobs/"+first.Job.ID+"/cancel", key, nil), 403, "unauthorized")
 	must(t, a.Do("POST", "/v1/jobs", key, "{not json"), 403, "unauthorized")
 	if job, err := a.Main.JobStore().Job(acct, first.Job.ID); err != nil || job.Status != store.StatusCreated {
-		t.Fatalf("job after the revoked start: %+v %v", job, err)
+		t.Fatalf("job after the revoked start and cancel: %+v %v", job, err)
 	}
 	if got := a.Account(acct)["reserved_cents"]; got != 2.0 {
 		t.Fatalf("reserved_cents %v, want 2 (the revoked create made nothing)", got)
@@ -175,22 +176,25 @@ func TestWriteGate_ExactUnderConcurrency(t *testing.T) {
 // malformed body too.
 func TestWriteGate_FailedWritesCount(t *testing.T) {
 	skipShort(t)
-	const limit = 6
+	const limit = 8
 	e := gateNode(t, testenv.Postgres(t), limit)
 	_, key, _ := newKey(t, e, 1)
 	res := e.Do("POST", "/v1/jobs", key, `{"input_format":"png","target_format":"jpeg","input_bytes":10,"input_sha256":"`+strings.Repeat("0", 64)+`"}`)
-	remaining(t, res, 200, "", 5) // the account's one cent
+	remaining(t, res, 200, "", 7) // the account's one cent
 	var first testenv.Reservation
 	res.JSON(t, &first)
 	must(t, e.Upload(first.UploadURL, bytes.Repeat([]byte{1}, 10)), 200, "")
 	cached(t, e, key)
-	remaining(t, e.Do("POST", "/v1/jobs", key, gateBody), 403, "limit_reached", 4)
-	remaining(t, e.Start(key, "job_nosuchjob"), 404, "not_found", 3)
-	remaining(t, e.Do("POST", "/v1/jobs", key, "{not json"), 400, "invalid_request", 2)
-	remaining(t, e.Start(key, first.Job.ID), 409, "checksum_mismatch", 1) // releases the cent
+	remaining(t, e.Do("POST", "/v1/jobs", key, gateBody), 403, "limit_reached", 6)
+	remaining(t, e.Start(key, "job_nosuchjob"), 404, "not_found", 5)
+	remaining(t, e.Do("POST", "/v1/jobs/job_nosuchjob/cancel", key, nil), 404, "not_found", 4)
+	remaining(t, e.Do("POST", "/v1/jobs", key, "{not json"), 400, "invalid_request", 3)
+	remaining(t, e.Start(key, first.Job.ID), 409, "checksum_mismatch", 2)                // releases the cent
+	remaining(t, e.Do("POST", "/v1/jobs/"+first.Job.ID+"/cancel", key, nil), 200, "", 1) // cancelled already: as it is
 	remaining(t, e.Do("POST", "/v1/jobs", key, gateBody), 200, "", 0)
 	refused429(t, e.Do("POST", "/v1/jobs", key, gateBody), limit)
 	refused429(t, e.Do("POST", "/v1/jobs", key, "{not json"), limit)
+	refused429(t, e.Do("POST", "/v1/jobs/job_nosuchjob/cancel", key, nil), limit)
 }
 
 // TestWriteGate_FullWindowFromAnotherNodeIs429: node A keeps the key with room left in its
@@ -210,8 +214,9 @@ func TestWriteGate_FullWindowFromAnotherNodeIs429(t *testing.T) {
 	refused429(t, a.Do("POST", "/v1/jobs", key, "{not json"), limit)
 	refused429(t, a.Do("POST", "/v1/jobs", key, gateBody), limit)
 	refused429(t, a.Start(key, first.Job.ID), limit)
+	refused429(t, a.Do("POST", "/v1/jobs/"+first.Job.ID+"/cancel", key, nil), limit)
 	if job, err := a.Main.JobStore().Job(acct, first.Job.ID); err != nil || job.Status != store.StatusCreated {
-		t.Fatalf("job after the refused start: %+v %v", job, err)
+		t.Fatalf("job after the refused start and cancel: %+v %v", job, err)
 	}
 	if got := a.Account(acct)["reserved_cents"]; got != 3.0 {
 		t.Fatalf("reserved_cents %v, want 3 (the refused create made nothing)", got)

@@ -51,7 +51,7 @@ func (s *Server) authenticate(token string, write bool) (key store.APIKey, d rat
 
 // GateWriteLimiter is a KeyWriteLimiter that remembers the keys it authenticated and can leave
 // a remembered key's check and write count to the job store call that makes the write, in
-// that call's own transaction and round trip (pgstore.Store: a warm create or start is one
+// that call's own transaction and round trip (pgstore.Store: a warm create, start or cancel is one
 // round trip). The check still reads the key where it counts the write, so a revocation
 // holds at once on every node; the node's memory only says which key a secret was.
 type GateWriteLimiter interface {
@@ -76,7 +76,7 @@ func writeGate(r *http.Request) *store.WriteGate {
 	return g
 }
 
-// withGatedKey is withKey(true, h) for create and start: with a GateWriteLimiter that holds
+// withGatedKey is withKey(true, h) for create, start and cancel: with a GateWriteLimiter that holds
 // the request's key, the key's check and write count are left to the job store's call that
 // makes the write (h passes writeGate(r) to it), and the response goes through a
 // gatedResponse, which runs the gate first if the store did not and answers its refusal

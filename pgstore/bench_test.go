@@ -212,3 +212,39 @@ func BenchmarkCacheHitCreateStart64(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCancel cancels created jobs one at a time through migration 0031's function
+// (CancelJob: the call and the take, one round trip) and through the Go transaction it
+// replaced; the create before each cancel is not timed.
+func BenchmarkCancel(b *testing.B) {
+	for _, goTx := range []bool{false, true} {
+		name := "function"
+		if goTx {
+			name = "go"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := open(b, testpg.NewDatabase(b), pgstore.Options{})
+			if goTx {
+				s.UseGoTransitions()
+			}
+			a, err := s.CreateAccount("bench", 1<<40)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 100}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				j, _, err := s.CreateJob(p, noRender)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := s.CancelJob(a.ID, j.ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

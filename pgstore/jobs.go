@@ -1011,8 +1011,29 @@ func (s *Store) RequeueJob(jobID string, attempt, maxAttempts int, reason string
 // CancelJob cancels one of the account's unfinished jobs and releases its reservation.
 // Cancelling a cancelled job returns it unchanged; a succeeded or failed job is ErrInvalidState.
 func (s *Store) CancelJob(accountID, jobID string) (store.Job, error) {
+	return s.CancelJobWith(accountID, jobID, nil)
+}
+
+// CancelJobWith is CancelJob with the request's write gate (keycache.go), which the cancel's
+// call runs first in its own round trip (migration 0031's function: one round trip for a key
+// the node keeps); the cases the function leaves to the Go transaction run the gate on its
+// own first.
+func (s *Store) CancelJobWith(accountID, jobID string, g *store.WriteGate) (store.Job, error) {
 	ctx, cancel := s.ctx()
 	defer cancel()
+	if job, changed, err := s.cancelJobCall(ctx, g, accountID, jobID); !errors.Is(err, errFallback) {
+		if err != nil {
+			return store.Job{}, wrap("cancel job", err)
+		}
+		if changed {
+			s.reportFinished([]store.Job{job})
+		}
+		s.signal(job.ID)
+		return job, nil
+	}
+	if err := s.passGate(ctx, g); err != nil {
+		return store.Job{}, err
+	}
 	var job store.Job
 	err := s.jobTx(ctx, func(tx pgx.Tx, fin *finished) error {
 		var err error

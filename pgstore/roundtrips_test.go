@@ -69,7 +69,8 @@ func (c *statementCounter) count(fn func()) []string {
 // PostgreSQL: a create and a start of a key the node keeps (its write gate in the
 // transition's batch: keycache.go, migration 0024) are one, the same with the key's first
 // write on the node (AuthenticateWrite, then the transition) two, a worker's claim and
-// finish one each, and a GET of a job one (the key and the job in one statement: an unknown
+// finish one each, a cancel one too (migration 0031's function, the gate first in its
+// batch), and a GET of a job one (the key and the job in one statement: an unknown
 // job takes the key again, two). The same requests through the Go transactions (what the transition
 // functions replaced) are counted too, so the table in docs/benchmarks.md has both from one
 // place.
@@ -88,16 +89,21 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 		// recordWebhookEvents after it (BEGIN and the call 1, the deliveries 1, their
 		// notification 1, COMMIT and the notifications 1).
 		finishWebhook int
+		// cancel is a cancel with its write gate (a kept key: the gate, the call and the
+		// take in one batch) or after authWrite; cancelWebhook the same for an account with
+		// a webhook endpoint (the call refused, then BEGIN, the gate and the call again, the
+		// deliveries, their notification, COMMIT and the notifications).
+		cancel, cancelWebhook int
 		// cache is the same for cache-keyed jobs (cacheTrips).
 		cache cacheTrips
 	}{
-		{"functions, key kept", false, true, 1, 1, 1, 1, 1, 5, cacheTrips{
+		{"functions, key kept", false, true, 1, 1, 1, 1, 1, 5, 1, 5, cacheTrips{
 			create: 1, start: 1, claim: 1, claimWait: 1, finish: 1, startHit: 1, createHit: 1, claimHit: 2, finishFromCache: 1}},
-		{"functions, key's first write", false, false, 2, 2, 1, 1, 1, 5, cacheTrips{
+		{"functions, key's first write", false, false, 2, 2, 1, 1, 1, 5, 2, 6, cacheTrips{
 			create: 2, start: 2, claim: 1, claimWait: 1, finish: 1, startHit: 2, createHit: 2, claimHit: 2, finishFromCache: 1}},
 		// The Go claim's walk is 6 statements when the first account it visits has a job,
 		// and 8 here: one account, which its walk reaches after wrapping around.
-		{"go transactions", true, false, 8, 9, 8, 10, 1, 11, cacheTrips{
+		{"go transactions", true, false, 8, 9, 8, 10, 1, 11, 10, 11, cacheTrips{
 			create: 8, start: 10, claim: 12, claimWait: 11, finish: 13, startHit: 17, createHit: 17, claimHit: 26, finishFromCache: 15}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,6 +226,24 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 						t.Fatalf("get: %+v %v %v", got, jobErr, err)
 					}
 				})
+				// A cancel of a created job, as httpapi sends it: the key and the write's count,
+				// then the cancel.
+				victim, _, err := s.CreateJob(store.CreateJobParams{AccountID: acct.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 10},
+					func(store.Job) (store.Response, error) { return store.Response{Status: 201}, nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				cancelWant := tc.cancel
+				if i == 2 {
+					cancelWant = tc.cancelWebhook
+				}
+				check("cancel", cancelWant, func() {
+					g := authWrite()
+					if cancelled, err := s.CancelJobWith(acct.ID, victim.ID, g); err != nil || cancelled.Status != store.StatusCancelled {
+						t.Fatalf("cancel: %+v %v", cancelled, err)
+					}
+					passed(g)
+				})
 				check("get of an unknown job", 2, func() {
 					if _, _, jobErr, err := s.AuthenticateJob(secret, "job_nosuchjob"); err != nil || jobErr != store.ErrNotFound {
 						t.Fatalf("get of an unknown job: %v %v", jobErr, err)
@@ -231,8 +255,8 @@ func TestRoundTrips_PerRequest(t *testing.T) {
 			if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE account_id = $1`, acct.ID).Scan(&deliveries); err != nil {
 				t.Fatal(err)
 			}
-			if deliveries != 1 {
-				t.Fatalf("%d webhook deliveries recorded, want 1 (the finish after the endpoint was made)", deliveries)
+			if deliveries != 2 {
+				t.Fatalf("%d webhook deliveries recorded, want 2 (the finish and the cancel after the endpoint was made)", deliveries)
 			}
 			tc.cache.run(t, s, &c, authWrite, passed, tc.name)
 		})

@@ -376,6 +376,15 @@ func (s *Store) callFlight(ctx context.Context, call string, args ...any) (store
 	return job, err
 }
 
+// cancelJobCall is CancelJob in one round trip (migration 0031), with the request's write
+// gate first when it has one (callGated's batch): the job as the cancel left it, and whether
+// the cancel changed it (false for a job cancelled before).
+func (s *Store) cancelJobCall(ctx context.Context, g *store.WriteGate, accountID, jobID string) (job store.Job, changed bool, err error) {
+	job, err = s.callHitGated(ctx, g, false, []any{&changed}, "", `SELECT `+jobCols+`, c.o_changed FROM convsvc_cancel_job($1, $2, $3) c
+		CROSS JOIN LATERAL (SELECT (c.o_job).*) j`, accountID, jobID)
+	return job, changed, err
+}
+
 // finishFromCacheCall is FinishFromCache in one round trip.
 func (s *Store) finishFromCacheCall(ctx context.Context, jobID string, attempt int) (store.Job, error) {
 	return s.callFlight(ctx, `convsvc_finish_from_cache($1, $2, $3, $4)`, jobID, attempt, s.opts.hitCents())

@@ -447,6 +447,12 @@ func (s *Store) NextExpiry() (time.Time, bool, error) {
 	return at, ok, err
 }
 
+// CancelJobWith is CancelJob; bbolt takes no write gate (it counts writes in process, before
+// the handler), so g is ignored.
+func (s *Store) CancelJobWith(accountID, jobID string, _ *WriteGate) (Job, error) {
+	return s.CancelJob(accountID, jobID)
+}
+
 // CancelJob cancels one of the account's unfinished jobs and releases its reservation.
 // Cancelling a cancelled job returns it unchanged; a succeeded or failed job is ErrInvalidState.
 func (s *Store) CancelJob(accountID, jobID string) (Job, error) {

@@ -13,8 +13,8 @@ var ErrRateLimited = errors.New("write rate limit reached")
 // store call making the write, so that a store where both are statements (pgstore) can run
 // them in that call's own transaction and round trip. The server makes one only for a key a
 // node has authenticated before (pgstore's key cache), and passes it in
-// CreateJobParams.Gate or Upload.Gate; a store that takes none ignores it (bbolt counts writes
-// in process, before the handler).
+// CreateJobParams.Gate, Upload.Gate or CancelJobWith's; a store that takes none ignores it
+// (bbolt counts writes in process, before the handler).
 //
 // The store that runs the gate (once per request: Ran) checks, in the transaction that counts,
 // that the key is still live and still Key, and counts one write in the key's window exactly
