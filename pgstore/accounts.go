@@ -165,9 +165,14 @@ func (s *Store) updateAccount(op, id string, change func(acct *store.Account) (u
 
 const keyCols = `id, account_id, prefix, hash, created_at, revoked_at, presets_only`
 
+// keyTargets are k's fields in keyCols' order, for a Scan.
+func keyTargets(k *store.APIKey) []any {
+	return []any{&k.ID, &k.AccountID, &k.Prefix, &k.Hash, &k.CreatedAt, &k.RevokedAt, &k.PresetsOnly}
+}
+
 func scanKey(row pgx.Row) (store.APIKey, error) {
 	var k store.APIKey
-	err := row.Scan(&k.ID, &k.AccountID, &k.Prefix, &k.Hash, &k.CreatedAt, &k.RevokedAt, &k.PresetsOnly)
+	err := row.Scan(keyTargets(&k)...)
 	if isNoRows(err) {
 		return store.APIKey{}, store.ErrNotFound
 	}
@@ -292,7 +297,7 @@ func (s *Store) AuthenticateJob(secret, jobID string) (key store.APIKey, job sto
 				created_at AS k_created_at, revoked_at AS k_revoked_at, presets_only AS k_presets_only
 			FROM api_keys WHERE hash = $2) k
 		WHERE id = $1 AND (account_id = k_account_id AND expires_at > now()) IS TRUE`, jobID, hash[:])
-	job, err = scanJob(extraRow{row: row, extra: []any{&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly}})
+	job, err = scanJob(extraRow{row: row, extra: keyTargets(&key)})
 	switch {
 	case err == store.ErrNotFound:
 		if key, err = s.Authenticate(secret); err != nil {

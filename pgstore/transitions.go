@@ -433,7 +433,7 @@ func (s *Store) AuthenticateWrite(secret string, limit int, window time.Duration
 		SELECT k.id, k.account_id, k.prefix, k.hash, k.created_at, k.revoked_at, k.presets_only, `+rateCountCols+`
 		FROM k LEFT JOIN LATERAL convsvc_count_write(CASE WHEN k.revoked_at IS NULL THEN k.id END, $2, $3) c ON true`,
 		hash[:], limit, micros(window)).
-		Scan(&key.ID, &key.AccountID, &key.Prefix, &key.Hash, &key.CreatedAt, &key.RevokedAt, &key.PresetsOnly, &w.count, &w.oldest, &w.now, &w.resetUS)
+		Scan(append(keyTargets(&key), &w.count, &w.oldest, &w.now, &w.resetUS)...)
 	if isNoRows(err) {
 		return store.APIKey{}, false, 0, 0, store.ErrUnauthorized
 	} else if err != nil {

@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"os"
@@ -699,7 +700,7 @@ func (s *Store) list(ctx context.Context, prefix string, fn func(types.Object)) 
 // prefix (an upload, a sealed copy or an output of any attempt), so a sweep can delete objects whose job is
 // gone. It pages through ListObjectsV2; a bucket lifecycle rule is the cheaper backstop.
 func (s *Store) JobIDs() ([]string, error) {
-	return s.idsUnder("uploads/", "inputs/", "outputs/")
+	return s.idsUnderAfter("", math.MaxInt, "uploads/", "inputs/", "outputs/")
 }
 
 // Check proves the bucket is reachable with the credentials (HeadBucket).
@@ -762,7 +763,7 @@ func (s *Store) DeleteInput(jobID string) error {
 // InputIDs lists, sorted and without duplicates, the job ids that have an upload or a sealed
 // copy under the prefix, so a sweep can remove the inputs of finished or vanished jobs.
 func (s *Store) InputIDs() ([]string, error) {
-	return s.idsUnder("uploads/", "inputs/")
+	return s.idsUnderAfter("", math.MaxInt, "uploads/", "inputs/")
 }
 
 // JobIDsAfter is JobIDs from the first id after after (all of them when after is ""), at
@@ -814,30 +815,4 @@ func (s *Store) idsUnderAfter(after string, limit int, dirs ...string) ([]string
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	return ids[:min(len(ids), limit)], nil
-}
-
-// idsUnder lists, sorted and without duplicates, the job ids named by the first path element
-// under each of the dirs (relative to the prefix).
-func (s *Store) idsUnder(dirs ...string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opTimeout)
-	defer cancel()
-	seen := make(map[string]struct{})
-	for _, dir := range dirs {
-		err := s.list(ctx, s.prefix+dir, func(o types.Object) {
-			rest := strings.TrimPrefix(aws.ToString(o.Key), s.prefix+dir)
-			id, _, _ := strings.Cut(rest, "/")
-			if validID(id) {
-				seen[id] = struct{}{}
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrStorage, err)
-		}
-	}
-	ids := make([]string, 0, len(seen))
-	for id := range seen {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids, nil
 }

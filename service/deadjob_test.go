@@ -30,7 +30,7 @@ func TestDeadJobs_TakeNoUploadsAndKeepNoInput(t *testing.T) {
 			t.Fatalf("uploads/%s: %v, want it removed", id, err)
 		}
 	}
-	goneSoon := func(t *testing.T, id string) { t.Helper(); inputGoneSoon(t, uploads, id) }
+	goneSoon := func(t *testing.T, id string) { t.Helper(); waitInputGone(t, localInputs(e), id, "finished job") }
 	tmpEmpty := func(t *testing.T) {
 		t.Helper()
 		entries, _ := os.ReadDir(filepath.Join(e.Cfg.DataDir, "blobs", "tmp"))
@@ -174,30 +174,13 @@ func TestSweepTurn_ChecksFilesInTurns(t *testing.T) {
 	dead := e.Create(e.Key, "png", "jpeg", int64(len(png)))
 	testenv.MustStatus(t, e.Upload(dead.UploadURL, png), 200, "")
 	testenv.MustStatus(t, e.Do("POST", "/v1/jobs/"+dead.Job.ID+"/cancel", e.Key, nil), 200, "")
-	inputGoneSoon(t, uploads, dead.Job.ID) // the input cleaner's removal, before the crash's copy
+	waitInputGone(t, localInputs(e), dead.Job.ID, "cancel") // the input cleaner's removal, before the crash's copy
 	if err := os.WriteFile(filepath.Join(uploads, dead.Job.ID), png, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e.Main.SweepTurn()
 	if got := stored(); !slices.Equal(got, []string{live.Job.ID}) {
 		t.Fatalf("after a turn over the whole listing: %v stored, want only the live job's upload %s", got, live.Job.ID)
-	}
-}
-
-// inputGoneSoon waits until uploads/id is gone, for a finished job's input: the job reads as
-// finished as soon as its transaction commits, and the input cleaner removes the input right
-// after (polling the directory: the cleaner's deletion has no signal outside the package).
-func inputGoneSoon(t *testing.T, uploads, id string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(uploads, id)); os.IsNotExist(err) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("uploads/%s still there 30 s after the job finished", id)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

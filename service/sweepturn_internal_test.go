@@ -23,8 +23,8 @@ func TestFileCursor_Next(t *testing.T) {
 	}
 	type turn struct{ from, to int }
 	// check runs a turn over listing, as a store that lists from an id does
-	// (blobstore.PageAfter), and holds what it took and what it asked to list: a limit of
-	// limit ids (0: not checked), and never more than the turn returns but for the listing's end.
+	// (blobstore.PageAfter), and holds what it took and the limit its first listing asked for
+	// (limit; 0: not checked).
 	check := func(t *testing.T, c *fileCursor, listing []string, want turn, limit int) {
 		t.Helper()
 		var calls []int
