@@ -77,7 +77,7 @@ func checkLog(t *testing.T, s *pgstore.Store, acct string, all []string) {
 	}
 }
 
-// eventRows is how many rows of acct's log the events table holds.
+// eventRows is how many rows of acct's log its table holds (through the events view since 0032).
 func eventRows(t *testing.T, ctx context.Context, conn *pgx.Conn, acct string) int {
 	t.Helper()
 	var n int
