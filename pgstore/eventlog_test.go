@@ -95,9 +95,7 @@ func TestMigrate_0032OldReadersReadTheNewLog(t *testing.T) {
 	}
 	url, conn, ctx := migratedConn(t, 31)
 	const acct = "acct_log32"
-	if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at) VALUES ($1, 'l', 100000, now())`, acct); err != nil {
-		t.Fatal(err)
-	}
+	insertAccount(t, ctx, conn, acct)
 	newJob := func(id string) {
 		t.Helper()
 		if _, err := conn.Exec(ctx, `INSERT INTO jobs (id, account_id, status, input_format, target_format, input_bytes, options,

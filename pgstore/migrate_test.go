@@ -76,6 +76,15 @@ func migrateTo(t *testing.T, conn *pgx.Conn, upTo int, skip ...int) {
 	}
 }
 
+// insertAccount adds an account with a cap of 100,000 cents, as the previous release's API
+// would have, for a migration test's own rows.
+func insertAccount(t *testing.T, ctx context.Context, conn *pgx.Conn, id string) {
+	t.Helper()
+	if _, err := conn.Exec(ctx, `INSERT INTO accounts (id, name, spend_cap_cents, created_at) VALUES ($1, 'l', 100000, now())`, id); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // explain is the text of EXPLAIN's plan for query.
 func explain(t *testing.T, conn *pgx.Conn, query string, args ...any) string {
 	t.Helper()
