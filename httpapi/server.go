@@ -35,10 +35,9 @@ type Store interface {
 	// StartSealedJob starts a job whose upload was sealed as up (size, and ETag or version id
 	// where object storage has them), recording up in the same transaction.
 	StartSealedJob(accountID, jobID string, up store.Upload) (store.Job, error)
-	CancelJob(accountID, jobID string) (store.Job, error)
-	// CancelJobWith is CancelJob with the request's write gate (store.WriteGate: nil when the
-	// server counted the write), which a store that takes one runs in the cancel's own
-	// transaction and round trip (pgstore).
+	// CancelJobWith cancels one of the account's unfinished jobs with the request's write gate
+	// (store.WriteGate: nil when the server counted the write), which a store that takes one
+	// runs in the cancel's own transaction and round trip (pgstore).
 	CancelJobWith(accountID, jobID string, g *store.WriteGate) (store.Job, error)
 	WaitChange(jobID string) (<-chan struct{}, func())
 

@@ -155,96 +155,95 @@ func BenchmarkListJobsByStatus(b *testing.B) {
 // that key at once, every start a hit; on the transition functions (migration 0019, whose
 // start finds the entry and leaves the hit to Go) and on the Go transactions.
 func BenchmarkCacheHitCreateStart64(b *testing.B) {
-	for _, goTx := range []bool{false, true} {
-		name := "functions"
-		if goTx {
-			name = "go"
+	onBothTransitionPaths(b, pgstore.Options{MaxConns: 16}, func(b *testing.B, s *pgstore.Store) {
+		const g, base = 64, "png>gif;bench"
+		sha := strings.Repeat("e", 64)
+		accts := make([]store.Account, g)
+		for i := range accts {
+			a, err := s.CreateAccount("bench", 1<<40)
+			if err != nil {
+				b.Fatal(err)
+			}
+			accts[i] = a
+			j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}, noRender)
+			if err == nil {
+				_, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})
+			}
+			if err == nil {
+				j, _, err = s.ClaimJob()
+			}
+			if err == nil {
+				_, err = s.FinishJob(j.ID, j.Attempt, store.Outcome{Output: &store.Output{Bytes: 1, SHA256: sha}})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
-		b.Run(name, func(b *testing.B) {
-			s := open(b, testpg.NewDatabase(b), pgstore.Options{MaxConns: 16})
-			if goTx {
-				s.UseGoTransitions()
+		b.ReportAllocs()
+		b.ResetTimer()
+		var creating, starting atomic.Int64
+		fanOut(b, g, func(i int) error {
+			a := accts[i]
+			t0 := time.Now()
+			j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}, noRender)
+			t1 := time.Now()
+			if err == nil {
+				j, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})
 			}
-			const g, base = 64, "png>gif;bench"
-			sha := strings.Repeat("e", 64)
-			accts := make([]store.Account, g)
-			for i := range accts {
-				a, err := s.CreateAccount("bench", 1<<40)
-				if err != nil {
-					b.Fatal(err)
-				}
-				accts[i] = a
-				j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}, noRender)
-				if err == nil {
-					_, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})
-				}
-				if err == nil {
-					j, _, err = s.ClaimJob()
-				}
-				if err == nil {
-					_, err = s.FinishJob(j.ID, j.Attempt, store.Outcome{Output: &store.Output{Bytes: 1, SHA256: sha}})
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
+			creating.Add(int64(t1.Sub(t0)))
+			starting.Add(int64(time.Since(t1)))
+			if err == nil && j.Status != store.StatusSucceeded {
+				err = fmt.Errorf("start of job %s: %s, want a hit", j.ID, j.Status)
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			var creating, starting atomic.Int64
-			fanOut(b, g, func(i int) error {
-				a := accts[i]
-				t0 := time.Now()
-				j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}, noRender)
-				t1 := time.Now()
-				if err == nil {
-					j, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})
-				}
-				creating.Add(int64(t1.Sub(t0)))
-				starting.Add(int64(time.Since(t1)))
-				if err == nil && j.Status != store.StatusSucceeded {
-					err = fmt.Errorf("start of job %s: %s, want a hit", j.ID, j.Status)
-				}
-				return err
-			})
-			b.ReportMetric(float64(s.Retried())/float64(b.N), "retries/op")
-			b.ReportMetric(float64(creating.Load())/1e6/float64(b.N), "create-ms/op")
-			b.ReportMetric(float64(starting.Load())/1e6/float64(b.N), "start-ms/op")
+			return err
 		})
-	}
+		b.ReportMetric(float64(s.Retried())/float64(b.N), "retries/op")
+		b.ReportMetric(float64(creating.Load())/1e6/float64(b.N), "create-ms/op")
+		b.ReportMetric(float64(starting.Load())/1e6/float64(b.N), "start-ms/op")
+	})
 }
 
 // BenchmarkCancel cancels created jobs one at a time through migration 0031's function
 // (CancelJob: the call and the take, one round trip) and through the Go transaction it
 // replaced; the create before each cancel is not timed.
 func BenchmarkCancel(b *testing.B) {
+	onBothTransitionPaths(b, pgstore.Options{}, func(b *testing.B, s *pgstore.Store) {
+		a, err := s.CreateAccount("bench", 1<<40)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 100}
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			j, _, err := s.CreateJob(p, noRender)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			if _, err := s.CancelJob(a.ID, j.ID); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// onBothTransitionPaths runs fn as two sub-benchmarks, each on a store of its own database
+// opened with o: "functions" on the transition functions, "go" on the Go transactions they
+// replaced (UseGoTransitions).
+func onBothTransitionPaths(b *testing.B, o pgstore.Options, fn func(b *testing.B, s *pgstore.Store)) {
 	for _, goTx := range []bool{false, true} {
-		name := "function"
+		name := "functions"
 		if goTx {
 			name = "go"
 		}
 		b.Run(name, func(b *testing.B) {
-			s := open(b, testpg.NewDatabase(b), pgstore.Options{})
+			s := open(b, testpg.NewDatabase(b), o)
 			if goTx {
 				s.UseGoTransitions()
 			}
-			a, err := s.CreateAccount("bench", 1<<40)
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "jpeg", InputBytes: 100}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				b.StopTimer()
-				j, _, err := s.CreateJob(p, noRender)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if _, err := s.CancelJob(a.ID, j.ID); err != nil {
-					b.Fatal(err)
-				}
-			}
+			fn(b, s)
 		})
 	}
 }

@@ -26,7 +26,8 @@ import (
 )
 
 // Backend is what the suite needs of a job store: the methods httpapi.Store uses (but Backup,
-// which only the embedded store has) and those the workers and the sweeper use.
+// which only the embedded store has, and with CancelJob for CancelJobWith: the write gate has
+// tests of its own) and those the workers and the sweeper use.
 type Backend interface {
 	Authenticate(secret string) (store.APIKey, error)
 	AuthenticateJob(secret, jobID string) (key store.APIKey, job store.Job, jobErr, err error)
