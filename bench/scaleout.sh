@@ -4,17 +4,21 @@
 # versitygw (built once by .ci/versitygw; with --keep-alive, as docs/scaling.md runs it, and
 # --quiet: SCALEOUT_VGW_FLAGS replaces those flags, "" gives versitygw's defaults, which close
 # every connection after one request and log each request) with a bucket, runs bench/scaleout
-# against them (it reports the CPU per request of the nodes, versitygw, PostgreSQL and itself), then
+# against them (it reports the CPU per request of the nodes, versitygw, PostgreSQL and itself), and
 # pgbench -N (TPC-B without the branch and teller updates: 3 updates, an insert and a select a
 # transaction, scale 10) for 15 s at the same client count on the same PostgreSQL, the ceiling the
-# API's PostgreSQL rows are compared with (with pgbench's own client CPU per transaction), and stops both. Arguments go to bench/scaleout
+# API's PostgreSQL rows are compared with (with pgbench's own client CPU per transaction), and stops both.
+# pgbench runs twice, right before bench/scaleout and right after it, each after a CHECKPOINT, and
+# every PostgreSQL row is given as a share of both and of their mean: on a shared machine the same
+# pgbench moved from 5,484 to 8,962 tps within three minutes (docs/benchmarks.md, run S), so one
+# pgbench on one side of the run says more about the machine's drift than about convsvc. Arguments go to bench/scaleout
 # (-clients, -duration, -only, ...). Run from the module root as root or as a user that may run
 # postgres:
 #
 #   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-bin BIN] [-versus BIN] [-client lean|nethttp]
 #
 # -versus BIN runs each contender again with another convsvc binary (main's, say) on the same
-# PostgreSQL, so a change and its base are compared in one run, beside one pgbench.
+# PostgreSQL, so a change and its base are compared in one run, between the same two pgbench runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
@@ -50,22 +54,41 @@ for _ in $(seq 1 600); do curl -s -o /dev/null "http://127.0.0.1:$gw_port" && br
 curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
   -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -X PUT "http://127.0.0.1:$gw_port/scaleout" >/dev/null
 
-go run ./bench/scaleout -postgres "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" \
-  -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout -pg-pid "$(head -1 "$work/pg/data/postmaster.pid")" -s3-pid "$gw_pid" "$@"
-
-# pgbench -N at the same client count on the same instance.
 clients=32
-while [ $# -gt 0 ]; do
-  case "$1" in -clients) clients=$2; shift ;; -clients=*) clients=${1#-clients=} ;; esac
-  shift
+for a in "$@"; do
+  case "$a" in -clients=*) clients=${a#-clients=} ;; esac
+done
+prev=
+for a in "$@"; do
+  [ "$prev" = -clients ] && clients=$a
+  prev=$a
 done
 run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "CREATE DATABASE pgbench" postgres
 run_pg "$PGBIN/pgbench" -q -i -s 10 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench >/dev/null 2>&1
+# pgbench_run LABEL: one pgbench -N of 15 s after a CHECKPOINT; prints its tps and latency and
+# leaves the tps in $work/tps.LABEL.
+pgbench_run() {
+  run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c CHECKPOINT postgres
+  echo
+  echo "pgbench -N -c $clients -j 2 -T 15, $1 (fsync ${SCALEOUT_FSYNC:-on}, load $(cut -d' ' -f1 /proc/loadavg) before):"
+  run_pg /usr/bin/time -f '%U %S' -o "$work/pg/pgbench.time" "$PGBIN/pgbench" -N -c "$clients" -j 2 -T 15 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench 2>/dev/null >"$work/pgbench.out"
+  grep -E '^(latency average|tps)' "$work/pgbench.out"
+  sed -n 's/^tps = \([0-9.]*\).*/\1/p' "$work/pgbench.out" >"$work/tps.$1"
+  txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/pgbench.out")
+  awk -v n="$txns" '{ if (n > 0) printf "pgbench client CPU ms per transaction: %.3f (%.2f s user, %.2f s system)\n", 1000*($1+$2)/n, $1, $2 }' "$work/pg/pgbench.time"
+  echo "load after: $(cut -d' ' -f1 /proc/loadavg)"
+}
+go build -o "$work/scaleout" ./bench/scaleout
+pgbench_run before
 echo
-echo "pgbench -N -c $clients -j 2 -T 15 (fsync ${SCALEOUT_FSYNC:-on}, load $(cut -d' ' -f1 /proc/loadavg) before):"
-# pgbench's own client CPU (/usr/bin/time) per transaction, beside bench/scaleout's load generator's per request.
-run_pg /usr/bin/time -f '%U %S' -o "$work/pg/pgbench.time" "$PGBIN/pgbench" -N -c "$clients" -j 2 -T 15 -h 127.0.0.1 -p "$pg_port" -U postgres pgbench 2>/dev/null >"$work/pgbench.out"
-grep -E '^(latency average|tps)' "$work/pgbench.out"
-txns=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$work/pgbench.out")
-awk -v n="$txns" '{ if (n > 0) printf "pgbench client CPU ms per transaction: %.3f (%.2f s user, %.2f s system)\n", 1000*($1+$2)/n, $1, $2 }' "$work/pg/pgbench.time"
-echo "load after: $(cut -d' ' -f1 /proc/loadavg)"
+run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c CHECKPOINT postgres
+"$work/scaleout" -postgres "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" \
+  -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout -pg-pid "$(head -1 "$work/pg/data/postmaster.pid")" -s3-pid "$gw_pid" "$@" | tee "$work/scaleout.out"
+pgbench_run after
+before=$(cat "$work/tps.before"); after=$(cat "$work/tps.after")
+echo
+echo "Of pgbench -N (before $before, after $after, mean $(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.0f", (a+b)/2 }') tps):"
+awk -F'|' -v a="$before" -v b="$after" '$2 ~ /PostgreSQL/ && $3+0 > 0 {
+  name = $2; gsub(/^ +| +$/, "", name)
+  printf "  %s: %.3f of the mean (%.3f of before, %.3f of after), p99 %.1f ms\n", name, $3/((a+b)/2), $3/a, $3/b, $5
+}' "$work/scaleout.out"
