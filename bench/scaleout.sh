@@ -15,7 +15,7 @@
 # (-clients, -duration, -only, ...). Run from the module root as root or as a user that may run
 # postgres:
 #
-#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-bin BIN] [-versus BIN] [-client lean|nethttp]
+#   bench/scaleout.sh [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-bin BIN] [-versus BIN] [-client lean|nethttp] [-distinct]
 #
 # -versus BIN runs each contender again with another convsvc binary (main's, say) on the same
 # PostgreSQL, so a change and its base are compared in one run, between the same two pgbench runs.

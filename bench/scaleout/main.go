@@ -5,7 +5,9 @@
 //   - API: creates+starts per second and their p50/p99 latency from -clients concurrent
 //     clients, spread round-robin over the nodes. A create phase (POST /v1/jobs for -duration)
 //     is followed by untimed uploads of a 16x16 PNG to each job's presigned URL and a start
-//     phase (POST /v1/jobs/{id}/start for every job). Each key makes at most 60 jobs (120
+//     phase (POST /v1/jobs/{id}/start for every job). Every job uploads the same PNG, so with
+//     the cache on every start after an account's first is a cache hit; -distinct gives each
+//     job its own (the job's number in a tEXt chunk), so that no start is. Each key makes at most 60 jobs (120
 //     writes, SPEC's limit per rolling minute), so the run never meets the rate limit. Job n
 //     uses key n mod -keys (keys are spread over -keys/10+1 accounts in turn), so concurrent
 //     clients act for different accounts, as many tenants do; -spread=false gives each key
@@ -31,10 +33,10 @@
 // Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
 // -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
-//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN] [-client lean|nethttp]
+//	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN] [-client lean|nethttp] [-distinct]
 //
 // -versus runs each contender a second time with another binary (main's, say), right after
-// the first, on the same PostgreSQL and before the same pgbench, so a change is measured
+// the first, on the same PostgreSQL and between the same two pgbench runs, so a change is measured
 // against its base in one run.
 //
 // The create and start phases send their requests with a lean client (leanhttp.go: one
@@ -51,10 +53,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -91,6 +95,7 @@ var (
 	keys        = flag.Int("keys", 600, "API keys (each makes at most 60 jobs)")
 	prebuilt    = flag.String("bin", "", "convsvc binary (default: build this module)")
 	versus      = flag.String("versus", "", "a second convsvc binary (e.g. main's), run right after -bin on each contender, on the same PostgreSQL, its rows marked (versus)")
+	distinct    = flag.Bool("distinct", false, "each job of the API phases uploads a different input (the same PNG with its job number in a tEXt chunk), so that with the cache on no start is a cache hit")
 	spread      = flag.Bool("spread", true, "job n uses key n mod -keys, so concurrent clients write as different keys and accounts; false: each key's 60 jobs in a row, so all clients share one or two keys and accounts at a time")
 	poolConns   = flag.Int("pool-max-conns", 0, "pool_max_conns on the nodes' database URL (default: pgxpool's, max(4, CPUs))")
 	pgPid       = flag.Int("pg-pid", 0, "PostgreSQL's postmaster pid, to report its CPU per job (bench/scaleout.sh passes it)")
@@ -316,9 +321,15 @@ func runAPI(nodes []string, pids []int) apiResult {
 	keyList, err := benchkit.CreateKeysIn(ctx, hc, nodes[0], adminToken, *keys, *keys/10+1, 1_000_000)
 	check(err)
 	pngBytes := encodePNG(16)
+	input := func(int) []byte { return pngBytes }
+	if *distinct {
+		base := pngBytes
+		input = func(n int) []byte { return withNumber(base, n) }
+		pngBytes = input(0) // every input is this long
+	}
 	type job struct {
 		id, key, upload string
-		node            int
+		node, n         int
 	}
 	var (
 		mu        sync.Mutex
@@ -365,7 +376,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 				}
 				record(time.Since(t0))
 				mu.Lock()
-				jobs = append(jobs, job{res.Job.ID, key, res.UploadURL, node})
+				jobs = append(jobs, job{res.Job.ID, key, res.UploadURL, node, n})
 				mu.Unlock()
 			}
 		}()
@@ -383,7 +394,7 @@ func runAPI(nodes []string, pids []int) apiResult {
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				check(benchkit.Upload(ctx, hc, j.upload, bytes.NewReader(pngBytes), int64(len(pngBytes))))
+				check(benchkit.Upload(ctx, hc, j.upload, bytes.NewReader(input(j.n)), int64(len(pngBytes))))
 			}
 		}()
 	}
@@ -550,6 +561,17 @@ func encodePNG(w int) []byte {
 	var buf bytes.Buffer
 	check(png.Encode(&buf, img))
 	return buf.Bytes()
+}
+
+// withNumber returns the PNG p with a tEXt chunk holding n in twelve digits before its IEND
+// chunk (p's last 12 bytes): a different input of the same length for each n.
+func withNumber(p []byte, n int) []byte {
+	data := fmt.Appendf([]byte("n\x00"), "%012d", n)
+	chunk := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
+	chunk = append(append(chunk, "tEXt"...), data...)
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(chunk[4:]))
+	end := len(p) - 12
+	return append(append(slices.Clone(p[:end]), chunk...), p[end:]...)
 }
 
 // admin runs one statement on the maintenance database.
