@@ -54,12 +54,9 @@ for _ in $(seq 1 600); do curl -s -o /dev/null "http://127.0.0.1:$gw_port" && br
 curl -sf --aws-sigv4 "aws:amz:us-east-1:s3" --user "$AWS_ACCESS_KEY_ID:$AWS_SECRET_ACCESS_KEY" \
   -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" -X PUT "http://127.0.0.1:$gw_port/scaleout" >/dev/null
 
-clients=32
+clients=32 prev=
 for a in "$@"; do
   case "$a" in -clients=*) clients=${a#-clients=} ;; esac
-done
-prev=
-for a in "$@"; do
   [ "$prev" = -clients ] && clients=$a
   prev=$a
 done
@@ -85,10 +82,10 @@ run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c CHECKPOINT pos
 "$work/scaleout" -postgres "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" \
   -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout -pg-pid "$(head -1 "$work/pg/data/postmaster.pid")" -s3-pid "$gw_pid" "$@" | tee "$work/scaleout.out"
 pgbench_run after
-before=$(cat "$work/tps.before"); after=$(cat "$work/tps.after")
 echo
-echo "Of pgbench -N (before $before, after $after, mean $(awk -v a="$before" -v b="$after" 'BEGIN { printf "%.0f", (a+b)/2 }') tps):"
-awk -F'|' -v a="$before" -v b="$after" '$2 ~ /PostgreSQL/ && $3+0 > 0 {
-  name = $2; gsub(/^ +| +$/, "", name)
-  printf "  %s: %.3f of the mean (%.3f of before, %.3f of after), p99 %.1f ms\n", name, $3/((a+b)/2), $3/a, $3/b, $5
-}' "$work/scaleout.out"
+awk -F'|' -v a="$(cat "$work/tps.before")" -v b="$(cat "$work/tps.after")" '
+  BEGIN { printf "Of pgbench -N (before %s, after %s, mean %.0f tps):\n", a, b, (a+b)/2 }
+  $2 ~ /PostgreSQL/ && $3+0 > 0 {
+    name = $2; gsub(/^ +| +$/, "", name)
+    printf "  %s: %.3f of the mean (%.3f of before, %.3f of after), p99 %.1f ms\n", name, $3/((a+b)/2), $3/a, $3/b, $5
+  }' "$work/scaleout.out"

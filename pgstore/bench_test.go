@@ -49,14 +49,7 @@ func BenchmarkJobLifecycle(b *testing.B) {
 func BenchmarkCreateStartParallel64(b *testing.B) {
 	s := open(b, testpg.NewDatabase(b), pgstore.Options{MaxConns: 16})
 	const g = 64
-	accts := make([]store.Account, g)
-	for i := range accts {
-		a, err := s.CreateAccount("bench", 1<<40)
-		if err != nil {
-			b.Fatal(err)
-		}
-		accts[i] = a
-	}
+	accts := benchAccounts(b, s, g)
 	b.ReportAllocs()
 	b.ResetTimer()
 	fanOut(b, g, func(i int) error {
@@ -67,6 +60,20 @@ func BenchmarkCreateStartParallel64(b *testing.B) {
 		}
 		return err
 	})
+}
+
+// benchAccounts creates n accounts named bench whose cap no benchmark reaches.
+func benchAccounts(b *testing.B, s *pgstore.Store, n int) []store.Account {
+	b.Helper()
+	accts := make([]store.Account, n)
+	for i := range accts {
+		a, err := s.CreateAccount("bench", 1<<40)
+		if err != nil {
+			b.Fatal(err)
+		}
+		accts[i] = a
+	}
+	return accts
 }
 
 // fanOut runs b.N calls of op over g goroutines, goroutine i calling op(i) for each of its
@@ -158,13 +165,8 @@ func BenchmarkCacheHitCreateStart64(b *testing.B) {
 	onBothTransitionPaths(b, pgstore.Options{MaxConns: 16}, func(b *testing.B, s *pgstore.Store) {
 		const g, base = 64, "png>gif;bench"
 		sha := strings.Repeat("e", 64)
-		accts := make([]store.Account, g)
-		for i := range accts {
-			a, err := s.CreateAccount("bench", 1<<40)
-			if err != nil {
-				b.Fatal(err)
-			}
-			accts[i] = a
+		accts := benchAccounts(b, s, g)
+		for _, a := range accts {
 			j, _, err := s.CreateJob(store.CreateJobParams{AccountID: a.ID, InputFormat: "png", TargetFormat: "gif", InputBytes: 100, CacheBase: base + a.ID}, noRender)
 			if err == nil {
 				_, err = s.StartSealedJob(a.ID, j.ID, store.Upload{Size: 100, SHA256: sha})

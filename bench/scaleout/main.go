@@ -320,13 +320,12 @@ func runAPI(nodes []string, pids []int) apiResult {
 	hc := benchkit.NewHTTPClient(*clients, time.Minute)
 	keyList, err := benchkit.CreateKeysIn(ctx, hc, nodes[0], adminToken, *keys, *keys/10+1, 1_000_000)
 	check(err)
-	pngBytes := encodePNG(16)
-	input := func(int) []byte { return pngBytes }
+	base := encodePNG(16)
+	input := func(int) []byte { return base }
 	if *distinct {
-		base := pngBytes
 		input = func(n int) []byte { return withNumber(base, n) }
-		pngBytes = input(0) // every input is this long
 	}
+	pngBytes := input(0) // every job's input is this long
 	type job struct {
 		id, key, upload string
 		node, n         int
