@@ -17,10 +17,11 @@
 -- cannot key the cache: 0025 drops the base), and a hit, which moves cents under the
 -- account's row lock, take 0025's path as before.
 --
--- bench/pgcallinstr.sh (docs/benchmarks.md, run T): a create+start with a cache base and a
--- start's checksum that misses, 2,277,225 instructions at schema 32, 1,651,048 here (-27.5%);
--- with no cache base (the cache off) and the start's checksum, 1,622,712 and 1,631,133
--- (+0.5%: the wider WHERE's set-up).
+-- bench/pgcallinstr.sh (docs/benchmarks.md, run T; its database holds 3,000 cache entries):
+-- PGCALLINSTR_CALLS=keyed (a create with a cache base, a start with a checksum that misses)
+-- 2,294,382 instructions a create+start at schema 32, 1,677,728 here (-26.9%);
+-- PGCALLINSTR_CALLS=checksum (no cache base: the cache off) 1,622,284 and 1,631,863, the
+-- plain calls 1,609,107 and 1,618,020 (+0.6%: the wider WHERE's set-up).
 --
 -- The lookup is one probe of cache_entries' primary key under the UPDATE's snapshot. An
 -- entry committed after it (another job of the same key finishing meanwhile) is not seen:
@@ -32,15 +33,22 @@
 -- Rolling upgrade: the functions keep their signatures (CREATE OR REPLACE, as 0028 did); a
 -- node of the previous release calling them gets the same answers, with fewer locks.
 
--- 1. convsvc_cache_has: whether the key of a cache base and an input checksum has an entry.
---    A function rather than an EXISTS in the start's UPDATE: a subquery there is a subplan,
---    which every execution of the UPDATE sets up (cache_entries and its index opened and
---    locked), a start without a key too. bench/pgcallinstr.sh's own calls (no key): 34,000
---    instructions a create+start more than schema 32 with the subquery, 13,000 with this
---    call in an OR, 8,000 as below.
+-- 1. convsvc_cache_has: whether the key of a cache base and an input checksum, both given,
+--    has an entry. A function rather than an EXISTS in the start's UPDATE: a subquery there is
+--    a subplan, which every execution of the UPDATE sets up (cache_entries and its index
+--    opened and locked), a start without a key too. bench/pgcallinstr.sh's plain calls (no
+--    key): 34,000 instructions a create+start more than schema 32 with the subquery, 9,000
+--    with this call. The key is convsvc_cache_key's expression (0021) in line, a simple
+--    expression PL/pgSQL evaluates without the executor, and the lookup a PERFORM: 21,000
+--    instructions fewer a keyed start than `RETURN EXISTS (... convsvc_cache_key(...))`.
+--    TestMigrate_0033KeyedStartAnswersAsBefore finds an entry stored under
+--    convsvc_cache_key's key through it, and TestCacheKey_SQLIsGo holds that key to Go's.
 CREATE FUNCTION convsvc_cache_has(p_base text, p_sha text) RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_key text := encode(sha256(convert_to(p_base, 'UTF8') || decode('00', 'hex') || convert_to(p_sha, 'UTF8')), 'hex');
 BEGIN
-    RETURN EXISTS (SELECT 1 FROM cache_entries WHERE key = convsvc_cache_key(p_base, p_sha));
+    PERFORM FROM cache_entries WHERE key = v_key;
+    RETURN FOUND;
 END $$;
 
 -- 2. convsvc_start_job: 0028's function with the wider fast path; the rest as it was.
