@@ -10,7 +10,7 @@
 # counted. The database: pgstore/migrations/0001 ... UPTO applied in order (each file in one
 # transaction), then each VARIANT.sql given (none: the migrations as they are), then 61
 # accounts, 600 keys each with a rate window of 60 writes, 30,000 jobs (10% queued, the rest
-# succeeded), 1,000 events per account (none pruned in the run); then, from schema 29, each
+# succeeded), 1,000 events per account (none pruned in the run), 3,000 cache entries; then, from schema 29, each
 # window remembers its key, as after its first gate. The pgbench runs use one random seed, so
 # runs of one schema agree to 0.1%. Prints instructions per create+start: (Ir(300 jobs) -
 # Ir(60 jobs)) / 240 of the backend that served each run, so start-up and the first calls'
@@ -18,6 +18,10 @@
 #
 #   bench/pgcallinstr.sh UPTO [VARIANT.sql ...]      e.g. bench/pgcallinstr.sh 29; bench/pgcallinstr.sh 30
 #   PGCALLINSTR_SCRIPT=calls.pgb bench/pgcallinstr.sh UPTO VARIANT.sql   (a variant's own pgbench script)
+#   PGCALLINSTR_CALLS=checksum bench/pgcallinstr.sh UPTO   (from schema 30: the start passes the input's checksum, as the
+#       local blob store's always does; with the cache off the job has no cache base)
+#   PGCALLINSTR_CALLS=keyed bench/pgcallinstr.sh UPTO      (from schema 30: as checksum, and the create gives a cache base,
+#       as with the cache on: the start looks up the key and finds no entry; the database holds 3,000 entries)
 #
 # bench/pginstr.sh counts a single-user backend instead (statements parsed and planned each
 # time, no gate, the batch of schemas 20-27): use it to compare schemas up to 27.
@@ -70,6 +74,10 @@ else
     SELECT a.id, s, 'evt_x_' || a.id || '_' || s, 'job.queued', 'x', now(), (SELECT to_jsonb(j) FROM jobs j LIMIT 1)
     FROM accounts a, generate_series(1, 1000) s" base
 fi
+# 3,000 cache entries (none any job's key), so a keyed start's lookup descends a real index.
+[ "$upto" -ge 19 ] && psql -c "INSERT INTO cache_entries (key, object, output_bytes, output_sha256, output_attempt, output_verified, last_used)
+  SELECT convsvc_cache_key('png>jpeg q80', md5(i::text || 'x')), 'job_x' || i, 5000, md5(i::text), 1, true, now()
+  FROM generate_series(1, 3000) i" base
 if [ "$upto" -ge 29 ]; then
   psql -c "UPDATE rate_windows r SET live_hash = k.hash, live_account = k.account_id, live_presets_only = k.presets_only
     FROM api_keys k WHERE k.id = r.key_id" base
@@ -99,6 +107,16 @@ if [ "$upto" -ge 30 ]; then
 SELECT * FROM convsvc_create_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'job_q' || :n, 'acct_' || (1 + :k % 61), 'created', 'png', 'jpeg', 1000, '{"quality":80}'::bytea, 86400000000, '', NULL, '', '', '', 1, true);
 SELECT * FROM convsvc_start_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1000, 'etag', NULL, '', 1, true);
 PGB
+  # PGCALLINSTR_CALLS: the start's checksum (each job's own, so no key is ever cached) and,
+  # for keyed, the create's cache base.
+  case "${PGCALLINSTR_CALLS:-plain}" in
+    plain) ;;
+    checksum|keyed)
+      base=; [ "$PGCALLINSTR_CALLS" = keyed ] && base='png>jpeg q80'
+      sed -i -e "s/'etag', NULL, '', 1, true)/'etag', NULL, md5(:n::text), 1, true)/" \
+        -e "s/86400000000, '', NULL, '', '', '', 1, true)/86400000000, '', NULL, '', '', '$base', 1, true)/" "$work/job.pgb" ;;
+    *) echo "PGCALLINSTR_CALLS is plain, checksum or keyed" >&2; exit 2 ;;
+  esac
 fi
 # PGCALLINSTR_SCRIPT=FILE: another pgbench script in place of these batches (a variant's own calls).
 [ -n "${PGCALLINSTR_SCRIPT:-}" ] && cp "$PGCALLINSTR_SCRIPT" "$work/job.pgb"
