@@ -10,8 +10,9 @@
 # counted. The database: pgstore/migrations/0001 ... UPTO applied in order (each file in one
 # transaction), then each VARIANT.sql given (none: the migrations as they are), then 61
 # accounts, 600 keys each with a rate window of 60 writes, 30,000 jobs (10% queued, the rest
-# succeeded), 1,000 events per account (none pruned in the run), 3,000 cache entries; then, from schema 29, each
-# window remembers its key, as after its first gate. The pgbench runs use one random seed, so
+# succeeded), 1,000 events per account (none pruned in the run), 3,000 cache entries (since
+# 2026-12-05; no plain call reads them); then, from schema 29, each window remembers its key,
+# as after its first gate. The pgbench runs use one random seed, so
 # runs of one schema agree to 0.1%. Prints instructions per create+start: (Ir(300 jobs) -
 # Ir(60 jobs)) / 240 of the backend that served each run, so start-up and the first calls'
 # compilation drop out. Run from the module root as root or as a user that may run postgres:

@@ -52,8 +52,9 @@ import (
 // takes them holds the account's row first, or takes no lock after them. A claim of a job
 // without a cache key, and (migration 0028) a start of an account without max_queued, hold
 // only the job's row when their status change takes event_seqs, and take nothing after it
-// (the start reads its account's cap without a lock; from migration 0033 also a start whose
-// cache key finds no entry, a read of cache_entries that locks nothing). A claim's status change takes event_seqs (2 < 6)
+// (the start reads its account's cap without a lock; since migration 0033 so does a start
+// whose cache key finds no entry, whose lookup of cache_entries locks nothing). A claim's
+// status change takes event_seqs (2 < 6)
 // only after the account's row when the job has a cache key, and each hit at claim commits
 // on its own, so no transaction holds two accounts' rows, except ReapExpiredLeases and
 // ExpireJobs: they lock all their jobs (SKIP LOCKED), then their accounts' rows in id order
