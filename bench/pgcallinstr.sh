@@ -23,6 +23,8 @@
 #       local blob store's always does; with the cache off the job has no cache base)
 #   PGCALLINSTR_CALLS=keyed bench/pgcallinstr.sh UPTO      (from schema 30: as checksum, and the create gives a cache base,
 #       as with the cache on: the start looks up the key and finds no entry; the database holds 3,000 entries)
+#   PGCALLINSTR_CALLS=hit bench/pgcallinstr.sh UPTO        (from schema 30: as keyed, and every start's key has an
+#       entry: the start finishes the job from the cache)
 #
 # bench/pginstr.sh counts a single-user backend instead (statements parsed and planned each
 # time, no gate, the batch of schemas 20-27): use it to compare schemas up to 27.
@@ -102,22 +104,23 @@ SELECT convsvc_take_notifies();
 \endpipeline
 PGB
 if [ "$upto" -ge 30 ]; then
-  cat > "$work/job.pgb" <<'PGB'
-\set n random(1, 2000000000)
-\set k random(0, 599)
-SELECT * FROM convsvc_create_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'job_q' || :n, 'acct_' || (1 + :k % 61), 'created', 'png', 'jpeg', 1000, '{"quality":80}'::bytea, 86400000000, '', NULL, '', '', '', 1, true);
-SELECT * FROM convsvc_start_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1000, 'etag', NULL, '', 1, true);
-PGB
-  # PGCALLINSTR_CALLS: the start's checksum (each job's own, so no key is ever cached) and,
-  # for keyed, the create's cache base.
+  # PGCALLINSTR_CALLS: the start's checksum (each job's own, so no key is ever cached; for
+  # hit, the input of the first cache entry's key) and, for keyed and hit, the create's cache
+  # base.
+  start_sha="''" create_base=
   case "${PGCALLINSTR_CALLS:-plain}" in
     plain) ;;
-    checksum|keyed)
-      base=; [ "$PGCALLINSTR_CALLS" = keyed ] && base='png>jpeg q80'
-      sed -i -e "s/'etag', NULL, '', 1, true)/'etag', NULL, md5(:n::text), 1, true)/" \
-        -e "s/86400000000, '', NULL, '', '', '', 1, true)/86400000000, '', NULL, '', '', '$base', 1, true)/" "$work/job.pgb" ;;
-    *) echo "PGCALLINSTR_CALLS is plain, checksum or keyed" >&2; exit 2 ;;
+    checksum) start_sha='md5(:n::text)' ;;
+    keyed) start_sha='md5(:n::text)' create_base='png>jpeg q80' ;;
+    hit) start_sha="md5('1x')" create_base='png>jpeg q80' ;;
+    *) echo "PGCALLINSTR_CALLS is plain, checksum, keyed or hit" >&2; exit 2 ;;
   esac
+  cat > "$work/job.pgb" <<PGB
+\set n random(1, 2000000000)
+\set k random(0, 599)
+SELECT * FROM convsvc_create_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'job_q' || :n, 'acct_' || (1 + :k % 61), 'created', 'png', 'jpeg', 1000, '{"quality":80}'::bytea, 86400000000, '', NULL, '', '', '$create_base', 1, true);
+SELECT * FROM convsvc_start_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1000, 'etag', NULL, $start_sha, 1, true);
+PGB
 fi
 # PGCALLINSTR_SCRIPT=FILE: another pgbench script in place of these batches (a variant's own calls).
 [ -n "${PGCALLINSTR_SCRIPT:-}" ] && cp "$PGCALLINSTR_SCRIPT" "$work/job.pgb"

@@ -19,9 +19,10 @@
 --
 -- bench/pgcallinstr.sh (docs/benchmarks.md, run T; its database holds 3,000 cache entries):
 -- PGCALLINSTR_CALLS=keyed (a create with a cache base, a start with a checksum that misses)
--- 2,294,382 instructions a create+start at schema 32, 1,677,728 here (-26.9%);
+-- 2,294,382 instructions a create+start at schema 32, 1,677,720 here (-26.9%);
 -- PGCALLINSTR_CALLS=checksum (no cache base: the cache off) 1,622,284 and 1,631,863, the
--- plain calls 1,609,107 and 1,618,020 (+0.6%: the wider WHERE's set-up).
+-- plain calls 1,609,107 and 1,618,020 (+0.6%: the wider WHERE's set-up); PGCALLINSTR_CALLS=hit
+-- (every start's key has an entry) 2,941,918 and 2,778,970 (-5.5%: 2 below).
 --
 -- The lookup is one probe of cache_entries' primary key under the UPDATE's snapshot. An
 -- entry committed after it (another job of the same key finishing meanwhile) is not seen:
@@ -30,8 +31,8 @@
 -- start after a concurrent cache insert, so no answer is lost. The fast path takes no lock
 -- it did not take for an unkeyed job (the job's row, then its trigger's event_seqs row).
 --
--- Rolling upgrade: the functions keep their signatures (CREATE OR REPLACE, as 0028 did); a
--- node of the previous release calling them gets the same answers, with fewer locks.
+-- Rolling upgrade: the two start functions keep their signatures (CREATE OR REPLACE, as 0028
+-- did); a node of the previous release calling them gets the same answers, with fewer locks.
 
 -- 1. convsvc_cache_has: whether the key of a cache base and an input checksum, both given,
 --    has an entry. A function rather than an EXISTS in the start's UPDATE: a subquery there is
@@ -51,38 +52,19 @@ BEGIN
     RETURN FOUND;
 END $$;
 
--- 2. convsvc_start_job: 0028's function with the wider fast path; the rest as it was.
-CREATE OR REPLACE FUNCTION convsvc_start_job(p_account text, p_job text, p_size bigint, p_up_size bigint, p_up_etag text, p_up_version text,
+-- 2. convsvc_start_job_slow: 0028's start past its fast path (0025's start), unchanged: the
+--    job's and the account's rows locked, the cache take, a hit finished, or the job queued.
+--    Both entry points below call it when their fast path's UPDATE takes nothing, so a hit
+--    runs the fast path once (0030's gated start, which called convsvc_start_job, ran it
+--    twice: the account read and the lookup again). No SET clause: its callers set
+--    convsvc.defer_notify, and nothing else calls it.
+CREATE FUNCTION convsvc_start_job_slow(p_account text, p_job text, p_size bigint, p_up_size bigint, p_up_etag text, p_up_version text,
     p_sha text, p_price bigint, p_deliveries_in_go boolean)
-RETURNS jobs LANGUAGE plpgsql SET convsvc.defer_notify = 'on' AS $$
+RETURNS jobs LANGUAGE plpgsql AS $$
 DECLARE
     v_cap bigint; v_reserved bigint; v_spent bigint; v_max bigint; v_queued bigint; v_key text;
     v_job jobs; v_entry cache_entries; v_unfinished integer;
 BEGIN
-    -- The fast path: the account's cap and spend in one read, then the job's one UPDATE,
-    -- which queues a job without a key, or with a key that finds no entry.
-    SELECT a.spend_cap_cents, a.reserved_cents, a.max_queued, coalesce(m.cents, 0) INTO v_cap, v_reserved, v_max, v_spent
-        FROM accounts a LEFT JOIN month_spend m ON m.account_id = a.id AND m.month = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')
-        WHERE a.id = p_account;
-    IF v_max IS NULL AND v_spent + v_reserved <= v_cap THEN
-        UPDATE jobs SET status = 'queued', started_at = now(), upload_size = p_up_size, upload_etag = p_up_etag,
-                upload_version_id = p_up_version,
-                input_sha256 = nullif(CASE WHEN coalesce(p_sha, '') = '' THEN input_sha256 ELSE p_sha END, ''),
-                cache_base = nullif(cache_base, '')
-            -- The job by its id alone (0028).
-            WHERE id = p_job AND (account_id = p_account AND expires_at > now() AND status = 'created'
-                AND input_bytes = p_size
-                AND (coalesce(p_sha, '') = '' OR coalesce(input_sha256, '') = '' OR input_sha256 = p_sha)
-                AND (coalesce(cache_base, '') = '' OR CASE WHEN coalesce(p_sha, '') = '' THEN coalesce(input_sha256, '') = ''
-                    ELSE NOT convsvc_cache_has(cache_base, p_sha) END)) IS TRUE
-            RETURNING * INTO v_job;
-        IF FOUND THEN
-            PERFORM set_config('convsvc.notify',
-                coalesce(nullif(current_setting('convsvc.notify', true), '') || ',', '') || 'q:' || v_job.id, false);
-            RETURN v_job;
-        END IF;
-    END IF;
-    -- Anything else: 0028's slow path, unchanged.
     SELECT * INTO v_job FROM jobs WHERE id = p_job AND (account_id = p_account AND expires_at > now()) IS TRUE FOR UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'job % not found', p_job USING ERRCODE = 'CV404';
@@ -174,7 +156,43 @@ BEGIN
     RETURN v_job;
 END $$;
 
--- 3. convsvc_start_job_gated: 0030's function with the same fast path in line.
+
+-- 3. convsvc_start_job: 0028's fast path, wider, then convsvc_start_job_slow.
+CREATE OR REPLACE FUNCTION convsvc_start_job(p_account text, p_job text, p_size bigint, p_up_size bigint, p_up_etag text, p_up_version text,
+    p_sha text, p_price bigint, p_deliveries_in_go boolean)
+RETURNS jobs LANGUAGE plpgsql SET convsvc.defer_notify = 'on' AS $$
+DECLARE
+    v_cap bigint; v_reserved bigint; v_spent bigint; v_max bigint; v_job jobs;
+BEGIN
+    -- The fast path: the account's cap and spend in one read, then the job's one UPDATE,
+    -- which queues a job without a key, or with a key that finds no entry.
+    SELECT a.spend_cap_cents, a.reserved_cents, a.max_queued, coalesce(m.cents, 0) INTO v_cap, v_reserved, v_max, v_spent
+        FROM accounts a LEFT JOIN month_spend m ON m.account_id = a.id AND m.month = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')
+        WHERE a.id = p_account;
+    IF v_max IS NULL AND v_spent + v_reserved <= v_cap THEN
+        UPDATE jobs SET status = 'queued', started_at = now(), upload_size = p_up_size, upload_etag = p_up_etag,
+                upload_version_id = p_up_version,
+                input_sha256 = nullif(CASE WHEN coalesce(p_sha, '') = '' THEN input_sha256 ELSE p_sha END, ''),
+                cache_base = nullif(cache_base, '')
+            -- The job by its id alone (0028).
+            WHERE id = p_job AND (account_id = p_account AND expires_at > now() AND status = 'created'
+                AND input_bytes = p_size
+                AND (coalesce(p_sha, '') = '' OR coalesce(input_sha256, '') = '' OR input_sha256 = p_sha)
+                AND (coalesce(cache_base, '') = '' OR CASE WHEN coalesce(p_sha, '') = '' THEN coalesce(input_sha256, '') = ''
+                    ELSE NOT convsvc_cache_has(cache_base, p_sha) END)) IS TRUE
+            RETURNING * INTO v_job;
+        IF FOUND THEN
+            PERFORM set_config('convsvc.notify',
+                coalesce(nullif(current_setting('convsvc.notify', true), '') || ',', '') || 'q:' || v_job.id, false);
+            RETURN v_job;
+        END IF;
+    END IF;
+    RETURN convsvc_start_job_slow(p_account, p_job, p_size, p_up_size, p_up_etag, p_up_version, p_sha, p_price,
+        p_deliveries_in_go);
+END $$;
+
+-- 4. convsvc_start_job_gated: 0030's function with the same fast path in line, then
+--    convsvc_start_job_slow.
 CREATE OR REPLACE FUNCTION convsvc_start_job_gated(g_hash bytea, g_key text, g_account text, g_presets_only boolean, g_limit integer,
     g_window_us bigint,
     p_account text, p_job text, p_size bigint, p_up_size bigint, p_up_etag text, p_up_version text,
@@ -198,7 +216,7 @@ BEGIN
         SELECT g.o_count, g.o_oldest, g.o_now INTO v_count, v_oldest, v_now
             FROM convsvc_write_gate(g_hash, g_key, g_account, g_presets_only, g_limit, g_window_us) g;
     END IF;
-    -- convsvc_start_job's fast path (2 above), in line.
+    -- convsvc_start_job's fast path (3 above), in line.
     SELECT a.spend_cap_cents, a.reserved_cents, a.max_queued, coalesce(m.cents, 0) INTO v_cap, v_reserved, v_max, v_spent
         FROM accounts a LEFT JOIN month_spend m ON m.account_id = a.id AND m.month = to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM')
         WHERE a.id = p_account;
@@ -224,7 +242,7 @@ BEGIN
         END IF;
     END IF;
     SELECT NULL::integer, NULL::timestamptz, NULL::timestamptz, NULL::text, j.* INTO o
-        FROM convsvc_start_job(p_account, p_job, p_size, p_up_size, p_up_etag, p_up_version, p_sha, p_price,
+        FROM convsvc_start_job_slow(p_account, p_job, p_size, p_up_size, p_up_etag, p_up_version, p_sha, p_price,
             p_deliveries_in_go) j;
     o.o_count := v_count;
     o.o_oldest := v_oldest;
