@@ -25,6 +25,11 @@
 #       as with the cache on: the start looks up the key and finds no entry; the database holds 3,000 entries)
 #   PGCALLINSTR_CALLS=hit bench/pgcallinstr.sh UPTO        (from schema 30: as keyed, and every start's key has an
 #       entry: the start finishes the job from the cache)
+#   PGCALLINSTR_CALLS=convert bench/pgcallinstr.sh UPTO    (from schema 30: a worker's calls instead, per conversion:
+#       convsvc_claim_job from a random account's turn, then convsvc_finish_job of the job it took, succeeded, each
+#       followed by convsvc_take_notifies() as a statement of its own; the accounts hold reservations for them)
+#   PGCALLINSTR_CALLS=convert-keyed bench/pgcallinstr.sh UPTO   (as convert, with the cache on: every queued job has
+#       a cache key that finds no entry, so the claim runs the key's flight and the finish stores the entry)
 #
 # bench/pginstr.sh counts a single-user backend instead (statements parsed and planned each
 # time, no gate, the batch of schemas 20-27): use it to compare schemas up to 27.
@@ -81,6 +86,14 @@ fi
 [ "$upto" -ge 19 ] && psql -c "INSERT INTO cache_entries (key, object, output_bytes, output_sha256, output_attempt, output_verified, last_used)
   SELECT convsvc_cache_key('png>jpeg q80', md5(i::text || 'x')), 'job_x' || i, 5000, md5(i::text), 1, true, now()
   FROM generate_series(1, 3000) i" base
+# A worker's calls: reservations for the queued jobs the claims take, and for convert-keyed
+# each queued job's cache key (its own input's, so no key has an entry).
+case "${PGCALLINSTR_CALLS:-plain}" in
+  convert*) psql -c "UPDATE accounts SET reserved_cents = 100000" base ;;
+esac
+if [ "${PGCALLINSTR_CALLS:-plain}" = convert-keyed ]; then
+  psql -c "UPDATE jobs SET cache_base = 'png>gif', input_sha256 = md5(id) WHERE status = 'queued'" base
+fi
 if [ "$upto" -ge 29 ]; then
   psql -c "UPDATE rate_windows r SET live_hash = k.hash, live_account = k.account_id, live_presets_only = k.presets_only
     FROM api_keys k WHERE k.id = r.key_id" base
@@ -107,13 +120,14 @@ if [ "$upto" -ge 30 ]; then
   # PGCALLINSTR_CALLS: the start's checksum (each job's own, so no key is ever cached; for
   # hit, the input of the first cache entry's key) and, for keyed and hit, the create's cache
   # base.
-  start_sha="''" create_base=
+  start_sha="''" create_base= per=create+start
   case "${PGCALLINSTR_CALLS:-plain}" in
     plain) ;;
     checksum) start_sha='md5(:n::text)' ;;
     keyed) start_sha='md5(:n::text)' create_base='png>jpeg q80' ;;
     hit) start_sha="md5('1x')" create_base='png>jpeg q80' ;;
-    *) echo "PGCALLINSTR_CALLS is plain, checksum, keyed or hit" >&2; exit 2 ;;
+    convert | convert-keyed) per=claim+finish ;;
+    *) echo "PGCALLINSTR_CALLS is plain, checksum, keyed, hit, convert or convert-keyed" >&2; exit 2 ;;
   esac
   cat > "$work/job.pgb" <<PGB
 \set n random(1, 2000000000)
@@ -121,6 +135,16 @@ if [ "$upto" -ge 30 ]; then
 SELECT * FROM convsvc_create_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'job_q' || :n, 'acct_' || (1 + :k % 61), 'created', 'png', 'jpeg', 1000, '{"quality":80}'::bytea, 86400000000, '', NULL, '', '', '$create_base', 1, true);
 SELECT * FROM convsvc_start_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1000, 'etag', NULL, $start_sha, 1, true);
 PGB
+  # A worker's claim and finish (pgstore's claimJobCall and finishJobCall), the take after each
+  # sent on its own (pgstore pipelines it with the call in one implicit transaction).
+  if [ "$per" = claim+finish ]; then cat > "$work/job.pgb" <<'PGB'
+\set a random(1, 61)
+SELECT (c.o_job).id AS cid, (c.o_job).attempt AS catt FROM convsvc_claim_job('acct_' || :a, 'node1', 60000000, 1, false) c \gset
+SELECT convsvc_take_notifies();
+SELECT id FROM convsvc_finish_job(:cid, :catt, 'succeeded', '', '', '', 5000, md5(:cid), NULL, true, false, 1073741824);
+SELECT convsvc_take_notifies();
+PGB
+  fi
 fi
 # PGCALLINSTR_SCRIPT=FILE: another pgbench script in place of these batches (a variant's own calls).
 [ -n "${PGCALLINSTR_SCRIPT:-}" ] && cp "$PGCALLINSTR_SCRIPT" "$work/job.pgb"
@@ -145,4 +169,4 @@ for n in 60 300; do
     sleep 0.2
   done
 done
-echo "schema $upto${*:+ + $*}: $(( (ir[300] - ir[60]) / 240 )) instructions per create+start (Ir 60 jobs ${ir[60]}, 300 jobs ${ir[300]})"
+echo "schema $upto${*:+ + $*}: $(( (ir[300] - ir[60]) / 240 )) instructions per ${per:-create+start} (Ir 60 jobs ${ir[60]}, 300 jobs ${ir[300]})"

@@ -8,7 +8,8 @@
 # pgbench -N (TPC-B without the branch and teller updates: 3 updates, an insert and a select a
 # transaction, scale 10) for 15 s at the same client count on the same PostgreSQL, the ceiling the
 # API's PostgreSQL rows are compared with (with pgbench's own client CPU per transaction), and stops both.
-# pgbench runs twice, right before bench/scaleout and right after it, each after a CHECKPOINT, and
+# pgbench runs twice, right before bench/scaleout and right after it, each after a CHECKPOINT
+# (and bench/scaleout after a VACUUM ANALYZE of what the first pgbench left), and
 # every PostgreSQL row is given as a share of both and of their mean: on a shared machine the same
 # pgbench moved from 5,484 to 8,962 tps within three minutes (docs/benchmarks.md, run S), so one
 # pgbench on one side of the run says more about the machine's drift than about convsvc. Arguments go to bench/scaleout
@@ -75,12 +76,26 @@ pgbench_run() {
   awk -v n="$txns" '{ if (n > 0) printf "pgbench client CPU ms per transaction: %.3f (%.2f s user, %.2f s system)\n", 1000*($1+$2)/n, $1, $2 }' "$work/pg/pgbench.time"
   echo "load after: $(cut -d' ' -f1 /proc/loadavg)"
 }
+# vacuum_all: VACUUM ANALYZE in every database, so that what one measurement left behind
+# (pgbench's 100,000 updated rows) is cleaned up before the next one starts, not by an
+# autovacuum worker in the middle of it: after pgbench ran, autovacuum's VACUUM ANALYZE of
+# pgbench_accounts took about 10 s of one core, 60-80 s later, in convsvc's create or start
+# phase (docs/benchmarks.md, run U). bench/scaleout drops each contender's database when its
+# nodes stop, for the same reason.
+vacuum_all() {
+  for db in $(run_pg "$PGBIN/psql" -Atq -h 127.0.0.1 -p "$pg_port" -U postgres \
+    -c "SELECT datname FROM pg_database WHERE datallowconn AND NOT datistemplate" postgres); do
+    run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c "VACUUM ANALYZE" "$db"
+  done
+}
 go build -o "$work/scaleout" ./bench/scaleout
 pgbench_run before
+vacuum_all
 echo
 run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c CHECKPOINT postgres
 "$work/scaleout" -postgres "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" \
   -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout -pg-pid "$(head -1 "$work/pg/data/postmaster.pid")" -s3-pid "$gw_pid" "$@" | tee "$work/scaleout.out"
+vacuum_all
 pgbench_run after
 echo
 awk -F'|' -v a="$(cat "$work/tps.before")" -v b="$(cat "$work/tps.after")" '

@@ -30,8 +30,8 @@
 // the read phase's end, for `perf record -k
 // realtime` and `perf report --time START,END`.
 //
-// Each contender gets a fresh database (CREATE DATABASE on -postgres) and its own prefix in
-// -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
+// Each contender gets a fresh database (CREATE DATABASE on -postgres), dropped when its nodes
+// stop, and its own prefix in -bucket. bench/scaleout.sh starts PostgreSQL and versitygw on loopback and runs this:
 //
 //	go run ./bench/scaleout -postgres URL -s3-endpoint URL -bucket NAME [-clients 32] [-duration 10s] [-conversions 48] [-size 512] [-only bbolt,pg-local,pg-s3,pg-s3-3] [-versus BIN] [-client lean|nethttp] [-distinct]
 //
@@ -185,8 +185,9 @@ func runContender(bin, dir string, i int, c contender, name string) string {
 // and returns their URLs and pids.
 func startNodes(bin, dir string, i int, c contender) ([]string, []int, func()) {
 	var common []string
+	var db string
 	if c.pg {
-		db := "convsvc_bench_" + randomHex(6)
+		db = "convsvc_bench_" + randomHex(6)
 		admin(*pgURL, "CREATE DATABASE "+db)
 		u, err := url.Parse(*pgURL)
 		check(err)
@@ -224,6 +225,12 @@ func startNodes(bin, dir string, i int, c contender) ([]string, []int, func()) {
 		runningMu.Lock()
 		running = nil
 		runningMu.Unlock()
+		if db != "" {
+			// Dropped, not left to autovacuum: its VACUUM of 36,000 jobs and their events would
+			// run, a minute on, in the next contender's phases or in bench/scaleout.sh's second
+			// pgbench (docs/benchmarks.md, run U).
+			admin(*pgURL, "DROP DATABASE "+db+" WITH (FORCE)")
+		}
 	}
 }
 
