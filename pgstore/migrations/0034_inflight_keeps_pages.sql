@@ -1,0 +1,20 @@
+-- convsvc schema 34: vacuum leaves cache_inflight's pages in place (vacuum_truncate off), so
+-- that a claim's flight and a finish look their key up by the primary key in a database that
+-- autovacuum looks after.
+--
+-- cache_inflight holds one row per conversion of a cache key under way: a claim's flight
+-- inserts it and the finish deletes it, so under load the table fills with dead rows and
+-- autovacuum empties it again. A vacuum that finds the table empty truncated it to no pages,
+-- updated its statistics, and so made every connection plan its statements on the table
+-- again, now against an empty table: the planner then chose a sequential scan (no page to
+-- read), and the generic plan that PL/pgSQL kept read every page the next burst filled, dead
+-- rows included, in each claim's lookup (convsvc_cache_flight) and each finish's delete
+-- (convsvc_finish_common), until the next vacuum planned again. After 20,000 conversions
+-- that was 186 pages (0.7 ms) a statement. With the pages kept, the statistics say as many
+-- pages as the table grew to, and the planner takes the primary key
+-- (TestMigrate_0034InflightLookupsUseTheKey). The empty pages are reused by the next inserts;
+-- the table stays the size of its largest burst.
+--
+-- Rolling upgrade: ALTER TABLE ... SET takes a SHARE UPDATE EXCLUSIVE lock, which no
+-- transition waits for; nodes of the previous release run unchanged.
+ALTER TABLE cache_inflight SET (vacuum_truncate = false);
