@@ -13,9 +13,9 @@
 # succeeded), 1,000 events per account (none pruned in the run), 3,000 cache entries (since
 # 2026-12-05; no plain call reads them); then, from schema 29, each window remembers its key,
 # as after its first gate. The pgbench runs use one random seed, so
-# runs of one schema agree to 0.1%. Prints instructions per create+start: (Ir(300 jobs) -
-# Ir(60 jobs)) / 240 of the backend that served each run, so start-up and the first calls'
-# compilation drop out. Run from the module root as root or as a user that may run postgres:
+# runs of one schema agree to 0.1%. Prints instructions per create+start (per claim+finish for
+# the worker's calls below): (Ir(300 jobs) - Ir(60 jobs)) / 240 of the backend that served
+# each run, so start-up and the first calls' compilation drop out. Run from the module root as root or as a user that may run postgres:
 #
 #   bench/pgcallinstr.sh UPTO [VARIANT.sql ...]      e.g. bench/pgcallinstr.sh 29; bench/pgcallinstr.sh 30
 #   PGCALLINSTR_SCRIPT=calls.pgb bench/pgcallinstr.sh UPTO VARIANT.sql   (a variant's own pgbench script)
@@ -129,15 +129,16 @@ if [ "$upto" -ge 30 ]; then
     convert | convert-keyed) per=claim+finish ;;
     *) echo "PGCALLINSTR_CALLS is plain, checksum, keyed, hit, convert or convert-keyed" >&2; exit 2 ;;
   esac
-  cat > "$work/job.pgb" <<PGB
+  if [ "$per" = create+start ]; then cat > "$work/job.pgb" <<PGB
 \set n random(1, 2000000000)
 \set k random(0, 599)
 SELECT * FROM convsvc_create_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'job_q' || :n, 'acct_' || (1 + :k % 61), 'created', 'png', 'jpeg', 1000, '{"quality":80}'::bytea, 86400000000, '', NULL, '', '', '$create_base', 1, true);
 SELECT * FROM convsvc_start_job_gated(sha256(('k' || :k)::bytea), 'key_' || :k, 'acct_' || (1 + :k % 61), false, 1000000, 86400000000, 'acct_' || (1 + :k % 61), 'job_q' || :n, 1000, 1000, 'etag', NULL, $start_sha, 1, true);
 PGB
+  else
   # A worker's claim and finish (pgstore's claimJobCall and finishJobCall), the take after each
   # sent on its own (pgstore pipelines it with the call in one implicit transaction).
-  if [ "$per" = claim+finish ]; then cat > "$work/job.pgb" <<'PGB'
+  cat > "$work/job.pgb" <<'PGB'
 \set a random(1, 61)
 SELECT (c.o_job).id AS cid, (c.o_job).attempt AS catt FROM convsvc_claim_job('acct_' || :a, 'node1', 60000000, 1, false) c \gset
 SELECT convsvc_take_notifies();

@@ -95,7 +95,6 @@ echo
 run_pg "$PGBIN/psql" -q -h 127.0.0.1 -p "$pg_port" -U postgres -c CHECKPOINT postgres
 "$work/scaleout" -postgres "postgres://postgres@127.0.0.1:$pg_port/postgres?sslmode=disable" \
   -s3-endpoint "http://127.0.0.1:$gw_port" -bucket scaleout -pg-pid "$(head -1 "$work/pg/data/postmaster.pid")" -s3-pid "$gw_pid" "$@" | tee "$work/scaleout.out"
-vacuum_all
 pgbench_run after
 echo
 awk -F'|' -v a="$(cat "$work/tps.before")" -v b="$(cat "$work/tps.after")" '
