@@ -13,6 +13,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -100,6 +101,10 @@ type Options struct {
 	// (WriteGate, keycache.go); default DefaultKeyCache, negative: none (every write
 	// authenticates in a statement of its own first).
 	KeyCache int
+	// WriteBatches is how many batches of creates and starts this node sends at once; the
+	// writes that arrive while all are out share the next one's round trip and commit
+	// (writebatch.go). Default DefaultWriteBatches; negative: none (each write alone).
+	WriteBatches int
 }
 
 // hitCents is the price of a cache hit (Options.CacheHitCents).
@@ -151,6 +156,9 @@ type Store struct {
 	retried atomic.Int64
 	// keys are the API keys this node authenticated (keycache.go).
 	keys keyCache
+	// writes batches the creates and starts with a pending write gate (writebatch.go); nil:
+	// each goes alone.
+	writes *writeBatcher
 }
 
 // Open connects to the database at url (a postgres:// URL or key=value string), applies the
@@ -208,6 +216,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s.keys.max = opts.KeyCache
 	if s.keys.max == 0 {
 		s.keys.max = DefaultKeyCache
+	}
+	if opts.WriteBatches >= 0 {
+		s.writes = &writeBatcher{max: cmp.Or(opts.WriteBatches, DefaultWriteBatches)}
 	}
 	ready := make(chan error, 1)
 	go s.listen(lctx, ready)

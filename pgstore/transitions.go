@@ -80,7 +80,7 @@ func (s *Store) callJob(ctx context.Context, then func(context.Context, pgx.Tx, 
 // callJobExtra is callJob for a statement whose row has columns after the job's, scanned
 // into extra.
 func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx.Tx, store.Job) error, extra []any, sql string, args ...any) (store.Job, error) {
-	return s.callGated(ctx, nil, false, then, extra, "", sql, args...)
+	return s.callGated(ctx, nil, false, then, extra, nil, sql, args...)
 }
 
 // callGated is callJobExtra with a request's write gate (keycache.go): while g is pending, the
@@ -95,12 +95,12 @@ func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx
 // returning the job's columns, then extra's, then the gate's count, oldest entry and clock
 // and the payloads taken): without then, a pending gate, the call and the take are that one
 // statement.
-func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, gated, sql string, args ...any) (store.Job, error) {
+func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, one *batchable, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
 	}
 	for attempt := 1; ; attempt++ {
-		job, err := s.callOnce(ctx, g, quiet, then, extra, gated, sql, args)
+		job, err := s.callOnce(ctx, g, quiet, then, extra, one, sql, args)
 		if attempt < 5 && retryable(err) {
 			s.retried.Add(1)
 			continue
@@ -118,10 +118,21 @@ func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, t
 	}
 }
 
-func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, gatedSQL, sql string, args []any) (job store.Job, err error) {
+func (s *Store) callOnce(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, one *batchable, sql string, args []any) (job store.Job, err error) {
 	gated := g.Pending()
-	if gated && then == nil && gatedSQL != "" {
-		return s.callOneStatement(ctx, g, extra, gatedSQL, args)
+	if gated && then == nil && one != nil {
+		if one.batched != "" && s.writes != nil {
+			var done bool
+			if job, err, done = s.batchWrite(ctx, g, extra, one, args); done {
+				return job, err
+			}
+			// Its batch rolled back (the gate still pending), or the batch passed the gate
+			// and left the start to run here, as a start without a pending gate.
+			gated = g.Pending()
+		}
+		if gated {
+			return s.callOneStatement(ctx, g, extra, one.sql, args)
+		}
 	}
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
@@ -296,15 +307,15 @@ func finishedDeliveries(ctx context.Context, tx pgx.Tx, job store.Job) error {
 // deliveries of the job it finished (CVWH0), the call runs again with it true and
 // finishedDeliveries after it in the same transaction.
 func (s *Store) callHit(ctx context.Context, extra []any, sql string, args ...any) (store.Job, error) {
-	return s.callHitGated(ctx, nil, false, extra, "", sql, args...)
+	return s.callHitGated(ctx, nil, false, extra, nil, sql, args...)
 }
 
 // callHitGated is callHit with a request's write gate (callGated), which the first call runs
 // (and counts even when that call fails).
-func (s *Store) callHitGated(ctx context.Context, g *store.WriteGate, quiet bool, extra []any, gated, sql string, args ...any) (store.Job, error) {
-	job, err := s.callGated(ctx, g, quiet, nil, extra, gated, sql, append(args, false)...)
+func (s *Store) callHitGated(ctx context.Context, g *store.WriteGate, quiet bool, extra []any, one *batchable, sql string, args ...any) (store.Job, error) {
+	job, err := s.callGated(ctx, g, quiet, nil, extra, one, sql, append(args, false)...)
 	if errors.Is(err, errDeliveries) {
-		job, err = s.callGated(ctx, g, false, finishedDeliveries, extra, "", sql, append(args, true)...)
+		job, err = s.callGated(ctx, g, false, finishedDeliveries, extra, nil, sql, append(args, true)...)
 	}
 	return job, err
 }
@@ -320,11 +331,21 @@ func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, stat
 	// event, no hit): its batch ends with the call (callOnce's quiet). Were one ever queued,
 	// it would leave with the connection's next take (or send).
 	quiet := status == store.StatusCreated && (p.InputSHA256 == "" || p.CacheBase == "")
-	return s.callHitGated(ctx, p.Gate, quiet, nil,
-		`SELECT `+jobCols+`, `+gatedCols+` FROM convsvc_create_job_gated($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+	id, deliverTo := store.NewJobID(time.Now()), deliveryJSON(p.DeliverTo)
+	one := &batchable{
+		sql:     `SELECT ` + jobCols + `, ` + gatedCols + ` FROM convsvc_create_job_gated($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+		account: p.AccountID,
+	}
+	if quiet && p.WebhookURL == "" {
+		// convsvc_create_job_gated's in-line case, which locks the account's rows only.
+		one.batched = `convsvc_create_job_batched($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
+		one.batchedArgs = []any{id, p.AccountID, p.InputFormat, p.TargetFormat, p.InputBytes, opts, micros(s.opts.Retention),
+			p.SourceURL, deliverTo, p.InputSHA256, p.CacheBase}
+	}
+	return s.callHitGated(ctx, p.Gate, quiet, nil, one,
 		`SELECT `+jobCols+` FROM convsvc_create_job($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-		store.NewJobID(time.Now()), p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
-		micros(s.opts.Retention), p.SourceURL, deliveryJSON(p.DeliverTo), p.WebhookURL, p.InputSHA256, p.CacheBase, s.opts.hitCents())
+		id, p.AccountID, status, p.InputFormat, p.TargetFormat, p.InputBytes, opts,
+		micros(s.opts.Retention), p.SourceURL, deliverTo, p.WebhookURL, p.InputSHA256, p.CacheBase, s.opts.hitCents())
 }
 
 // startJobCall is startJob in one round trip, a cache hit included (the job is then returned
@@ -335,8 +356,13 @@ func (s *Store) startJobCall(ctx context.Context, g *store.WriteGate, accountID,
 	if up != nil {
 		upSize, upETag, upVersion = &up.Size, &up.ETag, &up.VersionID
 	}
-	return s.callHitGated(ctx, g, false, nil,
-		`SELECT `+jobCols+`, `+gatedCols+` FROM convsvc_start_job_gated($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+	one := &batchable{
+		sql:         `SELECT ` + jobCols + `, ` + gatedCols + ` FROM convsvc_start_job_gated($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		batched:     `convsvc_start_job_batched($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		batchedArgs: []any{accountID, jobID, uploadedSize, upSize, upETag, upVersion, sha},
+		account:     accountID,
+	}
+	return s.callHitGated(ctx, g, false, nil, one,
 		`SELECT `+jobCols+` FROM convsvc_start_job($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		accountID, jobID, uploadedSize, upSize, upETag, upVersion, sha, s.opts.hitCents())
 }
@@ -380,7 +406,7 @@ func (s *Store) callFlight(ctx context.Context, call string, args ...any) (store
 // gate first when it has one (callGated's batch): the job as the cancel left it, and whether
 // the cancel changed it (false for a job cancelled before).
 func (s *Store) cancelJobCall(ctx context.Context, g *store.WriteGate, accountID, jobID string) (job store.Job, changed bool, err error) {
-	job, err = s.callHitGated(ctx, g, false, []any{&changed}, "", `SELECT `+jobCols+`, c.o_changed FROM convsvc_cancel_job($1, $2, $3) c
+	job, err = s.callHitGated(ctx, g, false, []any{&changed}, nil, `SELECT `+jobCols+`, c.o_changed FROM convsvc_cancel_job($1, $2, $3) c
 		CROSS JOIN LATERAL (SELECT (c.o_job).*) j`, accountID, jobID)
 	return job, changed, err
 }
