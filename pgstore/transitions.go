@@ -90,11 +90,11 @@ func (s *Store) callJobExtra(ctx context.Context, then func(context.Context, pgx
 // count, and the gate then runs on its own (passGate, one more round trip, failures only):
 // the write counts once, at that moment, and a refusal there is the answer (429 before
 // 400). A failure that the caller takes on (errDeliveries' second call, errFallback's Go
-// transaction) leaves the gate pending for it. gated, when not empty, is the same call as
-// one statement with the gate's arguments first (a *_gated function of migration 0030,
+// transaction) leaves the gate pending for it. one, when not nil, is the same call as one
+// statement with the gate's arguments first (one.sql, a *_gated function of migration 0030,
 // returning the job's columns, then extra's, then the gate's count, oldest entry and clock
 // and the payloads taken): without then, a pending gate, the call and the take are that one
-// statement.
+// statement, sent alone or, with one.batched, in a write batch (writebatch.go).
 func (s *Store) callGated(ctx context.Context, g *store.WriteGate, quiet bool, then func(context.Context, pgx.Tx, store.Job) error, extra []any, one *batchable, sql string, args ...any) (store.Job, error) {
 	if s.goTransitions {
 		return store.Job{}, errFallback
