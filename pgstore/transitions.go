@@ -338,7 +338,7 @@ func (s *Store) createJobCall(ctx context.Context, p store.CreateJobParams, stat
 	}
 	if quiet && p.WebhookURL == "" {
 		// convsvc_create_job_gated's in-line case, which locks the account's rows only.
-		one.batched = `convsvc_create_job_batched($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
+		one.batched = `SELECT ` + jobCols + `, ` + gatedCols + ` FROM convsvc_create_job_batched($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
 		one.batchedArgs = []any{id, p.AccountID, p.InputFormat, p.TargetFormat, p.InputBytes, opts, micros(s.opts.Retention),
 			p.SourceURL, deliverTo, p.InputSHA256, p.CacheBase}
 	}
@@ -358,7 +358,7 @@ func (s *Store) startJobCall(ctx context.Context, g *store.WriteGate, accountID,
 	}
 	one := &batchable{
 		sql:         `SELECT ` + jobCols + `, ` + gatedCols + ` FROM convsvc_start_job_gated($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-		batched:     `convsvc_start_job_batched($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		batched:     `SELECT ` + jobCols + `, ` + gatedCols + ` FROM convsvc_start_job_batched($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		batchedArgs: []any{accountID, jobID, uploadedSize, upSize, upETag, upVersion, sha},
 		account:     accountID,
 	}

@@ -50,11 +50,11 @@ const maxBatchWrites = 16
 type batchable struct {
 	// sql is the call sent alone (callOneStatement).
 	sql string
-	// batched, if not empty, is the call a write batch sends, returning sql's columns; a row
-	// whose job columns are NULL says that the batch only passed the gate and that the
+	// batched, if not empty, is the statement a write batch sends, returning sql's columns; a
+	// row whose job columns are NULL says that the batch only passed the gate and that the
 	// transition is left to its own call (convsvc_start_job_batched).
 	batched string
-	// batchedArgs are batched's arguments after the gate's (nil: sql's).
+	// batchedArgs are batched's arguments after the gate's.
 	batchedArgs []any
 	// account owns every row the batched call locks: a batch's order.
 	account string
@@ -234,13 +234,7 @@ func isPgError(err error) bool {
 // its own after all: its batch rolled back (g still pending), or convsvc_start_job_batched
 // passed its gate and left the start to the caller (g counted).
 func (s *Store) batchWrite(ctx context.Context, g *store.WriteGate, extra []any, one *batchable, args []any) (job store.Job, err error, done bool) {
-	batchedArgs := args
-	if one.batchedArgs != nil {
-		batchedArgs = one.batchedArgs
-	}
-	w := &batchedWrite{account: one.account, extra: extra,
-		sql:  `SELECT ` + jobCols + `, ` + gatedCols + ` FROM ` + one.batched,
-		args: append(gateArgs(g), batchedArgs...)}
+	w := &batchedWrite{account: one.account, extra: extra, sql: one.batched, args: append(gateArgs(g), one.batchedArgs...)}
 	w.alone = func() {
 		w.ranAlone = true
 		w.job, w.err = s.callOneStatement(ctx, g, extra, one.sql, args)
